@@ -1,0 +1,514 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/sepp-io/sepp/engine"
+)
+
+// Config is a whole node configuration file.
+type Config struct {
+	Server  Server  `toml:"server"`
+	Cluster Cluster `toml:"cluster"`
+	Limits  Limits  `toml:"limits"`
+	Storage Storage `toml:"storage"`
+	Queues  []Queue `toml:"queues"`
+	Admin   Admin   `toml:"admin"`
+	source  string  // the file it came from, for messages
+}
+
+// Server is this node's identity, listeners and files.
+type Server struct {
+	NodeID   string `toml:"node_id"`
+	GRPCAddr string `toml:"grpc_addr"`
+	HTTPAddr string `toml:"http_addr"`
+	RaftAddr string `toml:"raft_addr"`
+	// RaftAdvertise is the address other nodes dial; defaults to RaftAddr.
+	RaftAdvertise string `toml:"raft_advertise"`
+	// GRPCAdvertise and HTTPAdvertise are what followers hand to clients as
+	// the leader's address; they default to the listen addresses.
+	GRPCAdvertise string `toml:"grpc_advertise"`
+	HTTPAdvertise string `toml:"http_advertise"`
+	DataDir       string `toml:"data_dir"`
+	LogLevel      string `toml:"log_level"`
+	LogJSON       bool   `toml:"log_json"`
+	// MaxMessageBytes bounds one gRPC message in either direction.
+	MaxMessageBytes int `toml:"max_message_bytes"`
+	// MaxLongPolls caps reserves waiting for work at once on this node.
+	MaxLongPolls int `toml:"max_long_polls"`
+	// MaxLongPollMS caps how long one reserve may wait for work.
+	MaxLongPollMS int64 `toml:"max_long_poll_ms"`
+}
+
+// Peer is one member of a static cluster.
+type Peer struct {
+	ID       string `toml:"id"`
+	RaftAddr string `toml:"raft_addr"`
+	GRPCAddr string `toml:"grpc_addr"`
+	HTTPAddr string `toml:"http_addr"`
+}
+
+// Cluster is the Raft membership and timing.
+type Cluster struct {
+	// Peers is the static cluster, this node included. Empty: a cluster of
+	// one that bootstraps itself.
+	Peers []Peer `toml:"peers"`
+	// Bootstrap forms the cluster from Peers on first start (a node with
+	// existing state never bootstraps again). Set it false on a node that
+	// joins a running cluster instead.
+	Bootstrap              *bool `toml:"bootstrap"`
+	HeartbeatTimeoutMS     int64 `toml:"heartbeat_timeout_ms"`
+	ElectionTimeoutMS      int64 `toml:"election_timeout_ms"`
+	LeaderLeaseTimeoutMS   int64 `toml:"leader_lease_timeout_ms"`
+	CommitTimeoutMS        int64 `toml:"commit_timeout_ms"`
+	SnapshotThreshold      int64 `toml:"snapshot_threshold"`
+	SnapshotIntervalMS     int64 `toml:"snapshot_interval_ms"`
+	LeaseGraceMS           int64 `toml:"lease_grace_ms"`
+	StoreWriteTimeoutMS    int64 `toml:"store_write_timeout_ms"`
+	MaxCommandsPerEntry    int   `toml:"max_commands_per_entry"`
+	MaxEntriesInFlight     int   `toml:"max_entries_in_flight"`
+	SnapshotsRetained      int   `toml:"snapshots_retained"`
+	TrailingLogs           int64 `toml:"trailing_logs"`
+	ShutdownTransferWaitMS int64 `toml:"shutdown_transfer_wait_ms"`
+}
+
+// Limits is the [limits] table: the spec's producer and retry settings.
+type Limits struct {
+	DefaultPriority      uint32 `toml:"default_priority"`
+	DefaultMaxAttempts   uint32 `toml:"default_max_attempts"`
+	MaxAttemptsCeiling   uint32 `toml:"max_attempts_ceiling"`
+	RetryDelayMS         int64  `toml:"retry_delay_ms"`
+	RetryBackoff         string `toml:"retry_backoff"`
+	RetryDelayMaxMS      int64  `toml:"retry_delay_max_ms"`
+	MaxScheduleHorizonMS int64  `toml:"max_schedule_horizon_ms"`
+	MaxReserveBatch      int    `toml:"max_reserve_batch"`
+	DefaultLeaseMS       int64  `toml:"default_lease_ms"`
+	MaxLeaseMS           int64  `toml:"max_lease_ms"`
+	MaxPayloadBytes      int    `toml:"max_payload_bytes"`
+	MaxBatchSize         int    `toml:"max_batch_size"`
+	MaxCustomFields      int    `toml:"max_custom_fields"`
+	MaxCustomFieldBytes  int    `toml:"max_custom_field_bytes"`
+	MaxJobTypeBytes      int    `toml:"max_job_type_bytes"`
+	IdempotencyWindowMS  int64  `toml:"idempotency_window_ms"`
+	MaxIdempotencyKeys   int    `toml:"max_idempotency_keys"`
+	MaxQueueLength       int    `toml:"max_queue_length"`
+	MaxDeadLetters       int    `toml:"max_dead_letters"`
+	AttemptHistory       int    `toml:"attempt_history"`
+	// Strict rejects enqueues to queues that no [[queues]] entry names.
+	Strict bool `toml:"strict"`
+}
+
+// Storage is the [storage] table.
+type Storage struct {
+	// DeadLetterRetentionMS keeps dead-letter records this long; 0 (the
+	// default) drops dead jobs on the spot. Restart-only.
+	DeadLetterRetentionMS int64 `toml:"dead_letter_retention_ms"`
+}
+
+// Queue is one [[queues]] entry; unset keys inherit [limits].
+type Queue struct {
+	Name                 string  `toml:"name"`
+	DefaultPriority      *uint32 `toml:"default_priority"`
+	DefaultMaxAttempts   *uint32 `toml:"default_max_attempts"`
+	RetryDelayMS         *int64  `toml:"retry_delay_ms"`
+	RetryBackoff         *string `toml:"retry_backoff"`
+	RetryDelayMaxMS      *int64  `toml:"retry_delay_max_ms"`
+	MaxScheduleHorizonMS *int64  `toml:"max_schedule_horizon_ms"`
+	MaxLength            *int    `toml:"max_length"`
+	DeadLetterQueue      string  `toml:"dead_letter_queue"`
+}
+
+// Admin is the [admin] table: the web UI's sign-in.
+type Admin struct {
+	// Auth turns sign-in on. Off, the UI listens on loopback only unless
+	// AllowUnauthenticatedRemote is set.
+	Auth                       bool        `toml:"auth"`
+	AllowUnauthenticatedRemote bool        `toml:"allow_unauthenticated_remote"`
+	Users                      []AdminUser `toml:"users"`
+	// SessionKey signs session cookies (at least 32 bytes). Give every node
+	// the same key so one sign-in works on all of them and a follower can
+	// forward actions to the leader; empty: a random key per start.
+	SessionKey string `toml:"session_key"`
+	// SessionTTLMS is how long a sign-in lasts; 0 means 12 hours.
+	SessionTTLMS int64 `toml:"session_ttl_ms"`
+}
+
+// AdminUser is one sign-in: a bcrypt-style password hash and a role.
+type AdminUser struct {
+	Name         string `toml:"name"`
+	PasswordHash string `toml:"password_hash"`
+	Role         string `toml:"role"` // "viewer" or "operator"
+}
+
+// Default returns a configuration with every documented default: a single
+// node with its data in ./sepp-data and gRPC on localhost:50051.
+func Default() Config {
+	lim := engine.DefaultLimits()
+	t := true
+	return Config{
+		Server: Server{
+			NodeID:          "sepp-1",
+			GRPCAddr:        "127.0.0.1:50051",
+			HTTPAddr:        "127.0.0.1:8080",
+			RaftAddr:        "127.0.0.1:7050",
+			DataDir:         "sepp-data",
+			LogLevel:        "info",
+			MaxMessageBytes: 16 << 20,
+			MaxLongPolls:    10000,
+			MaxLongPollMS:   30000,
+		},
+		Cluster: Cluster{
+			Bootstrap:              &t,
+			HeartbeatTimeoutMS:     300,
+			ElectionTimeoutMS:      300,
+			LeaderLeaseTimeoutMS:   250,
+			CommitTimeoutMS:        5,
+			SnapshotThreshold:      65536,
+			SnapshotIntervalMS:     30000,
+			LeaseGraceMS:           5000,
+			StoreWriteTimeoutMS:    5000,
+			MaxCommandsPerEntry:    128,
+			MaxEntriesInFlight:     64,
+			SnapshotsRetained:      2,
+			TrailingLogs:           10240,
+			ShutdownTransferWaitMS: 2000,
+		},
+		Limits: Limits{
+			DefaultPriority:      lim.DefaultPriority,
+			DefaultMaxAttempts:   lim.DefaultMaxAttempts,
+			MaxAttemptsCeiling:   lim.MaxAttemptsCeiling,
+			RetryDelayMS:         lim.RetryDelay.Milliseconds(),
+			RetryBackoff:         backoffName(lim.RetryBackoff),
+			RetryDelayMaxMS:      lim.RetryDelayMax.Milliseconds(),
+			MaxScheduleHorizonMS: lim.MaxScheduleHorizon.Milliseconds(),
+			MaxReserveBatch:      lim.MaxReserveBatch,
+			DefaultLeaseMS:       lim.DefaultLease.Milliseconds(),
+			MaxLeaseMS:           lim.MaxLease.Milliseconds(),
+			MaxPayloadBytes:      lim.MaxPayloadBytes,
+			MaxBatchSize:         lim.MaxBatchSize,
+			MaxCustomFields:      lim.MaxCustomFields,
+			MaxCustomFieldBytes:  lim.MaxCustomFieldBytes,
+			MaxJobTypeBytes:      lim.MaxJobTypeBytes,
+			IdempotencyWindowMS:  lim.IdempotencyWindow.Milliseconds(),
+			MaxIdempotencyKeys:   lim.MaxIdempotencyKeys,
+			MaxQueueLength:       lim.MaxQueueLength,
+			MaxDeadLetters:       lim.MaxDeadLetters,
+			AttemptHistory:       lim.AttemptHistory,
+			Strict:               lim.Strict,
+		},
+		Storage: Storage{DeadLetterRetentionMS: lim.DeadLetterRetention.Milliseconds()},
+	}
+}
+
+// Load reads and validates a TOML file; keys it leaves out keep Default's
+// values.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	cfg.source = path
+	return cfg, nil
+}
+
+// Parse decodes TOML over the defaults, strictly, and validates the result.
+func Parse(data []byte) (Config, error) {
+	cfg := Default()
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return Config{}, describeDecodeError(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func describeDecodeError(err error) error {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		var b strings.Builder
+		for i, e := range strict.Errors {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			row, col := e.Position()
+			fmt.Fprintf(&b, "line %d, column %d: unknown key %q", row, col, strings.Join(e.Key(), "."))
+		}
+		return fmt.Errorf("%s", b.String())
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, col := de.Position()
+		return fmt.Errorf("line %d, column %d: %s", row, col, de.Error())
+	}
+	return err
+}
+
+// Validate reports every contradiction in the file before anything starts:
+// the node's own settings here, the queue behaviour through the engine.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	s := c.Server
+	if s.NodeID == "" || !utf8.ValidString(s.NodeID) || len(s.NodeID) > 128 {
+		add("server.node_id: must be 1..128 bytes of UTF-8, got %q", s.NodeID)
+	}
+	for _, a := range []struct{ key, v string }{
+		{"server.grpc_addr", s.GRPCAddr}, {"server.http_addr", s.HTTPAddr}, {"server.raft_addr", s.RaftAddr},
+	} {
+		if err := checkHostPort(a.v); err != nil {
+			add("%s: %v", a.key, err)
+		}
+	}
+	for _, a := range []struct{ key, v string }{
+		{"server.raft_advertise", s.RaftAdvertise}, {"server.grpc_advertise", s.GRPCAdvertise}, {"server.http_advertise", s.HTTPAdvertise},
+	} {
+		if a.v == "" {
+			continue
+		}
+		if err := checkHostPort(a.v); err != nil {
+			add("%s: %v", a.key, err)
+		}
+	}
+	if s.DataDir == "" {
+		add("server.data_dir: must be set")
+	}
+	switch strings.ToLower(s.LogLevel) {
+	case "trace", "debug", "info", "warn", "error", "off":
+	default:
+		add("server.log_level: must be one of trace, debug, info, warn, error, off; got %q", s.LogLevel)
+	}
+	if s.MaxMessageBytes < 1<<20 || s.MaxMessageBytes > 256<<20 {
+		add("server.max_message_bytes: must be 1 MiB..256 MiB, got %d", s.MaxMessageBytes)
+	}
+	if s.MaxMessageBytes < c.Limits.MaxPayloadBytes+64<<10 {
+		add("server.max_message_bytes (%d) must exceed limits.max_payload_bytes (%d) by at least 64 KiB", s.MaxMessageBytes, c.Limits.MaxPayloadBytes)
+	}
+	if s.MaxLongPolls < 1 {
+		add("server.max_long_polls: must be at least 1, got %d", s.MaxLongPolls)
+	}
+	if s.MaxLongPollMS < 0 || s.MaxLongPollMS > 300000 {
+		add("server.max_long_poll_ms: must be 0..300000, got %d", s.MaxLongPollMS)
+	}
+
+	cl := c.Cluster
+	positive := []struct {
+		key string
+		v   int64
+	}{
+		{"cluster.heartbeat_timeout_ms", cl.HeartbeatTimeoutMS},
+		{"cluster.election_timeout_ms", cl.ElectionTimeoutMS},
+		{"cluster.leader_lease_timeout_ms", cl.LeaderLeaseTimeoutMS},
+		{"cluster.commit_timeout_ms", cl.CommitTimeoutMS},
+		{"cluster.snapshot_threshold", cl.SnapshotThreshold},
+		{"cluster.snapshot_interval_ms", cl.SnapshotIntervalMS},
+		{"cluster.store_write_timeout_ms", cl.StoreWriteTimeoutMS},
+		{"cluster.max_commands_per_entry", int64(cl.MaxCommandsPerEntry)},
+		{"cluster.max_entries_in_flight", int64(cl.MaxEntriesInFlight)},
+		{"cluster.snapshots_retained", int64(cl.SnapshotsRetained)},
+	}
+	for _, p := range positive {
+		if p.v <= 0 {
+			add("%s: must be positive, got %d", p.key, p.v)
+		}
+	}
+	if cl.LeaseGraceMS < 0 {
+		add("cluster.lease_grace_ms: must not be negative, got %d", cl.LeaseGraceMS)
+	}
+	if cl.TrailingLogs < 0 {
+		add("cluster.trailing_logs: must not be negative, got %d", cl.TrailingLogs)
+	}
+	if cl.ShutdownTransferWaitMS < 0 {
+		add("cluster.shutdown_transfer_wait_ms: must not be negative, got %d", cl.ShutdownTransferWaitMS)
+	}
+	if cl.LeaderLeaseTimeoutMS > cl.HeartbeatTimeoutMS && cl.HeartbeatTimeoutMS > 0 {
+		add("cluster.leader_lease_timeout_ms (%d) must not exceed cluster.heartbeat_timeout_ms (%d)", cl.LeaderLeaseTimeoutMS, cl.HeartbeatTimeoutMS)
+	}
+	if cl.ElectionTimeoutMS < cl.HeartbeatTimeoutMS {
+		add("cluster.election_timeout_ms (%d) must be at least cluster.heartbeat_timeout_ms (%d)", cl.ElectionTimeoutMS, cl.HeartbeatTimeoutMS)
+	}
+	if cl.MaxCommandsPerEntry > 4096 {
+		add("cluster.max_commands_per_entry: must be at most 4096, got %d", cl.MaxCommandsPerEntry)
+	}
+	ids := map[string]bool{}
+	raftAddrs := map[string]bool{}
+	self := false
+	for i, p := range cl.Peers {
+		key := fmt.Sprintf("cluster.peers[%d]", i)
+		if p.ID == "" {
+			add("%s.id: must be set", key)
+		}
+		if ids[p.ID] {
+			add("%s.id: %q appears twice", key, p.ID)
+		}
+		ids[p.ID] = true
+		if err := checkHostPort(p.RaftAddr); err != nil {
+			add("%s.raft_addr: %v", key, err)
+		}
+		if raftAddrs[p.RaftAddr] {
+			add("%s.raft_addr: %q appears twice", key, p.RaftAddr)
+		}
+		raftAddrs[p.RaftAddr] = true
+		if err := checkHostPort(p.GRPCAddr); err != nil {
+			add("%s.grpc_addr: %v", key, err)
+		}
+		if p.HTTPAddr != "" {
+			if err := checkHostPort(p.HTTPAddr); err != nil {
+				add("%s.http_addr: %v", key, err)
+			}
+		}
+		if p.ID == s.NodeID {
+			self = true
+		}
+	}
+	if len(cl.Peers) > 0 && !self {
+		add("cluster.peers: must include this node (server.node_id = %q)", s.NodeID)
+	}
+
+	if _, err := c.EngineConfig(); err != nil {
+		errs = append(errs, err)
+	}
+	for i, u := range c.Admin.Users {
+		key := fmt.Sprintf("admin.users[%d]", i)
+		if u.Name == "" {
+			add("%s.name: must be set", key)
+		}
+		if u.Role != "viewer" && u.Role != "operator" {
+			add("%s.role: must be \"viewer\" or \"operator\", got %q", key, u.Role)
+		}
+		if u.PasswordHash == "" {
+			add("%s.password_hash: must be set (see `sepp hash-password`)", key)
+		}
+	}
+	if k := c.Admin.SessionKey; k != "" && len(k) < 32 {
+		add("admin.session_key: must be at least 32 bytes, got %d", len(k))
+	}
+	if c.Admin.SessionTTLMS < 0 {
+		add("admin.session_ttl_ms: must not be negative, got %d", c.Admin.SessionTTLMS)
+	}
+	if c.Admin.Auth && len(c.Admin.Users) == 0 {
+		add("admin.auth: is on but admin.users is empty: nobody could sign in")
+	}
+	return errors.Join(errs...)
+}
+
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("must be host:port, got %q", addr)
+	}
+	if strings.ContainsAny(host, " \t") {
+		return fmt.Errorf("host must not contain spaces, got %q", host)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port must be 0..65535, got %q", port)
+	}
+	return nil
+}
+
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+func backoffName(b engine.Backoff) string {
+	if b == engine.BackoffExponential {
+		return "exponential"
+	}
+	return "none"
+}
+
+func parseBackoff(key, v string) (engine.Backoff, error) {
+	switch v {
+	case "none":
+		return engine.BackoffNone, nil
+	case "exponential":
+		return engine.BackoffExponential, nil
+	}
+	return 0, fmt.Errorf("%s: must be \"none\" or \"exponential\", got %q", key, v)
+}
+
+// EngineConfig converts [limits], [storage] and [[queues]] into the engine's
+// replicated Config and validates it there.
+func (c Config) EngineConfig() (engine.Config, error) {
+	l := c.Limits
+	backoff, err := parseBackoff("limits.retry_backoff", l.RetryBackoff)
+	if err != nil {
+		return engine.Config{}, err
+	}
+	out := engine.Config{Limits: engine.Limits{
+		DefaultPriority:     l.DefaultPriority,
+		DefaultMaxAttempts:  l.DefaultMaxAttempts,
+		MaxAttemptsCeiling:  l.MaxAttemptsCeiling,
+		RetryDelay:          ms(l.RetryDelayMS),
+		RetryBackoff:        backoff,
+		RetryDelayMax:       ms(l.RetryDelayMaxMS),
+		MaxScheduleHorizon:  ms(l.MaxScheduleHorizonMS),
+		MaxReserveBatch:     l.MaxReserveBatch,
+		DefaultLease:        ms(l.DefaultLeaseMS),
+		MaxLease:            ms(l.MaxLeaseMS),
+		MaxPayloadBytes:     l.MaxPayloadBytes,
+		MaxBatchSize:        l.MaxBatchSize,
+		MaxCustomFields:     l.MaxCustomFields,
+		MaxCustomFieldBytes: l.MaxCustomFieldBytes,
+		MaxJobTypeBytes:     l.MaxJobTypeBytes,
+		IdempotencyWindow:   ms(l.IdempotencyWindowMS),
+		MaxIdempotencyKeys:  l.MaxIdempotencyKeys,
+		MaxQueueLength:      l.MaxQueueLength,
+		MaxDeadLetters:      l.MaxDeadLetters,
+		AttemptHistory:      l.AttemptHistory,
+		DeadLetterRetention: ms(c.Storage.DeadLetterRetentionMS),
+		Strict:              l.Strict,
+	}}
+	for i, q := range c.Queues {
+		qc := engine.QueueConfig{
+			Name:               q.Name,
+			DefaultPriority:    q.DefaultPriority,
+			DefaultMaxAttempts: q.DefaultMaxAttempts,
+			MaxLength:          q.MaxLength,
+			DeadLetterQueue:    q.DeadLetterQueue,
+		}
+		if q.RetryDelayMS != nil {
+			d := ms(*q.RetryDelayMS)
+			qc.RetryDelay = &d
+		}
+		if q.RetryDelayMaxMS != nil {
+			d := ms(*q.RetryDelayMaxMS)
+			qc.RetryDelayMax = &d
+		}
+		if q.MaxScheduleHorizonMS != nil {
+			d := ms(*q.MaxScheduleHorizonMS)
+			qc.MaxScheduleHorizon = &d
+		}
+		if q.RetryBackoff != nil {
+			b, err := parseBackoff(fmt.Sprintf("queues[%d].retry_backoff", i), *q.RetryBackoff)
+			if err != nil {
+				return engine.Config{}, err
+			}
+			qc.RetryBackoff = &b
+		}
+		out.Queues = append(out.Queues, qc)
+	}
+	if err := out.Validate(); err != nil {
+		return engine.Config{}, err
+	}
+	return out, nil
+}
+
+// Source is the path the config was loaded from ("" for Default or Parse).
+func (c Config) Source() string { return c.source }

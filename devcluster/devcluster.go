@@ -1,0 +1,350 @@
+// Package devcluster starts a local sepp cluster of real processes on
+// loopback: each node is a `sepp serve` child with its own config file and
+// data dir. `sepp dev`, `sepp bench` and the integration tests use it to get
+// nodes they can kill, pause and restart like an operator would.
+package devcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options shape a cluster.
+type Options struct {
+	// Binary is the sepp executable to run; empty uses this process's own.
+	Binary string
+	// Nodes is the number of nodes (default 3).
+	Nodes int
+	// Dir holds one sub-folder per node (config, data, log); empty makes a
+	// temporary folder that Stop removes.
+	Dir string
+	// ExtraTOML is appended to every node's config ([limits], [[queues]] ...).
+	ExtraTOML string
+	// Output, when set, receives the nodes' logs line by line, prefixed.
+	Output io.Writer
+	// Host is the loopback address to bind (default 127.0.0.1).
+	Host string
+}
+
+// Node is one member process.
+type Node struct {
+	ID       string
+	GRPCAddr string
+	HTTPAddr string
+	RaftAddr string
+	Dir      string
+	Config   string // path of its config file
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Cluster is a set of running nodes.
+type Cluster struct {
+	Nodes  []*Node
+	opts   Options
+	tmpDir bool
+}
+
+// Start writes the configs and starts every node. It returns once every
+// process has started; use WaitServing to wait for the gRPC listeners.
+func Start(opts Options) (*Cluster, error) {
+	if opts.Nodes <= 0 {
+		opts.Nodes = 3
+	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if opts.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("devcluster: find own binary: %w", err)
+		}
+		opts.Binary = exe
+	}
+	c := &Cluster{opts: opts}
+	if opts.Dir == "" {
+		d, err := os.MkdirTemp("", "sepp-dev-")
+		if err != nil {
+			return nil, fmt.Errorf("devcluster: %w", err)
+		}
+		c.opts.Dir, c.tmpDir = d, true
+	}
+	ports, err := freePorts(opts.Host, 3*opts.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < opts.Nodes; i++ {
+		id := fmt.Sprintf("sepp-%d", i+1)
+		n := &Node{
+			ID:       id,
+			GRPCAddr: net.JoinHostPort(opts.Host, fmt.Sprint(ports[3*i])),
+			HTTPAddr: net.JoinHostPort(opts.Host, fmt.Sprint(ports[3*i+1])),
+			RaftAddr: net.JoinHostPort(opts.Host, fmt.Sprint(ports[3*i+2])),
+			Dir:      filepath.Join(c.opts.Dir, id),
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	for _, n := range c.Nodes {
+		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("devcluster: %w", err)
+		}
+		n.Config = filepath.Join(n.Dir, "sepp.toml")
+		if err := os.WriteFile(n.Config, []byte(c.configFor(n)), 0o644); err != nil {
+			return nil, fmt.Errorf("devcluster: %w", err)
+		}
+	}
+	for i := range c.Nodes {
+		if err := c.StartNode(i); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) configFor(n *Node) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[server]\nnode_id = %q\ngrpc_addr = %q\nhttp_addr = %q\nraft_addr = %q\ndata_dir = %q\n\n",
+		n.ID, n.GRPCAddr, n.HTTPAddr, n.RaftAddr, filepath.Join(n.Dir, "data"))
+	b.WriteString("[cluster]\npeers = [\n")
+	for _, p := range c.Nodes {
+		fmt.Fprintf(&b, "  { id = %q, raft_addr = %q, grpc_addr = %q, http_addr = %q },\n", p.ID, p.RaftAddr, p.GRPCAddr, p.HTTPAddr)
+	}
+	b.WriteString("]\n\n")
+	b.WriteString(c.opts.ExtraTOML)
+	return b.String()
+}
+
+// Addrs lists the nodes' gRPC addresses.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.GRPCAddr
+	}
+	return out
+}
+
+// StartNode (re)starts node i with its existing config and data.
+func (c *Cluster) StartNode(i int) error {
+	n := c.Nodes[i]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil && n.done != nil {
+		select {
+		case <-n.done:
+		default:
+			return fmt.Errorf("devcluster: %s is already running", n.ID)
+		}
+	}
+	logf, err := os.OpenFile(filepath.Join(n.Dir, "sepp.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("devcluster: %w", err)
+	}
+	cmd := exec.Command(c.opts.Binary, "serve", "--config", n.Config)
+	var out io.Writer = logf
+	if c.opts.Output != nil {
+		out = io.MultiWriter(logf, &prefixWriter{prefix: "[" + n.ID + "] ", w: c.opts.Output})
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	// Own process group, so a SIGINT to `sepp dev` does not reach the nodes
+	// before dev decides how to stop them.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("devcluster: start %s: %w", n.ID, err)
+	}
+	done := make(chan struct{})
+	n.cmd, n.done = cmd, done
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		n.mu.Lock()
+		n.err = err
+		n.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// Pid is node i's process id (0 when not running).
+func (c *Cluster) Pid(i int) int {
+	n := c.Nodes[i]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// Signal sends sig to node i.
+func (c *Cluster) Signal(i int, sig syscall.Signal) error {
+	n := c.Nodes[i]
+	n.mu.Lock()
+	cmd := n.cmd
+	n.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return fmt.Errorf("devcluster: %s is not running", n.ID)
+	}
+	return cmd.Process.Signal(sig)
+}
+
+// Kill SIGKILLs node i and waits for it to exit.
+func (c *Cluster) Kill(i int) error {
+	if err := c.Signal(i, syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-c.Nodes[i].done
+	return nil
+}
+
+// StopNode sends SIGTERM and waits up to timeout, then SIGKILLs.
+func (c *Cluster) StopNode(i int, timeout time.Duration) error {
+	n := c.Nodes[i]
+	n.mu.Lock()
+	done := n.done
+	n.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	_ = c.Signal(i, syscall.SIGTERM)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(timeout):
+		_ = c.Signal(i, syscall.SIGKILL)
+		<-done
+		return fmt.Errorf("devcluster: %s did not stop within %s; killed", n.ID, timeout)
+	}
+}
+
+// Running reports whether node i's process is alive.
+func (c *Cluster) Running(i int) bool {
+	n := c.Nodes[i]
+	n.mu.Lock()
+	done := n.done
+	n.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// WaitServing waits until every running node accepts TCP on its gRPC port.
+func (c *Cluster) WaitServing(ctx context.Context) error {
+	for i, n := range c.Nodes {
+		if !c.Running(i) {
+			continue
+		}
+		for {
+			conn, err := (&net.Dialer{Timeout: 200 * time.Millisecond}).DialContext(ctx, "tcp", n.GRPCAddr)
+			if err == nil {
+				conn.Close()
+				break
+			}
+			if !c.Running(i) {
+				return fmt.Errorf("devcluster: %s exited before serving; see %s", n.ID, filepath.Join(n.Dir, "sepp.log"))
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("devcluster: %s not serving on %s: %w", n.ID, n.GRPCAddr, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// Stop stops every node (SIGTERM, then SIGKILL) and removes a temporary dir.
+func (c *Cluster) Stop() error {
+	var errs []error
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := range c.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.StopNode(i, 10*time.Second); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if c.tmpDir {
+		if err := os.RemoveAll(c.opts.Dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Dir is the folder holding the nodes' configs, data and logs.
+func (c *Cluster) Dir() string { return c.opts.Dir }
+
+func freePorts(host string, n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("devcluster: find a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+type prefixWriter struct {
+	mu     sync.Mutex
+	prefix string
+	w      io.Writer
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := strings.IndexByte(string(p.buf), '\n')
+		if i < 0 {
+			break
+		}
+		if _, err := fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i]); err != nil {
+			return len(b), err
+		}
+		p.buf = p.buf[i+1:]
+	}
+	return len(b), nil
+}
