@@ -1,0 +1,283 @@
+package engine
+
+import (
+	"time"
+)
+
+// JobID identifies a job. The engine assigns ids from a counter in its state,
+// so every replica assigns the same id to the same enqueue.
+type JobID uint64
+
+// LeaseToken fences one delivery. Every reserve of a job gets a new token; an
+// ack, nack, release or extend must present the token of the current lease.
+type LeaseToken uint64
+
+// State is where a job is in its lifecycle.
+type State uint8
+
+// The job states. Completed jobs leave the engine; dead jobs stay only while
+// dead-letter retention keeps their record.
+const (
+	StateUnknown State = iota
+	StateScheduled
+	StateReady
+	StateReserved
+	StateDead
+)
+
+// Cause says why a job was dead-lettered. Exactly one per record.
+type Cause uint8
+
+// The dead-letter causes of the spec.
+const (
+	CauseUnknown           Cause = iota
+	CauseAttemptsExhausted       // the failing attempt reached max_attempts
+	CauseRejected                // a worker nacked with DeadLetter
+	CauseLeaseExpired            // the lease expired on the final attempt
+	CauseAdmin                   // an operator dead-lettered a live job
+)
+
+// Backoff is the shape of a queue's retry delays.
+type Backoff uint8
+
+// Retry backoff kinds: none waits the base delay every time; exponential
+// doubles it per attempt up to the cap.
+const (
+	BackoffNone Backoff = iota
+	BackoffExponential
+)
+
+// Directive is the worker's word on what happens after a nack.
+type Directive uint8
+
+// Nack directives.
+const (
+	DirectiveDefault    Directive = iota // follow the queue's retry policy
+	DirectiveAfter                       // retry after the given delay
+	DirectiveDeadLetter                  // skip remaining attempts
+)
+
+// Limits are the global settings ([limits] and [storage] in the config).
+// Zero values are not defaults: build them with DefaultLimits.
+type Limits struct {
+	DefaultPriority     uint32        // default 0
+	DefaultMaxAttempts  uint32        // default 3
+	MaxAttemptsCeiling  uint32        // default 100
+	RetryDelay          time.Duration // default 0: retry at once
+	RetryBackoff        Backoff       // default none
+	RetryDelayMax       time.Duration // cap of exponential backoff; default 1h
+	MaxScheduleHorizon  time.Duration // default 30 days
+	MaxReserveBatch     int           // default 100
+	DefaultLease        time.Duration // default 30s, when a reserve names none
+	MaxLease            time.Duration // default 12h; longer leases are clamped
+	MaxPayloadBytes     int           // default 1 MiB
+	MaxBatchSize        int           // default 1000 items per batch enqueue
+	MaxCustomFields     int           // default 64 entries
+	MaxCustomFieldBytes int           // default 4096 per key+value
+	MaxJobTypeBytes     int           // default 256
+	IdempotencyWindow   time.Duration // default 24h
+	MaxIdempotencyKeys  int           // default 1,000,000 remembered keys
+	MaxQueueLength      int           // default 0: unbounded
+	MaxDeadLetters      int           // default 1,000,000 retained records
+	AttemptHistory      int           // default 5 entries kept per job
+	// DeadLetterRetention keeps dead-letter records this long; 0 drops dead
+	// jobs on the spot. Restart-only ([storage] dead_letter_retention_ms).
+	DeadLetterRetention time.Duration
+	// Strict rejects enqueues to queues that are not configured.
+	Strict bool
+}
+
+// QueueConfig holds a queue's overrides ([[queues]]); a nil field inherits the
+// global value.
+type QueueConfig struct {
+	Name               string
+	DefaultPriority    *uint32
+	DefaultMaxAttempts *uint32
+	RetryDelay         *time.Duration
+	RetryBackoff       *Backoff
+	RetryDelayMax      *time.Duration
+	MaxScheduleHorizon *time.Duration
+	MaxLength          *int
+	// DeadLetterQueue, when set, receives a new job for every job that dies
+	// on this queue (payload and custom fields as they arrived, plus fields
+	// naming the origin, cause, last reason and final attempt).
+	DeadLetterQueue string
+}
+
+// Config is everything that shapes the engine's behaviour. It is part of the
+// replicated state: the leader proposes it, so every replica runs the same.
+type Config struct {
+	Limits Limits
+	Queues []QueueConfig
+}
+
+// EnqueueParams is one job to add.
+type EnqueueParams struct {
+	Queue   string
+	JobType string
+	Payload []byte
+	// Priority 0..9; nil takes the queue's default.
+	Priority *uint32
+	// ScheduledAt is the earliest run time; zero or not after now means Ready.
+	ScheduledAt time.Time
+	// MaxAttempts 0 takes the queue's default; always clamped to the ceiling.
+	MaxAttempts uint32
+	Custom      map[string]string
+	// IdempotencyKey, when set, makes a repeat within the window return the
+	// original job instead of adding a second.
+	IdempotencyKey string
+}
+
+// EnqueueResult is what an enqueue did.
+type EnqueueResult struct {
+	JobID JobID
+	State State
+	// Duplicate is true when the idempotency key matched an earlier enqueue
+	// and no job was added.
+	Duplicate bool
+}
+
+// BatchItemResult is the outcome of one item of a batch enqueue: a result or
+// an error, never both.
+type BatchItemResult struct {
+	Result EnqueueResult
+	Err    error
+}
+
+// ReserveParams asks for up to N jobs from one queue.
+type ReserveParams struct {
+	Queue    string
+	WorkerID string
+	N        int           // clamped to [1, MaxReserveBatch]
+	Lease    time.Duration // 0 takes DefaultLease; clamped to MaxLease
+	// RequestID, when set, makes a retried reserve return the deliveries of
+	// the first one (while their leases are live) instead of new jobs.
+	RequestID string
+}
+
+// Delivery is one reserved job with its context.
+type Delivery struct {
+	Job           Job
+	LeaseToken    LeaseToken
+	Attempt       uint32
+	MaxAttempts   uint32
+	LeaseDeadline time.Time
+}
+
+// LeaseRef names the lease an ack, nack, release or extend acts on.
+type LeaseRef struct {
+	JobID      JobID
+	LeaseToken LeaseToken
+}
+
+// NackParams fails a delivery.
+type NackParams struct {
+	LeaseRef
+	Directive Directive
+	After     time.Duration // with DirectiveAfter; clamped to the horizon
+	Reason    string
+}
+
+// NackResult says what became of a nacked job.
+type NackResult struct {
+	DeadLettered bool
+	// NextAttemptAt is when the retry becomes Ready (now when immediate);
+	// zero when dead-lettered.
+	NextAttemptAt time.Time
+}
+
+// ExtendParams pushes a lease's deadline to now+Lease.
+type ExtendParams struct {
+	LeaseRef
+	Lease time.Duration // 0 takes DefaultLease; clamped to MaxLease
+}
+
+// TickResult counts what a time-driven pass did.
+type TickResult struct {
+	Promoted      int // scheduled jobs made Ready
+	LeasesExpired int // leases that lapsed (requeued or dead-lettered)
+	DeadLettered  int // of those, dead-lettered on their final attempt
+	Swept         int // dead-letter records removed by retention
+	KeysExpired   int // idempotency keys forgotten
+}
+
+// Attempt is one entry of a job's attempt history.
+type Attempt struct {
+	Attempt  uint32
+	WorkerID string
+	At       time.Time // when the attempt ended
+	Outcome  string    // "nack", "lease_expired", "released"
+	Reason   string
+}
+
+// Job is a read-only view of a job, copied out of the engine.
+type Job struct {
+	ID            JobID
+	Queue         string
+	JobType       string
+	Payload       []byte
+	Priority      uint32
+	State         State
+	EnqueuedAt    time.Time
+	ScheduledAt   time.Time // zero when never scheduled
+	NextAttemptAt time.Time // when a waiting retry becomes Ready; else zero
+	Attempt       uint32    // deliveries so far (the current one while reserved)
+	MaxAttempts   uint32
+	Custom        map[string]string
+	WorkerID      string    // while reserved
+	LeaseDeadline time.Time // while reserved
+	LastReason    string
+	History       []Attempt
+}
+
+// DeadLetterRecord is a retained dead job.
+type DeadLetterRecord struct {
+	Job          Job
+	Cause        Cause
+	FailedAt     time.Time
+	FinalAttempt uint32
+	LastReason   string
+}
+
+// DrainParams asks for up to Max records, oldest first.
+type DrainParams struct {
+	Queue string // empty: all queues
+	Max   int    // 0 means 1; clamped to MaxReserveBatch
+}
+
+// Page selects a slice of a listing ordered by job id.
+type Page struct {
+	AfterID JobID // exclusive; 0 starts at the beginning
+	Limit   int   // 0 means 100; clamped to 1000
+}
+
+// QueueStats are a queue's counts.
+type QueueStats struct {
+	Name           string
+	Paused         bool
+	Configured     bool
+	Scheduled      int
+	Ready          int
+	Reserved       int
+	Dead           int // retained dead-letter records
+	OldestReadyAge time.Duration
+	Enqueued       uint64 // jobs ever added
+	Acked          uint64
+	DeadLettered   map[Cause]uint64 // jobs ever dead-lettered, by cause
+	Dropped        uint64           // dead jobs dropped because retention is off
+	// What became of retained records: requeued by an operator, drained,
+	// deleted, or swept when their retention passed. With these, every job
+	// is accounted for:
+	//   Enqueued + DeadRequeued = Scheduled + Ready + Reserved + Acked + sum(DeadLettered)
+	//   sum(DeadLettered) = Dead + Dropped + DeadRequeued + DeadDrained + DeadDeleted + DeadExpired
+	DeadRequeued uint64
+	DeadDrained  uint64
+	DeadDeleted  uint64
+	DeadExpired  uint64
+}
+
+// ItemResult is the outcome of one id of an operator action.
+type ItemResult struct {
+	JobID JobID
+	Err   error
+}

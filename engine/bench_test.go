@@ -1,0 +1,158 @@
+package engine_test
+
+import (
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sepp-io/sepp/engine"
+	et "github.com/sepp-io/sepp/engine/enginetest"
+)
+
+// Benchmarks run against a queue that already holds a million waiting jobs
+// with 100-byte payloads, so every figure includes the cost of a big state.
+// Run them with:
+//
+//	go test ./engine -run '^$' -bench . -benchmem -benchtime 1000000x
+
+const waiting = 1_000_000
+
+// cpuTimer reports the process CPU time (all threads, the GC's included) per
+// op next to ns/op: on a shared, loaded machine wall time per op says more
+// about the neighbours than about the engine.
+type cpuTimer struct{ start time.Duration }
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func startCPU(b *testing.B) *cpuTimer {
+	b.ReportAllocs()
+	b.ResetTimer()
+	return &cpuTimer{start: processCPU()}
+}
+
+func (c *cpuTimer) stop(b *testing.B) {
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-c.start)/float64(b.N), "cpu-ns/op")
+}
+
+var payload100 = make([]byte, 100)
+
+func prefilled(tb testing.TB, mutate ...func(*engine.Config)) (*engine.Engine, time.Time) {
+	tb.Helper()
+	e := et.New(tb, mutate...)
+	now := et.Epoch
+	for range waiting {
+		if _, err := e.Enqueue(now, engine.EnqueueParams{Queue: "q", JobType: "work", Payload: payload100}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return e, now
+}
+
+func BenchmarkEnqueue(b *testing.B) {
+	e, now := prefilled(b)
+	p := engine.EnqueueParams{Queue: "q", JobType: "work", Payload: payload100}
+	cpu := startCPU(b)
+	defer cpu.stop(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := e.Enqueue(now, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEnqueueReserveAck is the full cycle of one job: enqueue, reserve,
+// ack, behind a million waiting jobs.
+func BenchmarkEnqueueReserveAck(b *testing.B) {
+	e, now := prefilled(b)
+	p := engine.EnqueueParams{Queue: "q", JobType: "work", Payload: payload100}
+	rp := engine.ReserveParams{Queue: "q", N: 1, WorkerID: "w"}
+	cpu := startCPU(b)
+	defer cpu.stop(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := e.Enqueue(now, p); err != nil {
+			b.Fatal(err)
+		}
+		ds, err := e.Reserve(now, rp)
+		if err != nil || len(ds) != 1 {
+			b.Fatal(err)
+		}
+		if err := e.Ack(now, engine.LeaseRef{JobID: ds[0].Job.ID, LeaseToken: ds[0].LeaseToken}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReserveNackRetry reserves the oldest job and nacks it for an
+// immediate retry: it returns to its original place, ahead of the million.
+func BenchmarkReserveNackRetry(b *testing.B) {
+	e, now := prefilled(b, func(c *engine.Config) {
+		c.Limits.MaxAttemptsCeiling = 1 << 31
+		c.Limits.DefaultMaxAttempts = 1 << 31
+	})
+	rp := engine.ReserveParams{Queue: "q", N: 1, WorkerID: "w"}
+	cpu := startCPU(b)
+	defer cpu.stop(b)
+	for i := 0; i < b.N; i++ {
+		ds, err := e.Reserve(now, rp)
+		if err != nil || len(ds) != 1 {
+			b.Fatal(err)
+		}
+		if _, err := e.Nack(now, engine.NackParams{LeaseRef: engine.LeaseRef{JobID: ds[0].Job.ID, LeaseToken: ds[0].LeaseToken}, Reason: "again"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPromote promotes one scheduled job per op. The scheduled jobs were
+// enqueued before the million Ready ones, so each promotion goes back to its
+// original place in line (the O(log n) path, not the FIFO append).
+func BenchmarkPromote(b *testing.B) {
+	e := et.New(b)
+	start := et.Epoch
+	for i := 0; i < b.N; i++ {
+		p := engine.EnqueueParams{Queue: "q", JobType: "work", Payload: payload100, ScheduledAt: start.Add(time.Duration(i+1) * time.Microsecond)}
+		if _, err := e.Enqueue(start, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range waiting {
+		if _, err := e.Enqueue(start, engine.EnqueueParams{Queue: "q", JobType: "work", Payload: payload100}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu := startCPU(b)
+	defer cpu.stop(b)
+	for i := 0; i < b.N; i++ {
+		if res := e.Tick(start.Add(time.Duration(i+1) * time.Microsecond)); res.Promoted != 1 {
+			b.Fatalf("promoted %d", res.Promoted)
+		}
+	}
+}
+
+// TestMemoryPerJob measures the heap held by a million waiting jobs with
+// 100-byte payloads; the budget is 300 MB.
+func TestMemoryPerJob(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("a million jobs: skipped under -short and -race")
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	e, _ := prefilled(t)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perJob := float64(after.HeapAlloc-before.HeapAlloc) / waiting
+	t.Logf("heap: %.1f bytes per waiting job (%.1f MB for %d jobs with 100-byte payloads)", perJob, perJob*waiting/1e6, waiting)
+	if perJob*waiting > 300e6 {
+		t.Fatalf("%.0f MB for a million jobs, budget 300 MB", perJob*waiting/1e6)
+	}
+	runtime.KeepAlive(e)
+}

@@ -1,0 +1,28 @@
+// Package engine is the job queue itself: jobs, per-queue priority order, the
+// scheduled set, leases and their fencing tokens, retries and backoff,
+// attempts, the dead-letter store with its retention and forwarding, drains
+// and the operator actions. STATES.md draws the job states.
+//
+// The engine is a pure, deterministic state machine. It imports the standard
+// library only; it never reads a clock, a random source or the environment,
+// starts no goroutines and does no I/O except to the writer or reader handed
+// to Snapshot and Restore. Every operation takes now, the time stamped by the
+// Raft leader into the command, and the engine keeps time monotonic: an
+// operation whose now lies before the last one seen runs at the last one.
+// Each mutating operation first applies what is due at now (promotions,
+// lease expiries, retention, key expiry), exactly as Tick does, so no result
+// depends on when ticks were proposed. Job ids and lease tokens come from
+// counters in the state; retry jitter is a hash of the job id. Two engines fed
+// the same operations therefore hold the same state, which Digest proves byte
+// for byte.
+//
+// Cost: enqueue, reserve, ack, nack, release, extend and each promotion or
+// expiry are O(1) or O(log n) in the jobs held; listings are operator calls
+// that read one queue's jobs in one state.
+//
+// Concurrency: the read methods (GetJob, ListJobs, Stats, QueueStats,
+// ListDeadLetters, GetDeadLetter, NextDeadline, Config, Now, Digest,
+// Snapshot, CheckInvariants) change nothing and may run concurrently with
+// each other; every other method needs exclusive access. The Raft state
+// machine (package fsm) holds that lock.
+package engine

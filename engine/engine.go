@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Engine is the queue state machine. See the package doc for its guarantees.
+type Engine struct {
+	cfg Config
+	lim Limits
+
+	now       int64  // the latest now seen, unix ns
+	nextID    uint64 // the id the next job gets
+	nextLease uint64 // the token the next delivery gets
+
+	queues  map[string]*queue
+	jobs    jobIndex         // Scheduled, Ready and Reserved jobs
+	workers map[JobID]string // worker id of a Reserved job, when it gave one
+	sched   jobHeap          // Scheduled jobs by (due, id)
+	leases  jobHeap          // Reserved jobs by (lease deadline, id)
+
+	dead               map[JobID]*deadRecord
+	deadHead, deadTail *deadRecord
+	deadExp            deadExpiryHeap
+
+	keys    map[string]*idemEntry
+	keyFIFO deque[*idemEntry]
+
+	reservations map[string]*reservation
+	resHeap      reservationHeap
+}
+
+// New returns an empty engine running cfg. cfg must have passed Validate; an
+// invalid cfg is a programming error and panics.
+func New(cfg Config) *Engine {
+	if err := cfg.Validate(); err != nil {
+		panic(fmt.Sprintf("engine.New: invalid config: %v", err))
+	}
+	e := newEmpty()
+	e.applyConfig(cfg)
+	return e
+}
+
+func newEmpty() *Engine {
+	return &Engine{
+		nextID:       1,
+		nextLease:    1,
+		queues:       make(map[string]*queue),
+		workers:      make(map[JobID]string),
+		leases:       jobHeap{},
+		sched:        jobHeap{},
+		dead:         make(map[JobID]*deadRecord),
+		keys:         make(map[string]*idemEntry),
+		reservations: make(map[string]*reservation),
+	}
+}
+
+// applyConfig installs a validated config: configured queues exist from now
+// on, every queue's effective settings are recomputed.
+func (e *Engine) applyConfig(cfg Config) {
+	e.cfg = cloneConfig(cfg)
+	e.lim = e.cfg.Limits
+	byName := make(map[string]*QueueConfig, len(e.cfg.Queues))
+	for i := range e.cfg.Queues {
+		qc := &e.cfg.Queues[i]
+		byName[qc.Name] = qc
+		if e.queues[qc.Name] == nil {
+			e.queues[qc.Name] = &queue{name: qc.Name}
+		}
+	}
+	for name, q := range e.queues { // each queue is updated on its own: order does not matter
+		qc := byName[name]
+		q.configured = qc != nil
+		q.set = resolveSettings(e.lim, qc)
+	}
+}
+
+// SetConfig replaces the running config (proposed by the leader through the
+// log). Retention changes apply to records that die afterwards; records kept
+// already keep their expiry.
+func (e *Engine) SetConfig(now time.Time, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	e.advance(now)
+	e.applyConfig(cfg)
+	return nil
+}
+
+// Config returns a copy of the running config.
+func (e *Engine) Config() Config { return cloneConfig(e.cfg) }
+
+// Now is the engine's monotonic clock: the latest now it has seen (zero
+// before the first operation).
+func (e *Engine) Now() time.Time { return fromNanos(e.now) }
+
+// Range of instants an int64 of unix nanoseconds holds.
+var (
+	minTime = time.Unix(0, math.MinInt64+1)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// toNanos converts t to unix nanoseconds, saturating outside the int64 range.
+func toNanos(t time.Time) int64 {
+	switch {
+	case t.Before(minTime):
+		return math.MinInt64 + 1
+	case t.After(maxTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the inverse of toNanos; 0 means unset and gives the zero Time.
+func fromNanos(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// tick moves the clock to max(last, now) and returns it. A zero now does not
+// move the clock.
+func (e *Engine) tick(now time.Time) int64 {
+	if !now.IsZero() {
+		if ns := toNanos(now); ns > e.now {
+			e.now = ns
+		}
+	}
+	return e.now
+}
+
+// addSat adds two nanosecond values without overflowing.
+func addSat(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	if b < 0 && a < math.MinInt64+1-b {
+		return math.MinInt64 + 1
+	}
+	return a + b
+}
+
+// queueForWrite returns the queue an enqueue targets, creating it on first
+// use unless the engine runs strict.
+func (e *Engine) queueForWrite(field, name string) (*queue, error) {
+	if q := e.queues[name]; q != nil {
+		if e.lim.Strict && !q.configured {
+			return nil, &FieldError{Field: field, Reason: fmt.Sprintf("queue %q is not configured and the server runs strict", name), Err: ErrUnknownQueue}
+		}
+		return q, nil
+	}
+	if err := checkQueueName(field, name); err != nil {
+		return nil, err
+	}
+	if e.lim.Strict {
+		return nil, &FieldError{Field: field, Reason: fmt.Sprintf("queue %q is not configured and the server runs strict", name), Err: ErrUnknownQueue}
+	}
+	return e.createQueue(name), nil
+}
+
+func (e *Engine) createQueue(name string) *queue {
+	q := &queue{name: name, set: resolveSettings(e.lim, nil)}
+	e.queues[name] = q
+	return q
+}
+
+// queueForRead returns an existing queue without creating one.
+func (e *Engine) queueForRead(field, name string) (*queue, error) {
+	if q := e.queues[name]; q != nil {
+		return q, nil
+	}
+	if err := checkQueueName(field, name); err != nil {
+		return nil, err
+	}
+	return nil, &FieldError{Field: field, Reason: fmt.Sprintf("queue %q does not exist", name), Err: ErrNotFound}
+}
+
+// sortedQueues lists the queues by name, for everything whose order shows.
+func (e *Engine) sortedQueues() []*queue {
+	qs := make([]*queue, 0, len(e.queues))
+	for _, q := range e.queues {
+		qs = append(qs, q)
+	}
+	slices.SortFunc(qs, func(a, b *queue) int {
+		switch {
+		case a.name < b.name:
+			return -1
+		case a.name > b.name:
+			return 1
+		}
+		return 0
+	})
+	return qs
+}
+
+// PauseQueue stops a queue handing out jobs; it still accepts enqueues. A
+// queue not seen yet is created paused (unless the engine runs strict).
+func (e *Engine) PauseQueue(now time.Time, name string) error {
+	return e.setPaused(now, name, true)
+}
+
+// ResumeQueue lets a paused queue hand out jobs again.
+func (e *Engine) ResumeQueue(now time.Time, name string) error {
+	return e.setPaused(now, name, false)
+}
+
+func (e *Engine) setPaused(now time.Time, name string, paused bool) error {
+	q, err := e.queueForWrite("queue", name)
+	if err != nil {
+		return err
+	}
+	e.advance(now)
+	q.paused = paused
+	return nil
+}
+
+// detach takes a live job out of whatever structure holds it, fixing the
+// counts; it stays in the jobs map. The job keeps its other fields.
+func (e *Engine) detach(j *job) {
+	q := j.q
+	switch j.state {
+	case StateReady:
+		q.ready[j.priority].remove(j)
+		q.nReady--
+	case StateScheduled:
+		heap.Remove(&e.sched, int(j.heapIdx))
+		q.nScheduled--
+	case StateReserved:
+		heap.Remove(&e.leases, int(j.heapIdx))
+		delete(e.workers, j.id)
+		q.nReserved--
+	default:
+		panic(fmt.Sprintf("engine: detach of job %d in state %v", j.id, j.state))
+	}
+	j.lease = 0
+	j.due = 0
+	j.flags &^= flagRetryWait
+}
+
+// makeReady puts a job (not in any structure) on its queue's Ready line.
+func (e *Engine) makeReady(j *job) {
+	j.flags &^= flagRetryWait
+	j.q.ready[j.priority].push(j)
+	j.q.nReady++
+}
+
+// makeScheduled holds a job (not in any structure) until due.
+func (e *Engine) makeScheduled(j *job, due int64, retry bool) {
+	j.state = StateScheduled
+	j.due = due
+	if retry {
+		j.flags |= flagRetryWait
+	} else {
+		j.flags &^= flagRetryWait
+	}
+	heap.Push(&e.sched, j)
+	j.q.nScheduled++
+}

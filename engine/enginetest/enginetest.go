@@ -1,0 +1,160 @@
+// Package enginetest holds helpers for tests that drive an engine.Engine: a
+// fake clock, builders for configs and enqueue requests, and
+// RequireInvariants, which checks the whole state after a step. Helpers fail
+// through the testing.TB they are given.
+package enginetest
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/sepp-io/sepp/engine"
+)
+
+// Epoch is the time a Clock starts at: far from the zero time and from the
+// unix epoch, so no test mistakes an unset time for a real one.
+var Epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// Clock is a manual clock for driving an engine.
+type Clock struct{ now time.Time }
+
+// NewClock returns a clock at Epoch.
+func NewClock() *Clock { return &Clock{now: Epoch} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { return c.now }
+
+// Advance moves the clock forward by d and returns the new time.
+func (c *Clock) Advance(d time.Duration) time.Time {
+	c.now = c.now.Add(d)
+	return c.now
+}
+
+// Ptr returns a pointer to v, for the optional fields of configs and
+// requests.
+func Ptr[T any](v T) *T { return &v }
+
+// Config returns the default config changed by each mutate in turn.
+func Config(mutate ...func(*engine.Config)) engine.Config {
+	cfg := engine.DefaultConfig()
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	return cfg
+}
+
+// New returns an engine running Config(mutate...), failing t when the config
+// is invalid.
+func New(t testing.TB, mutate ...func(*engine.Config)) *engine.Engine {
+	t.Helper()
+	cfg := Config(mutate...)
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("enginetest.New: %v", err)
+	}
+	return engine.New(cfg)
+}
+
+// WithRetention turns dead-letter retention on.
+func WithRetention(d time.Duration) func(*engine.Config) {
+	return func(c *engine.Config) { c.Limits.DeadLetterRetention = d }
+}
+
+// WithQueue adds a configured queue.
+func WithQueue(q engine.QueueConfig) func(*engine.Config) {
+	return func(c *engine.Config) { c.Queues = append(c.Queues, q) }
+}
+
+// Job returns an enqueue request for queue with job type "job" and a small
+// payload.
+func Job(queue string) engine.EnqueueParams {
+	return engine.EnqueueParams{Queue: queue, JobType: "job", Payload: []byte("payload")}
+}
+
+// MustEnqueue enqueues p at now and fails t on error.
+func MustEnqueue(t testing.TB, e *engine.Engine, now time.Time, p engine.EnqueueParams) engine.JobID {
+	t.Helper()
+	res, err := e.Enqueue(now, p)
+	if err != nil {
+		t.Fatalf("enqueue %+v: %v", p, err)
+	}
+	return res.JobID
+}
+
+// MustReserve reserves up to n jobs from queue at now and fails t on error.
+func MustReserve(t testing.TB, e *engine.Engine, now time.Time, queue string, n int) []engine.Delivery {
+	t.Helper()
+	ds, err := e.Reserve(now, engine.ReserveParams{Queue: queue, N: n, WorkerID: "worker-1"})
+	if err != nil {
+		t.Fatalf("reserve %q: %v", queue, err)
+	}
+	return ds
+}
+
+// MustReserveOne reserves exactly one job and fails t otherwise.
+func MustReserveOne(t testing.TB, e *engine.Engine, now time.Time, queue string) engine.Delivery {
+	t.Helper()
+	ds := MustReserve(t, e, now, queue, 1)
+	if len(ds) != 1 {
+		t.Fatalf("reserve %q: got %d deliveries, want 1", queue, len(ds))
+	}
+	return ds[0]
+}
+
+// Ref is the lease reference of a delivery.
+func Ref(d engine.Delivery) engine.LeaseRef {
+	return engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken}
+}
+
+// IDs lists the job ids of deliveries.
+func IDs(ds []engine.Delivery) []engine.JobID {
+	out := make([]engine.JobID, len(ds))
+	for i, d := range ds {
+		out[i] = d.Job.ID
+	}
+	return out
+}
+
+// RequireInvariants fails t unless e's state is consistent: the engine's own
+// structural checks pass, every queue's counts add up (every job accounted
+// for), and a snapshot restores to an engine with the same digest and the
+// same snapshot bytes.
+func RequireInvariants(t testing.TB, e *engine.Engine) {
+	t.Helper()
+	if err := e.CheckInvariants(); err != nil {
+		t.Fatalf("invariants: %v", err)
+	}
+	for _, s := range e.Stats(time.Time{}) {
+		var died uint64
+		for _, n := range s.DeadLettered {
+			died += n
+		}
+		live := uint64(s.Scheduled + s.Ready + s.Reserved)
+		if s.Enqueued+s.DeadRequeued != live+s.Acked+died {
+			t.Fatalf("queue %q: enqueued %d + requeued %d != live %d + acked %d + dead-lettered %d",
+				s.Name, s.Enqueued, s.DeadRequeued, live, s.Acked, died)
+		}
+		if died != uint64(s.Dead)+s.Dropped+s.DeadRequeued+s.DeadDrained+s.DeadDeleted+s.DeadExpired {
+			t.Fatalf("queue %q: dead-lettered %d not accounted for: %+v", s.Name, died, s)
+		}
+	}
+	var buf bytes.Buffer
+	if err := e.Snapshot(&buf); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	snap := bytes.Clone(buf.Bytes())
+	restored := engine.New(engine.DefaultConfig())
+	if err := restored.Restore(&buf); err != nil {
+		t.Fatalf("restore of a fresh snapshot: %v", err)
+	}
+	if restored.Digest() != e.Digest() {
+		t.Fatalf("restored engine has a different digest")
+	}
+	var again bytes.Buffer
+	if err := restored.Snapshot(&again); err != nil {
+		t.Fatalf("snapshot of restored engine: %v", err)
+	}
+	if !bytes.Equal(snap, again.Bytes()) {
+		t.Fatalf("snapshot of restored engine differs (%d vs %d bytes)", len(snap), again.Len())
+	}
+}

@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// Enqueue adds one job. Bad input is refused with an error naming the field
+// and the limit, and nothing changes. An enqueue whose idempotency key was
+// seen within the window returns the original job with Duplicate set; its
+// State is the original job's current state (StateUnknown once it was acked
+// or is no longer kept).
+func (e *Engine) Enqueue(now time.Time, p EnqueueParams) (EnqueueResult, error) {
+	if err := e.checkParams(&p); err != nil {
+		return EnqueueResult{}, err
+	}
+	q, err := e.queueForWrite("queue", p.Queue)
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	e.advance(now)
+	return e.enqueueChecked(q, &p)
+}
+
+// EnqueueBatch validates and applies each item on its own; a bad item fails
+// alone. A batch larger than MaxBatchSize fails whole.
+func (e *Engine) EnqueueBatch(now time.Time, items []EnqueueParams) ([]BatchItemResult, error) {
+	if len(items) > e.lim.MaxBatchSize {
+		return nil, invalid("items", "batch of %d exceeds limits.max_batch_size %d", len(items), e.lim.MaxBatchSize)
+	}
+	e.advance(now)
+	out := make([]BatchItemResult, len(items))
+	for i := range items {
+		p := &items[i]
+		if err := e.checkParams(p); err != nil {
+			out[i].Err = err
+			continue
+		}
+		q, err := e.queueForWrite("queue", p.Queue)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		out[i].Result, out[i].Err = e.enqueueChecked(q, p)
+	}
+	return out, nil
+}
+
+// checkParams checks what does not depend on the state.
+func (e *Engine) checkParams(p *EnqueueParams) error {
+	l := &e.lim
+	switch {
+	case p.JobType == "":
+		return invalid("job_type", "is required")
+	case len(p.JobType) > l.MaxJobTypeBytes:
+		return invalid("job_type", "is %d bytes, above limits.max_job_type_bytes %d", len(p.JobType), l.MaxJobTypeBytes)
+	case !utf8.ValidString(p.JobType):
+		return invalid("job_type", "must be valid UTF-8")
+	case len(p.Payload) > l.MaxPayloadBytes:
+		return invalid("payload", "is %d bytes, above limits.max_payload_bytes %d", len(p.Payload), l.MaxPayloadBytes)
+	case p.Priority != nil && *p.Priority > MaxPriority:
+		return invalid("priority", "must be 0..%d, got %d", MaxPriority, *p.Priority)
+	case len(p.IdempotencyKey) > maxIdempotencyKeyBytes:
+		return invalid("idempotency_key", "is %d bytes, above the limit of %d", len(p.IdempotencyKey), maxIdempotencyKeyBytes)
+	case !utf8.ValidString(p.IdempotencyKey):
+		return invalid("idempotency_key", "must be valid UTF-8")
+	case len(p.Custom) > l.MaxCustomFields:
+		return invalid("custom", "has %d fields, above limits.max_custom_fields %d", len(p.Custom), l.MaxCustomFields)
+	}
+	return checkCustom(p.Custom, l.MaxCustomFieldBytes)
+}
+
+// checkCustom reports the smallest offending key, so the error does not
+// depend on map iteration order.
+func checkCustom(custom map[string]string, maxBytes int) error {
+	var bad, why string
+	found := false
+	for k, v := range custom {
+		var reason string
+		switch {
+		case k == "":
+			reason = "key must not be empty"
+		case len(k)+len(v) > maxBytes:
+			reason = fmt.Sprintf("key plus value is %d bytes, above limits.max_custom_field_bytes %d", len(k)+len(v), maxBytes)
+		case !utf8.ValidString(k) || !utf8.ValidString(v):
+			reason = "key and value must be valid UTF-8"
+		default:
+			continue
+		}
+		if !found || k < bad {
+			bad, why, found = k, reason, true
+		}
+	}
+	if found {
+		return invalid(fmt.Sprintf("custom[%s]", quoteShort(bad)), "%s", why)
+	}
+	return nil
+}
+
+// enqueueChecked applies a checked enqueue to q at e.now.
+func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, error) {
+	now := e.now
+	var key string
+	if p.IdempotencyKey != "" {
+		key = q.name + "\x00" + p.IdempotencyKey
+		if ent := e.keys[key]; ent != nil {
+			return EnqueueResult{JobID: ent.jobID, State: e.stateOf(ent.jobID), Duplicate: true}, nil
+		}
+	}
+	var due int64
+	if !p.ScheduledAt.IsZero() {
+		latest := addSat(now, q.set.horizon)
+		if at := toNanos(p.ScheduledAt); at > latest || p.ScheduledAt.After(maxTime) {
+			return EnqueueResult{}, &ScheduledTooFarError{
+				Queue: q.name, Horizon: time.Duration(q.set.horizon), Requested: p.ScheduledAt, Latest: fromNanos(latest),
+			}
+		} else if at > now {
+			due = at
+		}
+	}
+	if q.set.maxLength > 0 && q.live() >= q.set.maxLength {
+		return EnqueueResult{}, &FieldError{Field: "queue", Reason: fmt.Sprintf("queue %q holds %d jobs, its max_length", q.name, q.set.maxLength), Err: ErrQueueFull}
+	}
+	if key != "" && len(e.keys) >= e.lim.MaxIdempotencyKeys {
+		return EnqueueResult{}, &FieldError{Field: "idempotency_key", Reason: fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys; retry once older keys expire", len(e.keys)), Err: ErrCapacity}
+	}
+
+	prio := q.set.defaultPriority
+	if p.Priority != nil {
+		prio = uint8(*p.Priority)
+	}
+	maxAttempts := p.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = q.set.defaultMaxAttempts
+	}
+	maxAttempts = min(maxAttempts, e.lim.MaxAttemptsCeiling)
+
+	var payload []byte
+	if len(p.Payload) > 0 {
+		payload = make([]byte, len(p.Payload))
+		copy(payload, p.Payload)
+	}
+	var custom map[string]string
+	if len(p.Custom) > 0 {
+		custom = make(map[string]string, len(p.Custom))
+		for k, v := range p.Custom {
+			custom[k] = v
+		}
+	}
+	j := e.addJob(q, q.internJobType(p.JobType), payload, prio, maxAttempts, custom, due)
+	if key != "" {
+		ent := &idemEntry{key: key, jobID: j.id, createdAt: now}
+		e.keys[key] = ent
+		e.keyFIFO.PushBack(ent)
+	}
+	return EnqueueResult{JobID: j.id, State: j.state}, nil
+}
+
+// addJob creates a job with the next id: Scheduled until due when due is
+// set, else Ready.
+func (e *Engine) addJob(q *queue, jobType string, payload []byte, prio uint8, maxAttempts uint32, custom map[string]string, due int64) *job {
+	j := &job{
+		id:          JobID(e.nextID),
+		q:           q,
+		jobType:     jobType,
+		payload:     payload,
+		enqueuedAt:  e.now,
+		heapIdx:     -1,
+		maxAttempts: maxAttempts,
+		priority:    prio,
+	}
+	e.nextID++
+	if custom != nil {
+		j.extension().custom = custom
+	}
+	e.jobs.set(j)
+	q.enqueued++
+	if due != 0 {
+		j.extension().scheduledAt = due
+		e.makeScheduled(j, due, false)
+	} else {
+		e.makeReady(j)
+	}
+	return j
+}
+
+// stateOf is a job's state, StateDead for a retained record, else unknown.
+func (e *Engine) stateOf(id JobID) State {
+	if j := e.jobs.get(id); j != nil {
+		return j.state
+	}
+	if e.dead[id] != nil {
+		return StateDead
+	}
+	return StateUnknown
+}

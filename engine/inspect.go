@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// view copies a job out of the engine. The payload is shared: the engine
+// never modifies a stored payload, and callers must not either.
+func (e *Engine) view(j *job) Job {
+	v := Job{
+		ID:          j.id,
+		Queue:       j.q.name,
+		JobType:     j.jobType,
+		Payload:     j.payload,
+		Priority:    uint32(j.priority),
+		State:       j.state,
+		EnqueuedAt:  fromNanos(j.enqueuedAt),
+		Attempt:     j.attempt,
+		MaxAttempts: j.maxAttempts,
+	}
+	switch j.state {
+	case StateScheduled:
+		if j.flags&flagRetryWait != 0 {
+			v.NextAttemptAt = fromNanos(j.due)
+		}
+	case StateReserved:
+		v.WorkerID = e.workers[j.id]
+		v.LeaseDeadline = fromNanos(j.due)
+	}
+	if x := j.ext; x != nil {
+		v.ScheduledAt = fromNanos(x.scheduledAt)
+		v.LastReason = x.lastReason
+		if len(x.custom) > 0 {
+			v.Custom = make(map[string]string, len(x.custom))
+			for k, val := range x.custom {
+				v.Custom[k] = val
+			}
+		}
+		if len(x.history) > 0 {
+			v.History = make([]Attempt, len(x.history))
+			for i, h := range x.history {
+				v.History[i] = Attempt{Attempt: h.attempt, WorkerID: h.worker, At: fromNanos(h.at), Outcome: outcomeNames[h.outcome], Reason: h.reason}
+			}
+		}
+	}
+	return v
+}
+
+// GetJob returns a live job (Scheduled, Ready or Reserved) or a retained
+// dead one.
+func (e *Engine) GetJob(id JobID) (Job, error) {
+	if j := e.jobs.get(id); j != nil {
+		return e.view(j), nil
+	}
+	if r := e.dead[id]; r != nil {
+		return e.view(r.j), nil
+	}
+	return Job{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
+}
+
+func pageLimit(p Page) (int, error) {
+	switch {
+	case p.Limit < 0:
+		return 0, invalid("limit", "must not be negative, got %d", p.Limit)
+	case p.Limit == 0:
+		return 100, nil
+	}
+	return min(p.Limit, 1000), nil
+}
+
+// ListJobs lists a queue's jobs in one state (Scheduled, Ready, Reserved or
+// Dead) by job id after page.AfterID. It reads the queue's structures for
+// that state only; it is an operator call, not a hot path.
+func (e *Engine) ListJobs(queue string, state State, page Page) ([]Job, error) {
+	limit, err := pageLimit(page)
+	if err != nil {
+		return nil, err
+	}
+	q, err := e.queueForRead("queue", queue)
+	if err != nil {
+		return nil, err
+	}
+	var found []*job
+	keep := func(j *job) {
+		if j.q == q && j.id > page.AfterID {
+			found = append(found, j)
+			if len(found) >= 4*limit+64 {
+				found = smallestJobs(found, limit)
+			}
+		}
+	}
+	switch state {
+	case StateReady:
+		for prio := range q.ready {
+			level := &q.ready[prio]
+			// The ring is in id order: start after AfterID, stop after limit live jobs.
+			ring := &level.ring
+			lo, hi := 0, ring.Len()
+			for lo < hi {
+				mid := int(uint(lo+hi) >> 1)
+				if ring.At(mid).id <= page.AfterID {
+					lo = mid + 1
+				} else {
+					hi = mid
+				}
+			}
+			taken := 0
+			for i := lo; i < ring.Len() && taken < limit; i++ {
+				if j := ring.At(i); j.flags&flagInRing != 0 {
+					keep(j)
+					taken++
+				}
+			}
+			for _, j := range level.returns.items {
+				keep(j)
+			}
+		}
+	case StateScheduled:
+		for _, j := range e.sched.items {
+			keep(j)
+		}
+	case StateReserved:
+		for _, j := range e.leases.items {
+			keep(j)
+		}
+	case StateDead:
+		for r := q.deadHead; r != nil; r = r.qnext {
+			keep(r.j)
+		}
+	default:
+		return nil, invalid("state", "must be scheduled, ready, reserved or dead, got %v", state)
+	}
+	found = smallestJobs(found, limit)
+	out := make([]Job, len(found))
+	for i, j := range found {
+		out[i] = e.view(j)
+	}
+	return out, nil
+}
+
+func smallestJobs(js []*job, limit int) []*job {
+	slices.SortFunc(js, func(a, b *job) int { return cmpID(a.id, b.id) })
+	if len(js) > limit {
+		clear(js[limit:])
+		js = js[:limit]
+	}
+	return js
+}
+
+// Stats returns every queue's counts, by queue name.
+func (e *Engine) Stats(now time.Time) []QueueStats {
+	qs := e.sortedQueues()
+	out := make([]QueueStats, len(qs))
+	for i, q := range qs {
+		out[i] = e.queueStats(now, q)
+	}
+	return out
+}
+
+// QueueStats returns one queue's counts.
+func (e *Engine) QueueStats(now time.Time, queue string) (QueueStats, error) {
+	q, err := e.queueForRead("queue", queue)
+	if err != nil {
+		return QueueStats{}, err
+	}
+	return e.queueStats(now, q), nil
+}
+
+// queueStats reads q at now (the engine's clock when now is earlier). The
+// oldest Ready age is measured from the enqueue time of the Ready job that
+// has waited longest in line (the smallest enqueue sequence).
+func (e *Engine) queueStats(now time.Time, q *queue) QueueStats {
+	t := e.now
+	if !now.IsZero() {
+		t = max(t, toNanos(now))
+	}
+	s := QueueStats{
+		Name:         q.name,
+		Paused:       q.paused,
+		Configured:   q.configured,
+		Scheduled:    q.nScheduled,
+		Ready:        q.nReady,
+		Reserved:     q.nReserved,
+		Dead:         q.nDead,
+		Enqueued:     q.enqueued,
+		Acked:        q.acked,
+		DeadLettered: make(map[Cause]uint64, 4),
+		Dropped:      q.dropped,
+		DeadRequeued: q.deadRequeued,
+		DeadDrained:  q.deadDrained,
+		DeadDeleted:  q.deadDeleted,
+		DeadExpired:  q.deadExpired,
+	}
+	for c := CauseAttemptsExhausted; c <= CauseAdmin; c++ {
+		s.DeadLettered[c] = q.deadLettered[c]
+	}
+	var oldest *job
+	for prio := range q.ready {
+		if j := q.ready[prio].peek(); j != nil && (oldest == nil || j.id < oldest.id) {
+			oldest = j
+		}
+	}
+	if oldest != nil && t > oldest.enqueuedAt {
+		s.OldestReadyAge = time.Duration(t - oldest.enqueuedAt)
+	}
+	return s
+}

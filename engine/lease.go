@@ -1,0 +1,337 @@
+package engine
+
+import (
+	"container/heap"
+	"fmt"
+	"math/bits"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Reserve hands out up to N Ready jobs of one queue, highest priority first
+// and, within a priority, in original enqueue order, each under a new lease.
+// A paused queue, or one not seen yet, hands out nothing. A reserve repeating
+// the RequestID of an earlier one returns that reserve's deliveries whose
+// leases are still current, and reserves nothing new.
+func (e *Engine) Reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
+	if err := checkQueueName("queue", p.Queue); err != nil {
+		return nil, err
+	}
+	lease, err := e.leaseDuration("lease", p.Lease)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkString("worker_id", p.WorkerID, maxWorkerIDBytes); err != nil {
+		return nil, err
+	}
+	if err := checkString("request_id", p.RequestID, maxRequestIDBytes); err != nil {
+		return nil, err
+	}
+	n := min(max(p.N, 1), e.lim.MaxReserveBatch)
+	q := e.queues[p.Queue]
+	if q == nil && e.lim.Strict {
+		return nil, &FieldError{Field: "queue", Reason: fmt.Sprintf("queue %q is not configured and the server runs strict", p.Queue), Err: ErrUnknownQueue}
+	}
+	e.advance(now)
+	if p.RequestID != "" {
+		if r := e.reservations[p.RequestID]; r != nil {
+			return e.replayReservation(r), nil
+		}
+		if len(e.reservations) >= e.lim.MaxIdempotencyKeys {
+			return nil, &FieldError{Field: "request_id", Reason: fmt.Sprintf("%d reserve request ids are remembered, limits.max_idempotency_keys", len(e.reservations)), Err: ErrCapacity}
+		}
+	}
+	if q == nil || q.paused || q.nReady == 0 {
+		return nil, nil
+	}
+	deadline := addSat(e.now, lease)
+	out := make([]Delivery, 0, min(n, q.nReady))
+	for prio := MaxPriority; prio >= 0 && len(out) < n; prio-- {
+		level := &q.ready[prio]
+		for len(out) < n {
+			j := level.pop()
+			if j == nil {
+				break
+			}
+			q.nReady--
+			e.deliver(j, deadline, p.WorkerID)
+			out = append(out, e.delivery(j))
+		}
+	}
+	if p.RequestID != "" {
+		r := &reservation{requestID: p.RequestID, expiresAt: deadline, ids: make([]JobID, len(out)), tokens: make([]LeaseToken, len(out))}
+		for i := range out {
+			r.ids[i], r.tokens[i] = out[i].Job.ID, out[i].LeaseToken
+		}
+		e.reservations[r.requestID] = r
+		heap.Push(&e.resHeap, r)
+	}
+	return out, nil
+}
+
+// deliver leases a job taken off the Ready line.
+func (e *Engine) deliver(j *job, deadline int64, worker string) {
+	j.attempt++
+	j.lease = LeaseToken(e.nextLease)
+	e.nextLease++
+	j.state = StateReserved
+	j.due = deadline
+	heap.Push(&e.leases, j)
+	if worker != "" {
+		e.workers[j.id] = worker
+	}
+	j.q.nReserved++
+}
+
+func (e *Engine) delivery(j *job) Delivery {
+	return Delivery{
+		Job:           e.view(j),
+		LeaseToken:    j.lease,
+		Attempt:       j.attempt,
+		MaxAttempts:   j.maxAttempts,
+		LeaseDeadline: fromNanos(j.due),
+	}
+}
+
+func (e *Engine) replayReservation(r *reservation) []Delivery {
+	var out []Delivery
+	for i, id := range r.ids {
+		if j := e.jobs.get(id); j != nil && j.state == StateReserved && j.lease == r.tokens[i] {
+			out = append(out, e.delivery(j))
+		}
+	}
+	return out
+}
+
+// leaseDuration resolves a requested lease: 0 takes DefaultLease, longer
+// than MaxLease is clamped, negative is refused.
+func (e *Engine) leaseDuration(field string, d time.Duration) (int64, error) {
+	switch {
+	case d < 0:
+		return 0, invalid(field, "must not be negative, got %s", d)
+	case d == 0:
+		return int64(e.lim.DefaultLease), nil
+	}
+	return int64(min(d, e.lim.MaxLease)), nil
+}
+
+func checkString(field, s string, maxBytes int) error {
+	if len(s) > maxBytes {
+		return invalid(field, "is %d bytes, above the limit of %d", len(s), maxBytes)
+	}
+	if !utf8.ValidString(s) {
+		return invalid(field, "must be valid UTF-8")
+	}
+	return nil
+}
+
+// leased returns the job a lease names, or ErrLeaseLost when it is not the
+// job's current lease (expired, redelivered, acked, released, dead).
+func (e *Engine) leased(ref LeaseRef) (*job, error) {
+	switch {
+	case ref.JobID == 0:
+		return nil, invalid("job_id", "is required")
+	case ref.LeaseToken == 0:
+		return nil, invalid("lease_token", "is required")
+	case uint64(ref.JobID) >= e.nextID:
+		return nil, &FieldError{Field: "job_id", Reason: fmt.Sprintf("job %d was never enqueued", ref.JobID), Err: ErrNotFound}
+	}
+	j := e.jobs.get(ref.JobID)
+	if j == nil || j.state != StateReserved || j.lease != ref.LeaseToken {
+		return nil, fmt.Errorf("job %d, lease %d: %w", ref.JobID, ref.LeaseToken, ErrLeaseLost)
+	}
+	return j, nil
+}
+
+// Ack completes a delivery: the job leaves the engine.
+func (e *Engine) Ack(now time.Time, ref LeaseRef) error {
+	e.advance(now)
+	j, err := e.leased(ref)
+	if err != nil {
+		return err
+	}
+	e.detach(j)
+	e.jobs.del(j.id)
+	j.q.acked++
+	return nil
+}
+
+// Nack fails a delivery. DirectiveDeadLetter dead-letters it at once (cause
+// rejected); otherwise a failing final attempt dead-letters it (cause
+// attempts_exhausted) and an earlier one is retried: after the queue's retry
+// policy (DirectiveDefault) or after p.After (DirectiveAfter), the delay
+// clamped to the queue's schedule horizon. A zero delay makes it Ready at
+// once.
+func (e *Engine) Nack(now time.Time, p NackParams) (NackResult, error) {
+	switch {
+	case p.Directive > DirectiveDeadLetter:
+		return NackResult{}, invalid("directive", "must be default, after or dead_letter, got %d", p.Directive)
+	case p.Directive == DirectiveAfter && p.After < 0:
+		return NackResult{}, invalid("after", "must not be negative, got %s", p.After)
+	}
+	e.advance(now)
+	j, err := e.leased(p.LeaseRef)
+	if err != nil {
+		return NackResult{}, err
+	}
+	var cause Cause
+	switch {
+	case p.Directive == DirectiveDeadLetter:
+		cause = CauseRejected
+	case j.attempt >= j.maxAttempts:
+		cause = CauseAttemptsExhausted
+	}
+	if cause != CauseUnknown && !e.canRetainDead() {
+		return NackResult{}, e.deadStoreFull()
+	}
+	reason := cleanReason(p.Reason)
+	worker := e.workers[j.id]
+	e.detach(j)
+	e.recordAttempt(j, outcomeNack, worker, reason)
+	j.extension().lastReason = reason
+	if cause != CauseUnknown {
+		e.kill(j, cause)
+		return NackResult{DeadLettered: true}, nil
+	}
+	var delay int64
+	if p.Directive == DirectiveAfter {
+		delay = int64(p.After)
+	} else {
+		delay = retryDelay(j.q.set, j.id, j.attempt)
+	}
+	delay = min(delay, j.q.set.horizon)
+	if delay <= 0 {
+		e.makeReady(j)
+		return NackResult{NextAttemptAt: fromNanos(e.now)}, nil
+	}
+	at := addSat(e.now, delay)
+	e.makeScheduled(j, at, true)
+	return NackResult{NextAttemptAt: fromNanos(at)}, nil
+}
+
+// Release hands a delivery back without burning an attempt: the job is Ready
+// again at once, in its original place, and its next delivery carries the
+// same attempt number as this one.
+func (e *Engine) Release(now time.Time, ref LeaseRef) error {
+	e.advance(now)
+	j, err := e.leased(ref)
+	if err != nil {
+		return err
+	}
+	worker := e.workers[j.id]
+	e.detach(j)
+	e.recordAttempt(j, outcomeReleased, worker, "")
+	j.attempt--
+	e.makeReady(j)
+	return nil
+}
+
+// ExtendLease moves a lease's deadline to now+Lease and returns it.
+func (e *Engine) ExtendLease(now time.Time, p ExtendParams) (time.Time, error) {
+	lease, err := e.leaseDuration("lease", p.Lease)
+	if err != nil {
+		return time.Time{}, err
+	}
+	e.advance(now)
+	j, err := e.leased(p.LeaseRef)
+	if err != nil {
+		return time.Time{}, err
+	}
+	j.due = addSat(e.now, lease)
+	heap.Fix(&e.leases, int(j.heapIdx))
+	return fromNanos(j.due), nil
+}
+
+// ExtendAllLeases pushes every live lease's deadline out by grace; a new
+// leader proposes it first so an election does not redeliver jobs in flight.
+// It returns the number of leases extended.
+func (e *Engine) ExtendAllLeases(now time.Time, grace time.Duration) int {
+	e.advance(now)
+	if grace <= 0 {
+		return 0
+	}
+	for _, j := range e.leases.items {
+		j.due = addSat(j.due, int64(grace)) // every key moves alike: the heap order holds
+	}
+	for _, r := range e.resHeap {
+		r.expiresAt = addSat(r.expiresAt, int64(grace))
+	}
+	return len(e.leases.items)
+}
+
+// retryDelay is the policy delay before the retry that follows failing
+// attempt n: the base delay, doubled per attempt when exponential, capped at
+// the max, less up to 25% jitter derived from the job id.
+func retryDelay(s settings, id JobID, n uint32) int64 {
+	d := s.retryDelay
+	if d <= 0 {
+		return 0
+	}
+	if s.backoff == BackoffExponential {
+		shift := n - 1
+		if shift >= 63 || d > s.retryDelayMax>>shift {
+			d = s.retryDelayMax
+		} else {
+			d = min(d<<shift, s.retryDelayMax)
+		}
+	}
+	return d - jitter(id, d)
+}
+
+// jitter is the part of d, below d/4, that a retry of job id subtracts.
+func jitter(id JobID, d int64) int64 {
+	frac := splitmix64(uint64(id)) & 0xFFFF // 0..65535, out of 65536
+	hi, lo := bits.Mul64(uint64(d), frac)
+	q, _ := bits.Div64(hi, lo, 1<<18) // d * frac / 65536 / 4
+	return int64(q)
+}
+
+// splitmix64 is a fixed 64-bit mixer (Steele, Lea, Flood), so jitter spreads
+// evenly across consecutive ids.
+func splitmix64(x uint64) uint64 {
+	x += 0x9E3779B97F4A7C15
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EB
+	return x ^ (x >> 31)
+}
+
+// RetryJitter is the delay a retry of job id subtracts from a policy delay d:
+// in [0, d/4), the same on every replica. Exported for tests and tools.
+func RetryJitter(id JobID, d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(jitter(id, int64(d)))
+}
+
+// cleanReason bounds a reason and makes it valid UTF-8, so a record always
+// encodes.
+func cleanReason(s string) string {
+	if len(s) > maxReasonBytes {
+		cut := maxReasonBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s
+}
+
+// recordAttempt appends to a job's bounded attempt history.
+func (e *Engine) recordAttempt(j *job, outcome uint8, worker, reason string) {
+	limit := e.lim.AttemptHistory
+	if limit <= 0 {
+		return
+	}
+	x := j.extension()
+	rec := attemptRecord{attempt: j.attempt, outcome: outcome, at: e.now, worker: worker, reason: reason}
+	if len(x.history) >= limit {
+		drop := len(x.history) - limit + 1
+		x.history = append(x.history[:0], x.history[drop:]...)
+	}
+	x.history = append(x.history, rec)
+}

@@ -1,0 +1,740 @@
+package engine
+
+import (
+	"bufio"
+	"cmp"
+	"container/heap"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"slices"
+	"time"
+)
+
+// Snapshot encoding. The stream is
+//
+//	magic "SEPPENG\x00" | version (uvarint) | body | CRC-32 (IEEE, little endian) of all before it
+//
+// and the body holds, in this order: the clock and counters; the config; the
+// queues by name; the live jobs by id; the dead-letter records in failed_at
+// order; the idempotency keys in creation order; the reserve request ids by
+// id. Integers are varints (encoding/binary), strings and byte slices are
+// length-prefixed. Nothing depends on map order or on how the engine happens
+// to hold things internally, so equal states give equal bytes.
+const (
+	snapshotMagic   = "SEPPENG\x00"
+	snapshotVersion = 1
+	// maxDecodeBytes bounds any one string or byte slice read from a
+	// snapshot, so a corrupt length cannot ask for a huge allocation.
+	maxDecodeBytes = 1 << 30
+)
+
+// ErrCorruptSnapshot is wrapped by every error Restore returns for input
+// that is not a snapshot written by this engine (truncated, altered, an
+// unknown version, or inconsistent).
+var ErrCorruptSnapshot = errors.New("corrupt snapshot")
+
+// Snapshot writes the whole state in a canonical encoding: equal states give
+// equal bytes. It streams through a buffer and does not change the engine.
+func (e *Engine) Snapshot(w io.Writer) error {
+	crc := crc32.NewIEEE()
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 64<<10)
+	enc := &encoder{w: bw}
+	e.encode(enc)
+	if enc.err != nil {
+		return fmt.Errorf("engine snapshot: %w", enc.err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("engine snapshot: %w", err)
+	}
+	var trailer [4]byte
+	binary.LittleEndian.PutUint32(trailer[:], crc.Sum32())
+	if _, err := w.Write(trailer[:]); err != nil {
+		return fmt.Errorf("engine snapshot: %w", err)
+	}
+	return nil
+}
+
+// Digest is the SHA-256 of the snapshot stream: equal exactly when the
+// states are. It is hashed while encoding; no copy of the state is built.
+func (e *Engine) Digest() [32]byte {
+	h := sha256.New()
+	if err := e.Snapshot(h); err != nil {
+		panic(fmt.Sprintf("engine: snapshot to a hash failed: %v", err)) // hash writes never fail
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
+type encoder struct {
+	w   *bufio.Writer
+	buf [binary.MaxVarintLen64]byte
+	err error
+}
+
+func (c *encoder) uvarint(v uint64) {
+	if c.err == nil {
+		_, c.err = c.w.Write(binary.AppendUvarint(c.buf[:0], v))
+	}
+}
+
+func (c *encoder) varint(v int64) {
+	if c.err == nil {
+		_, c.err = c.w.Write(binary.AppendVarint(c.buf[:0], v))
+	}
+}
+
+func (c *encoder) byte(b uint8) {
+	if c.err == nil {
+		c.err = c.w.WriteByte(b)
+	}
+}
+
+func (c *encoder) bool(b bool) {
+	if b {
+		c.byte(1)
+	} else {
+		c.byte(0)
+	}
+}
+
+func (c *encoder) string(s string) {
+	c.uvarint(uint64(len(s)))
+	if c.err == nil {
+		_, c.err = c.w.WriteString(s)
+	}
+}
+
+func (c *encoder) bytes(b []byte) {
+	c.uvarint(uint64(len(b)))
+	if c.err == nil {
+		_, c.err = c.w.Write(b)
+	}
+}
+
+func (e *Engine) encode(c *encoder) {
+	if c.err == nil {
+		_, c.err = c.w.WriteString(snapshotMagic)
+	}
+	c.uvarint(snapshotVersion)
+	c.varint(e.now)
+	c.uvarint(e.nextID)
+	c.uvarint(e.nextLease)
+	encodeConfig(c, e.cfg)
+
+	qs := e.sortedQueues()
+	qindex := make(map[*queue]uint64, len(qs))
+	c.uvarint(uint64(len(qs)))
+	for i, q := range qs {
+		qindex[q] = uint64(i)
+		c.string(q.name)
+		c.bool(q.paused)
+		c.uvarint(q.enqueued)
+		c.uvarint(q.acked)
+		for cause := CauseAttemptsExhausted; cause <= CauseAdmin; cause++ {
+			c.uvarint(q.deadLettered[cause])
+		}
+		c.uvarint(q.dropped)
+		c.uvarint(q.deadRequeued)
+		c.uvarint(q.deadDrained)
+		c.uvarint(q.deadDeleted)
+		c.uvarint(q.deadExpired)
+	}
+
+	c.uvarint(uint64(e.jobs.len()))
+	e.jobs.each(func(j *job) bool { // in id order
+		e.encodeJob(c, j, qindex)
+		return c.err == nil
+	})
+
+	c.uvarint(uint64(len(e.dead)))
+	for r := e.deadHead; r != nil && c.err == nil; r = r.next {
+		e.encodeJob(c, r.j, qindex)
+		c.byte(uint8(r.cause))
+		c.varint(r.failedAt)
+		c.varint(r.expiresAt)
+		c.uvarint(uint64(r.finalAttempt))
+	}
+
+	c.uvarint(uint64(e.keyFIFO.Len()))
+	for i := 0; i < e.keyFIFO.Len(); i++ {
+		ent := e.keyFIFO.At(i)
+		c.string(ent.key)
+		c.uvarint(uint64(ent.jobID))
+		c.varint(ent.createdAt)
+	}
+
+	rs := slices.Clone([]*reservation(e.resHeap))
+	slices.SortFunc(rs, func(a, b *reservation) int { return cmp.Compare(a.requestID, b.requestID) })
+	c.uvarint(uint64(len(rs)))
+	for _, r := range rs {
+		c.string(r.requestID)
+		c.varint(r.expiresAt)
+		c.uvarint(uint64(len(r.ids)))
+		for i := range r.ids {
+			c.uvarint(uint64(r.ids[i]))
+			c.uvarint(uint64(r.tokens[i]))
+		}
+	}
+}
+
+func encodeConfig(c *encoder, cfg Config) {
+	l := cfg.Limits
+	c.uvarint(uint64(l.DefaultPriority))
+	c.uvarint(uint64(l.DefaultMaxAttempts))
+	c.uvarint(uint64(l.MaxAttemptsCeiling))
+	c.varint(int64(l.RetryDelay))
+	c.byte(uint8(l.RetryBackoff))
+	c.varint(int64(l.RetryDelayMax))
+	c.varint(int64(l.MaxScheduleHorizon))
+	c.varint(int64(l.MaxReserveBatch))
+	c.varint(int64(l.DefaultLease))
+	c.varint(int64(l.MaxLease))
+	c.varint(int64(l.MaxPayloadBytes))
+	c.varint(int64(l.MaxBatchSize))
+	c.varint(int64(l.MaxCustomFields))
+	c.varint(int64(l.MaxCustomFieldBytes))
+	c.varint(int64(l.MaxJobTypeBytes))
+	c.varint(int64(l.IdempotencyWindow))
+	c.varint(int64(l.MaxIdempotencyKeys))
+	c.varint(int64(l.MaxQueueLength))
+	c.varint(int64(l.MaxDeadLetters))
+	c.varint(int64(l.AttemptHistory))
+	c.varint(int64(l.DeadLetterRetention))
+	c.bool(l.Strict)
+	c.uvarint(uint64(len(cfg.Queues)))
+	for _, q := range cfg.Queues {
+		c.string(q.Name)
+		encodeOpt(c, q.DefaultPriority, func(v uint32) { c.uvarint(uint64(v)) })
+		encodeOpt(c, q.DefaultMaxAttempts, func(v uint32) { c.uvarint(uint64(v)) })
+		encodeOpt(c, q.RetryDelay, func(v time.Duration) { c.varint(int64(v)) })
+		encodeOpt(c, q.RetryBackoff, func(v Backoff) { c.byte(uint8(v)) })
+		encodeOpt(c, q.RetryDelayMax, func(v time.Duration) { c.varint(int64(v)) })
+		encodeOpt(c, q.MaxScheduleHorizon, func(v time.Duration) { c.varint(int64(v)) })
+		encodeOpt(c, q.MaxLength, func(v int) { c.varint(int64(v)) })
+		c.string(q.DeadLetterQueue)
+	}
+}
+
+func encodeOpt[T any](c *encoder, p *T, put func(T)) {
+	c.bool(p != nil)
+	if p != nil {
+		put(*p)
+	}
+}
+
+func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64) {
+	c.uvarint(uint64(j.id))
+	c.uvarint(qindex[j.q])
+	c.string(j.jobType)
+	c.bytes(j.payload)
+	c.byte(j.priority)
+	c.byte(uint8(j.state))
+	c.byte(j.flags & flagRetryWait)
+	c.varint(j.enqueuedAt)
+	c.varint(j.due)
+	c.uvarint(uint64(j.lease))
+	c.uvarint(uint64(j.attempt))
+	c.uvarint(uint64(j.maxAttempts))
+	if j.state == StateReserved {
+		c.string(e.workers[j.id])
+	}
+	x := j.ext
+	if x == nil || (x.scheduledAt == 0 && x.lastReason == "" && len(x.custom) == 0 && len(x.history) == 0) {
+		c.byte(0)
+		return
+	}
+	c.byte(1)
+	c.varint(x.scheduledAt)
+	c.string(x.lastReason)
+	keys := make([]string, 0, len(x.custom))
+	for k := range x.custom {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	c.uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		c.string(k)
+		c.string(x.custom[k])
+	}
+	c.uvarint(uint64(len(x.history)))
+	for _, h := range x.history {
+		c.uvarint(uint64(h.attempt))
+		c.byte(h.outcome)
+		c.varint(h.at)
+		c.string(h.worker)
+		c.string(h.reason)
+	}
+}
+
+// Restore replaces the state with one written by Snapshot. A corrupt,
+// truncated or inconsistent stream is rejected with an error wrapping
+// ErrCorruptSnapshot, and the engine is left as it was; it never panics.
+func (e *Engine) Restore(r io.Reader) error {
+	tr := &trailerReader{r: r, crc: crc32.NewIEEE()}
+	d := &decoder{r: bufio.NewReaderSize(tr, 64<<10)}
+	fresh, err := d.decodeEngine()
+	if err != nil {
+		return fmt.Errorf("engine restore: %w: %w", ErrCorruptSnapshot, err)
+	}
+	if _, err := d.r.ReadByte(); err != io.EOF {
+		if err == nil {
+			err = errors.New("data after the last record")
+		}
+		return fmt.Errorf("engine restore: %w: %w", ErrCorruptSnapshot, err)
+	}
+	if err := tr.check(); err != nil {
+		return fmt.Errorf("engine restore: %w: %w", ErrCorruptSnapshot, err)
+	}
+	if err := fresh.CheckInvariants(); err != nil {
+		return fmt.Errorf("engine restore: %w: %w", ErrCorruptSnapshot, err)
+	}
+	*e = *fresh
+	return nil
+}
+
+// trailerReader passes through everything but the last 4 bytes of r,
+// feeding them to the CRC; the last 4 are the trailer.
+type trailerReader struct {
+	r    io.Reader
+	crc  hash.Hash32
+	buf  []byte
+	off  int
+	done bool
+	err  error
+}
+
+func (t *trailerReader) Read(p []byte) (int, error) {
+	for {
+		if pending := len(t.buf) - t.off - 4; pending > 0 {
+			n := copy(p, t.buf[t.off:t.off+pending])
+			t.crc.Write(p[:n])
+			t.off += n
+			return n, nil
+		}
+		if t.done {
+			return 0, io.EOF
+		}
+		if t.err != nil {
+			return 0, t.err
+		}
+		// Keep the undelivered tail (at most 4 bytes), then read more.
+		t.buf = append(t.buf[:0], t.buf[t.off:]...)
+		t.off = 0
+		if cap(t.buf) < 32<<10 {
+			nb := make([]byte, len(t.buf), 32<<10)
+			copy(nb, t.buf)
+			t.buf = nb
+		}
+		n, err := t.r.Read(t.buf[len(t.buf):cap(t.buf)])
+		t.buf = t.buf[:len(t.buf)+n]
+		if err == io.EOF {
+			t.done = true
+		} else if err != nil {
+			t.err = err
+		}
+	}
+}
+
+// check compares the trailer with the CRC of what was passed through.
+func (t *trailerReader) check() error {
+	if len(t.buf)-t.off != 4 {
+		return io.ErrUnexpectedEOF
+	}
+	if got, want := binary.LittleEndian.Uint32(t.buf[t.off:]), t.crc.Sum32(); got != want {
+		return fmt.Errorf("checksum mismatch: trailer %08x, content %08x", got, want)
+	}
+	return nil
+}
+
+type decoder struct {
+	r   *bufio.Reader
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, err := binary.ReadUvarint(d.r)
+	if err != nil {
+		d.err = eofIsUnexpected(err)
+	}
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, err := binary.ReadVarint(d.r)
+	if err != nil {
+		d.err = eofIsUnexpected(err)
+	}
+	return v
+}
+
+func eofIsUnexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (d *decoder) byte() uint8 {
+	if d.err != nil {
+		return 0
+	}
+	b, err := d.r.ReadByte()
+	if err != nil {
+		d.err = eofIsUnexpected(err)
+	}
+	return b
+}
+
+func (d *decoder) bool() bool {
+	switch d.byte() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	d.fail("bad boolean")
+	return false
+}
+
+// u32 reads a uvarint that must fit in 32 bits.
+func (d *decoder) u32() uint32 {
+	v := d.uvarint()
+	if v > 1<<32-1 {
+		d.fail("value %d out of range", v)
+		return 0
+	}
+	return uint32(v)
+}
+
+// int reads a varint that must fit in an int.
+func (d *decoder) int() int {
+	v := d.varint()
+	if int64(int(v)) != v {
+		d.fail("value %d out of range", v)
+		return 0
+	}
+	return int(v)
+}
+
+// count reads a length that must not exceed limit.
+func (d *decoder) count(limit uint64) int {
+	v := d.uvarint()
+	if v > limit {
+		d.fail("count %d above %d", v, limit)
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.count(maxDecodeBytes)
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	// Grow as bytes arrive, so a bad length over a short stream fails
+	// without first allocating what it claims.
+	buf := make([]byte, 0, min(n, 64<<10))
+	for len(buf) < n {
+		chunk := min(n-len(buf), max(len(buf), 64<<10))
+		start := len(buf)
+		buf = slices.Grow(buf, chunk)[:start+chunk]
+		if _, err := io.ReadFull(d.r, buf[start:]); err != nil {
+			d.err = eofIsUnexpected(err)
+			return nil
+		}
+	}
+	return buf
+}
+
+func (d *decoder) string() string { return string(d.bytes()) }
+
+func (d *decoder) decodeEngine() (*Engine, error) {
+	var magic [len(snapshotMagic)]byte
+	if _, err := io.ReadFull(d.r, magic[:]); err != nil {
+		return nil, fmt.Errorf("reading header: %w", eofIsUnexpected(err))
+	}
+	if string(magic[:]) != snapshotMagic {
+		return nil, errors.New("not an engine snapshot (bad magic)")
+	}
+	if v := d.uvarint(); d.err == nil && v != snapshotVersion {
+		return nil, fmt.Errorf("unsupported snapshot version %d (this engine reads %d)", v, snapshotVersion)
+	}
+	e := newEmpty()
+	e.now = d.varint()
+	e.nextID = d.uvarint()
+	e.nextLease = d.uvarint()
+	cfg := d.decodeConfig()
+	if d.err != nil {
+		return nil, d.err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if e.nextID < 1 || e.nextLease < 1 || e.nextID > 1<<63 || e.nextLease > 1<<63 {
+		return nil, errors.New("bad id counters")
+	}
+
+	nq := d.count(1 << 32)
+	var qs []*queue
+	for i := 0; i < nq && d.err == nil; i++ {
+		q := &queue{name: d.string()}
+		if d.err == nil && (!ValidQueueName(q.name) || (i > 0 && q.name <= qs[i-1].name)) {
+			d.fail("queue %d: bad or unsorted name %q", i, q.name)
+		}
+		q.paused = d.bool()
+		q.enqueued = d.uvarint()
+		q.acked = d.uvarint()
+		for c := CauseAttemptsExhausted; c <= CauseAdmin; c++ {
+			q.deadLettered[c] = d.uvarint()
+		}
+		q.dropped = d.uvarint()
+		q.deadRequeued = d.uvarint()
+		q.deadDrained = d.uvarint()
+		q.deadDeleted = d.uvarint()
+		q.deadExpired = d.uvarint()
+		qs = append(qs, q)
+		e.queues[q.name] = q
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	for _, qc := range cfg.Queues {
+		if e.queues[qc.Name] == nil {
+			return nil, fmt.Errorf("configured queue %q missing", qc.Name)
+		}
+	}
+	e.applyConfig(cfg)
+
+	nj := d.count(1 << 40)
+	var prev JobID
+	for i := 0; i < nj && d.err == nil; i++ {
+		j := d.decodeJob(e, qs)
+		if d.err != nil {
+			break
+		}
+		if j.id <= prev {
+			return nil, fmt.Errorf("job %d out of order", j.id)
+		}
+		prev = j.id
+		switch j.state {
+		case StateReady:
+			e.makeReady(j)
+		case StateScheduled:
+			j.q.nScheduled++
+			j.heapIdx = int32(len(e.sched.items))
+			e.sched.items = append(e.sched.items, j)
+		case StateReserved:
+			j.q.nReserved++
+			j.heapIdx = int32(len(e.leases.items))
+			e.leases.items = append(e.leases.items, j)
+		default:
+			return nil, fmt.Errorf("job %d: state %v is not live", j.id, j.state)
+		}
+		e.jobs.set(j)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	heap.Init(&e.sched)
+	heap.Init(&e.leases)
+
+	nd := d.count(1 << 40)
+	for i := 0; i < nd && d.err == nil; i++ {
+		j := d.decodeJob(e, qs)
+		r := &deadRecord{j: j}
+		r.cause = Cause(d.byte())
+		r.failedAt = d.varint()
+		r.expiresAt = d.varint()
+		r.finalAttempt = d.u32()
+		if d.err != nil {
+			break
+		}
+		if j.state != StateDead || r.cause < CauseAttemptsExhausted || r.cause > CauseAdmin {
+			return nil, fmt.Errorf("dead-letter record of job %d: bad state or cause", j.id)
+		}
+		if e.jobs.get(j.id) != nil || e.dead[j.id] != nil {
+			return nil, fmt.Errorf("job %d appears twice", j.id)
+		}
+		e.linkDead(r)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+
+	nk := d.count(1 << 40)
+	for i := 0; i < nk && d.err == nil; i++ {
+		ent := &idemEntry{key: d.string(), jobID: JobID(d.uvarint()), createdAt: d.varint()}
+		if d.err != nil {
+			break
+		}
+		if e.keys[ent.key] != nil {
+			return nil, fmt.Errorf("idempotency key %q appears twice", ent.key)
+		}
+		e.keys[ent.key] = ent
+		e.keyFIFO.PushBack(ent)
+	}
+
+	nr := d.count(1 << 40)
+	for i := 0; i < nr && d.err == nil; i++ {
+		r := &reservation{requestID: d.string(), expiresAt: d.varint()}
+		n := d.count(1 << 32)
+		for k := 0; k < n && d.err == nil; k++ {
+			r.ids = append(r.ids, JobID(d.uvarint()))
+			r.tokens = append(r.tokens, LeaseToken(d.uvarint()))
+		}
+		if d.err != nil {
+			break
+		}
+		if e.reservations[r.requestID] != nil {
+			return nil, fmt.Errorf("reserve request id %q appears twice", r.requestID)
+		}
+		e.reservations[r.requestID] = r
+		heap.Push(&e.resHeap, r)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return e, nil
+}
+
+func (d *decoder) decodeConfig() Config {
+	var l Limits
+	l.DefaultPriority = d.u32()
+	l.DefaultMaxAttempts = d.u32()
+	l.MaxAttemptsCeiling = d.u32()
+	l.RetryDelay = time.Duration(d.varint())
+	l.RetryBackoff = Backoff(d.byte())
+	l.RetryDelayMax = time.Duration(d.varint())
+	l.MaxScheduleHorizon = time.Duration(d.varint())
+	l.MaxReserveBatch = d.int()
+	l.DefaultLease = time.Duration(d.varint())
+	l.MaxLease = time.Duration(d.varint())
+	l.MaxPayloadBytes = d.int()
+	l.MaxBatchSize = d.int()
+	l.MaxCustomFields = d.int()
+	l.MaxCustomFieldBytes = d.int()
+	l.MaxJobTypeBytes = d.int()
+	l.IdempotencyWindow = time.Duration(d.varint())
+	l.MaxIdempotencyKeys = d.int()
+	l.MaxQueueLength = d.int()
+	l.MaxDeadLetters = d.int()
+	l.AttemptHistory = d.int()
+	l.DeadLetterRetention = time.Duration(d.varint())
+	l.Strict = d.bool()
+	cfg := Config{Limits: l}
+	n := d.count(1 << 20)
+	for i := 0; i < n && d.err == nil; i++ {
+		q := QueueConfig{Name: d.string()}
+		q.DefaultPriority = decodeOpt(d, d.u32)
+		q.DefaultMaxAttempts = decodeOpt(d, d.u32)
+		q.RetryDelay = decodeOpt(d, func() time.Duration { return time.Duration(d.varint()) })
+		q.RetryBackoff = decodeOpt(d, func() Backoff { return Backoff(d.byte()) })
+		q.RetryDelayMax = decodeOpt(d, func() time.Duration { return time.Duration(d.varint()) })
+		q.MaxScheduleHorizon = decodeOpt(d, func() time.Duration { return time.Duration(d.varint()) })
+		q.MaxLength = decodeOpt(d, d.int)
+		q.DeadLetterQueue = d.string()
+		cfg.Queues = append(cfg.Queues, q)
+	}
+	return cfg
+}
+
+func decodeOpt[T any](d *decoder, get func() T) *T {
+	if !d.bool() {
+		return nil
+	}
+	v := get()
+	return &v
+}
+
+func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
+	j := &job{heapIdx: -1}
+	j.id = JobID(d.uvarint())
+	qi := d.uvarint()
+	j.jobType = d.string()
+	j.payload = d.bytes()
+	j.priority = d.byte()
+	j.state = State(d.byte())
+	j.flags = d.byte()
+	j.enqueuedAt = d.varint()
+	j.due = d.varint()
+	j.lease = LeaseToken(d.uvarint())
+	j.attempt = d.u32()
+	j.maxAttempts = d.u32()
+	var worker string
+	if j.state == StateReserved {
+		worker = d.string()
+	}
+	if d.err != nil {
+		return j
+	}
+	if qi >= uint64(len(qs)) {
+		d.fail("job %d: queue index %d out of range", j.id, qi)
+		return j
+	}
+	j.q = qs[qi]
+	j.jobType = j.q.internJobType(j.jobType)
+	switch {
+	case j.id == 0 || uint64(j.id) >= e.nextID:
+		d.fail("job id %d outside [1, %d)", j.id, e.nextID)
+	case j.priority > MaxPriority:
+		d.fail("job %d: priority %d above %d", j.id, j.priority, MaxPriority)
+	case j.flags&^flagRetryWait != 0:
+		d.fail("job %d: bad flags %#x", j.id, j.flags)
+	case j.jobType == "":
+		d.fail("job %d: empty job type", j.id)
+	}
+	if worker != "" {
+		e.workers[j.id] = worker
+	}
+	switch d.byte() {
+	case 0:
+		return j
+	case 1:
+	default:
+		d.fail("job %d: bad extension marker", j.id)
+		return j
+	}
+	x := j.extension()
+	x.scheduledAt = d.varint()
+	x.lastReason = d.string()
+	nc := d.count(1 << 24)
+	if nc > 0 {
+		x.custom = make(map[string]string, min(nc, 64))
+	}
+	prevKey := ""
+	for i := 0; i < nc && d.err == nil; i++ {
+		k, v := d.string(), d.string()
+		if d.err == nil && i > 0 && k <= prevKey {
+			d.fail("job %d: custom keys out of order", j.id)
+		}
+		prevKey = k
+		x.custom[k] = v
+	}
+	nh := d.count(maxAttemptHistory)
+	for i := 0; i < nh && d.err == nil; i++ {
+		h := attemptRecord{attempt: d.u32(), outcome: d.byte(), at: d.varint(), worker: d.string(), reason: d.string()}
+		if d.err == nil && (h.outcome < outcomeNack || h.outcome > outcomeReleased) {
+			d.fail("job %d: bad attempt outcome %d", j.id, h.outcome)
+		}
+		x.history = append(x.history, h)
+	}
+	return j
+}

@@ -1,0 +1,448 @@
+package engine
+
+import (
+	"container/heap"
+	"slices"
+)
+
+// job is the engine's record of a live or retained-dead job. It is kept lean
+// (a million waiting jobs must fit in a few hundred MB): times are unix
+// nanoseconds, rarely used fields live in ext, allocated on first use, and the
+// worker id of a reserved job lives in Engine.workers.
+type job struct {
+	id         JobID
+	q          *queue
+	jobType    string
+	payload    []byte // never modified once stored: views share it
+	enqueuedAt int64
+	// due is the run time while Scheduled and the lease deadline while
+	// Reserved; zero otherwise.
+	due         int64
+	lease       LeaseToken // the current lease while Reserved; else 0
+	ext         *jobExt
+	heapIdx     int32  // position in the one heap holding the job, or -1
+	attempt     uint32 // deliveries burned so far (the current one while Reserved)
+	maxAttempts uint32
+	priority    uint8
+	state       State
+	flags       uint8
+}
+
+const (
+	// flagInRing marks a Ready job held in its level's FIFO ring; a ring slot
+	// whose job lacks the flag is a tombstone.
+	flagInRing uint8 = 1 << iota
+	// flagRetryWait marks a Scheduled job waiting for a retry (its due time
+	// is NextAttemptAt, not a producer's scheduled_at).
+	flagRetryWait
+)
+
+// jobExt holds what most jobs never need.
+type jobExt struct {
+	custom      map[string]string
+	scheduledAt int64 // the producer's scheduled_at when the job was held back
+	lastReason  string
+	history     []attemptRecord
+}
+
+type attemptRecord struct {
+	attempt uint32
+	outcome uint8
+	at      int64
+	worker  string
+	reason  string
+}
+
+// Attempt outcomes as recorded in history.
+const (
+	outcomeNack uint8 = iota + 1
+	outcomeLeaseExpired
+	outcomeReleased
+)
+
+var outcomeNames = [...]string{outcomeNack: "nack", outcomeLeaseExpired: "lease_expired", outcomeReleased: "released"}
+
+func (j *job) extension() *jobExt {
+	if j.ext == nil {
+		j.ext = &jobExt{}
+	}
+	return j.ext
+}
+
+// queue is one named queue.
+type queue struct {
+	name       string
+	configured bool
+	paused     bool
+	set        settings
+	ready      [MaxPriority + 1]readyLevel
+
+	nReady, nScheduled, nReserved int
+
+	// Retained dead-letter records of this queue, in failed_at order.
+	deadHead, deadTail *deadRecord
+	nDead              int
+
+	enqueued, acked uint64
+	deadLettered    [CauseAdmin + 1]uint64
+	dropped         uint64
+	deadRequeued    uint64
+	deadDrained     uint64
+	deadDeleted     uint64
+	deadExpired     uint64
+
+	// jobTypes interns job type strings so a million jobs of one type share
+	// one string. Not part of the state.
+	jobTypes map[string]string
+}
+
+const maxInternedJobTypes = 1024
+
+func (q *queue) internJobType(s string) string {
+	if v, ok := q.jobTypes[s]; ok {
+		return v
+	}
+	if q.jobTypes == nil {
+		q.jobTypes = make(map[string]string)
+	}
+	if len(q.jobTypes) < maxInternedJobTypes {
+		s = string([]byte(s)) // own a copy, not a slice of someone's buffer
+		q.jobTypes[s] = s
+	}
+	return s
+}
+
+func (q *queue) live() int { return q.nReady + q.nScheduled + q.nReserved }
+
+// readyLevel holds one priority level's Ready jobs in original enqueue order
+// (job id order). Fresh jobs always carry the largest id so far and are
+// appended to a FIFO ring in O(1); a job returning to Ready (promoted,
+// retried, released, requeued) goes back to the ring when its id is above the
+// ring's last, else into a min-heap by id. The next job is the smaller of the
+// ring's front and the heap's top.
+type readyLevel struct {
+	ring    deque[*job]
+	live    int // live jobs in ring
+	returns jobHeap
+}
+
+func (r *readyLevel) len() int { return r.live + r.returns.Len() }
+
+func (r *readyLevel) push(j *job) {
+	j.state = StateReady
+	j.due = 0
+	if n := r.ring.Len(); n == 0 || r.ring.At(n-1).id < j.id {
+		j.flags |= flagInRing
+		j.heapIdx = -1
+		r.ring.PushBack(j)
+		r.live++
+		return
+	}
+	heap.Push(&r.returns, j)
+}
+
+// dropTombstones removes dead slots at the ring's front.
+func (r *readyLevel) dropTombstones() {
+	for r.ring.Len() > 0 && r.ring.Front().flags&flagInRing == 0 {
+		r.ring.PopFront()
+	}
+}
+
+// peek returns the next job without changing anything (read methods use it).
+func (r *readyLevel) peek() *job {
+	var front *job
+	for i := 0; i < r.ring.Len(); i++ {
+		if j := r.ring.At(i); j.flags&flagInRing != 0 {
+			front = j
+			break
+		}
+	}
+	if r.returns.Len() > 0 {
+		if top := r.returns.items[0]; front == nil || top.id < front.id {
+			return top
+		}
+	}
+	return front
+}
+
+// pop removes and returns the next job, or nil.
+func (r *readyLevel) pop() *job {
+	r.dropTombstones()
+	var front *job
+	if r.ring.Len() > 0 {
+		front = r.ring.Front()
+	}
+	if r.returns.Len() > 0 && (front == nil || r.returns.items[0].id < front.id) {
+		return heap.Pop(&r.returns).(*job)
+	}
+	if front == nil {
+		return nil
+	}
+	r.ring.PopFront()
+	front.flags &^= flagInRing
+	r.live--
+	return front
+}
+
+// remove takes j out of the level wherever it is.
+func (r *readyLevel) remove(j *job) {
+	if j.flags&flagInRing != 0 {
+		j.flags &^= flagInRing // leaves a tombstone, dropped when it reaches the front
+		r.live--
+		r.dropTombstones()
+		return
+	}
+	heap.Remove(&r.returns, int(j.heapIdx))
+}
+
+// deque is a FIFO ring buffer with random access.
+type deque[T any] struct {
+	buf  []T // len is zero or a power of two
+	head int
+	n    int
+}
+
+func (d *deque[T]) Len() int { return d.n }
+
+func (d *deque[T]) At(i int) T { return d.buf[(d.head+i)&(len(d.buf)-1)] }
+
+func (d *deque[T]) Front() T { return d.buf[d.head] }
+
+func (d *deque[T]) PushBack(v T) {
+	if d.n == len(d.buf) {
+		d.resize(max(16, 2*len(d.buf)))
+	}
+	d.buf[(d.head+d.n)&(len(d.buf)-1)] = v
+	d.n++
+}
+
+func (d *deque[T]) PopFront() T {
+	var zero T
+	v := d.buf[d.head]
+	d.buf[d.head] = zero
+	d.head = (d.head + 1) & (len(d.buf) - 1)
+	d.n--
+	if len(d.buf) > 64 && d.n < len(d.buf)/4 {
+		d.resize(len(d.buf) / 2)
+	}
+	return v
+}
+
+func (d *deque[T]) resize(size int) {
+	buf := make([]T, size)
+	for i := 0; i < d.n; i++ {
+		buf[i] = d.At(i)
+	}
+	d.buf, d.head = buf, 0
+}
+
+// jobHeap is a min-heap of jobs with each job's index kept in job.heapIdx, so
+// a job can be removed or re-keyed in O(log n). byID orders by id alone (the
+// Ready returns); otherwise by (due, id) (the scheduled set, the leases).
+type jobHeap struct {
+	items []*job
+	byID  bool
+}
+
+func (h *jobHeap) Len() int { return len(h.items) }
+
+func (h *jobHeap) Less(a, b int) bool {
+	x, y := h.items[a], h.items[b]
+	if !h.byID && x.due != y.due {
+		return x.due < y.due
+	}
+	return x.id < y.id
+}
+
+func (h *jobHeap) Swap(a, b int) {
+	h.items[a], h.items[b] = h.items[b], h.items[a]
+	h.items[a].heapIdx = int32(a)
+	h.items[b].heapIdx = int32(b)
+}
+
+func (h *jobHeap) Push(x any) {
+	j := x.(*job)
+	j.heapIdx = int32(len(h.items))
+	h.items = append(h.items, j)
+}
+
+func (h *jobHeap) Pop() any {
+	n := len(h.items) - 1
+	j := h.items[n]
+	h.items[n] = nil
+	h.items = h.items[:n]
+	j.heapIdx = -1
+	if cap(h.items) > 1024 && len(h.items) < cap(h.items)/4 {
+		h.items = append([]*job(nil), h.items...)
+	}
+	return j
+}
+
+func (h *jobHeap) top() *job {
+	if len(h.items) == 0 {
+		return nil
+	}
+	return h.items[0]
+}
+
+// deadRecord is a retained dead job. Records sit on two doubly linked lists in
+// failed_at order (all queues, and the job's queue) and in a heap by expiry.
+type deadRecord struct {
+	j            *job
+	cause        Cause
+	failedAt     int64
+	expiresAt    int64
+	finalAttempt uint32
+	expIdx       int
+
+	prev, next   *deadRecord // all queues
+	qprev, qnext *deadRecord // this queue
+}
+
+type deadExpiryHeap []*deadRecord
+
+func (h deadExpiryHeap) Len() int { return len(h) }
+func (h deadExpiryHeap) Less(a, b int) bool {
+	if h[a].expiresAt != h[b].expiresAt {
+		return h[a].expiresAt < h[b].expiresAt
+	}
+	return h[a].j.id < h[b].j.id
+}
+func (h deadExpiryHeap) Swap(a, b int) {
+	h[a], h[b] = h[b], h[a]
+	h[a].expIdx, h[b].expIdx = a, b
+}
+func (h *deadExpiryHeap) Push(x any) {
+	r := x.(*deadRecord)
+	r.expIdx = len(*h)
+	*h = append(*h, r)
+}
+func (h *deadExpiryHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	r.expIdx = -1
+	return r
+}
+
+// idemEntry remembers an enqueue's idempotency key. Keys live in a FIFO in
+// creation order; a key expires createdAt + IdempotencyWindow, so with one
+// window for all keys the FIFO front always expires first.
+type idemEntry struct {
+	key       string // queue + "\x00" + idempotency key
+	jobID     JobID
+	createdAt int64
+}
+
+// reservation remembers a reserve's request id and what it handed out, so a
+// retried reserve returns the same deliveries while their leases are live.
+type reservation struct {
+	requestID string
+	expiresAt int64 // the lease deadline granted by that reserve
+	ids       []JobID
+	tokens    []LeaseToken
+	idx       int
+}
+
+type reservationHeap []*reservation
+
+func (h reservationHeap) Len() int { return len(h) }
+func (h reservationHeap) Less(a, b int) bool {
+	if h[a].expiresAt != h[b].expiresAt {
+		return h[a].expiresAt < h[b].expiresAt
+	}
+	return h[a].requestID < h[b].requestID
+}
+func (h reservationHeap) Swap(a, b int) {
+	h[a], h[b] = h[b], h[a]
+	h[a].idx, h[b].idx = a, b
+}
+func (h *reservationHeap) Push(x any) {
+	r := x.(*reservation)
+	r.idx = len(*h)
+	*h = append(*h, r)
+}
+func (h *reservationHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	r.idx = -1
+	return r
+}
+
+// jobIndex finds a live job by id. Ids come from a counter and jobs mostly
+// leave in roughly the order they came, so instead of one big hash map the
+// index keeps fixed pages of slots indexed by id, found through a small map of
+// page numbers: a lookup is a hit in that map (a few thousand entries per
+// million jobs, so it stays in cache) and an array read next to the last one,
+// a slot costs 8 bytes, and walking the pages in order yields jobs in id
+// order. A page is freed once its last job leaves; one long-lived job keeps
+// its page (4 KiB) alive.
+type jobIndex struct {
+	pages map[uint64]*idPage
+	n     int
+}
+
+const (
+	idPageBits = 9
+	idPageSize = 1 << idPageBits
+)
+
+type idPage struct {
+	slots [idPageSize]*job
+	n     int
+}
+
+func (x *jobIndex) len() int { return x.n }
+
+func (x *jobIndex) get(id JobID) *job {
+	if page := x.pages[uint64(id)>>idPageBits]; page != nil {
+		return page.slots[uint64(id)&(idPageSize-1)]
+	}
+	return nil
+}
+
+// set files j under its id; the slot must be empty.
+func (x *jobIndex) set(j *job) {
+	pn := uint64(j.id) >> idPageBits
+	page := x.pages[pn]
+	if page == nil {
+		if x.pages == nil {
+			x.pages = make(map[uint64]*idPage)
+		}
+		page = &idPage{}
+		x.pages[pn] = page
+	}
+	page.slots[uint64(j.id)&(idPageSize-1)] = j
+	page.n++
+	x.n++
+}
+
+func (x *jobIndex) del(id JobID) {
+	pn := uint64(id) >> idPageBits
+	page := x.pages[pn]
+	page.slots[uint64(id)&(idPageSize-1)] = nil
+	page.n--
+	x.n--
+	if page.n == 0 {
+		delete(x.pages, pn)
+	}
+}
+
+// each calls fn for every job in id order until fn returns false.
+func (x *jobIndex) each(fn func(*job) bool) {
+	pns := make([]uint64, 0, len(x.pages))
+	for pn := range x.pages {
+		pns = append(pns, pn)
+	}
+	slices.Sort(pns)
+	for _, pn := range pns {
+		for _, j := range x.pages[pn].slots {
+			if j != nil && !fn(j) {
+				return
+			}
+		}
+	}
+}

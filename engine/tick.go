@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"container/heap"
+	"time"
+)
+
+// Tick applies every time-driven transition due at now: promotions, lease
+// expiries, retention sweep and the expiry of idempotency keys and reserve
+// request ids. Every other mutating operation runs the same pass first, so a
+// job whose time has come is never handed out late or acked on a lapsed
+// lease just because no tick was proposed yet.
+func (e *Engine) Tick(now time.Time) TickResult {
+	return e.advance(now)
+}
+
+// advance moves the clock to max(last, now) and applies what is due, in a
+// fixed order: promotions, lease expiries, retention, keys, reservations.
+func (e *Engine) advance(now time.Time) TickResult {
+	t := e.tick(now)
+	var res TickResult
+	for j := e.sched.top(); j != nil && j.due <= t; j = e.sched.top() {
+		e.detach(j)
+		e.makeReady(j)
+		res.Promoted++
+	}
+	for j := e.leases.top(); j != nil && j.due <= t; j = e.leases.top() {
+		res.LeasesExpired++
+		worker := e.workers[j.id]
+		e.detach(j)
+		e.recordAttempt(j, outcomeLeaseExpired, worker, "")
+		if j.attempt >= j.maxAttempts {
+			e.kill(j, CauseLeaseExpired)
+			res.DeadLettered++
+			continue
+		}
+		e.makeReady(j)
+	}
+	for len(e.deadExp) > 0 && e.deadExp[0].expiresAt <= t {
+		r := e.deadExp[0]
+		e.unlinkDead(r)
+		r.j.q.deadExpired++
+		res.Swept++
+	}
+	window := int64(e.lim.IdempotencyWindow)
+	for e.keyFIFO.Len() > 0 && addSat(e.keyFIFO.Front().createdAt, window) <= t {
+		ent := e.keyFIFO.PopFront()
+		delete(e.keys, ent.key)
+		res.KeysExpired++
+	}
+	for len(e.resHeap) > 0 && e.resHeap[0].expiresAt <= t {
+		r := heap.Pop(&e.resHeap).(*reservation)
+		delete(e.reservations, r.requestID)
+	}
+	return res
+}
+
+// NextDeadline is the earliest time at which Tick would change something:
+// the next scheduled run time, lease deadline, retention expiry, idempotency
+// key or reserve request id expiry. ok is false when nothing is pending.
+func (e *Engine) NextDeadline() (t time.Time, ok bool) {
+	var next int64
+	consider := func(ns int64) {
+		if !ok || ns < next {
+			next, ok = ns, true
+		}
+	}
+	if j := e.sched.top(); j != nil {
+		consider(j.due)
+	}
+	if j := e.leases.top(); j != nil {
+		consider(j.due)
+	}
+	if len(e.deadExp) > 0 {
+		consider(e.deadExp[0].expiresAt)
+	}
+	if e.keyFIFO.Len() > 0 {
+		consider(addSat(e.keyFIFO.Front().createdAt, int64(e.lim.IdempotencyWindow)))
+	}
+	if len(e.resHeap) > 0 {
+		consider(e.resHeap[0].expiresAt)
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Unix(0, next).UTC(), true
+}
