@@ -1,0 +1,197 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/sepp-io/sepp/engine"
+)
+
+// Config configures a Node. Build it with DefaultConfig and override fields.
+type Config struct {
+	// NodeID names this node in the Raft configuration; stable across
+	// restarts. Required.
+	NodeID string
+	// RaftBindAddr is the host:port the Raft transport listens on. Required
+	// unless Transport is set.
+	RaftBindAddr string
+	// RaftAdvertiseAddr is the address peers dial; empty means the bound
+	// address (which must then not be a wildcard).
+	RaftAdvertiseAddr string
+	// GRPCAddr and HTTPAddr are replicated as this node's metadata so that
+	// any replica can name the leader's endpoints to clients.
+	GRPCAddr string
+	HTTPAddr string
+	// DataDir holds raft.db (log and stable store) and snapshots/. Required.
+	DataDir string
+
+	// Bootstrap makes a node with no Raft state on disk bootstrap a cluster
+	// of itself plus Peers. All static members may set it with the same
+	// Peers: raft accepts identical bootstrap configurations. A node that has
+	// state never bootstraps again, so restarting with the same config is
+	// safe. A node meant to be added with Join leaves it false.
+	Bootstrap bool
+	// Peers are the other static members (their RaftAddr is required; GRPC
+	// and HTTP addresses, when given, are replicated by the first leader).
+	// Empty with Bootstrap means a cluster of one.
+	Peers []NodeInfo
+
+	// Raft timing, tuned for a LAN by default.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	// SnapshotThreshold is how many log entries since the last snapshot make
+	// raft take a new one (checked every SnapshotInterval); TrailingLogs is
+	// how many entries stay in the log after it (so a slightly lagging
+	// follower catches up from the log, not a snapshot).
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+	SnapshotRetain    int
+	// MaxAppendEntries bounds the entries per AppendEntries RPC and per
+	// batch handed to the state machine.
+	MaxAppendEntries int
+
+	// Proposer: at most MaxCommandsPerEntry commands and about
+	// MaxEntryBytes bytes merged into one log entry, at most
+	// MaxEntriesInFlight entries proposed and not yet applied.
+	MaxCommandsPerEntry int
+	MaxEntriesInFlight  int
+	MaxEntryBytes       int
+	// ApplyEnqueueTimeout bounds the wait for room in raft's apply queue;
+	// past it the command is not proposed (ErrNoLeader, safe to retry).
+	ApplyEnqueueTimeout time.Duration
+
+	// LeaseGrace is added to every live lease by a new leader's first
+	// command. It must cover an election plus a client retry, so that a
+	// failover does not redeliver jobs whose workers are still at them.
+	LeaseGrace time.Duration
+	// TickMinInterval is the least time between two tick commands (a bound
+	// on the write rate of time-driven transitions); TickMaxWait is the
+	// longest the ticker sleeps before rereading the engine's next deadline.
+	TickMinInterval time.Duration
+	TickMaxWait     time.Duration
+
+	// LogStoreWriteTimeout bounds one write to the log store. A leader whose
+	// disk stalls past it fails the write, and raft steps it down, instead of
+	// the whole cluster hanging behind it. 0 disables the bound.
+	LogStoreWriteTimeout time.Duration
+
+	// Engine is the queue configuration this node wants. The engine of every
+	// replica starts from engine defaults; a leader whose Engine differs from
+	// the replicated one proposes it, so every replica always runs the same.
+	Engine engine.Config
+
+	// Logger; nil discards.
+	Logger hclog.Logger
+	// Clock stamps commands on the leader and drives the ticker; nil means
+	// time.Now. Nothing else in the node reads time for the state machine.
+	Clock func() time.Time
+
+	// Transport replaces the TCP transport (tests use raft's in-memory one
+	// for partitions). The node closes it on shutdown if it is an io.Closer.
+	Transport raft.Transport
+	// LogStoreWrapper, when set, wraps the on-disk log store before the
+	// write timeout and cache are applied; fault-injection tests use it to
+	// stall a disk.
+	LogStoreWrapper func(raft.LogStore) raft.LogStore
+}
+
+// DefaultConfig returns LAN defaults: a heartbeat and election timeout of
+// 200ms (a killed leader is replaced in well under a second), group commit
+// of up to 128 commands or 512 KiB per entry with 8 entries in flight, and a
+// lease grace of 5s. Engine takes the engine's default limits.
+func DefaultConfig() Config {
+	return Config{
+		Bootstrap:            true,
+		HeartbeatTimeout:     200 * time.Millisecond,
+		ElectionTimeout:      200 * time.Millisecond,
+		LeaderLeaseTimeout:   200 * time.Millisecond,
+		CommitTimeout:        10 * time.Millisecond,
+		SnapshotThreshold:    8192,
+		SnapshotInterval:     30 * time.Second,
+		TrailingLogs:         10240,
+		SnapshotRetain:       2,
+		MaxAppendEntries:     64,
+		MaxCommandsPerEntry:  128,
+		MaxEntriesInFlight:   8,
+		MaxEntryBytes:        512 << 10,
+		ApplyEnqueueTimeout:  2 * time.Second,
+		LeaseGrace:           5 * time.Second,
+		TickMinInterval:      5 * time.Millisecond,
+		TickMaxWait:          time.Second,
+		LogStoreWriteTimeout: 2 * time.Second,
+		Engine:               engine.Config{Limits: engine.DefaultLimits()},
+	}
+}
+
+// Validate reports the first missing or contradictory setting, naming it.
+func (c *Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("cluster config: %s: %s", field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.NodeID == "":
+		return bad("node_id", "required")
+	case c.DataDir == "":
+		return bad("data_dir", "required")
+	case c.Transport == nil && c.RaftBindAddr == "":
+		return bad("raft_bind_addr", "required")
+	case c.HeartbeatTimeout < 5*time.Millisecond:
+		return bad("heartbeat_timeout", "must be at least 5ms, got %s", c.HeartbeatTimeout)
+	case c.ElectionTimeout < c.HeartbeatTimeout:
+		return bad("election_timeout", "must be at least heartbeat_timeout (%s), got %s", c.HeartbeatTimeout, c.ElectionTimeout)
+	case c.LeaderLeaseTimeout < 5*time.Millisecond || c.LeaderLeaseTimeout > c.HeartbeatTimeout:
+		return bad("leader_lease_timeout", "must be 5ms..heartbeat_timeout (%s), got %s", c.HeartbeatTimeout, c.LeaderLeaseTimeout)
+	case c.CommitTimeout < time.Millisecond:
+		return bad("commit_timeout", "must be at least 1ms, got %s", c.CommitTimeout)
+	case c.SnapshotInterval < 5*time.Millisecond:
+		return bad("snapshot_interval", "must be at least 5ms, got %s", c.SnapshotInterval)
+	case c.SnapshotThreshold < 1:
+		return bad("snapshot_threshold", "must be at least 1")
+	case c.SnapshotRetain < 1:
+		return bad("snapshot_retain", "must be at least 1, got %d", c.SnapshotRetain)
+	case c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024:
+		return bad("max_append_entries", "must be 1..1024, got %d", c.MaxAppendEntries)
+	case c.MaxCommandsPerEntry < 1 || c.MaxCommandsPerEntry > 4096:
+		return bad("max_commands_per_entry", "must be 1..4096, got %d", c.MaxCommandsPerEntry)
+	case c.MaxEntriesInFlight < 1 || c.MaxEntriesInFlight > 1024:
+		return bad("max_entries_in_flight", "must be 1..1024, got %d", c.MaxEntriesInFlight)
+	case c.MaxEntryBytes < 4<<10:
+		return bad("max_entry_bytes", "must be at least 4096, got %d", c.MaxEntryBytes)
+	case c.ApplyEnqueueTimeout <= 0:
+		return bad("apply_enqueue_timeout", "must be positive, got %s", c.ApplyEnqueueTimeout)
+	case c.LeaseGrace < c.ElectionTimeout:
+		return bad("lease_grace", "must cover an election (at least election_timeout %s), got %s", c.ElectionTimeout, c.LeaseGrace)
+	case c.TickMinInterval <= 0:
+		return bad("tick_min_interval", "must be positive, got %s", c.TickMinInterval)
+	case c.TickMaxWait < c.TickMinInterval:
+		return bad("tick_max_wait", "must be at least tick_min_interval (%s), got %s", c.TickMinInterval, c.TickMaxWait)
+	case c.LogStoreWriteTimeout < 0:
+		return bad("log_store_write_timeout", "must not be negative, got %s", c.LogStoreWriteTimeout)
+	}
+	for i, p := range c.Peers {
+		if p.ID == "" || p.RaftAddr == "" {
+			return bad(fmt.Sprintf("peers[%d]", i), "id and raft_addr are required")
+		}
+		if p.ID == c.NodeID {
+			return bad(fmt.Sprintf("peers[%d]", i), "id %q is this node's own id", p.ID)
+		}
+	}
+	if err := c.Engine.Validate(); err != nil {
+		return fmt.Errorf("cluster config: engine: %w", err)
+	}
+	return nil
+}
+
+func (c *Config) logger() hclog.Logger {
+	if c.Logger == nil {
+		return hclog.New(&hclog.LoggerOptions{Output: io.Discard})
+	}
+	return c.Logger
+}

@@ -1,0 +1,69 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of a running node. The gRPC layer maps them in its one status table.
+var (
+	// ErrNotLeader: this node does not lead; the *NotLeaderError wrapping it
+	// names the leader when one is known. Nothing was proposed: safe to retry
+	// on the leader.
+	ErrNotLeader = errors.New("not the leader")
+	// ErrNoLeader: no leader is known right now (an election is running).
+	// Nothing was proposed: retry after a short wait.
+	ErrNoLeader = errors.New("no leader")
+	// ErrUnknownOutcome: the command may or may not have been applied
+	// (leadership lost after the entry was appended, shutdown, or the
+	// deadline passed while waiting). Retry with the same idempotency key or
+	// request id; never report it as success or as a plain failure.
+	ErrUnknownOutcome = errors.New("outcome unknown")
+	// ErrShutdown: the node is shutting down; nothing was proposed.
+	ErrShutdown = errors.New("node shutting down")
+)
+
+// NotLeaderError carries the leader's addresses for the client to follow.
+type NotLeaderError struct {
+	Leader NodeInfo // zero when unknown
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.Leader.ID == "" {
+		return "not the leader; leader unknown"
+	}
+	return fmt.Sprintf("not the leader; leader is %s at %s", e.Leader.ID, e.Leader.GRPCAddr)
+}
+
+func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
+
+// NodeInfo is one member's identity and addresses.
+type NodeInfo struct {
+	ID       string
+	RaftAddr string
+	GRPCAddr string
+	HTTPAddr string
+}
+
+// Status is a node's view of the cluster.
+type Status struct {
+	Self         NodeInfo
+	Leader       NodeInfo
+	State        string // "Leader", "Follower", "Candidate", "Shutdown"
+	Term         uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	LastLogIndex uint64
+	Members      []Member
+}
+
+// Member is one voter or non-voter of the configuration.
+type Member struct {
+	NodeInfo
+	Voter  bool
+	Leader bool
+	// Healthy is the leader's view (a follower reports only itself):
+	// contacted within the last few heartbeats.
+	Healthy     bool
+	LastContact string // duration since the leader last heard from it
+}

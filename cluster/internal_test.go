@@ -1,0 +1,80 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// blockingStore never finishes a write until unblock closes.
+type blockingStore struct {
+	raft.LogStore
+	unblock chan struct{}
+}
+
+func (s *blockingStore) StoreLogs([]*raft.Log) error { <-s.unblock; return nil }
+
+func TestTimeoutLogStore_FailsStalledWrites(t *testing.T) {
+	inner := &blockingStore{LogStore: raft.NewInmemStore(), unblock: make(chan struct{})}
+	s := newTimeoutLogStore(inner, 20*time.Millisecond)
+	if err := s.StoreLogs([]*raft.Log{{Index: 1}}); !errors.Is(err, ErrLogStoreStalled) {
+		t.Fatalf("stalled write: err %v, want ErrLogStoreStalled", err)
+	}
+	// While the first write is stuck, later ones fail at once instead of
+	// piling up behind it.
+	if err := s.StoreLog(&raft.Log{Index: 2}); !errors.Is(err, ErrLogStoreStalled) {
+		t.Fatalf("write behind a stalled one: err %v, want ErrLogStoreStalled", err)
+	}
+	close(inner.unblock)
+	ok := false
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if err := s.StoreLog(&raft.Log{Index: 3}); err == nil {
+			ok = true
+			break
+		}
+		time.Sleep(time.Millisecond) // polling for the background write to drain
+	}
+	if !ok {
+		t.Fatal("the store never recovered after the stall ended")
+	}
+}
+
+func TestTimeoutLogStore_PassesWritesThrough(t *testing.T) {
+	inner := raft.NewInmemStore()
+	s := newTimeoutLogStore(inner, time.Second)
+	if err := s.StoreLogs([]*raft.Log{{Index: 1, Data: []byte("a")}, {Index: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := inner.LastIndex(); last != 2 {
+		t.Fatalf("inner store last index %d, want 2", last)
+	}
+	if newTimeoutLogStore(inner, 0) != raft.LogStore(inner) {
+		t.Fatal("a zero timeout should not wrap the store")
+	}
+}
+
+func TestProposer_ClassifiesRaftErrors(t *testing.T) {
+	p := &proposer{notLeader: func() error { return &NotLeaderError{Leader: NodeInfo{ID: "n2"}} }}
+	tests := []struct {
+		err  error
+		want error
+	}{
+		{raft.ErrNotLeader, ErrNotLeader},
+		{raft.ErrLeadershipTransferInProgress, ErrNoLeader},
+		{raft.ErrEnqueueTimeout, ErrNoLeader},
+		{raft.ErrLeadershipLost, ErrUnknownOutcome},
+		{raft.ErrRaftShutdown, ErrUnknownOutcome},
+		{raft.ErrAbortedByRestore, ErrUnknownOutcome},
+		{fmt.Errorf("disk: %w", errors.New("io")), ErrUnknownOutcome},
+	}
+	for _, tc := range tests {
+		t.Run(tc.err.Error(), func(t *testing.T) {
+			if got := p.classify(tc.err); !errors.Is(got, tc.want) {
+				t.Fatalf("classify(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}

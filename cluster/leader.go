@@ -1,0 +1,209 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/fsm"
+	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+)
+
+// watchLeadership starts the leader's duties when this node is elected and
+// stops them when it loses leadership or shuts down.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	stopDuties := func() {}
+	defer func() { stopDuties() }()
+	for {
+		select {
+		case isLeader := <-n.raft.LeaderCh():
+			// LeaderCh keeps only the latest value: a "true" seen while duties
+			// run means leadership was lost and regained in between, so the
+			// duties restart for the new term either way.
+			stopDuties()
+			stopDuties = func() {}
+			if !isLeader {
+				n.log.Info("lost leadership")
+				continue
+			}
+			stopDuties = n.startLeaderDuties()
+		case <-n.shutdownCh:
+			return
+		}
+	}
+}
+
+// startLeaderDuties runs leaderDuties in the background and returns the
+// function that stops it and waits for it to end.
+func (n *Node) startLeaderDuties() func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.leaderDuties(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// leaderDuties runs while this node leads: the barrier, the first commands
+// of the term, then the ticker. Client commands wait until the first
+// commands are applied (readiness), so no client sees a state older than
+// every commit of the previous leader, and leases live through the election.
+func (n *Node) leaderDuties(ctx context.Context) {
+	term := n.raft.CurrentTerm()
+	lr := &leaderReady{term: term, ch: make(chan struct{})}
+	n.ready.Store(lr)
+	log := n.log.With("term", term)
+
+	// The term's first entry: every live lease gains the grace (so the
+	// election does not redeliver jobs whose workers could not reach a
+	// leader), and this node's metadata (so followers can name it), in one
+	// entry. Once it is applied, every entry of earlier terms is applied
+	// too: it does the work of a raft Barrier without a separate round.
+	if !n.retryDuty(ctx, "first entry of the term", func() error {
+		results, err := n.proposeAllInternal(ctx,
+			fsm.ExtendAllLeasesCommand(n.cfg.LeaseGrace),
+			fsm.SetNodeCommand(metaFromNodeInfo(n.self)))
+		for _, res := range results {
+			if res.Err != nil {
+				log.Error("leader command rejected by the engine", "error", res.Err)
+			}
+		}
+		return err
+	}) {
+		return
+	}
+
+	// The node's configured engine config becomes the cluster's.
+	var running engine.Config
+	_ = n.fsm.Read(func(e *engine.Engine) error { running = e.Config(); return nil })
+	if !reflect.DeepEqual(running, n.cfg.Engine) {
+		if !n.runDuty(ctx, "set config", fsm.SetConfigCommand(n.cfg.Engine)) {
+			return
+		}
+	}
+
+	// Static peers' metadata the state lacks (a joined member's metadata,
+	// replicated by Join, is never overwritten by a stale config file).
+	var missing []*cmdpb.Command
+	for _, info := range n.cfg.Peers {
+		if _, ok := n.fsm.Node(info.ID); !ok && (info.GRPCAddr != "" || info.HTTPAddr != "") {
+			missing = append(missing, fsm.SetNodeCommand(metaFromNodeInfo(info)))
+		}
+	}
+	if len(missing) > 0 && !n.retryDuty(ctx, "set peer metadata", func() error {
+		_, err := n.proposeAllInternal(ctx, missing...)
+		return err
+	}) {
+		return
+	}
+
+	close(lr.ch)
+	log.Info("leader ready")
+	n.runTicker(ctx)
+}
+
+// runDuty proposes one leader command, retrying an unknown outcome (every
+// duty command is idempotent in effect) until it applies or leadership ends.
+// A command the engine rejects is logged and counts as done.
+func (n *Node) runDuty(ctx context.Context, what string, cmd *cmdpb.Command) bool {
+	return n.retryDuty(ctx, what, func() error {
+		res, err := n.proposeInternal(ctx, cmd)
+		if err == nil && res.Err != nil {
+			n.log.Error("leader command rejected by the engine", "command", what, "error", res.Err)
+		}
+		return err
+	})
+}
+
+// retryDuty runs fn until it succeeds (true) or leadership or the node ends
+// (false), backing off between attempts.
+func (n *Node) retryDuty(ctx context.Context, what string, fn func() error) bool {
+	backoff := 10 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil || n.raft.State() != raft.Leader || errors.Is(err, ErrShutdown) {
+			n.log.Debug("leader duty abandoned", "duty", what, "error", err)
+			return false
+		}
+		n.log.Warn("leader duty failed; retrying", "duty", what, "error", err, "backoff", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+		if backoff < time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// runTicker proposes a Tick whenever the engine's next deadline has passed
+// by the leader's clock, and otherwise sleeps until that deadline, an applied
+// entry (which may move it) or TickMaxWait. An idle cluster with nothing
+// pending proposes nothing.
+func (n *Node) runTicker(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var lastTick time.Time
+	for {
+		// Take the applied channel before reading the deadline, so an entry
+		// applied in between wakes the loop instead of being missed.
+		applied := n.fsm.Applied()
+		var (
+			deadline time.Time
+			pending  bool
+		)
+		_ = n.fsm.Read(func(e *engine.Engine) error {
+			deadline, pending = e.NextDeadline()
+			return nil
+		})
+		now := n.clock()
+		wait := n.cfg.TickMaxWait
+		if pending {
+			due := deadline
+			if earliest := lastTick.Add(n.cfg.TickMinInterval); !lastTick.IsZero() && due.Before(earliest) {
+				due = earliest
+			}
+			if !now.Before(due) {
+				lastTick = now
+				if _, err := n.proposeInternal(ctx, fsm.TickCommand()); err != nil {
+					if ctx.Err() != nil || n.raft.State() != raft.Leader {
+						return
+					}
+					n.log.Warn("tick failed", "error", err)
+				}
+				continue
+			}
+			if d := due.Sub(now); d < wait {
+				wait = d
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-applied:
+		case <-timer.C:
+		case <-ctx.Done():
+			return
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}

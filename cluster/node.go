@@ -1,0 +1,417 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/fsm"
+	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+)
+
+// Node is one running member of a sepp cluster. Its methods are safe for
+// concurrent use. Writes are accepted only on the leader.
+type Node struct {
+	cfg   Config
+	log   hclog.Logger
+	clock func() time.Time
+	self  NodeInfo
+
+	raft      *raft.Raft
+	fsm       *fsm.FSM
+	transport raft.Transport
+	bolt      *raftboltdb.BoltStore
+	prop      *proposer
+
+	// ready is the current leadership's readiness: closed once this node,
+	// as leader of term, has run its barrier and its first commands.
+	ready atomic.Pointer[leaderReady]
+
+	observer   *raft.Observer
+	observerCh chan raft.Observation
+	healthMu   sync.Mutex
+	failing    map[raft.ServerID]time.Time // leader's view: peers missing heartbeats
+
+	shutdownCh   chan struct{}
+	shutdownOnce sync.Once
+	shutdownErr  error
+	wg           sync.WaitGroup
+}
+
+type leaderReady struct {
+	term uint64
+	ch   chan struct{}
+}
+
+// NewNode opens (or creates) the node's data directory, starts Raft and, for
+// a node with no state and Bootstrap set, bootstraps the static cluster.
+func NewNode(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.logger().Named("cluster").With("node", cfg.NodeID)
+	clock := cfg.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	n := &Node{
+		cfg:        cfg,
+		log:        logger,
+		clock:      clock,
+		failing:    make(map[raft.ServerID]time.Time),
+		shutdownCh: make(chan struct{}),
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("cluster: data dir: %w", err)
+	}
+	cleanup := func() {
+		if n.transport != nil {
+			if c, ok := n.transport.(io.Closer); ok {
+				_ = c.Close()
+			}
+		}
+		if n.bolt != nil {
+			_ = n.bolt.Close()
+		}
+	}
+
+	// Transport.
+	if cfg.Transport != nil {
+		n.transport = cfg.Transport
+	} else {
+		var advertise net.Addr
+		if cfg.RaftAdvertiseAddr != "" {
+			a, err := net.ResolveTCPAddr("tcp", cfg.RaftAdvertiseAddr)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: raft_advertise_addr %q: %w", cfg.RaftAdvertiseAddr, err)
+			}
+			advertise = a
+		}
+		t, err := raft.NewTCPTransportWithLogger(cfg.RaftBindAddr, advertise, 3, 10*time.Second, logger.Named("transport"))
+		if err != nil {
+			return nil, fmt.Errorf("cluster: raft transport on %q: %w", cfg.RaftBindAddr, err)
+		}
+		n.transport = t
+	}
+	n.self = NodeInfo{ID: cfg.NodeID, RaftAddr: string(n.transport.LocalAddr()), GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr}
+
+	// Stores: bolt with fsync on every commit; NoFreelistSync only skips
+	// persisting the freelist (rebuilt on open), not the data.
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(cfg.DataDir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+	})
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("cluster: open log store: %w", err)
+	}
+	n.bolt = bolt
+	var logStore raft.LogStore = bolt
+	if cfg.LogStoreWrapper != nil {
+		logStore = cfg.LogStoreWrapper(logStore)
+	}
+	logStore = newTimeoutLogStore(logStore, cfg.LogStoreWriteTimeout)
+	cached, err := raft.NewLogCache(512, logStore)
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("cluster: log cache: %w", err)
+	}
+	snapDir := filepath.Join(cfg.DataDir, "snapshots")
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, logger.Named("snapshots"))
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("cluster: snapshot store in %q: %w", snapDir, err)
+	}
+
+	// The engine of every replica starts from the engine's defaults, never
+	// from this node's configuration: entries applied before the leader's
+	// ConfigSet must mean the same on every replica.
+	n.fsm = fsm.New(fsm.Config{
+		Engine:          engine.Config{Limits: engine.DefaultLimits()},
+		SnapshotTempDir: cfg.DataDir,
+		Logger:          logger.Named("fsm"),
+	})
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = logger.Named("raft")
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.MaxAppendEntries = cfg.MaxAppendEntries
+	rc.BatchApplyCh = true
+
+	hasState, err := raft.HasExistingState(cached, bolt, snaps)
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("cluster: inspect raft state: %w", err)
+	}
+	if !hasState && cfg.Bootstrap {
+		servers := []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(cfg.NodeID), Address: n.transport.LocalAddr()}}
+		for _, p := range cfg.Peers {
+			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+		}
+		if err := raft.BootstrapCluster(rc, cached, bolt, snaps, n.transport, raft.Configuration{Servers: servers}); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+		}
+		logger.Info("bootstrapped cluster", "members", len(servers))
+	}
+
+	r, err := raft.NewRaft(rc, n.fsm, cached, bolt, snaps, n.transport)
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("cluster: start raft: %w", err)
+	}
+	n.raft = r
+	n.prop = newProposer(r, &n.cfg, clock, n.notLeaderError)
+
+	n.observerCh = make(chan raft.Observation, 64)
+	n.observer = raft.NewObserver(n.observerCh, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
+			return true
+		}
+		return false
+	})
+	r.RegisterObserver(n.observer)
+
+	n.wg.Add(2)
+	go n.watchLeadership()
+	go n.watchHealth()
+	return n, nil
+}
+
+// Self describes this node.
+func (n *Node) Self() NodeInfo { return n.self }
+
+// Leader describes the current leader as this node knows it, with the
+// addresses from the replicated metadata; zero when no leader is known.
+func (n *Node) Leader() NodeInfo {
+	addr, id := n.raft.LeaderWithID()
+	if id == "" {
+		return NodeInfo{}
+	}
+	if m, ok := n.fsm.Node(string(id)); ok {
+		return nodeInfoFromMeta(m)
+	}
+	return NodeInfo{ID: string(id), RaftAddr: string(addr)}
+}
+
+// notLeaderError is what a non-leader answers: *NotLeaderError naming the
+// leader, or ErrNoLeader while none is known.
+func (n *Node) notLeaderError() error {
+	leader := n.Leader()
+	if leader.ID == "" {
+		return ErrNoLeader
+	}
+	return &NotLeaderError{Leader: leader}
+}
+
+// IsLeader reports whether this node currently leads.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Applied returns a channel closed the next time this node applies a log
+// entry (or restores a snapshot).
+func (n *Node) Applied() <-chan struct{} { return n.fsm.Applied() }
+
+// FSM exposes the state machine, for tests and offline tools.
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// Read runs fn against the local engine under the state machine's read
+// lock. With stale false the node must lead, have finished its leadership
+// barrier, and confirm with a quorum that it still leads (VerifyLeader)
+// before fn runs; otherwise it returns *NotLeaderError or ErrNoLeader. With
+// stale true fn sees whatever this node has applied.
+func (n *Node) Read(ctx context.Context, stale bool, fn func(e *engine.Engine) error) error {
+	if stale {
+		return n.fsm.Read(fn)
+	}
+	if err := n.waitReady(ctx); err != nil {
+		return err
+	}
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		if errors.Is(err, raft.ErrRaftShutdown) {
+			return ErrShutdown
+		}
+		return n.notLeaderError()
+	}
+	return n.fsm.Read(fn)
+}
+
+// waitReady returns nil once this node leads and has run its leadership
+// barrier and first commands for the current term.
+func (n *Node) waitReady(ctx context.Context) error {
+	select {
+	case <-n.shutdownCh:
+		return ErrShutdown
+	default:
+	}
+	if n.raft.State() != raft.Leader {
+		return n.notLeaderError()
+	}
+	lr := n.ready.Load()
+	if lr == nil || lr.term != n.raft.CurrentTerm() {
+		// Elected a moment ago; the leadership loop has not started yet.
+		return fmt.Errorf("%w: leader elected, not yet serving", ErrNoLeader)
+	}
+	select {
+	case <-lr.ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: not proposed: waiting for the new leader to be ready: %w", ctx.Err())
+	case <-n.shutdownCh:
+		return ErrShutdown
+	}
+}
+
+// propose runs one command through the log on behalf of a client, after the
+// leader is ready.
+func (n *Node) propose(ctx context.Context, cmd *cmdpb.Command) (fsm.Result, error) {
+	if err := n.waitReady(ctx); err != nil {
+		return fsm.Result{}, err
+	}
+	return n.prop.propose(ctx, cmd)
+}
+
+// proposeInternal runs a leader duty's command; it does not wait for
+// readiness (it is how the leader becomes ready).
+func (n *Node) proposeInternal(ctx context.Context, cmd *cmdpb.Command) (fsm.Result, error) {
+	if n.raft.State() != raft.Leader {
+		return fsm.Result{}, n.notLeaderError()
+	}
+	return n.prop.propose(ctx, cmd)
+}
+
+// proposeAllInternal is proposeInternal for several commands sharing an
+// entry.
+func (n *Node) proposeAllInternal(ctx context.Context, cmds ...*cmdpb.Command) ([]fsm.Result, error) {
+	if n.raft.State() != raft.Leader {
+		return nil, n.notLeaderError()
+	}
+	return n.prop.proposeAll(ctx, cmds...)
+}
+
+// Shutdown stops the node. A leader of a multi-node cluster first hands
+// leadership to another voter, so a planned restart costs milliseconds of
+// unavailability rather than an election timeout. Commands in flight end
+// with ErrUnknownOutcome; queued ones with ErrShutdown.
+func (n *Node) Shutdown(ctx context.Context) error {
+	if n.raft.State() == raft.Leader && n.voterCount() > 1 {
+		done := make(chan error, 1)
+		go func() { done <- n.raft.LeadershipTransfer().Error() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				n.log.Warn("leadership transfer before shutdown failed", "error", err)
+			}
+		case <-ctx.Done():
+			n.log.Warn("leadership transfer before shutdown abandoned", "error", ctx.Err())
+		}
+	}
+	return n.Close()
+}
+
+// Close stops the node at once, without handing over leadership: to the
+// rest of the cluster it looks like a crash. Tests use it to kill a leader.
+func (n *Node) Close() error {
+	n.shutdownOnce.Do(func() {
+		close(n.shutdownCh)
+		n.prop.stopTaking()
+		n.raft.DeregisterObserver(n.observer)
+		err := n.raft.Shutdown().Error()
+		n.prop.wait()
+		n.wg.Wait()
+		// Close pooled outbound connections too: raft's Close leaves them
+		// open, and the peers' handlers reading them would never end.
+		if nt, ok := n.transport.(*raft.NetworkTransport); ok {
+			nt.CloseStreams()
+		}
+		if c, ok := n.transport.(io.Closer); ok {
+			if cerr := c.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if cerr := n.bolt.Close(); err == nil {
+			err = cerr
+		}
+		n.shutdownErr = err
+	})
+	return n.shutdownErr
+}
+
+func (n *Node) voterCount() int {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return 0
+	}
+	count := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			count++
+		}
+	}
+	return count
+}
+
+// watchHealth keeps the leader's view of which peers miss heartbeats.
+func (n *Node) watchHealth() {
+	defer n.wg.Done()
+	for {
+		select {
+		case o := <-n.observerCh:
+			n.healthMu.Lock()
+			switch d := o.Data.(type) {
+			case raft.FailedHeartbeatObservation:
+				n.failing[d.PeerID] = d.LastContact
+			case raft.ResumedHeartbeatObservation:
+				delete(n.failing, d.PeerID)
+			}
+			n.healthMu.Unlock()
+		case <-n.shutdownCh:
+			return
+		}
+	}
+}
+
+func nodeInfoFromMeta(m fsm.NodeMeta) NodeInfo {
+	return NodeInfo{ID: m.ID, RaftAddr: m.RaftAddr, GRPCAddr: m.GRPCAddr, HTTPAddr: m.HTTPAddr}
+}
+
+func metaFromNodeInfo(i NodeInfo) fsm.NodeMeta {
+	return fsm.NodeMeta{ID: i.ID, RaftAddr: i.RaftAddr, GRPCAddr: i.GRPCAddr, HTTPAddr: i.HTTPAddr}
+}
+
+// Snapshot makes raft take a snapshot now and compact the log behind it.
+func (n *Node) Snapshot() error {
+	if err := n.raft.Snapshot().Error(); err != nil {
+		return fmt.Errorf("cluster: snapshot: %w", err)
+	}
+	return nil
+}
+
+// RaftStats are raft's own counters (last_snapshot_index, fsm_pending...).
+func (n *Node) RaftStats() map[string]string { return n.raft.Stats() }
+
+// ProposerStats counts the log entries this node's proposer submitted and
+// the commands they carried; commands/entries is the group-commit factor.
+func (n *Node) ProposerStats() (entries, commands uint64) {
+	return n.prop.entries.Load(), n.prop.commands.Load()
+}

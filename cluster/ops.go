@@ -1,0 +1,133 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/fsm"
+)
+
+// The client operations. Each is one command through the log; each returns
+// the engine's result, an engine error (errors.Is an engine sentinel), or a
+// node error: *NotLeaderError / ErrNoLeader / ErrShutdown / a context error
+// (nothing proposed, safe to retry) or ErrUnknownOutcome (retry with the
+// same idempotency key or request id).
+
+// Enqueue adds one job.
+func (n *Node) Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.EnqueueResult, error) {
+	res, err := n.propose(ctx, fsm.EnqueueCommand(p))
+	if err != nil {
+		return engine.EnqueueResult{}, err
+	}
+	return res.Enqueue, res.Err
+}
+
+// EnqueueBatch adds several jobs in one command; each item succeeds or
+// fails on its own.
+func (n *Node) EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) ([]engine.BatchItemResult, error) {
+	res, err := n.propose(ctx, fsm.EnqueueBatchCommand(items))
+	if err != nil {
+		return nil, err
+	}
+	return res.Batch, res.Err
+}
+
+// Reserve leases up to p.N jobs.
+func (n *Node) Reserve(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error) {
+	res, err := n.propose(ctx, fsm.ReserveCommand(p))
+	if err != nil {
+		return nil, err
+	}
+	return res.Deliveries, res.Err
+}
+
+// Ack completes a delivery.
+func (n *Node) Ack(ctx context.Context, ref engine.LeaseRef) error {
+	res, err := n.propose(ctx, fsm.AckCommand(ref))
+	if err != nil {
+		return err
+	}
+	return res.Err
+}
+
+// Nack fails a delivery.
+func (n *Node) Nack(ctx context.Context, p engine.NackParams) (engine.NackResult, error) {
+	res, err := n.propose(ctx, fsm.NackCommand(p))
+	if err != nil {
+		return engine.NackResult{}, err
+	}
+	return res.Nack, res.Err
+}
+
+// Release gives a delivery back without counting a failure.
+func (n *Node) Release(ctx context.Context, ref engine.LeaseRef) error {
+	res, err := n.propose(ctx, fsm.ReleaseCommand(ref))
+	if err != nil {
+		return err
+	}
+	return res.Err
+}
+
+// ExtendLease pushes a lease's deadline out and returns the new deadline.
+func (n *Node) ExtendLease(ctx context.Context, p engine.ExtendParams) (time.Time, error) {
+	res, err := n.propose(ctx, fsm.ExtendLeaseCommand(p))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return res.Deadline, res.Err
+}
+
+// DrainDeadLetters removes and returns up to p.Max dead-letter records.
+func (n *Node) DrainDeadLetters(ctx context.Context, p engine.DrainParams) ([]engine.DeadLetterRecord, error) {
+	res, err := n.propose(ctx, fsm.DrainCommand(p))
+	if err != nil {
+		return nil, err
+	}
+	return res.Records, res.Err
+}
+
+// RequeueDeadLetters makes dead jobs Ready again.
+func (n *Node) RequeueDeadLetters(ctx context.Context, ids []engine.JobID) ([]engine.ItemResult, error) {
+	res, err := n.propose(ctx, fsm.RequeueDeadLettersCommand(ids))
+	if err != nil {
+		return nil, err
+	}
+	return res.Items, res.Err
+}
+
+// DeleteDeadLetters drops dead-letter records.
+func (n *Node) DeleteDeadLetters(ctx context.Context, ids []engine.JobID) ([]engine.ItemResult, error) {
+	res, err := n.propose(ctx, fsm.DeleteDeadLettersCommand(ids))
+	if err != nil {
+		return nil, err
+	}
+	return res.Items, res.Err
+}
+
+// DeadLetterJobs dead-letters live jobs on an operator's word.
+func (n *Node) DeadLetterJobs(ctx context.Context, ids []engine.JobID, reason string) ([]engine.ItemResult, error) {
+	res, err := n.propose(ctx, fsm.DeadLetterJobsCommand(ids, reason))
+	if err != nil {
+		return nil, err
+	}
+	return res.Items, res.Err
+}
+
+// PauseQueue stops deliveries from a queue.
+func (n *Node) PauseQueue(ctx context.Context, queue string) error {
+	res, err := n.propose(ctx, fsm.PauseQueueCommand(queue))
+	if err != nil {
+		return err
+	}
+	return res.Err
+}
+
+// ResumeQueue resumes deliveries from a queue.
+func (n *Node) ResumeQueue(ctx context.Context, queue string) error {
+	res, err := n.propose(ctx, fsm.ResumeQueueCommand(queue))
+	if err != nil {
+		return err
+	}
+	return res.Err
+}

@@ -1,0 +1,405 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sepp-io/sepp/engine"
+	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+)
+
+// Format versions this binary writes and accepts. A newer binary keeps
+// accepting every older version it ever wrote, so it can apply an old log.
+const (
+	// EntryFormatVersion is the layout of cmdpb.Entry.
+	EntryFormatVersion = 1
+	// CommandVersion is the meaning of cmdpb.Command's fields.
+	CommandVersion = 1
+)
+
+// ErrDecode wraps every reason an entry cannot be decoded.
+var ErrDecode = errors.New("fsm: cannot decode log entry")
+
+// DecodeEntry parses one log entry's data and checks that this binary can
+// apply every command in it: a known entry format, a known command version
+// and a known operation. It returns an error wrapping ErrDecode, never
+// panics; Apply turns the error into a panic naming the log index.
+func DecodeEntry(data []byte) (*cmdpb.Entry, error) {
+	var entry cmdpb.Entry
+	if err := proto.Unmarshal(data, &entry); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
+	}
+	if v := entry.GetFormatVersion(); v != EntryFormatVersion {
+		return nil, fmt.Errorf("%w: entry format version %d, this binary applies %d", ErrDecode, v, EntryFormatVersion)
+	}
+	for i, cmd := range entry.GetCommands() {
+		if cmd == nil {
+			return nil, fmt.Errorf("%w: command %d is empty", ErrDecode, i)
+		}
+		if v := cmd.GetVersion(); v < 1 || v > CommandVersion {
+			return nil, fmt.Errorf("%w: command %d has version %d, this binary applies 1..%d", ErrDecode, i, v, CommandVersion)
+		}
+		if cmd.GetOp() == nil {
+			// A newer binary's operation that this one does not know, or a
+			// command with no operation at all: applying it as a no-op would
+			// diverge from the replicas that understand it.
+			return nil, fmt.Errorf("%w: command %d has no operation this binary knows", ErrDecode, i)
+		}
+	}
+	return &entry, nil
+}
+
+// EncodeEntry marshals commands into one log entry's data, deterministically.
+// It stamps nothing: the proposer sets each command's now before calling it.
+func EncodeEntry(cmds []*cmdpb.Command) ([]byte, error) {
+	entry := &cmdpb.Entry{FormatVersion: EntryFormatVersion, Commands: cmds}
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(entry)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: encode entry: %w", err)
+	}
+	return data, nil
+}
+
+// The XxxCommand builders turn engine parameters into commands. The proposer
+// stamps now_unix_nano; every builder sets the current CommandVersion.
+
+func newCommand() *cmdpb.Command { return &cmdpb.Command{Version: CommandVersion} }
+
+// EnqueueCommand builds a JobEnqueue.
+func EnqueueCommand(p engine.EnqueueParams) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_JobEnqueue{JobEnqueue: &cmdpb.JobEnqueue{Params: enqueueParamsToProto(p)}}
+	return c
+}
+
+// EnqueueBatchCommand builds a JobEnqueueBatch.
+func EnqueueBatchCommand(items []engine.EnqueueParams) *cmdpb.Command {
+	pbItems := make([]*cmdpb.EnqueueParams, len(items))
+	for i, it := range items {
+		pbItems[i] = enqueueParamsToProto(it)
+	}
+	c := newCommand()
+	c.Op = &cmdpb.Command_JobEnqueueBatch{JobEnqueueBatch: &cmdpb.JobEnqueueBatch{Items: pbItems}}
+	return c
+}
+
+// ReserveCommand builds a JobReserve.
+func ReserveCommand(p engine.ReserveParams) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_JobReserve{JobReserve: &cmdpb.JobReserve{
+		Queue: p.Queue, WorkerId: p.WorkerID, N: int64(p.N), LeaseNanos: int64(p.Lease), RequestId: p.RequestID,
+	}}
+	return c
+}
+
+// AckCommand builds a JobAck.
+func AckCommand(ref engine.LeaseRef) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_JobAck{JobAck: &cmdpb.JobAck{Ref: leaseRefToProto(ref)}}
+	return c
+}
+
+// NackCommand builds a JobNack.
+func NackCommand(p engine.NackParams) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_JobNack{JobNack: &cmdpb.JobNack{
+		Ref: leaseRefToProto(p.LeaseRef), Directive: uint32(p.Directive), AfterNanos: int64(p.After), Reason: p.Reason,
+	}}
+	return c
+}
+
+// ReleaseCommand builds a JobRelease.
+func ReleaseCommand(ref engine.LeaseRef) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_JobRelease{JobRelease: &cmdpb.JobRelease{Ref: leaseRefToProto(ref)}}
+	return c
+}
+
+// ExtendLeaseCommand builds a LeaseExtend.
+func ExtendLeaseCommand(p engine.ExtendParams) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_LeaseExtend{LeaseExtend: &cmdpb.LeaseExtend{Ref: leaseRefToProto(p.LeaseRef), LeaseNanos: int64(p.Lease)}}
+	return c
+}
+
+// ExtendAllLeasesCommand builds a LeaseExtendAll, a new leader's first command.
+func ExtendAllLeasesCommand(grace time.Duration) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_LeaseExtendAll{LeaseExtendAll: &cmdpb.LeaseExtendAll{GraceNanos: int64(grace)}}
+	return c
+}
+
+// DrainCommand builds a DeadLetterDrain.
+func DrainCommand(p engine.DrainParams) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_DeadLetterDrain{DeadLetterDrain: &cmdpb.DeadLetterDrain{Queue: p.Queue, Max: int64(p.Max)}}
+	return c
+}
+
+// RequeueDeadLettersCommand builds a DeadLetterRequeue.
+func RequeueDeadLettersCommand(ids []engine.JobID) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_DeadLetterRequeue{DeadLetterRequeue: &cmdpb.DeadLetterRequeue{JobIds: jobIDsToProto(ids)}}
+	return c
+}
+
+// DeleteDeadLettersCommand builds a DeadLetterDelete.
+func DeleteDeadLettersCommand(ids []engine.JobID) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_DeadLetterDelete{DeadLetterDelete: &cmdpb.DeadLetterDelete{JobIds: jobIDsToProto(ids)}}
+	return c
+}
+
+// DeadLetterJobsCommand builds a JobDeadLetter (operator dead-lettering).
+func DeadLetterJobsCommand(ids []engine.JobID, reason string) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_JobDeadLetter{JobDeadLetter: &cmdpb.JobDeadLetter{JobIds: jobIDsToProto(ids), Reason: reason}}
+	return c
+}
+
+// PauseQueueCommand builds a QueuePause.
+func PauseQueueCommand(queue string) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_QueuePause{QueuePause: &cmdpb.QueuePause{Queue: queue}}
+	return c
+}
+
+// ResumeQueueCommand builds a QueueResume.
+func ResumeQueueCommand(queue string) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_QueueResume{QueueResume: &cmdpb.QueueResume{Queue: queue}}
+	return c
+}
+
+// TickCommand builds a Tick; its now is the time the transitions are due at.
+func TickCommand() *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_Tick{Tick: &cmdpb.Tick{}}
+	return c
+}
+
+// SetConfigCommand builds a ConfigSet.
+func SetConfigCommand(cfg engine.Config) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: EngineConfigToProto(cfg)}}
+	return c
+}
+
+// SetNodeCommand builds a NodeMetadataSet.
+func SetNodeCommand(n NodeMeta) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_NodeMetadataSet{NodeMetadataSet: &cmdpb.NodeMetadataSet{Node: nodeMetaToProto(n)}}
+	return c
+}
+
+// DeleteNodeCommand builds a NodeMetadataDelete.
+func DeleteNodeCommand(id string) *cmdpb.Command {
+	c := newCommand()
+	c.Op = &cmdpb.Command_NodeMetadataDelete{NodeMetadataDelete: &cmdpb.NodeMetadataDelete{Id: id}}
+	return c
+}
+
+// unixNano encodes a time; the zero time (meaning "unset" throughout the
+// engine) encodes as 0, because time.Time{}.UnixNano() is undefined.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromUnixNano decodes unixNano's output, in UTC so that no replica's local
+// zone reaches the state.
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func enqueueParamsToProto(p engine.EnqueueParams) *cmdpb.EnqueueParams {
+	return &cmdpb.EnqueueParams{
+		Queue:               p.Queue,
+		JobType:             p.JobType,
+		Payload:             p.Payload,
+		Priority:            p.Priority,
+		ScheduledAtUnixNano: unixNano(p.ScheduledAt),
+		MaxAttempts:         p.MaxAttempts,
+		Custom:              p.Custom,
+		IdempotencyKey:      p.IdempotencyKey,
+	}
+}
+
+func enqueueParamsFromProto(p *cmdpb.EnqueueParams) engine.EnqueueParams {
+	out := engine.EnqueueParams{
+		Queue:          p.GetQueue(),
+		JobType:        p.GetJobType(),
+		Payload:        p.GetPayload(),
+		ScheduledAt:    fromUnixNano(p.GetScheduledAtUnixNano()),
+		MaxAttempts:    p.GetMaxAttempts(),
+		Custom:         p.GetCustom(),
+		IdempotencyKey: p.GetIdempotencyKey(),
+	}
+	if p.Priority != nil {
+		prio := p.GetPriority()
+		out.Priority = &prio
+	}
+	return out
+}
+
+func leaseRefToProto(r engine.LeaseRef) *cmdpb.LeaseRef {
+	return &cmdpb.LeaseRef{JobId: uint64(r.JobID), LeaseToken: uint64(r.LeaseToken)}
+}
+
+func leaseRefFromProto(r *cmdpb.LeaseRef) engine.LeaseRef {
+	return engine.LeaseRef{JobID: engine.JobID(r.GetJobId()), LeaseToken: engine.LeaseToken(r.GetLeaseToken())}
+}
+
+func jobIDsToProto(ids []engine.JobID) []uint64 {
+	out := make([]uint64, len(ids))
+	for i, id := range ids {
+		out[i] = uint64(id)
+	}
+	return out
+}
+
+func jobIDsFromProto(ids []uint64) []engine.JobID {
+	out := make([]engine.JobID, len(ids))
+	for i, id := range ids {
+		out[i] = engine.JobID(id)
+	}
+	return out
+}
+
+// EngineConfigToProto encodes an engine configuration for a ConfigSet.
+func EngineConfigToProto(cfg engine.Config) *cmdpb.EngineConfig {
+	l := cfg.Limits
+	out := &cmdpb.EngineConfig{Limits: &cmdpb.Limits{
+		DefaultPriority:          l.DefaultPriority,
+		DefaultMaxAttempts:       l.DefaultMaxAttempts,
+		MaxAttemptsCeiling:       l.MaxAttemptsCeiling,
+		RetryDelayNanos:          int64(l.RetryDelay),
+		RetryBackoff:             uint32(l.RetryBackoff),
+		RetryDelayMaxNanos:       int64(l.RetryDelayMax),
+		MaxScheduleHorizonNanos:  int64(l.MaxScheduleHorizon),
+		MaxReserveBatch:          int64(l.MaxReserveBatch),
+		DefaultLeaseNanos:        int64(l.DefaultLease),
+		MaxLeaseNanos:            int64(l.MaxLease),
+		MaxPayloadBytes:          int64(l.MaxPayloadBytes),
+		MaxBatchSize:             int64(l.MaxBatchSize),
+		MaxCustomFields:          int64(l.MaxCustomFields),
+		MaxCustomFieldBytes:      int64(l.MaxCustomFieldBytes),
+		MaxJobTypeBytes:          int64(l.MaxJobTypeBytes),
+		IdempotencyWindowNanos:   int64(l.IdempotencyWindow),
+		MaxIdempotencyKeys:       int64(l.MaxIdempotencyKeys),
+		MaxQueueLength:           int64(l.MaxQueueLength),
+		MaxDeadLetters:           int64(l.MaxDeadLetters),
+		AttemptHistory:           int64(l.AttemptHistory),
+		DeadLetterRetentionNanos: int64(l.DeadLetterRetention),
+		Strict:                   l.Strict,
+	}}
+	for _, q := range cfg.Queues {
+		pq := &cmdpb.QueueConfig{
+			Name:                    q.Name,
+			DefaultPriority:         q.DefaultPriority,
+			DefaultMaxAttempts:      q.DefaultMaxAttempts,
+			RetryDelayNanos:         durationPtrToProto(q.RetryDelay),
+			RetryDelayMaxNanos:      durationPtrToProto(q.RetryDelayMax),
+			MaxScheduleHorizonNanos: durationPtrToProto(q.MaxScheduleHorizon),
+			DeadLetterQueue:         q.DeadLetterQueue,
+		}
+		if q.RetryBackoff != nil {
+			b := uint32(*q.RetryBackoff)
+			pq.RetryBackoff = &b
+		}
+		if q.MaxLength != nil {
+			n := int64(*q.MaxLength)
+			pq.MaxLength = &n
+		}
+		out.Queues = append(out.Queues, pq)
+	}
+	return out
+}
+
+// EngineConfigFromProto decodes a ConfigSet's configuration.
+func EngineConfigFromProto(pc *cmdpb.EngineConfig) engine.Config {
+	l := pc.GetLimits()
+	cfg := engine.Config{Limits: engine.Limits{
+		DefaultPriority:     l.GetDefaultPriority(),
+		DefaultMaxAttempts:  l.GetDefaultMaxAttempts(),
+		MaxAttemptsCeiling:  l.GetMaxAttemptsCeiling(),
+		RetryDelay:          time.Duration(l.GetRetryDelayNanos()),
+		RetryBackoff:        engine.Backoff(l.GetRetryBackoff()),
+		RetryDelayMax:       time.Duration(l.GetRetryDelayMaxNanos()),
+		MaxScheduleHorizon:  time.Duration(l.GetMaxScheduleHorizonNanos()),
+		MaxReserveBatch:     int(l.GetMaxReserveBatch()),
+		DefaultLease:        time.Duration(l.GetDefaultLeaseNanos()),
+		MaxLease:            time.Duration(l.GetMaxLeaseNanos()),
+		MaxPayloadBytes:     int(l.GetMaxPayloadBytes()),
+		MaxBatchSize:        int(l.GetMaxBatchSize()),
+		MaxCustomFields:     int(l.GetMaxCustomFields()),
+		MaxCustomFieldBytes: int(l.GetMaxCustomFieldBytes()),
+		MaxJobTypeBytes:     int(l.GetMaxJobTypeBytes()),
+		IdempotencyWindow:   time.Duration(l.GetIdempotencyWindowNanos()),
+		MaxIdempotencyKeys:  int(l.GetMaxIdempotencyKeys()),
+		MaxQueueLength:      int(l.GetMaxQueueLength()),
+		MaxDeadLetters:      int(l.GetMaxDeadLetters()),
+		AttemptHistory:      int(l.GetAttemptHistory()),
+		DeadLetterRetention: time.Duration(l.GetDeadLetterRetentionNanos()),
+		Strict:              l.GetStrict(),
+	}}
+	for _, pq := range pc.GetQueues() {
+		q := engine.QueueConfig{
+			Name:               pq.GetName(),
+			RetryDelay:         durationPtrFromProto(pq.RetryDelayNanos),
+			RetryDelayMax:      durationPtrFromProto(pq.RetryDelayMaxNanos),
+			MaxScheduleHorizon: durationPtrFromProto(pq.MaxScheduleHorizonNanos),
+			DeadLetterQueue:    pq.GetDeadLetterQueue(),
+		}
+		if pq.DefaultPriority != nil {
+			v := pq.GetDefaultPriority()
+			q.DefaultPriority = &v
+		}
+		if pq.DefaultMaxAttempts != nil {
+			v := pq.GetDefaultMaxAttempts()
+			q.DefaultMaxAttempts = &v
+		}
+		if pq.RetryBackoff != nil {
+			b := engine.Backoff(pq.GetRetryBackoff())
+			q.RetryBackoff = &b
+		}
+		if pq.MaxLength != nil {
+			n := int(pq.GetMaxLength())
+			q.MaxLength = &n
+		}
+		cfg.Queues = append(cfg.Queues, q)
+	}
+	return cfg
+}
+
+func durationPtrToProto(d *time.Duration) *int64 {
+	if d == nil {
+		return nil
+	}
+	n := int64(*d)
+	return &n
+}
+
+func durationPtrFromProto(n *int64) *time.Duration {
+	if n == nil {
+		return nil
+	}
+	d := time.Duration(*n)
+	return &d
+}
+
+func nodeMetaToProto(n NodeMeta) *cmdpb.NodeMetadata {
+	return &cmdpb.NodeMetadata{Id: n.ID, RaftAddr: n.RaftAddr, GrpcAddr: n.GRPCAddr, HttpAddr: n.HTTPAddr}
+}
+
+func nodeMetaFromProto(n *cmdpb.NodeMetadata) NodeMeta {
+	return NodeMeta{ID: n.GetId(), RaftAddr: n.GetRaftAddr(), GRPCAddr: n.GetGrpcAddr(), HTTPAddr: n.GetHttpAddr()}
+}

@@ -1,0 +1,344 @@
+package fsm
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/sepp-io/sepp/engine"
+	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+)
+
+// NodeMeta is one cluster member's identity and addresses, replicated so that
+// every replica can name the leader's gRPC endpoint to a client.
+type NodeMeta struct {
+	ID       string
+	RaftAddr string
+	GRPCAddr string
+	HTTPAddr string
+}
+
+// Result is the outcome of one command. Exactly the field that matches the
+// command's operation is set, or Err: a domain rejection of the engine
+// (errors.Is an engine sentinel), a deterministic value that every replica
+// computes alike, never a reason to stop.
+type Result struct {
+	Enqueue    engine.EnqueueResult      // JobEnqueue
+	Batch      []engine.BatchItemResult  // JobEnqueueBatch
+	Deliveries []engine.Delivery         // JobReserve
+	Nack       engine.NackResult         // JobNack
+	Deadline   time.Time                 // LeaseExtend
+	Extended   int                       // LeaseExtendAll: leases extended
+	Records    []engine.DeadLetterRecord // DeadLetterDrain
+	Items      []engine.ItemResult       // DeadLetterRequeue, DeadLetterDelete, JobDeadLetter
+	Tick       engine.TickResult         // Tick
+	Err        error
+}
+
+// Config configures a state machine.
+type Config struct {
+	// Engine is the configuration a fresh engine starts with, before the
+	// leader replicates the running one with a ConfigSet.
+	Engine engine.Config
+	// SnapshotTempDir holds the engine's snapshot between Snapshot and
+	// Persist; it should be on the data disk. Empty means os.TempDir.
+	SnapshotTempDir string
+	// Logger; nil discards.
+	Logger hclog.Logger
+}
+
+// FSM is the Raft state machine. It implements raft.FSM and raft.BatchingFSM.
+// Raft calls Apply, ApplyBatch, Snapshot and Restore from one goroutine; the
+// read side (Read, Nodes, Digest) may run concurrently from any goroutine.
+type FSM struct {
+	cfg Config
+	log hclog.Logger
+
+	mu      sync.RWMutex // guards everything below and the engine's state
+	eng     *engine.Engine
+	lastNow time.Time // the latest now applied; time never runs backwards
+	nodes   map[string]NodeMeta
+
+	appliedIndex atomic.Uint64
+
+	appliedMu sync.Mutex
+	appliedCh chan struct{} // closed and replaced after each applied batch
+}
+
+var (
+	_ raft.FSM         = (*FSM)(nil)
+	_ raft.BatchingFSM = (*FSM)(nil)
+)
+
+// New returns a state machine over a fresh engine running cfg.Engine.
+func New(cfg Config) *FSM {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return &FSM{
+		cfg:       cfg,
+		log:       logger,
+		eng:       engine.New(cfg.Engine),
+		nodes:     make(map[string]NodeMeta),
+		appliedCh: make(chan struct{}),
+	}
+}
+
+// Apply applies one log entry. It is ApplyBatch of one.
+func (f *FSM) Apply(l *raft.Log) any {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies committed entries in order. Each command entry's
+// response is a []Result with one Result per command of the entry, in order;
+// other entry types respond nil.
+//
+// An entry that cannot be decoded, or that names a format, version or
+// operation this binary does not know, panics with its log index: a replica
+// that cannot apply an entry must stop rather than silently diverge.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	responses := make([]any, len(logs))
+	f.mu.Lock()
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		entry, err := DecodeEntry(l.Data)
+		if err != nil {
+			f.mu.Unlock()
+			panic(fmt.Sprintf("fsm: cannot apply log index %d (term %d): %v", l.Index, l.Term, err))
+		}
+		results := make([]Result, len(entry.GetCommands()))
+		for j, cmd := range entry.GetCommands() {
+			results[j] = f.applyCommand(l.Index, cmd)
+		}
+		responses[i] = results
+	}
+	f.mu.Unlock()
+	if n := len(logs); n > 0 {
+		f.appliedIndex.Store(logs[n-1].Index)
+	}
+	f.notifyApplied()
+	return responses
+}
+
+// applyCommand runs one command at max(last now, command now). Called with
+// f.mu held for writing.
+func (f *FSM) applyCommand(index uint64, cmd *cmdpb.Command) Result {
+	now := fromUnixNano(cmd.GetNowUnixNano())
+	if now.Before(f.lastNow) {
+		now = f.lastNow
+	}
+	f.lastNow = now
+
+	switch op := cmd.GetOp().(type) {
+	case *cmdpb.Command_JobEnqueue:
+		return f.applyJobEnqueue(now, op.JobEnqueue)
+	case *cmdpb.Command_JobEnqueueBatch:
+		return f.applyJobEnqueueBatch(now, op.JobEnqueueBatch)
+	case *cmdpb.Command_JobReserve:
+		return f.applyJobReserve(now, op.JobReserve)
+	case *cmdpb.Command_JobAck:
+		return f.applyJobAck(now, op.JobAck)
+	case *cmdpb.Command_JobNack:
+		return f.applyJobNack(now, op.JobNack)
+	case *cmdpb.Command_JobRelease:
+		return f.applyJobRelease(now, op.JobRelease)
+	case *cmdpb.Command_LeaseExtend:
+		return f.applyLeaseExtend(now, op.LeaseExtend)
+	case *cmdpb.Command_LeaseExtendAll:
+		return f.applyLeaseExtendAll(now, op.LeaseExtendAll)
+	case *cmdpb.Command_DeadLetterDrain:
+		return f.applyDeadLetterDrain(now, op.DeadLetterDrain)
+	case *cmdpb.Command_DeadLetterRequeue:
+		return f.applyDeadLetterRequeue(now, op.DeadLetterRequeue)
+	case *cmdpb.Command_DeadLetterDelete:
+		return f.applyDeadLetterDelete(now, op.DeadLetterDelete)
+	case *cmdpb.Command_JobDeadLetter:
+		return f.applyJobDeadLetter(now, op.JobDeadLetter)
+	case *cmdpb.Command_QueuePause:
+		return f.applyQueuePause(now, op.QueuePause)
+	case *cmdpb.Command_QueueResume:
+		return f.applyQueueResume(now, op.QueueResume)
+	case *cmdpb.Command_Tick:
+		return f.applyTick(now, op.Tick)
+	case *cmdpb.Command_ConfigSet:
+		return f.applyConfigSet(now, op.ConfigSet)
+	case *cmdpb.Command_NodeMetadataSet:
+		return f.applyNodeMetadataSet(now, op.NodeMetadataSet)
+	case *cmdpb.Command_NodeMetadataDelete:
+		return f.applyNodeMetadataDelete(now, op.NodeMetadataDelete)
+	default:
+		// DecodeEntry rejects unknown operations, so this is a programming
+		// error: a oneof case added without its applier.
+		f.mu.Unlock()
+		panic(fmt.Sprintf("fsm: log index %d: no applier for operation %T", index, op))
+	}
+}
+
+func (f *FSM) applyJobEnqueue(now time.Time, c *cmdpb.JobEnqueue) Result {
+	res, err := f.eng.Enqueue(now, enqueueParamsFromProto(c.GetParams()))
+	return Result{Enqueue: res, Err: err}
+}
+
+func (f *FSM) applyJobEnqueueBatch(now time.Time, c *cmdpb.JobEnqueueBatch) Result {
+	items := make([]engine.EnqueueParams, len(c.GetItems()))
+	for i, it := range c.GetItems() {
+		items[i] = enqueueParamsFromProto(it)
+	}
+	res, err := f.eng.EnqueueBatch(now, items)
+	return Result{Batch: res, Err: err}
+}
+
+func (f *FSM) applyJobReserve(now time.Time, c *cmdpb.JobReserve) Result {
+	res, err := f.eng.Reserve(now, engine.ReserveParams{
+		Queue:     c.GetQueue(),
+		WorkerID:  c.GetWorkerId(),
+		N:         int(c.GetN()),
+		Lease:     time.Duration(c.GetLeaseNanos()),
+		RequestID: c.GetRequestId(),
+	})
+	return Result{Deliveries: res, Err: err}
+}
+
+func (f *FSM) applyJobAck(now time.Time, c *cmdpb.JobAck) Result {
+	return Result{Err: f.eng.Ack(now, leaseRefFromProto(c.GetRef()))}
+}
+
+func (f *FSM) applyJobNack(now time.Time, c *cmdpb.JobNack) Result {
+	res, err := f.eng.Nack(now, engine.NackParams{
+		LeaseRef:  leaseRefFromProto(c.GetRef()),
+		Directive: engine.Directive(c.GetDirective()),
+		After:     time.Duration(c.GetAfterNanos()),
+		Reason:    c.GetReason(),
+	})
+	return Result{Nack: res, Err: err}
+}
+
+func (f *FSM) applyJobRelease(now time.Time, c *cmdpb.JobRelease) Result {
+	return Result{Err: f.eng.Release(now, leaseRefFromProto(c.GetRef()))}
+}
+
+func (f *FSM) applyLeaseExtend(now time.Time, c *cmdpb.LeaseExtend) Result {
+	deadline, err := f.eng.ExtendLease(now, engine.ExtendParams{
+		LeaseRef: leaseRefFromProto(c.GetRef()),
+		Lease:    time.Duration(c.GetLeaseNanos()),
+	})
+	return Result{Deadline: deadline, Err: err}
+}
+
+func (f *FSM) applyLeaseExtendAll(now time.Time, c *cmdpb.LeaseExtendAll) Result {
+	return Result{Extended: f.eng.ExtendAllLeases(now, time.Duration(c.GetGraceNanos()))}
+}
+
+func (f *FSM) applyDeadLetterDrain(now time.Time, c *cmdpb.DeadLetterDrain) Result {
+	res, err := f.eng.DrainDeadLetters(now, engine.DrainParams{Queue: c.GetQueue(), Max: int(c.GetMax())})
+	return Result{Records: res, Err: err}
+}
+
+func (f *FSM) applyDeadLetterRequeue(now time.Time, c *cmdpb.DeadLetterRequeue) Result {
+	return Result{Items: f.eng.RequeueDeadLetters(now, jobIDsFromProto(c.GetJobIds()))}
+}
+
+func (f *FSM) applyDeadLetterDelete(now time.Time, c *cmdpb.DeadLetterDelete) Result {
+	return Result{Items: f.eng.DeleteDeadLetters(now, jobIDsFromProto(c.GetJobIds()))}
+}
+
+func (f *FSM) applyJobDeadLetter(now time.Time, c *cmdpb.JobDeadLetter) Result {
+	return Result{Items: f.eng.DeadLetterJobs(now, jobIDsFromProto(c.GetJobIds()), c.GetReason())}
+}
+
+func (f *FSM) applyQueuePause(now time.Time, c *cmdpb.QueuePause) Result {
+	return Result{Err: f.eng.PauseQueue(now, c.GetQueue())}
+}
+
+func (f *FSM) applyQueueResume(now time.Time, c *cmdpb.QueueResume) Result {
+	return Result{Err: f.eng.ResumeQueue(now, c.GetQueue())}
+}
+
+func (f *FSM) applyTick(now time.Time, _ *cmdpb.Tick) Result {
+	return Result{Tick: f.eng.Tick(now)}
+}
+
+func (f *FSM) applyConfigSet(now time.Time, c *cmdpb.ConfigSet) Result {
+	return Result{Err: f.eng.SetConfig(now, EngineConfigFromProto(c.GetConfig()))}
+}
+
+func (f *FSM) applyNodeMetadataSet(_ time.Time, c *cmdpb.NodeMetadataSet) Result {
+	n := nodeMetaFromProto(c.GetNode())
+	if n.ID == "" {
+		return Result{Err: &engine.FieldError{Field: "node.id", Reason: "must not be empty", Err: engine.ErrInvalidArgument}}
+	}
+	f.nodes[n.ID] = n
+	return Result{}
+}
+
+func (f *FSM) applyNodeMetadataDelete(_ time.Time, c *cmdpb.NodeMetadataDelete) Result {
+	delete(f.nodes, c.GetId())
+	return Result{}
+}
+
+func (f *FSM) notifyApplied() {
+	f.appliedMu.Lock()
+	close(f.appliedCh)
+	f.appliedCh = make(chan struct{})
+	f.appliedMu.Unlock()
+}
+
+// Applied returns a channel closed the next time an entry is applied (or a
+// snapshot restored).
+func (f *FSM) Applied() <-chan struct{} {
+	f.appliedMu.Lock()
+	defer f.appliedMu.Unlock()
+	return f.appliedCh
+}
+
+// AppliedIndex is the index of the last log entry applied by this FSM (not
+// advanced by a snapshot restore; raft's own AppliedIndex is).
+func (f *FSM) AppliedIndex() uint64 { return f.appliedIndex.Load() }
+
+// Read runs fn against the engine under the read lock. fn must call only the
+// engine's read methods and keep no reference past its return.
+func (f *FSM) Read(fn func(e *engine.Engine) error) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return fn(f.eng)
+}
+
+// Now is the state machine's clock: the latest now applied (zero before the
+// first command).
+func (f *FSM) Now() time.Time {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.lastNow
+}
+
+// Node returns the replicated metadata of one member.
+func (f *FSM) Node(id string) (NodeMeta, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n, ok := f.nodes[id]
+	return n, ok
+}
+
+// Nodes returns every member's metadata, sorted by id.
+func (f *FSM) Nodes() []NodeMeta {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.sortedNodesLocked()
+}
+
+func (f *FSM) sortedNodesLocked() []NodeMeta {
+	out := make([]NodeMeta, 0, len(f.nodes))
+	for _, n := range f.nodes {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
