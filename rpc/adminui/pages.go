@@ -1,0 +1,338 @@
+package adminui
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/sepp-io/sepp/cluster"
+	"github.com/sepp-io/sepp/engine"
+)
+
+// pageSize is how many rows a queue tab shows at once.
+const pageSize = 50
+
+// --- cluster ---------------------------------------------------------------
+
+type clusterView struct {
+	Status cluster.Status
+	// HealthKnown: only the leader hears from every member; a follower
+	// knows only that it is itself alive.
+	HealthKnown bool
+	Members     []memberView
+	Err         string
+}
+
+type memberView struct {
+	cluster.Member
+	IsSelf bool
+	UIURL  string
+}
+
+func (h *handler) clusterPage(w http.ResponseWriter, r *http.Request, q *request) {
+	st, err := h.backend.Status(r.Context())
+	v := clusterView{Status: st, HealthKnown: st.State == "Leader"}
+	if err != nil {
+		v.Err = err.Error()
+	}
+	for _, m := range st.Members {
+		mv := memberView{Member: m, IsSelf: m.ID == st.Self.ID}
+		if m.HTTPAddr != "" {
+			mv.UIURL = h.scheme + "://" + m.HTTPAddr + "/cluster"
+		}
+		v.Members = append(v.Members, mv)
+	}
+	h.render(w, r, q, http.StatusOK, "cluster", "Cluster", "cluster", v)
+}
+
+// --- queues ----------------------------------------------------------------
+
+type queuesView struct {
+	Queues    []queueRow
+	Retention time.Duration
+}
+
+type queueRow struct {
+	engine.QueueStats
+	DeadLetteredTotal uint64
+	Rates             rates
+}
+
+func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request, q *request) {
+	now := h.clock()
+	var v queuesView
+	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
+		stats := e.Stats(now)
+		v = queuesView{Retention: e.Config().Limits.DeadLetterRetention, Queues: make([]queueRow, 0, len(stats))}
+		for _, s := range stats {
+			v.Queues = append(v.Queues, queueRow{QueueStats: s, DeadLetteredTotal: sumCauses(s.DeadLettered)})
+		}
+		return nil
+	})
+	if err != nil {
+		h.readFailed(w, r, q, err)
+		return
+	}
+	for i := range v.Queues {
+		row := &v.Queues[i]
+		row.Rates = h.rates.observe(now, row.Name, counters{enqueued: row.Enqueued, acked: row.Acked, dead: row.DeadLetteredTotal})
+	}
+	p := h.newPage(r, q, "Queues", "queues", v)
+	p.Stale = stale
+	h.renderPage(w, http.StatusOK, "queues", p)
+}
+
+func sumCauses(m map[engine.Cause]uint64) uint64 {
+	var n uint64
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+// --- one queue -------------------------------------------------------------
+
+// The tabs of the queue page, in order.
+var queueTabs = []struct {
+	Key   string
+	Label string
+	State engine.State
+}{
+	{"ready", "Ready", engine.StateReady},
+	{"scheduled", "Scheduled", engine.StateScheduled},
+	{"reserved", "Reserved", engine.StateReserved},
+	{"dead", "Dead letters", engine.StateDead},
+}
+
+type tabLink struct {
+	Key, Label, URL string
+	Count           int
+	Active          bool
+}
+
+type queueView struct {
+	Stats     engine.QueueStats
+	Tab       string
+	Tabs      []tabLink
+	Jobs      []engine.Job
+	Records   []engine.DeadLetterRecord
+	Retention time.Duration
+	// AfterID is the cursor this page started from; NextURL and FirstURL
+	// page through the tab (empty when there is nowhere to go).
+	AfterID  engine.JobID
+	NextURL  string
+	FirstURL string
+	Path     string // this page's URL, where actions return to
+}
+
+func (q queueView) RetentionOff() bool { return q.Retention <= 0 }
+
+func (h *handler) queuePage(w http.ResponseWriter, r *http.Request, q *request) {
+	name := r.PathValue("queue")
+	tab := r.URL.Query().Get("tab")
+	state := engine.StateReady
+	found := false
+	for _, t := range queueTabs {
+		if t.Key == tab {
+			state, found = t.State, true
+		}
+	}
+	if !found {
+		tab = "ready"
+	}
+	after, err := parseCursor(r.URL.Query().Get("after"))
+	if err != nil {
+		h.fail(w, r, q, http.StatusBadRequest, err.Error())
+		return
+	}
+	now := h.clock()
+	var v queueView
+	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
+		v = queueView{Tab: tab, AfterID: after, Retention: e.Config().Limits.DeadLetterRetention}
+		st, err := e.QueueStats(now, name)
+		if err != nil {
+			return err
+		}
+		v.Stats = st
+		// One row more than shown tells whether a next page exists.
+		pg := engine.Page{AfterID: after, Limit: pageSize + 1}
+		if state == engine.StateDead {
+			v.Records, err = e.ListDeadLetters(name, pg)
+		} else {
+			v.Jobs, err = e.ListJobs(name, state, pg)
+		}
+		return err
+	})
+	if err != nil {
+		h.readFailed(w, r, q, err)
+		return
+	}
+	base := queuePath(name) + "?tab=" + tab
+	var last engine.JobID
+	if len(v.Records) > pageSize {
+		v.Records = v.Records[:pageSize]
+		last = v.Records[pageSize-1].Job.ID
+	}
+	if len(v.Jobs) > pageSize {
+		v.Jobs = v.Jobs[:pageSize]
+		last = v.Jobs[pageSize-1].ID
+	}
+	if last != 0 {
+		v.NextURL = base + "&after=" + strconv.FormatUint(uint64(last), 10)
+	}
+	if after != 0 {
+		v.FirstURL = base
+	}
+	v.Path = r.URL.RequestURI()
+	counts := map[string]int{"ready": v.Stats.Ready, "scheduled": v.Stats.Scheduled, "reserved": v.Stats.Reserved, "dead": v.Stats.Dead}
+	for _, t := range queueTabs {
+		v.Tabs = append(v.Tabs, tabLink{Key: t.Key, Label: t.Label, URL: queuePath(name) + "?tab=" + t.Key, Count: counts[t.Key], Active: t.Key == tab})
+	}
+	p := h.newPage(r, q, name, "queues", v)
+	p.Stale = stale
+	h.renderPage(w, http.StatusOK, "queue", p)
+}
+
+func parseCursor(s string) (engine.JobID, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("after: must be a job id (a whole number), got %q", s)
+	}
+	return engine.JobID(n), nil
+}
+
+func parseJobID(s string) (engine.JobID, error) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("job id: must be a positive whole number, got %q", s)
+	}
+	return engine.JobID(n), nil
+}
+
+func queuePath(name string) string { return "/queues/" + url.PathEscape(name) }
+
+// --- one job or record -------------------------------------------------------
+
+type jobView struct {
+	Job     engine.Job
+	Record  *engine.DeadLetterRecord // set on a dead-letter record's page
+	Payload payloadView
+	Custom  []customField
+	Back    string // the tab the job is listed in
+	// Retention is the configured retention; ExpiresAt is when the sweep
+	// reclaims the record.
+	Retention time.Duration
+	ExpiresAt time.Time
+}
+
+type customField struct{ Key, Value string }
+
+func sortedCustom(m map[string]string) []customField {
+	out := make([]customField, 0, len(m))
+	for k, v := range m {
+		out = append(out, customField{k, v})
+	}
+	slices.SortFunc(out, func(a, b customField) int {
+		switch {
+		case a.Key < b.Key:
+			return -1
+		case a.Key > b.Key:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func (h *handler) jobPage(w http.ResponseWriter, r *http.Request, q *request) {
+	name := r.PathValue("queue")
+	id, err := parseJobID(r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, q, http.StatusBadRequest, err.Error())
+		return
+	}
+	var v jobView
+	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
+		j, err := e.GetJob(id)
+		if err != nil {
+			return err
+		}
+		v = jobView{Job: j}
+		if j.State == engine.StateDead {
+			rec, err := e.GetDeadLetter(id)
+			if err != nil {
+				return err
+			}
+			v.Record = &rec
+			v.Retention = e.Config().Limits.DeadLetterRetention
+		}
+		return nil
+	})
+	if err == nil && v.Job.Queue != name {
+		err = fmt.Errorf("job %d is not on queue %q: %w", id, name, engine.ErrNotFound)
+	}
+	if err != nil {
+		h.readFailed(w, r, q, err)
+		return
+	}
+	if v.Record != nil {
+		http.Redirect(w, r, queuePath(name)+"/dead-letters/"+strconv.FormatUint(uint64(id), 10), http.StatusSeeOther)
+		return
+	}
+	h.renderJob(w, r, q, stale, v)
+}
+
+func (h *handler) deadLetterPage(w http.ResponseWriter, r *http.Request, q *request) {
+	name := r.PathValue("queue")
+	id, err := parseJobID(r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, q, http.StatusBadRequest, err.Error())
+		return
+	}
+	var v jobView
+	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
+		rec, err := e.GetDeadLetter(id)
+		if err != nil {
+			return err
+		}
+		v = jobView{Job: rec.Job, Record: &rec, Retention: e.Config().Limits.DeadLetterRetention}
+		return nil
+	})
+	if err == nil && v.Job.Queue != name {
+		err = fmt.Errorf("dead-letter record of job %d is not on queue %q: %w", id, name, engine.ErrNotFound)
+	}
+	if err != nil {
+		if errors.Is(err, engine.ErrNotFound) {
+			h.fail(w, r, q, http.StatusNotFound, fmt.Sprintf("There is no dead-letter record of job %d on queue %s: it was requeued, deleted, drained or swept by retention.", id, name))
+			return
+		}
+		h.readFailed(w, r, q, err)
+		return
+	}
+	h.renderJob(w, r, q, stale, v)
+}
+
+func (h *handler) renderJob(w http.ResponseWriter, r *http.Request, q *request, stale bool, v jobView) {
+	v.Payload = renderPayload(v.Job.Payload)
+	v.Custom = sortedCustom(v.Job.Custom)
+	tab := v.Job.State.String()
+	title := fmt.Sprintf("Job %d", v.Job.ID)
+	if v.Record != nil {
+		tab = "dead"
+		title = fmt.Sprintf("Dead letter %d", v.Job.ID)
+		if v.Retention > 0 {
+			v.ExpiresAt = v.Record.FailedAt.Add(v.Retention)
+		}
+	}
+	v.Back = queuePath(v.Job.Queue) + "?tab=" + tab
+	p := h.newPage(r, q, title, "queues", v)
+	p.Stale = stale
+	h.renderPage(w, http.StatusOK, "job", p)
+}

@@ -1,0 +1,48 @@
+// sepp admin UI: the little JavaScript the pages use. Everything works
+// without it; it only makes selecting rows in a list pleasant.
+"use strict";
+
+document.addEventListener("DOMContentLoaded", function () {
+  document.querySelectorAll("form[data-selectable]").forEach(function (form) {
+    var boxes = Array.prototype.slice.call(form.querySelectorAll('input[type="checkbox"][name="id"]'));
+    var all = form.querySelector("[data-select-all]");
+    var count = form.querySelector("[data-selcount]");
+    var buttons = form.querySelectorAll("[data-needs-selection]");
+
+    function update() {
+      var n = boxes.filter(function (b) { return b.checked; }).length;
+      if (count) {
+        count.textContent = n === 0 ? "Select rows to act on" : n + " selected";
+      }
+      buttons.forEach(function (b) { b.disabled = n === 0; });
+      if (all) {
+        all.checked = n > 0 && n === boxes.length;
+        all.indeterminate = n > 0 && n < boxes.length;
+      }
+      boxes.forEach(function (b) {
+        var row = b.closest("tr");
+        if (row) { row.classList.toggle("selected", b.checked); }
+      });
+    }
+
+    if (all) {
+      all.addEventListener("change", function () {
+        boxes.forEach(function (b) { b.checked = all.checked; });
+        update();
+      });
+    }
+    form.addEventListener("change", update);
+
+    // A click anywhere on a row, outside its links and inputs, toggles it.
+    boxes.forEach(function (b) {
+      var row = b.closest("tr");
+      if (!row) { return; }
+      row.addEventListener("click", function (ev) {
+        if (ev.target.closest("a, input, button, label")) { return; }
+        b.checked = !b.checked;
+        update();
+      });
+    });
+    update();
+  });
+});

@@ -1,0 +1,53 @@
+package rpc
+
+import (
+	"context"
+	"time"
+
+	"github.com/sepp-io/sepp/cluster"
+	"github.com/sepp-io/sepp/engine"
+)
+
+// Backend is what the gRPC services need from a running node. cluster.Node
+// implements it; tests use a fake or a single in-memory node.
+//
+// Every write is a Raft proposal: it returns only after the command is
+// committed and applied, with the engine's result, or with an error that
+// wraps cluster.ErrNotLeader, cluster.ErrNoLeader, cluster.ErrUnknownOutcome,
+// cluster.ErrShutdown, or one of the engine's sentinels.
+type Backend interface {
+	Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.EnqueueResult, error)
+	EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) ([]engine.BatchItemResult, error)
+	Reserve(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error)
+	Ack(ctx context.Context, ref engine.LeaseRef) error
+	Nack(ctx context.Context, p engine.NackParams) (engine.NackResult, error)
+	Release(ctx context.Context, ref engine.LeaseRef) error
+	ExtendLease(ctx context.Context, p engine.ExtendParams) (time.Time, error)
+	DrainDeadLetters(ctx context.Context, p engine.DrainParams) ([]engine.DeadLetterRecord, error)
+	RequeueDeadLetters(ctx context.Context, ids []engine.JobID) ([]engine.ItemResult, error)
+	DeleteDeadLetters(ctx context.Context, ids []engine.JobID) ([]engine.ItemResult, error)
+	DeadLetterJobs(ctx context.Context, ids []engine.JobID, reason string) ([]engine.ItemResult, error)
+	PauseQueue(ctx context.Context, queue string) error
+	ResumeQueue(ctx context.Context, queue string) error
+
+	// Read runs fn against the local engine under the state machine's read
+	// lock. With stale false the node first confirms it leads (VerifyLeader)
+	// and that its state includes every committed entry; a follower then
+	// returns a *cluster.NotLeaderError. With stale true it reads whatever
+	// this node has applied. fn must not keep references past its return
+	// and must call only the engine's read methods.
+	Read(ctx context.Context, stale bool, fn func(e *engine.Engine) error) error
+
+	// Applied returns a channel that is closed the next time this node
+	// applies a log entry; long-poll reserves wait on it.
+	Applied() <-chan struct{}
+
+	// Self and Leader describe this node and the current leader (zero
+	// NodeInfo when none is known).
+	Self() cluster.NodeInfo
+	Leader() cluster.NodeInfo
+	Status(ctx context.Context) (cluster.Status, error)
+	Join(ctx context.Context, node cluster.NodeInfo) error
+	Remove(ctx context.Context, id string) error
+	TransferLeadership(ctx context.Context, toID string) error
+}

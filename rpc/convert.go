@@ -1,0 +1,294 @@
+package rpc
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/sepp-io/sepp/cluster"
+	"github.com/sepp-io/sepp/engine"
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
+)
+
+// Conversions between engine values and the wire. A zero time is an unset
+// timestamp, never 1970 or year 1.
+
+func timestampOrNil(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func jobStateToProto(s engine.State) seppv1.JobState {
+	switch s {
+	case engine.StateScheduled:
+		return seppv1.JobState_JOB_STATE_SCHEDULED
+	case engine.StateReady:
+		return seppv1.JobState_JOB_STATE_READY
+	case engine.StateReserved:
+		return seppv1.JobState_JOB_STATE_RESERVED
+	case engine.StateDead:
+		return seppv1.JobState_JOB_STATE_DEAD
+	}
+	return seppv1.JobState_JOB_STATE_UNSPECIFIED
+}
+
+func jobStateFromProto(s seppv1.JobState) engine.State {
+	switch s {
+	case seppv1.JobState_JOB_STATE_SCHEDULED:
+		return engine.StateScheduled
+	case seppv1.JobState_JOB_STATE_READY:
+		return engine.StateReady
+	case seppv1.JobState_JOB_STATE_RESERVED:
+		return engine.StateReserved
+	case seppv1.JobState_JOB_STATE_DEAD:
+		return engine.StateDead
+	}
+	return engine.StateUnknown
+}
+
+func causeToProto(c engine.Cause) seppv1.DeadLetterCause {
+	switch c {
+	case engine.CauseAttemptsExhausted:
+		return seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED
+	case engine.CauseRejected:
+		return seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_REJECTED
+	case engine.CauseLeaseExpired:
+		return seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_LEASE_EXPIRED
+	case engine.CauseAdmin:
+		return seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_ADMIN
+	}
+	return seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_UNSPECIFIED
+}
+
+// causeLabel is the spec's name of a cause, used as a metric label.
+func causeLabel(c engine.Cause) string {
+	switch c {
+	case engine.CauseAttemptsExhausted:
+		return "attempts_exhausted"
+	case engine.CauseRejected:
+		return "rejected"
+	case engine.CauseLeaseExpired:
+		return "lease_expired"
+	case engine.CauseAdmin:
+		return "admin"
+	}
+	return "unknown"
+}
+
+func backoffToProto(b engine.Backoff) seppv1.RetryBackoff {
+	switch b {
+	case engine.BackoffNone:
+		return seppv1.RetryBackoff_RETRY_BACKOFF_NONE
+	case engine.BackoffExponential:
+		return seppv1.RetryBackoff_RETRY_BACKOFF_EXPONENTIAL
+	}
+	return seppv1.RetryBackoff_RETRY_BACKOFF_UNSPECIFIED
+}
+
+func jobToProto(j engine.Job) *seppv1.Job {
+	out := &seppv1.Job{
+		Id:            uint64(j.ID),
+		Queue:         j.Queue,
+		JobType:       j.JobType,
+		Payload:       j.Payload,
+		Priority:      j.Priority,
+		State:         jobStateToProto(j.State),
+		EnqueuedAt:    timestampOrNil(j.EnqueuedAt),
+		ScheduledAt:   timestampOrNil(j.ScheduledAt),
+		NextAttemptAt: timestampOrNil(j.NextAttemptAt),
+		Attempt:       j.Attempt,
+		MaxAttempts:   j.MaxAttempts,
+		Custom:        j.Custom,
+		WorkerId:      j.WorkerID,
+		LeaseDeadline: timestampOrNil(j.LeaseDeadline),
+		LastReason:    j.LastReason,
+	}
+	for _, a := range j.History {
+		out.History = append(out.History, &seppv1.JobAttempt{
+			Attempt:  a.Attempt,
+			WorkerId: a.WorkerID,
+			EndedAt:  timestampOrNil(a.At),
+			Outcome:  a.Outcome,
+			Reason:   a.Reason,
+		})
+	}
+	return out
+}
+
+func deliveryToProto(d engine.Delivery, workerID string) *seppv1.ReservedJob {
+	return &seppv1.ReservedJob{
+		Ctx: &seppv1.JobContext{
+			JobId:         uint64(d.Job.ID),
+			LeaseToken:    uint64(d.LeaseToken),
+			Attempt:       d.Attempt,
+			MaxAttempts:   d.MaxAttempts,
+			LeaseDeadline: timestampOrNil(d.LeaseDeadline),
+			Queue:         d.Job.Queue,
+			WorkerId:      workerID,
+		},
+		Job: jobToProto(d.Job),
+	}
+}
+
+func deadLetterToProto(r engine.DeadLetterRecord) *seppv1.DeadLetterRecord {
+	return &seppv1.DeadLetterRecord{
+		Job:          jobToProto(r.Job),
+		Cause:        causeToProto(r.Cause),
+		FailedAt:     timestampOrNil(r.FailedAt),
+		FinalAttempt: r.FinalAttempt,
+		LastReason:   r.LastReason,
+	}
+}
+
+func deadLettersToProto(rs []engine.DeadLetterRecord) []*seppv1.DeadLetterRecord {
+	out := make([]*seppv1.DeadLetterRecord, len(rs))
+	for i, r := range rs {
+		out[i] = deadLetterToProto(r)
+	}
+	return out
+}
+
+// itemErrorFor turns one item's error into the ItemError of a batch result,
+// through the same table as a whole-call error.
+func itemErrorFor(err error) *seppv1.ItemError {
+	sp := statusFor(err).Proto()
+	return &seppv1.ItemError{Code: sp.GetCode(), Message: sp.GetMessage(), Details: sp.GetDetails()}
+}
+
+func itemResultsToProto(rs []engine.ItemResult) []*seppv1.JobActionResult {
+	out := make([]*seppv1.JobActionResult, len(rs))
+	for i, r := range rs {
+		out[i] = &seppv1.JobActionResult{JobId: uint64(r.JobID)}
+		if r.Err != nil {
+			out[i].Error = itemErrorFor(r.Err)
+		}
+	}
+	return out
+}
+
+func queueStatsToProto(q engine.QueueStats) *seppv1.QueueSummary {
+	out := &seppv1.QueueSummary{
+		Name:           q.Name,
+		Paused:         q.Paused,
+		Configured:     q.Configured,
+		Scheduled:      uint64(q.Scheduled),
+		Ready:          uint64(q.Ready),
+		Reserved:       uint64(q.Reserved),
+		Dead:           uint64(q.Dead),
+		OldestReadyAge: durationpb.New(q.OldestReadyAge),
+		EnqueuedTotal:  q.Enqueued,
+		AckedTotal:     q.Acked,
+		DroppedTotal:   q.Dropped,
+	}
+	// Fixed cause order: the map's iteration order must not reach the wire.
+	for _, c := range []engine.Cause{engine.CauseAttemptsExhausted, engine.CauseRejected, engine.CauseLeaseExpired, engine.CauseAdmin} {
+		if n := q.DeadLettered[c]; n > 0 {
+			out.DeadLetteredTotal = append(out.DeadLetteredTotal, &seppv1.DeadLetterCount{Cause: causeToProto(c), Count: n})
+		}
+	}
+	return out
+}
+
+func nodeInfoToProto(n cluster.NodeInfo) *seppv1.NodeInfo {
+	if n == (cluster.NodeInfo{}) {
+		return nil
+	}
+	return &seppv1.NodeInfo{Id: n.ID, RaftAddr: n.RaftAddr, GrpcAddr: n.GRPCAddr, HttpAddr: n.HTTPAddr}
+}
+
+func clusterStatusToProto(st cluster.Status) *seppv1.StatusResponse {
+	out := &seppv1.StatusResponse{
+		Self:         nodeInfoToProto(st.Self),
+		Leader:       nodeInfoToProto(st.Leader),
+		State:        st.State,
+		Term:         st.Term,
+		CommitIndex:  st.CommitIndex,
+		AppliedIndex: st.AppliedIndex,
+		LastLogIndex: st.LastLogIndex,
+	}
+	for _, m := range st.Members {
+		out.Members = append(out.Members, &seppv1.ClusterMember{
+			Node:        nodeInfoToProto(m.NodeInfo),
+			Voter:       m.Voter,
+			Leader:      m.Leader,
+			Healthy:     m.Healthy,
+			LastContact: m.LastContact,
+		})
+	}
+	return out
+}
+
+func uint64OrZero(n int) uint64 {
+	if n < 0 {
+		return 0
+	}
+	return uint64(n)
+}
+
+func limitsToProto(l engine.Limits, o Options) *seppv1.Limits {
+	return &seppv1.Limits{
+		MinPriority:          0,
+		MaxPriority:          9,
+		DefaultPriority:      l.DefaultPriority,
+		DefaultMaxAttempts:   l.DefaultMaxAttempts,
+		MaxAttemptsCeiling:   l.MaxAttemptsCeiling,
+		RetryDelayMs:         l.RetryDelay.Milliseconds(),
+		RetryBackoff:         backoffToProto(l.RetryBackoff),
+		RetryDelayMaxMs:      l.RetryDelayMax.Milliseconds(),
+		MaxScheduleHorizonMs: l.MaxScheduleHorizon.Milliseconds(),
+		MaxReserveBatch:      uint32(max(l.MaxReserveBatch, 0)),
+		DefaultLeaseMs:       l.DefaultLease.Milliseconds(),
+		MaxLeaseMs:           l.MaxLease.Milliseconds(),
+		MaxReserveWaitMs:     o.MaxReserveWait.Milliseconds(),
+		MaxPayloadBytes:      uint64OrZero(l.MaxPayloadBytes),
+		MaxBatchSize:         uint32(max(l.MaxBatchSize, 0)),
+		MaxCustomFields:      uint32(max(l.MaxCustomFields, 0)),
+		MaxCustomFieldBytes:  uint64OrZero(l.MaxCustomFieldBytes),
+		MaxJobTypeBytes:      uint64OrZero(l.MaxJobTypeBytes),
+		MaxQueueNameBytes:    engine.MaxQueueNameBytes,
+		MaxMessageBytes:      uint64OrZero(o.MaxMessageBytes),
+		IdempotencyWindowMs:  l.IdempotencyWindow.Milliseconds(),
+		MaxQueueLength:       uint64OrZero(l.MaxQueueLength),
+		Strict:               l.Strict,
+	}
+}
+
+// queueLimitsToProto resolves a queue's overrides over the global limits.
+func queueLimitsToProto(q engine.QueueConfig, l engine.Limits) *seppv1.QueueLimits {
+	out := &seppv1.QueueLimits{
+		Name:                 q.Name,
+		DefaultPriority:      l.DefaultPriority,
+		DefaultMaxAttempts:   l.DefaultMaxAttempts,
+		RetryDelayMs:         l.RetryDelay.Milliseconds(),
+		RetryBackoff:         backoffToProto(l.RetryBackoff),
+		RetryDelayMaxMs:      l.RetryDelayMax.Milliseconds(),
+		MaxScheduleHorizonMs: l.MaxScheduleHorizon.Milliseconds(),
+		MaxLength:            uint64OrZero(l.MaxQueueLength),
+		DeadLetterQueue:      q.DeadLetterQueue,
+	}
+	if q.DefaultPriority != nil {
+		out.DefaultPriority = *q.DefaultPriority
+	}
+	if q.DefaultMaxAttempts != nil {
+		out.DefaultMaxAttempts = min(*q.DefaultMaxAttempts, l.MaxAttemptsCeiling)
+	}
+	if q.RetryDelay != nil {
+		out.RetryDelayMs = q.RetryDelay.Milliseconds()
+	}
+	if q.RetryBackoff != nil {
+		out.RetryBackoff = backoffToProto(*q.RetryBackoff)
+	}
+	if q.RetryDelayMax != nil {
+		out.RetryDelayMaxMs = q.RetryDelayMax.Milliseconds()
+	}
+	if q.MaxScheduleHorizon != nil {
+		out.MaxScheduleHorizonMs = q.MaxScheduleHorizon.Milliseconds()
+	}
+	if q.MaxLength != nil {
+		out.MaxLength = uint64OrZero(*q.MaxLength)
+	}
+	return out
+}

@@ -1,0 +1,164 @@
+package rpc
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	"github.com/sepp-io/sepp/engine"
+)
+
+// MetricsHandler serves the metrics of g in the Prometheus text format; mount
+// it at /metrics. Pass the registry given to NewGRPCServer as Registerer.
+func MetricsHandler(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+}
+
+// rpcMetrics counts and times every unary call by method and status code.
+type rpcMetrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newRPCMetrics() *rpcMetrics {
+	return &rpcMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sepp_rpc_requests_total",
+			Help: "gRPC calls handled, by method and status code.",
+		}, []string{"method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sepp_rpc_duration_seconds",
+			Help: "Time to handle a gRPC call, by method and status code (long-poll waits included).",
+			// 100µs to ~50s: a proposal commits in about a millisecond; a
+			// long-poll Reserve may wait up to its cap.
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 15),
+		}, []string{"method", "code"}),
+	}
+}
+
+func (m *rpcMetrics) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	resp, err := handler(ctx, req)
+	code := status.Code(err).String()
+	m.requests.WithLabelValues(info.FullMethod, code).Inc()
+	m.latency.WithLabelValues(info.FullMethod, code).Observe(time.Since(start).Seconds())
+	return resp, err
+}
+
+func (m *rpcMetrics) Describe(ch chan<- *prometheus.Desc) {
+	m.requests.Describe(ch)
+	m.latency.Describe(ch)
+}
+
+func (m *rpcMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.requests.Collect(ch)
+	m.latency.Collect(ch)
+}
+
+// stateCollector reads the node's queue and Raft state at scrape time: no
+// background loop, and a scrape costs one local (stale) read of the engine.
+type stateCollector struct {
+	b   Backend
+	now func() time.Time
+	log hclog.Logger
+
+	jobs, oldestReady, enqueued, acked, deadLettered, dropped, paused *prometheus.Desc
+	raftState, raftTerm, raftCommit, raftApplied, raftLastLog         *prometheus.Desc
+	raftApplyLag                                                      *prometheus.Desc
+}
+
+// metricsReadTimeout bounds the reads one scrape makes.
+const metricsReadTimeout = 2 * time.Second
+
+func newStateCollector(b Backend, now func() time.Time, log hclog.Logger) *stateCollector {
+	return &stateCollector{
+		b: b, now: now, log: log,
+		jobs:         prometheus.NewDesc("sepp_jobs", "Jobs on this node's state, by queue and state (dead: retained dead-letter records).", []string{"queue", "state"}, nil),
+		oldestReady:  prometheus.NewDesc("sepp_queue_oldest_ready_age_seconds", "How long the oldest Ready job of a queue has waited.", []string{"queue"}, nil),
+		enqueued:     prometheus.NewDesc("sepp_jobs_enqueued_total", "Jobs ever enqueued, by queue.", []string{"queue"}, nil),
+		acked:        prometheus.NewDesc("sepp_jobs_acked_total", "Jobs ever acked, by queue.", []string{"queue"}, nil),
+		deadLettered: prometheus.NewDesc("sepp_dead_lettered_total", "Jobs ever dead-lettered, by queue and cause.", []string{"queue", "cause"}, nil),
+		dropped:      prometheus.NewDesc("sepp_dead_letters_dropped_total", "Dead jobs dropped because dead-letter retention is off, by queue.", []string{"queue"}, nil),
+		paused:       prometheus.NewDesc("sepp_queue_paused", "1 when the queue is paused.", []string{"queue"}, nil),
+		raftState:    prometheus.NewDesc("sepp_raft_state", "1 for this node's current Raft role.", []string{"state"}, nil),
+		raftTerm:     prometheus.NewDesc("sepp_raft_term", "Current Raft term.", nil, nil),
+		raftCommit:   prometheus.NewDesc("sepp_raft_commit_index", "Raft commit index.", nil, nil),
+		raftApplied:  prometheus.NewDesc("sepp_raft_applied_index", "Last Raft index applied to the state machine.", nil, nil),
+		raftLastLog:  prometheus.NewDesc("sepp_raft_last_log_index", "Last index in the Raft log.", nil, nil),
+		raftApplyLag: prometheus.NewDesc("sepp_raft_apply_lag", "Committed entries not yet applied (commit index minus applied index).", nil, nil),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.jobs, c.oldestReady, c.enqueued, c.acked, c.deadLettered, c.dropped, c.paused,
+		c.raftState, c.raftTerm, c.raftCommit, c.raftApplied, c.raftLastLog, c.raftApplyLag} {
+		ch <- d
+	}
+}
+
+var raftStates = []string{"Leader", "Follower", "Candidate", "Shutdown"}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), metricsReadTimeout)
+	defer cancel()
+
+	var stats []engine.QueueStats
+	if err := c.b.Read(ctx, true, func(e *engine.Engine) error {
+		stats = e.Stats(c.now())
+		return nil
+	}); err != nil {
+		c.log.Warn("metrics: reading queue stats failed", "error", err)
+	}
+	for _, q := range stats {
+		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{q.Name}, labels...)...)
+		}
+		counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{q.Name}, labels...)...)
+		}
+		gauge(c.jobs, float64(q.Scheduled), "scheduled")
+		gauge(c.jobs, float64(q.Ready), "ready")
+		gauge(c.jobs, float64(q.Reserved), "reserved")
+		gauge(c.jobs, float64(q.Dead), "dead")
+		gauge(c.oldestReady, q.OldestReadyAge.Seconds())
+		paused := 0.0
+		if q.Paused {
+			paused = 1
+		}
+		gauge(c.paused, paused)
+		counter(c.enqueued, q.Enqueued)
+		counter(c.acked, q.Acked)
+		counter(c.dropped, q.Dropped)
+		for _, cause := range []engine.Cause{engine.CauseAttemptsExhausted, engine.CauseRejected, engine.CauseLeaseExpired, engine.CauseAdmin} {
+			counter(c.deadLettered, q.DeadLettered[cause], causeLabel(cause))
+		}
+	}
+
+	st, err := c.b.Status(ctx)
+	if err != nil {
+		c.log.Warn("metrics: reading raft status failed", "error", err)
+		return
+	}
+	for _, s := range raftStates {
+		v := 0.0
+		if s == st.State {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.raftState, prometheus.GaugeValue, v, s)
+	}
+	ch <- prometheus.MustNewConstMetric(c.raftTerm, prometheus.GaugeValue, float64(st.Term))
+	ch <- prometheus.MustNewConstMetric(c.raftCommit, prometheus.GaugeValue, float64(st.CommitIndex))
+	ch <- prometheus.MustNewConstMetric(c.raftApplied, prometheus.GaugeValue, float64(st.AppliedIndex))
+	ch <- prometheus.MustNewConstMetric(c.raftLastLog, prometheus.GaugeValue, float64(st.LastLogIndex))
+	lag := 0.0
+	if st.CommitIndex > st.AppliedIndex {
+		lag = float64(st.CommitIndex - st.AppliedIndex)
+	}
+	ch <- prometheus.MustNewConstMetric(c.raftApplyLag, prometheus.GaugeValue, lag)
+}

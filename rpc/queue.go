@@ -1,0 +1,305 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sepp-io/sepp/engine"
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
+)
+
+// queueService implements sepp.v1.QueueService. Handlers validate what the
+// engine does not (names, durations, directives), call the Backend, and
+// return its errors raw: mapErrors turns them into statuses in one place.
+type queueService struct {
+	seppv1.UnimplementedQueueServiceServer
+	*server
+}
+
+func (s *queueService) Enqueue(ctx context.Context, req *seppv1.EnqueueRequest) (*seppv1.EnqueueResponse, error) {
+	p, err := enqueueParams("", req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.b.Enqueue(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return enqueueResultToProto(res), nil
+}
+
+func enqueueResultToProto(r engine.EnqueueResult) *seppv1.EnqueueResponse {
+	return &seppv1.EnqueueResponse{JobId: uint64(r.JobID), State: jobStateToProto(r.State), Duplicate: r.Duplicate}
+}
+
+func (s *queueService) EnqueueBatch(ctx context.Context, req *seppv1.EnqueueBatchRequest) (*seppv1.EnqueueBatchResponse, error) {
+	if len(req.GetJobs()) == 0 {
+		return nil, invalidField("jobs", "1..max_batch_size", "needs at least one job")
+	}
+	// Items the rpc layer rejects fail alone, like items the engine
+	// rejects; the rest go to the engine in one proposal.
+	results := make([]*seppv1.EnqueueBatchResult, len(req.GetJobs()))
+	params := make([]engine.EnqueueParams, 0, len(req.GetJobs()))
+	positions := make([]int, 0, len(req.GetJobs()))
+	for i, item := range req.GetJobs() {
+		p, err := enqueueParams("jobs["+itoa(i)+"].", item)
+		if err != nil {
+			results[i] = &seppv1.EnqueueBatchResult{Outcome: &seppv1.EnqueueBatchResult_Error{Error: itemErrorFor(err)}}
+			continue
+		}
+		params = append(params, p)
+		positions = append(positions, i)
+	}
+	if len(params) > 0 {
+		items, err := s.b.EnqueueBatch(ctx, params)
+		if err != nil {
+			return nil, renameField(err, "items", "jobs")
+		}
+		if len(items) != len(params) {
+			return nil, errors.New("enqueue batch: backend returned " + itoa(len(items)) + " results for " + itoa(len(params)) + " items")
+		}
+		for k, item := range items {
+			i := positions[k]
+			if item.Err != nil {
+				results[i] = &seppv1.EnqueueBatchResult{Outcome: &seppv1.EnqueueBatchResult_Error{Error: itemErrorFor(prefixField("jobs["+itoa(i)+"].", item.Err))}}
+				continue
+			}
+			results[i] = &seppv1.EnqueueBatchResult{Outcome: &seppv1.EnqueueBatchResult_Enqueued{Enqueued: enqueueResultToProto(item.Result)}}
+		}
+	}
+	return &seppv1.EnqueueBatchResponse{Results: results}, nil
+}
+
+// renameField makes a whole-request engine FieldError name the request's
+// field (the engine calls a batch "items"; the API calls it "jobs").
+func renameField(err error, from, to string) error {
+	var fe *engine.FieldError
+	if errors.As(err, &fe) && fe.Field == from {
+		return &engine.FieldError{Field: to, Reason: fe.Reason, Err: fe.Err}
+	}
+	return err
+}
+
+// prefixField makes an engine FieldError of a batch item name its position
+// ("jobs[3].priority"), keeping the sentinel for the status table.
+func prefixField(prefix string, err error) error {
+	var fe *engine.FieldError
+	if errors.As(err, &fe) {
+		return &engine.FieldError{Field: prefix + fe.Field, Reason: fe.Reason, Err: fe.Err}
+	}
+	return err
+}
+
+func (s *queueService) Reserve(ctx context.Context, req *seppv1.ReserveRequest) (*seppv1.ReserveResponse, error) {
+	lease, err := validateDuration("lease", req.GetLease())
+	if err != nil {
+		return nil, err
+	}
+	wait, err := validateDuration("wait", req.GetWait())
+	if err != nil {
+		return nil, err
+	}
+	wait = min(wait, s.opts.MaxReserveWait)
+	p := engine.ReserveParams{
+		Queue:     req.GetQueue(),
+		WorkerID:  req.GetWorkerId(),
+		N:         int(min(req.GetMax(), 1<<20)), // the engine clamps to max_reserve_batch
+		Lease:     lease,
+		RequestID: req.GetRequestId(),
+	}
+	ds, err := s.b.Reserve(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(ds) == 0 && wait > 0 {
+		ds, err = s.longPoll(ctx, p, wait)
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := &seppv1.ReserveResponse{Jobs: make([]*seppv1.ReservedJob, len(ds))}
+	for i, d := range ds {
+		out.Jobs[i] = deliveryToProto(d, p.WorkerID)
+	}
+	return out, nil
+}
+
+// longPoll waits up to wait for a job of p.Queue after a reserve found none.
+// It proposes again only when this node's own state (a stale local read,
+// which costs no Raft round) shows the queue has Ready jobs and is not
+// paused, so an idle waiting worker writes nothing to the log. Each wake-up
+// is an applied entry, which is also when promotions, nacks, releases and
+// lease expiries make jobs Ready.
+func (s *queueService) longPoll(ctx context.Context, p engine.ReserveParams, wait time.Duration) ([]engine.Delivery, error) {
+	select {
+	case s.longPolls <- struct{}{}:
+		defer func() { <-s.longPolls }()
+	default:
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"wait: this server already holds its limit of %d waiting reserves; retry with a shorter or no wait, or later",
+			cap(s.longPolls))
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	// emptyProposals counts reserves since the last wake-up that found
+	// nothing although the local state showed Ready jobs: another worker
+	// won the race. Looking again at once catches jobs that became Ready
+	// meanwhile; the bound keeps a state that shows Ready jobs the engine
+	// will not hand out from becoming a loop of proposals.
+	const maxEmptyProposals = 2
+	emptyProposals := 0
+	for {
+		// Take the channel before looking, so an entry applied between
+		// the look and the wait still wakes us.
+		applied := s.b.Applied()
+		if emptyProposals < maxEmptyProposals && s.readyToReserve(ctx, p.Queue) {
+			ds, err := s.b.Reserve(ctx, p)
+			if err != nil || len(ds) > 0 {
+				return ds, err
+			}
+			emptyProposals++
+			continue
+		}
+		select {
+		case <-applied:
+			emptyProposals = 0
+		case <-timer.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// readyToReserve reports whether this node's applied state shows Ready jobs
+// on an unpaused queue. A queue the engine does not know yet has none.
+func (s *queueService) readyToReserve(ctx context.Context, queue string) bool {
+	var ready bool
+	err := s.b.Read(ctx, true, func(e *engine.Engine) error {
+		qs, err := e.QueueStats(s.now(), queue)
+		if err != nil {
+			return err
+		}
+		ready = qs.Ready > 0 && !qs.Paused
+		return nil
+	})
+	if err != nil && !errors.Is(err, engine.ErrNotFound) && !errors.Is(err, engine.ErrUnknownQueue) {
+		// A failed local read must not stall the poll: let the
+		// proposal decide (it fails properly if the node is unwell).
+		s.log.Debug("long-poll ready check failed", "queue", queue, "error", err)
+		return true
+	}
+	return ready
+}
+
+func (s *queueService) Ack(ctx context.Context, req *seppv1.AckRequest) (*seppv1.AckResponse, error) {
+	ref, err := leaseRef(req.GetCtx())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.b.Ack(ctx, ref); err != nil {
+		return nil, err
+	}
+	return &seppv1.AckResponse{}, nil
+}
+
+func (s *queueService) Release(ctx context.Context, req *seppv1.ReleaseRequest) (*seppv1.ReleaseResponse, error) {
+	ref, err := leaseRef(req.GetCtx())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.b.Release(ctx, ref); err != nil {
+		return nil, err
+	}
+	return &seppv1.ReleaseResponse{}, nil
+}
+
+func (s *queueService) Nack(ctx context.Context, req *seppv1.NackRequest) (*seppv1.NackResponse, error) {
+	ref, err := leaseRef(req.GetCtx())
+	if err != nil {
+		return nil, err
+	}
+	p := engine.NackParams{LeaseRef: ref, Reason: truncateReason(req.GetReason())}
+	switch d := req.GetDirective().GetDirective().(type) {
+	case *seppv1.RetryDirective_Default:
+		p.Directive = engine.DirectiveDefault
+	case *seppv1.RetryDirective_After:
+		after, err := validateDuration("directive.after", d.After)
+		if err != nil {
+			return nil, err
+		}
+		p.Directive, p.After = engine.DirectiveAfter, after
+	case *seppv1.RetryDirective_DeadLetter:
+		p.Directive = engine.DirectiveDeadLetter
+	default:
+		// Unset, or set by a newer client to a kind this server does not
+		// know (an unknown field): never guess what the worker meant.
+		return nil, invalidField("directive", "one of default, after, dead_letter",
+			"must set exactly one of default, after or dead_letter")
+	}
+	res, err := s.b.Nack(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &seppv1.NackResponse{DeadLettered: res.DeadLettered, NextAttemptAt: timestampOrNil(res.NextAttemptAt)}, nil
+}
+
+func (s *queueService) ExtendLease(ctx context.Context, req *seppv1.ExtendLeaseRequest) (*seppv1.ExtendLeaseResponse, error) {
+	ref, err := leaseRef(req.GetCtx())
+	if err != nil {
+		return nil, err
+	}
+	lease, err := validateDuration("lease", req.GetLease())
+	if err != nil {
+		return nil, err
+	}
+	deadline, err := s.b.ExtendLease(ctx, engine.ExtendParams{LeaseRef: ref, Lease: lease})
+	if err != nil {
+		return nil, err
+	}
+	return &seppv1.ExtendLeaseResponse{LeaseDeadline: timestampOrNil(deadline)}, nil
+}
+
+func (s *queueService) DrainDeadLetters(ctx context.Context, req *seppv1.DrainDeadLettersRequest) (*seppv1.DrainDeadLettersResponse, error) {
+	p := engine.DrainParams{Max: int(min(req.GetMax(), 1<<20))} // the engine clamps to max_reserve_batch
+	if req.Queue != nil {
+		p.Queue = req.GetQueue()
+	}
+	recs, err := s.b.DrainDeadLetters(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &seppv1.DrainDeadLettersResponse{Records: deadLettersToProto(recs)}, nil
+}
+
+func (s *queueService) GetServerInfo(ctx context.Context, req *seppv1.GetServerInfoRequest) (*seppv1.GetServerInfoResponse, error) {
+	var cfg engine.Config
+	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
+		cfg = e.Config()
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	self, leader := s.b.Self(), s.b.Leader()
+	l := cfg.Limits
+	out := &seppv1.GetServerInfoResponse{
+		Version:                    s.opts.Version,
+		NodeId:                     self.ID,
+		LeaderId:                   leader.ID,
+		LeaderGrpcAddr:             leader.GRPCAddr,
+		Stale:                      req.GetAllowStale() && leader.ID != self.ID,
+		DeadLetterRetentionEnabled: l.DeadLetterRetention > 0,
+		DeadLetterRetentionMs:      l.DeadLetterRetention.Milliseconds(),
+		MaxReserveBatch:            uint32(max(l.MaxReserveBatch, 0)),
+		MaxScheduleHorizonMs:       l.MaxScheduleHorizon.Milliseconds(),
+		Limits:                     limitsToProto(l, s.opts),
+	}
+	for _, q := range cfg.Queues {
+		out.Queues = append(out.Queues, queueLimitsToProto(q, l))
+	}
+	return out, nil
+}

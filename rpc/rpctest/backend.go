@@ -1,0 +1,342 @@
+package rpctest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sepp-io/sepp/cluster"
+	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
+)
+
+// LocalBackend implements rpc.Backend over one in-memory engine: each write
+// runs under a mutex, as the Raft state machine would apply it, stamped with
+// the injected clock. There is no log: "applied" means the call returned.
+//
+// Time-driven transitions: before every operation the backend applies a tick
+// if the engine's next deadline has passed, as the leader's ticker would
+// have; Tick does so on demand (wake long-polls after moving a Clock).
+//
+// Fault hooks let tests see the cluster's answers end to end: SetLeader makes
+// the node a follower (writes and consistent reads fail with
+// *cluster.NotLeaderError), FailWith injects errors per operation, and Close
+// shuts the node down (cluster.ErrShutdown, health NOT_SERVING).
+type LocalBackend struct {
+	now func() time.Time
+
+	mu       sync.RWMutex
+	eng      *engine.Engine
+	self     cluster.NodeInfo
+	leader   cluster.NodeInfo // == self while leading
+	members  []cluster.Member
+	applied  chan struct{}
+	index    uint64
+	shutdown bool
+	failWith func(op string) error
+}
+
+var _ rpc.Backend = (*LocalBackend)(nil)
+
+// NewLocalBackend returns a leading node named self over a fresh engine
+// running cfg (which must pass Validate). now is the clock; nil is time.Now.
+func NewLocalBackend(cfg engine.Config, self cluster.NodeInfo, now func() time.Time) (*LocalBackend, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("rpctest: engine config: %w", err)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if self.ID == "" {
+		self.ID = "local"
+	}
+	return &LocalBackend{
+		now:     now,
+		eng:     engine.New(cfg),
+		self:    self,
+		leader:  self,
+		members: []cluster.Member{{NodeInfo: self, Voter: true, Leader: true, Healthy: true}},
+		applied: make(chan struct{}),
+	}, nil
+}
+
+// SetLeader makes this node a follower of leader (or, with leader equal to
+// Self(), the leader again; with a zero leader, a node that knows none).
+func (b *LocalBackend) SetLeader(leader cluster.NodeInfo) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.leader = leader
+}
+
+// FailWith installs a hook consulted before every operation (op is the
+// Backend method name, e.g. "Enqueue", "Read"); a non-nil error is returned
+// instead of running it. nil removes the hook.
+func (b *LocalBackend) FailWith(hook func(op string) error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failWith = hook
+}
+
+// Close shuts the node down: every later call fails with cluster.ErrShutdown.
+func (b *LocalBackend) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.shutdown = true
+	b.signalLocked()
+}
+
+// Tick applies every time-driven transition due at the clock's now and
+// wakes long-polls; it returns what the engine did.
+func (b *LocalBackend) Tick() engine.TickResult {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	res := b.eng.Tick(b.now())
+	b.signalLocked()
+	return res
+}
+
+// Engine runs fn on the engine under the write lock (test setup and
+// inspection beyond the Backend interface).
+func (b *LocalBackend) Engine(fn func(e *engine.Engine)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	fn(b.eng)
+}
+
+func (b *LocalBackend) signalLocked() {
+	b.index++
+	close(b.applied)
+	b.applied = make(chan struct{})
+}
+
+// write runs one state change as an applied log entry would.
+func (b *LocalBackend) write(ctx context.Context, op string, fn func(now time.Time) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.gateLocked(op, false); err != nil {
+		return err
+	}
+	now := b.now()
+	b.tickIfDueLocked(now)
+	err := fn(now)
+	b.signalLocked()
+	return err
+}
+
+func (b *LocalBackend) gateLocked(op string, stale bool) error {
+	if b.shutdown {
+		return cluster.ErrShutdown
+	}
+	if b.failWith != nil {
+		if err := b.failWith(op); err != nil {
+			return err
+		}
+	}
+	if !stale && b.leader != b.self {
+		if b.leader.ID == "" {
+			return cluster.ErrNoLeader
+		}
+		return &cluster.NotLeaderError{Leader: b.leader}
+	}
+	return nil
+}
+
+func (b *LocalBackend) tickIfDueLocked(now time.Time) {
+	if next, ok := b.eng.NextDeadline(); ok && !next.After(now) {
+		b.eng.Tick(now)
+	}
+}
+
+func (b *LocalBackend) Enqueue(ctx context.Context, p engine.EnqueueParams) (res engine.EnqueueResult, err error) {
+	err = b.write(ctx, "Enqueue", func(now time.Time) error {
+		res, err = b.eng.Enqueue(now, p)
+		return err
+	})
+	return res, err
+}
+
+func (b *LocalBackend) EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) (res []engine.BatchItemResult, err error) {
+	err = b.write(ctx, "EnqueueBatch", func(now time.Time) error {
+		res, err = b.eng.EnqueueBatch(now, items)
+		return err
+	})
+	return res, err
+}
+
+func (b *LocalBackend) Reserve(ctx context.Context, p engine.ReserveParams) (ds []engine.Delivery, err error) {
+	err = b.write(ctx, "Reserve", func(now time.Time) error {
+		ds, err = b.eng.Reserve(now, p)
+		return err
+	})
+	return ds, err
+}
+
+func (b *LocalBackend) Ack(ctx context.Context, ref engine.LeaseRef) error {
+	return b.write(ctx, "Ack", func(now time.Time) error { return b.eng.Ack(now, ref) })
+}
+
+func (b *LocalBackend) Nack(ctx context.Context, p engine.NackParams) (res engine.NackResult, err error) {
+	err = b.write(ctx, "Nack", func(now time.Time) error {
+		res, err = b.eng.Nack(now, p)
+		return err
+	})
+	return res, err
+}
+
+func (b *LocalBackend) Release(ctx context.Context, ref engine.LeaseRef) error {
+	return b.write(ctx, "Release", func(now time.Time) error { return b.eng.Release(now, ref) })
+}
+
+func (b *LocalBackend) ExtendLease(ctx context.Context, p engine.ExtendParams) (deadline time.Time, err error) {
+	err = b.write(ctx, "ExtendLease", func(now time.Time) error {
+		deadline, err = b.eng.ExtendLease(now, p)
+		return err
+	})
+	return deadline, err
+}
+
+func (b *LocalBackend) DrainDeadLetters(ctx context.Context, p engine.DrainParams) (recs []engine.DeadLetterRecord, err error) {
+	err = b.write(ctx, "DrainDeadLetters", func(now time.Time) error {
+		recs, err = b.eng.DrainDeadLetters(now, p)
+		return err
+	})
+	return recs, err
+}
+
+func (b *LocalBackend) RequeueDeadLetters(ctx context.Context, ids []engine.JobID) (res []engine.ItemResult, err error) {
+	err = b.write(ctx, "RequeueDeadLetters", func(now time.Time) error {
+		res = b.eng.RequeueDeadLetters(now, ids)
+		return nil
+	})
+	return res, err
+}
+
+func (b *LocalBackend) DeleteDeadLetters(ctx context.Context, ids []engine.JobID) (res []engine.ItemResult, err error) {
+	err = b.write(ctx, "DeleteDeadLetters", func(now time.Time) error {
+		res = b.eng.DeleteDeadLetters(now, ids)
+		return nil
+	})
+	return res, err
+}
+
+func (b *LocalBackend) DeadLetterJobs(ctx context.Context, ids []engine.JobID, reason string) (res []engine.ItemResult, err error) {
+	err = b.write(ctx, "DeadLetterJobs", func(now time.Time) error {
+		res = b.eng.DeadLetterJobs(now, ids, reason)
+		return nil
+	})
+	return res, err
+}
+
+func (b *LocalBackend) PauseQueue(ctx context.Context, queue string) error {
+	return b.write(ctx, "PauseQueue", func(now time.Time) error { return b.eng.PauseQueue(now, queue) })
+}
+
+func (b *LocalBackend) ResumeQueue(ctx context.Context, queue string) error {
+	return b.write(ctx, "ResumeQueue", func(now time.Time) error { return b.eng.ResumeQueue(now, queue) })
+}
+
+// Read runs fn under the lock. A due tick is applied first (taking the
+// write lock for it), so reads see what the leader's ticker would have done.
+func (b *LocalBackend) Read(ctx context.Context, stale bool, fn func(e *engine.Engine) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.gateLocked("Read", stale); err != nil {
+		return err
+	}
+	if next, ok := b.eng.NextDeadline(); ok && !next.After(b.now()) && b.leader == b.self {
+		b.eng.Tick(b.now())
+		b.signalLocked()
+	}
+	return fn(b.eng)
+}
+
+func (b *LocalBackend) Applied() <-chan struct{} {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.applied
+}
+
+func (b *LocalBackend) Self() cluster.NodeInfo { return b.self }
+
+func (b *LocalBackend) Leader() cluster.NodeInfo {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.leader
+}
+
+func (b *LocalBackend) Status(ctx context.Context) (cluster.Status, error) {
+	if err := ctx.Err(); err != nil {
+		return cluster.Status{}, err
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	st := cluster.Status{
+		Self:         b.self,
+		Leader:       b.leader,
+		State:        "Leader",
+		Term:         1,
+		CommitIndex:  b.index,
+		AppliedIndex: b.index,
+		LastLogIndex: b.index,
+		Members:      append([]cluster.Member(nil), b.members...),
+	}
+	switch {
+	case b.shutdown:
+		st.State = "Shutdown"
+	case b.leader != b.self:
+		st.State = "Follower"
+	}
+	return st, nil
+}
+
+func (b *LocalBackend) Join(ctx context.Context, node cluster.NodeInfo) error {
+	return b.membership(ctx, "Join", func() error {
+		for _, m := range b.members {
+			if m.ID == node.ID {
+				return nil // joining twice is a no-op, as in raft
+			}
+		}
+		b.members = append(b.members, cluster.Member{NodeInfo: node, Voter: true})
+		return nil
+	})
+}
+
+func (b *LocalBackend) Remove(ctx context.Context, id string) error {
+	return b.membership(ctx, "Remove", func() error {
+		for i, m := range b.members {
+			if m.ID == id {
+				b.members = append(b.members[:i:i], b.members[i+1:]...)
+				return nil
+			}
+		}
+		return fmt.Errorf("rpctest: remove %q: %w", id, engine.ErrNotFound)
+	})
+}
+
+// ErrSingleNode is returned by TransferLeadership: a LocalBackend has no
+// other node to hand leadership to.
+var ErrSingleNode = errors.New("rpctest: a local backend has no other node to transfer leadership to")
+
+func (b *LocalBackend) TransferLeadership(ctx context.Context, _ string) error {
+	return b.membership(ctx, "TransferLeadership", func() error { return ErrSingleNode })
+}
+
+func (b *LocalBackend) membership(ctx context.Context, op string, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.gateLocked(op, false); err != nil {
+		return err
+	}
+	return fn()
+}

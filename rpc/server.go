@@ -1,0 +1,208 @@
+package rpc
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
+)
+
+// Defaults of Options; a zero field takes these.
+const (
+	DefaultMaxMessageBytes        = 16 << 20 // a full batch of small jobs, or one max payload with room
+	DefaultMaxReserveWait         = 30 * time.Second
+	DefaultMaxConcurrentLongPolls = 1024
+)
+
+// Options configure NewGRPCServer. The zero value is usable.
+type Options struct {
+	// Logger receives internal errors and warnings; nil discards.
+	Logger hclog.Logger
+	// MaxMessageBytes bounds a request (and a response) on the wire; a
+	// larger request fails with ResourceExhausted before it is decoded.
+	MaxMessageBytes int
+	// MaxReserveWait caps the long-poll wait a Reserve may ask for.
+	MaxReserveWait time.Duration
+	// MaxConcurrentLongPolls caps the Reserves waiting at once on this
+	// server; one more fails with ResourceExhausted.
+	MaxConcurrentLongPolls int
+	// NowFunc is the clock read-only engine calls are stamped with (queue
+	// stats, oldest-ready ages); nil uses time.Now.
+	NowFunc func() time.Time
+	// Version is reported by GetServerInfo.
+	Version string
+	// Registerer receives the metrics (metrics.go); nil registers none. The
+	// collectors carry a constant node label, so several nodes of one
+	// process (sepp dev) can share a registry.
+	Registerer prometheus.Registerer
+	// UnaryInterceptors run after the metrics and before validation (auth
+	// goes here).
+	UnaryInterceptors []grpc.UnaryServerInterceptor
+	// ServerOptions are appended to the grpc.Server's own (TLS credentials,
+	// keepalive).
+	ServerOptions []grpc.ServerOption
+}
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.MaxReserveWait <= 0 {
+		o.MaxReserveWait = DefaultMaxReserveWait
+	}
+	if o.MaxConcurrentLongPolls <= 0 {
+		o.MaxConcurrentLongPolls = DefaultMaxConcurrentLongPolls
+	}
+	if o.NowFunc == nil {
+		o.NowFunc = time.Now
+	}
+	return o
+}
+
+// server holds what the three services share.
+type server struct {
+	b         Backend
+	opts      Options
+	log       hclog.Logger
+	longPolls chan struct{} // semaphore of waiting Reserves
+}
+
+// NewGRPCServer returns a grpc.Server serving sepp's QueueService,
+// AdminService and ClusterService over b, with the standard health service
+// (SERVING while the node runs; NOT_SERVING once it shuts down) and server
+// reflection, so grpcurl works without .proto files. The caller owns the
+// returned server: Serve it on a listener and GracefulStop it. It starts no
+// goroutines of its own.
+func NewGRPCServer(b Backend, opts Options) *grpc.Server {
+	opts = opts.withDefaults()
+	s := &server{
+		b:         b,
+		opts:      opts,
+		log:       opts.Logger.Named("rpc"),
+		longPolls: make(chan struct{}, opts.MaxConcurrentLongPolls),
+	}
+	codec := newUTF8Codec()
+	rpcMetrics := newRPCMetrics()
+	interceptors := append([]grpc.UnaryServerInterceptor{rpcMetrics.intercept}, opts.UnaryInterceptors...)
+	interceptors = append(interceptors, codec.rejectInvalidUTF8, s.mapErrors)
+	grpcOpts := append([]grpc.ServerOption{
+		grpc.ForceServerCodecV2(codec),
+		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
+		grpc.MaxSendMsgSize(opts.MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(interceptors...),
+	}, opts.ServerOptions...)
+	gs := grpc.NewServer(grpcOpts...)
+	seppv1.RegisterQueueServiceServer(gs, &queueService{server: s})
+	seppv1.RegisterAdminServiceServer(gs, &adminService{server: s})
+	seppv1.RegisterClusterServiceServer(gs, &clusterService{server: s})
+	healthpb.RegisterHealthServer(gs, &healthService{b: b})
+	reflection.Register(gs)
+	if opts.Registerer != nil {
+		reg := prometheus.WrapRegistererWith(prometheus.Labels{"node": b.Self().ID}, opts.Registerer)
+		for _, c := range []prometheus.Collector{rpcMetrics, newStateCollector(b, opts.NowFunc, s.log)} {
+			if err := reg.Register(c); err != nil {
+				s.log.Warn("metrics not registered", "error", err)
+			}
+		}
+	}
+	return gs
+}
+
+// mapErrors is the innermost interceptor: every error a handler returns goes
+// through statusFor once, and internal errors are logged with the method.
+func (s *server) mapErrors(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	if err == nil {
+		return resp, nil
+	}
+	st := statusFor(err)
+	if st.Code() == codes.Internal {
+		s.log.Error("internal error", "method", info.FullMethod, "error", err)
+	}
+	return nil, st.Err()
+}
+
+// now stamps read-only engine calls.
+func (s *server) now() time.Time { return s.opts.NowFunc() }
+
+// healthService answers the standard gRPC health protocol. A node is SERVING
+// while it runs, leader or follower (a follower still answers and redirects);
+// NOT_SERVING once its Raft node has shut down.
+type healthService struct {
+	healthpb.UnimplementedHealthServer
+	b Backend
+}
+
+// healthWatchPoll bounds how long Watch may miss a change when nothing is
+// applied (for example a shutdown of an idle node).
+const healthWatchPoll = time.Second
+
+func (h *healthService) servingStatus(ctx context.Context) healthpb.HealthCheckResponse_ServingStatus {
+	st, err := h.b.Status(ctx)
+	if err != nil || st.State == "Shutdown" {
+		return healthpb.HealthCheckResponse_NOT_SERVING
+	}
+	return healthpb.HealthCheckResponse_SERVING
+}
+
+func (h *healthService) known(service string) bool {
+	switch service {
+	case "", seppv1.QueueService_ServiceDesc.ServiceName, seppv1.AdminService_ServiceDesc.ServiceName,
+		seppv1.ClusterService_ServiceDesc.ServiceName:
+		return true
+	}
+	return false
+}
+
+func (h *healthService) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	if !h.known(req.GetService()) {
+		return nil, status.Errorf(codes.NotFound, "unknown service %q", req.GetService())
+	}
+	return &healthpb.HealthCheckResponse{Status: h.servingStatus(ctx)}, nil
+}
+
+func (h *healthService) Watch(req *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
+	ctx := stream.Context()
+	last := healthpb.HealthCheckResponse_UNKNOWN
+	if !h.known(req.GetService()) {
+		last = healthpb.HealthCheckResponse_SERVICE_UNKNOWN
+		return stream.Send(&healthpb.HealthCheckResponse{Status: last})
+	}
+	ticker := time.NewTicker(healthWatchPoll)
+	defer ticker.Stop()
+	for {
+		if cur := h.servingStatus(ctx); cur != last {
+			if err := stream.Send(&healthpb.HealthCheckResponse{Status: cur}); err != nil {
+				return err
+			}
+			last = cur
+		}
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-h.b.Applied():
+		case <-ticker.C:
+		}
+	}
+}
+
+func (h *healthService) List(ctx context.Context, _ *healthpb.HealthListRequest) (*healthpb.HealthListResponse, error) {
+	cur := &healthpb.HealthCheckResponse{Status: h.servingStatus(ctx)}
+	return &healthpb.HealthListResponse{Statuses: map[string]*healthpb.HealthCheckResponse{
+		"": cur,
+		seppv1.QueueService_ServiceDesc.ServiceName:   cur,
+		seppv1.AdminService_ServiceDesc.ServiceName:   cur,
+		seppv1.ClusterService_ServiceDesc.ServiceName: cur,
+	}}, nil
+}
