@@ -1,0 +1,394 @@
+package client
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
+)
+
+// Defaults of the options.
+const (
+	DefaultRetryTimeout   = 15 * time.Second
+	DefaultAttemptTimeout = 10 * time.Second
+	DefaultBackoffBase    = 10 * time.Millisecond
+	DefaultBackoffMax     = 500 * time.Millisecond
+)
+
+// Option configures a Client.
+type Option func(*options)
+
+type options struct {
+	retryTimeout   time.Duration
+	attemptTimeout time.Duration
+	backoffBase    time.Duration
+	backoffMax     time.Duration
+	dialOptions    []grpc.DialOption
+	callOptions    []grpc.CallOption
+}
+
+// WithRetryTimeout bounds how long one call keeps retrying through a
+// failover (default 15s; the caller's context may end it sooner). Zero
+// disables retries: every call makes exactly one attempt.
+func WithRetryTimeout(d time.Duration) Option { return func(o *options) { o.retryTimeout = d } }
+
+// WithAttemptTimeout bounds one attempt of a call (default 10s), so a node
+// that hangs without closing its connection is left for another. A long-poll
+// reserve gets its wait on top.
+func WithAttemptTimeout(d time.Duration) Option { return func(o *options) { o.attemptTimeout = d } }
+
+// WithBackoff sets the jittered exponential backoff between retries: the
+// n-th wait is drawn from [d/2, d] with d = min(base·2ⁿ, max).
+func WithBackoff(base, max time.Duration) Option {
+	return func(o *options) { o.backoffBase, o.backoffMax = base, max }
+}
+
+// WithDialOptions adds gRPC dial options (transport credentials, per-RPC
+// credentials, interceptors). Without credentials the client dials in
+// plaintext.
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
+}
+
+// WithCallOptions adds gRPC call options to every call.
+func WithCallOptions(opts ...grpc.CallOption) Option {
+	return func(o *options) { o.callOptions = append(o.callOptions, opts...) }
+}
+
+// Client talks to a sepp cluster. It is safe for concurrent use; create one
+// per process and Close it when done.
+type Client struct {
+	opts  options
+	seeds []string
+
+	mu     sync.Mutex
+	conns  map[string]*grpc.ClientConn
+	leader string // the address believed to lead; "" when unknown
+	next   int    // rotation over the known addresses when the leader is unknown
+	known  []string
+	closed bool
+}
+
+// New returns a client for the cluster whose nodes listen on addrs
+// (host:port). It connects lazily: no node needs to be up yet; the first
+// call finds the leader.
+func New(ctx context.Context, addrs []string, opts ...Option) (*Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	o := options{
+		retryTimeout:   DefaultRetryTimeout,
+		attemptTimeout: DefaultAttemptTimeout,
+		backoffBase:    DefaultBackoffBase,
+		backoffMax:     DefaultBackoffMax,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := &Client{opts: o, conns: make(map[string]*grpc.ClientConn)}
+	for _, a := range addrs {
+		a = strings.TrimSpace(a)
+		if a == "" || contains(c.seeds, a) {
+			continue
+		}
+		c.seeds = append(c.seeds, a)
+	}
+	if len(c.seeds) == 0 {
+		return nil, &FieldError{Field: "addrs", Description: "addrs: at least one node address (host:port) is required"}
+	}
+	c.known = append([]string(nil), c.seeds...)
+	for _, a := range c.seeds {
+		if _, err := c.connLocked(a); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Close closes every connection. Calls in flight fail.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	var errs []error
+	for _, cc := range c.conns {
+		errs = append(errs, cc.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Addrs are the addresses the client knows: the seeds plus leaders it was
+// pointed at.
+func (c *Client) Addrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.known...)
+}
+
+// Leader is the address the client currently sends writes to ("" when it
+// does not know yet).
+func (c *Client) Leader() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leader
+}
+
+// connLocked returns the connection to addr, creating it (lazily
+// connecting) on first use. c.mu must be held, or the client unpublished.
+func (c *Client) connLocked(addr string) (*grpc.ClientConn, error) {
+	if cc, ok := c.conns[addr]; ok {
+		return cc, nil
+	}
+	dial := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	dial = append(dial, c.opts.dialOptions...)
+	cc, err := grpc.NewClient(addr, dial...)
+	if err != nil {
+		return nil, &FieldError{Field: "addrs", Description: fmt.Sprintf("addrs: cannot use %q: %v", addr, err)}
+	}
+	c.conns[addr] = cc
+	if !contains(c.known, addr) {
+		c.known = append(c.known, addr)
+	}
+	return cc, nil
+}
+
+// target picks the node for the next attempt: the leader when known, else
+// the next address in rotation.
+func (c *Client) target() (string, *grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return "", nil, ErrClosed
+	}
+	addr := c.leader
+	if addr == "" {
+		addr = c.known[c.next%len(c.known)]
+	}
+	cc, err := c.connLocked(addr)
+	return addr, cc, err
+}
+
+// followLeader records a leader hint; an empty hint forgets the leader.
+func (c *Client) followLeader(from, leaderAddr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if leaderAddr == "" || leaderAddr == from {
+		c.forgetLocked(from)
+		return
+	}
+	c.leader = leaderAddr
+}
+
+// forget moves on from a node that failed: the next attempt tries another.
+func (c *Client) forget(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgetLocked(addr)
+}
+
+func (c *Client) forgetLocked(addr string) {
+	if c.leader == addr {
+		c.leader = ""
+	}
+	if len(c.known) > 0 && c.known[c.next%len(c.known)] == addr {
+		c.next++
+	}
+}
+
+// confirmLeader records that addr answered a leader-only call.
+func (c *Client) confirmLeader(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leader = addr
+}
+
+// retryPolicy says which failures a call may retry.
+type retryPolicy uint8
+
+const (
+	// retrySafe: the call is idempotent or fenced (enqueue with a key,
+	// reserve with a request id, ack/nack/extend/release with a lease
+	// token, reads): retry whatever did not certainly fail for good.
+	retrySafe retryPolicy = iota
+	// retryNotSent: the call is destructive (drain, transfer): retry only
+	// when the server said nothing was applied (NotLeader).
+	retryNotSent
+)
+
+// attempt is the state a call's closure sees.
+type attempt struct {
+	addr string
+	cc   *grpc.ClientConn
+	// maybeApplied is true when an earlier attempt of this call may have
+	// taken effect.
+	maybeApplied bool
+	// extraTimeout lengthens this attempt's deadline (long-poll wait).
+	extraTimeout time.Duration
+}
+
+// outcome classifies one failed attempt.
+type outcome uint8
+
+const (
+	outcomeFinal        outcome = iota // a real answer: return it
+	outcomeNotApplied                  // the server said nothing applied: retry
+	outcomeMaybeApplied                // may have applied: retry only if safe
+)
+
+func classify(err error) (outcome, *NotLeaderError) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return outcomeFinal, nil
+	}
+	for _, d := range st.Details() {
+		if nl, ok := d.(*seppv1.NotLeader); ok {
+			return outcomeNotApplied, &NotLeaderError{LeaderID: nl.GetLeaderId(), LeaderAddr: nl.GetLeaderGrpcAddr()}
+		}
+	}
+	switch st.Code() {
+	case codes.Unavailable:
+		// Unavailable without a NotLeader detail is the server's "no leader"
+		// or a transport failure; the two cannot be told apart, and a
+		// transport failure may come after the request was sent.
+		return outcomeMaybeApplied, nil
+	case codes.Aborted:
+		return outcomeMaybeApplied, nil
+	case codes.DeadlineExceeded:
+		// Only reached for our own attempt deadline (the caller's context
+		// is checked first): the request may have been applied.
+		return outcomeMaybeApplied, nil
+	default:
+		return outcomeFinal, nil
+	}
+}
+
+// call runs fn against the leader, retrying per policy with jittered
+// exponential backoff until it succeeds, fails for good, or the retry budget
+// (WithRetryTimeout, the caller's context) runs out.
+func (c *Client) call(ctx context.Context, op string, policy retryPolicy, extra time.Duration, fn func(ctx context.Context, a *attempt) error) error {
+	start := time.Now()
+	var (
+		a         attempt
+		backoffN  int
+		redirects int
+		lastErr   error
+	)
+	a.extraTimeout = extra
+	for {
+		if err := ctx.Err(); err != nil {
+			if lastErr != nil {
+				err = fmt.Errorf("%w (last failure: %v)", err, lastErr)
+			}
+			if a.maybeApplied {
+				return &unknownOutcomeError{op: op, last: err}
+			}
+			return err
+		}
+		addr, cc, err := c.target()
+		if err != nil {
+			return err
+		}
+		a.addr, a.cc = addr, cc
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if c.opts.attemptTimeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, c.opts.attemptTimeout+a.extraTimeout)
+		}
+		err = fn(actx, &a)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			continue // reported at the top of the loop
+		}
+		kind, notLeader := classify(err)
+		lastErr = err
+		switch {
+		case kind == outcomeFinal:
+			if a.maybeApplied && errors.Is(fromStatus(op, err), ErrLeaseLost) {
+				// A fenced retry finding the lease gone: the first attempt
+				// may have taken effect, or the lease expired meanwhile.
+				return &unknownOutcomeError{op: op, last: fromStatus(op, err)}
+			}
+			return fromStatus(op, err)
+		case kind == outcomeMaybeApplied && policy == retryNotSent:
+			return &unknownOutcomeError{op: op, last: fromStatus(op, err)}
+		}
+		if kind == outcomeMaybeApplied {
+			a.maybeApplied = true
+		}
+		if c.opts.retryTimeout <= 0 || time.Since(start) >= c.opts.retryTimeout {
+			if a.maybeApplied {
+				return &unknownOutcomeError{op: op, last: fromStatus(op, err)}
+			}
+			return fromStatus(op, err)
+		}
+		if notLeader != nil && notLeader.LeaderAddr != "" && notLeader.LeaderAddr != addr && redirects < 3 {
+			// A fresh hint: follow it at once.
+			c.followLeader(addr, notLeader.LeaderAddr)
+			redirects++
+			continue
+		}
+		redirects = 0
+		if notLeader != nil {
+			c.followLeader(addr, notLeader.LeaderAddr)
+		} else {
+			c.forget(addr)
+		}
+		wait := c.backoff(backoffN)
+		backoffN++
+		if remaining := c.opts.retryTimeout - time.Since(start); wait > remaining {
+			wait = max(remaining, 0)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) backoff(n int) time.Duration {
+	d := c.opts.backoffBase
+	for i := 0; i < n && d < c.opts.backoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, c.opts.backoffMax)
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// newKey returns a random idempotency key or request id.
+func newKey() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,22 @@
+// Package client is the Go SDK of sepp: a Client that talks to a cluster
+// over gRPC, a Producer that batches enqueues for throughput, and a Worker
+// that reserves jobs and runs handlers.
+//
+// The Client is given several node addresses. It finds the leader, follows a
+// follower's NotLeader hint, and rides through a failover by retrying calls
+// that certainly did not apply (Unavailable, NotLeader) and calls whose
+// outcome is unknown but whose retry is safe: every enqueue carries an
+// idempotency key and every reserve a request id, reused on each retry of
+// the same call, so a retry never adds a second job or a second delivery.
+// DrainDeadLetters is destructive and is never retried once it may have
+// reached the server: a lost drain response is reported, not repeated.
+//
+// Errors are typed: test them with errors.Is against the sentinels
+// (ErrNotFound, ErrLeaseLost, ErrInvalidArgument, ErrUnknownOutcome, ...)
+// and with errors.As for the details (*FieldError, *ScheduledTooFarError,
+// *NotLeaderError).
+//
+// The package imports only the public API (proto/sepp/v1), gRPC and the
+// standard library; it must never import the server's packages (engine,
+// fsm, cluster, rpc), so users pull in no server code.
+package client

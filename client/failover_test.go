@@ -1,0 +1,217 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/sepp-io/sepp/client"
+	"github.com/sepp-io/sepp/cluster"
+	"github.com/sepp-io/sepp/cluster/clustertest"
+	"github.com/sepp-io/sepp/rpc"
+	"github.com/sepp-io/sepp/rpc/rpctest"
+)
+
+// grpcCluster is an in-process three-node Raft cluster with each node
+// served over gRPC on loopback, as `sepp serve` would.
+type grpcCluster struct {
+	t       *testing.T
+	nodes   *clustertest.Cluster
+	addrs   []string
+	mu      sync.Mutex
+	servers []*grpc.Server
+}
+
+func startGRPCCluster(t *testing.T) *grpcCluster {
+	t.Helper()
+	const n = 3
+	lis := make([]net.Listener, n)
+	addrs := make([]string, n)
+	for i := range lis {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lis[i], addrs[i] = l, l.Addr().String()
+	}
+	nodes := clustertest.New(t, n, clustertest.WithConfig(func(i int, cfg *cluster.Config) {
+		cfg.GRPCAddr = addrs[i]
+		for p := range cfg.Peers {
+			var j int
+			if _, err := fmt.Sscanf(cfg.Peers[p].ID, "n%d", &j); err != nil {
+				t.Fatalf("peer id %q: %v", cfg.Peers[p].ID, err)
+			}
+			cfg.Peers[p].GRPCAddr = addrs[j]
+		}
+	}))
+	gc := &grpcCluster{t: t, nodes: nodes, addrs: addrs, servers: make([]*grpc.Server, n)}
+	for i := range lis {
+		srv := rpc.NewGRPCServer(nodes.Node(i), rpc.Options{Logger: rpctest.TestLogger(t), MaxReserveWait: 200 * time.Millisecond})
+		gc.servers[i] = srv
+		go func() { _ = srv.Serve(lis[i]) }()
+	}
+	t.Cleanup(func() {
+		gc.mu.Lock()
+		defer gc.mu.Unlock()
+		for _, s := range gc.servers {
+			if s != nil {
+				s.Stop()
+			}
+		}
+	})
+	return gc
+}
+
+// kill crashes node i: its gRPC server drops every connection and the Raft
+// node stops without handing over leadership.
+func (gc *grpcCluster) kill(i int) {
+	gc.mu.Lock()
+	srv := gc.servers[i]
+	gc.servers[i] = nil
+	gc.mu.Unlock()
+	srv.Stop()
+	gc.nodes.Kill(i)
+}
+
+// failoverRun drives a producer and a worker through disrupt and checks
+// that every acknowledged enqueue was handled and acked, none twice except
+// after a real redelivery.
+func failoverRun(t *testing.T, disrupt func(gc *grpcCluster, c *client.Client)) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster")
+	}
+	gc := startGRPCCluster(t)
+	c := newClient(t, gc.addrs, client.WithRetryTimeout(20*time.Second), client.WithBackoff(5*time.Millisecond, 100*time.Millisecond))
+	ctx := testContext(t)
+
+	const (
+		producers   = 4
+		perProducer = 60
+		disruptAt   = producers * perProducer / 3
+	)
+	var (
+		mu        sync.Mutex
+		acked     = make(map[uint64]bool)     // job ids the producer was told about
+		handled   = make(map[uint64][]uint32) // job id → attempts the handler saw
+		ackErrors []error
+	)
+	w := client.NewWorker(c, client.WorkerOptions{
+		Concurrency: 8, Lease: 3 * time.Second, Wait: 100 * time.Millisecond,
+		OnError: func(err error) {
+			t.Logf("worker: %v", err)
+			if errors.Is(err, client.ErrLeaseLost) {
+				mu.Lock()
+				ackErrors = append(ackErrors, err)
+				mu.Unlock()
+			}
+		},
+	})
+	w.Handle("orders", "", func(ctx context.Context, d *client.Delivery) error {
+		mu.Lock()
+		handled[d.Ctx.JobID] = append(handled[d.Ctx.JobID], d.Ctx.Attempt)
+		mu.Unlock()
+		return nil
+	})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perProducer {
+				res, err := c.Enqueue(ctx, client.NewEnqueueRequest("orders", "ship").WithPayload([]byte(fmt.Sprintf("%d-%d", p, i))))
+				if err != nil {
+					errs <- fmt.Errorf("producer %d job %d: %w", p, i, err)
+					return
+				}
+				mu.Lock()
+				if acked[res.JobID] {
+					errs <- fmt.Errorf("job id %d returned for two enqueues", res.JobID)
+				}
+				acked[res.JobID] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	waitFor(t, "a third of the jobs enqueued", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) >= disruptAt
+	})
+	disrupt(gc, c)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	waitFor(t, "every acknowledged job handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for id := range acked {
+			if len(handled[id]) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	waitFor(t, "the queue to drain", func() bool {
+		st := queueStats(t, c, "orders")
+		return st.Ready == 0 && st.Reserved == 0 && st.Scheduled == 0 && st.AckedTotal == st.EnqueuedTotal
+	})
+	st := queueStats(t, c, "orders")
+	mu.Lock()
+	defer mu.Unlock()
+	if want := uint64(producers * perProducer); st.EnqueuedTotal != want || uint64(len(acked)) != want {
+		t.Fatalf("server added %d jobs, producer was told about %d, want %d each: a retry duplicated or lost a job", st.EnqueuedTotal, len(acked), want)
+	}
+	redelivered := 0
+	for id, attempts := range handled {
+		if !acked[id] {
+			t.Errorf("handler saw job %d, which no producer was told about", id)
+		}
+		for k := 1; k < len(attempts); k++ {
+			// A second run of a job is allowed only as a redelivery after
+			// its lease expired, which the server numbers as a new attempt.
+			if attempts[k] <= attempts[k-1] {
+				t.Errorf("job %d was delivered twice as the same attempt: %v", id, attempts)
+			}
+		}
+		redelivered += len(attempts) - 1
+	}
+	t.Logf("%d jobs, %d redeliveries after lease expiry, %d lease-lost answers", len(acked), redelivered, len(ackErrors))
+}
+
+func TestFailover_LeaderKilled(t *testing.T) {
+	failoverRun(t, func(gc *grpcCluster, c *client.Client) {
+		old := gc.nodes.WaitLeader()
+		gc.t.Logf("killing leader n%d", old)
+		gc.kill(old)
+		gc.t.Logf("new leader n%d", gc.nodes.WaitLeader())
+	})
+}
+
+func TestFailover_LeadershipTransferred(t *testing.T) {
+	failoverRun(t, func(gc *grpcCluster, c *client.Client) {
+		old := gc.nodes.WaitLeader()
+		if err := c.TransferLeadership(testContext(gc.t), ""); err != nil {
+			gc.t.Fatalf("transfer leadership: %v", err)
+		}
+		clustertest.WaitFor(gc.t, 10*time.Second, "leadership to move", func() bool {
+			n := gc.nodes.Node(old)
+			return n == nil || !n.IsLeader()
+		})
+		gc.t.Logf("leadership moved from n%d to n%d", old, gc.nodes.WaitLeader())
+	})
+}

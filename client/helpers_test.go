@@ -1,0 +1,219 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sepp-io/sepp/client"
+	"github.com/sepp-io/sepp/cluster"
+	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
+	"github.com/sepp-io/sepp/rpc/rpctest"
+)
+
+// hookedBackend is a real engine (rpctest.LocalBackend, wall clock) whose
+// writes the test can count and fail after they applied, to play a leader
+// that lost its answer in transit.
+type hookedBackend struct {
+	*rpctest.LocalBackend
+
+	mu    sync.Mutex
+	calls map[string]int
+	// after runs once the operation applied; a non-nil error is returned
+	// in place of the result.
+	after func(op string) error
+	// before runs before the operation; it may block (ctx is the call's).
+	before func(ctx context.Context, op string) error
+	// reserveHook replaces Reserve when set.
+	reserveHook func(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error)
+}
+
+func (h *hookedBackend) setReserveHook(fn func(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.reserveHook = fn
+}
+
+func (h *hookedBackend) enter(ctx context.Context, op string) error {
+	h.mu.Lock()
+	h.calls[op]++
+	before := h.before
+	h.mu.Unlock()
+	if before != nil {
+		return before(ctx, op)
+	}
+	return nil
+}
+
+func (h *hookedBackend) leave(op string, err error) error {
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	after := h.after
+	h.mu.Unlock()
+	if after != nil {
+		return after(op)
+	}
+	return nil
+}
+
+func (h *hookedBackend) setAfter(fn func(op string) error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.after = fn
+}
+
+func (h *hookedBackend) setBefore(fn func(ctx context.Context, op string) error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.before = fn
+}
+
+func (h *hookedBackend) count(op string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[op]
+}
+
+func (h *hookedBackend) Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.EnqueueResult, error) {
+	if err := h.enter(ctx, "Enqueue"); err != nil {
+		return engine.EnqueueResult{}, err
+	}
+	res, err := h.LocalBackend.Enqueue(ctx, p)
+	return res, h.leave("Enqueue", err)
+}
+
+func (h *hookedBackend) EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) ([]engine.BatchItemResult, error) {
+	if err := h.enter(ctx, "EnqueueBatch"); err != nil {
+		return nil, err
+	}
+	res, err := h.LocalBackend.EnqueueBatch(ctx, items)
+	return res, h.leave("EnqueueBatch", err)
+}
+
+func (h *hookedBackend) Reserve(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error) {
+	if err := h.enter(ctx, "Reserve"); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	hook := h.reserveHook
+	h.mu.Unlock()
+	if hook != nil {
+		return hook(ctx, p)
+	}
+	ds, err := h.LocalBackend.Reserve(ctx, p)
+	return ds, h.leave("Reserve", err)
+}
+
+func (h *hookedBackend) Ack(ctx context.Context, ref engine.LeaseRef) error {
+	if err := h.enter(ctx, "Ack"); err != nil {
+		return err
+	}
+	return h.leave("Ack", h.LocalBackend.Ack(ctx, ref))
+}
+
+func (h *hookedBackend) Nack(ctx context.Context, p engine.NackParams) (engine.NackResult, error) {
+	if err := h.enter(ctx, "Nack"); err != nil {
+		return engine.NackResult{}, err
+	}
+	res, err := h.LocalBackend.Nack(ctx, p)
+	return res, h.leave("Nack", err)
+}
+
+func (h *hookedBackend) Release(ctx context.Context, ref engine.LeaseRef) error {
+	if err := h.enter(ctx, "Release"); err != nil {
+		return err
+	}
+	return h.leave("Release", h.LocalBackend.Release(ctx, ref))
+}
+
+func (h *hookedBackend) ExtendLease(ctx context.Context, p engine.ExtendParams) (time.Time, error) {
+	if err := h.enter(ctx, "ExtendLease"); err != nil {
+		return time.Time{}, err
+	}
+	d, err := h.LocalBackend.ExtendLease(ctx, p)
+	return d, h.leave("ExtendLease", err)
+}
+
+func (h *hookedBackend) DrainDeadLetters(ctx context.Context, p engine.DrainParams) ([]engine.DeadLetterRecord, error) {
+	if err := h.enter(ctx, "DrainDeadLetters"); err != nil {
+		return nil, err
+	}
+	recs, err := h.LocalBackend.DrainDeadLetters(ctx, p)
+	return recs, h.leave("DrainDeadLetters", err)
+}
+
+type node struct {
+	backend *hookedBackend
+	addr    string
+}
+
+// startNode serves a leading node over a fresh engine on the wall clock.
+// mutate, when set, adjusts the default config first.
+func startNode(t *testing.T, id string, mutate func(*engine.Config)) *node {
+	t.Helper()
+	cfg := engine.DefaultConfig()
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	b, err := rpctest.NewLocalBackend(cfg, cluster.NodeInfo{ID: id}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hookedBackend{LocalBackend: b, calls: make(map[string]int)}
+	addr := rpctest.Serve(t, h, rpc.Options{MaxReserveWait: 200 * time.Millisecond})
+	return &node{backend: h, addr: addr}
+}
+
+func withRetention(cfg *engine.Config) { cfg.Limits.DeadLetterRetention = time.Hour }
+
+// newClient connects to addrs with a short backoff so tests move quickly.
+func newClient(t *testing.T, addrs []string, opts ...client.Option) *client.Client {
+	t.Helper()
+	opts = append([]client.Option{client.WithBackoff(time.Millisecond, 20*time.Millisecond), client.WithRetryTimeout(10 * time.Second)}, opts...)
+	c, err := client.New(context.Background(), addrs, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func queueStats(t *testing.T, c *client.Client, queue string) client.QueueStats {
+	t.Helper()
+	qs, err := c.ListQueues(testContext(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if q.Name == queue {
+			return q
+		}
+	}
+	return client.QueueStats{Name: queue}
+}
+
+var errInjected = errors.New("injected")

@@ -1,0 +1,238 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// ProducerOptions shape a Producer; zero values take the defaults.
+type ProducerOptions struct {
+	// Linger is how long the first job of a batch waits for company
+	// (default 1ms). Jobs arriving while the batches in flight are full
+	// wait anyway, so under load batches fill without added latency.
+	Linger time.Duration
+	// MaxBatch caps the jobs per EnqueueBatch call (default 128; keep it at
+	// or below the server's max_batch_size).
+	MaxBatch int
+	// MaxBatchBytes caps the encoded size of one batch (default 1 MiB; keep
+	// it below the server's max_message_bytes).
+	MaxBatchBytes int
+	// MaxInFlight caps the batches sent at once (default 4).
+	MaxInFlight int
+}
+
+// Producer coalesces concurrent enqueues into EnqueueBatch calls, for
+// throughput: many goroutines (or one goroutine with EnqueueAsync) can hand
+// it jobs, and each gets its own result. It is safe for concurrent use.
+// Retries and idempotency are those of Client.EnqueueBatch: every job has
+// its own idempotency key, so a retried batch adds no job twice.
+type Producer struct {
+	c    *Client
+	opts ProducerOptions
+	in   chan *pendingItem
+
+	mu     sync.RWMutex
+	closed bool
+
+	sendCtx    context.Context // cancelled when Close gives up waiting
+	cancelSend context.CancelFunc
+	inFlight   chan struct{}
+	loopDone   chan struct{}
+	sends      sync.WaitGroup
+}
+
+type pendingItem struct {
+	ctx  context.Context
+	req  *EnqueueRequest
+	size int
+	p    *PendingEnqueue
+}
+
+// PendingEnqueue is the future result of an EnqueueAsync.
+type PendingEnqueue struct {
+	done chan struct{}
+	res  EnqueueResult
+	err  error
+}
+
+// Done is closed once the result is known.
+func (pe *PendingEnqueue) Done() <-chan struct{} { return pe.done }
+
+// Wait blocks until the result is known or ctx ends. A ctx ending here
+// abandons the wait only: the job may still be enqueued.
+func (pe *PendingEnqueue) Wait(ctx context.Context) (EnqueueResult, error) {
+	select {
+	case <-pe.done:
+		return pe.res, pe.err
+	case <-ctx.Done():
+		return EnqueueResult{}, ctx.Err()
+	}
+}
+
+// Result returns the result once Done is closed (it blocks until then).
+func (pe *PendingEnqueue) Result() (EnqueueResult, error) {
+	<-pe.done
+	return pe.res, pe.err
+}
+
+func (pe *PendingEnqueue) resolve(res EnqueueResult, err error) {
+	pe.res, pe.err = res, err
+	close(pe.done)
+}
+
+// NewProducer starts a producer sending through c. Close it to flush.
+func (c *Client) NewProducer(opts ProducerOptions) *Producer {
+	if opts.Linger <= 0 {
+		opts.Linger = time.Millisecond
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 128
+	}
+	if opts.MaxBatchBytes <= 0 {
+		opts.MaxBatchBytes = 1 << 20
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 4
+	}
+	p := &Producer{
+		c:        c,
+		opts:     opts,
+		in:       make(chan *pendingItem, opts.MaxBatch),
+		inFlight: make(chan struct{}, opts.MaxInFlight),
+		loopDone: make(chan struct{}),
+	}
+	p.sendCtx, p.cancelSend = context.WithCancel(context.Background())
+	go p.loop()
+	return p
+}
+
+// EnqueueAsync hands req to the producer and returns at once (unless the
+// producer's queue is full, when it waits for room or ctx). ctx bounds the
+// wait before the job is sent; once sent, the job's fate is the batch's.
+func (p *Producer) EnqueueAsync(ctx context.Context, req *EnqueueRequest) *PendingEnqueue {
+	pe := &PendingEnqueue{done: make(chan struct{})}
+	if err := req.validate(""); err != nil {
+		pe.resolve(EnqueueResult{}, &Error{Op: "enqueue", Kinds: []error{ErrInvalidArgument}, Detail: err})
+		return pe
+	}
+	// Fix the key now: the request may be reused by the caller after this.
+	r := *req
+	if r.IdempotencyKey == "" {
+		r.IdempotencyKey = newKey()
+	}
+	it := &pendingItem{ctx: ctx, req: &r, p: pe, size: proto.Size(r.toProto(r.IdempotencyKey))}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		pe.resolve(EnqueueResult{}, ErrClosed)
+		return pe
+	}
+	select {
+	case p.in <- it:
+	case <-ctx.Done():
+		pe.resolve(EnqueueResult{}, ctx.Err())
+	}
+	return pe
+}
+
+// Enqueue hands req to the producer and waits for its result.
+func (p *Producer) Enqueue(ctx context.Context, req *EnqueueRequest) (EnqueueResult, error) {
+	return p.EnqueueAsync(ctx, req).Wait(ctx)
+}
+
+// Close sends what is queued and waits for every result. If ctx ends first,
+// batches still in flight are abandoned (their jobs' results are errors
+// matching ErrUnknownOutcome or the context's error).
+func (p *Producer) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.in)
+	}
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		<-p.loopDone
+		p.sends.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		p.cancelSend()
+		return nil
+	case <-ctx.Done():
+		p.cancelSend()
+		<-done
+		return ctx.Err()
+	}
+}
+
+func (p *Producer) loop() {
+	defer close(p.loopDone)
+	for {
+		first, ok := <-p.in
+		if !ok {
+			return
+		}
+		batch := []*pendingItem{first}
+		bytes := first.size
+		timer := time.NewTimer(p.opts.Linger)
+		open := true
+	collect:
+		for len(batch) < p.opts.MaxBatch && bytes < p.opts.MaxBatchBytes {
+			select {
+			case it, ok := <-p.in:
+				if !ok {
+					open = false
+					break collect
+				}
+				batch = append(batch, it)
+				bytes += it.size
+			case <-timer.C:
+				break collect
+			}
+		}
+		timer.Stop()
+		// Wait for a send slot; jobs keep queueing in p.in meanwhile and
+		// make the next batch fuller.
+		p.inFlight <- struct{}{}
+		p.sends.Add(1)
+		go p.send(batch)
+		if !open {
+			return
+		}
+	}
+}
+
+func (p *Producer) send(batch []*pendingItem) {
+	defer func() {
+		<-p.inFlight
+		p.sends.Done()
+	}()
+	reqs := make([]*EnqueueRequest, 0, len(batch))
+	live := batch[:0:0]
+	for _, it := range batch {
+		if err := it.ctx.Err(); err != nil {
+			it.p.resolve(EnqueueResult{}, err)
+			continue
+		}
+		reqs = append(reqs, it.req)
+		live = append(live, it)
+	}
+	if len(reqs) == 0 {
+		return
+	}
+	results, err := p.c.EnqueueBatch(p.sendCtx, reqs)
+	for i, it := range live {
+		if err != nil {
+			it.p.resolve(EnqueueResult{}, err)
+			continue
+		}
+		// A producer's caller sent one job, not a batch: drop "jobs[i]".
+		it.p.resolve(results[i].Result, renameItemField(results[i].Err, fmt.Sprintf("jobs[%d]", i), ""))
+	}
+}

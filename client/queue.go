@@ -1,0 +1,362 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
+)
+
+func (c *Client) queueService(a *attempt) seppv1.QueueServiceClient {
+	return seppv1.NewQueueServiceClient(a.cc)
+}
+
+// Enqueue adds one job. Unless the request sets an idempotency key, the
+// client generates one; either way the same key rides on every retry of
+// this call, so a retry through a failover never adds a second job.
+func (c *Client) Enqueue(ctx context.Context, req *EnqueueRequest) (EnqueueResult, error) {
+	if err := req.validate(""); err != nil {
+		return EnqueueResult{}, &Error{Op: "enqueue", Kinds: []error{ErrInvalidArgument}, Detail: err}
+	}
+	key := req.IdempotencyKey
+	if key == "" {
+		key = newKey()
+	}
+	m := req.toProto(key)
+	var res EnqueueResult
+	err := c.call(ctx, "enqueue", retrySafe, 0, func(ctx context.Context, a *attempt) error {
+		resp, err := c.queueService(a).Enqueue(ctx, m, c.opts.callOptions...)
+		if err != nil {
+			return err
+		}
+		c.confirmLeader(a.addr)
+		res = EnqueueResult{
+			JobID:          resp.GetJobId(),
+			State:          JobState(resp.GetState()),
+			Duplicate:      resp.GetDuplicate() && !a.maybeApplied,
+			IdempotencyKey: key,
+		}
+		return nil
+	})
+	return res, err
+}
+
+// BatchResult is one item's outcome of EnqueueBatch: a result or an error.
+type BatchResult struct {
+	Result EnqueueResult
+	Err    error
+}
+
+// EnqueueBatch adds several jobs in one call; each item succeeds or fails on
+// its own and the results come back in order. Every item carries its own
+// idempotency key, so retrying the whole batch after an unknown outcome adds
+// no job twice. A batch over the server's max_batch_size fails whole with
+// ErrInvalidArgument. The returned error is set only when the call as a
+// whole failed.
+func (c *Client) EnqueueBatch(ctx context.Context, reqs []*EnqueueRequest) ([]BatchResult, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	out := make([]BatchResult, len(reqs))
+	m := &seppv1.EnqueueBatchRequest{Jobs: make([]*seppv1.EnqueueRequest, 0, len(reqs))}
+	keys := make([]string, len(reqs))
+	// Items the client rejects never go out; idx maps wire positions back.
+	idx := make([]int, 0, len(reqs))
+	for i, r := range reqs {
+		if err := r.validate(fmt.Sprintf("jobs[%d]", i)); err != nil {
+			out[i].Err = &Error{Op: "enqueue batch", Kinds: []error{ErrInvalidArgument}, Detail: err}
+			continue
+		}
+		keys[i] = r.IdempotencyKey
+		if keys[i] == "" {
+			keys[i] = newKey()
+		}
+		m.Jobs = append(m.Jobs, r.toProto(keys[i]))
+		idx = append(idx, i)
+	}
+	if len(idx) == 0 {
+		return out, nil
+	}
+	err := c.call(ctx, "enqueue batch", retrySafe, 0, func(ctx context.Context, a *attempt) error {
+		resp, err := c.queueService(a).EnqueueBatch(ctx, m, c.opts.callOptions...)
+		if err != nil {
+			return err
+		}
+		c.confirmLeader(a.addr)
+		if got := len(resp.GetResults()); got != len(idx) {
+			return &Error{Op: "enqueue batch", Kinds: []error{ErrInternal},
+				Message: fmt.Sprintf("server answered %d results for %d jobs", got, len(idx))}
+		}
+		for wi, r := range resp.GetResults() {
+			i := idx[wi]
+			if ie := r.GetError(); ie != nil {
+				// The server numbers items as sent; name them as the caller did.
+				out[i] = BatchResult{Err: renameItemField(itemError("enqueue", ie), fmt.Sprintf("jobs[%d]", wi), fmt.Sprintf("jobs[%d]", i))}
+				continue
+			}
+			e := r.GetEnqueued()
+			out[i] = BatchResult{Result: EnqueueResult{
+				JobID:          e.GetJobId(),
+				State:          JobState(e.GetState()),
+				Duplicate:      e.GetDuplicate() && !a.maybeApplied,
+				IdempotencyKey: keys[i],
+			}}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReserveOptions shape one Reserve call.
+type ReserveOptions struct {
+	WorkerID string        // names the worker in listings and attempt history
+	Max      int           // jobs wanted; 0 means 1; the server clamps to max_reserve_batch
+	Lease    time.Duration // 0 takes the server's default_lease_ms
+	// Wait long-polls: how long to wait for a job when none is ready; zero
+	// returns at once. The server caps it at max_reserve_wait_ms.
+	Wait time.Duration
+	// RequestID makes a retried reserve return the first one's deliveries;
+	// empty: generated per call and reused on its retries.
+	RequestID string
+}
+
+// Reserve leases up to opts.Max Ready jobs of queue, highest priority first,
+// FIFO within a priority. It returns no deliveries (and no error) when none
+// was ready within the wait.
+func (c *Client) Reserve(ctx context.Context, queue string, opts ReserveOptions) ([]Delivery, error) {
+	if queue == "" {
+		return nil, &Error{Op: "reserve", Kinds: []error{ErrInvalidArgument}, Detail: &FieldError{Field: "queue", Description: "queue must not be empty"}}
+	}
+	if opts.Max < 0 {
+		return nil, &Error{Op: "reserve", Kinds: []error{ErrInvalidArgument}, Detail: &FieldError{Field: "max", Description: fmt.Sprintf("max must not be negative, got %d", opts.Max)}}
+	}
+	reqID := opts.RequestID
+	if reqID == "" {
+		reqID = newKey()
+	}
+	m := &seppv1.ReserveRequest{Queue: queue, WorkerId: opts.WorkerID, Max: uint32(opts.Max), RequestId: reqID}
+	if opts.Lease > 0 {
+		m.Lease = durationpb.New(opts.Lease)
+	}
+	if opts.Wait > 0 {
+		m.Wait = durationpb.New(opts.Wait)
+	}
+	var out []Delivery
+	err := c.call(ctx, "reserve", retrySafe, opts.Wait, func(ctx context.Context, a *attempt) error {
+		resp, err := c.queueService(a).Reserve(ctx, m, c.opts.callOptions...)
+		if err != nil {
+			return err
+		}
+		c.confirmLeader(a.addr)
+		out = make([]Delivery, 0, len(resp.GetJobs()))
+		for _, rj := range resp.GetJobs() {
+			out = append(out, Delivery{Ctx: jobContextFromProto(rj.GetCtx()), Job: jobFromProto(rj.GetJob())})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Ack completes a delivery: the job leaves the server. ErrLeaseLost means
+// the lease was no longer this delivery's (it expired and the job went to
+// another worker, or was already answered).
+func (c *Client) Ack(ctx context.Context, jc JobContext) error {
+	m := &seppv1.AckRequest{Ctx: jc.toProto()}
+	return c.call(ctx, "ack", retrySafe, 0, func(ctx context.Context, a *attempt) error {
+		_, err := c.queueService(a).Ack(ctx, m, c.opts.callOptions...)
+		return err
+	})
+}
+
+// Nack fails a delivery; the directive says what happens next. It returns
+// true exactly when the job was dead-lettered (DeadLetter, or the failing
+// attempt reached max_attempts).
+func (c *Client) Nack(ctx context.Context, jc JobContext, d RetryDirective, reason string) (deadLettered bool, err error) {
+	if d.kind == directiveAfter && d.delay < 0 {
+		return false, &Error{Op: "nack", Kinds: []error{ErrInvalidArgument}, Detail: &FieldError{Field: "directive.after", Description: fmt.Sprintf("directive.after must not be negative, got %s", d.delay)}}
+	}
+	m := &seppv1.NackRequest{Ctx: jc.toProto(), Directive: d.toProto(), Reason: reason}
+	err = c.call(ctx, "nack", retrySafe, 0, func(ctx context.Context, a *attempt) error {
+		resp, err := c.queueService(a).Nack(ctx, m, c.opts.callOptions...)
+		if err != nil {
+			return err
+		}
+		deadLettered = resp.GetDeadLettered()
+		return nil
+	})
+	return deadLettered, err
+}
+
+// Release hands a delivery back without burning an attempt: the job is
+// Ready again at once.
+func (c *Client) Release(ctx context.Context, jc JobContext) error {
+	m := &seppv1.ReleaseRequest{Ctx: jc.toProto()}
+	return c.call(ctx, "release", retrySafe, 0, func(ctx context.Context, a *attempt) error {
+		_, err := c.queueService(a).Release(ctx, m, c.opts.callOptions...)
+		return err
+	})
+}
+
+// ExtendLease pushes the delivery's lease deadline to now+lease (zero takes
+// the server's default) and returns the new deadline, by the server's clock.
+func (c *Client) ExtendLease(ctx context.Context, jc JobContext, lease time.Duration) (time.Time, error) {
+	m := &seppv1.ExtendLeaseRequest{Ctx: jc.toProto()}
+	if lease > 0 {
+		m.Lease = durationpb.New(lease)
+	}
+	var deadline time.Time
+	err := c.call(ctx, "extend lease", retrySafe, 0, func(ctx context.Context, a *attempt) error {
+		resp, err := c.queueService(a).ExtendLease(ctx, m, c.opts.callOptions...)
+		if err != nil {
+			return err
+		}
+		deadline = timeFrom(resp.GetLeaseDeadline())
+		return nil
+	})
+	return deadline, err
+}
+
+// DrainOptions shape DrainDeadLetters.
+type DrainOptions struct {
+	Queue string // empty drains across all queues
+	Max   int    // 0 means 1; the server clamps to max_reserve_batch
+}
+
+// DrainDeadLetters returns up to opts.Max dead-letter records, oldest first,
+// and removes them on the server in the same transaction.
+//
+// It is destructive and is never retried once the request may have reached
+// the server: if the answer is lost (a dropped connection, a leader change,
+// a timeout) the error matches ErrUnknownOutcome and those records may be
+// gone. Only a node's answer that it does not lead, which guarantees nothing
+// was applied, is followed to the leader. An empty result is also what a
+// server with retention off returns: check ServerInfo's
+// DeadLetterRetentionEnabled.
+func (c *Client) DrainDeadLetters(ctx context.Context, opts DrainOptions) ([]DeadLetterRecord, error) {
+	if opts.Max < 0 {
+		return nil, &Error{Op: "drain dead letters", Kinds: []error{ErrInvalidArgument}, Detail: &FieldError{Field: "max", Description: fmt.Sprintf("max must not be negative, got %d", opts.Max)}}
+	}
+	// Find a live leader first with a safe call, so the one drain attempt
+	// does not go to a node that is down.
+	if c.Leader() == "" {
+		if _, err := c.ServerInfo(ctx); err != nil {
+			return nil, err
+		}
+	}
+	m := &seppv1.DrainDeadLettersRequest{Max: uint32(opts.Max)}
+	if opts.Queue != "" {
+		m.Queue = &opts.Queue
+	}
+	var out []DeadLetterRecord
+	err := c.call(ctx, "drain dead letters", retryNotSent, 0, func(ctx context.Context, a *attempt) error {
+		resp, err := c.queueService(a).DrainDeadLetters(ctx, m, c.opts.callOptions...)
+		if err != nil {
+			return err
+		}
+		out = make([]DeadLetterRecord, 0, len(resp.GetRecords()))
+		for _, r := range resp.GetRecords() {
+			out = append(out, deadLetterFromProto(r))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ServerInfo is a node's capabilities and limits (GetServerInfo).
+type ServerInfo struct {
+	Version                    string
+	NodeID                     string
+	LeaderID                   string
+	LeaderAddr                 string
+	Stale                      bool // answered from a follower's local state
+	DeadLetterRetentionEnabled bool
+	DeadLetterRetention        time.Duration
+	MaxReserveBatch            uint32
+	MaxScheduleHorizon         time.Duration
+	// Limits and Queues are the server's answer as sent: every global limit
+	// and default, and each configured queue's effective settings.
+	Limits *seppv1.Limits
+	Queues []*seppv1.QueueLimits
+}
+
+// ScheduleHorizon is the schedule horizon of queue: its override when it
+// has one, else the global horizon.
+func (s *ServerInfo) ScheduleHorizon(queue string) time.Duration {
+	for _, q := range s.Queues {
+		if q.GetName() == queue && q.GetMaxScheduleHorizonMs() > 0 {
+			return time.Duration(q.GetMaxScheduleHorizonMs()) * time.Millisecond
+		}
+	}
+	return s.MaxScheduleHorizon
+}
+
+// ServerInfo asks the leader for its capabilities and limits.
+func (c *Client) ServerInfo(ctx context.Context) (*ServerInfo, error) {
+	return c.serverInfo(ctx, false)
+}
+
+// ServerInfoStale asks whichever node answers first, leader or not; the
+// answer may lag (Stale says so).
+func (c *Client) ServerInfoStale(ctx context.Context) (*ServerInfo, error) {
+	return c.serverInfo(ctx, true)
+}
+
+func (c *Client) serverInfo(ctx context.Context, stale bool) (*ServerInfo, error) {
+	var out *ServerInfo
+	err := c.call(ctx, "server info", retrySafe, 0, func(ctx context.Context, a *attempt) error {
+		resp, err := c.queueService(a).GetServerInfo(ctx, &seppv1.GetServerInfoRequest{AllowStale: stale}, c.opts.callOptions...)
+		if err != nil {
+			return err
+		}
+		if !resp.GetStale() {
+			c.confirmLeader(a.addr)
+		}
+		out = &ServerInfo{
+			Version:                    resp.GetVersion(),
+			NodeID:                     resp.GetNodeId(),
+			LeaderID:                   resp.GetLeaderId(),
+			LeaderAddr:                 resp.GetLeaderGrpcAddr(),
+			Stale:                      resp.GetStale(),
+			DeadLetterRetentionEnabled: resp.GetDeadLetterRetentionEnabled(),
+			DeadLetterRetention:        time.Duration(resp.GetDeadLetterRetentionMs()) * time.Millisecond,
+			MaxReserveBatch:            resp.GetMaxReserveBatch(),
+			MaxScheduleHorizon:         time.Duration(resp.GetMaxScheduleHorizonMs()) * time.Millisecond,
+			Limits:                     resp.GetLimits(),
+			Queues:                     resp.GetQueues(),
+		}
+		return nil
+	})
+	return out, err
+}
+
+// renameItemField rewrites the "jobs[N]" prefix of a FieldError's field;
+// an empty to strips it.
+func renameItemField(err error, from, to string) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	fe, ok := e.Detail.(*FieldError)
+	if !ok || !strings.HasPrefix(fe.Field, from) {
+		return err
+	}
+	renamed := *fe
+	rest := strings.TrimPrefix(fe.Field, from)
+	if to == "" {
+		renamed.Field = strings.TrimPrefix(rest, ".")
+	} else {
+		renamed.Field = to + rest
+	}
+	renamed.Description = strings.ReplaceAll(fe.Description, fe.Field, renamed.Field)
+	copied := *e
+	copied.Detail = &renamed
+	return &copied
+}

@@ -1,0 +1,428 @@
+package client
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
+)
+
+// Priority orders Ready jobs: every priority 9 job is handed out before any
+// priority 8 job, and so on down; FIFO within one priority.
+type Priority uint32
+
+// The ten priorities; MinPriority and MaxPriority are aliases of P0 and P9.
+const (
+	P0 Priority = iota
+	P1
+	P2
+	P3
+	P4
+	P5
+	P6
+	P7
+	P8
+	P9
+
+	MinPriority = P0
+	MaxPriority = P9
+)
+
+// JobState is where a job is in its lifecycle.
+type JobState int32
+
+// The job states a live or retained job can be in.
+const (
+	StateUnknown   JobState = JobState(seppv1.JobState_JOB_STATE_UNSPECIFIED)
+	StateScheduled JobState = JobState(seppv1.JobState_JOB_STATE_SCHEDULED)
+	StateReady     JobState = JobState(seppv1.JobState_JOB_STATE_READY)
+	StateReserved  JobState = JobState(seppv1.JobState_JOB_STATE_RESERVED)
+	StateDead      JobState = JobState(seppv1.JobState_JOB_STATE_DEAD)
+)
+
+func (s JobState) String() string {
+	switch s {
+	case StateScheduled:
+		return "scheduled"
+	case StateReady:
+		return "ready"
+	case StateReserved:
+		return "reserved"
+	case StateDead:
+		return "dead"
+	default:
+		return "unknown"
+	}
+}
+
+// ParseJobState reads the names String returns.
+func ParseJobState(s string) (JobState, error) {
+	for _, st := range []JobState{StateScheduled, StateReady, StateReserved, StateDead} {
+		if st.String() == s {
+			return st, nil
+		}
+	}
+	return StateUnknown, &FieldError{Field: "state", Description: fmt.Sprintf("state %q is not one of scheduled, ready, reserved, dead", s)}
+}
+
+// DeadLetterCause says why a job was dead-lettered.
+type DeadLetterCause int32
+
+// The four causes of the spec; exactly one per record.
+const (
+	CauseUnknown           DeadLetterCause = DeadLetterCause(seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_UNSPECIFIED)
+	CauseAttemptsExhausted DeadLetterCause = DeadLetterCause(seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED)
+	CauseRejected          DeadLetterCause = DeadLetterCause(seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_REJECTED)
+	CauseLeaseExpired      DeadLetterCause = DeadLetterCause(seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_LEASE_EXPIRED)
+	CauseAdmin             DeadLetterCause = DeadLetterCause(seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_ADMIN)
+)
+
+func (c DeadLetterCause) String() string {
+	switch c {
+	case CauseAttemptsExhausted:
+		return "attempts_exhausted"
+	case CauseRejected:
+		return "rejected"
+	case CauseLeaseExpired:
+		return "lease_expired"
+	case CauseAdmin:
+		return "admin"
+	default:
+		return "unknown"
+	}
+}
+
+// Job is a snapshot of a job as the server held it when it answered.
+type Job struct {
+	ID            uint64
+	Queue         string
+	Type          string
+	Payload       []byte
+	Priority      Priority
+	State         JobState
+	EnqueuedAt    time.Time
+	ScheduledAt   time.Time // zero when never scheduled
+	NextAttemptAt time.Time // when a waiting retry becomes Ready; else zero
+	Attempt       uint32    // deliveries so far (the current one while reserved)
+	MaxAttempts   uint32
+	Custom        map[string]string
+	WorkerID      string    // while reserved
+	LeaseDeadline time.Time // while reserved
+	LastReason    string
+	History       []JobAttempt // the most recent ended attempts, oldest first
+}
+
+// JobAttempt is one ended delivery of a job.
+type JobAttempt struct {
+	Attempt  uint32
+	WorkerID string
+	EndedAt  time.Time
+	Outcome  string // "nack", "lease_expired" or "released"
+	Reason   string
+}
+
+// JobContext identifies one delivery. Ack, Nack, Release and ExtendLease
+// take it back: JobID and LeaseToken fence the delivery. Attempt and
+// MaxAttempts tell a handler where this delivery stands.
+type JobContext struct {
+	JobID         uint64
+	LeaseToken    uint64
+	Attempt       uint32 // 1 on the first delivery
+	MaxAttempts   uint32
+	LeaseDeadline time.Time // by the server's clock
+	Queue         string
+	WorkerID      string
+}
+
+// LastAttempt reports whether a failure of this delivery dead-letters the job.
+func (jc JobContext) LastAttempt() bool { return jc.Attempt >= jc.MaxAttempts }
+
+// Delivery is one reserved job: the context to answer with and the job.
+type Delivery struct {
+	Ctx JobContext
+	Job Job
+}
+
+// DeadLetterRecord is a retained dead job.
+type DeadLetterRecord struct {
+	Job          Job // snapshot at failure time, payload inline
+	Cause        DeadLetterCause
+	FailedAt     time.Time
+	FinalAttempt uint32
+	LastReason   string // empty when no worker nacked it
+}
+
+// JobID is the dead job's id.
+func (r *DeadLetterRecord) JobID() uint64 { return r.Job.ID }
+
+// ToEnqueueRequest rebuilds an enqueue request for the record's queue with
+// its type, payload, priority, custom fields and max attempts. Enqueuing it
+// makes a fresh job: the server assigns a new id and the attempt count starts
+// at 1. It carries no idempotency key of its own (one is generated per
+// call), and no scheduled_at: a replay runs now.
+func (r *DeadLetterRecord) ToEnqueueRequest() *EnqueueRequest {
+	req := NewEnqueueRequest(r.Job.Queue, r.Job.Type).
+		WithPayload(append([]byte(nil), r.Job.Payload...)).
+		WithPriority(r.Job.Priority)
+	if r.Job.MaxAttempts > 0 {
+		req.WithMaxAttempts(r.Job.MaxAttempts)
+	}
+	for k, v := range r.Job.Custom {
+		req.WithCustom(k, v)
+	}
+	return req
+}
+
+// EnqueueRequest is one job to add. Build it with NewEnqueueRequest and the
+// With methods; each returns the request so calls chain.
+type EnqueueRequest struct {
+	Queue          string
+	JobType        string
+	Payload        []byte
+	Priority       *Priority // nil takes the queue's default_priority
+	ScheduledAt    time.Time // zero: Ready now
+	MaxAttempts    uint32    // 0 takes the queue's default_max_attempts
+	Custom         map[string]string
+	IdempotencyKey string // empty: the client generates one per call
+}
+
+// NewEnqueueRequest starts a request for a job of jobType on queue.
+func NewEnqueueRequest(queue, jobType string) *EnqueueRequest {
+	return &EnqueueRequest{Queue: queue, JobType: jobType}
+}
+
+// WithPriority sets the job's priority, P0 (lowest) to P9 (highest).
+func (r *EnqueueRequest) WithPriority(p Priority) *EnqueueRequest {
+	r.Priority = &p
+	return r
+}
+
+// WithScheduledAt holds the job back until t, an absolute instant (there is
+// no delay parameter: add a duration to time.Now yourself). t may be at most
+// the queue's max_schedule_horizon_ms ahead.
+func (r *EnqueueRequest) WithScheduledAt(t time.Time) *EnqueueRequest {
+	r.ScheduledAt = t
+	return r
+}
+
+// WithMaxAttempts caps the job's deliveries; the server clamps it to its
+// max_attempts_ceiling.
+func (r *EnqueueRequest) WithMaxAttempts(n uint32) *EnqueueRequest {
+	r.MaxAttempts = n
+	return r
+}
+
+// WithCustom sets one custom field.
+func (r *EnqueueRequest) WithCustom(key, value string) *EnqueueRequest {
+	if r.Custom == nil {
+		r.Custom = make(map[string]string)
+	}
+	r.Custom[key] = value
+	return r
+}
+
+// WithIdempotencyKey sets the key that makes a repeat within the server's
+// idempotency window return the first job instead of adding a second.
+func (r *EnqueueRequest) WithIdempotencyKey(key string) *EnqueueRequest {
+	r.IdempotencyKey = key
+	return r
+}
+
+// WithPayload sets the job's payload.
+func (r *EnqueueRequest) WithPayload(p []byte) *EnqueueRequest {
+	r.Payload = p
+	return r
+}
+
+// validate catches what is certainly wrong before it costs a round trip.
+// Limits the server configures (payload size, custom fields) are left to it.
+func (r *EnqueueRequest) validate(field string) error {
+	if r == nil {
+		return &FieldError{Field: field, Description: field + ": request is nil"}
+	}
+	if r.Queue == "" {
+		return &FieldError{Field: prefixField(field, "queue"), Description: "queue must not be empty"}
+	}
+	if r.Priority != nil && *r.Priority > MaxPriority {
+		return &FieldError{Field: prefixField(field, "priority"), Limit: "0..9",
+			Description: fmt.Sprintf("priority must be 0..9, got %d", *r.Priority)}
+	}
+	return nil
+}
+
+func prefixField(prefix, field string) string {
+	if prefix == "" {
+		return field
+	}
+	return prefix + "." + field
+}
+
+func (r *EnqueueRequest) toProto(key string) *seppv1.EnqueueRequest {
+	m := &seppv1.EnqueueRequest{
+		Queue:          r.Queue,
+		JobType:        r.JobType,
+		Payload:        r.Payload,
+		MaxAttempts:    r.MaxAttempts,
+		Custom:         maps.Clone(r.Custom),
+		IdempotencyKey: key,
+	}
+	if r.Priority != nil {
+		p := uint32(*r.Priority)
+		m.Priority = &p
+	}
+	if !r.ScheduledAt.IsZero() {
+		m.ScheduledAt = timestamppb.New(r.ScheduledAt)
+	}
+	return m
+}
+
+// EnqueueResult is what an enqueue did.
+type EnqueueResult struct {
+	JobID uint64
+	State JobState // StateReady or StateScheduled
+	// Duplicate is true when the idempotency key matched an enqueue made by
+	// an earlier call, so nothing was added. A retry inside one call whose
+	// earlier attempt may have applied never reports Duplicate: the job the
+	// server found is this call's own.
+	Duplicate bool
+	// IdempotencyKey is the key the enqueue carried (generated unless set).
+	IdempotencyKey string
+}
+
+// RetryDirective is a worker's word on what happens after a nack: the
+// queue's retry policy (DefaultRetry), a retry after a delay (After), or
+// straight to the dead-letter store (DeadLetter).
+type RetryDirective struct {
+	kind  directiveKind
+	delay time.Duration
+}
+
+type directiveKind uint8
+
+const (
+	directiveDefault directiveKind = iota
+	directiveAfter
+	directiveDeadLetter
+)
+
+// DefaultRetry retries per the queue's retry policy (immediately out of the
+// box) while attempts remain.
+func DefaultRetry() RetryDirective { return RetryDirective{kind: directiveDefault} }
+
+// After retries once d has passed (the job waits in Scheduled); the server
+// clamps d to the queue's schedule horizon.
+func After(d time.Duration) RetryDirective { return RetryDirective{kind: directiveAfter, delay: d} }
+
+// DeadLetter skips the remaining attempts: the job is dead-lettered at once
+// with cause rejected.
+func DeadLetter() RetryDirective { return RetryDirective{kind: directiveDeadLetter} }
+
+// IsDeadLetter reports whether the directive is DeadLetter.
+func (d RetryDirective) IsDeadLetter() bool { return d.kind == directiveDeadLetter }
+
+// Delay is After's delay; zero for the other directives.
+func (d RetryDirective) Delay() time.Duration { return d.delay }
+
+func (d RetryDirective) String() string {
+	switch d.kind {
+	case directiveAfter:
+		return "after(" + d.delay.String() + ")"
+	case directiveDeadLetter:
+		return "dead_letter"
+	default:
+		return "default"
+	}
+}
+
+func (d RetryDirective) toProto() *seppv1.RetryDirective {
+	switch d.kind {
+	case directiveAfter:
+		return &seppv1.RetryDirective{Directive: &seppv1.RetryDirective_After{After: durationpb.New(d.delay)}}
+	case directiveDeadLetter:
+		return &seppv1.RetryDirective{Directive: &seppv1.RetryDirective_DeadLetter{DeadLetter: &emptypb.Empty{}}}
+	default:
+		return &seppv1.RetryDirective{Directive: &seppv1.RetryDirective_Default{Default: &emptypb.Empty{}}}
+	}
+}
+
+func timeFrom(ts *timestamppb.Timestamp) time.Time {
+	if ts == nil {
+		return time.Time{}
+	}
+	return ts.AsTime()
+}
+
+func jobFromProto(m *seppv1.Job) Job {
+	if m == nil {
+		return Job{}
+	}
+	j := Job{
+		ID:            m.GetId(),
+		Queue:         m.GetQueue(),
+		Type:          m.GetJobType(),
+		Payload:       m.GetPayload(),
+		Priority:      Priority(m.GetPriority()),
+		State:         JobState(m.GetState()),
+		EnqueuedAt:    timeFrom(m.GetEnqueuedAt()),
+		ScheduledAt:   timeFrom(m.GetScheduledAt()),
+		NextAttemptAt: timeFrom(m.GetNextAttemptAt()),
+		Attempt:       m.GetAttempt(),
+		MaxAttempts:   m.GetMaxAttempts(),
+		Custom:        m.GetCustom(),
+		WorkerID:      m.GetWorkerId(),
+		LeaseDeadline: timeFrom(m.GetLeaseDeadline()),
+		LastReason:    m.GetLastReason(),
+	}
+	for _, a := range m.GetHistory() {
+		j.History = append(j.History, JobAttempt{
+			Attempt:  a.GetAttempt(),
+			WorkerID: a.GetWorkerId(),
+			EndedAt:  timeFrom(a.GetEndedAt()),
+			Outcome:  a.GetOutcome(),
+			Reason:   a.GetReason(),
+		})
+	}
+	return j
+}
+
+func jobContextFromProto(m *seppv1.JobContext) JobContext {
+	return JobContext{
+		JobID:         m.GetJobId(),
+		LeaseToken:    m.GetLeaseToken(),
+		Attempt:       m.GetAttempt(),
+		MaxAttempts:   m.GetMaxAttempts(),
+		LeaseDeadline: timeFrom(m.GetLeaseDeadline()),
+		Queue:         m.GetQueue(),
+		WorkerID:      m.GetWorkerId(),
+	}
+}
+
+func (jc JobContext) toProto() *seppv1.JobContext {
+	m := &seppv1.JobContext{
+		JobId:       jc.JobID,
+		LeaseToken:  jc.LeaseToken,
+		Attempt:     jc.Attempt,
+		MaxAttempts: jc.MaxAttempts,
+		Queue:       jc.Queue,
+		WorkerId:    jc.WorkerID,
+	}
+	if !jc.LeaseDeadline.IsZero() {
+		m.LeaseDeadline = timestamppb.New(jc.LeaseDeadline)
+	}
+	return m
+}
+
+func deadLetterFromProto(m *seppv1.DeadLetterRecord) DeadLetterRecord {
+	return DeadLetterRecord{
+		Job:          jobFromProto(m.GetJob()),
+		Cause:        DeadLetterCause(m.GetCause()),
+		FailedAt:     timeFrom(m.GetFailedAt()),
+		FinalAttempt: m.GetFinalAttempt(),
+		LastReason:   m.GetLastReason(),
+	}
+}

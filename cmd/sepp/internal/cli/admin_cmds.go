@@ -1,0 +1,557 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sepp-io/sepp/client"
+)
+
+func parseIDs(args []string) ([]uint64, error) {
+	ids := make([]uint64, 0, len(args))
+	for _, a := range args {
+		id, err := strconv.ParseUint(a, 10, 64)
+		if err != nil {
+			return nil, usageErrorf("job ids must be numbers, got %q", a)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func (e *env) queuesCommand() *cobra.Command {
+	var stale bool
+	cmd := &cobra.Command{
+		Use:   "queues",
+		Short: "List queues with their counts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				qs, err := c.ListQueues(ctx, stale)
+				if err != nil {
+					return err
+				}
+				if e.json {
+					type view struct {
+						Name              string            `json:"name"`
+						Paused            bool              `json:"paused"`
+						Configured        bool              `json:"configured"`
+						Scheduled         uint64            `json:"scheduled"`
+						Ready             uint64            `json:"ready"`
+						Reserved          uint64            `json:"reserved"`
+						Dead              uint64            `json:"dead"`
+						OldestReadyAgeMS  int64             `json:"oldest_ready_age_ms"`
+						EnqueuedTotal     uint64            `json:"enqueued_total"`
+						AckedTotal        uint64            `json:"acked_total"`
+						DeadLetteredTotal map[string]uint64 `json:"dead_lettered_total"`
+						DroppedTotal      uint64            `json:"dropped_total"`
+					}
+					views := make([]view, 0, len(qs))
+					for _, q := range qs {
+						dl := make(map[string]uint64, len(q.DeadLetteredTotal))
+						for cause, n := range q.DeadLetteredTotal {
+							dl[cause.String()] = n
+						}
+						views = append(views, view{q.Name, q.Paused, q.Configured, q.Scheduled, q.Ready, q.Reserved, q.Dead,
+							q.OldestReadyAge.Milliseconds(), q.EnqueuedTotal, q.AckedTotal, dl, q.DroppedTotal})
+					}
+					return e.printJSON(out, views)
+				}
+				rows := make([][]string, 0, len(qs))
+				for _, q := range qs {
+					var dead uint64
+					for _, n := range q.DeadLetteredTotal {
+						dead += n
+					}
+					rows = append(rows, []string{q.Name, strconv.FormatBool(q.Paused),
+						strconv.FormatUint(q.Scheduled, 10), strconv.FormatUint(q.Ready, 10), strconv.FormatUint(q.Reserved, 10),
+						strconv.FormatUint(q.Dead, 10), q.OldestReadyAge.String(), strconv.FormatUint(q.EnqueuedTotal, 10),
+						strconv.FormatUint(q.AckedTotal, 10), strconv.FormatUint(dead, 10)})
+				}
+				return table(out, "QUEUE\tPAUSED\tSCHEDULED\tREADY\tRESERVED\tDEAD\tOLDEST_READY\tENQUEUED\tACKED\tDEAD_LETTERED", rows)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&stale, "stale", false, "let any node answer from its own state (may lag)")
+	return cmd
+}
+
+func jobRows(jobs []client.Job) [][]string {
+	rows := make([][]string, 0, len(jobs))
+	for _, j := range jobs {
+		rows = append(rows, []string{strconv.FormatUint(j.ID, 10), j.State.String(), j.Type, strconv.Itoa(int(j.Priority)),
+			fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), fmtTime(j.EnqueuedAt), fmtTime(j.ScheduledAt), payloadPreview(j.Payload)})
+	}
+	return rows
+}
+
+const jobHeader = "JOB\tSTATE\tTYPE\tPRIORITY\tATTEMPT\tENQUEUED\tSCHEDULED\tPAYLOAD"
+
+func (e *env) jobsCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "jobs", Short: "Inspect and act on live jobs"}
+
+	var (
+		state        string
+		after        uint64
+		limit        int
+		stale        bool
+		getStale     bool
+		reason       string
+		listAllPages bool
+	)
+	list := &cobra.Command{
+		Use:   "list QUEUE",
+		Short: "List a queue's jobs in one state, by job id",
+		Long: `List a queue's live jobs in one state (ready, scheduled or reserved), by
+job id. Prints the next page's --after when there is one; --all follows
+every page.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := client.ParseJobState(state)
+			if err != nil || st == client.StateDead {
+				return usageErrorf("--state must be ready, scheduled or reserved, got %q", state)
+			}
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				var all []client.Job
+				next := after
+				for {
+					jobs, n, err := c.ListJobs(ctx, args[0], client.ListJobsOptions{State: st, AfterJobID: next, Limit: limit, Stale: stale})
+					if err != nil {
+						return err
+					}
+					all = append(all, jobs...)
+					next = n
+					if !listAllPages || next == 0 {
+						break
+					}
+				}
+				if e.json {
+					views := make([]jobView, 0, len(all))
+					for _, j := range all {
+						views = append(views, viewJob(j))
+					}
+					return e.printJSON(out, map[string]any{"jobs": views, "next_after_job_id": next})
+				}
+				if err := table(out, jobHeader, jobRows(all)); err != nil {
+					return err
+				}
+				if next != 0 {
+					fmt.Fprintf(out, "more: --after %d\n", next)
+				}
+				return nil
+			})
+		},
+	}
+	list.Flags().StringVar(&state, "state", "ready", "ready, scheduled or reserved")
+	list.Flags().Uint64Var(&after, "after", 0, "start after this job id")
+	list.Flags().IntVar(&limit, "limit", 100, "page size (the server clamps to 1000)")
+	list.Flags().BoolVar(&listAllPages, "all", false, "follow every page")
+	list.Flags().BoolVar(&stale, "stale", false, "let any node answer from its own state (may lag)")
+
+	get := &cobra.Command{
+		Use:   "get JOB_ID",
+		Short: "Show one live job",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				j, err := c.GetJob(ctx, ids[0], getStale)
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(out, viewJob(*j))
+				}
+				return printJobDetail(out, *j)
+			})
+		},
+	}
+	get.Flags().BoolVar(&getStale, "stale", false, "let any node answer from its own state (may lag)")
+
+	deadLetter := &cobra.Command{
+		Use:   "dead-letter JOB_ID...",
+		Short: "Dead-letter live Ready or Scheduled jobs (cause admin)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				res, err := c.DeadLetterJobs(ctx, ids, reason)
+				if err != nil {
+					return err
+				}
+				return e.actionResults(out, "dead-lettered", res)
+			})
+		},
+	}
+	deadLetter.Flags().StringVar(&reason, "reason", "", "recorded as the records' last reason")
+
+	cmd.AddCommand(list, get, deadLetter)
+	return cmd
+}
+
+func printJobDetail(out io.Writer, j client.Job) error {
+	rows := [][]string{
+		{"id", strconv.FormatUint(j.ID, 10)},
+		{"queue", j.Queue},
+		{"type", j.Type},
+		{"state", j.State.String()},
+		{"priority", strconv.Itoa(int(j.Priority))},
+		{"attempt", fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts)},
+		{"enqueued_at", fmtTime(j.EnqueuedAt)},
+		{"scheduled_at", fmtTime(j.ScheduledAt)},
+		{"next_attempt_at", fmtTime(j.NextAttemptAt)},
+		{"worker", orDash(j.WorkerID)},
+		{"lease_deadline", fmtTime(j.LeaseDeadline)},
+		{"last_reason", orDash(j.LastReason)},
+		{"payload", payloadPreview(j.Payload)},
+	}
+	keys := make([]string, 0, len(j.Custom))
+	for k := range j.Custom {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		rows = append(rows, []string{"custom." + k, j.Custom[k]})
+	}
+	for _, a := range j.History {
+		rows = append(rows, []string{fmt.Sprintf("attempt %d", a.Attempt), fmt.Sprintf("%s by %s at %s: %s", a.Outcome, orDash(a.WorkerID), fmtTime(a.EndedAt), orDash(a.Reason))})
+	}
+	return table(out, "FIELD\tVALUE", rows)
+}
+
+func deadLetterRows(rs []client.DeadLetterRecord) [][]string {
+	rows := make([][]string, 0, len(rs))
+	for _, r := range rs {
+		rows = append(rows, []string{strconv.FormatUint(r.Job.ID, 10), r.Job.Queue, r.Job.Type, r.Cause.String(),
+			strconv.FormatUint(uint64(r.FinalAttempt), 10), fmtTime(r.FailedAt), orDash(strings.ReplaceAll(r.LastReason, "\n", " "))})
+	}
+	return rows
+}
+
+const deadLetterHeader = "JOB\tQUEUE\tTYPE\tCAUSE\tFINAL_ATTEMPT\tFAILED_AT\tLAST_REASON"
+
+func (e *env) deadLettersCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "dead-letters",
+		Aliases: []string{"dlq"},
+		Short:   "Inspect, drain, requeue and delete dead-letter records",
+	}
+	var (
+		queue    string
+		after    uint64
+		limit    int
+		stale    bool
+		getStale bool
+		drainMax int
+	)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List retained dead letters without consuming them",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				rs, next, err := c.ListDeadLetters(ctx, client.ListDeadLettersOptions{Queue: queue, AfterJobID: after, Limit: limit, Stale: stale})
+				if err != nil {
+					return err
+				}
+				if e.json {
+					views := make([]deadLetterView, 0, len(rs))
+					for _, r := range rs {
+						views = append(views, viewDeadLetter(r))
+					}
+					return e.printJSON(out, map[string]any{"records": views, "next_after_job_id": next})
+				}
+				if err := table(out, deadLetterHeader, deadLetterRows(rs)); err != nil {
+					return err
+				}
+				if next != 0 {
+					fmt.Fprintf(out, "more: --after %d\n", next)
+				}
+				return nil
+			})
+		},
+	}
+	list.Flags().StringVar(&queue, "queue", "", "only this queue (default all)")
+	list.Flags().Uint64Var(&after, "after", 0, "start after this job id")
+	list.Flags().IntVar(&limit, "limit", 100, "page size (the server clamps to 1000)")
+	list.Flags().BoolVar(&stale, "stale", false, "let any node answer from its own state (may lag)")
+
+	get := &cobra.Command{
+		Use:   "get JOB_ID",
+		Short: "Show one dead letter",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				r, err := c.GetDeadLetter(ctx, ids[0], getStale)
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(out, viewDeadLetter(*r))
+				}
+				fmt.Fprintf(out, "cause %s, final attempt %d, failed at %s, last reason: %s\n", r.Cause, r.FinalAttempt, fmtTime(r.FailedAt), orDash(r.LastReason))
+				return printJobDetail(out, r.Job)
+			})
+		},
+	}
+	get.Flags().BoolVar(&getStale, "stale", false, "let any node answer from its own state (may lag)")
+
+	var drainQueue string
+	drain := &cobra.Command{
+		Use:   "drain",
+		Short: "Remove and print dead letters, oldest first (destructive)",
+		Long: `Remove up to --max dead letters, oldest first, and print them. The records
+are gone from the server once this returns: save the output (--json) before
+acting on it. A drain is never retried once it may have reached the server;
+if its answer is lost, the command exits 5 and those records may be gone.`,
+		Example: `  sepp dead-letters drain --queue emails --max 100 --json > drained.json`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if drainMax < 0 {
+				return usageErrorf("--max must not be negative, got %d", drainMax)
+			}
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				rs, err := c.DrainDeadLetters(ctx, client.DrainOptions{Queue: drainQueue, Max: drainMax})
+				if err != nil {
+					return err
+				}
+				if e.json {
+					views := make([]deadLetterView, 0, len(rs))
+					for _, r := range rs {
+						views = append(views, viewDeadLetter(r))
+					}
+					return e.printJSON(out, views)
+				}
+				if len(rs) == 0 {
+					fmt.Fprintln(out, "no dead letters (check `sepp info`: dead_letter_retention_enabled)")
+					return nil
+				}
+				return table(out, deadLetterHeader, deadLetterRows(rs))
+			})
+		},
+	}
+	drain.Flags().StringVar(&drainQueue, "queue", "", "only this queue (default all)")
+	drain.Flags().IntVar(&drainMax, "max", 1, "records to drain (the server clamps to max_reserve_batch)")
+
+	requeue := &cobra.Command{
+		Use:   "requeue JOB_ID...",
+		Short: "Put dead letters back Ready with their job id, attempt reset to 1",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				res, err := c.RequeueDeadLetters(ctx, ids)
+				if err != nil {
+					return err
+				}
+				return e.actionResults(out, "requeued", res)
+			})
+		},
+	}
+	del := &cobra.Command{
+		Use:   "delete JOB_ID...",
+		Short: "Remove dead letters for good",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				res, err := c.DeleteDeadLetters(ctx, ids)
+				if err != nil {
+					return err
+				}
+				return e.actionResults(out, "deleted", res)
+			})
+		},
+	}
+	cmd.AddCommand(list, get, drain, requeue, del)
+	return cmd
+}
+
+func (e *env) pauseCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "pause QUEUE",
+		Short: "Stop handing out a queue's jobs (enqueues are still accepted)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				if err := c.PauseQueue(ctx, args[0]); err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(out, map[string]any{"queue": args[0], "paused": true})
+				}
+				fmt.Fprintf(out, "paused queue %s\n", args[0])
+				return nil
+			})
+		},
+	}
+}
+
+func (e *env) resumeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume QUEUE",
+		Short: "Resume handing out a paused queue's jobs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				if err := c.ResumeQueue(ctx, args[0]); err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(out, map[string]any{"queue": args[0], "paused": false})
+				}
+				fmt.Fprintf(out, "resumed queue %s\n", args[0])
+				return nil
+			})
+		},
+	}
+}
+
+func (e *env) clusterCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "cluster", Short: "Inspect and change cluster membership"}
+	var node string
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show the cluster's members, leader and indexes",
+		Long:  "Show the cluster as the leader sees it, or as the node at --node sees it.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				var (
+					s   *client.ClusterStatus
+					err error
+				)
+				if node != "" {
+					s, err = c.ClusterStatusOf(ctx, node)
+				} else {
+					s, err = c.ClusterStatus(ctx)
+				}
+				if err != nil {
+					return err
+				}
+				if e.json {
+					type member struct {
+						ID          string `json:"id"`
+						RaftAddr    string `json:"raft_addr"`
+						GRPCAddr    string `json:"grpc_addr"`
+						HTTPAddr    string `json:"http_addr"`
+						Voter       bool   `json:"voter"`
+						Leader      bool   `json:"leader"`
+						Healthy     bool   `json:"healthy"`
+						LastContact string `json:"last_contact,omitempty"`
+					}
+					ms := make([]member, 0, len(s.Members))
+					for _, m := range s.Members {
+						ms = append(ms, member{m.Node.ID, m.Node.RaftAddr, m.Node.GRPCAddr, m.Node.HTTPAddr, m.Voter, m.Leader, m.Healthy, m.LastContact})
+					}
+					return e.printJSON(out, map[string]any{
+						"self": s.Self.ID, "leader": s.Leader.ID, "leader_grpc_addr": s.Leader.GRPCAddr, "state": s.State, "term": s.Term,
+						"commit_index": s.CommitIndex, "applied_index": s.AppliedIndex, "last_log_index": s.LastLogIndex, "members": ms,
+					})
+				}
+				fmt.Fprintf(out, "node %s is %s; leader %s; term %d; commit %d, applied %d, last log %d\n",
+					s.Self.ID, s.State, orDash(s.Leader.ID), s.Term, s.CommitIndex, s.AppliedIndex, s.LastLogIndex)
+				rows := make([][]string, 0, len(s.Members))
+				for _, m := range s.Members {
+					role := "nonvoter"
+					if m.Leader {
+						role = "leader"
+					} else if m.Voter {
+						role = "voter"
+					}
+					rows = append(rows, []string{m.Node.ID, role, strconv.FormatBool(m.Healthy), orDash(m.LastContact), m.Node.GRPCAddr, m.Node.RaftAddr})
+				}
+				return table(out, "NODE\tROLE\tHEALTHY\tLAST_CONTACT\tGRPC\tRAFT", rows)
+			})
+		},
+	}
+	status.Flags().StringVar(&node, "node", "", "ask this node (host:port) for its own view instead of the leader")
+
+	var raftAddr, grpcAddr, httpAddr string
+	join := &cobra.Command{
+		Use:   "join NODE_ID",
+		Short: "Add a node to the cluster as a voter",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if raftAddr == "" {
+				return usageErrorf("--raft-addr is required")
+			}
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				if err := c.JoinNode(ctx, client.NodeInfo{ID: args[0], RaftAddr: raftAddr, GRPCAddr: grpcAddr, HTTPAddr: httpAddr}); err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(out, map[string]any{"joined": args[0]})
+				}
+				fmt.Fprintf(out, "joined node %s\n", args[0])
+				return nil
+			})
+		},
+	}
+	join.Flags().StringVar(&raftAddr, "raft-addr", "", "the node's Raft address (required)")
+	join.Flags().StringVar(&grpcAddr, "grpc-addr", "", "the node's gRPC address")
+	join.Flags().StringVar(&httpAddr, "http-addr", "", "the node's HTTP address")
+
+	remove := &cobra.Command{
+		Use:   "remove NODE_ID",
+		Short: "Take a node out of the cluster configuration",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				if err := c.RemoveNode(ctx, args[0]); err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(out, map[string]any{"removed": args[0]})
+				}
+				fmt.Fprintf(out, "removed node %s\n", args[0])
+				return nil
+			})
+		},
+	}
+	transfer := &cobra.Command{
+		Use:   "transfer [NODE_ID]",
+		Short: "Hand leadership to another voter (default: the most up-to-date)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			to := ""
+			if len(args) == 1 {
+				to = args[0]
+			}
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				if err := c.TransferLeadership(ctx, to); err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(out, map[string]any{"transferred_to": to})
+				}
+				fmt.Fprintf(out, "leadership transferred to %s\n", orDash(to))
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(status, join, remove, transfer)
+	return cmd
+}
