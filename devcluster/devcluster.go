@@ -6,6 +6,8 @@ package devcluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +58,8 @@ type Cluster struct {
 	Nodes  []*Node
 	opts   Options
 	tmpDir bool
+	// sessionKey is shared by every node's admin UI.
+	sessionKey string
 }
 
 // Start writes the configs and starts every node. It returns once every
@@ -74,7 +78,11 @@ func Start(opts Options) (*Cluster, error) {
 		}
 		opts.Binary = exe
 	}
-	c := &Cluster{opts: opts}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("devcluster: session key: %w", err)
+	}
+	c := &Cluster{opts: opts, sessionKey: hex.EncodeToString(key)}
 	if opts.Dir == "" {
 		d, err := os.MkdirTemp("", "sepp-dev-")
 		if err != nil {
@@ -124,6 +132,11 @@ func (c *Cluster) configFor(n *Node) string {
 		fmt.Fprintf(&b, "  { id = %q, raft_addr = %q, grpc_addr = %q, http_addr = %q },\n", p.ID, p.RaftAddr, p.GRPCAddr, p.HTTPAddr)
 	}
 	b.WriteString("]\n\n")
+	// One sign-in for every node, and a follower can forward admin actions
+	// to the leader, when the nodes share a session key.
+	if !strings.Contains(c.opts.ExtraTOML, "[admin]") {
+		fmt.Fprintf(&b, "[admin]\nsession_key = %q\n\n", c.sessionKey)
+	}
 	b.WriteString(c.opts.ExtraTOML)
 	return b.String()
 }

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/sepp-io/sepp/config"
+	"github.com/sepp-io/sepp/rpc"
+	"github.com/sepp-io/sepp/rpc/adminui"
+)
+
+// mountAdminUI serves the admin UI at / on the HTTP listener. With auth off
+// it answers loopback clients only unless the config allows otherwise.
+func mountAdminUI(mux *http.ServeMux, b rpc.Backend, cfg config.Config, log hclog.Logger) error {
+	opts := adminui.Options{
+		Auth:       cfg.Admin.Auth,
+		SessionKey: []byte(cfg.Admin.SessionKey),
+		SessionTTL: time.Duration(cfg.Admin.SessionTTLMS) * time.Millisecond,
+		Logger:     log.Named("adminui"),
+	}
+	for _, u := range cfg.Admin.Users {
+		opts.Users = append(opts.Users, adminui.User{Name: u.Name, PasswordHash: u.PasswordHash, Role: adminui.Role(u.Role)})
+	}
+	h, err := adminui.New(b, opts)
+	if err != nil {
+		return err
+	}
+	if !cfg.Admin.Auth && !cfg.Admin.AllowUnauthenticatedRemote {
+		h = loopbackOnly(h)
+	}
+	mux.Handle("/", h)
+	return nil
+}
+
+// loopbackOnly refuses every client that does not connect from loopback.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		ip := net.ParseIP(host)
+		if err != nil || ip == nil || !ip.IsLoopback() {
+			http.Error(w, "the admin UI without sign-in answers loopback clients only: turn on [admin] auth, or set admin.allow_unauthenticated_remote", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func hashPasswordCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "hash-password",
+		Short: "Read a password on stdin and print its bcrypt hash for [admin] users",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+			if err != nil && line == "" {
+				return usageError{fmt.Errorf("no password on stdin")}
+			}
+			h, err := adminui.HashPassword(strings.TrimRight(line, "\r\n"))
+			if err != nil {
+				return usageError{err}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), h)
+			return nil
+		},
+	}
+}

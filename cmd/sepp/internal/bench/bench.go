@@ -1,0 +1,397 @@
+// Package bench is `sepp bench`: the benchmark users run to compare sepp
+// with the replicated brokers of its field. It drives a cluster through the
+// Go client (the same paths a producer and a worker use) and prints every
+// figure as a `name: value unit` line, or JSON.
+//
+// With no addresses it starts its own local three-node cluster of real sepp
+// processes on loopback with the default config (fsync on), which also
+// makes the scenarios that kill, transfer and restart nodes possible.
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sepp-io/sepp/client"
+	"github.com/sepp-io/sepp/devcluster"
+)
+
+// Options are the knobs of one run; Defaults gives the documented values.
+type Options struct {
+	Addrs     []string // empty: start a local three-node cluster
+	Binary    string   // sepp binary for the local cluster; empty: this one
+	Scenarios []string // produce, latency, consume, mixed, failover, recovery
+
+	PayloadBytes int
+	Produce      int // jobs in the produce scenario
+	Window       int // outstanding produce requests
+	Latency      int // sync enqueues in the latency scenario
+	ConsumeBatch int // jobs per reserve in consume
+	Consumers    int // concurrent reserve loops in consume
+
+	MixedDuration  time.Duration
+	MixedProducers int
+	MixedWorkers   int
+	MixedRate      int // offered jobs/s for the end-to-end latency part
+	MixedRateFor   time.Duration
+
+	FailoverInterval time.Duration // between enqueues of the failover producer
+	FailoverBefore   time.Duration // enqueueing before the fault
+	FailoverAfter    time.Duration // enqueueing after the fault
+
+	RecoveryJobs int
+
+	JSON     bool
+	Out      io.Writer // figures
+	Progress io.Writer // progress lines; nil: none
+}
+
+// Defaults are the values the issue and the README quote.
+func Defaults() Options {
+	return Options{
+		Scenarios:        []string{"produce", "latency", "consume", "mixed", "failover", "recovery"},
+		PayloadBytes:     256,
+		Produce:          100_000,
+		Window:           256,
+		Latency:          2_000,
+		ConsumeBatch:     100,
+		Consumers:        4,
+		MixedDuration:    10 * time.Second,
+		MixedProducers:   4,
+		MixedWorkers:     4,
+		MixedRate:        1_000,
+		MixedRateFor:     5 * time.Second,
+		FailoverInterval: 5 * time.Millisecond,
+		FailoverBefore:   time.Second,
+		FailoverAfter:    2 * time.Second,
+		RecoveryJobs:     1_000_000,
+		Out:              os.Stdout,
+	}
+}
+
+// Figure is one measured value.
+type Figure struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+}
+
+// Report is a whole run.
+type Report struct {
+	Figures []Figure `json:"figures"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+type runner struct {
+	opts    Options
+	cluster *devcluster.Cluster // nil when running against given addresses
+	cli     *client.Client
+	report  Report
+	mu      sync.Mutex
+	// produced is the queue the produce scenario filled, which consume
+	// then empties.
+	produced string
+}
+
+// ErrIntegrity is returned when a scenario lost or duplicated a job.
+var ErrIntegrity = errors.New("bench: jobs lost or duplicated")
+
+// Run executes the chosen scenarios and prints the figures.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	r := &runner{opts: opts}
+	addrs := opts.Addrs
+	if len(addrs) == 0 {
+		r.progress("starting a local three-node cluster (fsync on, default config)")
+		c, err := devcluster.Start(devcluster.Options{Binary: opts.Binary, Nodes: 3})
+		if err != nil {
+			return nil, err
+		}
+		defer c.Stop()
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = c.WaitServing(wctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		r.cluster = c
+		addrs = c.Addrs()
+	}
+	cli, err := client.New(ctx, addrs, client.WithRetryTimeout(15*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	r.cli = cli
+	if err := r.waitLeader(ctx); err != nil {
+		return nil, err
+	}
+
+	scenarios := map[string]func(context.Context) error{
+		"produce":  r.produce,
+		"latency":  r.latency,
+		"consume":  r.consume,
+		"mixed":    r.mixed,
+		"failover": r.failover,
+		"recovery": r.recovery,
+	}
+	var integrity error
+	for _, name := range opts.Scenarios {
+		fn, ok := scenarios[name]
+		if !ok {
+			return nil, fmt.Errorf("bench: unknown scenario %q (want produce, latency, consume, mixed, failover, recovery)", name)
+		}
+		r.progress("scenario " + name)
+		err := fn(ctx)
+		if errors.Is(err, ErrIntegrity) {
+			integrity = err
+			continue
+		}
+		if err != nil {
+			return &r.report, fmt.Errorf("bench %s: %w", name, err)
+		}
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r.report); err != nil {
+			return &r.report, err
+		}
+	}
+	return &r.report, integrity
+}
+
+func (r *runner) add(name string, value float64, unit string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.report.Figures = append(r.report.Figures, Figure{Name: name, Value: value, Unit: unit})
+	if !r.opts.JSON {
+		fmt.Fprintf(r.opts.Out, "%s: %s %s\n", name, formatValue(value), unit)
+	}
+}
+
+func (r *runner) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	r.report.Notes = append(r.report.Notes, msg)
+	r.mu.Unlock()
+	if !r.opts.JSON {
+		fmt.Fprintf(r.opts.Out, "# %s\n", msg)
+	}
+}
+
+func formatValue(v float64) string {
+	switch {
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.0f", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
+
+func (r *runner) progress(msg string) {
+	if r.opts.Progress != nil {
+		fmt.Fprintf(r.opts.Progress, "[bench %s] %s\n", time.Now().Format("15:04:05"), msg)
+	}
+}
+
+// ticker prints a progress line every second while a scenario runs.
+func (r *runner) ticker(ctx context.Context, what string, count *atomic.Int64, total int64) func() {
+	if r.opts.Progress == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if total > 0 {
+					r.progress(fmt.Sprintf("%s: %d / %d", what, count.Load(), total))
+				} else {
+					r.progress(fmt.Sprintf("%s: %d", what, count.Load()))
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func (r *runner) waitLeader(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := r.cli.ClusterStatus(ctx)
+		if err == nil && st.Leader.ID != "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: no leader within 30s: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// payload makes a payload of the configured size whose first 16 bytes carry
+// a sequence number and a send time, for loss, duplicate and latency checks.
+func (r *runner) payload(seq uint64, sent time.Time) []byte {
+	n := max(r.opts.PayloadBytes, 16)
+	p := make([]byte, n)
+	binary.BigEndian.PutUint64(p, seq)
+	binary.BigEndian.PutUint64(p[8:], uint64(sent.UnixNano()))
+	for i := 16; i < n; i++ {
+		p[i] = byte('a' + i%26)
+	}
+	return p
+}
+
+func payloadSeq(p []byte) (seq uint64, sent time.Time, ok bool) {
+	if len(p) < 16 {
+		return 0, time.Time{}, false
+	}
+	return binary.BigEndian.Uint64(p), time.Unix(0, int64(binary.BigEndian.Uint64(p[8:]))), true
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func queueName(scenario string) string {
+	return fmt.Sprintf("bench.%s.%d", scenario, time.Now().UnixNano())
+}
+
+// drainQueue reserves and acks every job of queue, returning the sequence
+// numbers seen (with repeats) so callers can count losses and duplicates.
+func (r *runner) drainQueue(ctx context.Context, queue string) ([]uint64, error) {
+	var seqs []uint64
+	for {
+		ds, err := r.cli.Reserve(ctx, queue, client.ReserveOptions{WorkerID: "bench-drain", Max: 100, Lease: time.Minute})
+		if err != nil {
+			return seqs, err
+		}
+		if len(ds) == 0 {
+			return seqs, nil
+		}
+		if err := r.ackAll(ctx, ds, func(d client.Delivery) {
+			if s, _, ok := payloadSeq(d.Job.Payload); ok {
+				r.mu.Lock()
+				seqs = append(seqs, s)
+				r.mu.Unlock()
+			}
+		}); err != nil {
+			return seqs, err
+		}
+	}
+}
+
+// ackAll acks each delivery with its own confirmed Ack call, concurrently.
+func (r *runner) ackAll(ctx context.Context, ds []client.Delivery, onAck func(client.Delivery)) error {
+	var wg sync.WaitGroup
+	errc := make(chan error, len(ds))
+	for _, d := range ds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.cli.Ack(ctx, d.Ctx); err != nil {
+				errc <- err
+				return
+			}
+			if onAck != nil {
+				onAck(d)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	return <-errc
+}
+
+// leaderIndex finds the local cluster's node that leads.
+func (r *runner) leaderIndex(ctx context.Context) (int, error) {
+	st, err := r.cli.ClusterStatus(ctx)
+	if err != nil {
+		return -1, err
+	}
+	for i, n := range r.cluster.Nodes {
+		if n.ID == st.Leader.ID {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("leader %q is not one of the local nodes", st.Leader.ID)
+}
+
+// countLossAndDup compares the acknowledged sequence numbers with those
+// delivered.
+func countLossAndDup(acked map[uint64]bool, delivered []uint64) (lost, dup int) {
+	seen := make(map[uint64]int, len(delivered))
+	for _, s := range delivered {
+		seen[s]++
+	}
+	for s := range acked {
+		if seen[s] == 0 {
+			lost++
+		}
+	}
+	for _, n := range seen {
+		if n > 1 {
+			dup += n - 1
+		}
+	}
+	return lost, dup
+}
+
+func sortDurations(ds []time.Duration) { slices.Sort(ds) }
+
+// ParseScenarios reads a comma-separated list; "all" means every scenario.
+func ParseScenarios(s string) []string {
+	if s == "" || s == "all" {
+		return Defaults().Scenarios
+	}
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return order(out[i]) < order(out[j]) })
+	return out
+}
+
+func order(s string) int {
+	for i, n := range Defaults().Scenarios {
+		if n == s {
+			return i
+		}
+	}
+	return 100
+}

@@ -1,0 +1,524 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sepp-io/sepp/client"
+)
+
+// produce: N enqueues with a window of outstanding requests through the
+// client's batching Producer.
+func (r *runner) produce(ctx context.Context) error {
+	queue := queueName("produce")
+	n := r.opts.Produce
+	p := r.cli.NewProducer(client.ProducerOptions{})
+	window := make(chan struct{}, max(r.opts.Window, 1))
+	var done, failed atomic.Int64
+	var firstErr atomic.Value
+	stop := r.ticker(ctx, "produce", &done, int64(n))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		window <- struct{}{}
+		pe := p.EnqueueAsync(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(uint64(i), time.Now())))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := pe.Result()
+			<-window
+			if err != nil {
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			done.Add(1)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stop()
+	if err := p.Close(ctx); err != nil {
+		return err
+	}
+	if f := failed.Load(); f > 0 {
+		return fmt.Errorf("%d of %d enqueues failed, first: %v", f, n, firstErr.Load())
+	}
+	r.add("produce_jobs", float64(n), "jobs")
+	r.add("produce_rate", float64(n)/elapsed.Seconds(), "jobs/s")
+	r.produced = queue
+	return nil
+}
+
+// latency: enqueues one at a time, each waiting for its commit.
+func (r *runner) latency(ctx context.Context) error {
+	queue := queueName("latency")
+	lat := make([]time.Duration, 0, r.opts.Latency)
+	var count atomic.Int64
+	stop := r.ticker(ctx, "sync enqueues", &count, int64(r.opts.Latency))
+	defer stop()
+	for i := 0; i < r.opts.Latency; i++ {
+		req := client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(uint64(i), time.Now()))
+		t0 := time.Now()
+		if _, err := r.cli.Enqueue(ctx, req); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+		count.Add(1)
+	}
+	sortDurations(lat)
+	r.add("sync_enqueue_p50", ms(percentile(lat, 0.50)), "ms")
+	r.add("sync_enqueue_p99", ms(percentile(lat, 0.99)), "ms")
+	r.add("sync_enqueue_p999", ms(percentile(lat, 0.999)), "ms")
+	if _, err := r.drainQueue(ctx, queue); err != nil {
+		return err
+	}
+	return nil
+}
+
+// consume: reserve in batches and ack each job with a confirmed ack until
+// the queue is empty. It consumes what produce left, or fills a queue first.
+func (r *runner) consume(ctx context.Context) error {
+	queue := r.produced
+	r.produced = ""
+	total := r.opts.Produce
+	if queue == "" {
+		queue = queueName("consume")
+		r.progress(fmt.Sprintf("filling %s with %d jobs", queue, total))
+		if err := r.fill(ctx, queue, total); err != nil {
+			return err
+		}
+	}
+	var acked atomic.Int64
+	stop := r.ticker(ctx, "consume", &acked, int64(total))
+	start := time.Now()
+	var wg sync.WaitGroup
+	errc := make(chan error, r.opts.Consumers)
+	for w := 0; w < max(r.opts.Consumers, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ds, err := r.cli.Reserve(ctx, queue, client.ReserveOptions{WorkerID: fmt.Sprintf("bench-%d", w), Max: r.opts.ConsumeBatch, Lease: time.Minute})
+				if err != nil {
+					errc <- err
+					return
+				}
+				if len(ds) == 0 {
+					return
+				}
+				if err := r.ackAll(ctx, ds, nil); err != nil {
+					errc <- err
+					return
+				}
+				acked.Add(int64(len(ds)))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stop()
+	close(errc)
+	if err := <-errc; err != nil {
+		return err
+	}
+	r.add("consume_jobs", float64(acked.Load()), "jobs")
+	r.add("consume_rate", float64(acked.Load())/elapsed.Seconds(), "jobs/s")
+	return nil
+}
+
+func (r *runner) fill(ctx context.Context, queue string, n int) error {
+	p := r.cli.NewProducer(client.ProducerOptions{})
+	pend := make([]*client.PendingEnqueue, 0, 4096)
+	flush := func() error {
+		for _, pe := range pend {
+			if _, err := pe.Result(); err != nil {
+				return err
+			}
+		}
+		pend = pend[:0]
+		return nil
+	}
+	for i := 0; i < n; i++ {
+		pend = append(pend, p.EnqueueAsync(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(uint64(i), time.Now()))))
+		if len(pend) == cap(pend) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return p.Close(ctx)
+}
+
+// mixed: producers and workers at once for a fixed time, then end-to-end
+// latency at a fixed offered rate.
+func (r *runner) mixed(ctx context.Context) error {
+	queue := queueName("mixed")
+	runCtx, cancel := context.WithTimeout(ctx, r.opts.MixedDuration)
+	defer cancel()
+	var enq, acked atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, r.opts.MixedProducers+r.opts.MixedWorkers)
+	stop := r.ticker(ctx, "mixed acked", &acked, 0)
+	start := time.Now()
+	for i := 0; i < r.opts.MixedProducers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := r.cli.NewProducer(client.ProducerOptions{})
+			defer p.Close(context.Background())
+			window := make(chan struct{}, 64)
+			var seq uint64
+			for runCtx.Err() == nil {
+				select {
+				case window <- struct{}{}:
+				case <-runCtx.Done():
+					return
+				}
+				seq++
+				pe := p.EnqueueAsync(runCtx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(seq, time.Now())))
+				go func() {
+					if _, err := pe.Result(); err == nil {
+						enq.Add(1)
+					}
+					<-window
+				}()
+			}
+		}()
+	}
+	for i := 0; i < r.opts.MixedWorkers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for runCtx.Err() == nil {
+				ds, err := r.cli.Reserve(runCtx, queue, client.ReserveOptions{WorkerID: fmt.Sprintf("mixed-%d", i), Max: 100, Lease: time.Minute, Wait: 100 * time.Millisecond})
+				if err != nil {
+					if runCtx.Err() == nil {
+						errc <- err
+					}
+					return
+				}
+				// Acks run to completion even past the deadline: a reserved
+				// job must not be left leased.
+				if err := r.ackAll(context.Background(), ds, nil); err != nil {
+					errc <- err
+					return
+				}
+				acked.Add(int64(len(ds)))
+			}
+		}()
+	}
+	<-runCtx.Done()
+	elapsed := time.Since(start)
+	wg.Wait()
+	stop()
+	close(errc)
+	if err := <-errc; err != nil {
+		return err
+	}
+	qs, err := r.queueStats(ctx, queue)
+	if err != nil {
+		return err
+	}
+	r.add("mixed_completed_rate", float64(acked.Load())/elapsed.Seconds(), "jobs/s")
+	r.add("mixed_enqueue_rate", float64(enq.Load())/elapsed.Seconds(), "jobs/s")
+	r.add("mixed_backlog", float64(qs.Ready+qs.Scheduled+qs.Reserved), "jobs")
+	if _, err := r.drainQueue(ctx, queue); err != nil {
+		return err
+	}
+	return r.endToEnd(ctx)
+}
+
+func (r *runner) queueStats(ctx context.Context, queue string) (client.QueueStats, error) {
+	qs, err := r.cli.ListQueues(ctx, false)
+	if err != nil {
+		return client.QueueStats{}, err
+	}
+	for _, q := range qs {
+		if q.Name == queue {
+			return q, nil
+		}
+	}
+	return client.QueueStats{}, nil
+}
+
+// endToEnd offers a fixed rate (so the figure is not queueing delay) and
+// measures enqueue start to ack done.
+func (r *runner) endToEnd(ctx context.Context) error {
+	queue := queueName("e2e")
+	rate := max(r.opts.MixedRate, 1)
+	n := int(float64(rate) * r.opts.MixedRateFor.Seconds())
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, n)
+	var got atomic.Int64
+	workCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := 0; i < r.opts.MixedWorkers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for workCtx.Err() == nil && got.Load() < int64(n) {
+				ds, err := r.cli.Reserve(workCtx, queue, client.ReserveOptions{WorkerID: "e2e", Max: 100, Lease: time.Minute, Wait: 200 * time.Millisecond})
+				if err != nil {
+					return
+				}
+				_ = r.ackAll(ctx, ds, func(d client.Delivery) {
+					if _, sent, ok := payloadSeq(d.Job.Payload); ok {
+						mu.Lock()
+						lat = append(lat, time.Since(sent))
+						mu.Unlock()
+					}
+					got.Add(1)
+				})
+			}
+		}()
+	}
+	p := r.cli.NewProducer(client.ProducerOptions{})
+	interval := time.Second / time.Duration(rate)
+	next := time.Now()
+	for i := 0; i < n; i++ {
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		}
+		next = next.Add(interval)
+		p.EnqueueAsync(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(uint64(i), time.Now())))
+	}
+	if err := p.Close(ctx); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for got.Load() < int64(n) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	sortDurations(lat)
+	r.add("e2e_offered_rate", float64(rate), "jobs/s")
+	r.add("e2e_latency_p50", ms(percentile(lat, 0.50)), "ms")
+	r.add("e2e_latency_p99", ms(percentile(lat, 0.99)), "ms")
+	return nil
+}
+
+// failover: a producer enqueues one job every interval with retries while
+// the leader is SIGKILLed (then, in a second round, while leadership is
+// transferred); afterwards every acknowledged job must be there once.
+func (r *runner) failover(ctx context.Context) error {
+	if r.cluster == nil {
+		r.note("failover skipped: it needs the local cluster bench starts itself (run without --addr)")
+		return nil
+	}
+	var integrity error
+	for _, mode := range []string{"kill", "transfer"} {
+		if err := r.failoverRound(ctx, mode); err != nil {
+			if err == ErrIntegrity {
+				integrity = err
+				continue
+			}
+			return err
+		}
+	}
+	return integrity
+}
+
+func (r *runner) failoverRound(ctx context.Context, mode string) error {
+	queue := queueName("failover-" + mode)
+	leader, err := r.leaderIndex(ctx)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	acked := map[uint64]bool{}
+	var okTimes []time.Time
+	var failures atomic.Int64
+	stopProducer := make(chan struct{})
+	producerDone := make(chan struct{})
+	go func() {
+		defer close(producerDone)
+		t := time.NewTicker(r.opts.FailoverInterval)
+		defer t.Stop()
+		var seq uint64
+		for {
+			select {
+			case <-stopProducer:
+				return
+			case <-t.C:
+			}
+			seq++
+			s := seq
+			cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			_, err := r.cli.Enqueue(cctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(s, time.Now())))
+			cancel()
+			if err != nil {
+				failures.Add(1)
+				continue
+			}
+			mu.Lock()
+			acked[s] = true
+			okTimes = append(okTimes, time.Now())
+			mu.Unlock()
+		}
+	}()
+	time.Sleep(r.opts.FailoverBefore)
+	switch mode {
+	case "kill":
+		r.progress(fmt.Sprintf("SIGKILL leader %s (pid %d)", r.cluster.Nodes[leader].ID, r.cluster.Pid(leader)))
+		if err := r.cluster.Kill(leader); err != nil {
+			return err
+		}
+	case "transfer":
+		r.progress("transferring leadership from " + r.cluster.Nodes[leader].ID)
+		if err := r.cli.TransferLeadership(ctx, ""); err != nil {
+			return err
+		}
+	}
+	time.Sleep(r.opts.FailoverAfter)
+	close(stopProducer)
+	<-producerDone
+
+	if mode == "kill" {
+		if err := r.cluster.StartNode(leader); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := r.cluster.WaitServing(wctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	mu.Lock()
+	gap := longestGap(okTimes)
+	mu.Unlock()
+	delivered, err := r.drainQueue(ctx, queue)
+	if err != nil {
+		return err
+	}
+	lost, dup := countLossAndDup(acked, delivered)
+	prefix := "failover_" + mode
+	r.add(prefix+"_longest_gap", ms(gap), "ms")
+	r.add(prefix+"_acked", float64(len(acked)), "jobs")
+	r.add(prefix+"_failed_calls", float64(failures.Load()), "calls")
+	r.add(prefix+"_lost", float64(lost), "jobs")
+	r.add(prefix+"_duplicates", float64(dup), "jobs")
+	if lost > 0 || dup > 0 {
+		return ErrIntegrity
+	}
+	return nil
+}
+
+// longestGap is the longest time between two successive successful
+// enqueues: what a client saw of the unavailability.
+func longestGap(ok []time.Time) time.Duration {
+	var gap time.Duration
+	for i := 1; i < len(ok); i++ {
+		gap = max(gap, ok[i].Sub(ok[i-1]))
+	}
+	return gap
+}
+
+// recovery: fill a queue with RecoveryJobs jobs, report each node's
+// resident memory, restart a follower and time it until it serves and
+// until it has caught up.
+func (r *runner) recovery(ctx context.Context) error {
+	if r.cluster == nil {
+		r.note("recovery skipped: it needs the local cluster bench starts itself (run without --addr)")
+		return nil
+	}
+	queue := queueName("recovery")
+	n := r.opts.RecoveryJobs
+	saved := r.opts.PayloadBytes
+	r.opts.PayloadBytes = 100
+	r.progress(fmt.Sprintf("filling %s with %d jobs of 100 bytes", queue, n))
+	err := r.fill(ctx, queue, n)
+	r.opts.PayloadBytes = saved
+	if err != nil {
+		return err
+	}
+	for i, node := range r.cluster.Nodes {
+		rss, err := residentBytes(r.cluster.Pid(i))
+		if err != nil {
+			r.note("rss of %s: %v", node.ID, err)
+			continue
+		}
+		r.add(fmt.Sprintf("recovery_rss_%s", node.ID), float64(rss)/(1<<20), "MiB")
+	}
+	leader, err := r.leaderIndex(ctx)
+	if err != nil {
+		return err
+	}
+	follower := (leader + 1) % len(r.cluster.Nodes)
+	st, err := r.cli.ClusterStatus(ctx)
+	if err != nil {
+		return err
+	}
+	target := st.CommitIndex
+	if err := r.cluster.StopNode(follower, 30*time.Second); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := r.cluster.StartNode(follower); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+	defer cancel()
+	if err := r.cluster.WaitServing(wctx); err != nil {
+		return err
+	}
+	toServing := time.Since(t0)
+	addr := r.cluster.Nodes[follower].GRPCAddr
+	for {
+		fs, err := r.cli.ClusterStatusOf(wctx, addr)
+		if err == nil && fs.AppliedIndex >= target {
+			break
+		}
+		if wctx.Err() != nil {
+			return fmt.Errorf("restarted %s did not catch up to index %d: %v", r.cluster.Nodes[follower].ID, target, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	caughtUp := time.Since(t0)
+	r.add("recovery_jobs", float64(n), "jobs")
+	r.add("recovery_restart_to_serving", ms(toServing), "ms")
+	r.add("recovery_restart_to_caught_up", ms(caughtUp), "ms")
+	if rss, err := residentBytes(r.cluster.Pid(follower)); err == nil {
+		r.add("recovery_rss_restarted", float64(rss)/(1<<20), "MiB")
+	}
+	r.progress("draining the recovery queue")
+	if _, err := r.drainQueue(ctx, queue); err != nil {
+		return err
+	}
+	return nil
+}
+
+// residentBytes reads VmRSS of a process from /proc.
+func residentBytes(pid int) (int64, error) {
+	if pid == 0 {
+		return 0, fmt.Errorf("not running")
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				kb, err := strconv.ParseInt(f[0], 10, 64)
+				return kb * 1024, err
+			}
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
