@@ -13,7 +13,7 @@ deny() { # package, forbidden import pattern, reason
   fi
 }
 # engine: the standard library only.
-bad=$(go list -deps ./engine | grep -E '\.' | grep -v "^$mod/engine" || true)
+bad=$(go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./engine | grep -v "^$mod/engine" || true)
 if [ -n "$bad" ]; then echo "engine must import the standard library only:"; echo "$bad" | sed 's/^/  /'; fail=1; fi
 deny ./fsm "^google.golang.org/grpc|^$mod/(rpc|cluster|client|cmd)" "fsm knows nothing of gRPC or the layers above it"
 deny ./cluster "^$mod/(rpc|client|cmd)" "cluster sits below rpc"
