@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sepp-io/sepp/client"
+	"github.com/sepp-io/sepp/config"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestServe_SingleNodeDefaults starts a node the way `sepp serve` does
+// (a cluster of one from the defaults), drives it through the Go client,
+// reads /healthz, /metrics and the admin UI, and stops it by cancelling
+// its context as SIGTERM does.
+func TestServe_SingleNodeDefaults(t *testing.T) {
+	cfg := config.Default()
+	cfg.Server.GRPCAddr = freeAddr(t)
+	cfg.Server.HTTPAddr = freeAddr(t)
+	cfg.Server.RaftAddr = freeAddr(t)
+	cfg.Server.DataDir = filepath.Join(t.TempDir(), "data")
+	cfg.Server.LogLevel = "warn"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve returned %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop within 30s of its context ending")
+		}
+	})
+
+	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer ccancel()
+	c, err := client.New(cctx, []string{cfg.Server.GRPCAddr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Enqueue(cctx, client.NewEnqueueRequest("emails", "welcome").WithPayload([]byte("ada")))
+	if err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+	ds, err := c.Reserve(cctx, "emails", client.ReserveOptions{Max: 1})
+	if err != nil || len(ds) != 1 || ds[0].Ctx.JobID != res.JobID {
+		t.Fatalf("reserve: %v %+v", err, ds)
+	}
+	if err := c.Ack(cctx, ds[0].Ctx); err != nil {
+		t.Fatalf("ack: %v", err)
+	}
+	info, err := c.ServerInfo(cctx)
+	if err != nil || info.NodeID != "sepp-1" || info.LeaderID != "sepp-1" {
+		t.Fatalf("server info: %v %+v", err, info)
+	}
+
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + cfg.Server.HTTPAddr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/healthz"); code != 200 || !strings.Contains(body, "Leader") {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "sepp_") {
+		t.Errorf("/metrics: %d, no sepp_ metrics", code)
+	}
+	if code, body := get("/queues"); code != 200 || !strings.Contains(body, "emails") {
+		t.Errorf("admin UI /queues: %d, queue emails not shown", code)
+	}
+}
+
+func TestLoopbackOnly(t *testing.T) {
+	cases := []struct {
+		remote string
+		want   int
+	}{
+		{"127.0.0.1:5555", http.StatusOK},
+		{"[::1]:5555", http.StatusOK},
+		{"10.1.2.3:5555", http.StatusForbidden},
+		{"192.168.0.9:5555", http.StatusForbidden},
+		{"garbage", http.StatusForbidden},
+	}
+	h := loopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for _, c := range cases {
+		t.Run(c.remote, func(t *testing.T) {
+			r, _ := http.NewRequest("GET", "/", nil)
+			r.RemoteAddr = c.remote
+			w := &statusRecorder{header: http.Header{}}
+			h.ServeHTTP(w, r)
+			if w.code == 0 {
+				w.code = http.StatusOK
+			}
+			if w.code != c.want {
+				t.Fatalf("remote %s: %d, want %d", c.remote, w.code, c.want)
+			}
+		})
+	}
+}
+
+type statusRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (s *statusRecorder) Header() http.Header         { return s.header }
+func (s *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (s *statusRecorder) WriteHeader(code int)        { s.code = code }
+
+func TestNodeConfig_MapsTheFile(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+[server]
+node_id = "b"
+grpc_addr = "127.0.0.1:6002"
+grpc_advertise = "b.example:6002"
+[cluster]
+heartbeat_timeout_ms = 400
+election_timeout_ms = 500
+leader_lease_timeout_ms = 300
+peers = [
+  { id = "a", raft_addr = "127.0.0.1:7001", grpc_addr = "127.0.0.1:6001" },
+  { id = "b", raft_addr = "127.0.0.1:7002", grpc_addr = "127.0.0.1:6002" },
+]
+[storage]
+dead_letter_retention_ms = 1000
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nodeConfig(cfg, newLogger(cfg.Server))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%s %s %v %v %d %s", nc.NodeID, nc.GRPCAddr, nc.HeartbeatTimeout, nc.ElectionTimeout, len(nc.Peers), nc.Engine.Limits.DeadLetterRetention)
+	want := "b b.example:6002 400ms 500ms 1 1s"
+	if got != want {
+		t.Fatalf("node config %q, want %q", got, want)
+	}
+	if err := nc.Validate(); err != nil {
+		t.Fatalf("mapped config does not validate: %v", err)
+	}
+}
