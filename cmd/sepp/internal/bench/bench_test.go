@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSmoke is the CI regression guard of `sepp bench`: every scenario runs
+// against a real local three-node cluster with small counts and must finish
+// with 0 lost and 0 duplicated jobs. It asserts no speed: the machines are
+// shared and noisy.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds sepp and starts three processes: skipped under -short")
+	}
+	bin := filepath.Join(t.TempDir(), "sepp")
+	build := exec.Command("go", "build", "-o", bin, "github.com/sepp-io/sepp/cmd/sepp")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build sepp: %v\n%s", err, out)
+	}
+	o := Defaults()
+	o.Binary = bin
+	o.Produce = 2000
+	o.Latency = 100
+	o.MixedDuration = 2 * time.Second
+	o.MixedRate = 200
+	o.MixedRateFor = time.Second
+	o.FailoverBefore = 300 * time.Millisecond
+	o.FailoverAfter = time.Second
+	o.RecoveryJobs = 5000
+	var out bytes.Buffer
+	o.Out = &out
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, o)
+	t.Logf("bench output:\n%s", out.String())
+	if err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	got := map[string]float64{}
+	for _, f := range rep.Figures {
+		got[f.Name] = f.Value
+	}
+	for _, name := range []string{
+		"produce_rate", "sync_enqueue_p50", "consume_rate", "mixed_completed_rate", "e2e_latency_p50",
+		"failover_kill_longest_gap", "failover_transfer_longest_gap", "recovery_restart_to_caught_up",
+	} {
+		if _, ok := got[name]; !ok {
+			t.Errorf("figure %s missing", name)
+		}
+	}
+	for name, v := range got {
+		if (strings.HasSuffix(name, "_lost") || strings.HasSuffix(name, "_duplicates")) && v != 0 {
+			t.Errorf("%s = %v, want 0", name, v)
+		}
+	}
+	if got["consume_jobs"] != float64(o.Produce) {
+		t.Errorf("consume acked %v jobs, want the %d produced", got["consume_jobs"], o.Produce)
+	}
+	// Every line is "name: value unit".
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if f := strings.Fields(line); len(f) != 3 || !strings.HasSuffix(f[0], ":") {
+			t.Errorf("line %q is not `name: value unit`", line)
+		}
+	}
+}
+
+func TestCountLossAndDup(t *testing.T) {
+	acked := map[uint64]bool{1: true, 2: true, 3: true}
+	lost, dup := countLossAndDup(acked, []uint64{1, 3, 3, 4})
+	if lost != 1 || dup != 1 {
+		t.Fatalf("lost %d dup %d, want 1 and 1", lost, dup)
+	}
+	if lost, dup := countLossAndDup(acked, []uint64{1, 2, 3}); lost != 0 || dup != 0 {
+		t.Fatalf("clean history: lost %d dup %d", lost, dup)
+	}
+}
+
+func TestParseScenarios(t *testing.T) {
+	if got := strings.Join(ParseScenarios("failover, produce"), ","); got != "produce,failover" {
+		t.Fatalf("got %s", got)
+	}
+	if len(ParseScenarios("all")) != 6 {
+		t.Fatal("all should list six scenarios")
+	}
+}
