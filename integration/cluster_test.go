@@ -1,0 +1,199 @@
+package integration
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/sepp-io/sepp/client"
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
+)
+
+// testCluster is what a fault test needs from a cluster, whether its nodes
+// are processes on loopback or containers on a docker network.
+type testCluster interface {
+	Addrs() []string // gRPC addresses, reachable from the test
+	IDs() []string   // node ids, in the same order
+	LogTail(i int) string
+}
+
+// leaderIndex finds the node a majority names as leader and which says it
+// leads.
+func leaderIndex(ctx context.Context, insp *client.Client, tc testCluster) (int, error) {
+	// Ask every node at once: a cut-off node may take the whole attempt
+	// timeout to fail, and should not delay what the others say.
+	addrs := tc.Addrs()
+	sts := make([]*client.ClusterStatus, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			qctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+			defer cancel()
+			if st, err := insp.ClusterStatusOf(qctx, addr); err == nil {
+				sts[i] = st
+			}
+		}()
+	}
+	wg.Wait()
+	votes := map[string]int{}
+	leads := map[string]bool{}
+	for _, st := range sts {
+		if st == nil {
+			continue
+		}
+		if st.Leader.ID != "" {
+			votes[st.Leader.ID]++
+		}
+		if st.State == "Leader" {
+			leads[st.Self.ID] = true
+		}
+	}
+	for i, id := range tc.IDs() {
+		if votes[id] > len(tc.IDs())/2 && leads[id] {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("no leader named by a majority (votes %v)", votes)
+}
+
+func waitLeader(ctx context.Context, t *testing.T, insp *client.Client, tc testCluster, timeout time.Duration, not int) int {
+	t.Helper()
+	idx := -1
+	err := waitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
+		i, err := leaderIndex(ctx, insp, tc)
+		if err != nil {
+			return false, err
+		}
+		if i == not {
+			return false, fmt.Errorf("node %d still leads", i)
+		}
+		idx = i
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("wait for leader: %v", err)
+	}
+	return idx
+}
+
+// waitCaughtUp waits until node i follows the current leader and has
+// applied everything the leader had committed when the wait began.
+func waitCaughtUp(ctx context.Context, insp *client.Client, tc testCluster, i int, timeout time.Duration) error {
+	var target uint64
+	leaderID := ""
+	return waitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
+		if leaderID == "" {
+			li, err := leaderIndex(ctx, insp, tc)
+			if err != nil {
+				return false, err
+			}
+			st, err := insp.ClusterStatusOf(ctx, tc.Addrs()[li])
+			if err != nil {
+				return false, err
+			}
+			leaderID, target = tc.IDs()[li], st.CommitIndex
+		}
+		st, err := insp.ClusterStatusOf(ctx, tc.Addrs()[i])
+		if err != nil {
+			return false, err
+		}
+		if st.Leader.ID != leaderID || st.AppliedIndex < target {
+			return false, fmt.Errorf("%s: leader %q applied %d, want leader %q applied >= %d", tc.IDs()[i], st.Leader.ID, st.AppliedIndex, leaderID, target)
+		}
+		return true, nil
+	})
+}
+
+// replicaState is one node's own view of the replicated state, read with
+// stale reads so a follower answers from its local copy. sepp exposes no
+// state digest over gRPC, so this hashes what the public API shows: every
+// queue's counts and cumulative totals and every retained dead letter.
+func replicaState(ctx context.Context, addr string) (applied uint64, digest string, err error) {
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return 0, "", err
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := seppv1.NewClusterServiceClient(cc).Status(ctx, &seppv1.StatusRequest{})
+	if err != nil {
+		return 0, "", fmt.Errorf("%s: status: %w", addr, err)
+	}
+	admin := seppv1.NewAdminServiceClient(cc)
+	qs, err := admin.ListQueues(ctx, &seppv1.ListQueuesRequest{AllowStale: true})
+	if err != nil {
+		return 0, "", fmt.Errorf("%s: list queues: %w", addr, err)
+	}
+	var b strings.Builder
+	queues := qs.GetQueues()
+	slices.SortFunc(queues, func(a, b *seppv1.QueueSummary) int { return strings.Compare(a.GetName(), b.GetName()) })
+	for _, q := range queues {
+		fmt.Fprintf(&b, "q %s paused=%t s=%d r=%d res=%d dead=%d enq=%d ack=%d dropped=%d", q.GetName(), q.GetPaused(), q.GetScheduled(), q.GetReady(), q.GetReserved(), q.GetDead(), q.GetEnqueuedTotal(), q.GetAckedTotal(), q.GetDroppedTotal())
+		for _, c := range q.GetDeadLetteredTotal() {
+			fmt.Fprintf(&b, " %s=%d", c.GetCause(), c.GetCount())
+		}
+		b.WriteByte('\n')
+	}
+	var after uint64
+	for {
+		dl, err := admin.ListDeadLetters(ctx, &seppv1.ListDeadLettersRequest{AfterJobId: after, Limit: 1000, AllowStale: true})
+		if err != nil {
+			return 0, "", fmt.Errorf("%s: list dead letters: %w", addr, err)
+		}
+		for _, r := range dl.GetRecords() {
+			fmt.Fprintf(&b, "d %d %d %s\n", r.GetJob().GetId(), r.GetFinalAttempt(), r.GetCause())
+		}
+		if dl.GetNextAfterJobId() == 0 {
+			break
+		}
+		after = dl.GetNextAfterJobId()
+	}
+	return st.GetAppliedIndex(), fmt.Sprintf("%x", sha256.Sum256([]byte(b.String())))[:16], nil
+}
+
+// waitReplicasAgree waits until every node has applied the same index and
+// shows the same state, and returns how long that took.
+func waitReplicasAgree(ctx context.Context, tc testCluster, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	err := waitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
+		var views []string
+		same := true
+		for i, addr := range tc.Addrs() {
+			applied, digest, err := replicaState(ctx, addr)
+			if err != nil {
+				return false, err
+			}
+			views = append(views, fmt.Sprintf("%s@%d=%s", tc.IDs()[i], applied, digest))
+			same = same && strings.SplitN(views[i], "@", 2)[1] == strings.SplitN(views[0], "@", 2)[1]
+		}
+		if !same {
+			return false, errors.New("replicas differ: " + strings.Join(views, " "))
+		}
+		return true, nil
+	})
+	return time.Since(start), err
+}
+
+func dumpLogs(t *testing.T, tc testCluster) {
+	t.Helper()
+	if !t.Failed() {
+		return
+	}
+	for i, id := range tc.IDs() {
+		t.Logf("---- last lines of %s's log\n%s", id, tc.LogTail(i))
+	}
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }

@@ -1,0 +1,16 @@
+// Package integration holds black-box tests of sepp as operators run it:
+// real `sepp serve` processes on loopback (started through devcluster) and
+// containers of the sepp image on a private docker network, driven by the
+// Go client while nodes are killed, paused, wiped, restarted and cut off.
+//
+// Every call the clients make is recorded and checked afterwards by
+// integration/history: no acknowledged job lost, no retried enqueue
+// duplicated, no job leased twice at once, attempts and order as the spec
+// says, and all replicas equal once the faults heal. Each fault reports its
+// figures as `name: value unit` lines.
+//
+// The tests build the binary once (TestMain) and are skipped under
+// `go test -short`; the container tests are skipped, with the reason
+// printed, where no Docker engine answers. The package has no non-test code
+// and imports only the client, the public proto and devcluster.
+package integration
