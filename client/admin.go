@@ -254,6 +254,9 @@ type ClusterStatus struct {
 	AppliedIndex uint64
 	LastLogIndex uint64
 	Members      []ClusterMember
+	// StateDigest and DigestIndex are set by StateDigestOf only.
+	StateDigest string
+	DigestIndex uint64
 }
 
 // ClusterStatus asks the leader (or, when no leader answers, whichever node
@@ -274,6 +277,21 @@ func (c *Client) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
 // ClusterStatusOf asks the node at addr for its own view, without following
 // the leader; addr need not be one of the client's addresses.
 func (c *Client) ClusterStatusOf(ctx context.Context, addr string) (*ClusterStatus, error) {
+	return c.clusterStatusOf(ctx, addr, false)
+}
+
+// StateDigestOf asks the node at addr for the hash of its replicated state
+// and the log index it includes. Replicas at the same index must agree;
+// fault tests compare them once the cluster is quiet.
+func (c *Client) StateDigestOf(ctx context.Context, addr string) (digest string, index uint64, err error) {
+	st, err := c.clusterStatusOf(ctx, addr, true)
+	if err != nil {
+		return "", 0, err
+	}
+	return st.StateDigest, st.DigestIndex, nil
+}
+
+func (c *Client) clusterStatusOf(ctx context.Context, addr string, withDigest bool) (*ClusterStatus, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -289,7 +307,7 @@ func (c *Client) ClusterStatusOf(ctx context.Context, addr string) (*ClusterStat
 		ctx, cancel = context.WithTimeout(ctx, c.opts.attemptTimeout)
 		defer cancel()
 	}
-	resp, err := seppv1.NewClusterServiceClient(cc).Status(ctx, &seppv1.StatusRequest{}, c.opts.callOptions...)
+	resp, err := seppv1.NewClusterServiceClient(cc).Status(ctx, &seppv1.StatusRequest{IncludeDigest: withDigest}, c.opts.callOptions...)
 	if err != nil {
 		return nil, fromStatus("cluster status", err)
 	}
@@ -305,6 +323,8 @@ func clusterStatusFromProto(resp *seppv1.StatusResponse) *ClusterStatus {
 		CommitIndex:  resp.GetCommitIndex(),
 		AppliedIndex: resp.GetAppliedIndex(),
 		LastLogIndex: resp.GetLastLogIndex(),
+		StateDigest:  resp.GetStateDigest(),
+		DigestIndex:  resp.GetDigestIndex(),
 	}
 	for _, m := range resp.GetMembers() {
 		s.Members = append(s.Members, ClusterMember{

@@ -77,6 +77,9 @@ func NewNode(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
 	}
+	if err := verifyDataDir(cfg.DataDir); err != nil { // verify.go
+		return nil, err
+	}
 	cleanup := func() {
 		if n.transport != nil {
 			if c, ok := n.transport.(io.Closer); ok {
@@ -227,6 +230,9 @@ func (n *Node) notLeaderError() error {
 
 // IsLeader reports whether this node currently leads.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// StateDigest hashes the replicated state with the index it includes.
+func (n *Node) StateDigest() ([32]byte, uint64) { return n.fsm.DigestAt() }
 
 // Applied returns a channel closed the next time this node applies a log
 // entry (or restores a snapshot).

@@ -120,10 +120,11 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 		responses[i] = results
 	}
-	f.mu.Unlock()
+	// Stored under the lock so DigestAt reads a state and its index as one.
 	if n := len(logs); n > 0 {
 		f.appliedIndex.Store(logs[n-1].Index)
 	}
+	f.mu.Unlock()
 	f.notifyApplied()
 	return responses
 }

@@ -228,8 +228,20 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config) (*engine.Engine, *cm
 // state machine's clock and the member metadata. Two replicas that applied
 // the same log have equal digests.
 func (f *FSM) Digest() [32]byte {
+	d, _ := f.DigestAt()
+	return d
+}
+
+// DigestAt is Digest together with the index of the last log entry the
+// digested state includes, read as one: replicas whose indexes are equal must
+// have equal digests.
+func (f *FSM) DigestAt() ([32]byte, uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	return f.digestLocked(), f.appliedIndex.Load()
+}
+
+func (f *FSM) digestLocked() [32]byte {
 	h := sha256.New()
 	d := f.eng.Digest()
 	h.Write(d[:])

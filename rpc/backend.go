@@ -47,6 +47,10 @@ type Backend interface {
 	Self() cluster.NodeInfo
 	Leader() cluster.NodeInfo
 	Status(ctx context.Context) (cluster.Status, error)
+	// StateDigest is a hash of the whole replicated state and the index of
+	// the last log entry it includes: replicas at the same index must have
+	// the same digest. It encodes the whole state: not for hot paths.
+	StateDigest() (digest [32]byte, appliedIndex uint64)
 	Join(ctx context.Context, node cluster.NodeInfo) error
 	Remove(ctx context.Context, id string) error
 	TransferLeadership(ctx context.Context, toID string) error

@@ -126,4 +126,35 @@ func TestThreeNodeCluster_ThroughGRPC(t *testing.T) {
 		t.Fatalf("redelivery: job %d attempt %d, want job %d attempt 2", c.GetJobId(), c.GetAttempt(), first.GetJobId())
 	}
 	nodes.RequireSameDigest()
+
+	// Every node reports its state digest over the API; at equal indexes
+	// the digests are equal.
+	digests := map[uint64]map[string]bool{}
+	clustertest.WaitFor(t, 10*time.Second, "replicas at one index", func() bool {
+		digests = map[uint64]map[string]bool{}
+		for _, a := range addrs {
+			cc, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := seppv1.NewClusterServiceClient(cc).Status(ctx, &seppv1.StatusRequest{IncludeDigest: true})
+			cc.Close()
+			if err != nil {
+				t.Fatalf("status of %s: %v", a, err)
+			}
+			if len(st.GetStateDigest()) != 64 {
+				t.Fatalf("state digest %q is not 32 bytes of hex", st.GetStateDigest())
+			}
+			if digests[st.GetDigestIndex()] == nil {
+				digests[st.GetDigestIndex()] = map[string]bool{}
+			}
+			digests[st.GetDigestIndex()][st.GetStateDigest()] = true
+		}
+		return len(digests) == 1
+	})
+	for idx, ds := range digests {
+		if len(ds) != 1 {
+			t.Fatalf("replicas at index %d disagree: %v", idx, ds)
+		}
+	}
 }

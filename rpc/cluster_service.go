@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"encoding/hex"
 
 	"github.com/sepp-io/sepp/cluster"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
@@ -13,12 +14,17 @@ type clusterService struct {
 	*server
 }
 
-func (s *clusterService) Status(ctx context.Context, _ *seppv1.StatusRequest) (*seppv1.StatusResponse, error) {
+func (s *clusterService) Status(ctx context.Context, req *seppv1.StatusRequest) (*seppv1.StatusResponse, error) {
 	st, err := s.b.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return clusterStatusToProto(st), nil
+	resp := clusterStatusToProto(st)
+	if req.GetIncludeDigest() {
+		d, idx := s.b.StateDigest()
+		resp.StateDigest, resp.DigestIndex = hex.EncodeToString(d[:]), idx
+	}
+	return resp, nil
 }
 
 func (s *clusterService) Join(ctx context.Context, req *seppv1.JoinRequest) (*seppv1.JoinResponse, error) {

@@ -266,6 +266,13 @@ func (b *LocalBackend) Applied() <-chan struct{} {
 
 func (b *LocalBackend) Self() cluster.NodeInfo { return b.self }
 
+// StateDigest is the engine's digest at the backend's operation count.
+func (b *LocalBackend) StateDigest() ([32]byte, uint64) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.eng.Digest(), b.index
+}
+
 func (b *LocalBackend) Leader() cluster.NodeInfo {
 	b.mu.RLock()
 	defer b.mu.RUnlock()

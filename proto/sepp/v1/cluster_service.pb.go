@@ -22,7 +22,10 @@ const (
 )
 
 type StatusRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Also hash the node's whole replicated state (costly on a large state):
+	// replicas at the same digest_index must report the same state_digest.
+	IncludeDigest bool `protobuf:"varint,1,opt,name=include_digest,json=includeDigest,proto3" json:"include_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -57,18 +60,29 @@ func (*StatusRequest) Descriptor() ([]byte, []int) {
 	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{0}
 }
 
+func (x *StatusRequest) GetIncludeDigest() bool {
+	if x != nil {
+		return x.IncludeDigest
+	}
+	return false
+}
+
 type StatusResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Self  *NodeInfo              `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
 	// Unset when no leader is known.
 	Leader *NodeInfo `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
 	// "Leader", "Follower", "Candidate" or "Shutdown".
-	State         string           `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
-	Term          uint64           `protobuf:"varint,4,opt,name=term,proto3" json:"term,omitempty"`
-	CommitIndex   uint64           `protobuf:"varint,5,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
-	AppliedIndex  uint64           `protobuf:"varint,6,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
-	LastLogIndex  uint64           `protobuf:"varint,7,opt,name=last_log_index,json=lastLogIndex,proto3" json:"last_log_index,omitempty"`
-	Members       []*ClusterMember `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
+	State        string           `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Term         uint64           `protobuf:"varint,4,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex  uint64           `protobuf:"varint,5,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	AppliedIndex uint64           `protobuf:"varint,6,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	LastLogIndex uint64           `protobuf:"varint,7,opt,name=last_log_index,json=lastLogIndex,proto3" json:"last_log_index,omitempty"`
+	Members      []*ClusterMember `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
+	// With include_digest: the SHA-256 of the replicated state (hex) and the
+	// index of the last log entry it includes.
+	StateDigest   string `protobuf:"bytes,9,opt,name=state_digest,json=stateDigest,proto3" json:"state_digest,omitempty"`
+	DigestIndex   uint64 `protobuf:"varint,10,opt,name=digest_index,json=digestIndex,proto3" json:"digest_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -157,6 +171,20 @@ func (x *StatusResponse) GetMembers() []*ClusterMember {
 		return x.Members
 	}
 	return nil
+}
+
+func (x *StatusResponse) GetStateDigest() string {
+	if x != nil {
+		return x.StateDigest
+	}
+	return ""
+}
+
+func (x *StatusResponse) GetDigestIndex() uint64 {
+	if x != nil {
+		return x.DigestIndex
+	}
+	return 0
 }
 
 // ClusterMember is one voter or non-voter of the configuration.
@@ -483,8 +511,9 @@ var File_sepp_v1_cluster_service_proto protoreflect.FileDescriptor
 
 const file_sepp_v1_cluster_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1dsepp/v1/cluster_service.proto\x12\asepp.v1\x1a\x13sepp/v1/types.proto\"\x0f\n" +
-	"\rStatusRequest\"\xac\x02\n" +
+	"\x1dsepp/v1/cluster_service.proto\x12\asepp.v1\x1a\x13sepp/v1/types.proto\"6\n" +
+	"\rStatusRequest\x12%\n" +
+	"\x0einclude_digest\x18\x01 \x01(\bR\rincludeDigest\"\xf2\x02\n" +
 	"\x0eStatusResponse\x12%\n" +
 	"\x04self\x18\x01 \x01(\v2\x11.sepp.v1.NodeInfoR\x04self\x12)\n" +
 	"\x06leader\x18\x02 \x01(\v2\x11.sepp.v1.NodeInfoR\x06leader\x12\x14\n" +
@@ -493,7 +522,10 @@ const file_sepp_v1_cluster_service_proto_rawDesc = "" +
 	"\fcommit_index\x18\x05 \x01(\x04R\vcommitIndex\x12#\n" +
 	"\rapplied_index\x18\x06 \x01(\x04R\fappliedIndex\x12$\n" +
 	"\x0elast_log_index\x18\a \x01(\x04R\flastLogIndex\x120\n" +
-	"\amembers\x18\b \x03(\v2\x16.sepp.v1.ClusterMemberR\amembers\"\xa1\x01\n" +
+	"\amembers\x18\b \x03(\v2\x16.sepp.v1.ClusterMemberR\amembers\x12!\n" +
+	"\fstate_digest\x18\t \x01(\tR\vstateDigest\x12!\n" +
+	"\fdigest_index\x18\n" +
+	" \x01(\x04R\vdigestIndex\"\xa1\x01\n" +
 	"\rClusterMember\x12%\n" +
 	"\x04node\x18\x01 \x01(\v2\x11.sepp.v1.NodeInfoR\x04node\x12\x14\n" +
 	"\x05voter\x18\x02 \x01(\bR\x05voter\x12\x16\n" +
