@@ -23,8 +23,8 @@ import (
 const (
 	DefaultRetryTimeout   = 15 * time.Second
 	DefaultAttemptTimeout = 10 * time.Second
-	DefaultBackoffBase    = 10 * time.Millisecond
-	DefaultBackoffMax     = 500 * time.Millisecond
+	DefaultBackoffBase    = 5 * time.Millisecond
+	DefaultBackoffMax     = 100 * time.Millisecond
 )
 
 // Option configures a Client.
@@ -79,6 +79,8 @@ type Client struct {
 	next   int    // rotation over the known addresses when the leader is unknown
 	known  []string
 	closed bool
+
+	acks acker // coalesces concurrent Acks
 }
 
 // New returns a client for the cluster whose nodes listen on addrs
@@ -98,6 +100,7 @@ func New(ctx context.Context, addrs []string, opts ...Option) (*Client, error) {
 		opt(&o)
 	}
 	c := &Client{opts: o, conns: make(map[string]*grpc.ClientConn)}
+	c.acks.c = c
 	for _, a := range addrs {
 		a = strings.TrimSpace(a)
 		if a == "" || contains(c.seeds, a) {

@@ -168,7 +168,15 @@ func (c *Client) Reserve(ctx context.Context, queue string, opts ReserveOptions)
 // Ack completes a delivery: the job leaves the server. ErrLeaseLost means
 // the lease was no longer this delivery's (it expired and the job went to
 // another worker, or was already answered).
+//
+// Concurrent Acks on one Client are coalesced into AckBatch calls (each
+// still waits for its own confirmed result); a lone Ack is one Ack call.
 func (c *Client) Ack(ctx context.Context, jc JobContext) error {
+	return c.acks.ack(ctx, jc)
+}
+
+// ackOne acks one delivery with a plain Ack call.
+func (c *Client) ackOne(ctx context.Context, jc JobContext) error {
 	m := &seppv1.AckRequest{Ctx: jc.toProto()}
 	return c.call(ctx, "ack", retrySafe, 0, func(ctx context.Context, a *attempt) error {
 		_, err := c.queueService(a).Ack(ctx, m, c.opts.callOptions...)

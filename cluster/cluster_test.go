@@ -506,3 +506,59 @@ func (s *stallingStore) StoreLogs(logs []*raft.Log) error {
 }
 
 func (s *stallingStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+
+// AckBatch acks each delivery on its own: good refs complete their jobs on
+// every replica, a stale or repeated ref fails alone with the engine's
+// error, and a follower refuses the whole call.
+func TestAckBatch_PerItemOutcomes(t *testing.T) {
+	c := clustertest.New(t, 3)
+	li := c.WaitLeader()
+	leader := c.Node(li)
+	ctx := ctxT(t, 20*time.Second)
+	ids := enqueueN(t, leader, 6, 3)
+	ds, err := leader.Reserve(ctx, engine.ReserveParams{Queue: "q", WorkerID: "w", N: len(ids), Lease: time.Minute})
+	if err != nil || len(ds) != len(ids) {
+		t.Fatalf("reserve: %d deliveries, %v", len(ds), err)
+	}
+	ref := func(d engine.Delivery) engine.LeaseRef {
+		return engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken}
+	}
+	stale := ref(ds[1])
+	stale.LeaseToken++
+	refs := []engine.LeaseRef{ref(ds[0]), stale, ref(ds[2]), ref(ds[0]), ref(ds[3])}
+	errs, err := leader.AckBatch(ctx, refs)
+	if err != nil {
+		t.Fatalf("AckBatch: %v", err)
+	}
+	wantLost := map[int]bool{1: true, 3: true} // a wrong token; an ack of a job already acked
+	for i, e := range errs {
+		switch {
+		case wantLost[i] && !errors.Is(e, engine.ErrLeaseLost) && !errors.Is(e, engine.ErrNotFound):
+			t.Errorf("item %d: got %v, want lease lost or not found", i, e)
+		case !wantLost[i] && e != nil:
+			t.Errorf("item %d: got %v, want acked", i, e)
+		}
+	}
+	err = leader.Read(ctx, false, func(e *engine.Engine) error {
+		for _, d := range []engine.Delivery{ds[0], ds[2], ds[3]} {
+			if _, err := e.GetJob(d.Job.ID); !errors.Is(err, engine.ErrNotFound) {
+				return fmt.Errorf("acked job %d still live: %v", d.Job.ID, err)
+			}
+		}
+		for _, d := range []engine.Delivery{ds[1], ds[4], ds[5]} {
+			if _, err := e.GetJob(d.Job.ID); err != nil {
+				return fmt.Errorf("unacked job %d: %w", d.Job.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.RequireSameDigest()
+
+	follower := c.Node(others(c, li)[0])
+	if _, err := follower.AckBatch(ctx, []engine.LeaseRef{ref(ds[4])}); !errors.Is(err, cluster.ErrNotLeader) && !errors.Is(err, cluster.ErrNoLeader) {
+		t.Fatalf("AckBatch on a follower: got %v, want not leader", err)
+	}
+}

@@ -103,15 +103,15 @@ type Config struct {
 }
 
 // DefaultConfig returns LAN defaults: a heartbeat and election timeout of
-// 200ms (a killed leader is replaced in well under a second), group commit
-// of up to 128 commands or 512 KiB per entry with 8 entries in flight, and a
+// 100ms (a killed leader is replaced in about 0.2-0.3s), group commit of up
+// to 128 commands or 512 KiB per entry with 8 entries in flight, and a
 // lease grace of 5s. Engine takes the engine's default limits.
 func DefaultConfig() Config {
 	return Config{
 		Bootstrap:            true,
-		HeartbeatTimeout:     200 * time.Millisecond,
-		ElectionTimeout:      200 * time.Millisecond,
-		LeaderLeaseTimeout:   200 * time.Millisecond,
+		HeartbeatTimeout:     100 * time.Millisecond,
+		ElectionTimeout:      100 * time.Millisecond,
+		LeaderLeaseTimeout:   100 * time.Millisecond,
 		CommitTimeout:        10 * time.Millisecond,
 		SnapshotThreshold:    8192,
 		SnapshotInterval:     30 * time.Second,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sepp-io/sepp/engine"
 	"github.com/sepp-io/sepp/fsm"
+	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
 
 // The client operations. Each is one command through the log; each returns
@@ -49,6 +50,31 @@ func (n *Node) Ack(ctx context.Context, ref engine.LeaseRef) error {
 		return err
 	}
 	return res.Err
+}
+
+// AckBatch completes several deliveries. Each ack is its own command, so
+// each succeeds or fails on its own (errs[i], nil when acked); the commands
+// are handed to the proposer together, so they normally share one log entry
+// and one disk write. A non-nil error means the call failed as a whole
+// (not the leader, shutdown, or an unknown outcome): some acks may have
+// been applied, and the caller should retry them all.
+func (n *Node) AckBatch(ctx context.Context, refs []engine.LeaseRef) (errs []error, err error) {
+	if err := n.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	cmds := make([]*cmdpb.Command, len(refs))
+	for i, ref := range refs {
+		cmds[i] = fsm.AckCommand(ref)
+	}
+	results, err := n.prop.proposeAll(ctx, cmds...)
+	if err != nil {
+		return nil, err
+	}
+	errs = make([]error, len(refs))
+	for i, res := range results {
+		errs[i] = res.Err
+	}
+	return errs, nil
 }
 
 // Nack fails a delivery.

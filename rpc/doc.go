@@ -11,5 +11,7 @@
 // import fsm, and nothing in engine, fsm or cluster may import it.
 //
 // A Server owns no goroutines: every wait (a long-poll reserve, a health
-// watch) runs on the request's own goroutine and ends with its context.
+// watch, a call that found no leader waiting up to Options.LeaderWait for
+// one to be elected so that it can name it) runs on the request's own
+// goroutine and ends with its context.
 package rpc

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -205,6 +206,87 @@ func (s *queueService) Ack(ctx context.Context, req *seppv1.AckRequest) (*seppv1
 		return nil, err
 	}
 	return &seppv1.AckResponse{}, nil
+}
+
+// MaxAckBatch is the most deliveries one AckBatch call may carry.
+const MaxAckBatch = 1000
+
+// ackBatcher is implemented by backends that propose several acks together
+// (cluster.Node: one log entry, one disk write). Other backends get one Ack
+// per item.
+type ackBatcher interface {
+	AckBatch(ctx context.Context, refs []engine.LeaseRef) ([]error, error)
+}
+
+func (s *queueService) AckBatch(ctx context.Context, req *seppv1.AckBatchRequest) (*seppv1.AckBatchResponse, error) {
+	n := len(req.GetCtxs())
+	if n == 0 || n > MaxAckBatch {
+		return nil, invalidField("ctxs", "1.."+itoa(MaxAckBatch), "must hold 1..%d deliveries, got %d", MaxAckBatch, n)
+	}
+	// Items the rpc layer rejects fail alone; the rest are acked together.
+	results := make([]*seppv1.AckBatchResult, n)
+	refs := make([]engine.LeaseRef, 0, n)
+	positions := make([]int, 0, n)
+	for i, jc := range req.GetCtxs() {
+		ref, err := leaseRef(jc)
+		if err != nil {
+			var fe *fieldError
+			if errors.As(err, &fe) {
+				err = &fieldError{Field: "ctxs[" + itoa(i) + "]" + strings.TrimPrefix(fe.Field, "ctx"), Limit: fe.Limit, Reason: fe.Reason}
+			}
+			results[i] = &seppv1.AckBatchResult{Error: itemErrorFor(err)}
+			continue
+		}
+		refs = append(refs, ref)
+		positions = append(positions, i)
+	}
+	if len(refs) > 0 {
+		errs, err := s.ackAll(ctx, refs)
+		if err != nil {
+			return nil, err
+		}
+		for k, e := range errs {
+			r := &seppv1.AckBatchResult{}
+			if e != nil {
+				r.Error = itemErrorFor(e)
+			}
+			results[positions[k]] = r
+		}
+	}
+	return &seppv1.AckBatchResponse{Results: results}, nil
+}
+
+// ackAll acks refs through the backend's batch path when it has one. A
+// non-nil error fails the whole call (the client retries it whole).
+func (s *queueService) ackAll(ctx context.Context, refs []engine.LeaseRef) ([]error, error) {
+	if ab, ok := s.b.(ackBatcher); ok {
+		errs, err := ab.AckBatch(ctx, refs)
+		if err == nil && len(errs) != len(refs) {
+			err = errors.New("ack batch: backend returned " + itoa(len(errs)) + " results for " + itoa(len(refs)) + " items")
+		}
+		return errs, err
+	}
+	errs := make([]error, len(refs))
+	for i, ref := range refs {
+		err := s.b.Ack(ctx, ref)
+		if err != nil && !isDeliveryError(err) {
+			return nil, err
+		}
+		errs[i] = err
+	}
+	return errs, nil
+}
+
+// isDeliveryError reports whether err is the engine's answer about one
+// delivery (lease lost, not found, wrong state) rather than a failure of
+// the node or the call.
+func isDeliveryError(err error) bool {
+	for _, sentinel := range []error{engine.ErrLeaseLost, engine.ErrNotFound, engine.ErrWrongState, engine.ErrInvalidArgument, engine.ErrUnknownQueue} {
+		if errors.Is(err, sentinel) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *queueService) Release(ctx context.Context, req *seppv1.ReleaseRequest) (*seppv1.ReleaseResponse, error) {

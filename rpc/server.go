@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
+	"github.com/sepp-io/sepp/cluster"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
@@ -20,6 +22,7 @@ const (
 	DefaultMaxMessageBytes        = 16 << 20 // a full batch of small jobs, or one max payload with room
 	DefaultMaxReserveWait         = 30 * time.Second
 	DefaultMaxConcurrentLongPolls = 1024
+	DefaultLeaderWait             = 500 * time.Millisecond // a few election timeouts
 )
 
 // Options configure NewGRPCServer. The zero value is usable.
@@ -49,6 +52,11 @@ type Options struct {
 	// ServerOptions are appended to the grpc.Server's own (TLS credentials,
 	// keepalive).
 	ServerOptions []grpc.ServerOption
+	// LeaderWait is how long a call that finds no leader (an election or a
+	// leadership transfer under way) waits for one before it answers, so
+	// that it can name the new leader instead of leaving the client to
+	// poll. Zero takes DefaultLeaderWait; negative answers at once.
+	LeaderWait time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -66,6 +74,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.NowFunc == nil {
 		o.NowFunc = time.Now
+	}
+	if o.LeaderWait == 0 {
+		o.LeaderWait = DefaultLeaderWait
 	}
 	return o
 }
@@ -126,12 +137,53 @@ func (s *server) mapErrors(ctx context.Context, req any, info *grpc.UnaryServerI
 	if err == nil {
 		return resp, nil
 	}
+	if errors.Is(err, cluster.ErrNoLeader) {
+		// Nothing was proposed. Rather than have the client poll with
+		// backoff through an election or a leadership transfer, wait here
+		// for a leader and name it: the client goes straight there.
+		if leader, ok := s.awaitLeader(ctx); ok {
+			err = &cluster.NotLeaderError{Leader: leader}
+		}
+	}
 	st := statusFor(err)
 	if st.Code() == codes.Internal {
 		s.log.Error("internal error", "method", info.FullMethod, "error", err)
 	}
 	return nil, st.Err()
 }
+
+// awaitLeader waits, up to LeaderWait or ctx, until this node knows of a
+// leader other than itself. A node that leads itself (elected a moment ago,
+// or handing leadership over) answers at once as it was: its duties finish
+// within a commit, and the client's short backoff brings the call back.
+func (s *server) awaitLeader(ctx context.Context) (cluster.NodeInfo, bool) {
+	if s.opts.LeaderWait <= 0 {
+		return cluster.NodeInfo{}, false
+	}
+	deadline := time.NewTimer(s.opts.LeaderWait)
+	defer deadline.Stop()
+	poll := time.NewTicker(leaderPoll)
+	defer poll.Stop()
+	self := s.b.Self().ID
+	for {
+		switch l := s.b.Leader(); {
+		case l.ID == self:
+			return cluster.NodeInfo{}, false
+		case l.ID != "":
+			return l, true
+		}
+		select {
+		case <-poll.C:
+		case <-deadline.C:
+			return cluster.NodeInfo{}, false
+		case <-ctx.Done():
+			return cluster.NodeInfo{}, false
+		}
+	}
+}
+
+// leaderPoll is how often awaitLeader looks (an atomic read in raft).
+const leaderPoll = 2 * time.Millisecond
 
 // now stamps read-only engine calls.
 func (s *server) now() time.Time { return s.opts.NowFunc() }

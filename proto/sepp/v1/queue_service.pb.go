@@ -582,6 +582,140 @@ func (*AckResponse) Descriptor() ([]byte, []int) {
 	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{8}
 }
 
+type AckBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ctxs          []*JobContext          `protobuf:"bytes,1,rep,name=ctxs,proto3" json:"ctxs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckBatchRequest) Reset() {
+	*x = AckBatchRequest{}
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckBatchRequest) ProtoMessage() {}
+
+func (x *AckBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckBatchRequest.ProtoReflect.Descriptor instead.
+func (*AckBatchRequest) Descriptor() ([]byte, []int) {
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AckBatchRequest) GetCtxs() []*JobContext {
+	if x != nil {
+		return x.Ctxs
+	}
+	return nil
+}
+
+type AckBatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per request item, in order.
+	Results       []*AckBatchResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckBatchResponse) Reset() {
+	*x = AckBatchResponse{}
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckBatchResponse) ProtoMessage() {}
+
+func (x *AckBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckBatchResponse.ProtoReflect.Descriptor instead.
+func (*AckBatchResponse) Descriptor() ([]byte, []int) {
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AckBatchResponse) GetResults() []*AckBatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type AckBatchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unset when the delivery was acked.
+	Error         *ItemError `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckBatchResult) Reset() {
+	*x = AckBatchResult{}
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckBatchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckBatchResult) ProtoMessage() {}
+
+func (x *AckBatchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckBatchResult.ProtoReflect.Descriptor instead.
+func (*AckBatchResult) Descriptor() ([]byte, []int) {
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AckBatchResult) GetError() *ItemError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 type ReleaseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ctx           *JobContext            `protobuf:"bytes,1,opt,name=ctx,proto3" json:"ctx,omitempty"`
@@ -591,7 +725,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[9]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +737,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[9]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +750,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{9}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReleaseRequest) GetCtx() *JobContext {
@@ -634,7 +768,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[10]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -646,7 +780,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[10]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -659,7 +793,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{10}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{13}
 }
 
 // RetryDirective is the worker's word on what happens after a nack; exactly
@@ -678,7 +812,7 @@ type RetryDirective struct {
 
 func (x *RetryDirective) Reset() {
 	*x = RetryDirective{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[11]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -690,7 +824,7 @@ func (x *RetryDirective) String() string {
 func (*RetryDirective) ProtoMessage() {}
 
 func (x *RetryDirective) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[11]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -703,7 +837,7 @@ func (x *RetryDirective) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryDirective.ProtoReflect.Descriptor instead.
 func (*RetryDirective) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{11}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RetryDirective) GetDirective() isRetryDirective_Directive {
@@ -776,7 +910,7 @@ type NackRequest struct {
 
 func (x *NackRequest) Reset() {
 	*x = NackRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[12]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -788,7 +922,7 @@ func (x *NackRequest) String() string {
 func (*NackRequest) ProtoMessage() {}
 
 func (x *NackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[12]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -801,7 +935,7 @@ func (x *NackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackRequest.ProtoReflect.Descriptor instead.
 func (*NackRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{12}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NackRequest) GetCtx() *JobContext {
@@ -838,7 +972,7 @@ type NackResponse struct {
 
 func (x *NackResponse) Reset() {
 	*x = NackResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[13]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -850,7 +984,7 @@ func (x *NackResponse) String() string {
 func (*NackResponse) ProtoMessage() {}
 
 func (x *NackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[13]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -863,7 +997,7 @@ func (x *NackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackResponse.ProtoReflect.Descriptor instead.
 func (*NackResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{13}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NackResponse) GetDeadLettered() bool {
@@ -891,7 +1025,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[14]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +1037,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[14]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +1050,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{14}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExtendLeaseRequest) GetCtx() *JobContext {
@@ -942,7 +1076,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[15]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1088,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[15]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1101,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{15}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseDeadline() *timestamppb.Timestamp {
@@ -989,7 +1123,7 @@ type DrainDeadLettersRequest struct {
 
 func (x *DrainDeadLettersRequest) Reset() {
 	*x = DrainDeadLettersRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[16]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1001,7 +1135,7 @@ func (x *DrainDeadLettersRequest) String() string {
 func (*DrainDeadLettersRequest) ProtoMessage() {}
 
 func (x *DrainDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[16]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1014,7 +1148,7 @@ func (x *DrainDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*DrainDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{16}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DrainDeadLettersRequest) GetQueue() string {
@@ -1040,7 +1174,7 @@ type DrainDeadLettersResponse struct {
 
 func (x *DrainDeadLettersResponse) Reset() {
 	*x = DrainDeadLettersResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[17]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1052,7 +1186,7 @@ func (x *DrainDeadLettersResponse) String() string {
 func (*DrainDeadLettersResponse) ProtoMessage() {}
 
 func (x *DrainDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[17]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1065,7 +1199,7 @@ func (x *DrainDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*DrainDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{17}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DrainDeadLettersResponse) GetRecords() []*DeadLetterRecord {
@@ -1085,7 +1219,7 @@ type GetServerInfoRequest struct {
 
 func (x *GetServerInfoRequest) Reset() {
 	*x = GetServerInfoRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[18]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1231,7 @@ func (x *GetServerInfoRequest) String() string {
 func (*GetServerInfoRequest) ProtoMessage() {}
 
 func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[18]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1244,7 @@ func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{18}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetServerInfoRequest) GetAllowStale() bool {
@@ -1147,7 +1281,7 @@ type GetServerInfoResponse struct {
 
 func (x *GetServerInfoResponse) Reset() {
 	*x = GetServerInfoResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[19]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1293,7 @@ func (x *GetServerInfoResponse) String() string {
 func (*GetServerInfoResponse) ProtoMessage() {}
 
 func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[19]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1306,7 @@ func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{19}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetServerInfoResponse) GetVersion() string {
@@ -1289,7 +1423,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[20]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1435,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[20]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1448,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{20}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Limits) GetMinPriority() uint32 {
@@ -1499,7 +1633,7 @@ type QueueLimits struct {
 
 func (x *QueueLimits) Reset() {
 	*x = QueueLimits{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[21]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1645,7 @@ func (x *QueueLimits) String() string {
 func (*QueueLimits) ProtoMessage() {}
 
 func (x *QueueLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[21]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +1658,7 @@ func (x *QueueLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueLimits.ProtoReflect.Descriptor instead.
 func (*QueueLimits) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{21}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *QueueLimits) GetName() string {
@@ -1633,7 +1767,13 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\n" +
 	"AckRequest\x12%\n" +
 	"\x03ctx\x18\x01 \x01(\v2\x13.sepp.v1.JobContextR\x03ctx\"\r\n" +
-	"\vAckResponse\"7\n" +
+	"\vAckResponse\":\n" +
+	"\x0fAckBatchRequest\x12'\n" +
+	"\x04ctxs\x18\x01 \x03(\v2\x13.sepp.v1.JobContextR\x04ctxs\"E\n" +
+	"\x10AckBatchResponse\x121\n" +
+	"\aresults\x18\x01 \x03(\v2\x17.sepp.v1.AckBatchResultR\aresults\":\n" +
+	"\x0eAckBatchResult\x12(\n" +
+	"\x05error\x18\x01 \x01(\v2\x12.sepp.v1.ItemErrorR\x05error\"7\n" +
 	"\x0eReleaseRequest\x12%\n" +
 	"\x03ctx\x18\x01 \x01(\v2\x13.sepp.v1.JobContextR\x03ctx\"\x11\n" +
 	"\x0fReleaseResponse\"\xbf\x01\n" +
@@ -1713,12 +1853,13 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x17max_schedule_horizon_ms\x18\a \x01(\x03R\x14maxScheduleHorizonMs\x12\x1d\n" +
 	"\n" +
 	"max_length\x18\b \x01(\x04R\tmaxLength\x12*\n" +
-	"\x11dead_letter_queue\x18\t \x01(\tR\x0fdeadLetterQueue2\xef\x04\n" +
+	"\x11dead_letter_queue\x18\t \x01(\tR\x0fdeadLetterQueue2\xb0\x05\n" +
 	"\fQueueService\x12<\n" +
 	"\aEnqueue\x12\x17.sepp.v1.EnqueueRequest\x1a\x18.sepp.v1.EnqueueResponse\x12K\n" +
 	"\fEnqueueBatch\x12\x1c.sepp.v1.EnqueueBatchRequest\x1a\x1d.sepp.v1.EnqueueBatchResponse\x12<\n" +
 	"\aReserve\x12\x17.sepp.v1.ReserveRequest\x1a\x18.sepp.v1.ReserveResponse\x120\n" +
-	"\x03Ack\x12\x13.sepp.v1.AckRequest\x1a\x14.sepp.v1.AckResponse\x12<\n" +
+	"\x03Ack\x12\x13.sepp.v1.AckRequest\x1a\x14.sepp.v1.AckResponse\x12?\n" +
+	"\bAckBatch\x12\x18.sepp.v1.AckBatchRequest\x1a\x19.sepp.v1.AckBatchResponse\x12<\n" +
 	"\aRelease\x12\x17.sepp.v1.ReleaseRequest\x1a\x18.sepp.v1.ReleaseResponse\x123\n" +
 	"\x04Nack\x12\x14.sepp.v1.NackRequest\x1a\x15.sepp.v1.NackResponse\x12H\n" +
 	"\vExtendLease\x12\x1b.sepp.v1.ExtendLeaseRequest\x1a\x1c.sepp.v1.ExtendLeaseResponse\x12W\n" +
@@ -1737,7 +1878,7 @@ func file_sepp_v1_queue_service_proto_rawDescGZIP() []byte {
 	return file_sepp_v1_queue_service_proto_rawDescData
 }
 
-var file_sepp_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_sepp_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_sepp_v1_queue_service_proto_goTypes = []any{
 	(*EnqueueRequest)(nil),           // 0: sepp.v1.EnqueueRequest
 	(*EnqueueResponse)(nil),          // 1: sepp.v1.EnqueueResponse
@@ -1748,80 +1889,88 @@ var file_sepp_v1_queue_service_proto_goTypes = []any{
 	(*ReserveResponse)(nil),          // 6: sepp.v1.ReserveResponse
 	(*AckRequest)(nil),               // 7: sepp.v1.AckRequest
 	(*AckResponse)(nil),              // 8: sepp.v1.AckResponse
-	(*ReleaseRequest)(nil),           // 9: sepp.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),          // 10: sepp.v1.ReleaseResponse
-	(*RetryDirective)(nil),           // 11: sepp.v1.RetryDirective
-	(*NackRequest)(nil),              // 12: sepp.v1.NackRequest
-	(*NackResponse)(nil),             // 13: sepp.v1.NackResponse
-	(*ExtendLeaseRequest)(nil),       // 14: sepp.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),      // 15: sepp.v1.ExtendLeaseResponse
-	(*DrainDeadLettersRequest)(nil),  // 16: sepp.v1.DrainDeadLettersRequest
-	(*DrainDeadLettersResponse)(nil), // 17: sepp.v1.DrainDeadLettersResponse
-	(*GetServerInfoRequest)(nil),     // 18: sepp.v1.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil),    // 19: sepp.v1.GetServerInfoResponse
-	(*Limits)(nil),                   // 20: sepp.v1.Limits
-	(*QueueLimits)(nil),              // 21: sepp.v1.QueueLimits
-	nil,                              // 22: sepp.v1.EnqueueRequest.CustomEntry
-	(*timestamppb.Timestamp)(nil),    // 23: google.protobuf.Timestamp
-	(JobState)(0),                    // 24: sepp.v1.JobState
-	(*ItemError)(nil),                // 25: sepp.v1.ItemError
-	(*durationpb.Duration)(nil),      // 26: google.protobuf.Duration
-	(*ReservedJob)(nil),              // 27: sepp.v1.ReservedJob
-	(*JobContext)(nil),               // 28: sepp.v1.JobContext
-	(*emptypb.Empty)(nil),            // 29: google.protobuf.Empty
-	(*DeadLetterRecord)(nil),         // 30: sepp.v1.DeadLetterRecord
-	(RetryBackoff)(0),                // 31: sepp.v1.RetryBackoff
+	(*AckBatchRequest)(nil),          // 9: sepp.v1.AckBatchRequest
+	(*AckBatchResponse)(nil),         // 10: sepp.v1.AckBatchResponse
+	(*AckBatchResult)(nil),           // 11: sepp.v1.AckBatchResult
+	(*ReleaseRequest)(nil),           // 12: sepp.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),          // 13: sepp.v1.ReleaseResponse
+	(*RetryDirective)(nil),           // 14: sepp.v1.RetryDirective
+	(*NackRequest)(nil),              // 15: sepp.v1.NackRequest
+	(*NackResponse)(nil),             // 16: sepp.v1.NackResponse
+	(*ExtendLeaseRequest)(nil),       // 17: sepp.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),      // 18: sepp.v1.ExtendLeaseResponse
+	(*DrainDeadLettersRequest)(nil),  // 19: sepp.v1.DrainDeadLettersRequest
+	(*DrainDeadLettersResponse)(nil), // 20: sepp.v1.DrainDeadLettersResponse
+	(*GetServerInfoRequest)(nil),     // 21: sepp.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),    // 22: sepp.v1.GetServerInfoResponse
+	(*Limits)(nil),                   // 23: sepp.v1.Limits
+	(*QueueLimits)(nil),              // 24: sepp.v1.QueueLimits
+	nil,                              // 25: sepp.v1.EnqueueRequest.CustomEntry
+	(*timestamppb.Timestamp)(nil),    // 26: google.protobuf.Timestamp
+	(JobState)(0),                    // 27: sepp.v1.JobState
+	(*ItemError)(nil),                // 28: sepp.v1.ItemError
+	(*durationpb.Duration)(nil),      // 29: google.protobuf.Duration
+	(*ReservedJob)(nil),              // 30: sepp.v1.ReservedJob
+	(*JobContext)(nil),               // 31: sepp.v1.JobContext
+	(*emptypb.Empty)(nil),            // 32: google.protobuf.Empty
+	(*DeadLetterRecord)(nil),         // 33: sepp.v1.DeadLetterRecord
+	(RetryBackoff)(0),                // 34: sepp.v1.RetryBackoff
 }
 var file_sepp_v1_queue_service_proto_depIdxs = []int32{
-	23, // 0: sepp.v1.EnqueueRequest.scheduled_at:type_name -> google.protobuf.Timestamp
-	22, // 1: sepp.v1.EnqueueRequest.custom:type_name -> sepp.v1.EnqueueRequest.CustomEntry
-	24, // 2: sepp.v1.EnqueueResponse.state:type_name -> sepp.v1.JobState
+	26, // 0: sepp.v1.EnqueueRequest.scheduled_at:type_name -> google.protobuf.Timestamp
+	25, // 1: sepp.v1.EnqueueRequest.custom:type_name -> sepp.v1.EnqueueRequest.CustomEntry
+	27, // 2: sepp.v1.EnqueueResponse.state:type_name -> sepp.v1.JobState
 	0,  // 3: sepp.v1.EnqueueBatchRequest.jobs:type_name -> sepp.v1.EnqueueRequest
 	4,  // 4: sepp.v1.EnqueueBatchResponse.results:type_name -> sepp.v1.EnqueueBatchResult
 	1,  // 5: sepp.v1.EnqueueBatchResult.enqueued:type_name -> sepp.v1.EnqueueResponse
-	25, // 6: sepp.v1.EnqueueBatchResult.error:type_name -> sepp.v1.ItemError
-	26, // 7: sepp.v1.ReserveRequest.lease:type_name -> google.protobuf.Duration
-	26, // 8: sepp.v1.ReserveRequest.wait:type_name -> google.protobuf.Duration
-	27, // 9: sepp.v1.ReserveResponse.jobs:type_name -> sepp.v1.ReservedJob
-	28, // 10: sepp.v1.AckRequest.ctx:type_name -> sepp.v1.JobContext
-	28, // 11: sepp.v1.ReleaseRequest.ctx:type_name -> sepp.v1.JobContext
-	29, // 12: sepp.v1.RetryDirective.default:type_name -> google.protobuf.Empty
-	26, // 13: sepp.v1.RetryDirective.after:type_name -> google.protobuf.Duration
-	29, // 14: sepp.v1.RetryDirective.dead_letter:type_name -> google.protobuf.Empty
-	28, // 15: sepp.v1.NackRequest.ctx:type_name -> sepp.v1.JobContext
-	11, // 16: sepp.v1.NackRequest.directive:type_name -> sepp.v1.RetryDirective
-	23, // 17: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
-	28, // 18: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
-	26, // 19: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
-	23, // 20: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
-	30, // 21: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
-	20, // 22: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
-	21, // 23: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
-	31, // 24: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	31, // 25: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	0,  // 26: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
-	2,  // 27: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
-	5,  // 28: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
-	7,  // 29: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
-	9,  // 30: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
-	12, // 31: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
-	14, // 32: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
-	16, // 33: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
-	18, // 34: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
-	1,  // 35: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
-	3,  // 36: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
-	6,  // 37: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
-	8,  // 38: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
-	10, // 39: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
-	13, // 40: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
-	15, // 41: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
-	17, // 42: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
-	19, // 43: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
-	35, // [35:44] is the sub-list for method output_type
-	26, // [26:35] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	28, // 6: sepp.v1.EnqueueBatchResult.error:type_name -> sepp.v1.ItemError
+	29, // 7: sepp.v1.ReserveRequest.lease:type_name -> google.protobuf.Duration
+	29, // 8: sepp.v1.ReserveRequest.wait:type_name -> google.protobuf.Duration
+	30, // 9: sepp.v1.ReserveResponse.jobs:type_name -> sepp.v1.ReservedJob
+	31, // 10: sepp.v1.AckRequest.ctx:type_name -> sepp.v1.JobContext
+	31, // 11: sepp.v1.AckBatchRequest.ctxs:type_name -> sepp.v1.JobContext
+	11, // 12: sepp.v1.AckBatchResponse.results:type_name -> sepp.v1.AckBatchResult
+	28, // 13: sepp.v1.AckBatchResult.error:type_name -> sepp.v1.ItemError
+	31, // 14: sepp.v1.ReleaseRequest.ctx:type_name -> sepp.v1.JobContext
+	32, // 15: sepp.v1.RetryDirective.default:type_name -> google.protobuf.Empty
+	29, // 16: sepp.v1.RetryDirective.after:type_name -> google.protobuf.Duration
+	32, // 17: sepp.v1.RetryDirective.dead_letter:type_name -> google.protobuf.Empty
+	31, // 18: sepp.v1.NackRequest.ctx:type_name -> sepp.v1.JobContext
+	14, // 19: sepp.v1.NackRequest.directive:type_name -> sepp.v1.RetryDirective
+	26, // 20: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
+	31, // 21: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
+	29, // 22: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
+	26, // 23: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
+	33, // 24: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
+	23, // 25: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
+	24, // 26: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
+	34, // 27: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	34, // 28: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	0,  // 29: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
+	2,  // 30: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
+	5,  // 31: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
+	7,  // 32: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
+	9,  // 33: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
+	12, // 34: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
+	15, // 35: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
+	17, // 36: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
+	19, // 37: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
+	21, // 38: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
+	1,  // 39: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
+	3,  // 40: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
+	6,  // 41: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
+	8,  // 42: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
+	10, // 43: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
+	13, // 44: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
+	16, // 45: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
+	18, // 46: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
+	20, // 47: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
+	22, // 48: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
+	39, // [39:49] is the sub-list for method output_type
+	29, // [29:39] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_queue_service_proto_init() }
@@ -1835,19 +1984,19 @@ func file_sepp_v1_queue_service_proto_init() {
 		(*EnqueueBatchResult_Enqueued)(nil),
 		(*EnqueueBatchResult_Error)(nil),
 	}
-	file_sepp_v1_queue_service_proto_msgTypes[11].OneofWrappers = []any{
+	file_sepp_v1_queue_service_proto_msgTypes[14].OneofWrappers = []any{
 		(*RetryDirective_Default)(nil),
 		(*RetryDirective_After)(nil),
 		(*RetryDirective_DeadLetter)(nil),
 	}
-	file_sepp_v1_queue_service_proto_msgTypes[16].OneofWrappers = []any{}
+	file_sepp_v1_queue_service_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sepp_v1_queue_service_proto_rawDesc), len(file_sepp_v1_queue_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,6 +23,7 @@ const (
 	QueueService_EnqueueBatch_FullMethodName     = "/sepp.v1.QueueService/EnqueueBatch"
 	QueueService_Reserve_FullMethodName          = "/sepp.v1.QueueService/Reserve"
 	QueueService_Ack_FullMethodName              = "/sepp.v1.QueueService/Ack"
+	QueueService_AckBatch_FullMethodName         = "/sepp.v1.QueueService/AckBatch"
 	QueueService_Release_FullMethodName          = "/sepp.v1.QueueService/Release"
 	QueueService_Nack_FullMethodName             = "/sepp.v1.QueueService/Nack"
 	QueueService_ExtendLease_FullMethodName      = "/sepp.v1.QueueService/ExtendLease"
@@ -50,6 +51,12 @@ type QueueServiceClient interface {
 	Reserve(ctx context.Context, in *ReserveRequest, opts ...grpc.CallOption) (*ReserveResponse, error)
 	// Ack completes a delivery: the job leaves the server.
 	Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*AckResponse, error)
+	// AckBatch completes several deliveries in one call, for throughput; each
+	// item is its own confirmed ack and succeeds or fails on its own (results
+	// in request order). More than 1000 items fail whole with
+	// INVALID_ARGUMENT. A call that fails whole (not the leader, outcome
+	// unknown) may have acked some items: retry it whole.
+	AckBatch(ctx context.Context, in *AckBatchRequest, opts ...grpc.CallOption) (*AckBatchResponse, error)
 	// Release hands a delivery back without burning an attempt: the job is
 	// Ready again at once.
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
@@ -107,6 +114,16 @@ func (c *queueServiceClient) Ack(ctx context.Context, in *AckRequest, opts ...gr
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AckResponse)
 	err := c.cc.Invoke(ctx, QueueService_Ack_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *queueServiceClient) AckBatch(ctx context.Context, in *AckBatchRequest, opts ...grpc.CallOption) (*AckBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AckBatchResponse)
+	err := c.cc.Invoke(ctx, QueueService_AckBatch_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +200,12 @@ type QueueServiceServer interface {
 	Reserve(context.Context, *ReserveRequest) (*ReserveResponse, error)
 	// Ack completes a delivery: the job leaves the server.
 	Ack(context.Context, *AckRequest) (*AckResponse, error)
+	// AckBatch completes several deliveries in one call, for throughput; each
+	// item is its own confirmed ack and succeeds or fails on its own (results
+	// in request order). More than 1000 items fail whole with
+	// INVALID_ARGUMENT. A call that fails whole (not the leader, outcome
+	// unknown) may have acked some items: retry it whole.
+	AckBatch(context.Context, *AckBatchRequest) (*AckBatchResponse, error)
 	// Release hands a delivery back without burning an attempt: the job is
 	// Ready again at once.
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
@@ -217,6 +240,9 @@ func (UnimplementedQueueServiceServer) Reserve(context.Context, *ReserveRequest)
 }
 func (UnimplementedQueueServiceServer) Ack(context.Context, *AckRequest) (*AckResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Ack not implemented")
+}
+func (UnimplementedQueueServiceServer) AckBatch(context.Context, *AckBatchRequest) (*AckBatchResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AckBatch not implemented")
 }
 func (UnimplementedQueueServiceServer) Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Release not implemented")
@@ -322,6 +348,24 @@ func _QueueService_Ack_Handler(srv interface{}, ctx context.Context, dec func(in
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(QueueServiceServer).Ack(ctx, req.(*AckRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _QueueService_AckBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AckBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).AckBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_AckBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).AckBatch(ctx, req.(*AckBatchRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -438,6 +482,10 @@ var QueueService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Ack",
 			Handler:    _QueueService_Ack_Handler,
+		},
+		{
+			MethodName: "AckBatch",
+			Handler:    _QueueService_AckBatch_Handler,
 		},
 		{
 			MethodName: "Release",

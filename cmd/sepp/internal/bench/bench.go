@@ -67,7 +67,7 @@ func Defaults() Options {
 		Window:           256,
 		Latency:          2_000,
 		ConsumeBatch:     100,
-		Consumers:        4,
+		Consumers:        16,
 		MixedDuration:    10 * time.Second,
 		MixedProducers:   4,
 		MixedWorkers:     4,

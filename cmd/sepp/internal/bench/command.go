@@ -52,7 +52,7 @@ Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 	f.IntVar(&o.Window, "window", o.Window, "outstanding enqueues in the produce scenario")
 	f.IntVar(&o.Latency, "latency-count", o.Latency, "sync enqueues in the latency scenario")
 	f.IntVar(&o.ConsumeBatch, "consume-batch", o.ConsumeBatch, "jobs per reserve in the consume scenario")
-	f.IntVar(&o.Consumers, "consumers", o.Consumers, "concurrent reserve loops in the consume scenario")
+	f.IntVar(&o.Consumers, "consumers", o.Consumers, "concurrent reserve loops in the consume scenario (each acks its batch concurrently; the client coalesces the acks)")
 	f.DurationVar(&o.MixedDuration, "mixed-duration", o.MixedDuration, "length of the mixed scenario")
 	f.IntVar(&o.MixedProducers, "mixed-producers", o.MixedProducers, "producers in the mixed scenario")
 	f.IntVar(&o.MixedWorkers, "mixed-workers", o.MixedWorkers, "workers in the mixed scenario")

@@ -1,0 +1,77 @@
+package rpc_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/sepp-io/sepp/cluster"
+	"github.com/sepp-io/sepp/engine"
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
+	"github.com/sepp-io/sepp/rpc"
+	"github.com/sepp-io/sepp/rpc/rpctest"
+)
+
+// electingBackend knows no leader until the test names one, and counts
+// how often the server asked.
+type electingBackend struct {
+	*rpctest.LocalBackend
+	asked atomic.Int64
+}
+
+func (b *electingBackend) Leader() cluster.NodeInfo {
+	b.asked.Add(1)
+	return b.LocalBackend.Leader()
+}
+
+// A call that finds no leader waits for the election and then names the
+// new leader, so the client goes straight there instead of polling.
+func TestNoLeader_WaitsAndNamesTheNewLeader(t *testing.T) {
+	lb, err := rpctest.NewLocalBackend(engine.DefaultConfig(), cluster.NodeInfo{ID: "n1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb.SetLeader(cluster.NodeInfo{})
+	b := &electingBackend{LocalBackend: lb}
+	addr := rpctest.Serve(t, b, rpc.Options{LeaderWait: testTimeout})
+	qc := seppv1.NewQueueServiceClient(rpctest.Dial(t, addr))
+
+	errc := make(chan error, 1)
+	go func() {
+		_, err := qc.Enqueue(ctxT(t), &seppv1.EnqueueRequest{Queue: "q", JobType: "t"})
+		errc <- err
+	}()
+	deadline := time.Now().Add(testTimeout)
+	for b.asked.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the call never looked for a leader")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	elected := cluster.NodeInfo{ID: "n2", GRPCAddr: "127.0.0.1:1"}
+	lb.SetLeader(elected)
+	st := requireCode(t, <-errc, codes.Unavailable)
+	nl, ok := detail[*seppv1.NotLeader](st)
+	if !ok || nl.GetLeaderId() != elected.ID || nl.GetLeaderGrpcAddr() != elected.GRPCAddr {
+		t.Fatalf("NotLeader detail = %v, want leader %s at %s", nl, elected.ID, elected.GRPCAddr)
+	}
+}
+
+// With LeaderWait negative a call that finds no leader answers at once,
+// with no leader to name.
+func TestNoLeader_NoWaitAnswersAtOnce(t *testing.T) {
+	lb, err := rpctest.NewLocalBackend(engine.DefaultConfig(), cluster.NodeInfo{ID: "n1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb.SetLeader(cluster.NodeInfo{})
+	addr := rpctest.Serve(t, lb, rpc.Options{LeaderWait: -1})
+	qc := seppv1.NewQueueServiceClient(rpctest.Dial(t, addr))
+	_, err = qc.Enqueue(ctxT(t), &seppv1.EnqueueRequest{Queue: "q", JobType: "t"})
+	st := requireCode(t, err, codes.Unavailable)
+	if nl, ok := detail[*seppv1.NotLeader](st); ok {
+		t.Fatalf("NotLeader detail %v, want none", nl)
+	}
+}
