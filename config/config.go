@@ -24,6 +24,8 @@ type Config struct {
 	Storage Storage `toml:"storage"`
 	Queues  []Queue `toml:"queues"`
 	Admin   Admin   `toml:"admin"`
+	TLS     TLS     `toml:"tls"`
+	Auth    Auth    `toml:"auth"`
 	source  string  // the file it came from, for messages
 }
 
@@ -48,6 +50,10 @@ type Server struct {
 	MaxLongPolls int `toml:"max_long_polls"`
 	// MaxLongPollMS caps how long one reserve may wait for work.
 	MaxLongPollMS int64 `toml:"max_long_poll_ms"`
+	// MaxLongPollsPerConn caps reserves waiting at once on one client
+	// connection, so one client cannot take every MaxLongPolls slot (a value
+	// above MaxLongPolls leaves only the server's cap).
+	MaxLongPollsPerConn int `toml:"max_long_polls_per_conn"`
 }
 
 // Peer is one member of a static cluster.
@@ -150,6 +156,52 @@ type AdminUser struct {
 	Role         string `toml:"role"` // "viewer" or "operator"
 }
 
+// TLS is the [tls] table: PEM file paths, reread on SIGHUP. Empty paths
+// leave the listener in plaintext.
+type TLS struct {
+	// CertFile and KeyFile are the server certificate of the gRPC API and
+	// (with HTTP) of the HTTP listener.
+	CertFile string `toml:"cert_file"`
+	KeyFile  string `toml:"key_file"`
+	// ClientCAFile, when set, turns on mutual TLS on the gRPC API: every
+	// client must present a certificate signed by one of these CAs.
+	ClientCAFile string `toml:"client_ca_file"`
+	// HTTP serves /metrics, /healthz and the admin UI over TLS with the same
+	// certificate (no client certificate asked: browsers sign in instead).
+	HTTP bool `toml:"http"`
+	// RaftCertFile, RaftKeyFile and RaftCAFile turn on mutual TLS between
+	// nodes: the node presents its cluster certificate and accepts only
+	// peers whose certificate the cluster CA signed. All three or none.
+	RaftCertFile string `toml:"raft_cert_file"`
+	RaftKeyFile  string `toml:"raft_key_file"`
+	RaftCAFile   string `toml:"raft_ca_file"`
+}
+
+// APIEnabled reports whether the gRPC API is served over TLS.
+func (t TLS) APIEnabled() bool { return t.CertFile != "" }
+
+// RaftEnabled reports whether nodes talk mutual TLS.
+func (t TLS) RaftEnabled() bool { return t.RaftCertFile != "" }
+
+// Auth is the [auth] table: bearer tokens on the gRPC API.
+type Auth struct {
+	// Enabled requires a token with the right role on every call except
+	// health and reflection.
+	Enabled bool        `toml:"enabled"`
+	Tokens  []AuthToken `toml:"tokens"`
+}
+
+// AuthToken is one [[auth.tokens]] entry. The token itself is never in the
+// file: only its SHA-256 (`sepp hash-token`).
+type AuthToken struct {
+	Name   string   `toml:"name"`
+	SHA256 string   `toml:"sha256"`
+	Roles  []string `toml:"roles"`
+}
+
+// TokenRoles lists the role names a token may hold.
+var TokenRoles = []string{"producer", "worker", "viewer", "operator", "admin"}
+
 // Default returns a configuration with every documented default: a single
 // node with its data in ./sepp-data and gRPC on localhost:50051.
 func Default() Config {
@@ -166,12 +218,14 @@ func Default() Config {
 			MaxMessageBytes: 16 << 20,
 			MaxLongPolls:    10000,
 			MaxLongPollMS:   30000,
+
+			MaxLongPollsPerConn: 64,
 		},
 		Cluster: Cluster{
 			Bootstrap:              &t,
-			HeartbeatTimeoutMS:     300,
-			ElectionTimeoutMS:      300,
-			LeaderLeaseTimeoutMS:   250,
+			HeartbeatTimeoutMS:     100,
+			ElectionTimeoutMS:      100,
+			LeaderLeaseTimeoutMS:   100,
 			CommitTimeoutMS:        5,
 			SnapshotThreshold:      65536,
 			SnapshotIntervalMS:     30000,
@@ -207,6 +261,7 @@ func Default() Config {
 			Strict:               lim.Strict,
 		},
 		Storage: Storage{DeadLetterRetentionMS: lim.DeadLetterRetention.Milliseconds()},
+		TLS:     TLS{HTTP: true},
 	}
 }
 
@@ -307,6 +362,9 @@ func (c Config) Validate() error {
 	if s.MaxLongPollMS < 0 || s.MaxLongPollMS > 300000 {
 		add("server.max_long_poll_ms: must be 0..300000, got %d", s.MaxLongPollMS)
 	}
+	if s.MaxLongPollsPerConn < 1 {
+		add("server.max_long_polls_per_conn: must be at least 1, got %d", s.MaxLongPollsPerConn)
+	}
 
 	cl := c.Cluster
 	positive := []struct {
@@ -406,7 +464,68 @@ func (c Config) Validate() error {
 	if c.Admin.Auth && len(c.Admin.Users) == 0 {
 		add("admin.auth: is on but admin.users is empty: nobody could sign in")
 	}
+	errs = append(errs, c.TLS.validate()...)
+	errs = append(errs, c.Auth.validate()...)
 	return errors.Join(errs...)
+}
+
+func (t TLS) validate() []error {
+	var errs []error
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		errs = append(errs, fmt.Errorf("tls.cert_file and tls.key_file: set both or neither (cert_file %q, key_file %q)", t.CertFile, t.KeyFile))
+	}
+	if t.ClientCAFile != "" && t.CertFile == "" {
+		errs = append(errs, fmt.Errorf("tls.client_ca_file: needs tls.cert_file and tls.key_file (mutual TLS is TLS first)"))
+	}
+	set := 0
+	for _, v := range []string{t.RaftCertFile, t.RaftKeyFile, t.RaftCAFile} {
+		if v != "" {
+			set++
+		}
+	}
+	if set != 0 && set != 3 {
+		errs = append(errs, fmt.Errorf("tls.raft_cert_file, tls.raft_key_file and tls.raft_ca_file: set all three or none"))
+	}
+	return errs
+}
+
+func (a Auth) validate() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	names := map[string]bool{}
+	hashes := map[string]bool{}
+	for i, t := range a.Tokens {
+		key := fmt.Sprintf("auth.tokens[%d]", i)
+		if t.Name == "" || len(t.Name) > 128 || !utf8.ValidString(t.Name) {
+			add("%s.name: must be 1..128 bytes of UTF-8, got %q", key, t.Name)
+		} else if names[t.Name] {
+			add("%s.name: %q appears twice", key, t.Name)
+		}
+		names[t.Name] = true
+		h := strings.ToLower(t.SHA256)
+		if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+			add("%s.sha256: must be 64 hex digits, the SHA-256 of the token (see `sepp hash-token`), got %d characters", key, len(t.SHA256))
+		} else if hashes[h] {
+			add("%s.sha256: the same token hash appears twice", key)
+		}
+		hashes[h] = true
+		if len(t.Roles) == 0 {
+			add("%s.roles: must name at least one of %s", key, strings.Join(TokenRoles, ", "))
+		}
+		for j, r := range t.Roles {
+			ok := false
+			for _, known := range TokenRoles {
+				ok = ok || r == known
+			}
+			if !ok {
+				add("%s.roles[%d]: must be one of %s, got %q", key, j, strings.Join(TokenRoles, ", "), r)
+			}
+		}
+	}
+	if a.Enabled && len(a.Tokens) == 0 {
+		add("auth.enabled: is on but auth.tokens is empty: every call would be refused")
+	}
+	return errs
 }
 
 func checkHostPort(addr string) error {

@@ -170,6 +170,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("[[queues]]\nname = \"q\"\ndefault_max_attempts = 5\n"))
 	f.Add([]byte("[cluster]\npeers = [{ id = \"sepp-1\", raft_addr = \"127.0.0.1:1\", grpc_addr = \"127.0.0.1:2\" }]\n"))
 	f.Add([]byte("[storage]\ndead_letter_retention_ms = 1000\n"))
+	f.Add([]byte("[tls]\ncert_file = \"a.pem\"\nkey_file = \"a-key.pem\"\nclient_ca_file = \"ca.pem\"\nraft_cert_file = \"a.pem\"\nraft_key_file = \"a-key.pem\"\nraft_ca_file = \"ca.pem\"\n"))
+	f.Add([]byte("[auth]\nenabled = true\n[[auth.tokens]]\nname = \"ci\"\nsha256 = \"" + strings.Repeat("ab", 32) + "\"\nroles = [\"producer\", \"admin\"]\n"))
+	f.Add([]byte("[server]\nmax_long_polls_per_conn = 2\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse(data)
 		if err != nil {

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sepp-io/sepp/tlsutil"
 )
 
 // Options shape a cluster.
@@ -36,6 +38,10 @@ type Options struct {
 	Output io.Writer
 	// Host is the loopback address to bind (default 127.0.0.1).
 	Host string
+	// TLS generates a throwaway CA under Dir/tls and runs every listener
+	// over TLS: the gRPC API with client certificates required, the HTTP
+	// listener, and mutual TLS between nodes. Cluster.PKI names the files.
+	TLS bool
 }
 
 // Node is one member process.
@@ -60,6 +66,8 @@ type Cluster struct {
 	tmpDir bool
 	// sessionKey is shared by every node's admin UI.
 	sessionKey string
+	// PKI holds the generated certificates when Options.TLS is set.
+	PKI *tlsutil.DevPKI
 }
 
 // Start writes the configs and starts every node. It returns once every
@@ -105,6 +113,13 @@ func Start(opts Options) (*Cluster, error) {
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
+	if opts.TLS {
+		pki, err := tlsutil.WriteDevPKI(filepath.Join(c.opts.Dir, "tls"), []string{opts.Host}, time.Now(), 30*24*time.Hour)
+		if err != nil {
+			return nil, fmt.Errorf("devcluster: %w", err)
+		}
+		c.PKI = &pki
+	}
 	for _, n := range c.Nodes {
 		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("devcluster: %w", err)
@@ -136,6 +151,10 @@ func (c *Cluster) configFor(n *Node) string {
 	// to the leader, when the nodes share a session key.
 	if !strings.Contains(c.opts.ExtraTOML, "[admin]") {
 		fmt.Fprintf(&b, "[admin]\nsession_key = %q\n\n", c.sessionKey)
+	}
+	if p := c.PKI; p != nil {
+		fmt.Fprintf(&b, "[tls]\ncert_file = %q\nkey_file = %q\nclient_ca_file = %q\nraft_cert_file = %q\nraft_key_file = %q\nraft_ca_file = %q\n\n",
+			p.NodeCertFile, p.NodeKeyFile, p.CAFile, p.NodeCertFile, p.NodeKeyFile, p.CAFile)
 	}
 	b.WriteString(c.opts.ExtraTOML)
 	return b.String()

@@ -275,9 +275,18 @@ func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64) {
 // Restore replaces the state with one written by Snapshot. A corrupt,
 // truncated or inconsistent stream is rejected with an error wrapping
 // ErrCorruptSnapshot, and the engine is left as it was; it never panics.
+//
+// When r tells how much input it holds (a Len method, as bytes.Reader and
+// bytes.Buffer have, or an *io.LimitedReader's N), a declared count or
+// length larger than what is left is refused at once: every counted item
+// takes at least one byte, so such a count can only be corrupt, and
+// refusing it early spares reading and allocating for it.
 func (e *Engine) Restore(r io.Reader) error {
 	tr := &trailerReader{r: r, crc: crc32.NewIEEE()}
-	d := &decoder{r: bufio.NewReaderSize(tr, 64<<10)}
+	d := &decoder{r: bufio.NewReaderSize(tr, 64<<10), tr: tr, size: -1}
+	if n, ok := inputSize(r); ok {
+		d.size = n
+	}
 	fresh, err := d.decodeEngine()
 	if err != nil {
 		return fmt.Errorf("engine restore: %w: %w", ErrCorruptSnapshot, err)
@@ -301,12 +310,13 @@ func (e *Engine) Restore(r io.Reader) error {
 // trailerReader passes through everything but the last 4 bytes of r,
 // feeding them to the CRC; the last 4 are the trailer.
 type trailerReader struct {
-	r    io.Reader
-	crc  hash.Hash32
-	buf  []byte
-	off  int
-	done bool
-	err  error
+	r      io.Reader
+	crc    hash.Hash32
+	buf    []byte
+	off    int
+	done   bool
+	err    error
+	passed int64 // bytes handed out so far
 }
 
 func (t *trailerReader) Read(p []byte) (int, error) {
@@ -315,6 +325,7 @@ func (t *trailerReader) Read(p []byte) (int, error) {
 			n := copy(p, t.buf[t.off:t.off+pending])
 			t.crc.Write(p[:n])
 			t.off += n
+			t.passed += int64(n)
 			return n, nil
 		}
 		if t.done {
@@ -355,6 +366,30 @@ func (t *trailerReader) check() error {
 type decoder struct {
 	r   *bufio.Reader
 	err error
+	// tr counts what the buffered reader has pulled; size is the whole
+	// input's length (trailer included) when known, else -1.
+	tr   *trailerReader
+	size int64
+}
+
+// inputSize returns how many bytes r holds, when r can tell.
+func inputSize(r io.Reader) (int64, bool) {
+	switch x := r.(type) {
+	case interface{ Len() int }:
+		return int64(x.Len()), true
+	case *io.LimitedReader:
+		return max(x.N, 0), true
+	}
+	return 0, false
+}
+
+// left returns how many content bytes remain to decode (the 4-byte trailer
+// excluded), or -1 when the input's size is unknown.
+func (d *decoder) left() int64 {
+	if d.size < 0 {
+		return -1
+	}
+	return max(d.size-4-d.tr.passed+int64(d.r.Buffered()), 0)
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -434,11 +469,17 @@ func (d *decoder) int() int {
 	return int(v)
 }
 
-// count reads a length that must not exceed limit.
+// count reads a length that must not exceed limit, nor the bytes left in
+// the input when that is known (each counted item or byte takes at least
+// one byte of input).
 func (d *decoder) count(limit uint64) int {
 	v := d.uvarint()
 	if v > limit {
 		d.fail("count %d above %d", v, limit)
+		return 0
+	}
+	if left := d.left(); d.err == nil && left >= 0 && v > uint64(left) {
+		d.fail("count %d exceeds the %d bytes left in the input", v, left)
 		return 0
 	}
 	return int(v)

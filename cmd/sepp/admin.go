@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/sepp-io/sepp/auth"
 	"github.com/sepp-io/sepp/config"
 	"github.com/sepp-io/sepp/rpc"
 	"github.com/sepp-io/sepp/rpc/adminui"
@@ -18,12 +19,19 @@ import (
 
 // mountAdminUI serves the admin UI at / on the HTTP listener. With auth off
 // it answers loopback clients only unless the config allows otherwise.
-func mountAdminUI(mux *http.ServeMux, b rpc.Backend, cfg config.Config, log hclog.Logger) error {
+func mountAdminUI(mux *http.ServeMux, b rpc.Backend, cfg config.Config, sec *security, log hclog.Logger) error {
 	opts := adminui.Options{
 		Auth:       cfg.Admin.Auth,
 		SessionKey: []byte(cfg.Admin.SessionKey),
 		SessionTTL: time.Duration(cfg.Admin.SessionTTLMS) * time.Millisecond,
 		Logger:     log.Named("adminui"),
+	}
+	if sec != nil && sec.httpTLS != nil {
+		// Over HTTPS the session cookie never leaves TLS, and a follower
+		// forwards actions to the leader's HTTPS listener.
+		opts.SecureCookies = true
+		opts.ForwardScheme = "https"
+		opts.ForwardClient = sec.forwardClient
 	}
 	for _, u := range cfg.Admin.Users {
 		opts.Users = append(opts.Users, adminui.User{Name: u.Name, PasswordHash: u.PasswordHash, Role: adminui.Role(u.Role)})
@@ -70,4 +78,49 @@ func hashPasswordCommand() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func hashTokenCommand() *cobra.Command {
+	var generate bool
+	cmd := &cobra.Command{
+		Use:   "hash-token",
+		Short: "Print the SHA-256 of an API token for [[auth.tokens]] (read on stdin, or --generate a new one)",
+		Long: `hash-token prints the sha256 value an [[auth.tokens]] entry stores. The server keeps
+only this hash, never the token.
+
+With --generate it makes a new random token and prints both: give the token to the
+client (sepp --token, or SEPP_TOKEN) and put the hash in the config. Without it, it
+reads a token (at least 16 bytes, no spaces) from stdin.`,
+		Example: "  sepp hash-token --generate\n  printf '%s' \"$SEPP_TOKEN\" | sepp hash-token",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			var token string
+			if generate {
+				t, err := auth.GenerateToken()
+				if err != nil {
+					return err
+				}
+				token = t
+			} else {
+				line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+				if err != nil && line == "" {
+					return usageError{fmt.Errorf("no token on stdin (or use --generate)")}
+				}
+				token = strings.TrimRight(line, "\r\n")
+			}
+			h, err := auth.HashToken(token)
+			if err != nil {
+				return usageError{err}
+			}
+			if generate {
+				fmt.Fprintf(out, "token:  %s\nsha256: %s\n", token, h)
+				return nil
+			}
+			fmt.Fprintln(out, h)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&generate, "generate", false, "make a new random token and print it with its hash")
+	return cmd
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sepp-io/sepp/cmd/sepp/internal/cli"
 	"github.com/sepp-io/sepp/devcluster"
 )
 
@@ -20,6 +21,7 @@ func devCommand() *cobra.Command {
 		dir     string
 		extra   string
 		verbose bool
+		useTLS  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -28,7 +30,7 @@ func devCommand() *cobra.Command {
 config, data dir and log under --dir, and prints their addresses and process ids so
 you can try failover by hand (kill -9 the leader and watch a follower take over).
 Ctrl-C stops every node.`,
-		Example: "  sepp dev --nodes 3\n  sepp dev --nodes 3 --dir ./sepp-dev --extra retention.toml",
+		Example: "  sepp dev --nodes 3\n  sepp dev --nodes 3 --dir ./sepp-dev --extra retention.toml\n  sepp dev --tls",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if nodes < 1 || nodes > 9 {
@@ -42,7 +44,7 @@ Ctrl-C stops every node.`,
 				}
 				extraTOML = string(data)
 			}
-			opts := devcluster.Options{Nodes: nodes, Dir: dir, ExtraTOML: extraTOML}
+			opts := devcluster.Options{Nodes: nodes, Dir: dir, ExtraTOML: extraTOML, TLS: useTLS}
 			if verbose {
 				opts.Output = cmd.ErrOrStderr()
 			}
@@ -69,7 +71,15 @@ Ctrl-C stops every node.`,
 			for i, n := range c.Nodes {
 				fmt.Fprintf(out, "  %s  grpc %s  http %s  raft %s  pid %d\n", n.ID, n.GRPCAddr, n.HTTPAddr, n.RaftAddr, c.Pid(i))
 			}
-			fmt.Fprintf(out, "\ntry:  sepp info --addr %s\n", joinAddrs(c.Addrs()))
+			if p := c.PKI; p != nil {
+				fmt.Fprintf(out, "\nTLS on every listener (throwaway CA in %s; the API requires a client certificate).\n", filepath.Dir(p.CAFile))
+				fmt.Fprintf(out, "point the CLI at it:\n  export %s=%s %s=%s %s=%s\n", cli.EnvCA, p.CAFile, cli.EnvCert, p.ClientCertFile, cli.EnvKey, p.ClientKeyFile)
+				fmt.Fprintf(out, "  sepp info --addr %s\n", joinAddrs(c.Addrs()))
+				fmt.Fprintf(out, "or: sepp info --addr %s --ca %s --cert %s --key %s\n", joinAddrs(c.Addrs()), p.CAFile, p.ClientCertFile, p.ClientKeyFile)
+				fmt.Fprintf(out, "admin UI and /metrics: https://%s (trust %s)\n", c.Nodes[0].HTTPAddr, p.CAFile)
+			} else {
+				fmt.Fprintf(out, "\ntry:  sepp info --addr %s\n", joinAddrs(c.Addrs()))
+			}
 			fmt.Fprintln(out, "Ctrl-C stops the cluster.")
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -83,6 +93,7 @@ Ctrl-C stops every node.`,
 	cmd.Flags().StringVar(&dir, "dir", "", "folder for configs, data and logs (default: a temporary folder removed on exit)")
 	cmd.Flags().StringVar(&extra, "extra", "", "a TOML file appended to every node's config ([limits], [storage], [[queues]] ...)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print the nodes' logs")
+	cmd.Flags().BoolVar(&useTLS, "tls", false, "generate a throwaway CA and run every listener over TLS (client certificates required)")
 	return cmd
 }
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -164,13 +166,30 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	defer httpLis.Close()
 
-	node, err := cluster.NewNode(nc)
-	if err != nil {
-		return fmt.Errorf("start node: %w", err)
-	}
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sec, err := newSecurity(cfg, reg, log)
+	if err != nil {
+		return err
+	}
+	if nc.Transport, err = sec.raftTransport(cfg.Server, log); err != nil {
+		return err
+	}
+	if sec.httpTLS != nil {
+		httpLis = tls.NewListener(httpLis, sec.httpTLS)
+	}
+
+	node, err := cluster.NewNode(nc)
+	if err != nil {
+		if c, ok := nc.Transport.(io.Closer); ok {
+			_ = c.Close()
+		}
+		return fmt.Errorf("start node: %w", err)
+	}
+	reloadStop := make(chan struct{})
+	defer close(reloadStop)
+	sec.reloadOnSIGHUP(reloadStop, log)
+
 	gs := rpc.NewGRPCServer(node, rpc.Options{
 		Logger:                 log.Named("rpc"),
 		MaxMessageBytes:        cfg.Server.MaxMessageBytes,
@@ -178,6 +197,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 		MaxConcurrentLongPolls: cfg.Server.MaxLongPolls,
 		Version:                version,
 		Registerer:             reg,
+		UnaryInterceptors:      sec.unaryInterceptors,
+		ServerOptions:          sec.grpcOptions,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", rpc.MetricsHandler(reg))
@@ -189,7 +210,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		}
 		fmt.Fprintf(w, "ok %s %s leader=%s\n", st.Self.ID, st.State, st.Leader.ID)
 	})
-	if err := mountAdminUI(mux, node, cfg, log); err != nil {
+	if err := mountAdminUI(mux, node, cfg, sec, log); err != nil {
 		node.Close()
 		return err
 	}
@@ -205,6 +226,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	log.Info("sepp serving", "node", cfg.Server.NodeID, "grpc", grpcLis.Addr().String(),
 		"http", httpLis.Addr().String(), "raft", cfg.Server.RaftAddr, "data_dir", cfg.Server.DataDir,
 		"peers", len(cfg.Cluster.Peers), "version", version)
+	warnInsecure(cfg, log)
 	if !cfg.Admin.Auth && !isLoopback(cfg.Server.HTTPAddr) {
 		log.Warn("admin auth is OFF and the HTTP listener is not on loopback: the admin UI answers loopback clients only",
 			"http_addr", cfg.Server.HTTPAddr)
@@ -238,6 +260,25 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	log.Info("stopped")
 	return serveErr
+}
+
+// warnInsecure says loudly, at start, what a node listening beyond loopback
+// leaves open.
+func warnInsecure(cfg config.Config, log hclog.Logger) {
+	if !isLoopback(cfg.Server.GRPCAddr) {
+		if !cfg.Auth.Enabled {
+			log.Warn("!!! API AUTH IS OFF: the gRPC API listens beyond loopback and anyone who reaches it can enqueue, reserve, drain and change the cluster; set [auth] enabled = true with [[auth.tokens]]",
+				"grpc_addr", cfg.Server.GRPCAddr)
+		}
+		if !cfg.TLS.APIEnabled() {
+			log.Warn("!!! gRPC API TLS IS OFF: calls, payloads and tokens cross the network in plaintext; set [tls] cert_file and key_file",
+				"grpc_addr", cfg.Server.GRPCAddr)
+		}
+	}
+	if !isLoopback(cfg.Server.RaftAddr) && !cfg.TLS.RaftEnabled() {
+		log.Warn("!!! RAFT TLS IS OFF: anyone who reaches the raft port can read the replicated log or pose as a node; set [tls] raft_cert_file, raft_key_file and raft_ca_file",
+			"raft_addr", cfg.Server.RaftAddr)
+	}
 }
 
 func isLoopback(addr string) bool {

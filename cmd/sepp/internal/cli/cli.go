@@ -90,10 +90,12 @@ type env struct {
 	addrs   []string
 	json    bool
 	timeout time.Duration
+	sec     securityFlags
 }
 
 // Commands returns the operator subcommands for the sepp root command. Each
-// carries the global flags --addr, --json and --timeout.
+// carries the global flags --addr, --json and --timeout, and the security
+// flags --token, --ca, --cert, --key, --server-name and --tls (security.go).
 func Commands() []*cobra.Command {
 	e := &env{}
 	cmds := []*cobra.Command{
@@ -114,6 +116,7 @@ func Commands() []*cobra.Command {
 		pf.StringSliceVar(&e.addrs, "addr", []string{"localhost:50051"}, "node gRPC addresses, comma-separated or repeated; the client finds the leader")
 		pf.BoolVar(&e.json, "json", false, "print JSON for scripts instead of tables")
 		pf.DurationVar(&e.timeout, "timeout", 30*time.Second, "give up after this long, retries through a failover included")
+		e.sec.register(pf)
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &CodeError{Code: ExitUsage, Err: err} })
 		decorate(c)
 	}
@@ -162,7 +165,11 @@ func (e *env) run(cmd *cobra.Command, fn func(ctx context.Context, c *client.Cli
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), e.timeout)
 	defer cancel()
-	c, err := client.New(ctx, e.addrs, client.WithRetryTimeout(e.timeout))
+	secOpts, err := e.sec.clientOptions(e.addrs)
+	if err != nil {
+		return &CodeError{Code: ExitUsage, Err: err}
+	}
+	c, err := client.New(ctx, e.addrs, append([]client.Option{client.WithRetryTimeout(e.timeout)}, secOpts...)...)
 	if err != nil {
 		return &CodeError{Code: ExitUsage, Err: err}
 	}

@@ -1,0 +1,168 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sepp-io/sepp/cluster"
+	"github.com/sepp-io/sepp/cluster/clustertest"
+	"github.com/sepp-io/sepp/engine"
+)
+
+// startSingle starts a cluster of one on dir and enqueues a job carrying
+// payload, retrying until the new leader is ready.
+func startSingle(t *testing.T, dir string) *cluster.Node {
+	t.Helper()
+	cfg := clustertest.TestConfig()
+	cfg.NodeID = "solo"
+	cfg.RaftBindAddr = "127.0.0.1:0"
+	cfg.DataDir = dir
+	cfg.SnapshotThreshold = 1 << 20 // only explicit snapshots
+	n, err := cluster.NewNode(cfg)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return n
+}
+
+func enqueueUntilReady(t *testing.T, n *cluster.Node, payload []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		_, err := n.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t", Payload: payload})
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("enqueue: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func shutdown(t *testing.T, n *cluster.Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Shutdown(ctx); err != nil {
+		t.Logf("shutdown: %v", err)
+	}
+}
+
+// flipAll flips one bit inside every occurrence of marker in the file and
+// reports how many it found.
+func flipAll(t *testing.T, path string, marker []byte) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for off := 0; ; {
+		i := bytes.Index(data[off:], marker)
+		if i < 0 {
+			break
+		}
+		data[off+i+len(marker)/2] ^= 0x01
+		off += i + len(marker)
+		n++
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestNewNode_RefusesCorruptLogEntry(t *testing.T) {
+	dir := t.TempDir()
+	marker := []byte("LOG-ENTRY-MARKER-0123456789")
+	n := startSingle(t, dir)
+	enqueueUntilReady(t, n, marker)
+	shutdown(t, n)
+
+	// The intact data dir restarts.
+	n = startSingle(t, dir)
+	shutdown(t, n)
+
+	if flipAll(t, filepath.Join(dir, "raft.db"), marker) == 0 {
+		t.Fatal("marker not found in raft.db")
+	}
+	_, err := cluster.NewNode(func() cluster.Config {
+		cfg := clustertest.TestConfig()
+		cfg.NodeID, cfg.RaftBindAddr, cfg.DataDir = "solo", "127.0.0.1:0", dir
+		return cfg
+	}())
+	if err == nil {
+		t.Fatal("node started over a corrupt log entry")
+	}
+	if !errors.Is(err, cluster.ErrCorruptData) || !strings.Contains(err.Error(), filepath.Join(dir, "raft.db")) ||
+		!strings.Contains(err.Error(), "checksum") || !strings.Contains(err.Error(), "log index") {
+		t.Fatalf("error %q should be ErrCorruptData naming raft.db, the index and the checksum", err)
+	}
+}
+
+func TestNewNode_RefusesCorruptOrTruncatedSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		corrupt func(t *testing.T, state string)
+	}{
+		{"flipped", func(t *testing.T, state string) {
+			data, err := os.ReadFile(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[len(data)/2] ^= 0x10
+			if err := os.WriteFile(state, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"truncated", func(t *testing.T, state string) {
+			fi, err := os.Stat(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(state, fi.Size()/2); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"meta", func(t *testing.T, state string) {
+			if err := os.WriteFile(filepath.Join(filepath.Dir(state), "meta.json"), []byte("{\"ID\":"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			n := startSingle(t, dir)
+			enqueueUntilReady(t, n, []byte("snapshot me"))
+			if err := n.Snapshot(); err != nil {
+				t.Fatalf("snapshot: %v", err)
+			}
+			shutdown(t, n)
+			states, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "state.bin"))
+			if len(states) != 1 {
+				t.Fatalf("want one snapshot, found %v", states)
+			}
+			tc.corrupt(t, states[0])
+			cfg := clustertest.TestConfig()
+			cfg.NodeID, cfg.RaftBindAddr, cfg.DataDir = "solo", "127.0.0.1:0", dir
+			_, err := cluster.NewNode(cfg)
+			if err == nil {
+				t.Fatal("node started over a corrupt snapshot")
+			}
+			if !errors.Is(err, cluster.ErrCorruptData) || !strings.Contains(err.Error(), filepath.Dir(states[0])) {
+				t.Fatalf("error %q should be ErrCorruptData naming the snapshot's file", err)
+			}
+		})
+	}
+}
