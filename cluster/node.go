@@ -35,6 +35,7 @@ type Node struct {
 	transport raft.Transport
 	bolt      *raftboltdb.BoltStore
 	prop      *proposer
+	disk      diskWatch // diskfull.go: names a full disk in what clients see
 
 	// ready is the current leadership's readiness: closed once this node,
 	// as leader of term, has run its barrier and its first commands.
@@ -74,6 +75,7 @@ func NewNode(cfg Config) (*Node, error) {
 		failing:    make(map[raft.ServerID]time.Time),
 		shutdownCh: make(chan struct{}),
 	}
+	n.disk.dir = cfg.DataDir
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
 	}
@@ -127,11 +129,13 @@ func NewNode(cfg Config) (*Node, error) {
 		logStore = cfg.LogStoreWrapper(logStore)
 	}
 	logStore = newTimeoutLogStore(logStore, cfg.LogStoreWriteTimeout)
-	cached, err := raft.NewLogCache(512, logStore)
+	cache, err := raft.NewLogCache(512, logStore)
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("cluster: log cache: %w", err)
 	}
+	cached := &diskFullLogStore{LogStore: cache, w: &n.disk}
+	stable := &diskFullStableStore{StableStore: bolt, w: &n.disk}
 	snapDir := filepath.Join(cfg.DataDir, "snapshots")
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, logger.Named("snapshots"))
 	if err != nil {
@@ -161,7 +165,7 @@ func NewNode(cfg Config) (*Node, error) {
 	rc.MaxAppendEntries = cfg.MaxAppendEntries
 	rc.BatchApplyCh = true
 
-	hasState, err := raft.HasExistingState(cached, bolt, snaps)
+	hasState, err := raft.HasExistingState(cached, stable, snaps)
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("cluster: inspect raft state: %w", err)
@@ -171,20 +175,22 @@ func NewNode(cfg Config) (*Node, error) {
 		for _, p := range cfg.Peers {
 			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
 		}
-		if err := raft.BootstrapCluster(rc, cached, bolt, snaps, n.transport, raft.Configuration{Servers: servers}); err != nil {
+		if err := raft.BootstrapCluster(rc, cached, stable, snaps, n.transport, raft.Configuration{Servers: servers}); err != nil {
 			cleanup()
 			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
 		}
 		logger.Info("bootstrapped cluster", "members", len(servers))
 	}
 
-	r, err := raft.NewRaft(rc, n.fsm, cached, bolt, snaps, n.transport)
+	r, err := raft.NewRaft(rc, n.fsm, cached, stable, snaps, n.transport)
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raft = r
-	n.prop = newProposer(r, &n.cfg, clock, n.notLeaderError)
+	// Raft's "not the leader" for a command taken just as the leader stepped
+	// down (as it does when a log write fails) also names a full disk.
+	n.prop = newProposer(r, &n.cfg, clock, func() error { return n.disk.explain(n.notLeaderError()) })
 
 	n.observerCh = make(chan raft.Observation, 64)
 	n.observer = raft.NewObserver(n.observerCh, false, func(o *raft.Observation) bool {
@@ -263,8 +269,13 @@ func (n *Node) Read(ctx context.Context, stale bool, fn func(e *engine.Engine) e
 }
 
 // waitReady returns nil once this node leads and has run its leadership
-// barrier and first commands for the current term.
+// barrier and first commands for the current term. While the disk is known
+// to be full, its refusals say so (*DiskFullError).
 func (n *Node) waitReady(ctx context.Context) error {
+	return n.disk.explain(n.awaitReady(ctx))
+}
+
+func (n *Node) awaitReady(ctx context.Context) error {
 	select {
 	case <-n.shutdownCh:
 		return ErrShutdown

@@ -306,6 +306,10 @@ func (p *proposer) classify(err error) error {
 		return fmt.Errorf("%w: leadership transfer in progress, not proposed", ErrNoLeader)
 	case errors.Is(err, raft.ErrEnqueueTimeout):
 		return fmt.Errorf("%w: raft apply queue full, not proposed", ErrNoLeader)
+	case errors.Is(err, ErrDiskFull):
+		// The leader's log write failed for lack of space: the entry is in
+		// no log (diskfull.go), so it was not applied and never will be.
+		return err
 	default:
 		// ErrLeadershipLost, ErrRaftShutdown, ErrAbortedByRestore: the entry
 		// may be in some log and may yet commit.

@@ -22,6 +22,7 @@ import (
 //
 //	cluster *NotLeaderError          Unavailable + NotLeader (leader's gRPC address)
 //	cluster ErrNoLeader, ErrShutdown Unavailable: nothing was applied, retry later
+//	cluster *DiskFullError           ResourceExhausted "disk full on <data dir>" + ResourceInfo(disk)
 //	cluster ErrUnknownOutcome        Aborted + UnknownOutcome: may have been applied
 //	engine *ScheduledTooFarError     InvalidArgument + ScheduledTooFar + BadRequest
 //	engine ErrInvalidArgument        InvalidArgument + FieldViolation + BadRequest
@@ -45,6 +46,15 @@ import (
 // between the two codes. FailedPrecondition is kept for lease and state
 // conflicts, which a worker handles by dropping the delivery.
 //
+// Why ResourceExhausted for a full disk: it is gRPC's own example of the
+// code ("the entire file system is out of space"), and it is a definite
+// refusal: the write that failed is in no log, so nothing was applied and
+// the request may be resent as is. Unavailable would not do: clients must
+// read an Unavailable without a NotLeader detail as "maybe applied" (a
+// transport failure looks the same), and would retry into the full disk
+// until their deadline. A follower with a full disk that knows a leader
+// still answers NotLeader, so clients reach a leader that has space.
+//
 // The cluster errors are tested first: an unknown outcome caused by a
 // deadline is still unknown, and must not read as a plain DeadlineExceeded.
 func statusFor(err error) *status.Status {
@@ -52,6 +62,7 @@ func statusFor(err error) *status.Status {
 		return status.New(codes.OK, "")
 	}
 	var notLeader *cluster.NotLeaderError
+	var diskFull *cluster.DiskFullError
 	var tooFar *engine.ScheduledTooFarError
 	var field *engine.FieldError
 	switch {
@@ -63,6 +74,11 @@ func statusFor(err error) *status.Status {
 		})
 	case errors.Is(err, cluster.ErrNotLeader):
 		return withDetails(codes.Unavailable, err.Error(), &seppv1.NotLeader{})
+	case errors.As(err, &diskFull):
+		return withDetails(codes.ResourceExhausted, err.Error(), &errdetails.ResourceInfo{
+			ResourceType: "disk", ResourceName: diskFull.Dir,
+			Description: "the node's data directory is out of space; nothing was applied; free space, then retry",
+		})
 	case errors.Is(err, cluster.ErrUnknownOutcome):
 		return withDetails(codes.Aborted, err.Error()+
 			" (the operation may or may not have been applied; retry with the same idempotency_key or request_id)",
