@@ -61,9 +61,11 @@ generate: ## Regenerate protobuf Go code (needs protoc + protoc-gen-go + protoc-
 	./proto/sepp/generate.sh
 
 .PHONY: verify
-verify: generate ## Fail if generated code or go.mod drift from what is committed.
+verify: generate ## Fail if generated code or go.mod drift from what is committed; buf lint the protos.
 	$(GO) mod tidy
 	git diff --exit-code -- proto go.mod go.sum
+	@if command -v buf >/dev/null 2>&1; then cd proto && buf lint && echo "buf lint: clean"; \
+	else echo "buf not installed (go install github.com/bufbuild/buf/cmd/buf@v1.75.0): lint skipped"; fi
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 20s).

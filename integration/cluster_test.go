@@ -2,10 +2,8 @@ package integration
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,52 +113,25 @@ func waitCaughtUp(ctx context.Context, insp *client.Client, tc testCluster, i in
 	})
 }
 
-// replicaState is one node's own view of the replicated state, read with
-// stale reads so a follower answers from its local copy. sepp exposes no
-// state digest over gRPC, so this hashes what the public API shows: every
-// queue's counts and cumulative totals and every retained dead letter.
+// replicaState is one node's own view of the replicated state: the digest
+// of its whole state machine (engine, clock, member metadata) and the log
+// index that state includes, as the node reports them over gRPC.
 func replicaState(ctx context.Context, addr string) (applied uint64, digest string, err error) {
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return 0, "", err
 	}
 	defer cc.Close()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := seppv1.NewClusterServiceClient(cc).Status(ctx, &seppv1.StatusRequest{})
+	st, err := seppv1.NewClusterServiceClient(cc).Status(ctx, &seppv1.StatusRequest{IncludeDigest: true})
 	if err != nil {
 		return 0, "", fmt.Errorf("%s: status: %w", addr, err)
 	}
-	admin := seppv1.NewAdminServiceClient(cc)
-	qs, err := admin.ListQueues(ctx, &seppv1.ListQueuesRequest{AllowStale: true})
-	if err != nil {
-		return 0, "", fmt.Errorf("%s: list queues: %w", addr, err)
+	if len(st.GetStateDigest()) != 64 {
+		return 0, "", fmt.Errorf("%s: state digest %q is not 32 bytes of hex", addr, st.GetStateDigest())
 	}
-	var b strings.Builder
-	queues := qs.GetQueues()
-	slices.SortFunc(queues, func(a, b *seppv1.QueueSummary) int { return strings.Compare(a.GetName(), b.GetName()) })
-	for _, q := range queues {
-		fmt.Fprintf(&b, "q %s paused=%t s=%d r=%d res=%d dead=%d enq=%d ack=%d dropped=%d", q.GetName(), q.GetPaused(), q.GetScheduled(), q.GetReady(), q.GetReserved(), q.GetDead(), q.GetEnqueuedTotal(), q.GetAckedTotal(), q.GetDroppedTotal())
-		for _, c := range q.GetDeadLetteredTotal() {
-			fmt.Fprintf(&b, " %s=%d", c.GetCause(), c.GetCount())
-		}
-		b.WriteByte('\n')
-	}
-	var after uint64
-	for {
-		dl, err := admin.ListDeadLetters(ctx, &seppv1.ListDeadLettersRequest{AfterJobId: after, Limit: 1000, AllowStale: true})
-		if err != nil {
-			return 0, "", fmt.Errorf("%s: list dead letters: %w", addr, err)
-		}
-		for _, r := range dl.GetRecords() {
-			fmt.Fprintf(&b, "d %d %d %s\n", r.GetJob().GetId(), r.GetFinalAttempt(), r.GetCause())
-		}
-		if dl.GetNextAfterJobId() == 0 {
-			break
-		}
-		after = dl.GetNextAfterJobId()
-	}
-	return st.GetAppliedIndex(), fmt.Sprintf("%x", sha256.Sum256([]byte(b.String())))[:16], nil
+	return st.GetDigestIndex(), st.GetStateDigest()[:16], nil
 }
 
 // waitReplicasAgree waits until every node has applied the same index and

@@ -1970,56 +1970,57 @@ var File_v1_command_proto protoreflect.FileDescriptor
 
 const file_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x10v1/command.proto\x12\vsepp.cmd.v1\"`\n" +
+	"\x10v1/command.proto\x12\n" +
+	"seppcmd.v1\"_\n" +
 	"\x05Entry\x12%\n" +
-	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x120\n" +
-	"\bcommands\x18\x02 \x03(\v2\x14.sepp.cmd.v1.CommandR\bcommands\"\xe9\t\n" +
+	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12/\n" +
+	"\bcommands\x18\x02 \x03(\v2\x13.seppcmd.v1.CommandR\bcommands\"\xd7\t\n" +
 	"\aCommand\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\"\n" +
-	"\rnow_unix_nano\x18\x02 \x01(\x03R\vnowUnixNano\x12:\n" +
+	"\rnow_unix_nano\x18\x02 \x01(\x03R\vnowUnixNano\x129\n" +
 	"\vjob_enqueue\x18\n" +
-	" \x01(\v2\x17.sepp.cmd.v1.JobEnqueueH\x00R\n" +
-	"jobEnqueue\x12J\n" +
-	"\x11job_enqueue_batch\x18\v \x01(\v2\x1c.sepp.cmd.v1.JobEnqueueBatchH\x00R\x0fjobEnqueueBatch\x12:\n" +
-	"\vjob_reserve\x18\f \x01(\v2\x17.sepp.cmd.v1.JobReserveH\x00R\n" +
-	"jobReserve\x12.\n" +
-	"\ajob_ack\x18\r \x01(\v2\x13.sepp.cmd.v1.JobAckH\x00R\x06jobAck\x121\n" +
-	"\bjob_nack\x18\x0e \x01(\v2\x14.sepp.cmd.v1.JobNackH\x00R\ajobNack\x12:\n" +
-	"\vjob_release\x18\x0f \x01(\v2\x17.sepp.cmd.v1.JobReleaseH\x00R\n" +
-	"jobRelease\x12=\n" +
-	"\flease_extend\x18\x10 \x01(\v2\x18.sepp.cmd.v1.LeaseExtendH\x00R\vleaseExtend\x12G\n" +
-	"\x10lease_extend_all\x18\x11 \x01(\v2\x1b.sepp.cmd.v1.LeaseExtendAllH\x00R\x0eleaseExtendAll\x12J\n" +
-	"\x11dead_letter_drain\x18\x12 \x01(\v2\x1c.sepp.cmd.v1.DeadLetterDrainH\x00R\x0fdeadLetterDrain\x12P\n" +
-	"\x13dead_letter_requeue\x18\x13 \x01(\v2\x1e.sepp.cmd.v1.DeadLetterRequeueH\x00R\x11deadLetterRequeue\x12M\n" +
-	"\x12dead_letter_delete\x18\x14 \x01(\v2\x1d.sepp.cmd.v1.DeadLetterDeleteH\x00R\x10deadLetterDelete\x12D\n" +
-	"\x0fjob_dead_letter\x18\x15 \x01(\v2\x1a.sepp.cmd.v1.JobDeadLetterH\x00R\rjobDeadLetter\x12:\n" +
-	"\vqueue_pause\x18\x16 \x01(\v2\x17.sepp.cmd.v1.QueuePauseH\x00R\n" +
-	"queuePause\x12=\n" +
-	"\fqueue_resume\x18\x17 \x01(\v2\x18.sepp.cmd.v1.QueueResumeH\x00R\vqueueResume\x12'\n" +
-	"\x04tick\x18\x18 \x01(\v2\x11.sepp.cmd.v1.TickH\x00R\x04tick\x127\n" +
+	" \x01(\v2\x16.seppcmd.v1.JobEnqueueH\x00R\n" +
+	"jobEnqueue\x12I\n" +
+	"\x11job_enqueue_batch\x18\v \x01(\v2\x1b.seppcmd.v1.JobEnqueueBatchH\x00R\x0fjobEnqueueBatch\x129\n" +
+	"\vjob_reserve\x18\f \x01(\v2\x16.seppcmd.v1.JobReserveH\x00R\n" +
+	"jobReserve\x12-\n" +
+	"\ajob_ack\x18\r \x01(\v2\x12.seppcmd.v1.JobAckH\x00R\x06jobAck\x120\n" +
+	"\bjob_nack\x18\x0e \x01(\v2\x13.seppcmd.v1.JobNackH\x00R\ajobNack\x129\n" +
+	"\vjob_release\x18\x0f \x01(\v2\x16.seppcmd.v1.JobReleaseH\x00R\n" +
+	"jobRelease\x12<\n" +
+	"\flease_extend\x18\x10 \x01(\v2\x17.seppcmd.v1.LeaseExtendH\x00R\vleaseExtend\x12F\n" +
+	"\x10lease_extend_all\x18\x11 \x01(\v2\x1a.seppcmd.v1.LeaseExtendAllH\x00R\x0eleaseExtendAll\x12I\n" +
+	"\x11dead_letter_drain\x18\x12 \x01(\v2\x1b.seppcmd.v1.DeadLetterDrainH\x00R\x0fdeadLetterDrain\x12O\n" +
+	"\x13dead_letter_requeue\x18\x13 \x01(\v2\x1d.seppcmd.v1.DeadLetterRequeueH\x00R\x11deadLetterRequeue\x12L\n" +
+	"\x12dead_letter_delete\x18\x14 \x01(\v2\x1c.seppcmd.v1.DeadLetterDeleteH\x00R\x10deadLetterDelete\x12C\n" +
+	"\x0fjob_dead_letter\x18\x15 \x01(\v2\x19.seppcmd.v1.JobDeadLetterH\x00R\rjobDeadLetter\x129\n" +
+	"\vqueue_pause\x18\x16 \x01(\v2\x16.seppcmd.v1.QueuePauseH\x00R\n" +
+	"queuePause\x12<\n" +
+	"\fqueue_resume\x18\x17 \x01(\v2\x17.seppcmd.v1.QueueResumeH\x00R\vqueueResume\x12&\n" +
+	"\x04tick\x18\x18 \x01(\v2\x10.seppcmd.v1.TickH\x00R\x04tick\x126\n" +
 	"\n" +
-	"config_set\x18\x19 \x01(\v2\x16.sepp.cmd.v1.ConfigSetH\x00R\tconfigSet\x12J\n" +
-	"\x11node_metadata_set\x18\x1a \x01(\v2\x1c.sepp.cmd.v1.NodeMetadataSetH\x00R\x0fnodeMetadataSet\x12S\n" +
-	"\x14node_metadata_delete\x18\x1b \x01(\v2\x1f.sepp.cmd.v1.NodeMetadataDeleteH\x00R\x12nodeMetadataDeleteB\x04\n" +
-	"\x02op\"\x84\x03\n" +
+	"config_set\x18\x19 \x01(\v2\x15.seppcmd.v1.ConfigSetH\x00R\tconfigSet\x12I\n" +
+	"\x11node_metadata_set\x18\x1a \x01(\v2\x1b.seppcmd.v1.NodeMetadataSetH\x00R\x0fnodeMetadataSet\x12R\n" +
+	"\x14node_metadata_delete\x18\x1b \x01(\v2\x1e.seppcmd.v1.NodeMetadataDeleteH\x00R\x12nodeMetadataDeleteB\x04\n" +
+	"\x02op\"\x83\x03\n" +
 	"\rEnqueueParams\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
 	"\apayload\x18\x03 \x01(\fR\apayload\x12\x1f\n" +
 	"\bpriority\x18\x04 \x01(\rH\x00R\bpriority\x88\x01\x01\x123\n" +
 	"\x16scheduled_at_unix_nano\x18\x05 \x01(\x03R\x13scheduledAtUnixNano\x12!\n" +
-	"\fmax_attempts\x18\x06 \x01(\rR\vmaxAttempts\x12>\n" +
-	"\x06custom\x18\a \x03(\v2&.sepp.cmd.v1.EnqueueParams.CustomEntryR\x06custom\x12'\n" +
+	"\fmax_attempts\x18\x06 \x01(\rR\vmaxAttempts\x12=\n" +
+	"\x06custom\x18\a \x03(\v2%.seppcmd.v1.EnqueueParams.CustomEntryR\x06custom\x12'\n" +
 	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\x1a9\n" +
 	"\vCustomEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
-	"\t_priority\"@\n" +
+	"\t_priority\"?\n" +
 	"\n" +
-	"JobEnqueue\x122\n" +
-	"\x06params\x18\x01 \x01(\v2\x1a.sepp.cmd.v1.EnqueueParamsR\x06params\"C\n" +
-	"\x0fJobEnqueueBatch\x120\n" +
-	"\x05items\x18\x01 \x03(\v2\x1a.sepp.cmd.v1.EnqueueParamsR\x05items\"\x8d\x01\n" +
+	"JobEnqueue\x121\n" +
+	"\x06params\x18\x01 \x01(\v2\x19.seppcmd.v1.EnqueueParamsR\x06params\"B\n" +
+	"\x0fJobEnqueueBatch\x12/\n" +
+	"\x05items\x18\x01 \x03(\v2\x19.seppcmd.v1.EnqueueParamsR\x05items\"\x8d\x01\n" +
 	"\n" +
 	"JobReserve\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1b\n" +
@@ -2032,20 +2033,20 @@ const file_v1_command_proto_rawDesc = "" +
 	"\bLeaseRef\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x04R\n" +
-	"leaseToken\"1\n" +
-	"\x06JobAck\x12'\n" +
-	"\x03ref\x18\x01 \x01(\v2\x15.sepp.cmd.v1.LeaseRefR\x03ref\"\x89\x01\n" +
-	"\aJobNack\x12'\n" +
-	"\x03ref\x18\x01 \x01(\v2\x15.sepp.cmd.v1.LeaseRefR\x03ref\x12\x1c\n" +
+	"leaseToken\"0\n" +
+	"\x06JobAck\x12&\n" +
+	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\"\x88\x01\n" +
+	"\aJobNack\x12&\n" +
+	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\x12\x1c\n" +
 	"\tdirective\x18\x02 \x01(\rR\tdirective\x12\x1f\n" +
 	"\vafter_nanos\x18\x03 \x01(\x03R\n" +
 	"afterNanos\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"5\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"4\n" +
 	"\n" +
-	"JobRelease\x12'\n" +
-	"\x03ref\x18\x01 \x01(\v2\x15.sepp.cmd.v1.LeaseRefR\x03ref\"W\n" +
-	"\vLeaseExtend\x12'\n" +
-	"\x03ref\x18\x01 \x01(\v2\x15.sepp.cmd.v1.LeaseRefR\x03ref\x12\x1f\n" +
+	"JobRelease\x12&\n" +
+	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\"V\n" +
+	"\vLeaseExtend\x12&\n" +
+	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\x12\x1f\n" +
 	"\vlease_nanos\x18\x02 \x01(\x03R\n" +
 	"leaseNanos\"1\n" +
 	"\x0eLeaseExtendAll\x12\x1f\n" +
@@ -2066,12 +2067,12 @@ const file_v1_command_proto_rawDesc = "" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"#\n" +
 	"\vQueueResume\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x06\n" +
-	"\x04Tick\">\n" +
-	"\tConfigSet\x121\n" +
-	"\x06config\x18\x01 \x01(\v2\x19.sepp.cmd.v1.EngineConfigR\x06config\"m\n" +
-	"\fEngineConfig\x12+\n" +
-	"\x06limits\x18\x01 \x01(\v2\x13.sepp.cmd.v1.LimitsR\x06limits\x120\n" +
-	"\x06queues\x18\x02 \x03(\v2\x18.sepp.cmd.v1.QueueConfigR\x06queues\"\xfc\a\n" +
+	"\x04Tick\"=\n" +
+	"\tConfigSet\x120\n" +
+	"\x06config\x18\x01 \x01(\v2\x18.seppcmd.v1.EngineConfigR\x06config\"k\n" +
+	"\fEngineConfig\x12*\n" +
+	"\x06limits\x18\x01 \x01(\v2\x12.seppcmd.v1.LimitsR\x06limits\x12/\n" +
+	"\x06queues\x18\x02 \x03(\v2\x17.seppcmd.v1.QueueConfigR\x06queues\"\xfc\a\n" +
 	"\x06Limits\x12)\n" +
 	"\x10default_priority\x18\x01 \x01(\rR\x0fdefaultPriority\x120\n" +
 	"\x14default_max_attempts\x18\x02 \x01(\rR\x12defaultMaxAttempts\x120\n" +
@@ -2118,14 +2119,14 @@ const file_v1_command_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
 	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\x12\x1b\n" +
-	"\thttp_addr\x18\x04 \x01(\tR\bhttpAddr\"@\n" +
-	"\x0fNodeMetadataSet\x12-\n" +
-	"\x04node\x18\x01 \x01(\v2\x19.sepp.cmd.v1.NodeMetadataR\x04node\"$\n" +
+	"\thttp_addr\x18\x04 \x01(\tR\bhttpAddr\"?\n" +
+	"\x0fNodeMetadataSet\x12,\n" +
+	"\x04node\x18\x01 \x01(\v2\x18.seppcmd.v1.NodeMetadataR\x04node\"$\n" +
 	"\x12NodeMetadataDelete\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"l\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"k\n" +
 	"\fSnapshotMeta\x12+\n" +
-	"\x12last_now_unix_nano\x18\x01 \x01(\x03R\x0flastNowUnixNano\x12/\n" +
-	"\x05nodes\x18\x02 \x03(\v2\x19.sepp.cmd.v1.NodeMetadataR\x05nodesB4Z2github.com/sepp-io/sepp/proto/seppcmd/v1;seppcmdv1b\x06proto3"
+	"\x12last_now_unix_nano\x18\x01 \x01(\x03R\x0flastNowUnixNano\x12.\n" +
+	"\x05nodes\x18\x02 \x03(\v2\x18.seppcmd.v1.NodeMetadataR\x05nodesB4Z2github.com/sepp-io/sepp/proto/seppcmd/v1;seppcmdv1b\x06proto3"
 
 var (
 	file_v1_command_proto_rawDescOnce sync.Once
@@ -2141,67 +2142,67 @@ func file_v1_command_proto_rawDescGZIP() []byte {
 
 var file_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_v1_command_proto_goTypes = []any{
-	(*Entry)(nil),              // 0: sepp.cmd.v1.Entry
-	(*Command)(nil),            // 1: sepp.cmd.v1.Command
-	(*EnqueueParams)(nil),      // 2: sepp.cmd.v1.EnqueueParams
-	(*JobEnqueue)(nil),         // 3: sepp.cmd.v1.JobEnqueue
-	(*JobEnqueueBatch)(nil),    // 4: sepp.cmd.v1.JobEnqueueBatch
-	(*JobReserve)(nil),         // 5: sepp.cmd.v1.JobReserve
-	(*LeaseRef)(nil),           // 6: sepp.cmd.v1.LeaseRef
-	(*JobAck)(nil),             // 7: sepp.cmd.v1.JobAck
-	(*JobNack)(nil),            // 8: sepp.cmd.v1.JobNack
-	(*JobRelease)(nil),         // 9: sepp.cmd.v1.JobRelease
-	(*LeaseExtend)(nil),        // 10: sepp.cmd.v1.LeaseExtend
-	(*LeaseExtendAll)(nil),     // 11: sepp.cmd.v1.LeaseExtendAll
-	(*DeadLetterDrain)(nil),    // 12: sepp.cmd.v1.DeadLetterDrain
-	(*DeadLetterRequeue)(nil),  // 13: sepp.cmd.v1.DeadLetterRequeue
-	(*DeadLetterDelete)(nil),   // 14: sepp.cmd.v1.DeadLetterDelete
-	(*JobDeadLetter)(nil),      // 15: sepp.cmd.v1.JobDeadLetter
-	(*QueuePause)(nil),         // 16: sepp.cmd.v1.QueuePause
-	(*QueueResume)(nil),        // 17: sepp.cmd.v1.QueueResume
-	(*Tick)(nil),               // 18: sepp.cmd.v1.Tick
-	(*ConfigSet)(nil),          // 19: sepp.cmd.v1.ConfigSet
-	(*EngineConfig)(nil),       // 20: sepp.cmd.v1.EngineConfig
-	(*Limits)(nil),             // 21: sepp.cmd.v1.Limits
-	(*QueueConfig)(nil),        // 22: sepp.cmd.v1.QueueConfig
-	(*NodeMetadata)(nil),       // 23: sepp.cmd.v1.NodeMetadata
-	(*NodeMetadataSet)(nil),    // 24: sepp.cmd.v1.NodeMetadataSet
-	(*NodeMetadataDelete)(nil), // 25: sepp.cmd.v1.NodeMetadataDelete
-	(*SnapshotMeta)(nil),       // 26: sepp.cmd.v1.SnapshotMeta
-	nil,                        // 27: sepp.cmd.v1.EnqueueParams.CustomEntry
+	(*Entry)(nil),              // 0: seppcmd.v1.Entry
+	(*Command)(nil),            // 1: seppcmd.v1.Command
+	(*EnqueueParams)(nil),      // 2: seppcmd.v1.EnqueueParams
+	(*JobEnqueue)(nil),         // 3: seppcmd.v1.JobEnqueue
+	(*JobEnqueueBatch)(nil),    // 4: seppcmd.v1.JobEnqueueBatch
+	(*JobReserve)(nil),         // 5: seppcmd.v1.JobReserve
+	(*LeaseRef)(nil),           // 6: seppcmd.v1.LeaseRef
+	(*JobAck)(nil),             // 7: seppcmd.v1.JobAck
+	(*JobNack)(nil),            // 8: seppcmd.v1.JobNack
+	(*JobRelease)(nil),         // 9: seppcmd.v1.JobRelease
+	(*LeaseExtend)(nil),        // 10: seppcmd.v1.LeaseExtend
+	(*LeaseExtendAll)(nil),     // 11: seppcmd.v1.LeaseExtendAll
+	(*DeadLetterDrain)(nil),    // 12: seppcmd.v1.DeadLetterDrain
+	(*DeadLetterRequeue)(nil),  // 13: seppcmd.v1.DeadLetterRequeue
+	(*DeadLetterDelete)(nil),   // 14: seppcmd.v1.DeadLetterDelete
+	(*JobDeadLetter)(nil),      // 15: seppcmd.v1.JobDeadLetter
+	(*QueuePause)(nil),         // 16: seppcmd.v1.QueuePause
+	(*QueueResume)(nil),        // 17: seppcmd.v1.QueueResume
+	(*Tick)(nil),               // 18: seppcmd.v1.Tick
+	(*ConfigSet)(nil),          // 19: seppcmd.v1.ConfigSet
+	(*EngineConfig)(nil),       // 20: seppcmd.v1.EngineConfig
+	(*Limits)(nil),             // 21: seppcmd.v1.Limits
+	(*QueueConfig)(nil),        // 22: seppcmd.v1.QueueConfig
+	(*NodeMetadata)(nil),       // 23: seppcmd.v1.NodeMetadata
+	(*NodeMetadataSet)(nil),    // 24: seppcmd.v1.NodeMetadataSet
+	(*NodeMetadataDelete)(nil), // 25: seppcmd.v1.NodeMetadataDelete
+	(*SnapshotMeta)(nil),       // 26: seppcmd.v1.SnapshotMeta
+	nil,                        // 27: seppcmd.v1.EnqueueParams.CustomEntry
 }
 var file_v1_command_proto_depIdxs = []int32{
-	1,  // 0: sepp.cmd.v1.Entry.commands:type_name -> sepp.cmd.v1.Command
-	3,  // 1: sepp.cmd.v1.Command.job_enqueue:type_name -> sepp.cmd.v1.JobEnqueue
-	4,  // 2: sepp.cmd.v1.Command.job_enqueue_batch:type_name -> sepp.cmd.v1.JobEnqueueBatch
-	5,  // 3: sepp.cmd.v1.Command.job_reserve:type_name -> sepp.cmd.v1.JobReserve
-	7,  // 4: sepp.cmd.v1.Command.job_ack:type_name -> sepp.cmd.v1.JobAck
-	8,  // 5: sepp.cmd.v1.Command.job_nack:type_name -> sepp.cmd.v1.JobNack
-	9,  // 6: sepp.cmd.v1.Command.job_release:type_name -> sepp.cmd.v1.JobRelease
-	10, // 7: sepp.cmd.v1.Command.lease_extend:type_name -> sepp.cmd.v1.LeaseExtend
-	11, // 8: sepp.cmd.v1.Command.lease_extend_all:type_name -> sepp.cmd.v1.LeaseExtendAll
-	12, // 9: sepp.cmd.v1.Command.dead_letter_drain:type_name -> sepp.cmd.v1.DeadLetterDrain
-	13, // 10: sepp.cmd.v1.Command.dead_letter_requeue:type_name -> sepp.cmd.v1.DeadLetterRequeue
-	14, // 11: sepp.cmd.v1.Command.dead_letter_delete:type_name -> sepp.cmd.v1.DeadLetterDelete
-	15, // 12: sepp.cmd.v1.Command.job_dead_letter:type_name -> sepp.cmd.v1.JobDeadLetter
-	16, // 13: sepp.cmd.v1.Command.queue_pause:type_name -> sepp.cmd.v1.QueuePause
-	17, // 14: sepp.cmd.v1.Command.queue_resume:type_name -> sepp.cmd.v1.QueueResume
-	18, // 15: sepp.cmd.v1.Command.tick:type_name -> sepp.cmd.v1.Tick
-	19, // 16: sepp.cmd.v1.Command.config_set:type_name -> sepp.cmd.v1.ConfigSet
-	24, // 17: sepp.cmd.v1.Command.node_metadata_set:type_name -> sepp.cmd.v1.NodeMetadataSet
-	25, // 18: sepp.cmd.v1.Command.node_metadata_delete:type_name -> sepp.cmd.v1.NodeMetadataDelete
-	27, // 19: sepp.cmd.v1.EnqueueParams.custom:type_name -> sepp.cmd.v1.EnqueueParams.CustomEntry
-	2,  // 20: sepp.cmd.v1.JobEnqueue.params:type_name -> sepp.cmd.v1.EnqueueParams
-	2,  // 21: sepp.cmd.v1.JobEnqueueBatch.items:type_name -> sepp.cmd.v1.EnqueueParams
-	6,  // 22: sepp.cmd.v1.JobAck.ref:type_name -> sepp.cmd.v1.LeaseRef
-	6,  // 23: sepp.cmd.v1.JobNack.ref:type_name -> sepp.cmd.v1.LeaseRef
-	6,  // 24: sepp.cmd.v1.JobRelease.ref:type_name -> sepp.cmd.v1.LeaseRef
-	6,  // 25: sepp.cmd.v1.LeaseExtend.ref:type_name -> sepp.cmd.v1.LeaseRef
-	20, // 26: sepp.cmd.v1.ConfigSet.config:type_name -> sepp.cmd.v1.EngineConfig
-	21, // 27: sepp.cmd.v1.EngineConfig.limits:type_name -> sepp.cmd.v1.Limits
-	22, // 28: sepp.cmd.v1.EngineConfig.queues:type_name -> sepp.cmd.v1.QueueConfig
-	23, // 29: sepp.cmd.v1.NodeMetadataSet.node:type_name -> sepp.cmd.v1.NodeMetadata
-	23, // 30: sepp.cmd.v1.SnapshotMeta.nodes:type_name -> sepp.cmd.v1.NodeMetadata
+	1,  // 0: seppcmd.v1.Entry.commands:type_name -> seppcmd.v1.Command
+	3,  // 1: seppcmd.v1.Command.job_enqueue:type_name -> seppcmd.v1.JobEnqueue
+	4,  // 2: seppcmd.v1.Command.job_enqueue_batch:type_name -> seppcmd.v1.JobEnqueueBatch
+	5,  // 3: seppcmd.v1.Command.job_reserve:type_name -> seppcmd.v1.JobReserve
+	7,  // 4: seppcmd.v1.Command.job_ack:type_name -> seppcmd.v1.JobAck
+	8,  // 5: seppcmd.v1.Command.job_nack:type_name -> seppcmd.v1.JobNack
+	9,  // 6: seppcmd.v1.Command.job_release:type_name -> seppcmd.v1.JobRelease
+	10, // 7: seppcmd.v1.Command.lease_extend:type_name -> seppcmd.v1.LeaseExtend
+	11, // 8: seppcmd.v1.Command.lease_extend_all:type_name -> seppcmd.v1.LeaseExtendAll
+	12, // 9: seppcmd.v1.Command.dead_letter_drain:type_name -> seppcmd.v1.DeadLetterDrain
+	13, // 10: seppcmd.v1.Command.dead_letter_requeue:type_name -> seppcmd.v1.DeadLetterRequeue
+	14, // 11: seppcmd.v1.Command.dead_letter_delete:type_name -> seppcmd.v1.DeadLetterDelete
+	15, // 12: seppcmd.v1.Command.job_dead_letter:type_name -> seppcmd.v1.JobDeadLetter
+	16, // 13: seppcmd.v1.Command.queue_pause:type_name -> seppcmd.v1.QueuePause
+	17, // 14: seppcmd.v1.Command.queue_resume:type_name -> seppcmd.v1.QueueResume
+	18, // 15: seppcmd.v1.Command.tick:type_name -> seppcmd.v1.Tick
+	19, // 16: seppcmd.v1.Command.config_set:type_name -> seppcmd.v1.ConfigSet
+	24, // 17: seppcmd.v1.Command.node_metadata_set:type_name -> seppcmd.v1.NodeMetadataSet
+	25, // 18: seppcmd.v1.Command.node_metadata_delete:type_name -> seppcmd.v1.NodeMetadataDelete
+	27, // 19: seppcmd.v1.EnqueueParams.custom:type_name -> seppcmd.v1.EnqueueParams.CustomEntry
+	2,  // 20: seppcmd.v1.JobEnqueue.params:type_name -> seppcmd.v1.EnqueueParams
+	2,  // 21: seppcmd.v1.JobEnqueueBatch.items:type_name -> seppcmd.v1.EnqueueParams
+	6,  // 22: seppcmd.v1.JobAck.ref:type_name -> seppcmd.v1.LeaseRef
+	6,  // 23: seppcmd.v1.JobNack.ref:type_name -> seppcmd.v1.LeaseRef
+	6,  // 24: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
+	6,  // 25: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
+	20, // 26: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
+	21, // 27: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
+	22, // 28: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
+	23, // 29: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
+	23, // 30: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
 	31, // [31:31] is the sub-list for method output_type
 	31, // [31:31] is the sub-list for method input_type
 	31, // [31:31] is the sub-list for extension type_name
