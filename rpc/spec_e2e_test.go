@@ -19,7 +19,9 @@ import (
 func TestSpec_PriorityAndFIFO(t *testing.T) {
 	t.Parallel()
 	env := start(t, nil)
-	// spec: PRI-1, PRI-4, PRI-5
+	// spec: PRI-1
+	// spec: PRI-4
+	// spec: PRI-5
 	var want []uint64
 	for _, p := range []uint32{3, 9, 3, 0, 9} {
 		enqueue(t, env, &seppv1.EnqueueRequest{Queue: "emails", Priority: prio(p)})
@@ -57,7 +59,9 @@ func TestSpec_Scheduling(t *testing.T) {
 	t.Parallel()
 	env := start(t, nil)
 	runAt := env.Clock.Now().Add(time.Hour)
-	// spec: SCH-1, SCH-4, SCH-8
+	// spec: SCH-1
+	// spec: SCH-4
+	// spec: SCH-8
 	resp := enqueue(t, env, &seppv1.EnqueueRequest{Queue: "reports", Priority: prio(9), ScheduledAt: timestamppb.New(runAt)})
 	if resp.GetState() != seppv1.JobState_JOB_STATE_SCHEDULED {
 		t.Fatalf("state = %v, want SCHEDULED", resp.GetState())
@@ -65,7 +69,8 @@ func TestSpec_Scheduling(t *testing.T) {
 	if jobs := reserve(t, env, &seppv1.ReserveRequest{Queue: "reports"}); len(jobs) != 0 {
 		t.Fatalf("a scheduled job was reserved before its time: %v", jobs)
 	}
-	// spec: SCH-2, SCH-3
+	// spec: SCH-2
+	// spec: SCH-3
 	env.Clock.Advance(time.Hour)
 	env.Backend.Tick()
 	enqueue(t, env, &seppv1.EnqueueRequest{Queue: "reports", Priority: prio(9)})
@@ -78,7 +83,11 @@ func TestSpec_Scheduling(t *testing.T) {
 func TestSpec_AttemptsAndNack(t *testing.T) {
 	t.Parallel()
 	env := start(t, retentionConfig())
-	// spec: ATT-1, ATT-2, ATT-6, NAK-2, NAK-3
+	// spec: ATT-1
+	// spec: ATT-2
+	// spec: ATT-6
+	// spec: NAK-2
+	// spec: NAK-3
 	id := enqueue(t, env, &seppv1.EnqueueRequest{Queue: "q", MaxAttempts: 2}).GetJobId()
 	first := reserveOne(t, env, "q")
 	if c := first.GetCtx(); c.GetAttempt() != 1 || c.GetMaxAttempts() != 2 || c.GetJobId() != id || c.GetQueue() != "q" || c.GetWorkerId() != "w1" {
@@ -94,7 +103,8 @@ func TestSpec_AttemptsAndNack(t *testing.T) {
 	if r := nack(t, env, second.GetCtx(), directiveDefault(), "still failing"); !r.GetDeadLettered() {
 		t.Fatal("nack of the final attempt did not dead-letter the job")
 	}
-	// spec: DLQ-1, DLQ-6
+	// spec: DLQ-1
+	// spec: DLQ-6
 	recs, err := env.Queue.DrainDeadLetters(ctxT(t), &seppv1.DrainDeadLettersRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +122,8 @@ func TestSpec_AttemptsAndNack(t *testing.T) {
 func TestSpec_MaxAttemptsClampedToCeiling(t *testing.T) {
 	t.Parallel()
 	env := start(t, nil)
-	// spec: ATT-3, ATT-4
+	// spec: ATT-3
+	// spec: ATT-4
 	enqueue(t, env, &seppv1.EnqueueRequest{Queue: "q", MaxAttempts: 1000})
 	enqueue(t, env, &seppv1.EnqueueRequest{Queue: "q"})
 	jobs := reserve(t, env, &seppv1.ReserveRequest{Queue: "q", Max: 2})
@@ -130,7 +141,8 @@ func TestSpec_NackAfterAndDeadLetter(t *testing.T) {
 	enqueue(t, env, &seppv1.EnqueueRequest{Queue: "q"})
 	enqueue(t, env, &seppv1.EnqueueRequest{Queue: "q"})
 	a, b := reserveOne(t, env, "q"), reserveOne(t, env, "q")
-	// spec: NAK-1, NAK-9
+	// spec: NAK-1
+	// spec: NAK-9
 	r := nack(t, env, a.GetCtx(), directiveAfter(time.Minute), "rate limited")
 	if r.GetDeadLettered() || !r.GetNextAttemptAt().AsTime().Equal(env.Clock.Now().Add(time.Minute)) {
 		t.Errorf("After(1m) nack = %v, want a retry at now+1m", r)
@@ -171,7 +183,8 @@ func TestSpec_LeaseExpiry(t *testing.T) {
 	if !first.GetCtx().GetLeaseDeadline().AsTime().Equal(env.Clock.Now().Add(10 * time.Second)) {
 		t.Errorf("lease deadline = %v, want now+10s", first.GetCtx().GetLeaseDeadline().AsTime())
 	}
-	// spec: LEA-1, ATT-1
+	// spec: LEA-1
+	// spec: ATT-1
 	env.Clock.Advance(11 * time.Second)
 	env.Backend.Tick()
 	second := reserve(t, env, &seppv1.ReserveRequest{Queue: "q", Lease: lease})
@@ -196,7 +209,8 @@ func TestSpec_LeaseExpiry(t *testing.T) {
 func TestSpec_RetentionOffDropsDeadJobs(t *testing.T) {
 	t.Parallel()
 	env := start(t, nil)
-	// spec: DLQ-3, DLQ-5
+	// spec: DLQ-3
+	// spec: DLQ-5
 	info, err := env.Queue.GetServerInfo(ctxT(t), &seppv1.GetServerInfoRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +246,8 @@ func TestSpec_DrainDeadLetters(t *testing.T) {
 			t.Fatalf("ListDeadLetters(a) = %v, %v; want 2 records", list, err)
 		}
 	}
-	// spec: DLQ-7, DLQ-8 — max defaults to 1, oldest first, optional queue.
+	// spec: DLQ-7 — max defaults to 1, oldest first, optional queue.
+	// spec: DLQ-8
 	one, err := env.Queue.DrainDeadLetters(ctxT(t), &seppv1.DrainDeadLettersRequest{})
 	if err != nil || len(one.GetRecords()) != 1 || one.GetRecords()[0].GetJob().GetId() != a {
 		t.Fatalf("default drain = %v, %v; want the oldest record (job %d)", one, err, a)
@@ -314,7 +329,10 @@ func TestSpec_ServerInfo(t *testing.T) {
 	cfg := retentionConfig()
 	cfg.Queues = []engine.QueueConfig{{Name: "short", MaxScheduleHorizon: &horizon}}
 	env := rpctest.Start(t, cfg, rpcOptions())
-	// spec: INF-1, SCH-6, DLQ-5, DLQ-8
+	// spec: INF-1
+	// spec: SCH-6
+	// spec: DLQ-5
+	// spec: DLQ-8
 	info, err := env.Queue.GetServerInfo(ctxT(t), &seppv1.GetServerInfoRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +361,11 @@ func TestSpec_RetryPolicy(t *testing.T) {
 		Name: "emails", RetryDelay: &base, RetryBackoff: &exp, RetryDelayMax: &capDelay, DefaultMaxAttempts: &maxAttempts,
 	}}}
 	env := start(t, cfg)
-	// spec: NAK-4, NAK-6, NAK-7, NAK-8, NAK-12
+	// spec: NAK-4
+	// spec: NAK-6
+	// spec: NAK-7
+	// spec: NAK-8
+	// spec: NAK-12
 	enqueue(t, env, &seppv1.EnqueueRequest{Queue: "emails"})
 	for i, full := range []time.Duration{10 * time.Second, 20 * time.Second, 25 * time.Second} {
 		job := reserveOne(t, env, "emails")
