@@ -75,8 +75,8 @@ type Limits struct {
 	MaxCustomFields     int           // default 64 entries
 	MaxCustomFieldBytes int           // default 4096 per key+value
 	MaxJobTypeBytes     int           // default 256
-	IdempotencyWindow   time.Duration // default 24h
-	MaxIdempotencyKeys  int           // default 1,000,000 remembered keys
+	IdempotencyWindow   time.Duration // default 2m (covers client retries through a failover)
+	MaxIdempotencyKeys  int           // default 2,000,000 remembered keys
 	MaxQueueLength      int           // default 0: unbounded
 	MaxDeadLetters      int           // default 1,000,000 retained records
 	AttemptHistory      int           // default 5 entries kept per job
