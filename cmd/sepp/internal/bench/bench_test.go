@@ -3,12 +3,15 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sepp-io/sepp/client"
 )
 
 // TestSmoke is the CI regression guard of `sepp bench`: every scenario runs
@@ -92,5 +95,17 @@ func TestParseScenarios(t *testing.T) {
 	}
 	if len(ParseScenarios("all")) != 6 {
 		t.Fatal("all should list six scenarios")
+	}
+}
+
+func TestAckTookEffect(t *testing.T) {
+	if ackTookEffect(client.ErrLeaseLost) {
+		t.Error("a plain lease lost is not an effect")
+	}
+	if ackTookEffect(client.ErrUnknownOutcome) {
+		t.Error("an unknown outcome alone is not an effect")
+	}
+	if !ackTookEffect(errors.Join(client.ErrUnknownOutcome, client.ErrLeaseLost)) {
+		t.Error("unknown outcome then lease lost: the first attempt completed the job")
 	}
 }
