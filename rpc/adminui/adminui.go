@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -195,6 +196,16 @@ func New(b rpc.Backend, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adminui: static assets: %w", err)
 	}
-	h.static = http.FileServerFS(static)
+	files := http.FileServerFS(static)
+	// http.FileServerFS answers 500 for a name fs.FS cannot hold (invalid
+	// UTF-8, "..", empty elements); for a visitor that is simply no such file.
+	h.static = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, "/")
+		if name != "" && !fs.ValidPath(name) {
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	return h.routes(), nil
 }

@@ -220,6 +220,11 @@ func (h *handler) readFailed(w http.ResponseWriter, r *http.Request, q *request,
 		h.fail(w, r, q, http.StatusNotFound, "Not found: "+err.Error()+".")
 		return
 	}
+	// A malformed name or id in the URL is the visitor's mistake, not the node's.
+	if errors.Is(err, engine.ErrInvalidArgument) {
+		h.fail(w, r, q, http.StatusBadRequest, "Bad request: "+err.Error()+".")
+		return
+	}
 	h.log.Error("admin ui: read failed", "path", r.URL.Path, "error", err)
 	h.fail(w, r, q, http.StatusServiceUnavailable, "This node could not read its state: "+err.Error()+".")
 }
