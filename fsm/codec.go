@@ -308,7 +308,9 @@ func enqueueParamsFromProto(p *cmdpb.EnqueueParams) engine.EnqueueParams {
 		Custom:         p.GetCustom(),
 		IdempotencyKey: p.GetIdempotencyKey(),
 	}
-	if p.Priority != nil {
+	// A command without params (only a corrupt or hostile entry has none)
+	// becomes an empty enqueue that the engine rejects as a value.
+	if p != nil && p.Priority != nil {
 		prio := p.GetPriority()
 		out.Priority = &prio
 	}
