@@ -131,20 +131,7 @@ every page.`,
 						break
 					}
 				}
-				if e.json {
-					views := make([]jobView, 0, len(all))
-					for _, j := range all {
-						views = append(views, viewJob(j))
-					}
-					return e.printJSON(out, map[string]any{"jobs": views, "next_after_job_id": next})
-				}
-				if err := table(out, jobHeader, jobRows(all)); err != nil {
-					return err
-				}
-				if next != 0 {
-					fmt.Fprintf(out, "more: --after %d\n", next)
-				}
-				return nil
+				return printPage(e, out, "jobs", all, viewJob, jobHeader, jobRows, next)
 			})
 		},
 	}
@@ -266,20 +253,7 @@ func (e *env) deadLettersCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if e.json {
-					views := make([]deadLetterView, 0, len(rs))
-					for _, r := range rs {
-						views = append(views, viewDeadLetter(r))
-					}
-					return e.printJSON(out, map[string]any{"records": views, "next_after_job_id": next})
-				}
-				if err := table(out, deadLetterHeader, deadLetterRows(rs)); err != nil {
-					return err
-				}
-				if next != 0 {
-					fmt.Fprintf(out, "more: --after %d\n", next)
-				}
-				return nil
+				return printPage(e, out, "records", rs, viewDeadLetter, deadLetterHeader, deadLetterRows, next)
 			})
 		},
 	}
@@ -554,4 +528,23 @@ func (e *env) clusterCommand() *cobra.Command {
 	}
 	cmd.AddCommand(status, join, remove, transfer)
 	return cmd
+}
+
+// printPage prints one page of a listing: JSON under key with the next
+// page's cursor, or a table followed by the --after that continues it.
+func printPage[T, V any](e *env, out io.Writer, key string, items []T, view func(T) V, header string, rows func([]T) [][]string, next uint64) error {
+	if e.json {
+		views := make([]V, 0, len(items))
+		for _, it := range items {
+			views = append(views, view(it))
+		}
+		return e.printJSON(out, map[string]any{key: views, "next_after_job_id": next})
+	}
+	if err := table(out, header, rows(items)); err != nil {
+		return err
+	}
+	if next != 0 {
+		fmt.Fprintf(out, "more: --after %d\n", next)
+	}
+	return nil
 }
