@@ -22,17 +22,27 @@ import (
 // Only containers, networks and images these tests create are touched;
 // every name carries a random suffix and is removed in t.Cleanup.
 
+// skipOrFail skips t saying why, except in CI (SEPP_REQUIRE_ALL set), where
+// a missing tool must fail the run instead of hiding the test.
+func skipOrFail(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("SEPP_REQUIRE_ALL") != "" {
+		t.Fatal("SEPP_REQUIRE_ALL is set (CI) but " + why)
+	}
+	t.Skip(why)
+}
+
 // requireDocker skips t, saying why, when no Docker engine answers.
 func requireDocker(t *testing.T) {
 	t.Helper()
 	requireLong(t)
 	if _, err := exec.LookPath("docker"); err != nil {
-		t.Skip("docker CLI not found: container tests skipped")
+		skipOrFail(t, "docker CLI not found: container tests skipped")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput(); err != nil {
-		t.Skipf("no Docker engine answers (`docker info`: %v: %s): container tests skipped", err, lastLine(out))
+		skipOrFail(t, fmt.Sprintf("no Docker engine answers (`docker info`: %v: %s): container tests skipped", err, lastLine(out)))
 	}
 }
 
@@ -282,12 +292,12 @@ func TestComposeCluster(t *testing.T) {
 	ctx := context.Background()
 	cmd, err := findCompose(ctx)
 	if err != nil {
-		t.Skip(err.Error() + ": compose test skipped")
+		skipOrFail(t, err.Error()+": compose test skipped")
 	}
 	for _, port := range []string{"50051", "50052", "50053", "8081", "8082", "8083"} {
 		l, err := net.Listen("tcp", "127.0.0.1:"+port)
 		if err != nil {
-			t.Skipf("deploy/compose.yaml publishes 127.0.0.1:%s, which is in use here: %v", port, err)
+			skipOrFail(t, fmt.Sprintf("deploy/compose.yaml publishes 127.0.0.1:%s, which is in use here: %v", port, err))
 		}
 		l.Close()
 	}
