@@ -141,19 +141,36 @@ func TestCluster_RandomWorkloadConverges(t *testing.T) {
 	c.RequireSameDigest()
 }
 
+// logStores are the log stores the persistence tests run on: the WAL every
+// new node uses and bolt, which data directories created with it keep.
+var logStores = []string{cluster.LogStoreWAL, cluster.LogStoreBolt}
+
+func withLogStore(store string, more func(i int, cfg *cluster.Config)) clustertest.Option {
+	return clustertest.WithConfig(func(i int, cfg *cluster.Config) {
+		cfg.LogStore = store
+		if more != nil {
+			more(i, cfg)
+		}
+	})
+}
+
 func TestCluster_LeaderKillKeepsEveryCommittedOp(t *testing.T) {
-	c := clustertest.New(t, 3)
-	li := c.WaitLeader()
-	ids := enqueueN(t, c.Node(li), 200, 16)
+	for _, store := range logStores {
+		t.Run(store, func(t *testing.T) {
+			c := clustertest.New(t, 3, withLogStore(store, nil))
+			li := c.WaitLeader()
+			ids := enqueueN(t, c.Node(li), 200, 16)
 
-	c.Kill(li)
-	nl := c.WaitLeaderAmong(others(c, li))
-	requireJobs(t, c.Node(nl), ids)
-	more := enqueueN(t, c.Node(nl), 20, 4)
+			c.Kill(li)
+			nl := c.WaitLeaderAmong(others(c, li))
+			requireJobs(t, c.Node(nl), ids)
+			more := enqueueN(t, c.Node(nl), 20, 4)
 
-	c.Restart(li)
-	c.RequireSameDigest()
-	requireJobs(t, c.Node(nl), more)
+			c.Restart(li)
+			c.RequireSameDigest()
+			requireJobs(t, c.Node(nl), more)
+		})
+	}
 }
 
 func TestCluster_RestartedNodeCatchesUpFromDisk(t *testing.T) {
@@ -178,33 +195,37 @@ func TestCluster_RestartedNodeCatchesUpFromDisk(t *testing.T) {
 }
 
 func TestCluster_LaggingNodeInstallsSnapshot(t *testing.T) {
-	c := clustertest.New(t, 3, clustertest.WithConfig(func(_ int, cfg *cluster.Config) {
-		cfg.TrailingLogs = 4
-		cfg.SnapshotThreshold = 1 << 30 // only the explicit snapshot below
-	}))
-	li := c.WaitLeader()
-	f := others(c, li)[0]
-	enqueueN(t, c.Node(li), 10, 1)
-	c.RequireSameDigest()
-	followerLast := c.Node(f).RaftStats()["last_log_index"]
+	for _, store := range logStores {
+		t.Run(store, func(t *testing.T) {
+			c := clustertest.New(t, 3, withLogStore(store, func(_ int, cfg *cluster.Config) {
+				cfg.TrailingLogs = 4
+				cfg.SnapshotThreshold = 1 << 30 // only the explicit snapshot below
+			}))
+			li := c.WaitLeader()
+			f := others(c, li)[0]
+			enqueueN(t, c.Node(li), 10, 1)
+			c.RequireSameDigest()
+			followerLast := c.Node(f).RaftStats()["last_log_index"]
 
-	c.Kill(f)
-	enqueueN(t, c.Node(li), 100, 1) // ~100 entries: far past TrailingLogs
-	if err := c.Node(li).Snapshot(); err != nil {
-		t.Fatal(err)
-	}
-	snapIndex, _ := strconv.ParseUint(c.Node(li).RaftStats()["last_snapshot_index"], 10, 64)
-	if last, _ := strconv.ParseUint(followerLast, 10, 64); snapIndex < last+4+50 {
-		t.Fatalf("leader snapshot at %d does not compact past the follower's last index %d", snapIndex, last)
-	}
+			c.Kill(f)
+			enqueueN(t, c.Node(li), 100, 1) // ~100 entries: far past TrailingLogs
+			if err := c.Node(li).Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			snapIndex, _ := strconv.ParseUint(c.Node(li).RaftStats()["last_snapshot_index"], 10, 64)
+			if last, _ := strconv.ParseUint(followerLast, 10, 64); snapIndex < last+4+50 {
+				t.Fatalf("leader snapshot at %d does not compact past the follower's last index %d", snapIndex, last)
+			}
 
-	c.Restart(f)
-	c.RequireSameDigest()
-	// Raft records the installed snapshot just after restoring the FSM.
-	clustertest.WaitFor(t, 5*time.Second, "the follower to record the leader's snapshot", func() bool {
-		got, _ := strconv.ParseUint(c.Node(f).RaftStats()["last_snapshot_index"], 10, 64)
-		return got >= snapIndex
-	})
+			c.Restart(f)
+			c.RequireSameDigest()
+			// Raft records the installed snapshot just after restoring the FSM.
+			clustertest.WaitFor(t, 5*time.Second, "the follower to record the leader's snapshot", func() bool {
+				got, _ := strconv.ParseUint(c.Node(f).RaftStats()["last_snapshot_index"], 10, 64)
+				return got >= snapIndex
+			})
+		})
+	}
 }
 
 func TestCluster_PartitionedLeaderCannotCommit(t *testing.T) {

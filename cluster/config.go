@@ -26,8 +26,15 @@ type Config struct {
 	// any replica can name the leader's endpoints to clients.
 	GRPCAddr string
 	HTTPAddr string
-	// DataDir holds raft.db (log and stable store) and snapshots/. Required.
+	// DataDir holds the log and stable store (wal/ or raft.db) and
+	// snapshots/. Required.
 	DataDir string
+	// LogStore picks the raft log and stable store of a new data directory:
+	// LogStoreWAL or LogStoreBolt; empty means the WAL. A directory that
+	// already holds a log keeps it, and naming the other store is an error.
+	LogStore string
+	// WALSegmentSize is the size of each preallocated WAL segment file.
+	WALSegmentSize int
 
 	// Bootstrap makes a node with no Raft state on disk bootstrap a cluster
 	// of itself plus Peers. All static members may set it with the same
@@ -118,6 +125,7 @@ func DefaultConfig() Config {
 		TrailingLogs:         10240,
 		SnapshotRetain:       2,
 		MaxAppendEntries:     64,
+		WALSegmentSize:       64 << 20,
 		MaxCommandsPerEntry:  128,
 		MaxEntriesInFlight:   8,
 		MaxEntryBytes:        512 << 10,
@@ -156,6 +164,10 @@ func (c *Config) Validate() error {
 		return bad("snapshot_threshold", "must be at least 1")
 	case c.SnapshotRetain < 1:
 		return bad("snapshot_retain", "must be at least 1, got %d", c.SnapshotRetain)
+	case c.LogStore != "" && c.LogStore != LogStoreWAL && c.LogStore != LogStoreBolt:
+		return bad("log_store", "must be %q or %q, got %q", LogStoreWAL, LogStoreBolt, c.LogStore)
+	case c.WALSegmentSize < 1<<20 || c.WALSegmentSize > 1<<30:
+		return bad("wal_segment_size", "must be 1 MiB..1 GiB, got %d bytes", c.WALSegmentSize)
 	case c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024:
 		return bad("max_append_entries", "must be 1..1024, got %d", c.MaxAppendEntries)
 	case c.MaxCommandsPerEntry < 1 || c.MaxCommandsPerEntry > 4096:

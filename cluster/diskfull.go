@@ -157,6 +157,8 @@ func (s *diskFullLogStore) DeleteRange(min, max uint64) error {
 	return s.w.observe("delete log range", s.LogStore.DeleteRange(min, max), 0, false)
 }
 
+func (s *diskFullLogStore) IsMonotonic() bool { return isMonotonic(s.LogStore) }
+
 // diskFullStableStore records stable-store writes (current term, vote)
 // that fail for lack of space. Raft panics when it cannot persist a new
 // term; nothing here can prevent that, but the state names the cause for
@@ -172,11 +174,4 @@ func (s *diskFullStableStore) Set(key, val []byte) error {
 
 func (s *diskFullStableStore) SetUint64(key []byte, val uint64) error {
 	return s.w.observe("stable store set", s.StableStore.SetUint64(key, val), int64(len(key)+8), false)
-}
-
-// IsMonotonic passes the wrapped store's answer through (raft checks for
-// the optional MonotonicLogStore interface).
-func (s *diskFullLogStore) IsMonotonic() bool {
-	m, ok := s.LogStore.(raft.MonotonicLogStore)
-	return ok && m.IsMonotonic()
 }

@@ -116,6 +116,7 @@ func TestDiskFullRefusesWritesAndRecovers(t *testing.T) {
 	cfg.DataDir = dataDir
 	_, cfg.Transport = raft.NewInmemTransport("")
 	cfg.SnapshotThreshold = 1 << 20 // no snapshot in the middle of the episode
+	cfg.WALSegmentSize = 1 << 20    // the default 64 MiB would not fit the tmpfs
 	logs := &lockedLog{t: t}
 	t.Cleanup(logs.close) // after the node's cleanup below
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})

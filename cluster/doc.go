@@ -1,5 +1,6 @@
-// Package cluster runs one sepp Raft node: the TCP transport, the
-// raft-boltdb log and stable stores, the file snapshot store, bootstrap, join
+// Package cluster runs one sepp Raft node: the TCP transport, the log and
+// stable store (raft-wal, or raft-boltdb for data directories created with
+// it), the file snapshot store, bootstrap, join
 // and removal of members, leadership tracking, the proposer that stamps the
 // leader's time into commands and merges concurrent callers' commands into
 // few log entries (group commit), the leader's duties (barrier, lease grace,

@@ -32,6 +32,19 @@ func newTimeoutLogStore(s raft.LogStore, timeout time.Duration) raft.LogStore {
 	return &timeoutLogStore{LogStore: s, timeout: timeout}
 }
 
+// IsMonotonic passes the wrapped store's answer on; see isMonotonic.
+func (s *timeoutLogStore) IsMonotonic() bool { return isMonotonic(s.LogStore) }
+
+// isMonotonic reports whether s refuses gaps between stored indexes
+// (raft.MonotonicLogStore). Every wrapper of a log store must pass this on:
+// raft asks it of the store it is given to decide whether installing a
+// snapshot clears the whole log, and a WAL told "no" would later be handed
+// an append with a gap, which it refuses.
+func isMonotonic(s raft.LogStore) bool {
+	m, ok := s.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 func (s *timeoutLogStore) StoreLog(l *raft.Log) error {
 	return s.StoreLogs([]*raft.Log{l})
 }

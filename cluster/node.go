@@ -14,8 +14,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/sepp-io/sepp/engine"
 	"github.com/sepp-io/sepp/fsm"
@@ -33,7 +31,7 @@ type Node struct {
 	raft      *raft.Raft
 	fsm       *fsm.FSM
 	transport raft.Transport
-	bolt      *raftboltdb.BoltStore
+	stores    *raftStores // store.go
 	prop      *proposer
 	disk      diskWatch // diskfull.go: names a full disk in what clients see
 
@@ -79,7 +77,8 @@ func NewNode(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
 	}
-	if err := verifyDataDir(cfg.DataDir); err != nil { // verify.go
+	snapIndex, err := verifySnapshots(cfg.DataDir) // verify.go
+	if err != nil {
 		return nil, err
 	}
 	cleanup := func() {
@@ -88,8 +87,8 @@ func NewNode(cfg Config) (*Node, error) {
 				_ = c.Close()
 			}
 		}
-		if n.bolt != nil {
-			_ = n.bolt.Close()
+		if n.stores != nil {
+			_ = n.stores.Close()
 		}
 	}
 
@@ -113,18 +112,18 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n.self = NodeInfo{ID: cfg.NodeID, RaftAddr: string(n.transport.LocalAddr()), GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr}
 
-	// Stores: bolt with fsync on every commit; NoFreelistSync only skips
-	// persisting the freelist (rebuilt on open), not the data.
-	bolt, err := raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(cfg.DataDir, "raft.db"),
-		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-	})
+	stores, err := openStores(cfg.DataDir, cfg.LogStore, cfg.WALSegmentSize, logger) // store.go
 	if err != nil {
 		cleanup()
-		return nil, fmt.Errorf("cluster: open log store: %w", err)
+		return nil, err
 	}
-	n.bolt = bolt
-	var logStore raft.LogStore = bolt
+	n.stores = stores
+	if err := verifyLog(stores.log, stores.path, snapIndex); err != nil {
+		cleanup()
+		return nil, err
+	}
+	logger.Info("opened log store", "kind", stores.kind, "path", stores.path)
+	logStore := stores.log
 	if cfg.LogStoreWrapper != nil {
 		logStore = cfg.LogStoreWrapper(logStore)
 	}
@@ -135,7 +134,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: log cache: %w", err)
 	}
 	cached := &diskFullLogStore{LogStore: cache, w: &n.disk}
-	stable := &diskFullStableStore{StableStore: bolt, w: &n.disk}
+	stable := &diskFullStableStore{StableStore: stores.stable, w: &n.disk}
 	snapDir := filepath.Join(cfg.DataDir, "snapshots")
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, logger.Named("snapshots"))
 	if err != nil {
@@ -366,7 +365,7 @@ func (n *Node) Close() error {
 				err = cerr
 			}
 		}
-		if cerr := n.bolt.Close(); err == nil {
+		if cerr := n.stores.Close(); err == nil {
 			err = cerr
 		}
 		n.shutdownErr = err

@@ -8,12 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/sepp-io/sepp/fsm"
 )
@@ -23,27 +20,22 @@ import (
 // serve, or replicate, state it cannot trust. The error names the file.
 var ErrCorruptData = errors.New("corrupt data on disk; the node will not start")
 
-// verifyDataDir checks, before raft opens anything, what a start would
-// restore and apply:
+// Before raft opens anything, NewNode checks what a start would restore and
+// apply:
 //
-//   - the newest snapshot (raft restores it): its meta.json parses and its
-//     state.bin matches the CRC-64 raft stored beside it, and every other
-//     snapshot folder has a readable meta.json (raft silently skips one that
-//     has not, and would then restore an older snapshot than the log expects);
-//   - every command entry of raft.db: the entries after the snapshot (which
-//     the node will apply) decode fully; those before it (which the node may
-//     send to a lagging follower) pass their CRC-32C.
+//   - verifySnapshots: the newest snapshot (raft restores it): its meta.json
+//     parses and its state.bin matches the CRC-64 raft stored beside it, and
+//     every other snapshot folder has a readable meta.json (raft silently
+//     skips one that has not, and would then restore an older snapshot than
+//     the log expects);
+//   - verifyLog: every command entry of the log store: the entries after the
+//     snapshot (which the node will apply) decode fully; those before it
+//     (which the node may send to a lagging follower) pass their CRC-32C.
 //
-// raft and bolt checksum neither log entries nor bolt's data pages, so a
-// flipped bit would otherwise reach the state machine as a panic, or worse,
-// as a different command.
-func verifyDataDir(dir string) error {
-	snapIndex, err := verifySnapshots(dir)
-	if err != nil {
-		return err
-	}
-	return verifyLog(filepath.Join(dir, "raft.db"), snapIndex)
-}
+// raft checksums no log entry, bolt none of its data pages, and raft-wal only
+// the last batch it wrote (a torn tail write is dropped there, as it was never
+// acknowledged), so a flipped bit would otherwise reach the state machine as a
+// panic, or worse, as a different command.
 
 func verifySnapshots(dir string) (uint64, error) {
 	snapDir := filepath.Join(dir, "snapshots")
@@ -94,18 +86,7 @@ func verifySnapshots(dir string) (uint64, error) {
 	return newest.Index, nil
 }
 
-func verifyLog(path string, snapIndex uint64) error {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	store, err := raftboltdb.New(raftboltdb.Options{
-		Path:        path,
-		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-	})
-	if err != nil {
-		return fmt.Errorf("cluster: %w: open %s: %w", ErrCorruptData, path, err)
-	}
-	defer store.Close()
+func verifyLog(store raft.LogStore, path string, snapIndex uint64) error {
 	first, err := store.FirstIndex()
 	if err != nil {
 		return fmt.Errorf("cluster: %w: %s: first index: %w", ErrCorruptData, path, err)

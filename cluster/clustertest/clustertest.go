@@ -1,5 +1,5 @@
 // Package clustertest runs in-process sepp clusters for tests: real
-// cluster.Nodes with raft-boltdb stores in t.TempDir(), on loopback TCP or
+// cluster.Nodes with their log stores in t.TempDir(), on loopback TCP or
 // on raft's in-memory transport where a test needs to cut the network.
 // Helpers fail through t and log through t.Log, so only failing tests print.
 package clustertest
