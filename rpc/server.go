@@ -57,6 +57,9 @@ type Options struct {
 	// that it can name the new leader instead of leaving the client to
 	// poll. Zero takes DefaultLeaderWait; negative answers at once.
 	LeaderWait time.Duration
+	// Forwarder, when set, sends calls this node answers with NotLeader to
+	// the leader (forward.go); nil leaves clients to follow the redirect.
+	Forwarder *Forwarder
 }
 
 func (o Options) withDefaults() Options {
@@ -87,6 +90,7 @@ type server struct {
 	opts      Options
 	log       hclog.Logger
 	longPolls chan struct{} // semaphore of waiting Reserves
+	polls     *pollClaims   // what the waiting Reserves are proposing for
 }
 
 // NewGRPCServer returns a grpc.Server serving sepp's QueueService,
@@ -102,10 +106,15 @@ func NewGRPCServer(b Backend, opts Options) *grpc.Server {
 		opts:      opts,
 		log:       opts.Logger.Named("rpc"),
 		longPolls: make(chan struct{}, opts.MaxConcurrentLongPolls),
+		polls:     newPollClaims(),
 	}
 	codec := newUTF8Codec()
 	rpcMetrics := newRPCMetrics()
 	interceptors := append([]grpc.UnaryServerInterceptor{rpcMetrics.intercept}, opts.UnaryInterceptors...)
+	if opts.Forwarder != nil {
+		opts.Forwarder.maxMsg = opts.MaxMessageBytes
+		interceptors = append(interceptors, opts.Forwarder.intercept)
+	}
 	interceptors = append(interceptors, codec.rejectInvalidUTF8, s.mapErrors)
 	grpcOpts := append([]grpc.ServerOption{
 		grpc.ForceServerCodecV2(codec),
