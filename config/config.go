@@ -54,6 +54,83 @@ type Server struct {
 	// connection, so one client cannot take every MaxLongPolls slot (a value
 	// above MaxLongPolls leaves only the server's cap).
 	MaxLongPollsPerConn int `toml:"max_long_polls_per_conn"`
+	// MemoryLimit is the Go runtime's soft memory limit
+	// (runtime/debug.SetMemoryLimit): "auto" (the default) is 90% of the
+	// memory limit of the cgroup the node runs in, or none outside one;
+	// "off" is none; else a size such as "768MiB", "2GiB" or "500MB" (or
+	// bytes). Near the limit the collector runs more often instead of
+	// letting the heap grow; it never fails an allocation. The GOMEMLIMIT
+	// environment variable, when set, wins.
+	MemoryLimit string `toml:"memory_limit"`
+	// GCPercent is the collector's heap growth target (GOGC, see
+	// runtime/debug.SetGCPercent): a collection starts once the heap has
+	// grown this many percent over what the last one left live. The default,
+	// 50, keeps a node holding a million waiting jobs at 1.5 times its live
+	// heap instead of twice. -1 turns the proportional target off (only the
+	// memory limit then triggers collections). The GOGC environment
+	// variable, when set, wins.
+	GCPercent int `toml:"gc_percent"`
+}
+
+// DefaultGCPercent is server.gc_percent's default. The heap of a node is
+// mostly its waiting jobs, long-lived and growing slowly, while requests
+// allocate short-lived garbage: with Go's default of 100 a collection
+// starts only once the heap has doubled, so a node with 300 MB of jobs sits
+// at up to 600 MB. 50 bounds that at 1.5x for twice as many (short, mostly
+// concurrent) collections; each costs a mark of the live heap, and the job
+// payloads are pointer-free, so the mark walks the job records only.
+const DefaultGCPercent = 50
+
+// MemoryLimitBytes interprets server.memory_limit: the limit in bytes, or
+// auto true for "auto" (the caller derives it from the cgroup), or 0 for
+// none.
+func (s Server) MemoryLimitBytes() (limit int64, auto bool, err error) {
+	v := strings.TrimSpace(s.MemoryLimit)
+	switch strings.ToLower(v) {
+	case "", "auto":
+		return 0, true, nil
+	case "off", "none", "0":
+		return 0, false, nil
+	}
+	n, err := ParseSize(v)
+	if err != nil {
+		return 0, false, err
+	}
+	if n < 64<<20 {
+		return 0, false, fmt.Errorf("%d bytes is below the minimum of 64 MiB", n)
+	}
+	return n, false, nil
+}
+
+// ParseSize reads a byte size: a whole number with an optional unit, B, KB,
+// MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), case
+// insensitive, with or without a space before the unit.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("size %q: want a whole number with an optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s)
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %w", s, err)
+	}
+	units := map[string]int64{
+		"": 1, "b": 1,
+		"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+	}
+	mul, ok := units[strings.ToLower(strings.TrimSpace(t[i:]))]
+	if !ok {
+		return 0, fmt.Errorf("size %q: unknown unit %q (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s, strings.TrimSpace(t[i:]))
+	}
+	if n > (1<<63-1)/mul {
+		return 0, fmt.Errorf("size %q: too large", s)
+	}
+	return n * mul, nil
 }
 
 // Peer is one member of a static cluster.
@@ -220,6 +297,8 @@ func Default() Config {
 			MaxLongPollMS:   30000,
 
 			MaxLongPollsPerConn: 64,
+			MemoryLimit:         "auto",
+			GCPercent:           DefaultGCPercent,
 		},
 		Cluster: Cluster{
 			Bootstrap:              &t,
@@ -364,6 +443,12 @@ func (c Config) Validate() error {
 	}
 	if s.MaxLongPollsPerConn < 1 {
 		add("server.max_long_polls_per_conn: must be at least 1, got %d", s.MaxLongPollsPerConn)
+	}
+	if _, _, err := s.MemoryLimitBytes(); err != nil {
+		add("server.memory_limit: must be auto, off or a size such as 768MiB: %v", err)
+	}
+	if s.GCPercent < -1 || s.GCPercent == 0 || s.GCPercent > 10000 {
+		add("server.gc_percent: must be 1..10000, or -1 for off; got %d", s.GCPercent)
 	}
 
 	cl := c.Cluster

@@ -126,6 +126,12 @@ type EnqueueParams struct {
 	// IdempotencyKey, when set, makes a repeat within the window return the
 	// original job instead of adding a second.
 	IdempotencyKey string
+	// Owned hands Payload, Custom and IdempotencyKey over to the engine,
+	// which then keeps them without copying: the caller must not use or
+	// change them afterwards (the state machine sets it for the params it
+	// has just decoded from a log entry). False: the engine copies what it
+	// keeps.
+	Owned bool
 }
 
 // EnqueueResult is what an enqueue did.

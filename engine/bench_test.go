@@ -1,6 +1,9 @@
 package engine_test
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"runtime"
 	"syscall"
 	"testing"
@@ -62,6 +65,24 @@ func BenchmarkEnqueue(b *testing.B) {
 	cpu := startCPU(b)
 	defer cpu.stop(b)
 	for i := 0; i < b.N; i++ {
+		if _, err := e.Enqueue(now, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEnqueueWithKey enqueues with a fresh 32-character idempotency key
+// per job, as the Go client does, behind a million waiting jobs.
+func BenchmarkEnqueueWithKey(b *testing.B) {
+	e, now := prefilled(b)
+	keys := make([]string, b.N)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%032x", i)
+	}
+	cpu := startCPU(b)
+	defer cpu.stop(b)
+	for i := 0; i < b.N; i++ {
+		p := engine.EnqueueParams{Queue: "q", JobType: "work", Payload: payload100, IdempotencyKey: keys[i]}
 		if _, err := e.Enqueue(now, p); err != nil {
 			b.Fatal(err)
 		}
@@ -155,4 +176,84 @@ func TestMemoryPerJob(t *testing.T) {
 		t.Fatalf("%.0f MB for a million jobs, budget 300 MB", perJob*waiting/1e6)
 	}
 	runtime.KeepAlive(e)
+}
+
+// snapshotOfWaiting is the snapshot of a million waiting 100-byte jobs, each
+// enqueued with a 32-character idempotency key as the Go client sends, so
+// the key table is part of the state as it is on a server.
+func snapshotOfWaiting(tb testing.TB) []byte {
+	tb.Helper()
+	e := engine.New(engine.DefaultConfig())
+	now := et.Epoch
+	for i := range waiting {
+		p := engine.EnqueueParams{Queue: "bench.recovery.1796004621867132920", JobType: "bench", Payload: payload100,
+			IdempotencyKey: fmt.Sprintf("%032x", i)}
+		if _, err := e.Enqueue(now, p); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := e.Snapshot(&buf); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkRestore restores a million waiting jobs (with their idempotency
+// keys), the bulk of a node's restart:
+//
+//	go test ./engine -run '^$' -bench Restore -benchmem -benchtime 5x
+func BenchmarkRestore(b *testing.B) {
+	data := snapshotOfWaiting(b)
+	b.SetBytes(int64(len(data)))
+	cpu := startCPU(b)
+	defer cpu.stop(b)
+	for i := 0; i < b.N; i++ {
+		e := engine.New(engine.DefaultConfig())
+		if err := e.Restore(bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSnapshot writes the snapshot of a million waiting jobs.
+func BenchmarkSnapshot(b *testing.B) {
+	data := snapshotOfWaiting(b)
+	e := engine.New(engine.DefaultConfig())
+	if err := e.Restore(bytes.NewReader(data)); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	cpu := startCPU(b)
+	defer cpu.stop(b)
+	for i := 0; i < b.N; i++ {
+		if err := e.Snapshot(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestMemoryRestored measures the heap held by a million waiting jobs with
+// their idempotency keys (as the Go client sends: 32 characters each),
+// built by Restore as a restarted node builds them; the budget is 340 MB.
+func TestMemoryRestored(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("a million jobs: skipped under -short and -race")
+	}
+	data := snapshotOfWaiting(t)
+	var with, without runtime.MemStats
+	e := engine.New(engine.DefaultConfig())
+	if err := e.Restore(bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&with)
+	runtime.KeepAlive(e)
+	runtime.GC()
+	runtime.ReadMemStats(&without)
+	perJob := float64(with.HeapAlloc-without.HeapAlloc) / waiting
+	t.Logf("heap: %.1f bytes per restored job with its key (%.1f MB); snapshot %.1f MB", perJob, perJob*waiting/1e6, float64(len(data))/1e6)
+	if perJob*waiting > 340e6 {
+		t.Fatalf("%.0f MB for a million jobs with keys, budget 340 MB", perJob*waiting/1e6)
+	}
 }

@@ -165,7 +165,7 @@ func (e *Engine) forward(j *job, cause Cause) {
 	custom[FieldLastReason] = lastReason
 	custom[FieldFinalAttempt] = strconv.FormatUint(uint64(j.attempt), 10)
 	maxAttempts := min(dq.set.defaultMaxAttempts, e.lim.MaxAttemptsCeiling)
-	e.addJob(dq, dq.internJobType(j.jobType), j.payload, dq.set.defaultPriority, maxAttempts, custom, 0)
+	e.addJob(dq, dq.internJobType(*j.jobType), j.payload, dq.set.defaultPriority, maxAttempts, custom, 0)
 }
 
 // DrainDeadLetters removes and returns up to Max records (default 1, clamped

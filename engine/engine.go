@@ -27,8 +27,7 @@ type Engine struct {
 	deadHead, deadTail *deadRecord
 	deadExp            deadExpiryHeap
 
-	keys    map[string]*idemEntry
-	keyFIFO deque[*idemEntry]
+	keys idemKeys // idempotency keys, in creation order
 
 	reservations map[string]*reservation
 	resHeap      reservationHeap
@@ -54,7 +53,6 @@ func newEmpty() *Engine {
 		leases:       jobHeap{},
 		sched:        jobHeap{},
 		dead:         make(map[JobID]*deadRecord),
-		keys:         make(map[string]*idemEntry),
 		reservations: make(map[string]*reservation),
 	}
 }

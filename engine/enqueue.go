@@ -101,10 +101,9 @@ func checkCustom(custom map[string]string, maxBytes int) error {
 // enqueueChecked applies a checked enqueue to q at e.now.
 func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, error) {
 	now := e.now
-	var key string
-	if p.IdempotencyKey != "" {
-		key = q.name + "\x00" + p.IdempotencyKey
-		if ent := e.keys[key]; ent != nil {
+	key := p.IdempotencyKey
+	if key != "" {
+		if ent := e.keys.get(q, key); ent != nil {
 			return EnqueueResult{JobID: ent.jobID, State: e.stateOf(ent.jobID), Duplicate: true}, nil
 		}
 	}
@@ -122,8 +121,8 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	if q.set.maxLength > 0 && q.live() >= q.set.maxLength {
 		return EnqueueResult{}, &FieldError{Field: "queue", Reason: fmt.Sprintf("queue %q holds %d jobs, its max_length", q.name, q.set.maxLength), Err: ErrQueueFull}
 	}
-	if key != "" && len(e.keys) >= e.lim.MaxIdempotencyKeys {
-		return EnqueueResult{}, &FieldError{Field: "idempotency_key", Reason: fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys; retry once older keys expire", len(e.keys)), Err: ErrCapacity}
+	if key != "" && e.keys.len() >= e.lim.MaxIdempotencyKeys {
+		return EnqueueResult{}, &FieldError{Field: "idempotency_key", Reason: fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys; retry once older keys expire", e.keys.len()), Err: ErrCapacity}
 	}
 
 	prio := q.set.defaultPriority
@@ -137,29 +136,41 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	maxAttempts = min(maxAttempts, e.lim.MaxAttemptsCeiling)
 
 	var payload []byte
-	if len(p.Payload) > 0 {
-		payload = make([]byte, len(p.Payload))
-		copy(payload, p.Payload)
-	}
 	var custom map[string]string
-	if len(p.Custom) > 0 {
-		custom = make(map[string]string, len(p.Custom))
-		for k, v := range p.Custom {
-			custom[k] = v
+	switch {
+	case p.Owned:
+		if len(p.Payload) > 0 {
+			payload = p.Payload[:len(p.Payload):len(p.Payload)]
+		}
+		if len(p.Custom) > 0 {
+			custom = p.Custom
+		}
+	default:
+		if len(p.Payload) > 0 {
+			payload = make([]byte, len(p.Payload))
+			copy(payload, p.Payload)
+		}
+		if len(p.Custom) > 0 {
+			custom = make(map[string]string, len(p.Custom))
+			for k, v := range p.Custom {
+				custom[k] = v
+			}
+		}
+		if key != "" {
+			// Own a copy: the key may be a slice of a decoded request's buffer.
+			key = string([]byte(key))
 		}
 	}
 	j := e.addJob(q, q.internJobType(p.JobType), payload, prio, maxAttempts, custom, due)
 	if key != "" {
-		ent := &idemEntry{key: key, jobID: j.id, createdAt: now}
-		e.keys[key] = ent
-		e.keyFIFO.PushBack(ent)
+		e.keys.add(idemEntry{q: q, key: key, jobID: j.id, createdAt: now})
 	}
 	return EnqueueResult{JobID: j.id, State: j.state}, nil
 }
 
 // addJob creates a job with the next id: Scheduled until due when due is
 // set, else Ready.
-func (e *Engine) addJob(q *queue, jobType string, payload []byte, prio uint8, maxAttempts uint32, custom map[string]string, due int64) *job {
+func (e *Engine) addJob(q *queue, jobType *string, payload []byte, prio uint8, maxAttempts uint32, custom map[string]string, due int64) *job {
 	j := &job{
 		id:          JobID(e.nextID),
 		q:           q,

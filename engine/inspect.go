@@ -12,7 +12,7 @@ func (e *Engine) view(j *job) Job {
 	v := Job{
 		ID:          j.id,
 		Queue:       j.q.name,
-		JobType:     j.jobType,
+		JobType:     *j.jobType,
 		Payload:     j.payload,
 		Priority:    uint32(j.priority),
 		State:       j.state,

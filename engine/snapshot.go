@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"container/heap"
 	"crypto/sha256"
@@ -161,10 +162,18 @@ func (e *Engine) encode(c *encoder) {
 		c.uvarint(uint64(r.finalAttempt))
 	}
 
-	c.uvarint(uint64(e.keyFIFO.Len()))
-	for i := 0; i < e.keyFIFO.Len(); i++ {
-		ent := e.keyFIFO.At(i)
-		c.string(ent.key)
+	c.uvarint(uint64(e.keys.len()))
+	for i := 0; i < e.keys.len(); i++ {
+		ent := e.keys.at(i)
+		// queue name, NUL, the producer's key: one length-prefixed string.
+		c.uvarint(uint64(len(ent.q.name) + 1 + len(ent.key)))
+		if c.err == nil {
+			_, c.err = c.w.WriteString(ent.q.name)
+		}
+		c.byte(0)
+		if c.err == nil {
+			_, c.err = c.w.WriteString(ent.key)
+		}
 		c.uvarint(uint64(ent.jobID))
 		c.varint(ent.createdAt)
 	}
@@ -231,7 +240,7 @@ func encodeOpt[T any](c *encoder, p *T, put func(T)) {
 func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64) {
 	c.uvarint(uint64(j.id))
 	c.uvarint(qindex[j.q])
-	c.string(j.jobType)
+	c.string(*j.jobType)
 	c.bytes(j.payload)
 	c.byte(j.priority)
 	c.byte(uint8(j.state))
@@ -283,7 +292,7 @@ func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64) {
 // refusing it early spares reading and allocating for it.
 func (e *Engine) Restore(r io.Reader) error {
 	tr := &trailerReader{r: r, crc: crc32.NewIEEE()}
-	d := &decoder{r: bufio.NewReaderSize(tr, 64<<10), tr: tr, size: -1}
+	d := newDecoder(tr)
 	if n, ok := inputSize(r); ok {
 		d.size = n
 	}
@@ -291,7 +300,8 @@ func (e *Engine) Restore(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("engine restore: %w: %w", ErrCorruptSnapshot, err)
 	}
-	if _, err := d.r.ReadByte(); err != io.EOF {
+	if !d.atEnd() {
+		err := d.err
 		if err == nil {
 			err = errors.New("data after the last record")
 		}
@@ -363,14 +373,54 @@ func (t *trailerReader) check() error {
 	return nil
 }
 
+// decoder reads the snapshot body from its own buffer: varints and short
+// strings are decoded in place, without a call per byte, and job types,
+// queue names and idempotency keys are looked up without allocating.
 type decoder struct {
-	r   *bufio.Reader
+	src io.Reader // the trailerReader
+	buf []byte    // buf[pos:] is read but not yet decoded
+	pos int
+	eof bool // src is exhausted
 	err error
-	// tr counts what the buffered reader has pulled; size is the whole
-	// input's length (trailer included) when known, else -1.
+	// tr counts what the decoder has pulled; size is the whole input's
+	// length (trailer included) when known, else -1.
 	tr   *trailerReader
 	size int64
 }
+
+const decodeBufSize = 64 << 10
+
+func newDecoder(tr *trailerReader) *decoder {
+	return &decoder{src: tr, buf: make([]byte, 0, decodeBufSize), tr: tr, size: -1}
+}
+
+// fill makes at least n bytes available (n at most decodeBufSize), unless
+// the input ends first; it reports whether they are.
+func (d *decoder) fill(n int) bool {
+	if len(d.buf)-d.pos >= n {
+		return true
+	}
+	if d.pos > 0 {
+		d.buf = d.buf[:copy(d.buf, d.buf[d.pos:])]
+		d.pos = 0
+	}
+	for len(d.buf) < n && !d.eof {
+		m, err := d.src.Read(d.buf[len(d.buf):cap(d.buf)])
+		d.buf = d.buf[:len(d.buf)+m]
+		if err == io.EOF {
+			d.eof = true
+		} else if err != nil {
+			if d.err == nil {
+				d.err = err
+			}
+			return false
+		}
+	}
+	return len(d.buf) >= n
+}
+
+// atEnd reports whether the input holds nothing more.
+func (d *decoder) atEnd() bool { return !d.fill(1) && d.err == nil }
 
 // inputSize returns how many bytes r holds, when r can tell.
 func inputSize(r io.Reader) (int64, bool) {
@@ -389,7 +439,7 @@ func (d *decoder) left() int64 {
 	if d.size < 0 {
 		return -1
 	}
-	return max(d.size-4-d.tr.passed+int64(d.r.Buffered()), 0)
+	return max(d.size-4-d.tr.passed+int64(len(d.buf)-d.pos), 0)
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -402,22 +452,35 @@ func (d *decoder) uvarint() uint64 {
 	if d.err != nil {
 		return 0
 	}
-	v, err := binary.ReadUvarint(d.r)
-	if err != nil {
-		d.err = eofIsUnexpected(err)
+	if len(d.buf)-d.pos < binary.MaxVarintLen64 {
+		d.fill(binary.MaxVarintLen64)
 	}
-	return v
+	// A one-byte value is the common case: counts, flags, small ints.
+	if d.pos < len(d.buf) && d.buf[d.pos] < 0x80 {
+		v := d.buf[d.pos]
+		d.pos++
+		return uint64(v)
+	}
+	v, n := binary.Uvarint(d.buf[d.pos:])
+	switch {
+	case n > 0:
+		d.pos += n
+		return v
+	case n < 0:
+		d.fail("varint overflows a 64-bit integer")
+	case d.err == nil:
+		d.err = io.ErrUnexpectedEOF
+	}
+	return 0
 }
 
 func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
+	ux := d.uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
 	}
-	v, err := binary.ReadVarint(d.r)
-	if err != nil {
-		d.err = eofIsUnexpected(err)
-	}
-	return v
+	return x
 }
 
 func eofIsUnexpected(err error) error {
@@ -431,10 +494,14 @@ func (d *decoder) byte() uint8 {
 	if d.err != nil {
 		return 0
 	}
-	b, err := d.r.ReadByte()
-	if err != nil {
-		d.err = eofIsUnexpected(err)
+	if d.pos >= len(d.buf) && !d.fill(1) {
+		if d.err == nil {
+			d.err = io.ErrUnexpectedEOF
+		}
+		return 0
 	}
+	b := d.buf[d.pos]
+	d.pos++
 	return b
 }
 
@@ -485,32 +552,83 @@ func (d *decoder) count(limit uint64) int {
 	return int(v)
 }
 
+// read copies len(p) bytes into p.
+func (d *decoder) read(p []byte) {
+	for len(p) > 0 && d.err == nil {
+		if d.pos >= len(d.buf) && !d.fill(1) {
+			if d.err == nil {
+				d.err = io.ErrUnexpectedEOF
+			}
+			return
+		}
+		n := copy(p, d.buf[d.pos:])
+		d.pos += n
+		p = p[n:]
+	}
+}
+
 func (d *decoder) bytes() []byte {
 	n := d.count(maxDecodeBytes)
 	if d.err != nil || n == 0 {
 		return nil
 	}
-	// Grow as bytes arrive, so a bad length over a short stream fails
-	// without first allocating what it claims.
-	buf := make([]byte, 0, min(n, 64<<10))
+	return d.bytesN(n)
+}
+
+// bytesN reads n bytes into a new slice.
+func (d *decoder) bytesN(n int) []byte {
+	if n <= decodeBufSize || d.left() >= 0 {
+		// The length is small, or bounded by what the input holds.
+		buf := make([]byte, n)
+		d.read(buf)
+		if d.err != nil {
+			return nil
+		}
+		return buf
+	}
+	// Size unknown: grow as bytes arrive, so a bad length over a short
+	// stream fails without first allocating what it claims.
+	buf := make([]byte, 0, decodeBufSize)
 	for len(buf) < n {
-		chunk := min(n-len(buf), max(len(buf), 64<<10))
+		chunk := min(n-len(buf), max(len(buf), decodeBufSize))
 		start := len(buf)
 		buf = slices.Grow(buf, chunk)[:start+chunk]
-		if _, err := io.ReadFull(d.r, buf[start:]); err != nil {
-			d.err = eofIsUnexpected(err)
+		d.read(buf[start:])
+		if d.err != nil {
 			return nil
 		}
 	}
 	return buf
 }
 
-func (d *decoder) string() string { return string(d.bytes()) }
+func (d *decoder) string() string { return string(d.view()) }
+
+// view reads a length-prefixed string or byte slice. One that fits the
+// buffer is returned in place, valid until the next read: callers copy what
+// they keep (or look it up in a map, which does not allocate).
+func (d *decoder) view() []byte {
+	n := d.count(maxDecodeBytes)
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	if n > decodeBufSize {
+		return d.bytesN(n)
+	}
+	if !d.fill(n) {
+		if d.err == nil {
+			d.err = io.ErrUnexpectedEOF
+		}
+		return nil
+	}
+	b := d.buf[d.pos : d.pos+n : d.pos+n]
+	d.pos += n
+	return b
+}
 
 func (d *decoder) decodeEngine() (*Engine, error) {
 	var magic [len(snapshotMagic)]byte
-	if _, err := io.ReadFull(d.r, magic[:]); err != nil {
-		return nil, fmt.Errorf("reading header: %w", eofIsUnexpected(err))
+	if d.read(magic[:]); d.err != nil {
+		return nil, fmt.Errorf("reading header: %w", eofIsUnexpected(d.err))
 	}
 	if string(magic[:]) != snapshotMagic {
 		return nil, errors.New("not an engine snapshot (bad magic)")
@@ -621,16 +739,29 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	}
 
 	nk := d.count(1 << 40)
+	e.keys.reserve(nk)
 	for i := 0; i < nk && d.err == nil; i++ {
-		ent := &idemEntry{key: d.string(), jobID: JobID(d.uvarint()), createdAt: d.varint()}
+		// "queue\x00key": the queue is looked up, the key alone copied.
+		full := d.view()
 		if d.err != nil {
 			break
 		}
-		if e.keys[ent.key] != nil {
-			return nil, fmt.Errorf("idempotency key %q appears twice", ent.key)
+		name, key, ok := bytes.Cut(full, []byte{0})
+		q := e.queues[string(name)]
+		if !ok || q == nil || len(key) == 0 {
+			return nil, fmt.Errorf("idempotency key %q: not of a known queue", full)
 		}
-		e.keys[ent.key] = ent
-		e.keyFIFO.PushBack(ent)
+		ks := string(key)
+		jobID, createdAt := JobID(d.uvarint()), d.varint()
+		if d.err != nil {
+			break
+		}
+		if n := e.keys.len(); n > 0 && createdAt < e.keys.at(n-1).createdAt {
+			return nil, fmt.Errorf("idempotency key %q of queue %q out of creation order", ks, q.name)
+		}
+		// A key appearing twice is caught by CheckInvariants below, in the
+		// one pass over the index it makes anyway.
+		e.keys.add(idemEntry{q: q, key: ks, jobID: jobID, createdAt: createdAt})
 	}
 
 	nr := d.count(1 << 40)
@@ -709,7 +840,17 @@ func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
 	j := &job{heapIdx: -1}
 	j.id = JobID(d.uvarint())
 	qi := d.uvarint()
-	j.jobType = d.string()
+	if d.err == nil && qi >= uint64(len(qs)) {
+		d.fail("job %d: queue index %d out of range", j.id, qi)
+	}
+	if jt := d.view(); d.err == nil {
+		if len(jt) == 0 {
+			d.fail("job %d: empty job type", j.id)
+		} else {
+			j.q = qs[qi]
+			j.jobType = j.q.internJobTypeBytes(jt)
+		}
+	}
 	j.payload = d.bytes()
 	j.priority = d.byte()
 	j.state = State(d.byte())
@@ -726,12 +867,6 @@ func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
 	if d.err != nil {
 		return j
 	}
-	if qi >= uint64(len(qs)) {
-		d.fail("job %d: queue index %d out of range", j.id, qi)
-		return j
-	}
-	j.q = qs[qi]
-	j.jobType = j.q.internJobType(j.jobType)
 	switch {
 	case j.id == 0 || uint64(j.id) >= e.nextID:
 		d.fail("job id %d outside [1, %d)", j.id, e.nextID)
@@ -739,8 +874,6 @@ func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
 		d.fail("job %d: priority %d above %d", j.id, j.priority, MaxPriority)
 	case j.flags&^flagRetryWait != 0:
 		d.fail("job %d: bad flags %#x", j.id, j.flags)
-	case j.jobType == "":
-		d.fail("job %d: empty job type", j.id)
 	}
 	if worker != "" {
 		e.workers[j.id] = worker

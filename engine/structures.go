@@ -12,8 +12,8 @@ import (
 type job struct {
 	id         JobID
 	q          *queue
-	jobType    string
-	payload    []byte // never modified once stored: views share it
+	jobType    *string // interned per queue: a pointer, not a 16-byte header
+	payload    []byte  // never modified once stored: views share it
 	enqueuedAt int64
 	// due is the run time while Scheduled and the lease deadline while
 	// Reserved; zero otherwise.
@@ -92,24 +92,37 @@ type queue struct {
 	deadExpired     uint64
 
 	// jobTypes interns job type strings so a million jobs of one type share
-	// one string. Not part of the state.
-	jobTypes map[string]string
+	// one string, held through one pointer. Not part of the state.
+	jobTypes map[string]*string
+	// nameHash is the name's hash for the idempotency key index (0 until
+	// first needed). Not part of the state.
+	nameHash uint64
 }
 
 const maxInternedJobTypes = 1024
 
-func (q *queue) internJobType(s string) string {
+// internJobTypeBytes is internJobType of a decoder's view: the lookup of a
+// known type does not allocate.
+func (q *queue) internJobTypeBytes(b []byte) *string {
+	if v, ok := q.jobTypes[string(b)]; ok {
+		return v
+	}
+	return q.internJobType(string(b))
+}
+
+func (q *queue) internJobType(s string) *string {
 	if v, ok := q.jobTypes[s]; ok {
 		return v
 	}
 	if q.jobTypes == nil {
-		q.jobTypes = make(map[string]string)
+		q.jobTypes = make(map[string]*string)
 	}
+	p := new(string)
+	*p = string([]byte(s)) // own a copy, not a slice of someone's buffer
 	if len(q.jobTypes) < maxInternedJobTypes {
-		s = string([]byte(s)) // own a copy, not a slice of someone's buffer
-		q.jobTypes[s] = s
+		q.jobTypes[*p] = p
 	}
-	return s
+	return p
 }
 
 func (q *queue) live() int { return q.nReady + q.nScheduled + q.nReserved }
@@ -207,6 +220,21 @@ func (d *deque[T]) Len() int { return d.n }
 func (d *deque[T]) At(i int) T { return d.buf[(d.head+i)&(len(d.buf)-1)] }
 
 func (d *deque[T]) Front() T { return d.buf[d.head] }
+
+// ptr returns a pointer to the i-th element, valid until the next push or pop.
+func (d *deque[T]) ptr(i int) *T { return &d.buf[(d.head+i)&(len(d.buf)-1)] }
+
+// grow makes room for n elements in all.
+func (d *deque[T]) grow(n int) {
+	if n <= len(d.buf) {
+		return
+	}
+	size := max(16, len(d.buf))
+	for size < n {
+		size *= 2
+	}
+	d.resize(size)
+}
 
 func (d *deque[T]) PushBack(v T) {
 	if d.n == len(d.buf) {
@@ -324,15 +352,6 @@ func (h *deadExpiryHeap) Pop() any {
 	*h = old[:len(old)-1]
 	r.expIdx = -1
 	return r
-}
-
-// idemEntry remembers an enqueue's idempotency key. Keys live in a FIFO in
-// creation order; a key expires createdAt + IdempotencyWindow, so with one
-// window for all keys the FIFO front always expires first.
-type idemEntry struct {
-	key       string // queue + "\x00" + idempotency key
-	jobID     JobID
-	createdAt int64
 }
 
 // reservation remembers a reserve's request id and what it handed out, so a

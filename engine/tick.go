@@ -43,9 +43,8 @@ func (e *Engine) advance(now time.Time) TickResult {
 		res.Swept++
 	}
 	window := int64(e.lim.IdempotencyWindow)
-	for e.keyFIFO.Len() > 0 && addSat(e.keyFIFO.Front().createdAt, window) <= t {
-		ent := e.keyFIFO.PopFront()
-		delete(e.keys, ent.key)
+	for e.keys.len() > 0 && addSat(e.keys.front().createdAt, window) <= t {
+		e.keys.popFront()
 		res.KeysExpired++
 	}
 	for len(e.resHeap) > 0 && e.resHeap[0].expiresAt <= t {
@@ -74,8 +73,8 @@ func (e *Engine) NextDeadline() (t time.Time, ok bool) {
 	if len(e.deadExp) > 0 {
 		consider(e.deadExp[0].expiresAt)
 	}
-	if e.keyFIFO.Len() > 0 {
-		consider(addSat(e.keyFIFO.Front().createdAt, int64(e.lim.IdempotencyWindow)))
+	if e.keys.len() > 0 {
+		consider(addSat(e.keys.front().createdAt, int64(e.lim.IdempotencyWindow)))
 	}
 	if len(e.resHeap) > 0 {
 		consider(e.resHeap[0].expiresAt)

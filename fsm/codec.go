@@ -307,6 +307,10 @@ func enqueueParamsFromProto(p *cmdpb.EnqueueParams) engine.EnqueueParams {
 		MaxAttempts:    p.GetMaxAttempts(),
 		Custom:         p.GetCustom(),
 		IdempotencyKey: p.GetIdempotencyKey(),
+		// Unmarshal gave these fields memory of their own (it copies out of
+		// the entry's bytes), and the decoded entry is dropped once applied:
+		// the engine keeps them as they are.
+		Owned: true,
 	}
 	// A command without params (only a corrupt or hostile entry has none)
 	// becomes an empty enqueue that the engine rejects as a value.

@@ -8,8 +8,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,7 +43,16 @@ joins the static cluster its [cluster] peers name; see deploy/sepp.example.toml 
 every key. Flags override the file's [server] keys.
 
 SIGTERM or Ctrl-C stops it gracefully: a leader hands leadership to another node
-first, so clients see milliseconds of unavailability, not an election.`,
+first, so clients see milliseconds of unavailability, not an election.
+
+Memory: [server] memory_limit (default auto: 90% of the cgroup's limit) and
+gc_percent (default 50) tune the Go collector; the GOMEMLIMIT and GOGC
+environment variables, when set, win over both.
+
+Environment:
+  SEPP_PPROF_ADDR   serve net/http/pprof on this address (e.g. 127.0.0.1:0; the
+                    address is logged). Off when unset. Profiles expose memory
+                    contents: bind it to loopback only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := config.Default()
@@ -148,6 +160,14 @@ func firstNonEmpty(vs ...string) string {
 // serve runs a node until ctx ends, then stops it gracefully.
 func serve(ctx context.Context, cfg config.Config) error {
 	log := newLogger(cfg.Server)
+	applyMemorySettings(cfg.Server, os.LookupEnv, cgroupMemoryLimit, log)
+	if addr := os.Getenv("SEPP_PPROF_ADDR"); addr != "" {
+		stopPprof, err := startPprof(addr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	if err := os.MkdirAll(cfg.Server.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
@@ -179,6 +199,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		httpLis = tls.NewListener(httpLis, sec.httpTLS)
 	}
 
+	opening := time.Now()
 	node, err := cluster.NewNode(nc)
 	if err != nil {
 		if c, ok := nc.Transport.(io.Closer); ok {
@@ -186,6 +207,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		}
 		return fmt.Errorf("start node: %w", err)
 	}
+	go logReplay(ctx, node, opening, log)
 	reloadStop := make(chan struct{})
 	defer close(reloadStop)
 	sec.reloadOnSIGHUP(reloadStop, log)
@@ -291,4 +313,143 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// memorySettings is what applyMemorySettings decided: a limit in bytes (0 for
+// none) and a GC percent, each with where it came from.
+type memorySettings struct {
+	limit       int64
+	limitFrom   string
+	gcPercent   int
+	percentFrom string
+}
+
+// decideMemorySettings turns server.memory_limit and server.gc_percent into
+// runtime settings. An environment variable GOMEMLIMIT or GOGC, when set,
+// wins (the runtime has applied it already); "auto" takes 90% of the
+// cgroup's memory limit when cgroupLimit reports one.
+func decideMemorySettings(s config.Server, env func(string) (string, bool), cgroupLimit func() (int64, bool)) (memorySettings, error) {
+	var m memorySettings
+	if _, ok := env("GOMEMLIMIT"); ok {
+		m.limit, m.limitFrom = -1, "GOMEMLIMIT"
+	} else {
+		limit, auto, err := s.MemoryLimitBytes()
+		if err != nil {
+			return m, fmt.Errorf("server.memory_limit: %w", err)
+		}
+		m.limit, m.limitFrom = limit, "server.memory_limit"
+		if auto {
+			m.limitFrom = "server.memory_limit = auto (no cgroup limit)"
+			if cg, ok := cgroupLimit(); ok {
+				m.limit, m.limitFrom = cg/10*9, "server.memory_limit = auto (90% of the cgroup limit)"
+			}
+		}
+	}
+	if _, ok := env("GOGC"); ok {
+		m.gcPercent, m.percentFrom = 0, "GOGC"
+	} else {
+		m.gcPercent, m.percentFrom = s.GCPercent, "server.gc_percent"
+	}
+	return m, nil
+}
+
+// applyMemorySettings sets the collector's memory limit and GC percent from
+// the config (see decideMemorySettings) and logs them.
+func applyMemorySettings(s config.Server, env func(string) (string, bool), cgroupLimit func() (int64, bool), log hclog.Logger) {
+	m, err := decideMemorySettings(s, env, cgroupLimit)
+	if err != nil { // Validate refuses such a config before serve starts
+		log.Warn("memory settings", "error", err)
+		return
+	}
+	if m.limit > 0 {
+		debug.SetMemoryLimit(m.limit)
+	}
+	if m.gcPercent != 0 {
+		debug.SetGCPercent(m.gcPercent)
+	}
+	limit := "none"
+	if l := debug.SetMemoryLimit(-1); l != 1<<63-1 {
+		limit = strconv.FormatInt(l>>20, 10) + " MiB"
+	}
+	gc := debug.SetGCPercent(-1)
+	debug.SetGCPercent(gc)
+	log.Info("go runtime memory", "memory_limit", limit, "from", m.limitFrom, "gc_percent", gc, "gc_percent_from", m.percentFrom)
+}
+
+// cgroupMemoryLimit reads the memory limit of the cgroup this process runs in
+// (cgroup v2, then v1); false when there is none.
+func cgroupMemoryLimit() (int64, bool) {
+	return readCgroupLimit([]string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"})
+}
+
+func readCgroupLimit(paths []string) (int64, bool) {
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		v := strings.TrimSpace(string(data))
+		if v == "max" {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		// cgroup v1 reports "no limit" as a huge page-rounded number.
+		if err != nil || n <= 0 || n >= 1<<60 {
+			return 0, false
+		}
+		return n, true
+	}
+	return 0, false
+}
+
+// startPprof serves net/http/pprof on addr (SEPP_PPROF_ADDR) and returns a
+// function that stops it.
+func startPprof(addr string, log hclog.Logger) (func(), error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("SEPP_PPROF_ADDR: %w", err)
+	}
+	if !isLoopback(lis.Addr().String()) {
+		log.Warn("pprof listens beyond loopback: profiles expose memory contents", "addr", lis.Addr().String())
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(lis) }()
+	log.Info("pprof serving", "addr", "http://"+lis.Addr().String()+"/debug/pprof/")
+	return func() { _ = srv.Close() }, nil
+}
+
+// logReplay logs how long the node took to open (verify its data, restore
+// its snapshot) and then to apply what its own log held at start: the
+// restart time, in two parts.
+func logReplay(ctx context.Context, node *cluster.Node, opening time.Time, log hclog.Logger) {
+	opened := time.Since(opening)
+	st, err := node.Status(ctx)
+	if err != nil {
+		return
+	}
+	target := st.LastLogIndex
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Minute)
+	for st.AppliedIndex < target {
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline:
+			log.Warn("local log not applied after 10 minutes", "applied_index", st.AppliedIndex, "last_log_index", target)
+			return
+		case <-tick.C:
+		}
+		if st, err = node.Status(ctx); err != nil {
+			return
+		}
+	}
+	log.Info("restart: state rebuilt", "open", opened.Round(time.Millisecond),
+		"total", time.Since(opening).Round(time.Millisecond), "applied_index", st.AppliedIndex)
 }

@@ -6,10 +6,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/sepp-io/sepp/client"
 	"github.com/sepp-io/sepp/config"
@@ -165,5 +168,108 @@ dead_letter_retention_ms = 1000
 	}
 	if err := nc.Validate(); err != nil {
 		t.Fatalf("mapped config does not validate: %v", err)
+	}
+}
+
+func TestDecideMemorySettings(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	env := func(vars ...string) func(string) (string, bool) {
+		return func(k string) (string, bool) {
+			for _, v := range vars {
+				if v == k {
+					return "x", true
+				}
+			}
+			return "", false
+		}
+	}
+	noCgroup := func() (int64, bool) { return 0, false }
+	cgroup := func() (int64, bool) { return 1000 << 20, true }
+	server := func(limit string, gc int) config.Server {
+		s := config.Default().Server
+		s.MemoryLimit, s.GCPercent = limit, gc
+		return s
+	}
+	tests := []struct {
+		name      string
+		s         config.Server
+		env       func(string) (string, bool)
+		cgroup    func() (int64, bool)
+		wantLimit int64 // -1: left to GOMEMLIMIT
+		wantGC    int   // 0: left to GOGC
+	}{
+		{"defaults outside a cgroup", config.Default().Server, noEnv, noCgroup, 0, config.DefaultGCPercent},
+		{"auto takes 90% of the cgroup", server("auto", 80), noEnv, cgroup, 900 << 20, 80},
+		{"explicit size", server("512MiB", 100), noEnv, cgroup, 512 << 20, 100},
+		{"off ignores the cgroup", server("off", 100), noEnv, cgroup, 0, 100},
+		{"GOMEMLIMIT wins", server("512MiB", 100), env("GOMEMLIMIT"), cgroup, -1, 100},
+		{"GOGC wins", server("auto", 100), env("GOGC"), noCgroup, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := decideMemorySettings(tc.s, tc.env, tc.cgroup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.limit != tc.wantLimit || m.gcPercent != tc.wantGC {
+				t.Fatalf("limit %d gc %d, want %d %d (%+v)", m.limit, m.gcPercent, tc.wantLimit, tc.wantGC, m)
+			}
+		})
+	}
+}
+
+func TestReadCgroupLimit(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name   string
+		paths  []string
+		want   int64
+		wantOK bool
+	}{
+		{"v2 limit", []string{write("v2", "1073741824\n")}, 1 << 30, true},
+		{"v2 max", []string{write("v2max", "max\n")}, 0, false},
+		{"v1 unlimited", []string{filepath.Join(dir, "missing"), write("v1", "9223372036854771712\n")}, 0, false},
+		{"v1 limit after a missing v2 file", []string{filepath.Join(dir, "missing"), write("v1b", "536870912")}, 512 << 20, true},
+		{"garbage", []string{write("bad", "lots")}, 0, false},
+		{"no files", []string{filepath.Join(dir, "missing")}, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := readCgroupLimit(tc.paths)
+			if got != tc.want || ok != tc.wantOK {
+				t.Fatalf("got %d %v, want %d %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+// The pprof listener (SEPP_PPROF_ADDR) serves the profile index.
+func TestStartPprof(t *testing.T) {
+	var logged strings.Builder
+	log := hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Info})
+	stop, err := startPprof("127.0.0.1:0", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, url, ok := strings.Cut(logged.String(), "addr=")
+	if !ok {
+		t.Fatalf("no address logged: %q", logged.String())
+	}
+	resp, err := http.Get(strings.TrimSpace(url) + "heap?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "heap profile") {
+		t.Fatalf("status %d, body %.100q", resp.StatusCode, body)
 	}
 }

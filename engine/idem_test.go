@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestIdemKeys drives the key index through scripted steps and checks it
+// against a map after each: lookups, FIFO order, and the index's own
+// invariants (every entry found under its key, nothing else held).
+func TestIdemKeys(t *testing.T) {
+	qa, qb := &queue{name: "a"}, &queue{name: "b"}
+	queues := map[string]*queue{"a": qa, "b": qb}
+	type step struct {
+		add  []string // "queue/key" to add
+		pop  int      // entries to pop from the front first
+		want []string // keys expected present afterwards, in FIFO order
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"empty", []step{{want: nil}}},
+		{"one key", []step{{add: []string{"a/k"}, want: []string{"a/k"}}}},
+		{"same key in two queues is two keys", []step{{add: []string{"a/k", "b/k"}, want: []string{"a/k", "b/k"}}}},
+		{"pop in creation order", []step{
+			{add: []string{"a/1", "b/2", "a/3"}},
+			{pop: 1, want: []string{"b/2", "a/3"}},
+			{pop: 2, want: nil},
+		}},
+		{"a key can come back once forgotten", []step{
+			{add: []string{"a/k"}},
+			{pop: 1, add: []string{"a/k"}, want: []string{"a/k"}},
+		}},
+		{"growth and shrink keep every key", []step{
+			{add: keysN("a", 0, 1000), want: keysN("a", 0, 1000)},
+			{pop: 990, want: keysN("a", 990, 1000)},
+			{add: keysN("b", 0, 50), want: append(keysN("a", 990, 1000), keysN("b", 0, 50)...)},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var k idemKeys
+			for si, s := range tc.steps {
+				for range s.pop {
+					k.popFront()
+				}
+				for _, qk := range s.add {
+					q, key := splitQK(queues, qk)
+					if k.get(q, key) != nil {
+						t.Fatalf("step %d: %s present before its add", si, qk)
+					}
+					k.add(idemEntry{q: q, key: key, jobID: JobID(k.head) + JobID(k.len()) + 1})
+				}
+				if s.want == nil && s.add == nil && s.pop == 0 && k.len() != 0 {
+					t.Fatalf("step %d: %d keys, want none", si, k.len())
+				}
+				if s.want != nil || s.pop > 0 {
+					if k.len() != len(s.want) {
+						t.Fatalf("step %d: %d keys, want %d", si, k.len(), len(s.want))
+					}
+					for i, qk := range s.want {
+						q, key := splitQK(queues, qk)
+						if ent := k.at(i); ent.q != q || ent.key != key {
+							t.Fatalf("step %d: entry %d is %s/%s, want %s", si, i, ent.q.name, ent.key, qk)
+						}
+						if k.get(q, key) != k.at(i) {
+							t.Fatalf("step %d: %s not found", si, qk)
+						}
+					}
+				}
+				if err := k.check(queues); err != nil {
+					t.Fatalf("step %d: %v", si, err)
+				}
+				if k.get(qa, "never-added") != nil {
+					t.Fatalf("step %d: found a key never added", si)
+				}
+			}
+		})
+	}
+}
+
+func keysN(q string, from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("%s/key-%d", q, i))
+	}
+	return out
+}
+
+func splitQK(queues map[string]*queue, qk string) (*queue, string) {
+	return queues[qk[:1]], qk[2:]
+}
+
+// TestIdemKeysAgainstMap runs random adds and expiries (a fixed seed) and
+// compares every lookup with a map.
+func TestIdemKeysAgainstMap(t *testing.T) {
+	qs := []*queue{{name: "a"}, {name: "b"}, {name: "c"}}
+	queues := map[string]*queue{"a": qs[0], "b": qs[1], "c": qs[2]}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var k idemKeys
+	model := map[[2]string]JobID{}
+	var order [][2]string
+	for step := range 20000 {
+		if rng.IntN(3) > 0 || len(order) == 0 {
+			q := qs[rng.IntN(len(qs))]
+			key := fmt.Sprint(rng.IntN(3000))
+			mk := [2]string{q.name, key}
+			ent := k.get(q, key)
+			if id, ok := model[mk]; ok != (ent != nil) || (ok && ent.jobID != id) {
+				t.Fatalf("step %d: get(%v) = %v, model has %v %v", step, mk, ent, id, ok)
+			}
+			if ent == nil {
+				model[mk] = JobID(step + 1)
+				order = append(order, mk)
+				k.add(idemEntry{q: q, key: key, jobID: JobID(step + 1)})
+			}
+		} else {
+			for range rng.IntN(20) + 1 {
+				if len(order) == 0 {
+					break
+				}
+				delete(model, order[0])
+				order = order[1:]
+				k.popFront()
+			}
+		}
+		if step%1000 == 0 {
+			if err := k.check(queues); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+		}
+	}
+	if k.len() != len(model) {
+		t.Fatalf("%d keys, model %d", k.len(), len(model))
+	}
+}
+
+// TestEnqueueOwned: without Owned the engine keeps copies of the payload
+// and custom fields; with Owned it keeps the caller's.
+func TestEnqueueOwned(t *testing.T) {
+	for _, owned := range []bool{false, true} {
+		t.Run(fmt.Sprint("owned=", owned), func(t *testing.T) {
+			e := New(DefaultConfig())
+			payload := []byte("payload")
+			custom := map[string]string{"k": "v"}
+			res, err := e.Enqueue(fromNanos(1), EnqueueParams{Queue: "q", JobType: "t", Payload: payload, Custom: custom, IdempotencyKey: "key", Owned: owned})
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := e.jobs.get(res.JobID)
+			if shared := &j.payload[0] == &payload[0]; shared != owned {
+				t.Fatalf("payload shared %v, want %v", shared, owned)
+			}
+			if cap(j.payload) != len(j.payload) {
+				t.Fatalf("stored payload has spare capacity %d", cap(j.payload)-len(j.payload))
+			}
+			custom["k2"] = "v2"
+			if got := len(j.ext.custom); (got == 2) != owned {
+				t.Fatalf("custom has %d fields after the caller's change, owned %v", got, owned)
+			}
+			dup, err := e.Enqueue(fromNanos(2), EnqueueParams{Queue: "q", JobType: "t", IdempotencyKey: "key"})
+			if err != nil || !dup.Duplicate || dup.JobID != res.JobID {
+				t.Fatalf("repeat: %+v, %v", dup, err)
+			}
+		})
+	}
+}
