@@ -29,8 +29,10 @@ var ErrCorruptData = errors.New("corrupt data on disk; the node will not start")
 //     skips one that has not, and would then restore an older snapshot than
 //     the log expects);
 //   - verifyLog: every command entry of the log store: the entries after the
-//     snapshot (which the node will apply) decode fully; those before it
-//     (which the node may send to a lagging follower) pass their CRC-32C.
+//     snapshot (which the node will apply) pass fsm.CheckEntry (checksum,
+//     format, versions, known operations, without decoding the bodies twice:
+//     apply decodes them); those before it (which the node may send to a
+//     lagging follower) pass their CRC-32C.
 //
 // raft checksums no log entry, bolt none of its data pages, and raft-wal only
 // the last batch it wrote (a torn tail write is dropped there, as it was never
@@ -107,7 +109,7 @@ func verifyLog(store raft.LogStore, path string, snapIndex uint64) error {
 			continue
 		}
 		if i > snapIndex {
-			_, err = fsm.DecodeEntry(l.Data)
+			err = fsm.CheckEntry(l.Data)
 		} else {
 			err = fsm.VerifyEntry(l.Data)
 		}
