@@ -54,6 +54,12 @@ type Server struct {
 	// connection, so one client cannot take every MaxLongPolls slot (a value
 	// above MaxLongPolls leaves only the server's cap).
 	MaxLongPollsPerConn int `toml:"max_long_polls_per_conn"`
+	// ForwardToLeader makes a follower send the calls only the leader can
+	// serve on to the leader and answer with its reply, so clients need no
+	// redirect. Off, or with client certificates required on the API (the
+	// node has none a peer's API would accept), followers answer NotLeader
+	// with the leader's address instead.
+	ForwardToLeader bool `toml:"forward_to_leader"`
 	// MemoryLimit is the Go runtime's soft memory limit
 	// (runtime/debug.SetMemoryLimit): "auto" (the default) is 90% of the
 	// memory limit of the cgroup the node runs in, or none outside one;
@@ -196,6 +202,13 @@ type Storage struct {
 	// DeadLetterRetentionMS keeps dead-letter records this long; 0 (the
 	// default) drops dead jobs on the spot. Restart-only.
 	DeadLetterRetentionMS int64 `toml:"dead_letter_retention_ms"`
+	// LogStore is the raft log store: "wal" (one write and one fsync per
+	// append) or "bolt" (raft-boltdb). Empty (the default) keeps the store
+	// the data directory holds, and gives a new directory the WAL; naming
+	// the store the directory does not hold is refused at start.
+	LogStore string `toml:"log_store"`
+	// WALSegmentMB is the size of each preallocated WAL segment file.
+	WALSegmentMB int `toml:"wal_segment_mb"`
 }
 
 // Queue is one [[queues]] entry; unset keys inherit [limits].
@@ -297,6 +310,7 @@ func Default() Config {
 			MaxLongPollMS:   30000,
 
 			MaxLongPollsPerConn: 64,
+			ForwardToLeader:     true,
 			MemoryLimit:         "auto",
 			GCPercent:           DefaultGCPercent,
 		},
@@ -339,7 +353,7 @@ func Default() Config {
 			AttemptHistory:       lim.AttemptHistory,
 			Strict:               lim.Strict,
 		},
-		Storage: Storage{DeadLetterRetentionMS: lim.DeadLetterRetention.Milliseconds()},
+		Storage: Storage{DeadLetterRetentionMS: lim.DeadLetterRetention.Milliseconds(), WALSegmentMB: 64},
 		TLS:     TLS{HTTP: true},
 	}
 }
@@ -471,6 +485,12 @@ func (c Config) Validate() error {
 		if p.v <= 0 {
 			add("%s: must be positive, got %d", p.key, p.v)
 		}
+	}
+	if st := c.Storage; st.LogStore != "" && st.LogStore != "wal" && st.LogStore != "bolt" {
+		add("storage.log_store: must be \"wal\" or \"bolt\", got %q", st.LogStore)
+	}
+	if mb := c.Storage.WALSegmentMB; mb < 1 || mb > 1024 {
+		add("storage.wal_segment_mb: must be 1..1024, got %d", mb)
 	}
 	if cl.LeaseGraceMS < 0 {
 		add("cluster.lease_grace_ms: must not be negative, got %d", cl.LeaseGraceMS)

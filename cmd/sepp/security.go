@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sepp-io/sepp/auth"
 	"github.com/sepp-io/sepp/config"
@@ -32,6 +33,12 @@ type security struct {
 	unaryInterceptors []grpc.UnaryServerInterceptor
 	httpTLS           *tls.Config // nil: plain HTTP
 	forwardClient     *http.Client
+
+	// grpcForwardDial dials the leader's gRPC API for a follower's
+	// forwarded calls; nil, with the reason in grpcForwardOff, when this
+	// node cannot.
+	grpcForwardDial []grpc.DialOption
+	grpcForwardOff  string
 }
 
 // newSecurity loads the certificates and tokens of cfg. A missing or bad
@@ -63,9 +70,10 @@ func newSecurity(cfg config.Config, reg prometheus.Registerer, log hclog.Logger)
 		}
 		s.raft = r
 	}
-	if s.httpTLS != nil {
-		// A follower forwards admin actions to the leader's HTTPS listener:
-		// trust the system roots and this deployment's own CAs.
+	if t.APIEnabled() {
+		// A follower forwards admin actions to the leader's HTTPS listener
+		// and leader-only calls to its gRPC API: trust the system roots and
+		// this deployment's own CAs.
 		roots, err := x509.SystemCertPool()
 		if err != nil || roots == nil {
 			roots = x509.NewCertPool()
@@ -80,10 +88,20 @@ func newSecurity(cfg config.Config, reg prometheus.Registerer, log hclog.Logger)
 			}
 			roots.AppendCertsFromPEM(data)
 		}
-		s.forwardClient = &http.Client{
-			Timeout:   10 * time.Second,
-			Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tlsutil.MinVersion, RootCAs: roots}},
+		peerTLS := &tls.Config{MinVersion: tlsutil.MinVersion, RootCAs: roots}
+		if s.httpTLS != nil {
+			s.forwardClient = &http.Client{
+				Timeout:   10 * time.Second,
+				Transport: &http.Transport{TLSClientConfig: peerTLS},
+			}
 		}
+		if t.ClientCAFile != "" {
+			s.grpcForwardOff = "the API requires client certificates ([tls] client_ca_file), which a node has none of"
+		} else {
+			s.grpcForwardDial = []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(peerTLS.Clone()))}
+		}
+	} else {
+		s.grpcForwardDial = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
 
 	s.unaryInterceptors = append(s.unaryInterceptors, connlimit.NewLongPolls(cfg.Server.MaxLongPollsPerConn).UnaryInterceptor())

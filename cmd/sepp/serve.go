@@ -143,6 +143,8 @@ func nodeConfig(cfg config.Config, log hclog.Logger) (cluster.Config, error) {
 	nc.MaxEntriesInFlight = cl.MaxEntriesInFlight
 	nc.LeaseGrace = ms(cl.LeaseGraceMS)
 	nc.LogStoreWriteTimeout = ms(cl.StoreWriteTimeoutMS)
+	nc.LogStore = cfg.Storage.LogStore
+	nc.WALSegmentSize = cfg.Storage.WALSegmentMB << 20
 	nc.Engine = ec
 	nc.Logger = log
 	return nc, nil
@@ -212,7 +214,18 @@ func serve(ctx context.Context, cfg config.Config) error {
 	defer close(reloadStop)
 	sec.reloadOnSIGHUP(reloadStop, log)
 
+	var forwarder *rpc.Forwarder
+	switch {
+	case !cfg.Server.ForwardToLeader:
+		log.Info("followers answer leader-only calls with NotLeader (server.forward_to_leader = false)")
+	case sec.grpcForwardDial == nil:
+		log.Warn("followers answer leader-only calls with NotLeader: cannot forward to the leader", "reason", sec.grpcForwardOff)
+	default:
+		forwarder = rpc.NewForwarder(cfg.Server.NodeID, sec.grpcForwardDial...)
+		defer forwarder.Close()
+	}
 	gs := rpc.NewGRPCServer(node, rpc.Options{
+		Forwarder:              forwarder,
 		Logger:                 log.Named("rpc"),
 		MaxMessageBytes:        cfg.Server.MaxMessageBytes,
 		MaxReserveWait:         time.Duration(cfg.Server.MaxLongPollMS) * time.Millisecond,
