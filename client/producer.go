@@ -2,11 +2,12 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
+
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
 // ProducerOptions shape a Producer; zero values take the defaults.
@@ -47,7 +48,8 @@ type Producer struct {
 
 type pendingItem struct {
 	ctx  context.Context
-	req  *EnqueueRequest
+	m    *seppv1.EnqueueRequest // the wire form, built once
+	key  string
 	size int
 	p    *PendingEnqueue
 }
@@ -119,12 +121,14 @@ func (p *Producer) EnqueueAsync(ctx context.Context, req *EnqueueRequest) *Pendi
 		pe.resolve(EnqueueResult{}, &Error{Op: "enqueue", Kinds: []error{ErrInvalidArgument}, Detail: err})
 		return pe
 	}
-	// Fix the key now: the request may be reused by the caller after this.
-	r := *req
-	if r.IdempotencyKey == "" {
-		r.IdempotencyKey = newKey()
+	// Fix the key and take the wire form now: the request may be reused by
+	// the caller after this.
+	key := req.IdempotencyKey
+	if key == "" {
+		key = newKey()
 	}
-	it := &pendingItem{ctx: ctx, req: &r, p: pe, size: proto.Size(r.toProto(r.IdempotencyKey))}
+	m := req.toProto(key)
+	it := &pendingItem{ctx: ctx, m: m, key: key, p: pe, size: proto.Size(m)}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
@@ -173,6 +177,8 @@ func (p *Producer) Close(ctx context.Context) error {
 
 func (p *Producer) loop() {
 	defer close(p.loopDone)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		first, ok := <-p.in
 		if !ok {
@@ -180,7 +186,7 @@ func (p *Producer) loop() {
 		}
 		batch := []*pendingItem{first}
 		bytes := first.size
-		timer := time.NewTimer(p.opts.Linger)
+		timer.Reset(p.opts.Linger)
 		open := true
 	collect:
 		for len(batch) < p.opts.MaxBatch && bytes < p.opts.MaxBatchBytes {
@@ -213,26 +219,33 @@ func (p *Producer) send(batch []*pendingItem) {
 		<-p.inFlight
 		p.sends.Done()
 	}()
-	reqs := make([]*EnqueueRequest, 0, len(batch))
 	live := batch[:0:0]
 	for _, it := range batch {
 		if err := it.ctx.Err(); err != nil {
 			it.p.resolve(EnqueueResult{}, err)
 			continue
 		}
-		reqs = append(reqs, it.req)
 		live = append(live, it)
 	}
-	if len(reqs) == 0 {
+	if len(live) == 0 {
 		return
 	}
-	results, err := p.c.EnqueueBatch(p.sendCtx, reqs)
+	jobs := make([]*seppv1.EnqueueRequest, len(live))
+	keys := make([]string, len(live))
+	for i, it := range live {
+		jobs[i], keys[i] = it.m, it.key
+	}
+	results, err := p.c.enqueueBatchWire(p.sendCtx, jobs, keys)
 	for i, it := range live {
 		if err != nil {
 			it.p.resolve(EnqueueResult{}, err)
 			continue
 		}
-		// A producer's caller sent one job, not a batch: drop "jobs[i]".
-		it.p.resolve(results[i].Result, renameItemField(results[i].Err, fmt.Sprintf("jobs[%d]", i), ""))
+		res := results[i]
+		if res.Err != nil {
+			// A producer's caller sent one job, not a batch: drop "jobs[i]".
+			res.Err = renameItemField(res.Err, itemName(i), "")
+		}
+		it.p.resolve(res.Result, res.Err)
 	}
 }

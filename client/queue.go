@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,40 +64,63 @@ func (c *Client) EnqueueBatch(ctx context.Context, reqs []*EnqueueRequest) ([]Ba
 		return nil, nil
 	}
 	out := make([]BatchResult, len(reqs))
-	m := &seppv1.EnqueueBatchRequest{Jobs: make([]*seppv1.EnqueueRequest, 0, len(reqs))}
-	keys := make([]string, len(reqs))
+	jobs := make([]*seppv1.EnqueueRequest, 0, len(reqs))
+	keys := make([]string, 0, len(reqs))
 	// Items the client rejects never go out; idx maps wire positions back.
 	idx := make([]int, 0, len(reqs))
 	for i, r := range reqs {
-		if err := r.validate(fmt.Sprintf("jobs[%d]", i)); err != nil {
-			out[i].Err = &Error{Op: "enqueue batch", Kinds: []error{ErrInvalidArgument}, Detail: err}
+		if r.validate("") != nil {
+			// Again, naming the item (only now: the name costs an allocation).
+			out[i].Err = &Error{Op: "enqueue batch", Kinds: []error{ErrInvalidArgument}, Detail: r.validate(itemName(i))}
 			continue
 		}
-		keys[i] = r.IdempotencyKey
-		if keys[i] == "" {
-			keys[i] = newKey()
+		key := r.IdempotencyKey
+		if key == "" {
+			key = newKey()
 		}
-		m.Jobs = append(m.Jobs, r.toProto(keys[i]))
+		jobs = append(jobs, r.toProto(key))
+		keys = append(keys, key)
 		idx = append(idx, i)
 	}
 	if len(idx) == 0 {
 		return out, nil
 	}
+	results, err := c.enqueueBatchWire(ctx, jobs, keys)
+	if err != nil {
+		return nil, err
+	}
+	for wi, res := range results {
+		i := idx[wi]
+		if res.Err != nil && wi != i {
+			// The server numbers items as sent; name them as the caller did.
+			res.Err = renameItemField(res.Err, itemName(wi), itemName(i))
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+func itemName(i int) string { return "jobs[" + strconv.Itoa(i) + "]" }
+
+// enqueueBatchWire sends jobs (already in wire form, keys[i] being the
+// idempotency key of jobs[i]) in one EnqueueBatch call, retried whole, and
+// returns one result per job; errors name items "jobs[i]" as sent.
+func (c *Client) enqueueBatchWire(ctx context.Context, jobs []*seppv1.EnqueueRequest, keys []string) ([]BatchResult, error) {
+	m := &seppv1.EnqueueBatchRequest{Jobs: jobs}
+	out := make([]BatchResult, len(jobs))
 	err := c.call(ctx, "enqueue batch", retrySafe, 0, func(ctx context.Context, a *attempt) error {
 		resp, err := c.queueService(a).EnqueueBatch(ctx, m, c.opts.callOptions...)
 		if err != nil {
 			return err
 		}
 		c.confirmLeader(a.addr)
-		if got := len(resp.GetResults()); got != len(idx) {
+		if got := len(resp.GetResults()); got != len(jobs) {
 			return &Error{Op: "enqueue batch", Kinds: []error{ErrInternal},
-				Message: fmt.Sprintf("server answered %d results for %d jobs", got, len(idx))}
+				Message: fmt.Sprintf("server answered %d results for %d jobs", got, len(jobs))}
 		}
-		for wi, r := range resp.GetResults() {
-			i := idx[wi]
+		for i, r := range resp.GetResults() {
 			if ie := r.GetError(); ie != nil {
-				// The server numbers items as sent; name them as the caller did.
-				out[i] = BatchResult{Err: renameItemField(itemError("enqueue", ie), fmt.Sprintf("jobs[%d]", wi), fmt.Sprintf("jobs[%d]", i))}
+				out[i] = BatchResult{Err: itemError("enqueue", ie)}
 				continue
 			}
 			e := r.GetEnqueued()

@@ -89,23 +89,43 @@ func backoffToProto(b engine.Backoff) seppv1.RetryBackoff {
 }
 
 func jobToProto(j engine.Job) *seppv1.Job {
-	out := &seppv1.Job{
-		Id:            uint64(j.ID),
-		Queue:         j.Queue,
-		JobType:       j.JobType,
-		Payload:       j.Payload,
-		Priority:      j.Priority,
-		State:         jobStateToProto(j.State),
-		EnqueuedAt:    timestampOrNil(j.EnqueuedAt),
-		ScheduledAt:   timestampOrNil(j.ScheduledAt),
-		NextAttemptAt: timestampOrNil(j.NextAttemptAt),
-		Attempt:       j.Attempt,
-		MaxAttempts:   j.MaxAttempts,
-		Custom:        j.Custom,
-		WorkerId:      j.WorkerID,
-		LeaseDeadline: timestampOrNil(j.LeaseDeadline),
-		LastReason:    j.LastReason,
+	out := &seppv1.Job{}
+	fillJob(out, j, nil)
+	return out
+}
+
+// timestamps hands out timestamps from one allocation (nil: one each).
+type timestamps struct{ slab []timestamppb.Timestamp }
+
+func (ts *timestamps) of(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
 	}
+	if ts == nil || len(ts.slab) == cap(ts.slab) {
+		return timestamppb.New(t)
+	}
+	ts.slab = ts.slab[:len(ts.slab)+1]
+	out := &ts.slab[len(ts.slab)-1]
+	out.Seconds, out.Nanos = t.Unix(), int32(t.Nanosecond())
+	return out
+}
+
+func fillJob(out *seppv1.Job, j engine.Job, ts *timestamps) {
+	out.Id = uint64(j.ID)
+	out.Queue = j.Queue
+	out.JobType = j.JobType
+	out.Payload = j.Payload
+	out.Priority = j.Priority
+	out.State = jobStateToProto(j.State)
+	out.EnqueuedAt = ts.of(j.EnqueuedAt)
+	out.ScheduledAt = ts.of(j.ScheduledAt)
+	out.NextAttemptAt = ts.of(j.NextAttemptAt)
+	out.Attempt = j.Attempt
+	out.MaxAttempts = j.MaxAttempts
+	out.Custom = j.Custom
+	out.WorkerId = j.WorkerID
+	out.LeaseDeadline = ts.of(j.LeaseDeadline)
+	out.LastReason = j.LastReason
 	for _, a := range j.History {
 		out.History = append(out.History, &seppv1.JobAttempt{
 			Attempt:  a.Attempt,
@@ -115,22 +135,30 @@ func jobToProto(j engine.Job) *seppv1.Job {
 			Reason:   a.Reason,
 		})
 	}
-	return out
 }
 
-func deliveryToProto(d engine.Delivery, workerID string) *seppv1.ReservedJob {
-	return &seppv1.ReservedJob{
-		Ctx: &seppv1.JobContext{
-			JobId:         uint64(d.Job.ID),
-			LeaseToken:    uint64(d.LeaseToken),
-			Attempt:       d.Attempt,
-			MaxAttempts:   d.MaxAttempts,
-			LeaseDeadline: timestampOrNil(d.LeaseDeadline),
-			Queue:         d.Job.Queue,
-			WorkerId:      workerID,
-		},
-		Job: jobToProto(d.Job),
+// deliveriesToProto converts a reserve's deliveries with a few allocations
+// for the whole batch rather than several per job.
+func deliveriesToProto(ds []engine.Delivery, workerID string) []*seppv1.ReservedJob {
+	out := make([]*seppv1.ReservedJob, len(ds))
+	reserved := make([]seppv1.ReservedJob, len(ds))
+	ctxs := make([]seppv1.JobContext, len(ds))
+	jobs := make([]seppv1.Job, len(ds))
+	ts := &timestamps{slab: make([]timestamppb.Timestamp, 0, 5*len(ds))}
+	for i, d := range ds {
+		c := &ctxs[i]
+		c.JobId = uint64(d.Job.ID)
+		c.LeaseToken = uint64(d.LeaseToken)
+		c.Attempt = d.Attempt
+		c.MaxAttempts = d.MaxAttempts
+		c.LeaseDeadline = ts.of(d.LeaseDeadline)
+		c.Queue = d.Job.Queue
+		c.WorkerId = workerID
+		fillJob(&jobs[i], d.Job, ts)
+		reserved[i].Ctx, reserved[i].Job = c, &jobs[i]
+		out[i] = &reserved[i]
 	}
+	return out
 }
 
 func deadLetterToProto(r engine.DeadLetterRecord) *seppv1.DeadLetterRecord {

@@ -144,6 +144,51 @@ func TestReserve_LongPoll(t *testing.T) {
 		}
 		reserveOne(t, env, "q")
 	})
+	t.Run("OneJobWakesOneProposal", func(t *testing.T) {
+		// Every waiter wakes on the enqueue, but only as many propose as
+		// there are Ready jobs to ask for: one job, one reserve entry.
+		env := start(t, nil)
+		const waiters = 4
+		initial := make(chan struct{})
+		var mu sync.Mutex
+		reserves := 0
+		env.Backend.FailWith(func(op string) error {
+			if op == "Reserve" {
+				mu.Lock()
+				if reserves++; reserves == waiters {
+					close(initial) // every call's first reserve has been proposed
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+		ctx, cancel := context.WithCancel(ctxT(t))
+		results := make(chan reserveResult, waiters)
+		for range waiters {
+			go func() {
+				resp, err := env.Queue.Reserve(ctx, &seppv1.ReserveRequest{Queue: "q", WorkerId: "w", Max: 1, Wait: long})
+				results <- reserveResult{resp, err}
+			}()
+		}
+		awaitSignal(t, initial, "every reserve to find the queue empty")
+		id := enqueue(t, env, &seppv1.EnqueueRequest{Queue: "q"}).GetJobId()
+		r := awaitReserve(t, results)
+		if r.err != nil || len(r.resp.GetJobs()) != 1 || r.resp.GetJobs()[0].GetCtx().GetJobId() != id {
+			t.Fatalf("long-poll = %v, %v; want job %d", r.resp, r.err, id)
+		}
+		cancel()
+		for range waiters - 1 {
+			requireCode(t, awaitReserve(t, results).err, codes.Canceled)
+		}
+		mu.Lock()
+		proposed := reserves
+		mu.Unlock()
+		// The first reserve of each call is proposed at once (it may be a
+		// retry that must replay its reservation), then one for the job.
+		if proposed != waiters+1 {
+			t.Errorf("%d waiting reserves and one job: %d reserves proposed, want %d", waiters, proposed, waiters+1)
+		}
+	})
 	t.Run("ConcurrentWaitsAreCapped", func(t *testing.T) {
 		env := rpctest.Start(t, nil, rpc.Options{MaxConcurrentLongPolls: 1})
 		waiting := waitingSignal(env)

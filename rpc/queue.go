@@ -3,7 +3,9 @@ package rpc
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -38,17 +40,20 @@ func enqueueResultToProto(r engine.EnqueueResult) *seppv1.EnqueueResponse {
 }
 
 func (s *queueService) EnqueueBatch(ctx context.Context, req *seppv1.EnqueueBatchRequest) (*seppv1.EnqueueBatchResponse, error) {
-	if len(req.GetJobs()) == 0 {
+	jobs := req.GetJobs()
+	if len(jobs) == 0 {
 		return nil, invalidField("jobs", "1..max_batch_size", "needs at least one job")
 	}
 	// Items the rpc layer rejects fail alone, like items the engine
 	// rejects; the rest go to the engine in one proposal.
-	results := make([]*seppv1.EnqueueBatchResult, len(req.GetJobs()))
-	params := make([]engine.EnqueueParams, 0, len(req.GetJobs()))
-	positions := make([]int, 0, len(req.GetJobs()))
-	for i, item := range req.GetJobs() {
-		p, err := enqueueParams("jobs["+itoa(i)+"].", item)
+	results := make([]*seppv1.EnqueueBatchResult, len(jobs))
+	params := make([]engine.EnqueueParams, 0, len(jobs))
+	positions := make([]int, 0, len(jobs))
+	for i, item := range jobs {
+		p, err := enqueueParams("", item)
 		if err != nil {
+			// Again, naming the item (only now: the name costs allocations).
+			_, err = enqueueParams(itemPrefix(i), item)
 			results[i] = &seppv1.EnqueueBatchResult{Outcome: &seppv1.EnqueueBatchResult_Error{Error: itemErrorFor(err)}}
 			continue
 		}
@@ -63,17 +68,31 @@ func (s *queueService) EnqueueBatch(ctx context.Context, req *seppv1.EnqueueBatc
 		if len(items) != len(params) {
 			return nil, errors.New("enqueue batch: backend returned " + itoa(len(items)) + " results for " + itoa(len(params)) + " items")
 		}
+		// The results of a batch are allocated together, not three
+		// objects per job.
+		var (
+			outs     = make([]seppv1.EnqueueBatchResult, len(items))
+			enqueued = make([]seppv1.EnqueueBatchResult_Enqueued, len(items))
+			resps    = make([]seppv1.EnqueueResponse, len(items))
+		)
 		for k, item := range items {
 			i := positions[k]
 			if item.Err != nil {
-				results[i] = &seppv1.EnqueueBatchResult{Outcome: &seppv1.EnqueueBatchResult_Error{Error: itemErrorFor(prefixField("jobs["+itoa(i)+"].", item.Err))}}
+				results[i] = &seppv1.EnqueueBatchResult{Outcome: &seppv1.EnqueueBatchResult_Error{Error: itemErrorFor(prefixField(itemPrefix(i), item.Err))}}
 				continue
 			}
-			results[i] = &seppv1.EnqueueBatchResult{Outcome: &seppv1.EnqueueBatchResult_Enqueued{Enqueued: enqueueResultToProto(item.Result)}}
+			r := &resps[k]
+			r.JobId, r.State, r.Duplicate = uint64(item.Result.JobID), jobStateToProto(item.Result.State), item.Result.Duplicate
+			enqueued[k].Enqueued = r
+			outs[k].Outcome = &enqueued[k]
+			results[i] = &outs[k]
 		}
 	}
 	return &seppv1.EnqueueBatchResponse{Results: results}, nil
 }
+
+// itemPrefix names item i of a batch in a field path: "jobs[3].".
+func itemPrefix(i int) string { return "jobs[" + itoa(i) + "]." }
 
 // renameField makes a whole-request engine FieldError name the request's
 // field (the engine calls a batch "items"; the API calls it "jobs").
@@ -122,11 +141,7 @@ func (s *queueService) Reserve(ctx context.Context, req *seppv1.ReserveRequest) 
 			return nil, err
 		}
 	}
-	out := &seppv1.ReserveResponse{Jobs: make([]*seppv1.ReservedJob, len(ds))}
-	for i, d := range ds {
-		out.Jobs[i] = deliveryToProto(d, p.WorkerID)
-	}
-	return out, nil
+	return &seppv1.ReserveResponse{Jobs: deliveriesToProto(ds, p.WorkerID)}, nil
 }
 
 // longPoll waits up to wait for a job of p.Queue after a reserve found none.
@@ -154,20 +169,24 @@ func (s *queueService) longPoll(ctx context.Context, p engine.ReserveParams, wai
 	const maxEmptyProposals = 2
 	emptyProposals := 0
 	for {
-		// Take the channel before looking, so an entry applied between
-		// the look and the wait still wakes us.
-		applied := s.b.Applied()
-		if emptyProposals < maxEmptyProposals && s.readyToReserve(ctx, p.Queue) {
-			ds, err := s.b.Reserve(ctx, p)
-			if err != nil || len(ds) > 0 {
-				return ds, err
+		// Take the channels before looking, so an entry applied (or a
+		// claim released) between the look and the wait still wakes us.
+		applied, released := s.b.Applied(), s.polls.changed()
+		if emptyProposals < maxEmptyProposals {
+			if ready := s.readyToReserve(ctx, p.Queue); ready > 0 && s.polls.claim(p.Queue, ready, p.N) {
+				ds, err := s.b.Reserve(ctx, p)
+				s.polls.release(p.Queue, p.N)
+				if err != nil || len(ds) > 0 {
+					return ds, err
+				}
+				emptyProposals++
+				continue
 			}
-			emptyProposals++
-			continue
 		}
 		select {
 		case <-applied:
 			emptyProposals = 0
+		case <-released:
 		case <-timer.C:
 			return nil, nil
 		case <-ctx.Done():
@@ -176,23 +195,73 @@ func (s *queueService) longPoll(ctx context.Context, p engine.ReserveParams, wai
 	}
 }
 
-// readyToReserve reports whether this node's applied state shows Ready jobs
-// on an unpaused queue. A queue the engine does not know yet has none.
-func (s *queueService) readyToReserve(ctx context.Context, queue string) bool {
-	var ready bool
+// pollClaims keeps the waiting Reserves of a queue from all proposing for
+// the same few jobs: a waiter proposes only while the Ready jobs this node
+// sees outnumber the jobs the waiters already proposing have asked for.
+// One new job wakes every waiter, but only one of them spends a log entry
+// on it; the others go back to waiting. (Reserves that do not wait never
+// claim: they propose at once, as before.)
+type pollClaims struct {
+	mu      sync.Mutex
+	claimed map[string]int
+	ch      chan struct{} // closed and replaced when a claim is released
+}
+
+func newPollClaims() *pollClaims {
+	return &pollClaims{claimed: map[string]int{}, ch: make(chan struct{})}
+}
+
+// changed returns a channel closed at the next release.
+func (c *pollClaims) changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ch
+}
+
+// claim reserves n of queue's ready jobs for one waiter's proposal; false
+// when the waiters already proposing have asked for all of them.
+func (c *pollClaims) claim(queue string, ready, n int) bool {
+	n = max(n, 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.claimed[queue] >= ready {
+		return false
+	}
+	c.claimed[queue] += n
+	return true
+}
+
+func (c *pollClaims) release(queue string, n int) {
+	n = max(n, 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.claimed[queue] -= n; c.claimed[queue] <= 0 {
+		delete(c.claimed, queue)
+	}
+	close(c.ch)
+	c.ch = make(chan struct{})
+}
+
+// readyToReserve returns how many Ready jobs this node's applied state
+// shows on queue, 0 when it is paused. A queue the engine does not know yet
+// has none.
+func (s *queueService) readyToReserve(ctx context.Context, queue string) int {
+	var ready int
 	err := s.b.Read(ctx, true, func(e *engine.Engine) error {
 		qs, err := e.QueueStats(s.now(), queue)
 		if err != nil {
 			return err
 		}
-		ready = qs.Ready > 0 && !qs.Paused
+		if !qs.Paused {
+			ready = int(qs.Ready)
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, engine.ErrNotFound) && !errors.Is(err, engine.ErrUnknownQueue) {
 		// A failed local read must not stall the poll: let the
 		// proposal decide (it fails properly if the node is unwell).
 		s.log.Debug("long-poll ready check failed", "queue", queue, "error", err)
-		return true
+		return math.MaxInt
 	}
 	return ready
 }
