@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
@@ -76,9 +77,13 @@ type Client struct {
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn
 	leader string // the address believed to lead; "" when unknown
-	next   int    // rotation over the known addresses when the leader is unknown
-	known  []string
-	closed bool
+	// forwarders maps a node that answered by forwarding to the leader
+	// (leaderHeader) to that leader: a success from it does not make it
+	// the leader in the client's eyes.
+	forwarders map[string]string
+	next       int // rotation over the known addresses when the leader is unknown
+	known      []string
+	closed     bool
 
 	acks acker // coalesces concurrent Acks
 }
@@ -99,7 +104,7 @@ func New(ctx context.Context, addrs []string, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	c := &Client{opts: o, conns: make(map[string]*grpc.ClientConn)}
+	c := &Client{opts: o, conns: make(map[string]*grpc.ClientConn), forwarders: make(map[string]string)}
 	c.acks.c = c
 	for _, a := range addrs {
 		a = strings.TrimSpace(a)
@@ -167,7 +172,7 @@ func (c *Client) connLocked(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := c.conns[addr]; ok {
 		return cc, nil
 	}
-	dial := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	dial := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithChainUnaryInterceptor(c.noteForwarding(addr))}
 	dial = append(dial, c.opts.dialOptions...)
 	cc, err := grpc.NewClient(addr, dial...)
 	if err != nil {
@@ -223,11 +228,41 @@ func (c *Client) forgetLocked(addr string) {
 	}
 }
 
-// confirmLeader records that addr answered a leader-only call.
+// confirmLeader records that addr answered a leader-only call: addr leads,
+// or, when it forwarded the call, the leader it named does.
 func (c *Client) confirmLeader(addr string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if l, ok := c.forwarders[addr]; ok {
+		c.leader = l
+		return
+	}
 	c.leader = addr
+}
+
+// leaderHeader is the response header a follower sets when it forwarded
+// the call to the leader: the leader's gRPC address (rpc.LeaderAddrHeader).
+const leaderHeader = "sepp-leader-grpc-addr"
+
+// noteForwarding records, for every answer from addr, whether addr served
+// it itself or forwarded it to the leader, so that the next calls go to the
+// leader directly and skip the extra hop.
+func (c *Client) noteForwarding(addr string) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		var md metadata.MD
+		err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Header(&md))...)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if v := md.Get(leaderHeader); len(v) > 0 && v[0] != "" && v[0] != addr {
+			c.forwarders[addr] = v[0]
+		} else {
+			delete(c.forwarders, addr)
+		}
+		return nil
+	}
 }
 
 // retryPolicy says which failures a call may retry.

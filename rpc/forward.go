@@ -22,6 +22,11 @@ import (
 // leader change while the call travels ends in NotLeader, not in a loop.
 const ForwardedFromHeader = "sepp-forwarded-from"
 
+// LeaderAddrHeader is set on the answer to a forwarded call: the leader's
+// gRPC address, so that a client that knows it can skip the extra hop next
+// time (the Go client does).
+const LeaderAddrHeader = "sepp-leader-grpc-addr"
+
 // Forwarder lets a follower serve what only the leader can: a QueueService
 // or AdminService call that the follower answers with NotLeader (nothing
 // was applied, so sending it on is safe) is sent to the leader it names,
@@ -144,6 +149,8 @@ func (f *Forwarder) forward(ctx context.Context, md metadata.MD, method string, 
 		}
 		return nil, err
 	}
+	// Best effort: a header that cannot be set costs the client a hop.
+	_ = grpc.SetHeader(ctx, metadata.Pairs(LeaderAddrHeader, addr))
 	return resp, nil
 }
 

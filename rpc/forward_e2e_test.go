@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/sepp-io/sepp/client"
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/cluster/clustertest"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
@@ -163,6 +164,20 @@ func TestFollowerForwardsToLeader(t *testing.T) {
 			t.Fatalf("%s through the follower: %v, want Unavailable naming the leader %s", tc.name, err, addrs[leader])
 		}
 	}
+	// The forwarded answer names the leader: the Go client, given only the
+	// follower's address, sends its next calls to the leader directly.
+	cli, err := client.New(ctx, []string{addrs[follower]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Enqueue(ctx, client.NewEnqueueRequest("fq", "t")); err != nil {
+		t.Fatalf("client enqueue through the follower: %v", err)
+	}
+	if got := cli.Leader(); got != addrs[leader] {
+		t.Fatalf("client believes %q leads after a forwarded call, want the leader %q", got, addrs[leader])
+	}
+
 	// Bad input is still refused with its own code.
 	if _, err := qc.Enqueue(callCtx, &seppv1.EnqueueRequest{Queue: "", JobType: "t"}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("invalid enqueue through the follower: %v, want InvalidArgument", err)
