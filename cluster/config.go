@@ -111,7 +111,7 @@ type Config struct {
 
 // DefaultConfig returns LAN defaults: a heartbeat and election timeout of
 // 100ms (a killed leader is replaced in about 0.2-0.3s), group commit of up
-// to 128 commands or 512 KiB per entry with 8 entries in flight, and a
+// to 128 commands or 512 KiB per entry with 4 entries in flight, and a
 // lease grace of 5s. Engine takes the engine's default limits.
 func DefaultConfig() Config {
 	return Config{
@@ -127,7 +127,7 @@ func DefaultConfig() Config {
 		MaxAppendEntries:     64,
 		WALSegmentSize:       64 << 20,
 		MaxCommandsPerEntry:  128,
-		MaxEntriesInFlight:   8,
+		MaxEntriesInFlight:   4,
 		MaxEntryBytes:        512 << 10,
 		ApplyEnqueueTimeout:  2 * time.Second,
 		LeaseGrace:           5 * time.Second,

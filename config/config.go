@@ -325,7 +325,7 @@ func Default() Config {
 			LeaseGraceMS:           5000,
 			StoreWriteTimeoutMS:    5000,
 			MaxCommandsPerEntry:    128,
-			MaxEntriesInFlight:     64,
+			MaxEntriesInFlight:     4,
 			SnapshotsRetained:      2,
 			TrailingLogs:           10240,
 			ShutdownTransferWaitMS: 2000,
