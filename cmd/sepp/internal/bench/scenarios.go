@@ -10,7 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/sepp-io/sepp/client"
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
 // produce: N enqueues with a window of outstanding requests through the
@@ -76,9 +80,58 @@ func (r *runner) latency(ctx context.Context) error {
 	r.add("sync_enqueue_p50", ms(percentile(lat, 0.50)), "ms")
 	r.add("sync_enqueue_p99", ms(percentile(lat, 0.99)), "ms")
 	r.add("sync_enqueue_p999", ms(percentile(lat, 0.999)), "ms")
+	if err := r.followerLatency(ctx, queue); err != nil {
+		return err
+	}
 	if _, err := r.drainQueue(ctx, queue); err != nil {
 		return err
 	}
+	return nil
+}
+
+// followerLatency times sync enqueues sent to a follower, which forwards
+// them to the leader (server.forward_to_leader): what a client pinned to one
+// node, or behind a load balancer, sees. A plain gRPC stub, not the Go
+// client, which would move to the leader after the first answer.
+func (r *runner) followerLatency(ctx context.Context, queue string) error {
+	st, err := r.cli.ClusterStatus(ctx)
+	if err != nil {
+		return err
+	}
+	addr := ""
+	for _, m := range st.Members {
+		if !m.Leader && m.Node.GRPCAddr != "" {
+			addr = m.Node.GRPCAddr
+			break
+		}
+	}
+	if addr == "" {
+		r.progress("no follower: sync enqueue latency through a follower skipped")
+		return nil
+	}
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	qc := seppv1.NewQueueServiceClient(cc)
+	lat := make([]time.Duration, 0, r.opts.Latency)
+	var count atomic.Int64
+	stop := r.ticker(ctx, "sync enqueues through follower "+addr, &count, int64(r.opts.Latency))
+	defer stop()
+	for i := 0; i < r.opts.Latency; i++ {
+		req := &seppv1.EnqueueRequest{Queue: queue, JobType: "bench", Payload: r.payload(uint64(r.opts.Latency+i), time.Now())}
+		t0 := time.Now()
+		if _, err := qc.Enqueue(ctx, req); err != nil {
+			return fmt.Errorf("enqueue through follower %s: %w", addr, err)
+		}
+		lat = append(lat, time.Since(t0))
+		count.Add(1)
+	}
+	sortDurations(lat)
+	r.add("sync_enqueue_follower_p50", ms(percentile(lat, 0.50)), "ms")
+	r.add("sync_enqueue_follower_p99", ms(percentile(lat, 0.99)), "ms")
+	r.add("sync_enqueue_follower_p999", ms(percentile(lat, 0.999)), "ms")
 	return nil
 }
 
