@@ -16,7 +16,7 @@ func TestStorageAndForwardingKeys(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, toml, wantErr string
-		check           func(Config) bool
+		check               func(Config) bool
 	}{
 		{name: "wal", toml: "[storage]\nlog_store = \"wal\"\n", check: func(c Config) bool { return c.Storage.LogStore == "wal" }},
 		{name: "bolt", toml: "[storage]\nlog_store = \"bolt\"\n", check: func(c Config) bool { return c.Storage.LogStore == "bolt" }},
