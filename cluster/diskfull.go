@@ -143,13 +143,18 @@ func (w *diskWatch) explain(err error) error {
 type diskFullLogStore struct {
 	raft.LogStore
 	w *diskWatch
+	// writes counts log writes (each one fsync'd batch of entries), for
+	// Node.LogWrites.
+	writes atomic.Uint64
 }
 
 func (s *diskFullLogStore) StoreLog(l *raft.Log) error {
+	s.writes.Add(1)
 	return s.w.observe("store log", s.LogStore.StoreLog(l), logBytes(l), true)
 }
 
 func (s *diskFullLogStore) StoreLogs(logs []*raft.Log) error {
+	s.writes.Add(1)
 	return s.w.observe("store logs", s.LogStore.StoreLogs(logs), logBytes(logs...), true)
 }
 

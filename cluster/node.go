@@ -32,6 +32,7 @@ type Node struct {
 	fsm       *fsm.FSM
 	transport raft.Transport
 	stores    *raftStores // store.go
+	logStore  *diskFullLogStore
 	prop      *proposer
 	disk      diskWatch // diskfull.go: names a full disk in what clients see
 
@@ -134,6 +135,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: log cache: %w", err)
 	}
 	cached := &diskFullLogStore{LogStore: cache, w: &n.disk}
+	n.logStore = cached
 	stable := &diskFullStableStore{StableStore: stores.stable, w: &n.disk}
 	snapDir := filepath.Join(cfg.DataDir, "snapshots")
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, logger.Named("snapshots"))
@@ -425,6 +427,10 @@ func (n *Node) Snapshot() error {
 
 // RaftStats are raft's own counters (last_snapshot_index, fsm_pending...).
 func (n *Node) RaftStats() map[string]string { return n.raft.Stats() }
+
+// LogWrites counts this node's writes to its log store: each is one batch
+// of entries and one fsync.
+func (n *Node) LogWrites() uint64 { return n.logStore.writes.Load() }
 
 // ProposerStats counts the log entries this node's proposer submitted and
 // the commands they carried; commands/entries is the group-commit factor.
