@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -19,6 +20,7 @@ import (
 // raft-boltdb with fsync on every write, DefaultConfig's LAN timeouts.
 //
 //	go test -run '^$' -bench . -benchtime 20000x ./cluster/   (Enqueue)
+//	SEPP_BENCH_LOG_STORE=bolt go test ...                       (on raft-boltdb)
 //	go test -run '^$' -bench 'Failover|Transfer' -benchtime 5x ./cluster/
 
 func productionTimeouts(_ int, cfg *cluster.Config) {
@@ -29,6 +31,7 @@ func productionTimeouts(_ int, cfg *cluster.Config) {
 	cfg.LeaseGrace = d.LeaseGrace
 	cfg.TickMaxWait = d.TickMaxWait
 	cfg.SnapshotInterval = d.SnapshotInterval
+	cfg.LogStore = os.Getenv("SEPP_BENCH_LOG_STORE")
 }
 
 var benchPayload = make([]byte, 100)
