@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -137,6 +139,13 @@ func (f *Forwarder) forward(ctx context.Context, md metadata.MD, method string, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNotSent, err)
 	}
+	// Send only over a connection that is up: a leader this node cannot
+	// reach (an address only clients can use, a node just gone) leaves the
+	// caller the NotLeader answer, which is certain, instead of an
+	// Unavailable that would read as "may have been applied".
+	if err := awaitReady(ctx, cc, connectWait); err != nil {
+		return nil, fmt.Errorf("%w: leader %s: %v", errNotSent, addr, err)
+	}
 	resp := out.New().Interface()
 	callCtx := metadata.NewOutgoingContext(ctx, forwardedMetadata(md, f.self))
 	opts := []grpc.CallOption{}
@@ -152,6 +161,30 @@ func (f *Forwarder) forward(ctx context.Context, md metadata.MD, method string, 
 	// Best effort: a header that cannot be set costs the client a hop.
 	_ = grpc.SetHeader(ctx, metadata.Pairs(LeaderAddrHeader, addr))
 	return resp, nil
+}
+
+// connectWait bounds how long a forward waits for its connection to the
+// leader to come up.
+const connectWait = 250 * time.Millisecond
+
+// awaitReady waits, up to d, for cc to be connected; it fails at once when
+// the last connection attempt failed.
+func awaitReady(ctx context.Context, cc *grpc.ClientConn, d time.Duration) error {
+	cc.Connect()
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		switch st := cc.GetState(); st {
+		case connectivity.Ready:
+			return nil
+		case connectivity.TransientFailure, connectivity.Shutdown:
+			return fmt.Errorf("connection %s", st)
+		default:
+			if !cc.WaitForStateChange(wctx, st) {
+				return fmt.Errorf("not connected within %s", d)
+			}
+		}
+	}
 }
 
 // output finds the response type of a method in the registry of the

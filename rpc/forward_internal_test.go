@@ -1,0 +1,56 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
+)
+
+// A leader this node cannot connect to is not sent the call: forward
+// reports errNotSent, so the caller keeps the certain NotLeader answer
+// rather than an Unavailable that reads as "may have been applied".
+func TestForward_UnreachableLeaderIsNotSent(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now: connections are refused
+
+	f := NewForwarder("n1", grpc.WithTransportCredentials(insecure.NewCredentials()))
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = f.forward(ctx, metadata.MD{}, "/sepp.v1.QueueService/Enqueue", &seppv1.EnqueueRequest{Queue: "q", JobType: "t"}, addr)
+	if !errors.Is(err, errNotSent) {
+		t.Fatalf("forward to a refused address: %v, want errNotSent", err)
+	}
+}
+
+func TestForwardedMetadata_DropsTransportHeaders(t *testing.T) {
+	in := metadata.MD{
+		":authority":    {"x"},
+		"content-type":  {"application/grpc"},
+		"user-agent":    {"grpc-go"},
+		"grpc-timeout":  {"1S"},
+		"authorization": {"Bearer t"},
+		"x-trace":       {"abc"},
+	}
+	out := forwardedMetadata(in, "n2")
+	for _, k := range []string{":authority", "content-type", "user-agent", "grpc-timeout"} {
+		if _, ok := out[k]; ok {
+			t.Errorf("%s was forwarded", k)
+		}
+	}
+	if out.Get("authorization")[0] != "Bearer t" || out.Get("x-trace")[0] != "abc" || out.Get(ForwardedFromHeader)[0] != "n2" {
+		t.Fatalf("forwarded metadata %v", out)
+	}
+}
