@@ -26,6 +26,7 @@ const (
 	DefaultAttemptTimeout = 10 * time.Second
 	DefaultBackoffBase    = 5 * time.Millisecond
 	DefaultBackoffMax     = 100 * time.Millisecond
+	DefaultLeaderProbe    = 300 * time.Millisecond
 )
 
 // Option configures a Client.
@@ -38,6 +39,7 @@ type options struct {
 	backoffMax     time.Duration
 	dialOptions    []grpc.DialOption
 	callOptions    []grpc.CallOption
+	leaderProbe    time.Duration
 }
 
 // WithRetryTimeout bounds how long one call keeps retrying through a
@@ -49,6 +51,15 @@ func WithRetryTimeout(d time.Duration) Option { return func(o *options) { o.retr
 // that hangs without closing its connection is left for another. A long-poll
 // reserve gets its wait on top.
 func WithAttemptTimeout(d time.Duration) Option { return func(o *options) { o.attemptTimeout = d } }
+
+// WithLeaderProbe sets how long an attempt may go unanswered before the
+// client asks the other nodes who leads (default 300ms, then again at that
+// interval; a long-poll reserve's wait comes first). When another node
+// names a different leader, the attempt is abandoned (its outcome unknown,
+// as after a timeout) and the call retried there: a leader that froze or
+// was cut off costs about an election, not the attempt timeout. Zero turns
+// probing off.
+func WithLeaderProbe(d time.Duration) Option { return func(o *options) { o.leaderProbe = d } }
 
 // WithBackoff sets the jittered exponential backoff between retries: the
 // n-th wait is drawn from [d/2, d] with d = min(base·2ⁿ, max).
@@ -100,6 +111,7 @@ func New(ctx context.Context, addrs []string, opts ...Option) (*Client, error) {
 		attemptTimeout: DefaultAttemptTimeout,
 		backoffBase:    DefaultBackoffBase,
 		backoffMax:     DefaultBackoffMax,
+		leaderProbe:    DefaultLeaderProbe,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -356,7 +368,7 @@ func (c *Client) call(ctx context.Context, op string, policy retryPolicy, extra 
 		if c.opts.attemptTimeout > 0 {
 			actx, cancel = context.WithTimeout(ctx, c.opts.attemptTimeout+a.extraTimeout)
 		}
-		err = fn(actx, &a)
+		err = c.watchedAttempt(actx, &a, fn)
 		cancel()
 		if err == nil {
 			return nil
@@ -365,6 +377,12 @@ func (c *Client) call(ctx context.Context, op string, policy retryPolicy, extra 
 			continue // reported at the top of the loop
 		}
 		kind, notLeader := classify(err)
+		var moved *leaderMovedError
+		if errors.As(err, &moved) {
+			// Abandoned for a leader another node named: the request was
+			// sent, so its outcome is unknown, and the hint is fresh.
+			kind, notLeader = outcomeMaybeApplied, &NotLeaderError{LeaderAddr: moved.to}
+		}
 		lastErr = err
 		switch {
 		case kind == outcomeFinal:
@@ -410,6 +428,93 @@ func (c *Client) call(ctx context.Context, op string, policy retryPolicy, extra 
 		case <-t.C:
 		}
 	}
+}
+
+// leaderMovedError: an attempt abandoned because another node named a
+// different leader while the attempt's node stayed silent.
+type leaderMovedError struct {
+	from, to string
+	err      error
+}
+
+func (e *leaderMovedError) Error() string {
+	return fmt.Sprintf("%s stopped answering and %s leads now: %v", e.from, e.to, e.err)
+}
+
+func (e *leaderMovedError) Unwrap() error { return e.err }
+
+// watchedAttempt runs one attempt. If it has no answer after the probe
+// delay, a timer (no goroutine until then) asks the other nodes who leads,
+// and repeats; when one names another leader with its address, the attempt
+// is cancelled and returns *leaderMovedError.
+func (c *Client) watchedAttempt(ctx context.Context, a *attempt, fn func(ctx context.Context, a *attempt) error) error {
+	if c.opts.leaderProbe <= 0 {
+		return fn(ctx, a)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		moved string
+		timer *time.Timer
+		done  bool
+	)
+	from := a.addr
+	probe := func() {
+		leader := c.probeLeader(actx, from)
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return
+		}
+		if leader != "" && leader != from {
+			moved = leader
+			cancel()
+			return
+		}
+		timer.Reset(c.opts.leaderProbe)
+	}
+	mu.Lock()
+	timer = time.AfterFunc(a.extraTimeout+c.opts.leaderProbe, probe)
+	mu.Unlock()
+	err := fn(actx, a)
+	mu.Lock()
+	done = true
+	timer.Stop()
+	to := moved
+	mu.Unlock()
+	if err != nil && to != "" {
+		return &leaderMovedError{from: from, to: to, err: err}
+	}
+	return err
+}
+
+// probeLeader asks the known nodes other than from, one at a time with a
+// short deadline, who leads; "" when none names a leader's address.
+func (c *Client) probeLeader(ctx context.Context, from string) string {
+	c.mu.Lock()
+	var ccs []*grpc.ClientConn
+	for _, addr := range c.known {
+		if addr == from {
+			continue
+		}
+		if cc, err := c.connLocked(addr); err == nil {
+			ccs = append(ccs, cc)
+		}
+	}
+	c.mu.Unlock()
+	for _, cc := range ccs {
+		pctx, cancel := context.WithTimeout(ctx, c.opts.leaderProbe)
+		resp, err := seppv1.NewClusterServiceClient(cc).Status(pctx, &seppv1.StatusRequest{}, c.opts.callOptions...)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if addr := resp.GetLeader().GetGrpcAddr(); addr != "" {
+			return addr
+		}
+	}
+	return ""
 }
 
 func (c *Client) backoff(n int) time.Duration {

@@ -215,3 +215,46 @@ func TestFailover_LeadershipTransferred(t *testing.T) {
 		gc.t.Logf("leadership moved from n%d to n%d", old, gc.nodes.WaitLeader())
 	})
 }
+
+// TestCall_LeaderGoneSilentIsLeftForTheNewOne: the node the client sends to
+// stops answering without closing its connection (frozen, or cut off) and
+// another node names a new leader: the client abandons the attempt and
+// retries there instead of waiting out its attempt timeout (an hour here,
+// so without the probe the call could only fail with the test's deadline).
+func TestCall_LeaderGoneSilentIsLeftForTheNewOne(t *testing.T) {
+	silent := startNode(t, "silent", nil)
+	follower := startNode(t, "follower", nil)
+	leader := startNode(t, "leader", nil)
+	// The follower knows the new leader; the silent node and the leader
+	// each lead in their own eyes.
+	follower.backend.SetLeader(cluster.NodeInfo{ID: "leader", GRPCAddr: leader.addr})
+	silent.backend.setBefore(func(ctx context.Context, op string) error {
+		<-ctx.Done() // never answers while the caller waits
+		return ctx.Err()
+	})
+
+	c := newClient(t, []string{silent.addr, follower.addr, leader.addr},
+		client.WithAttemptTimeout(time.Hour), client.WithLeaderProbe(50*time.Millisecond))
+	res, err := c.Enqueue(testContext(t), client.NewEnqueueRequest("q", "t").WithIdempotencyKey("k1"))
+	if err != nil {
+		t.Fatalf("enqueue with a silent first node: %v", err)
+	}
+	if got := leader.backend.count("Enqueue"); got != 1 {
+		t.Fatalf("the named leader served %d enqueues, want 1", got)
+	}
+	if c.Leader() != leader.addr {
+		t.Fatalf("client believes %q leads, want %q", c.Leader(), leader.addr)
+	}
+	if res.JobID == 0 {
+		t.Fatal("no job id")
+	}
+
+	// With probing off, the same call waits on the silent node until the
+	// caller gives up.
+	off := newClient(t, []string{silent.addr}, client.WithAttemptTimeout(time.Hour), client.WithLeaderProbe(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := off.Enqueue(ctx, client.NewEnqueueRequest("q", "t")); err == nil {
+		t.Fatal("a silent node answered")
+	}
+}
