@@ -57,8 +57,9 @@ func WithAttemptTimeout(d time.Duration) Option { return func(o *options) { o.at
 // interval; a long-poll reserve's wait comes first). When another node
 // names a different leader, the attempt is abandoned (its outcome unknown,
 // as after a timeout) and the call retried there: a leader that froze or
-// was cut off costs about an election, not the attempt timeout. Zero turns
-// probing off.
+// was cut off costs about an election, not the attempt timeout. Calls that
+// are not safe to retry (DrainDeadLetters, TransferLeadership) are never
+// abandoned this way. Zero turns probing off.
 func WithLeaderProbe(d time.Duration) Option { return func(o *options) { o.leaderProbe = d } }
 
 // WithBackoff sets the jittered exponential backoff between retries: the
@@ -368,7 +369,13 @@ func (c *Client) call(ctx context.Context, op string, policy retryPolicy, extra 
 		if c.opts.attemptTimeout > 0 {
 			actx, cancel = context.WithTimeout(ctx, c.opts.attemptTimeout+a.extraTimeout)
 		}
-		err = c.watchedAttempt(actx, &a, fn)
+		if policy == retryNotSent {
+			// Abandoning the attempt could lose what it returns (a drain's
+			// records): it runs to its own end.
+			err = fn(actx, &a)
+		} else {
+			err = c.watchedAttempt(actx, &a, fn)
+		}
 		cancel()
 		if err == nil {
 			return nil

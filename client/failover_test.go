@@ -249,6 +249,19 @@ func TestCall_LeaderGoneSilentIsLeftForTheNewOne(t *testing.T) {
 		t.Fatal("no job id")
 	}
 
+	// A drain is never abandoned for another leader: what the silent node
+	// drained would be lost to the caller. It waits on its node.
+	drainer := newClient(t, []string{silent.addr, follower.addr, leader.addr},
+		client.WithAttemptTimeout(time.Hour), client.WithLeaderProbe(50*time.Millisecond))
+	dctx, dcancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer dcancel()
+	if _, err := drainer.DrainDeadLetters(dctx, client.DrainOptions{Queue: "q", Max: 10}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("drain through a silent node: %v, want the caller's deadline (the attempt left alone)", err)
+	}
+	if got := leader.backend.count("DrainDeadLetters") + follower.backend.count("DrainDeadLetters"); got != 0 {
+		t.Fatalf("the drain was retried on another node %d times after being abandoned", got)
+	}
+
 	// With probing off, the same call waits on the silent node until the
 	// caller gives up.
 	off := newClient(t, []string{silent.addr}, client.WithAttemptTimeout(time.Hour), client.WithLeaderProbe(0))
