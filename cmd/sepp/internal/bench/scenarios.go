@@ -63,29 +63,42 @@ func (r *runner) produce(ctx context.Context) error {
 // latency: enqueues one at a time, each waiting for its commit.
 func (r *runner) latency(ctx context.Context) error {
 	queue := queueName("latency")
-	lat := make([]time.Duration, 0, r.opts.Latency)
-	var count atomic.Int64
-	stop := r.ticker(ctx, "sync enqueues", &count, int64(r.opts.Latency))
-	defer stop()
-	for i := 0; i < r.opts.Latency; i++ {
+	err := r.timeSyncEnqueues(ctx, "sync enqueues", "sync_enqueue", func(i int) error {
 		req := client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(uint64(i), time.Now()))
-		t0 := time.Now()
-		if _, err := r.cli.Enqueue(ctx, req); err != nil {
-			return err
-		}
-		lat = append(lat, time.Since(t0))
-		count.Add(1)
+		_, err := r.cli.Enqueue(ctx, req)
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	sortDurations(lat)
-	r.add("sync_enqueue_p50", ms(percentile(lat, 0.50)), "ms")
-	r.add("sync_enqueue_p99", ms(percentile(lat, 0.99)), "ms")
-	r.add("sync_enqueue_p999", ms(percentile(lat, 0.999)), "ms")
 	if err := r.followerLatency(ctx, queue); err != nil {
 		return err
 	}
 	if _, err := r.drainQueue(ctx, queue); err != nil {
 		return err
 	}
+	return nil
+}
+
+// timeSyncEnqueues runs enqueue opts.Latency times, one after the other,
+// and reports the latency percentiles as <figure>_p50, _p99 and _p999.
+func (r *runner) timeSyncEnqueues(ctx context.Context, label, figure string, enqueue func(i int) error) error {
+	lat := make([]time.Duration, 0, r.opts.Latency)
+	var count atomic.Int64
+	stop := r.ticker(ctx, label, &count, int64(r.opts.Latency))
+	defer stop()
+	for i := 0; i < r.opts.Latency; i++ {
+		t0 := time.Now()
+		if err := enqueue(i); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+		count.Add(1)
+	}
+	sortDurations(lat)
+	r.add(figure+"_p50", ms(percentile(lat, 0.50)), "ms")
+	r.add(figure+"_p99", ms(percentile(lat, 0.99)), "ms")
+	r.add(figure+"_p999", ms(percentile(lat, 0.999)), "ms")
 	return nil
 }
 
@@ -115,24 +128,13 @@ func (r *runner) followerLatency(ctx context.Context, queue string) error {
 	}
 	defer cc.Close()
 	qc := seppv1.NewQueueServiceClient(cc)
-	lat := make([]time.Duration, 0, r.opts.Latency)
-	var count atomic.Int64
-	stop := r.ticker(ctx, "sync enqueues through follower "+addr, &count, int64(r.opts.Latency))
-	defer stop()
-	for i := 0; i < r.opts.Latency; i++ {
+	return r.timeSyncEnqueues(ctx, "sync enqueues through follower "+addr, "sync_enqueue_follower", func(i int) error {
 		req := &seppv1.EnqueueRequest{Queue: queue, JobType: "bench", Payload: r.payload(uint64(r.opts.Latency+i), time.Now())}
-		t0 := time.Now()
 		if _, err := qc.Enqueue(ctx, req); err != nil {
 			return fmt.Errorf("enqueue through follower %s: %w", addr, err)
 		}
-		lat = append(lat, time.Since(t0))
-		count.Add(1)
-	}
-	sortDurations(lat)
-	r.add("sync_enqueue_follower_p50", ms(percentile(lat, 0.50)), "ms")
-	r.add("sync_enqueue_follower_p99", ms(percentile(lat, 0.99)), "ms")
-	r.add("sync_enqueue_follower_p999", ms(percentile(lat, 0.999)), "ms")
-	return nil
+		return nil
+	})
 }
 
 // consume: reserve in batches and ack each job with a confirmed ack until
