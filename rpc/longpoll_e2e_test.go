@@ -7,10 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sepp-io/sepp/cluster"
+	"github.com/sepp-io/sepp/engine"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 	"github.com/sepp-io/sepp/rpc"
 	"github.com/sepp-io/sepp/rpc/rpctest"
@@ -147,45 +151,45 @@ func TestReserve_LongPoll(t *testing.T) {
 	t.Run("OneJobWakesOneProposal", func(t *testing.T) {
 		// Every waiter wakes on the enqueue, but only as many propose as
 		// there are Ready jobs to ask for: one job, one reserve entry.
-		env := start(t, nil)
+		// The backend holds the reserve for the job (outside its lock)
+		// until another reserve arrives, which claims must prevent, or
+		// 200ms pass: the other waiters see the job still Ready meanwhile.
 		const waiters = 4
-		initial := make(chan struct{})
-		var mu sync.Mutex
-		reserves := 0
-		env.Backend.FailWith(func(op string) error {
-			if op == "Reserve" {
-				mu.Lock()
-				if reserves++; reserves == waiters {
-					close(initial) // every call's first reserve has been proposed
-				}
-				mu.Unlock()
-			}
-			return nil
-		})
+		lb, err := rpctest.NewLocalBackend(engine.Config{Limits: engine.DefaultLimits()}, cluster.NodeInfo{ID: "node-1"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb := &heldReserves{LocalBackend: lb, holdAt: waiters + 1, another: make(chan struct{}, waiters), initial: make(chan struct{})}
+		cc, err := grpc.NewClient(rpctest.Serve(t, hb, rpc.Options{}), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		qc := seppv1.NewQueueServiceClient(cc)
 		ctx, cancel := context.WithCancel(ctxT(t))
 		results := make(chan reserveResult, waiters)
 		for range waiters {
 			go func() {
-				resp, err := env.Queue.Reserve(ctx, &seppv1.ReserveRequest{Queue: "q", WorkerId: "w", Max: 1, Wait: long})
+				resp, err := qc.Reserve(ctx, &seppv1.ReserveRequest{Queue: "q", WorkerId: "w", Max: 1, Wait: long})
 				results <- reserveResult{resp, err}
 			}()
 		}
-		awaitSignal(t, initial, "every reserve to find the queue empty")
-		id := enqueue(t, env, &seppv1.EnqueueRequest{Queue: "q"}).GetJobId()
+		awaitSignal(t, hb.initial, "every reserve to find the queue empty")
+		res, err := qc.Enqueue(ctxT(t), &seppv1.EnqueueRequest{Queue: "q", JobType: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
 		r := awaitReserve(t, results)
-		if r.err != nil || len(r.resp.GetJobs()) != 1 || r.resp.GetJobs()[0].GetCtx().GetJobId() != id {
-			t.Fatalf("long-poll = %v, %v; want job %d", r.resp, r.err, id)
+		if r.err != nil || len(r.resp.GetJobs()) != 1 || r.resp.GetJobs()[0].GetCtx().GetJobId() != res.GetJobId() {
+			t.Fatalf("long-poll = %v, %v; want job %d", r.resp, r.err, res.GetJobId())
 		}
 		cancel()
 		for range waiters - 1 {
 			requireCode(t, awaitReserve(t, results).err, codes.Canceled)
 		}
-		mu.Lock()
-		proposed := reserves
-		mu.Unlock()
 		// The first reserve of each call is proposed at once (it may be a
 		// retry that must replay its reservation), then one for the job.
-		if proposed != waiters+1 {
+		if proposed := hb.count(); proposed != waiters+1 {
 			t.Errorf("%d waiting reserves and one job: %d reserves proposed, want %d", waiters, proposed, waiters+1)
 		}
 	})
@@ -219,4 +223,41 @@ func TestReserve_LongPoll(t *testing.T) {
 			t.Fatalf("retried reserve = %v, want the same delivery as %v", b, a)
 		}
 	})
+}
+
+// heldReserves counts reserves; the holdAt-th waits, outside the backend's
+// lock, for another reserve or 200ms.
+type heldReserves struct {
+	*rpctest.LocalBackend
+	holdAt  int
+	another chan struct{}
+	initial chan struct{} // closed when holdAt-1 reserves have arrived
+
+	mu sync.Mutex
+	n  int
+}
+
+func (h *heldReserves) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+func (h *heldReserves) Reserve(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error) {
+	h.mu.Lock()
+	h.n++
+	n := h.n
+	h.mu.Unlock()
+	switch {
+	case n == h.holdAt-1:
+		close(h.initial)
+	case n == h.holdAt:
+		select {
+		case <-h.another:
+		case <-time.After(200 * time.Millisecond):
+		}
+	case n > h.holdAt:
+		h.another <- struct{}{}
+	}
+	return h.LocalBackend.Reserve(ctx, p)
 }
