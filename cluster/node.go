@@ -34,7 +34,8 @@ type Node struct {
 	stores    *raftStores // store.go
 	logStore  *diskFullLogStore
 	prop      *proposer
-	disk      diskWatch // diskfull.go: names a full disk in what clients see
+	disk      diskWatch   // diskfull.go: names a full disk in what clients see
+	crash     *crashWatch // crashwatch.go; nil unless DetectLeaderCrash with TCP
 
 	// ready is the current leadership's readiness: closed once this node,
 	// as leader of term, has run its barrier and its first commands.
@@ -105,11 +106,21 @@ func NewNode(cfg Config) (*Node, error) {
 			}
 			advertise = a
 		}
-		t, err := raft.NewTCPTransportWithLogger(cfg.RaftBindAddr, advertise, 3, 10*time.Second, logger.Named("transport"))
+		onEnd := func() {}
+		if cfg.DetectLeaderCrash {
+			n.crash = newCrashWatch() // crashwatch.go
+			onEnd = n.crash.connectionEnded
+		}
+		stream, err := newWatchedStreamLayer(cfg.RaftBindAddr, advertise, onEnd)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: raft transport on %q: %w", cfg.RaftBindAddr, err)
 		}
-		n.transport = t
+		n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream:  stream,
+			MaxPool: 3,
+			Timeout: 10 * time.Second,
+			Logger:  logger.Named("transport"),
+		})
 	}
 	n.self = NodeInfo{ID: cfg.NodeID, RaftAddr: string(n.transport.LocalAddr()), GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr}
 
@@ -206,6 +217,10 @@ func NewNode(cfg Config) (*Node, error) {
 	n.wg.Add(2)
 	go n.watchLeadership()
 	go n.watchHealth()
+	if n.crash != nil {
+		n.wg.Add(1)
+		go n.watchLeaderCrash()
+	}
 	return n, nil
 }
 
@@ -216,7 +231,7 @@ func (n *Node) Self() NodeInfo { return n.self }
 // addresses from the replicated metadata; zero when no leader is known.
 func (n *Node) Leader() NodeInfo {
 	addr, id := n.raft.LeaderWithID()
-	if id == "" {
+	if id == "" || n.crash.hides(id, n.raft.CurrentTerm()) {
 		return NodeInfo{}
 	}
 	if m, ok := n.fsm.Node(string(id)); ok {

@@ -25,6 +25,8 @@ func TestStorageAndForwardingKeys(t *testing.T) {
 		{name: "segment zero", toml: "[storage]\nwal_segment_mb = 0\n", wantErr: "storage.wal_segment_mb: must be 1..1024"},
 		{name: "segment too big", toml: "[storage]\nwal_segment_mb = 4096\n", wantErr: "storage.wal_segment_mb"},
 		{name: "no forwarding", toml: "[server]\nforward_to_leader = false\n", check: func(c Config) bool { return !c.Server.ForwardToLeader }},
+		{name: "crash detection by default", toml: "", check: func(c Config) bool { return c.Cluster.DetectLeaderCrash }},
+		{name: "no crash detection", toml: "[cluster]\ndetect_leader_crash = false\n", check: func(c Config) bool { return !c.Cluster.DetectLeaderCrash }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := Parse([]byte(c.toml))

@@ -143,6 +143,7 @@ func nodeConfig(cfg config.Config, log hclog.Logger) (cluster.Config, error) {
 	nc.MaxEntriesInFlight = cl.MaxEntriesInFlight
 	nc.LeaseGrace = ms(cl.LeaseGraceMS)
 	nc.LogStoreWriteTimeout = ms(cl.StoreWriteTimeoutMS)
+	nc.DetectLeaderCrash = cl.DetectLeaderCrash
 	nc.LogStore = cfg.Storage.LogStore
 	nc.WALSegmentSize = cfg.Storage.WALSegmentMB << 20
 	nc.Engine = ec

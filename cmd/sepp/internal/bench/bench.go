@@ -32,6 +32,7 @@ import (
 type Options struct {
 	Addrs     []string // empty: start a local three-node cluster
 	Binary    string   // sepp binary for the local cluster; empty: this one
+	Dir       string   // folder for the local cluster (kept); empty: a temporary one
 	Scenarios []string // produce, latency, consume, mixed, failover, recovery
 
 	PayloadBytes int
@@ -119,7 +120,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	addrs := opts.Addrs
 	if len(addrs) == 0 {
 		r.progress("starting a local three-node cluster (fsync on, default config)")
-		c, err := devcluster.Start(devcluster.Options{Binary: opts.Binary, Nodes: 3})
+		c, err := devcluster.Start(devcluster.Options{Binary: opts.Binary, Dir: opts.Dir, Nodes: 3})
 		if err != nil {
 			return nil, err
 		}

@@ -47,6 +47,7 @@ Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 	f.StringVar(&addrs, "addr", "", "comma-separated gRPC addresses of a running cluster (default: start a local one)")
 	f.StringVar(&scenarios, "scenarios", "all", "comma-separated: produce,latency,consume,mixed,failover,recovery")
 	f.StringVar(&o.Binary, "binary", "", "sepp binary for the local cluster (default: this one)")
+	f.StringVar(&o.Dir, "dir", "", "folder for the local cluster's configs, data and logs, kept afterwards (default: a temporary folder, removed)")
 	f.IntVar(&o.PayloadBytes, "payload", o.PayloadBytes, "payload bytes per job")
 	f.IntVar(&o.Produce, "produce", o.Produce, "jobs in the produce (and consume) scenario")
 	f.IntVar(&o.Window, "window", o.Window, "outstanding enqueues in the produce scenario")
