@@ -28,6 +28,7 @@ func (r *runner) produce(ctx context.Context) error {
 	var firstErr atomic.Value
 	stop := r.ticker(ctx, "produce", &done, int64(n))
 	var wg sync.WaitGroup
+	cpu0 := r.sampleCPU()
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		window <- struct{}{}
@@ -47,6 +48,7 @@ func (r *runner) produce(ctx context.Context) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu1 := r.sampleCPU()
 	stop()
 	if err := p.Close(ctx); err != nil {
 		return err
@@ -56,6 +58,7 @@ func (r *runner) produce(ctx context.Context) error {
 	}
 	r.add("produce_jobs", float64(n), "jobs")
 	r.add("produce_rate", float64(n)/elapsed.Seconds(), "jobs/s")
+	r.addCPUPerJob("produce", cpu0, cpu1, int64(n))
 	r.produced = queue
 	return nil
 }
@@ -152,6 +155,7 @@ func (r *runner) consume(ctx context.Context) error {
 	}
 	var acked atomic.Int64
 	stop := r.ticker(ctx, "consume", &acked, int64(total))
+	cpu0 := r.sampleCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
 	errc := make(chan error, r.opts.Consumers)
@@ -178,6 +182,7 @@ func (r *runner) consume(ctx context.Context) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu1 := r.sampleCPU()
 	stop()
 	close(errc)
 	if err := <-errc; err != nil {
@@ -185,6 +190,7 @@ func (r *runner) consume(ctx context.Context) error {
 	}
 	r.add("consume_jobs", float64(acked.Load()), "jobs")
 	r.add("consume_rate", float64(acked.Load())/elapsed.Seconds(), "jobs/s")
+	r.addCPUPerJob("consume", cpu0, cpu1, acked.Load())
 	return nil
 }
 
@@ -224,6 +230,7 @@ func (r *runner) mixed(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, r.opts.MixedProducers+r.opts.MixedWorkers)
 	stop := r.ticker(ctx, "mixed acked", &acked, 0)
+	cpu0 := r.sampleCPU()
 	start := time.Now()
 	for i := 0; i < r.opts.MixedProducers; i++ {
 		wg.Add(1)
@@ -274,6 +281,7 @@ func (r *runner) mixed(ctx context.Context) error {
 	}
 	<-runCtx.Done()
 	elapsed := time.Since(start)
+	cpu1 := r.sampleCPU()
 	wg.Wait()
 	stop()
 	close(errc)
@@ -287,6 +295,8 @@ func (r *runner) mixed(ctx context.Context) error {
 	r.add("mixed_completed_rate", float64(acked.Load())/elapsed.Seconds(), "jobs/s")
 	r.add("mixed_enqueue_rate", float64(enq.Load())/elapsed.Seconds(), "jobs/s")
 	r.add("mixed_backlog", float64(qs.Ready+qs.Scheduled+qs.Reserved), "jobs")
+	// Per enqueued-and-completed job: the mixed run does both kinds of work.
+	r.addCPUPerJob("mixed", cpu0, cpu1, (enq.Load()+acked.Load())/2)
 	if _, err := r.drainQueue(ctx, queue); err != nil {
 		return err
 	}
