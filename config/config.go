@@ -76,6 +76,29 @@ type Server struct {
 	// memory limit then triggers collections). The GOGC environment
 	// variable, when set, wins.
 	GCPercent int `toml:"gc_percent"`
+	// GCMinHeadroom is the least heap growth allowed before a collection
+	// (a size such as "128MiB"; "0" turns it off). While the live heap is
+	// small, GOGC is raised above gc_percent to give it this much room: a
+	// node whose queues drain as they fill then collects a few times a
+	// second instead of every few megabytes. A large heap runs on
+	// gc_percent alone. Ignored when GOGC is set or gc_percent is -1.
+	GCMinHeadroom string `toml:"gc_min_headroom"`
+}
+
+// GCMinHeadroomBytes interprets server.gc_min_headroom; 0 means off.
+func (s Server) GCMinHeadroomBytes() (int64, error) {
+	v := strings.TrimSpace(s.GCMinHeadroom)
+	if v == "" || v == "0" || strings.EqualFold(v, "off") {
+		return 0, nil
+	}
+	n, err := ParseSize(v)
+	if err != nil {
+		return 0, err
+	}
+	if n > 64<<30 {
+		return 0, fmt.Errorf("%d bytes is above the maximum of 64 GiB", n)
+	}
+	return n, nil
 }
 
 // DefaultGCPercent is server.gc_percent's default. The heap of a node is
@@ -319,6 +342,7 @@ func Default() Config {
 			ForwardToLeader:     true,
 			MemoryLimit:         "auto",
 			GCPercent:           DefaultGCPercent,
+			GCMinHeadroom:       "128MiB",
 		},
 		Cluster: Cluster{
 			Bootstrap:              &t,
@@ -467,6 +491,9 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := s.MemoryLimitBytes(); err != nil {
 		add("server.memory_limit: must be auto, off or a size such as 768MiB: %v", err)
+	}
+	if _, err := s.GCMinHeadroomBytes(); err != nil {
+		add("server.gc_min_headroom: %v", err)
 	}
 	if s.GCPercent < -1 || s.GCPercent == 0 || s.GCPercent > 10000 {
 		add("server.gc_percent: must be 1..10000, or -1 for off; got %d", s.GCPercent)

@@ -25,6 +25,10 @@ func TestStorageAndForwardingKeys(t *testing.T) {
 		{name: "segment zero", toml: "[storage]\nwal_segment_mb = 0\n", wantErr: "storage.wal_segment_mb: must be 1..1024"},
 		{name: "segment too big", toml: "[storage]\nwal_segment_mb = 4096\n", wantErr: "storage.wal_segment_mb"},
 		{name: "no forwarding", toml: "[server]\nforward_to_leader = false\n", check: func(c Config) bool { return !c.Server.ForwardToLeader }},
+		{name: "gc headroom default", toml: "", check: func(c Config) bool { n, err := c.Server.GCMinHeadroomBytes(); return err == nil && n == 128<<20 }},
+		{name: "gc headroom off", toml: "[server]\ngc_min_headroom = \"0\"\n", check: func(c Config) bool { n, err := c.Server.GCMinHeadroomBytes(); return err == nil && n == 0 }},
+		{name: "gc headroom 1GiB", toml: "[server]\ngc_min_headroom = \"1GiB\"\n", check: func(c Config) bool { n, err := c.Server.GCMinHeadroomBytes(); return err == nil && n == 1<<30 }},
+		{name: "gc headroom garbage", toml: "[server]\ngc_min_headroom = \"lots\"\n", wantErr: "server.gc_min_headroom"},
 		{name: "crash detection by default", toml: "", check: func(c Config) bool { return c.Cluster.DetectLeaderCrash }},
 		{name: "no crash detection", toml: "[cluster]\ndetect_leader_crash = false\n", check: func(c Config) bool { return !c.Cluster.DetectLeaderCrash }},
 	} {

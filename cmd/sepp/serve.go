@@ -163,7 +163,10 @@ func firstNonEmpty(vs ...string) string {
 // serve runs a node until ctx ends, then stops it gracefully.
 func serve(ctx context.Context, cfg config.Config) error {
 	log := newLogger(cfg.Server)
-	applyMemorySettings(cfg.Server, os.LookupEnv, cgroupMemoryLimit, log)
+	mem := applyMemorySettings(cfg.Server, os.LookupEnv, cgroupMemoryLimit, log)
+	if headroom, err := cfg.Server.GCMinHeadroomBytes(); err == nil {
+		startGCTuner(ctx, mem, uint64(headroom), log) // gctune.go
+	}
 	if addr := os.Getenv("SEPP_PPROF_ADDR"); addr != "" {
 		stopPprof, err := startPprof(addr, log)
 		if err != nil {
@@ -369,11 +372,11 @@ func decideMemorySettings(s config.Server, env func(string) (string, bool), cgro
 
 // applyMemorySettings sets the collector's memory limit and GC percent from
 // the config (see decideMemorySettings) and logs them.
-func applyMemorySettings(s config.Server, env func(string) (string, bool), cgroupLimit func() (int64, bool), log hclog.Logger) {
+func applyMemorySettings(s config.Server, env func(string) (string, bool), cgroupLimit func() (int64, bool), log hclog.Logger) memorySettings {
 	m, err := decideMemorySettings(s, env, cgroupLimit)
 	if err != nil { // Validate refuses such a config before serve starts
 		log.Warn("memory settings", "error", err)
-		return
+		return memorySettings{}
 	}
 	if m.limit > 0 {
 		debug.SetMemoryLimit(m.limit)
@@ -388,6 +391,7 @@ func applyMemorySettings(s config.Server, env func(string) (string, bool), cgrou
 	gc := debug.SetGCPercent(-1)
 	debug.SetGCPercent(gc)
 	log.Info("go runtime memory", "memory_limit", limit, "from", m.limitFrom, "gc_percent", gc, "gc_percent_from", m.percentFrom)
+	return m
 }
 
 // cgroupMemoryLimit reads the memory limit of the cgroup this process runs in
