@@ -23,33 +23,29 @@ func (r *runner) produce(ctx context.Context) error {
 	queue := queueName("produce")
 	n := r.opts.Produce
 	p := r.cli.NewProducer(client.ProducerOptions{})
-	window := make(chan struct{}, max(r.opts.Window, 1))
 	var done, failed atomic.Int64
 	var firstErr atomic.Value
+	window := newEnqueueWindow(r.opts.Window, func(_ client.EnqueueResult, err error) {
+		if err != nil {
+			failed.Add(1)
+			firstErr.CompareAndSwap(nil, err)
+			return
+		}
+		done.Add(1)
+	})
 	stop := r.ticker(ctx, "produce", &done, int64(n))
-	var wg sync.WaitGroup
 	cpu0 := r.sampleCPU()
 	start := time.Now()
-	for i := 0; i < n; i++ {
-		window <- struct{}{}
-		pe := p.EnqueueAsync(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(uint64(i), time.Now())))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := pe.Result()
-			<-window
-			if err != nil {
-				failed.Add(1)
-				firstErr.CompareAndSwap(nil, err)
-				return
-			}
-			done.Add(1)
-		}()
+	for i := 0; i < n && window.acquire(ctx); i++ {
+		window.add(p.EnqueueAsync(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(uint64(i), time.Now()))))
 	}
-	wg.Wait()
+	window.wait()
 	elapsed := time.Since(start)
 	cpu1 := r.sampleCPU()
 	stop()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := p.Close(ctx); err != nil {
 		return err
 	}
@@ -238,22 +234,16 @@ func (r *runner) mixed(ctx context.Context) error {
 			defer wg.Done()
 			p := r.cli.NewProducer(client.ProducerOptions{})
 			defer p.Close(context.Background())
-			window := make(chan struct{}, 64)
-			var seq uint64
-			for runCtx.Err() == nil {
-				select {
-				case window <- struct{}{}:
-				case <-runCtx.Done():
-					return
+			window := newEnqueueWindow(64, func(_ client.EnqueueResult, err error) {
+				if err == nil {
+					enq.Add(1)
 				}
+			})
+			defer window.wait()
+			var seq uint64
+			for runCtx.Err() == nil && window.acquire(runCtx) {
 				seq++
-				pe := p.EnqueueAsync(runCtx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(seq, time.Now())))
-				go func() {
-					if _, err := pe.Result(); err == nil {
-						enq.Add(1)
-					}
-					<-window
-				}()
+				window.add(p.EnqueueAsync(runCtx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(seq, time.Now()))))
 			}
 		}()
 	}
