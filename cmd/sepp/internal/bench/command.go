@@ -2,6 +2,9 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,7 +13,7 @@ import (
 // Command is `sepp bench`.
 func Command() *cobra.Command {
 	o := Defaults()
-	var addrs, scenarios string
+	var addrs, scenarios, cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure throughput, latency, failover and recovery of a sepp cluster",
@@ -37,6 +40,17 @@ Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 			o.Scenarios = ParseScenarios(scenarios)
 			o.Out = cmd.OutOrStdout()
 			o.Progress = cmd.ErrOrStderr()
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpu-profile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpu-profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			_, err := Run(ctx, o)
@@ -64,5 +78,6 @@ Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 	f.DurationVar(&o.FailoverAfter, "failover-after", o.FailoverAfter, "enqueueing after the fault")
 	f.IntVar(&o.RecoveryJobs, "recovery-jobs", o.RecoveryJobs, "waiting jobs for the recovery scenario")
 	f.BoolVar(&o.JSON, "json", false, "print the figures as JSON")
+	f.StringVar(&cpuProfile, "cpu-profile", "", "write a pprof CPU profile of the bench's own process (the client side) to this file")
 	return cmd
 }
