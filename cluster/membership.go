@@ -41,7 +41,10 @@ func (n *Node) raftError(op string, err error) error {
 	}
 }
 
-// Join adds node as a voter (on the leader) and replicates its metadata.
+// Join adds node as a voter (on the leader) and replicates its metadata,
+// without a command version: only the member itself can say what its binary
+// applies (Announce), so until it does the leader proposes it only commands
+// every binary applies.
 // Joining again with the same id and address is a no-op apart from the
 // metadata; a member known under the same id or address with the other one
 // changed is removed first (a node that came back with a new address).
@@ -77,6 +80,44 @@ func (n *Node) Join(ctx context.Context, node NodeInfo) error {
 	res, err := n.prop.propose(ctx, fsm.SetNodeCommand(metaFromNodeInfo(node)))
 	if err != nil {
 		return fmt.Errorf("cluster: join: replicate metadata of %s: %w", node.ID, err)
+	}
+	return res.Err
+}
+
+// Announce records, on the leader, a member's report of itself: its
+// addresses and the highest command version its binary applies (that
+// binary's fsm.CommandVersion). The leader proposes a newer command, such as
+// AckBatch's one JobAckBatch, only once every member has reported that it
+// applies it. Only the member knows what its binary applies, so Announce is
+// for the member's own report, relayed to the leader; Join, which an
+// operator runs on a member's behalf, records no version. Announce never
+// changes the raft configuration: info.ID must already be a member.
+//
+// A node reports itself today only as the first entry of each of its terms
+// as leader; a follower has no way yet to reach this method.
+func (n *Node) Announce(ctx context.Context, info NodeInfo, maxCommandVersion uint32) error {
+	if info.ID == "" || info.RaftAddr == "" {
+		return fmt.Errorf("cluster: announce: id and raft_addr are required (got id %q, raft_addr %q)", info.ID, info.RaftAddr)
+	}
+	if err := n.waitReady(ctx); err != nil {
+		return err
+	}
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return n.raftError("announce", err)
+	}
+	member := false
+	for _, s := range cf.Configuration().Servers {
+		member = member || s.ID == raft.ServerID(info.ID)
+	}
+	if !member {
+		return fmt.Errorf("cluster: announce: %q is not a member of the configuration (join it first)", info.ID)
+	}
+	meta := metaFromNodeInfo(info)
+	meta.MaxCommandVersion = maxCommandVersion
+	res, err := n.prop.propose(ctx, fsm.SetNodeCommand(meta))
+	if err != nil {
+		return fmt.Errorf("cluster: announce: replicate metadata of %s: %w", info.ID, err)
 	}
 	return res.Err
 }

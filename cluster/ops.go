@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/sepp-io/sepp/engine"
@@ -52,9 +53,11 @@ func (n *Node) Ack(ctx context.Context, ref engine.LeaseRef) error {
 	return res.Err
 }
 
-// AckBatch completes several deliveries. Each ack is its own command, so
-// each succeeds or fails on its own (errs[i], nil when acked); the commands
-// are handed to the proposer together, so they normally share one log entry
+// AckBatch completes several deliveries; each succeeds or fails on its own
+// (errs[i], nil when acked), in order, as if acked one by one. The acks
+// travel as one JobAckBatch command when every member can apply it (see
+// ackBatchCommands), else as one JobAck command each; either way they are
+// handed to the proposer together, so they normally share one log entry
 // and one disk write. A non-nil error means the call failed as a whole
 // (not the leader, shutdown, or an unknown outcome): some acks may have
 // been applied, and the caller should retry them all.
@@ -62,19 +65,91 @@ func (n *Node) AckBatch(ctx context.Context, refs []engine.LeaseRef) (errs []err
 	if err := n.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	cmds := make([]*cmdpb.Command, len(refs))
-	for i, ref := range refs {
-		cmds[i] = fsm.AckCommand(ref)
-	}
+	cmds, batched := n.ackBatchCommands(refs)
 	results, err := n.prop.proposeAll(ctx, cmds...)
 	if err != nil {
 		return nil, err
 	}
-	errs = make([]error, len(refs))
+	if !batched {
+		errs = make([]error, len(refs))
+		for i, res := range results {
+			errs[i] = res.Err
+		}
+		return errs, nil
+	}
+	errs = make([]error, 0, len(refs))
 	for i, res := range results {
-		errs[i] = res.Err
+		want := len(cmds[i].GetJobAckBatch().GetRefs())
+		switch {
+		case res.Err != nil:
+			// Not a result the state machine gives a JobAckBatch; should
+			// one appear, it is every ref's answer.
+			for range want {
+				errs = append(errs, res.Err)
+			}
+		case len(res.Acks) != want:
+			return nil, fmt.Errorf("%w: state machine answered %d acks for a batch of %d", ErrUnknownOutcome, len(res.Acks), want)
+		default:
+			errs = append(errs, res.Acks...)
+		}
 	}
 	return errs, nil
+}
+
+// ackBatchCommands turns refs into commands: JobAckBatch commands of at
+// most ackRefsPerCommand refs when every member of the configuration is
+// known to apply them (batched), one JobAck per ref otherwise, which every
+// binary applies. A member of an older binary would stop on a log entry
+// holding a JobAckBatch, so during a rolling upgrade the acks go one by
+// one until the last member has said (by its replicated metadata) that it
+// applies CommandVersionAckBatch.
+func (n *Node) ackBatchCommands(refs []engine.LeaseRef) (cmds []*cmdpb.Command, batched bool) {
+	if len(refs) > 1 && n.membersApply(fsm.CommandVersionAckBatch) {
+		per := ackRefsPerCommand(n.cfg.MaxEntryBytes)
+		cmds = make([]*cmdpb.Command, 0, (len(refs)+per-1)/per)
+		for start := 0; start < len(refs); start += per {
+			cmds = append(cmds, fsm.AckBatchCommand(refs[start:min(start+per, len(refs))]))
+		}
+		return cmds, true
+	}
+	cmds = make([]*cmdpb.Command, len(refs))
+	for i, ref := range refs {
+		cmds[i] = fsm.AckCommand(ref)
+	}
+	return cmds, false
+}
+
+// ackRefsPerCommand bounds a JobAckBatch so that its command stays under
+// the proposer's max_entry_bytes: an encoded ref takes at most 24 bytes
+// (two 10-byte varints, two tags, its own tag and length), and the command
+// around the refs less than 64.
+func ackRefsPerCommand(maxEntryBytes int) int {
+	return max(1, (maxEntryBytes-64)/24)
+}
+
+// membersApply reports whether every server of the raft configuration,
+// voter or not (all apply the log), is known to apply commands of version
+// v: this node, by its own binary, and every other by the
+// MaxCommandVersion of its replicated metadata. A server without metadata
+// is not known to.
+func (n *Node) membersApply(v uint32) bool {
+	if v > fsm.CommandVersion {
+		return false
+	}
+	cf := n.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return false
+	}
+	for _, s := range cf.Configuration().Servers {
+		if string(s.ID) == n.self.ID {
+			continue
+		}
+		meta, ok := n.fsm.Node(string(s.ID))
+		if !ok || !meta.AppliesCommandVersion(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // Nack fails a delivery.

@@ -50,13 +50,19 @@ type inflightEntry struct {
 	batch  []*proposal
 }
 
+// applier is the part of *raft.Raft the proposer uses (a fake in tests).
+type applier interface {
+	Apply(cmd []byte, timeout time.Duration) raft.ApplyFuture
+}
+
 type proposer struct {
-	raft         *raft.Raft
+	raft         applier
 	clock        func() time.Time
 	maxCmds      int
 	maxBytes     int
 	applyTimeout time.Duration
 	notLeader    func() error // the error for "rejected: not the leader"
+	selfID       string       // this node's id, for vouch
 
 	queue    chan *proposal
 	slots    chan struct{}
@@ -72,7 +78,7 @@ type proposer struct {
 	commands atomic.Uint64
 }
 
-func newProposer(r *raft.Raft, cfg *Config, clock func() time.Time, notLeader func() error) *proposer {
+func newProposer(r applier, cfg *Config, clock func() time.Time, notLeader func() error) *proposer {
 	p := &proposer{
 		raft:         r,
 		clock:        clock,
@@ -80,6 +86,7 @@ func newProposer(r *raft.Raft, cfg *Config, clock func() time.Time, notLeader fu
 		maxBytes:     cfg.MaxEntryBytes,
 		applyTimeout: cfg.ApplyEnqueueTimeout,
 		notLeader:    notLeader,
+		selfID:       cfg.NodeID,
 		queue:        make(chan *proposal, 4*cfg.MaxCommandsPerEntry*cfg.MaxEntriesInFlight),
 		slots:        make(chan struct{}, cfg.MaxEntriesInFlight),
 		inflight:     make(chan inflightEntry, cfg.MaxEntriesInFlight),
@@ -133,6 +140,7 @@ func (p *proposer) proposeAll(ctx context.Context, cmds ...*cmdpb.Command) ([]fs
 
 // enqueue hands cmd to the entry-forming goroutine.
 func (p *proposer) enqueue(ctx context.Context, cmd *cmdpb.Command) (*proposal, error) {
+	p.vouch(cmd)
 	pr := &proposal{cmd: cmd, size: proto.Size(cmd), done: make(chan proposalOutcome, 1)}
 	if pr.size > p.maxBytes {
 		return nil, fmt.Errorf("cluster: command of %d bytes exceeds max_entry_bytes (%d): %w", pr.size, p.maxBytes, errCommandTooLarge)
@@ -149,6 +157,18 @@ func (p *proposer) enqueue(ctx context.Context, cmd *cmdpb.Command) (*proposal, 
 		return nil, fmt.Errorf("cluster: not proposed: %w", ctx.Err())
 	case <-p.stop:
 		return nil, ErrShutdown
+	}
+}
+
+// vouch sets, in this node's own metadata, the highest command version its
+// binary applies (fsm.CommandVersion), which the leader reads before it
+// proposes a newer command (Node.membersApply). Only a node can say what its
+// binary applies, so metadata written on another member's behalf (Join,
+// static peers) is left as it is, without a version; this node writes its
+// own when it leads (the first entry of its term) or is joined by id.
+func (p *proposer) vouch(cmd *cmdpb.Command) {
+	if node := cmd.GetNodeMetadataSet().GetNode(); node != nil && node.GetId() == p.selfID {
+		node.MaxCommandVersion = fsm.CommandVersion
 	}
 }
 

@@ -76,24 +76,35 @@ func CheckEntry(data []byte) error {
 	return nil
 }
 
-// knownOps are the field numbers of Command's op oneof.
-var knownOps = func() map[protowire.Number]bool {
-	ops := make(map[protowire.Number]bool)
+// knownOps maps the field numbers of Command's op oneof to the command
+// version that introduced each (opVersion, by field number).
+var knownOps = func() map[protowire.Number]uint32 {
+	ops := make(map[protowire.Number]uint32)
 	fields := (&cmdpb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("op").Fields()
 	for i := 0; i < fields.Len(); i++ {
 		if f := fields.Get(i); f.Kind() == protoreflect.MessageKind {
-			ops[f.Number()] = true
+			ops[f.Number()] = opVersion(opOfField(f))
 		}
 	}
 	return ops
 }()
 
+// opOfField is an empty value of the oneof wrapper of field f, for
+// opVersion: the one table of versions serves both DecodeEntry and
+// CheckEntry.
+func opOfField(f protoreflect.FieldDescriptor) any {
+	m := (&cmdpb.Command{}).ProtoReflect()
+	m.Set(f, m.NewField(f))
+	return m.Interface().(*cmdpb.Command).GetOp()
+}
+
 // checkCommand is CheckEntry for one Command message: as protobuf decodes
-// it, the last version wins, and an operation field counts only with the
-// wire type of a message.
+// it, the last version wins, an operation field counts only with the wire
+// type of a message, and of several operation fields the last one wins.
 func checkCommand(i int, b []byte) error {
 	var version uint32
 	hasOp := false
+	var opSince uint32
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -109,8 +120,8 @@ func checkCommand(i int, b []byte) error {
 			b = b[n:]
 			continue
 		}
-		if typ == protowire.BytesType && knownOps[num] {
-			hasOp = true
+		if since, ok := knownOps[num]; ok && typ == protowire.BytesType {
+			hasOp, opSince = true, since
 		}
 		n = protowire.ConsumeFieldValue(num, typ, b)
 		if n < 0 {
@@ -123,6 +134,9 @@ func checkCommand(i int, b []byte) error {
 	}
 	if !hasOp {
 		return fmt.Errorf("%w: command %d has no operation this binary knows", ErrDecode, i)
+	}
+	if version < opSince {
+		return fmt.Errorf("%w: command %d has version %d, its operation needs %d", ErrDecode, i, version, opSince)
 	}
 	return nil
 }

@@ -69,6 +69,14 @@ func TestCheckEntry(t *testing.T) {
 	opAsVarint = protowire.AppendTag(opAsVarint, 24, protowire.VarintType)
 	opAsVarint = protowire.AppendVarint(opAsVarint, 0)
 	legacy := marshal(t, &cmdpb.Entry{FormatVersion: entryFormatV1, Commands: []*cmdpb.Command{enqueue}})
+	ackBatch := AckBatchCommand([]engine.LeaseRef{{JobID: 1, LeaseToken: 2}})
+	ackBatchV1 := proto.Clone(ackBatch).(*cmdpb.Command)
+	ackBatchV1.Version = 1
+	// A version 1 command whose last op field is an ack batch: the oneof
+	// keeps the last one, so the command needs version 2.
+	tickThenBatchV1 := append(marshal(t, TickCommand()), marshal(t, &cmdpb.Command{Op: ackBatch.Op})...)
+	// And the other way round: a tick last makes it a version 1 command.
+	batchThenTickV1 := append(marshal(t, ackBatchV1), marshal(t, &cmdpb.Command{Op: TickCommand().Op})...)
 
 	tests := []struct {
 		name    string
@@ -76,6 +84,11 @@ func TestCheckEntry(t *testing.T) {
 		wantErr bool
 	}{
 		{"two commands", good, false},
+		{"ack batch, version 2", frameV2(entryOf(EntryFormatVersion, marshal(t, ackBatch), marshal(t, enqueue))), false},
+		{"ack batch in a version 1 command", frameV2(entryOf(EntryFormatVersion, marshal(t, ackBatchV1))), true},
+		{"ack batch last in a version 1 command", frameV2(entryOf(EntryFormatVersion, tickThenBatchV1)), true},
+		{"tick last in a version 1 command", frameV2(entryOf(EntryFormatVersion, batchThenTickV1)), false},
+		{"ack batch in a legacy v1 entry", marshal(t, &cmdpb.Entry{FormatVersion: entryFormatV1, Commands: []*cmdpb.Command{ackBatch}}), false},
 		{"empty entry list of commands", frameV2(entryOf(EntryFormatVersion)), false},
 		{"legacy v1 entry, decoded in full", legacy, false},
 		{"flipped bit", flipped, true},

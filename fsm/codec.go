@@ -22,8 +22,26 @@ const (
 	// field says 2 again). Version 1 was the bare cmdpb.Entry with
 	// format_version 1; it is still decoded.
 	EntryFormatVersion = 2
-	// CommandVersion is the meaning of cmdpb.Command's fields.
-	CommandVersion = 1
+	// CommandVersion is the highest cmdpb.Command.version this binary
+	// applies; it applies every version from 1 up. A command carries the
+	// lowest version that has every operation it uses, not this one, so
+	// that a node of an older binary still applies the commands it knows
+	// during a rolling upgrade:
+	//
+	//	1: the operations of fields 10..27.
+	//	2: version 1 plus JobAckBatch (AckBatchCommand).
+	//
+	// A node replicates the version it applies in its NodeMeta, and the
+	// leader proposes a command of version N only while every member says
+	// it applies N (cluster).
+	CommandVersion = 2
+)
+
+// Command versions, by the operations they introduced.
+const (
+	commandV1 = 1
+	// CommandVersionAckBatch is the version of a JobAckBatch.
+	CommandVersionAckBatch = 2
 )
 
 const (
@@ -99,7 +117,8 @@ func DecodeEntry(data []byte) (*cmdpb.Entry, error) {
 		if cmd == nil {
 			return nil, fmt.Errorf("%w: command %d is empty", ErrDecode, i)
 		}
-		if v := cmd.GetVersion(); v < 1 || v > CommandVersion {
+		v := cmd.GetVersion()
+		if v < 1 || v > CommandVersion {
 			return nil, fmt.Errorf("%w: command %d has version %d, this binary applies 1..%d", ErrDecode, i, v, CommandVersion)
 		}
 		if cmd.GetOp() == nil {
@@ -107,6 +126,11 @@ func DecodeEntry(data []byte) (*cmdpb.Entry, error) {
 			// command with no operation at all: applying it as a no-op would
 			// diverge from the replicas that understand it.
 			return nil, fmt.Errorf("%w: command %d has no operation this binary knows", ErrDecode, i)
+		}
+		if since := opVersion(cmd.GetOp()); v < since {
+			// Only a writer bug makes one; the version is what the leader
+			// checked against the members, so it must be honest.
+			return nil, fmt.Errorf("%w: command %d has version %d, its operation needs %d", ErrDecode, i, v, since)
 		}
 	}
 	return &entry, nil
@@ -129,9 +153,18 @@ func EncodeEntry(cmds []*cmdpb.Command) ([]byte, error) {
 }
 
 // The XxxCommand builders turn engine parameters into commands. The proposer
-// stamps now_unix_nano; every builder sets the current CommandVersion.
+// stamps now_unix_nano; every builder sets the lowest command version that
+// has its operation (see CommandVersion).
 
-func newCommand() *cmdpb.Command { return &cmdpb.Command{Version: CommandVersion} }
+func newCommand() *cmdpb.Command { return &cmdpb.Command{Version: commandV1} }
+
+// opVersion is the command version that introduced an operation.
+func opVersion(op any) uint32 {
+	if _, ok := op.(*cmdpb.Command_JobAckBatch); ok {
+		return CommandVersionAckBatch
+	}
+	return commandV1
+}
 
 // EnqueueCommand builds a JobEnqueue.
 func EnqueueCommand(p engine.EnqueueParams) *cmdpb.Command {
@@ -165,6 +198,21 @@ func AckCommand(ref engine.LeaseRef) *cmdpb.Command {
 	c := newCommand()
 	c.Op = &cmdpb.Command_JobAck{JobAck: &cmdpb.JobAck{Ref: leaseRefToProto(ref)}}
 	return c
+}
+
+// AckBatchCommand builds a JobAckBatch (command version 2): the refs ack in
+// order, each as AckCommand's would, and the Result's Acks holds one error
+// per ref. Propose it only to a cluster whose every member applies
+// CommandVersionAckBatch; an older binary cannot apply it.
+func AckBatchCommand(refs []engine.LeaseRef) *cmdpb.Command {
+	pbRefs := make([]*cmdpb.LeaseRef, len(refs))
+	for i, ref := range refs {
+		pbRefs[i] = leaseRefToProto(ref)
+	}
+	return &cmdpb.Command{
+		Version: CommandVersionAckBatch,
+		Op:      &cmdpb.Command_JobAckBatch{JobAckBatch: &cmdpb.JobAckBatch{Refs: pbRefs}},
+	}
 }
 
 // NackCommand builds a JobNack.
@@ -468,9 +516,9 @@ func durationPtrFromProto(n *int64) *time.Duration {
 }
 
 func nodeMetaToProto(n NodeMeta) *cmdpb.NodeMetadata {
-	return &cmdpb.NodeMetadata{Id: n.ID, RaftAddr: n.RaftAddr, GrpcAddr: n.GRPCAddr, HttpAddr: n.HTTPAddr}
+	return &cmdpb.NodeMetadata{Id: n.ID, RaftAddr: n.RaftAddr, GrpcAddr: n.GRPCAddr, HttpAddr: n.HTTPAddr, MaxCommandVersion: n.MaxCommandVersion}
 }
 
 func nodeMetaFromProto(n *cmdpb.NodeMetadata) NodeMeta {
-	return NodeMeta{ID: n.GetId(), RaftAddr: n.GetRaftAddr(), GRPCAddr: n.GetGrpcAddr(), HTTPAddr: n.GetHttpAddr()}
+	return NodeMeta{ID: n.GetId(), RaftAddr: n.GetRaftAddr(), GRPCAddr: n.GetGrpcAddr(), HTTPAddr: n.GetHttpAddr(), MaxCommandVersion: n.GetMaxCommandVersion()}
 }

@@ -21,6 +21,17 @@ type NodeMeta struct {
 	RaftAddr string
 	GRPCAddr string
 	HTTPAddr string
+	// MaxCommandVersion is the highest command version the member's binary
+	// applies, as the member itself said when it last registered; 0 (a
+	// binary older than the field, or metadata registered on the member's
+	// behalf) means version 1 only. See AppliesCommandVersion.
+	MaxCommandVersion uint32
+}
+
+// AppliesCommandVersion reports whether the member is known to apply
+// commands of version v.
+func (n NodeMeta) AppliesCommandVersion(v uint32) bool {
+	return v <= max(n.MaxCommandVersion, commandV1)
 }
 
 // Result is the outcome of one command. Exactly the field that matches the
@@ -37,6 +48,7 @@ type Result struct {
 	Records    []engine.DeadLetterRecord // DeadLetterDrain
 	Items      []engine.ItemResult       // DeadLetterRequeue, DeadLetterDelete, JobDeadLetter
 	Tick       engine.TickResult         // Tick
+	Acks       []error                   // JobAckBatch: one per ref, in order, nil when acked
 	Err        error
 }
 
@@ -147,6 +159,8 @@ func (f *FSM) applyCommand(index uint64, cmd *cmdpb.Command) Result {
 		return f.applyJobReserve(now, op.JobReserve)
 	case *cmdpb.Command_JobAck:
 		return f.applyJobAck(now, op.JobAck)
+	case *cmdpb.Command_JobAckBatch:
+		return f.applyJobAckBatch(now, op.JobAckBatch)
 	case *cmdpb.Command_JobNack:
 		return f.applyJobNack(now, op.JobNack)
 	case *cmdpb.Command_JobRelease:
@@ -210,6 +224,18 @@ func (f *FSM) applyJobReserve(now time.Time, c *cmdpb.JobReserve) Result {
 
 func (f *FSM) applyJobAck(now time.Time, c *cmdpb.JobAck) Result {
 	return Result{Err: f.eng.Ack(now, leaseRefFromProto(c.GetRef()))}
+}
+
+// applyJobAckBatch acks each ref as applyJobAck would, in order, all at the
+// command's now: exactly what a run of JobAck commands in one entry (which
+// share the leader's stamp) does.
+func (f *FSM) applyJobAckBatch(now time.Time, c *cmdpb.JobAckBatch) Result {
+	refs := c.GetRefs()
+	errs := make([]error, len(refs))
+	for i, ref := range refs {
+		errs[i] = f.eng.Ack(now, leaseRefFromProto(ref))
+	}
+	return Result{Acks: errs}
 }
 
 func (f *FSM) applyJobNack(now time.Time, c *cmdpb.JobNack) Result {

@@ -117,7 +117,8 @@ func TestFSM_UndecodableEntryPanicsNamingIndex(t *testing.T) {
 	}{
 		{"Garbage", []byte{0xff, 0xff, 0xff}},
 		{"UnknownFormat", mustMarshal(t, &cmdpb.Entry{FormatVersion: 99})},
-		{"UnknownCommandVersion", mustMarshal(t, &cmdpb.Entry{FormatVersion: 1, Commands: []*cmdpb.Command{{Version: 2, Op: &cmdpb.Command_Tick{Tick: &cmdpb.Tick{}}}}})},
+		{"UnknownCommandVersion", mustMarshal(t, &cmdpb.Entry{FormatVersion: 1, Commands: []*cmdpb.Command{{Version: CommandVersion + 1, Op: &cmdpb.Command_Tick{Tick: &cmdpb.Tick{}}}}})},
+		{"OperationNewerThanCommandVersion", mustMarshal(t, &cmdpb.Entry{FormatVersion: 1, Commands: []*cmdpb.Command{{Version: 1, Op: &cmdpb.Command_JobAckBatch{JobAckBatch: &cmdpb.JobAckBatch{}}}}})},
 		{"NoOperation", mustMarshal(t, &cmdpb.Entry{FormatVersion: 1, Commands: []*cmdpb.Command{{Version: 1}}})},
 	}
 	for _, tc := range tests {
@@ -343,6 +344,7 @@ func TestDecodeEntry_RoundTripsEveryCommand(t *testing.T) {
 		EnqueueBatchCommand([]engine.EnqueueParams{enqueueParams("q", 1), enqueueParams("q", 2)}),
 		ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 3, Lease: time.Minute, RequestID: "r"}),
 		AckCommand(engine.LeaseRef{JobID: 1, LeaseToken: 2}),
+		AckBatchCommand([]engine.LeaseRef{{JobID: 5, LeaseToken: 6}, {JobID: 1 << 62, LeaseToken: 1<<64 - 1}}),
 		NackCommand(engine.NackParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 2}, Directive: engine.DirectiveAfter, After: time.Second, Reason: "x"}),
 		ReleaseCommand(engine.LeaseRef{JobID: 3, LeaseToken: 4}),
 		ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 3, LeaseToken: 4}, Lease: time.Hour}),
@@ -373,7 +375,12 @@ func TestDecodeEntry_RoundTripsEveryCommand(t *testing.T) {
 	if *got.Priority != prio || !got.ScheduledAt.Equal(t0) || got.Custom["k"] != "v" || got.IdempotencyKey != "idem" {
 		t.Fatalf("enqueue params did not round-trip: %+v", got)
 	}
-	gotCfg := EngineConfigFromProto(entry.GetCommands()[15].GetConfigSet().GetConfig())
+	if refs := entry.GetCommands()[4].GetJobAckBatch().GetRefs(); len(refs) != 2 ||
+		leaseRefFromProto(refs[0]) != (engine.LeaseRef{JobID: 5, LeaseToken: 6}) ||
+		leaseRefFromProto(refs[1]) != (engine.LeaseRef{JobID: 1 << 62, LeaseToken: 1<<64 - 1}) {
+		t.Fatalf("ack batch refs did not round-trip: %v", refs)
+	}
+	gotCfg := EngineConfigFromProto(entry.GetCommands()[16].GetConfigSet().GetConfig())
 	if gotCfg.Limits != cfg.Limits || *gotCfg.Queues[0].DefaultPriority != prio || *gotCfg.Queues[0].MaxLength != maxLen ||
 		*gotCfg.Queues[0].RetryDelay != delay || *gotCfg.Queues[0].RetryBackoff != backoff || gotCfg.Queues[0].DeadLetterQueue != "dlq" ||
 		gotCfg.Queues[0].DefaultMaxAttempts != nil {

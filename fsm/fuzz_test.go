@@ -23,16 +23,18 @@ func seedEntries(t testing.TB) map[string][]byte {
 	t.Helper()
 	prio := uint32(3)
 	entries := map[string][]*cmdpb.Command{
-		"enqueue":       {EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("hello"), Priority: &prio, Custom: map[string]string{"a": "b"}, IdempotencyKey: "k"})},
-		"enqueue_batch": {EnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t"}, {Queue: "r", JobType: "u", ScheduledAt: t0.Add(time.Hour)}})},
-		"reserve_ack":   {ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 2, Lease: time.Minute, RequestID: "r1"}), AckCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1})},
-		"nack_release":  {NackCommand(engine.NackParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Directive: engine.DirectiveDeadLetter, Reason: "bad"}), ReleaseCommand(engine.LeaseRef{JobID: 2, LeaseToken: 2})},
-		"extend":        {ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Lease: time.Second}), ExtendAllLeasesCommand(5 * time.Second)},
-		"dead_letters":  {DrainCommand(engine.DrainParams{Max: 3}), RequeueDeadLettersCommand([]engine.JobID{1}), DeleteDeadLettersCommand([]engine.JobID{2}), DeadLetterJobsCommand([]engine.JobID{3}, "op")},
-		"queues":        {PauseQueueCommand("q"), ResumeQueueCommand("q")},
-		"tick":          {TickCommand()},
-		"config":        {SetConfigCommand(engine.Config{Limits: engine.DefaultLimits()})},
-		"nodes":         {SetNodeCommand(NodeMeta{ID: "n1", RaftAddr: "127.0.0.1:1", GRPCAddr: "127.0.0.1:2"}), DeleteNodeCommand("n1")},
+		"enqueue":         {EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("hello"), Priority: &prio, Custom: map[string]string{"a": "b"}, IdempotencyKey: "k"})},
+		"enqueue_batch":   {EnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t"}, {Queue: "r", JobType: "u", ScheduledAt: t0.Add(time.Hour)}})},
+		"ack_batch":       {AckBatchCommand([]engine.LeaseRef{{JobID: 1, LeaseToken: 1}, {JobID: 2, LeaseToken: 7}}), AckCommand(engine.LeaseRef{JobID: 3, LeaseToken: 1})},
+		"reserve_ack":     {ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 2, Lease: time.Minute, RequestID: "r1"}), AckCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1})},
+		"nack_release":    {NackCommand(engine.NackParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Directive: engine.DirectiveDeadLetter, Reason: "bad"}), ReleaseCommand(engine.LeaseRef{JobID: 2, LeaseToken: 2})},
+		"extend":          {ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Lease: time.Second}), ExtendAllLeasesCommand(5 * time.Second)},
+		"dead_letters":    {DrainCommand(engine.DrainParams{Max: 3}), RequeueDeadLettersCommand([]engine.JobID{1}), DeleteDeadLettersCommand([]engine.JobID{2}), DeadLetterJobsCommand([]engine.JobID{3}, "op")},
+		"queues":          {PauseQueueCommand("q"), ResumeQueueCommand("q")},
+		"tick":            {TickCommand()},
+		"config":          {SetConfigCommand(engine.Config{Limits: engine.DefaultLimits()})},
+		"nodes":           {SetNodeCommand(NodeMeta{ID: "n1", RaftAddr: "127.0.0.1:1", GRPCAddr: "127.0.0.1:2"}), DeleteNodeCommand("n1")},
+		"nodes_versioned": {SetNodeCommand(NodeMeta{ID: "n2", RaftAddr: "127.0.0.1:3", MaxCommandVersion: CommandVersion})},
 	}
 	out := make(map[string][]byte, len(entries))
 	for name, cmds := range entries {

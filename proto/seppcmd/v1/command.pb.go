@@ -89,7 +89,12 @@ func (x *Entry) GetCommands() []*Command {
 // Command is one state transition, stamped by the leader.
 type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// version of the command's semantics; 1 is the only one so far.
+	// version of the command's semantics: the lowest version that has every
+	// field and operation the command uses, so that a node which applies
+	// versions up to N applies every command of version <= N.
+	//
+	//	1: every operation numbered 10..27.
+	//	2: version 1 plus job_ack_batch.
 	Version uint32 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
 	// now_unix_nano is the leader's clock when it proposed the command. The
 	// state machine runs the command at max(last applied now, this).
@@ -114,6 +119,7 @@ type Command struct {
 	//	*Command_ConfigSet
 	//	*Command_NodeMetadataSet
 	//	*Command_NodeMetadataDelete
+	//	*Command_JobAckBatch
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -332,6 +338,15 @@ func (x *Command) GetNodeMetadataDelete() *NodeMetadataDelete {
 	return nil
 }
 
+func (x *Command) GetJobAckBatch() *JobAckBatch {
+	if x != nil {
+		if x, ok := x.Op.(*Command_JobAckBatch); ok {
+			return x.JobAckBatch
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -408,6 +423,12 @@ type Command_NodeMetadataDelete struct {
 	NodeMetadataDelete *NodeMetadataDelete `protobuf:"bytes,27,opt,name=node_metadata_delete,json=nodeMetadataDelete,proto3,oneof"`
 }
 
+type Command_JobAckBatch struct {
+	// Since version 2; the leader proposes it only while every member's
+	// NodeMetadata.max_command_version is at least 2.
+	JobAckBatch *JobAckBatch `protobuf:"bytes,28,opt,name=job_ack_batch,json=jobAckBatch,proto3,oneof"`
+}
+
 func (*Command_JobEnqueue) isCommand_Op() {}
 
 func (*Command_JobEnqueueBatch) isCommand_Op() {}
@@ -443,6 +464,8 @@ func (*Command_ConfigSet) isCommand_Op() {}
 func (*Command_NodeMetadataSet) isCommand_Op() {}
 
 func (*Command_NodeMetadataDelete) isCommand_Op() {}
+
+func (*Command_JobAckBatch) isCommand_Op() {}
 
 // EnqueueParams mirrors engine.EnqueueParams.
 type EnqueueParams struct {
@@ -807,6 +830,53 @@ func (x *JobAck) GetRef() *LeaseRef {
 	return nil
 }
 
+// JobAckBatch acks several deliveries in one command: each ref applies as a
+// JobAck would, in order, at the command's now, and succeeds or fails on its
+// own.
+type JobAckBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Refs          []*LeaseRef            `protobuf:"bytes,1,rep,name=refs,proto3" json:"refs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobAckBatch) Reset() {
+	*x = JobAckBatch{}
+	mi := &file_v1_command_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobAckBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobAckBatch) ProtoMessage() {}
+
+func (x *JobAckBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_command_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobAckBatch.ProtoReflect.Descriptor instead.
+func (*JobAckBatch) Descriptor() ([]byte, []int) {
+	return file_v1_command_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *JobAckBatch) GetRefs() []*LeaseRef {
+	if x != nil {
+		return x.Refs
+	}
+	return nil
+}
+
 type JobNack struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Ref   *LeaseRef              `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
@@ -820,7 +890,7 @@ type JobNack struct {
 
 func (x *JobNack) Reset() {
 	*x = JobNack{}
-	mi := &file_v1_command_proto_msgTypes[8]
+	mi := &file_v1_command_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +902,7 @@ func (x *JobNack) String() string {
 func (*JobNack) ProtoMessage() {}
 
 func (x *JobNack) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[8]
+	mi := &file_v1_command_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +915,7 @@ func (x *JobNack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobNack.ProtoReflect.Descriptor instead.
 func (*JobNack) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{8}
+	return file_v1_command_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JobNack) GetRef() *LeaseRef {
@@ -885,7 +955,7 @@ type JobRelease struct {
 
 func (x *JobRelease) Reset() {
 	*x = JobRelease{}
-	mi := &file_v1_command_proto_msgTypes[9]
+	mi := &file_v1_command_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +967,7 @@ func (x *JobRelease) String() string {
 func (*JobRelease) ProtoMessage() {}
 
 func (x *JobRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[9]
+	mi := &file_v1_command_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +980,7 @@ func (x *JobRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobRelease.ProtoReflect.Descriptor instead.
 func (*JobRelease) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{9}
+	return file_v1_command_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *JobRelease) GetRef() *LeaseRef {
@@ -930,7 +1000,7 @@ type LeaseExtend struct {
 
 func (x *LeaseExtend) Reset() {
 	*x = LeaseExtend{}
-	mi := &file_v1_command_proto_msgTypes[10]
+	mi := &file_v1_command_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1012,7 @@ func (x *LeaseExtend) String() string {
 func (*LeaseExtend) ProtoMessage() {}
 
 func (x *LeaseExtend) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[10]
+	mi := &file_v1_command_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1025,7 @@ func (x *LeaseExtend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseExtend.ProtoReflect.Descriptor instead.
 func (*LeaseExtend) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{10}
+	return file_v1_command_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LeaseExtend) GetRef() *LeaseRef {
@@ -983,7 +1053,7 @@ type LeaseExtendAll struct {
 
 func (x *LeaseExtendAll) Reset() {
 	*x = LeaseExtendAll{}
-	mi := &file_v1_command_proto_msgTypes[11]
+	mi := &file_v1_command_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -995,7 +1065,7 @@ func (x *LeaseExtendAll) String() string {
 func (*LeaseExtendAll) ProtoMessage() {}
 
 func (x *LeaseExtendAll) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[11]
+	mi := &file_v1_command_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1008,7 +1078,7 @@ func (x *LeaseExtendAll) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseExtendAll.ProtoReflect.Descriptor instead.
 func (*LeaseExtendAll) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{11}
+	return file_v1_command_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LeaseExtendAll) GetGraceNanos() int64 {
@@ -1028,7 +1098,7 @@ type DeadLetterDrain struct {
 
 func (x *DeadLetterDrain) Reset() {
 	*x = DeadLetterDrain{}
-	mi := &file_v1_command_proto_msgTypes[12]
+	mi := &file_v1_command_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1110,7 @@ func (x *DeadLetterDrain) String() string {
 func (*DeadLetterDrain) ProtoMessage() {}
 
 func (x *DeadLetterDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[12]
+	mi := &file_v1_command_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1123,7 @@ func (x *DeadLetterDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterDrain.ProtoReflect.Descriptor instead.
 func (*DeadLetterDrain) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{12}
+	return file_v1_command_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeadLetterDrain) GetQueue() string {
@@ -1079,7 +1149,7 @@ type DeadLetterRequeue struct {
 
 func (x *DeadLetterRequeue) Reset() {
 	*x = DeadLetterRequeue{}
-	mi := &file_v1_command_proto_msgTypes[13]
+	mi := &file_v1_command_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1091,7 +1161,7 @@ func (x *DeadLetterRequeue) String() string {
 func (*DeadLetterRequeue) ProtoMessage() {}
 
 func (x *DeadLetterRequeue) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[13]
+	mi := &file_v1_command_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1104,7 +1174,7 @@ func (x *DeadLetterRequeue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterRequeue.ProtoReflect.Descriptor instead.
 func (*DeadLetterRequeue) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{13}
+	return file_v1_command_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeadLetterRequeue) GetJobIds() []uint64 {
@@ -1123,7 +1193,7 @@ type DeadLetterDelete struct {
 
 func (x *DeadLetterDelete) Reset() {
 	*x = DeadLetterDelete{}
-	mi := &file_v1_command_proto_msgTypes[14]
+	mi := &file_v1_command_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1205,7 @@ func (x *DeadLetterDelete) String() string {
 func (*DeadLetterDelete) ProtoMessage() {}
 
 func (x *DeadLetterDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[14]
+	mi := &file_v1_command_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1218,7 @@ func (x *DeadLetterDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterDelete.ProtoReflect.Descriptor instead.
 func (*DeadLetterDelete) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{14}
+	return file_v1_command_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeadLetterDelete) GetJobIds() []uint64 {
@@ -1168,7 +1238,7 @@ type JobDeadLetter struct {
 
 func (x *JobDeadLetter) Reset() {
 	*x = JobDeadLetter{}
-	mi := &file_v1_command_proto_msgTypes[15]
+	mi := &file_v1_command_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1250,7 @@ func (x *JobDeadLetter) String() string {
 func (*JobDeadLetter) ProtoMessage() {}
 
 func (x *JobDeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[15]
+	mi := &file_v1_command_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1263,7 @@ func (x *JobDeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobDeadLetter.ProtoReflect.Descriptor instead.
 func (*JobDeadLetter) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{15}
+	return file_v1_command_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *JobDeadLetter) GetJobIds() []uint64 {
@@ -1219,7 +1289,7 @@ type QueuePause struct {
 
 func (x *QueuePause) Reset() {
 	*x = QueuePause{}
-	mi := &file_v1_command_proto_msgTypes[16]
+	mi := &file_v1_command_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1301,7 @@ func (x *QueuePause) String() string {
 func (*QueuePause) ProtoMessage() {}
 
 func (x *QueuePause) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[16]
+	mi := &file_v1_command_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1314,7 @@ func (x *QueuePause) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuePause.ProtoReflect.Descriptor instead.
 func (*QueuePause) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{16}
+	return file_v1_command_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *QueuePause) GetQueue() string {
@@ -1263,7 +1333,7 @@ type QueueResume struct {
 
 func (x *QueueResume) Reset() {
 	*x = QueueResume{}
-	mi := &file_v1_command_proto_msgTypes[17]
+	mi := &file_v1_command_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1345,7 @@ func (x *QueueResume) String() string {
 func (*QueueResume) ProtoMessage() {}
 
 func (x *QueueResume) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[17]
+	mi := &file_v1_command_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1358,7 @@ func (x *QueueResume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueResume.ProtoReflect.Descriptor instead.
 func (*QueueResume) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{17}
+	return file_v1_command_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *QueueResume) GetQueue() string {
@@ -1307,7 +1377,7 @@ type Tick struct {
 
 func (x *Tick) Reset() {
 	*x = Tick{}
-	mi := &file_v1_command_proto_msgTypes[18]
+	mi := &file_v1_command_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1319,7 +1389,7 @@ func (x *Tick) String() string {
 func (*Tick) ProtoMessage() {}
 
 func (x *Tick) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[18]
+	mi := &file_v1_command_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1332,7 +1402,7 @@ func (x *Tick) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tick.ProtoReflect.Descriptor instead.
 func (*Tick) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{18}
+	return file_v1_command_proto_rawDescGZIP(), []int{19}
 }
 
 // ConfigSet replaces the engine's running configuration.
@@ -1345,7 +1415,7 @@ type ConfigSet struct {
 
 func (x *ConfigSet) Reset() {
 	*x = ConfigSet{}
-	mi := &file_v1_command_proto_msgTypes[19]
+	mi := &file_v1_command_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1357,7 +1427,7 @@ func (x *ConfigSet) String() string {
 func (*ConfigSet) ProtoMessage() {}
 
 func (x *ConfigSet) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[19]
+	mi := &file_v1_command_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1370,7 +1440,7 @@ func (x *ConfigSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigSet.ProtoReflect.Descriptor instead.
 func (*ConfigSet) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{19}
+	return file_v1_command_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ConfigSet) GetConfig() *EngineConfig {
@@ -1390,7 +1460,7 @@ type EngineConfig struct {
 
 func (x *EngineConfig) Reset() {
 	*x = EngineConfig{}
-	mi := &file_v1_command_proto_msgTypes[20]
+	mi := &file_v1_command_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1472,7 @@ func (x *EngineConfig) String() string {
 func (*EngineConfig) ProtoMessage() {}
 
 func (x *EngineConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[20]
+	mi := &file_v1_command_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1485,7 @@ func (x *EngineConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EngineConfig.ProtoReflect.Descriptor instead.
 func (*EngineConfig) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{20}
+	return file_v1_command_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EngineConfig) GetLimits() *Limits {
@@ -1463,7 +1533,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_v1_command_proto_msgTypes[21]
+	mi := &file_v1_command_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1545,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[21]
+	mi := &file_v1_command_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1558,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{21}
+	return file_v1_command_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Limits) GetDefaultPriority() uint32 {
@@ -1663,7 +1733,7 @@ type QueueConfig struct {
 
 func (x *QueueConfig) Reset() {
 	*x = QueueConfig{}
-	mi := &file_v1_command_proto_msgTypes[22]
+	mi := &file_v1_command_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1745,7 @@ func (x *QueueConfig) String() string {
 func (*QueueConfig) ProtoMessage() {}
 
 func (x *QueueConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[22]
+	mi := &file_v1_command_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1758,7 @@ func (x *QueueConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueConfig.ProtoReflect.Descriptor instead.
 func (*QueueConfig) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{22}
+	return file_v1_command_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *QueueConfig) GetName() string {
@@ -1757,18 +1827,22 @@ func (x *QueueConfig) GetDeadLetterQueue() string {
 // NodeMetadata names a member's addresses, so that any replica can tell a
 // client where the leader's gRPC endpoint is.
 type NodeMetadata struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	RaftAddr      string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
-	GrpcAddr      string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
-	HttpAddr      string                 `protobuf:"bytes,4,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddr string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	GrpcAddr string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	HttpAddr string                 `protobuf:"bytes,4,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	// max_command_version is the highest Command.version the member's binary
+	// applies, set only by the member itself (when it leads); 0, as written
+	// by a binary older than this field or on a member's behalf, means 1.
+	MaxCommandVersion uint32 `protobuf:"varint,5,opt,name=max_command_version,json=maxCommandVersion,proto3" json:"max_command_version,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *NodeMetadata) Reset() {
 	*x = NodeMetadata{}
-	mi := &file_v1_command_proto_msgTypes[23]
+	mi := &file_v1_command_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +1854,7 @@ func (x *NodeMetadata) String() string {
 func (*NodeMetadata) ProtoMessage() {}
 
 func (x *NodeMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[23]
+	mi := &file_v1_command_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +1867,7 @@ func (x *NodeMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetadata.ProtoReflect.Descriptor instead.
 func (*NodeMetadata) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{23}
+	return file_v1_command_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *NodeMetadata) GetId() string {
@@ -1824,6 +1898,13 @@ func (x *NodeMetadata) GetHttpAddr() string {
 	return ""
 }
 
+func (x *NodeMetadata) GetMaxCommandVersion() uint32 {
+	if x != nil {
+		return x.MaxCommandVersion
+	}
+	return 0
+}
+
 type NodeMetadataSet struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          *NodeMetadata          `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -1833,7 +1914,7 @@ type NodeMetadataSet struct {
 
 func (x *NodeMetadataSet) Reset() {
 	*x = NodeMetadataSet{}
-	mi := &file_v1_command_proto_msgTypes[24]
+	mi := &file_v1_command_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +1926,7 @@ func (x *NodeMetadataSet) String() string {
 func (*NodeMetadataSet) ProtoMessage() {}
 
 func (x *NodeMetadataSet) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[24]
+	mi := &file_v1_command_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +1939,7 @@ func (x *NodeMetadataSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetadataSet.ProtoReflect.Descriptor instead.
 func (*NodeMetadataSet) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{24}
+	return file_v1_command_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *NodeMetadataSet) GetNode() *NodeMetadata {
@@ -1877,7 +1958,7 @@ type NodeMetadataDelete struct {
 
 func (x *NodeMetadataDelete) Reset() {
 	*x = NodeMetadataDelete{}
-	mi := &file_v1_command_proto_msgTypes[25]
+	mi := &file_v1_command_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +1970,7 @@ func (x *NodeMetadataDelete) String() string {
 func (*NodeMetadataDelete) ProtoMessage() {}
 
 func (x *NodeMetadataDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[25]
+	mi := &file_v1_command_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +1983,7 @@ func (x *NodeMetadataDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetadataDelete.ProtoReflect.Descriptor instead.
 func (*NodeMetadataDelete) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{25}
+	return file_v1_command_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *NodeMetadataDelete) GetId() string {
@@ -1924,7 +2005,7 @@ type SnapshotMeta struct {
 
 func (x *SnapshotMeta) Reset() {
 	*x = SnapshotMeta{}
-	mi := &file_v1_command_proto_msgTypes[26]
+	mi := &file_v1_command_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2017,7 @@ func (x *SnapshotMeta) String() string {
 func (*SnapshotMeta) ProtoMessage() {}
 
 func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_command_proto_msgTypes[26]
+	mi := &file_v1_command_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2030,7 @@ func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotMeta.ProtoReflect.Descriptor instead.
 func (*SnapshotMeta) Descriptor() ([]byte, []int) {
-	return file_v1_command_proto_rawDescGZIP(), []int{26}
+	return file_v1_command_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SnapshotMeta) GetLastNowUnixNano() int64 {
@@ -1974,7 +2055,8 @@ const file_v1_command_proto_rawDesc = "" +
 	"seppcmd.v1\"_\n" +
 	"\x05Entry\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12/\n" +
-	"\bcommands\x18\x02 \x03(\v2\x13.seppcmd.v1.CommandR\bcommands\"\xd7\t\n" +
+	"\bcommands\x18\x02 \x03(\v2\x13.seppcmd.v1.CommandR\bcommands\"\x96\n" +
+	"\n" +
 	"\aCommand\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\"\n" +
 	"\rnow_unix_nano\x18\x02 \x01(\x03R\vnowUnixNano\x129\n" +
@@ -2001,7 +2083,8 @@ const file_v1_command_proto_rawDesc = "" +
 	"\n" +
 	"config_set\x18\x19 \x01(\v2\x15.seppcmd.v1.ConfigSetH\x00R\tconfigSet\x12I\n" +
 	"\x11node_metadata_set\x18\x1a \x01(\v2\x1b.seppcmd.v1.NodeMetadataSetH\x00R\x0fnodeMetadataSet\x12R\n" +
-	"\x14node_metadata_delete\x18\x1b \x01(\v2\x1e.seppcmd.v1.NodeMetadataDeleteH\x00R\x12nodeMetadataDeleteB\x04\n" +
+	"\x14node_metadata_delete\x18\x1b \x01(\v2\x1e.seppcmd.v1.NodeMetadataDeleteH\x00R\x12nodeMetadataDelete\x12=\n" +
+	"\rjob_ack_batch\x18\x1c \x01(\v2\x17.seppcmd.v1.JobAckBatchH\x00R\vjobAckBatchB\x04\n" +
 	"\x02op\"\x83\x03\n" +
 	"\rEnqueueParams\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x19\n" +
@@ -2035,7 +2118,9 @@ const file_v1_command_proto_rawDesc = "" +
 	"\vlease_token\x18\x02 \x01(\x04R\n" +
 	"leaseToken\"0\n" +
 	"\x06JobAck\x12&\n" +
-	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\"\x88\x01\n" +
+	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\"7\n" +
+	"\vJobAckBatch\x12(\n" +
+	"\x04refs\x18\x01 \x03(\v2\x14.seppcmd.v1.LeaseRefR\x04refs\"\x88\x01\n" +
 	"\aJobNack\x12&\n" +
 	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\x12\x1c\n" +
 	"\tdirective\x18\x02 \x01(\rR\tdirective\x12\x1f\n" +
@@ -2114,12 +2199,13 @@ const file_v1_command_proto_rawDesc = "" +
 	"\x0e_retry_backoffB\x18\n" +
 	"\x16_retry_delay_max_nanosB\x1d\n" +
 	"\x1b_max_schedule_horizon_nanosB\r\n" +
-	"\v_max_length\"u\n" +
+	"\v_max_length\"\xa5\x01\n" +
 	"\fNodeMetadata\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
 	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\x12\x1b\n" +
-	"\thttp_addr\x18\x04 \x01(\tR\bhttpAddr\"?\n" +
+	"\thttp_addr\x18\x04 \x01(\tR\bhttpAddr\x12.\n" +
+	"\x13max_command_version\x18\x05 \x01(\rR\x11maxCommandVersion\"?\n" +
 	"\x0fNodeMetadataSet\x12,\n" +
 	"\x04node\x18\x01 \x01(\v2\x18.seppcmd.v1.NodeMetadataR\x04node\"$\n" +
 	"\x12NodeMetadataDelete\x12\x0e\n" +
@@ -2140,7 +2226,7 @@ func file_v1_command_proto_rawDescGZIP() []byte {
 	return file_v1_command_proto_rawDescData
 }
 
-var file_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_v1_command_proto_goTypes = []any{
 	(*Entry)(nil),              // 0: seppcmd.v1.Entry
 	(*Command)(nil),            // 1: seppcmd.v1.Command
@@ -2150,26 +2236,27 @@ var file_v1_command_proto_goTypes = []any{
 	(*JobReserve)(nil),         // 5: seppcmd.v1.JobReserve
 	(*LeaseRef)(nil),           // 6: seppcmd.v1.LeaseRef
 	(*JobAck)(nil),             // 7: seppcmd.v1.JobAck
-	(*JobNack)(nil),            // 8: seppcmd.v1.JobNack
-	(*JobRelease)(nil),         // 9: seppcmd.v1.JobRelease
-	(*LeaseExtend)(nil),        // 10: seppcmd.v1.LeaseExtend
-	(*LeaseExtendAll)(nil),     // 11: seppcmd.v1.LeaseExtendAll
-	(*DeadLetterDrain)(nil),    // 12: seppcmd.v1.DeadLetterDrain
-	(*DeadLetterRequeue)(nil),  // 13: seppcmd.v1.DeadLetterRequeue
-	(*DeadLetterDelete)(nil),   // 14: seppcmd.v1.DeadLetterDelete
-	(*JobDeadLetter)(nil),      // 15: seppcmd.v1.JobDeadLetter
-	(*QueuePause)(nil),         // 16: seppcmd.v1.QueuePause
-	(*QueueResume)(nil),        // 17: seppcmd.v1.QueueResume
-	(*Tick)(nil),               // 18: seppcmd.v1.Tick
-	(*ConfigSet)(nil),          // 19: seppcmd.v1.ConfigSet
-	(*EngineConfig)(nil),       // 20: seppcmd.v1.EngineConfig
-	(*Limits)(nil),             // 21: seppcmd.v1.Limits
-	(*QueueConfig)(nil),        // 22: seppcmd.v1.QueueConfig
-	(*NodeMetadata)(nil),       // 23: seppcmd.v1.NodeMetadata
-	(*NodeMetadataSet)(nil),    // 24: seppcmd.v1.NodeMetadataSet
-	(*NodeMetadataDelete)(nil), // 25: seppcmd.v1.NodeMetadataDelete
-	(*SnapshotMeta)(nil),       // 26: seppcmd.v1.SnapshotMeta
-	nil,                        // 27: seppcmd.v1.EnqueueParams.CustomEntry
+	(*JobAckBatch)(nil),        // 8: seppcmd.v1.JobAckBatch
+	(*JobNack)(nil),            // 9: seppcmd.v1.JobNack
+	(*JobRelease)(nil),         // 10: seppcmd.v1.JobRelease
+	(*LeaseExtend)(nil),        // 11: seppcmd.v1.LeaseExtend
+	(*LeaseExtendAll)(nil),     // 12: seppcmd.v1.LeaseExtendAll
+	(*DeadLetterDrain)(nil),    // 13: seppcmd.v1.DeadLetterDrain
+	(*DeadLetterRequeue)(nil),  // 14: seppcmd.v1.DeadLetterRequeue
+	(*DeadLetterDelete)(nil),   // 15: seppcmd.v1.DeadLetterDelete
+	(*JobDeadLetter)(nil),      // 16: seppcmd.v1.JobDeadLetter
+	(*QueuePause)(nil),         // 17: seppcmd.v1.QueuePause
+	(*QueueResume)(nil),        // 18: seppcmd.v1.QueueResume
+	(*Tick)(nil),               // 19: seppcmd.v1.Tick
+	(*ConfigSet)(nil),          // 20: seppcmd.v1.ConfigSet
+	(*EngineConfig)(nil),       // 21: seppcmd.v1.EngineConfig
+	(*Limits)(nil),             // 22: seppcmd.v1.Limits
+	(*QueueConfig)(nil),        // 23: seppcmd.v1.QueueConfig
+	(*NodeMetadata)(nil),       // 24: seppcmd.v1.NodeMetadata
+	(*NodeMetadataSet)(nil),    // 25: seppcmd.v1.NodeMetadataSet
+	(*NodeMetadataDelete)(nil), // 26: seppcmd.v1.NodeMetadataDelete
+	(*SnapshotMeta)(nil),       // 27: seppcmd.v1.SnapshotMeta
+	nil,                        // 28: seppcmd.v1.EnqueueParams.CustomEntry
 }
 var file_v1_command_proto_depIdxs = []int32{
 	1,  // 0: seppcmd.v1.Entry.commands:type_name -> seppcmd.v1.Command
@@ -2177,37 +2264,39 @@ var file_v1_command_proto_depIdxs = []int32{
 	4,  // 2: seppcmd.v1.Command.job_enqueue_batch:type_name -> seppcmd.v1.JobEnqueueBatch
 	5,  // 3: seppcmd.v1.Command.job_reserve:type_name -> seppcmd.v1.JobReserve
 	7,  // 4: seppcmd.v1.Command.job_ack:type_name -> seppcmd.v1.JobAck
-	8,  // 5: seppcmd.v1.Command.job_nack:type_name -> seppcmd.v1.JobNack
-	9,  // 6: seppcmd.v1.Command.job_release:type_name -> seppcmd.v1.JobRelease
-	10, // 7: seppcmd.v1.Command.lease_extend:type_name -> seppcmd.v1.LeaseExtend
-	11, // 8: seppcmd.v1.Command.lease_extend_all:type_name -> seppcmd.v1.LeaseExtendAll
-	12, // 9: seppcmd.v1.Command.dead_letter_drain:type_name -> seppcmd.v1.DeadLetterDrain
-	13, // 10: seppcmd.v1.Command.dead_letter_requeue:type_name -> seppcmd.v1.DeadLetterRequeue
-	14, // 11: seppcmd.v1.Command.dead_letter_delete:type_name -> seppcmd.v1.DeadLetterDelete
-	15, // 12: seppcmd.v1.Command.job_dead_letter:type_name -> seppcmd.v1.JobDeadLetter
-	16, // 13: seppcmd.v1.Command.queue_pause:type_name -> seppcmd.v1.QueuePause
-	17, // 14: seppcmd.v1.Command.queue_resume:type_name -> seppcmd.v1.QueueResume
-	18, // 15: seppcmd.v1.Command.tick:type_name -> seppcmd.v1.Tick
-	19, // 16: seppcmd.v1.Command.config_set:type_name -> seppcmd.v1.ConfigSet
-	24, // 17: seppcmd.v1.Command.node_metadata_set:type_name -> seppcmd.v1.NodeMetadataSet
-	25, // 18: seppcmd.v1.Command.node_metadata_delete:type_name -> seppcmd.v1.NodeMetadataDelete
-	27, // 19: seppcmd.v1.EnqueueParams.custom:type_name -> seppcmd.v1.EnqueueParams.CustomEntry
-	2,  // 20: seppcmd.v1.JobEnqueue.params:type_name -> seppcmd.v1.EnqueueParams
-	2,  // 21: seppcmd.v1.JobEnqueueBatch.items:type_name -> seppcmd.v1.EnqueueParams
-	6,  // 22: seppcmd.v1.JobAck.ref:type_name -> seppcmd.v1.LeaseRef
-	6,  // 23: seppcmd.v1.JobNack.ref:type_name -> seppcmd.v1.LeaseRef
-	6,  // 24: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
-	6,  // 25: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
-	20, // 26: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
-	21, // 27: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
-	22, // 28: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
-	23, // 29: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
-	23, // 30: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	9,  // 5: seppcmd.v1.Command.job_nack:type_name -> seppcmd.v1.JobNack
+	10, // 6: seppcmd.v1.Command.job_release:type_name -> seppcmd.v1.JobRelease
+	11, // 7: seppcmd.v1.Command.lease_extend:type_name -> seppcmd.v1.LeaseExtend
+	12, // 8: seppcmd.v1.Command.lease_extend_all:type_name -> seppcmd.v1.LeaseExtendAll
+	13, // 9: seppcmd.v1.Command.dead_letter_drain:type_name -> seppcmd.v1.DeadLetterDrain
+	14, // 10: seppcmd.v1.Command.dead_letter_requeue:type_name -> seppcmd.v1.DeadLetterRequeue
+	15, // 11: seppcmd.v1.Command.dead_letter_delete:type_name -> seppcmd.v1.DeadLetterDelete
+	16, // 12: seppcmd.v1.Command.job_dead_letter:type_name -> seppcmd.v1.JobDeadLetter
+	17, // 13: seppcmd.v1.Command.queue_pause:type_name -> seppcmd.v1.QueuePause
+	18, // 14: seppcmd.v1.Command.queue_resume:type_name -> seppcmd.v1.QueueResume
+	19, // 15: seppcmd.v1.Command.tick:type_name -> seppcmd.v1.Tick
+	20, // 16: seppcmd.v1.Command.config_set:type_name -> seppcmd.v1.ConfigSet
+	25, // 17: seppcmd.v1.Command.node_metadata_set:type_name -> seppcmd.v1.NodeMetadataSet
+	26, // 18: seppcmd.v1.Command.node_metadata_delete:type_name -> seppcmd.v1.NodeMetadataDelete
+	8,  // 19: seppcmd.v1.Command.job_ack_batch:type_name -> seppcmd.v1.JobAckBatch
+	28, // 20: seppcmd.v1.EnqueueParams.custom:type_name -> seppcmd.v1.EnqueueParams.CustomEntry
+	2,  // 21: seppcmd.v1.JobEnqueue.params:type_name -> seppcmd.v1.EnqueueParams
+	2,  // 22: seppcmd.v1.JobEnqueueBatch.items:type_name -> seppcmd.v1.EnqueueParams
+	6,  // 23: seppcmd.v1.JobAck.ref:type_name -> seppcmd.v1.LeaseRef
+	6,  // 24: seppcmd.v1.JobAckBatch.refs:type_name -> seppcmd.v1.LeaseRef
+	6,  // 25: seppcmd.v1.JobNack.ref:type_name -> seppcmd.v1.LeaseRef
+	6,  // 26: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
+	6,  // 27: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
+	21, // 28: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
+	22, // 29: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
+	23, // 30: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
+	24, // 31: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
+	24, // 32: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_v1_command_proto_init() }
@@ -2234,16 +2323,17 @@ func file_v1_command_proto_init() {
 		(*Command_ConfigSet)(nil),
 		(*Command_NodeMetadataSet)(nil),
 		(*Command_NodeMetadataDelete)(nil),
+		(*Command_JobAckBatch)(nil),
 	}
 	file_v1_command_proto_msgTypes[2].OneofWrappers = []any{}
-	file_v1_command_proto_msgTypes[22].OneofWrappers = []any{}
+	file_v1_command_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v1_command_proto_rawDesc), len(file_v1_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
