@@ -21,6 +21,7 @@
 // that read one queue's jobs in one state.
 //
 // Concurrency: the read methods (GetJob, ListJobs, Stats, QueueStats,
+// CanReserve, Reservable,
 // ListDeadLetters, GetDeadLetter, NextDeadline, Config, Now, Digest,
 // Snapshot, CheckInvariants) change nothing and may run concurrently with
 // each other; every other method needs exclusive access. The Raft state

@@ -31,6 +31,13 @@ import (
 // that knows all of them.
 func benchCluster(b *testing.B) *client.Client {
 	b.Helper()
+	cli, _ := benchClusterNodes(b)
+	return cli
+}
+
+// benchClusterNodes is benchCluster that also returns the nodes.
+func benchClusterNodes(b *testing.B) (*client.Client, *clustertest.Cluster) {
+	b.Helper()
 	const n = 3
 	lis := make([]net.Listener, n)
 	addrs := make([]string, n)
@@ -69,7 +76,7 @@ func benchCluster(b *testing.B) *client.Client {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cli.Close() })
-	return cli
+	return cli, nodes
 }
 
 var benchQueueSeq atomic.Int64
@@ -172,9 +179,17 @@ func BenchmarkConsume(b *testing.B) {
 
 // BenchmarkEndToEnd: one job at a time, enqueued through a Producer while
 // a worker long-polls for it; the time from enqueue to its ack is done
-// (wake-up, reserve and ack included; no queueing).
+// (wake-up, reserve and ack included; no queueing). entries/job counts the
+// log entries written per job (an enqueue, a reserve and an ack at best).
 func BenchmarkEndToEnd(b *testing.B) {
-	cli := benchCluster(b)
+	cli, nodes := benchClusterNodes(b)
+	lastIndex := func() uint64 {
+		st, err := nodes.Node(nodes.WaitLeader()).Status(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st.LastLogIndex
+	}
 	queue := benchQueue("e2e")
 	ctx := context.Background()
 	p := cli.NewProducer(client.ProducerOptions{})
@@ -200,6 +215,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		}
 	}()
 	b.ResetTimer()
+	first := lastIndex()
 	for i := 0; i < b.N; i++ {
 		// Let the worker settle into its long-poll first.
 		time.Sleep(2 * time.Millisecond)
@@ -210,6 +226,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	}
 	<-done
 	b.StopTimer()
+	b.ReportMetric(float64(lastIndex()-first)/float64(b.N), "entries/job")
 	slices.Sort(lat)
 	if len(lat) > 0 {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")

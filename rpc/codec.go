@@ -15,6 +15,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
 // Go's protobuf rejects a proto3 string holding invalid UTF-8 while decoding,
@@ -42,6 +44,14 @@ func (c utf8Codec) Name() string { return c.base.Name() }
 func (c utf8Codec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
 
 func (c utf8Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if m, ok := v.(*seppv1.EnqueueBatchRequest); ok {
+		// The hot request has a decoder of its own (decode.go); what it
+		// cannot decode exactly goes the general way below.
+		raw := data.Materialize()
+		if decodeEnqueueBatch(raw, m) {
+			return nil
+		}
+	}
 	err := c.base.Unmarshal(data, v)
 	if err == nil || !isInvalidUTF8(err) {
 		return err

@@ -45,21 +45,33 @@ func (s *queueService) EnqueueBatch(ctx context.Context, req *seppv1.EnqueueBatc
 		return nil, invalidField("jobs", "1..max_batch_size", "needs at least one job")
 	}
 	// Items the rpc layer rejects fail alone, like items the engine
-	// rejects; the rest go to the engine in one proposal.
+	// rejects; the rest go to the engine in one proposal. The params are
+	// filled in place (an EnqueueParams is large), and positions maps
+	// them back to items only once an item has been rejected: until
+	// then param k is item k.
 	results := make([]*seppv1.EnqueueBatchResult, len(jobs))
-	params := make([]engine.EnqueueParams, 0, len(jobs))
-	positions := make([]int, 0, len(jobs))
+	params := make([]engine.EnqueueParams, len(jobs))
+	var positions []int
+	kept := 0
 	for i, item := range jobs {
-		p, err := enqueueParams("", item)
-		if err != nil {
+		if err := fillEnqueueParams(&params[kept], "", item); err != nil {
 			// Again, naming the item (only now: the name costs allocations).
-			_, err = enqueueParams(itemPrefix(i), item)
+			err = fillEnqueueParams(&params[kept], itemPrefix(i), item)
 			results[i] = &seppv1.EnqueueBatchResult{Outcome: &seppv1.EnqueueBatchResult_Error{Error: itemErrorFor(err)}}
+			if positions == nil {
+				positions = make([]int, kept, len(jobs))
+				for k := range positions {
+					positions[k] = k
+				}
+			}
 			continue
 		}
-		params = append(params, p)
-		positions = append(positions, i)
+		if positions != nil {
+			positions = append(positions, i)
+		}
+		kept++
 	}
+	params = params[:kept]
 	if len(params) > 0 {
 		items, err := s.b.EnqueueBatch(ctx, params)
 		if err != nil {
@@ -70,25 +82,32 @@ func (s *queueService) EnqueueBatch(ctx context.Context, req *seppv1.EnqueueBatc
 		}
 		// The results of a batch are allocated together, not three
 		// objects per job.
-		var (
-			outs     = make([]seppv1.EnqueueBatchResult, len(items))
-			enqueued = make([]seppv1.EnqueueBatchResult_Enqueued, len(items))
-			resps    = make([]seppv1.EnqueueResponse, len(items))
-		)
+		outs := make([]enqueuedResult, len(items))
 		for k, item := range items {
-			i := positions[k]
+			i := k
+			if positions != nil {
+				i = positions[k]
+			}
 			if item.Err != nil {
 				results[i] = &seppv1.EnqueueBatchResult{Outcome: &seppv1.EnqueueBatchResult_Error{Error: itemErrorFor(prefixField(itemPrefix(i), item.Err))}}
 				continue
 			}
-			r := &resps[k]
-			r.JobId, r.State, r.Duplicate = uint64(item.Result.JobID), jobStateToProto(item.Result.State), item.Result.Duplicate
-			enqueued[k].Enqueued = r
-			outs[k].Outcome = &enqueued[k]
-			results[i] = &outs[k]
+			o := &outs[k]
+			o.resp.JobId, o.resp.State, o.resp.Duplicate = uint64(item.Result.JobID), jobStateToProto(item.Result.State), item.Result.Duplicate
+			o.enqueued.Enqueued = &o.resp
+			o.result.Outcome = &o.enqueued
+			results[i] = &o.result
 		}
 	}
 	return &seppv1.EnqueueBatchResponse{Results: results}, nil
+}
+
+// enqueuedResult is the three messages of one enqueued item's result, to
+// allocate a batch's results in one piece.
+type enqueuedResult struct {
+	result   seppv1.EnqueueBatchResult
+	enqueued seppv1.EnqueueBatchResult_Enqueued
+	resp     seppv1.EnqueueResponse
 }
 
 // itemPrefix names item i of a batch in a field path: "jobs[3].".
@@ -131,12 +150,29 @@ func (s *queueService) Reserve(ctx context.Context, req *seppv1.ReserveRequest) 
 		Lease:     lease,
 		RequestID: req.GetRequestId(),
 	}
-	ds, err := s.b.Reserve(ctx, p)
+	var ds []engine.Delivery
+	if wait > 0 && s.leads() {
+		// A waiting reserve on the leader proposes only when its applied
+		// state shows something to answer with: an empty reserve would
+		// cost a replicated, fsynced log entry and find nothing. Register
+		// as a waiter before looking, so an entry applied after the look
+		// (the job enqueued meanwhile) still wakes us. A follower proposes
+		// at once, as before: its refusal names the leader to go to.
+		w := s.register()
+		if !s.canReserve(ctx, p) {
+			ds, err = s.longPoll(ctx, p, wait, &w)
+			if err != nil {
+				return nil, err
+			}
+			return &seppv1.ReserveResponse{Jobs: deliveriesToProto(ds, p.WorkerID)}, nil
+		}
+	}
+	ds, err = s.b.Reserve(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	if len(ds) == 0 && wait > 0 {
-		ds, err = s.longPoll(ctx, p, wait)
+		ds, err = s.longPoll(ctx, p, wait, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -144,13 +180,51 @@ func (s *queueService) Reserve(ctx context.Context, req *seppv1.ReserveRequest) 
 	return &seppv1.ReserveResponse{Jobs: deliveriesToProto(ds, p.WorkerID)}, nil
 }
 
-// longPoll waits up to wait for a job of p.Queue after a reserve found none.
-// It proposes again only when this node's own state (a stale local read,
-// which costs no Raft round) shows the queue has Ready jobs and is not
-// paused, so an idle waiting worker writes nothing to the log. Each wake-up
-// is an applied entry, which is also when promotions, nacks, releases and
-// lease expiries make jobs Ready.
-func (s *queueService) longPoll(ctx context.Context, p engine.ReserveParams, wait time.Duration) ([]engine.Delivery, error) {
+// leads reports whether this node is the leader, whose applied state is
+// what the next proposal runs on (a read of it may lag the proposals in
+// flight, which wake the waiters as they apply).
+func (s *queueService) leads() bool {
+	self := s.b.Self().ID
+	return self != "" && s.b.Leader().ID == self
+}
+
+// waiter is what wakes a waiting reserve: the next applied entry, or the
+// next release of a poll claim. Taken before a look at the state, it cannot
+// miss a change made after the look.
+type waiter struct {
+	applied, released <-chan struct{}
+}
+
+func (s *queueService) register() waiter {
+	return waiter{applied: s.b.Applied(), released: s.polls.changed()}
+}
+
+// canReserve reports whether a reserve with p could answer anything but an
+// empty result now, judging by this node's applied state (engine
+// CanReserve: Ready jobs, a due promotion or lease expiry, a reservation to
+// replay, a request the engine would refuse).
+func (s *queueService) canReserve(ctx context.Context, p engine.ReserveParams) bool {
+	can := true
+	if err := s.b.Read(ctx, true, func(e *engine.Engine) error {
+		can = e.CanReserve(s.now(), p)
+		return nil
+	}); err != nil {
+		// A failed local read must not hide a job or an error: let the
+		// proposal decide (it fails properly if the node is unwell).
+		s.log.Debug("long-poll reserve check failed", "queue", p.Queue, "error", err)
+		return true
+	}
+	return can
+}
+
+// longPoll waits up to wait for a job of p.Queue after a reserve found none,
+// or, with first set, after canReserve found nothing to reserve since first
+// was registered. It proposes (again) only when this node's own state (a
+// stale local read, which costs no Raft round) shows the queue has Ready
+// jobs and is not paused, so an idle waiting worker writes nothing to the
+// log. Each wake-up is an applied entry, which is also when promotions,
+// nacks, releases and lease expiries make jobs Ready.
+func (s *queueService) longPoll(ctx context.Context, p engine.ReserveParams, wait time.Duration, first *waiter) ([]engine.Delivery, error) {
 	select {
 	case s.longPolls <- struct{}{}:
 		defer func() { <-s.longPolls }()
@@ -168,25 +242,33 @@ func (s *queueService) longPoll(ctx context.Context, p engine.ReserveParams, wai
 	// will not hand out from becoming a loop of proposals.
 	const maxEmptyProposals = 2
 	emptyProposals := 0
+	// With first, the caller has looked already, after registering.
+	look, w := first == nil, waiter{}
+	if first != nil {
+		w = *first
+	}
 	for {
-		// Take the channels before looking, so an entry applied (or a
-		// claim released) between the look and the wait still wakes us.
-		applied, released := s.b.Applied(), s.polls.changed()
-		if emptyProposals < maxEmptyProposals {
-			if ready := s.readyToReserve(ctx, p.Queue); ready > 0 && s.polls.claim(p.Queue, ready, p.N) {
-				ds, err := s.b.Reserve(ctx, p)
-				s.polls.release(p.Queue, p.N)
-				if err != nil || len(ds) > 0 {
-					return ds, err
+		if look {
+			// Register before looking, so an entry applied (or a claim
+			// released) between the look and the wait still wakes us.
+			w = s.register()
+			if emptyProposals < maxEmptyProposals {
+				if ready := s.readyToReserve(ctx, p.Queue); ready > 0 && s.polls.claim(p.Queue, ready, p.N) {
+					ds, err := s.b.Reserve(ctx, p)
+					s.polls.release(p.Queue, p.N)
+					if err != nil || len(ds) > 0 {
+						return ds, err
+					}
+					emptyProposals++
+					continue
 				}
-				emptyProposals++
-				continue
 			}
 		}
+		look = true
 		select {
-		case <-applied:
+		case <-w.applied:
 			emptyProposals = 0
-		case <-released:
+		case <-w.released:
 		case <-timer.C:
 			return nil, nil
 		case <-ctx.Done():
@@ -248,16 +330,10 @@ func (c *pollClaims) release(queue string, n int) {
 func (s *queueService) readyToReserve(ctx context.Context, queue string) int {
 	var ready int
 	err := s.b.Read(ctx, true, func(e *engine.Engine) error {
-		qs, err := e.QueueStats(s.now(), queue)
-		if err != nil {
-			return err
-		}
-		if !qs.Paused {
-			ready = int(qs.Ready)
-		}
+		ready = e.Reservable(queue)
 		return nil
 	})
-	if err != nil && !errors.Is(err, engine.ErrNotFound) && !errors.Is(err, engine.ErrUnknownQueue) {
+	if err != nil {
 		// A failed local read must not stall the poll: let the
 		// proposal decide (it fails properly if the node is unwell).
 		s.log.Debug("long-poll ready check failed", "queue", queue, "error", err)

@@ -90,24 +90,28 @@ func leaseRef(ctx *seppv1.JobContext) (engine.LeaseRef, error) {
 }
 
 func enqueueParams(prefix string, r *seppv1.EnqueueRequest) (engine.EnqueueParams, error) {
+	var p engine.EnqueueParams
+	err := fillEnqueueParams(&p, prefix, r)
+	return p, err
+}
+
+// fillEnqueueParams sets *p (a zero value) from r; on error it leaves *p
+// as it was. The params share r's memory (payload, custom, priority): the
+// backend copies what it keeps.
+func fillEnqueueParams(p *engine.EnqueueParams, prefix string, r *seppv1.EnqueueRequest) error {
 	at, err := validateTimestamp(prefix+"scheduled_at", r.GetScheduledAt())
 	if err != nil {
-		return engine.EnqueueParams{}, err
+		return err
 	}
-	p := engine.EnqueueParams{
-		Queue:          r.GetQueue(),
-		JobType:        r.GetJobType(),
-		Payload:        r.GetPayload(),
-		ScheduledAt:    at,
-		MaxAttempts:    r.GetMaxAttempts(),
-		Custom:         r.GetCustom(),
-		IdempotencyKey: r.GetIdempotencyKey(),
-	}
-	if r.Priority != nil {
-		prio := r.GetPriority()
-		p.Priority = &prio
-	}
-	return p, nil
+	p.Queue = r.GetQueue()
+	p.JobType = r.GetJobType()
+	p.Payload = r.GetPayload()
+	p.ScheduledAt = at
+	p.MaxAttempts = r.GetMaxAttempts()
+	p.Custom = r.GetCustom()
+	p.IdempotencyKey = r.GetIdempotencyKey()
+	p.Priority = r.Priority // read, never written: no copy needed
+	return nil
 }
 
 func jobIDs(field string, ids []uint64) ([]engine.JobID, error) {

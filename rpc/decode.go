@@ -1,0 +1,270 @@
+package rpc
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
+)
+
+// decodeEnqueueBatch is the server's decoder of the hottest request, an
+// EnqueueBatchRequest, built for the common shape of one: many jobs of one
+// queue and one job type, each with a payload and an idempotency key. The
+// general decoder allocates every job, its payload and each of its strings
+// on its own, and copies every payload out of a pooled buffer; this one
+// takes raw (the request's bytes, which it keeps) and allocates the jobs
+// together, points each payload into raw (so a payload is copied once, from
+// the transport into raw), shares the queue and job type strings among the
+// jobs that repeat them, and puts all idempotency keys in one string.
+//
+// It decodes only what it can decode exactly as proto.Unmarshal would: on
+// anything else (an unknown field, a wire type that does not match, a field
+// repeated within a job, invalid UTF-8, a malformed message) it returns
+// false, leaves m untouched, and the caller runs the general decoder, which
+// gives the same message, the field to blame, or the error.
+//
+// A decoded payload shares raw's memory: a consumer that keeps one must
+// copy it (the engine does, for params that are not Owned, and a Raft node
+// copies them into the log entry it proposes).
+func decodeEnqueueBatch(raw []byte, m *seppv1.EnqueueBatchRequest) bool {
+	// First pass: count the jobs, so they are allocated at once.
+	n := 0
+	for b := raw; len(b) > 0; {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 || num != 1 || typ != protowire.BytesType {
+			return false
+		}
+		_, vl := protowire.ConsumeBytes(b[l:])
+		if vl < 0 {
+			return false
+		}
+		b = b[l+vl:]
+		n++
+	}
+	if n == 0 {
+		return false // nothing to gain; proto.Unmarshal handles it
+	}
+	d := batchDecoder{jobs: make([]seppv1.EnqueueRequest, n)}
+	ptrs := make([]*seppv1.EnqueueRequest, n)
+	for i, b := 0, raw; len(b) > 0; i++ {
+		_, _, l := protowire.ConsumeTag(b)
+		v, vl := protowire.ConsumeBytes(b[l:])
+		if !d.job(i, v) {
+			return false
+		}
+		ptrs[i] = &d.jobs[i]
+		b = b[l+vl:]
+	}
+	d.finishKeys()
+	m.Reset() // as proto.Unmarshal does
+	m.Jobs = ptrs
+	return true
+}
+
+// batchDecoder holds what the jobs of one batch share.
+type batchDecoder struct {
+	jobs []seppv1.EnqueueRequest
+	// The last distinct queue and job type, reused by the jobs that
+	// repeat them.
+	queue, jobType string
+	// Slabs for the optional fields, allocated on first use with room for
+	// one per job, so they never move (a job repeating a field is refused).
+	prios []uint32
+	stamp []timestamppb.Timestamp
+	// Idempotency keys: where each is in the request, to be copied
+	// into one string at the end.
+	keys    []keyRef
+	keySize int
+}
+
+type keyRef struct {
+	job   int
+	bytes []byte
+}
+
+// Fields of EnqueueRequest, as a bit each to refuse a repeated one (which
+// proto.Unmarshal would merge or overwrite: the general decoder does that).
+const (
+	fieldQueue          = 1
+	fieldJobType        = 2
+	fieldPayload        = 3
+	fieldPriority       = 4
+	fieldScheduledAt    = 5
+	fieldMaxAttempts    = 6
+	fieldCustom         = 7
+	fieldIdempotencyKey = 8
+)
+
+// job decodes job i (a zero message) from b.
+func (d *batchDecoder) job(i int, b []byte) bool {
+	j := &d.jobs[i]
+	var seen uint16
+	for len(b) > 0 {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 || num < fieldQueue || num > fieldIdempotencyKey {
+			return false
+		}
+		b = b[l:]
+		bit := uint16(1) << num
+		if seen&bit != 0 && num != fieldCustom {
+			return false
+		}
+		seen |= bit
+		switch num {
+		case fieldPriority, fieldMaxAttempts:
+			if typ != protowire.VarintType {
+				return false
+			}
+			v, vl := protowire.ConsumeVarint(b)
+			if vl < 0 {
+				return false
+			}
+			b = b[vl:]
+			if num == fieldMaxAttempts {
+				j.MaxAttempts = uint32(v)
+				continue
+			}
+			if d.prios == nil {
+				d.prios = make([]uint32, 0, len(d.jobs))
+			}
+			d.prios = append(d.prios, uint32(v))
+			j.Priority = &d.prios[len(d.prios)-1]
+			continue
+		}
+		if typ != protowire.BytesType {
+			return false
+		}
+		v, vl := protowire.ConsumeBytes(b)
+		if vl < 0 {
+			return false
+		}
+		b = b[vl:]
+		switch num {
+		case fieldQueue:
+			if !utf8.Valid(v) {
+				return false
+			}
+			j.Queue = shared(&d.queue, v)
+		case fieldJobType:
+			if !utf8.Valid(v) {
+				return false
+			}
+			j.JobType = shared(&d.jobType, v)
+		case fieldPayload:
+			if len(v) > 0 {
+				j.Payload = v[:len(v):len(v)] // appending must not run into the next field
+			}
+		case fieldScheduledAt:
+			if d.stamp == nil {
+				d.stamp = make([]timestamppb.Timestamp, 0, len(d.jobs))
+			}
+			d.stamp = append(d.stamp, timestamppb.Timestamp{})
+			ts := &d.stamp[len(d.stamp)-1]
+			if !decodeTimestamp(ts, v) {
+				return false
+			}
+			j.ScheduledAt = ts
+		case fieldCustom:
+			if !decodeCustomEntry(j, v) {
+				return false
+			}
+		case fieldIdempotencyKey:
+			if !utf8.Valid(v) {
+				return false
+			}
+			if len(v) > 0 {
+				if d.keys == nil {
+					d.keys = make([]keyRef, 0, len(d.jobs))
+				}
+				d.keys = append(d.keys, keyRef{job: i, bytes: v})
+				d.keySize += len(v)
+			}
+		}
+	}
+	return true
+}
+
+// shared returns v as a string, reusing *last when it holds the same bytes.
+func shared(last *string, v []byte) string {
+	if len(v) == 0 {
+		return ""
+	}
+	if *last != string(v) { // no allocation: the conversion is only compared
+		*last = string(v)
+	}
+	return *last
+}
+
+// finishKeys copies the idempotency keys into one string and hands each
+// job its part.
+func (d *batchDecoder) finishKeys() {
+	if len(d.keys) == 0 {
+		return
+	}
+	var sb strings.Builder
+	sb.Grow(d.keySize)
+	for _, k := range d.keys {
+		sb.Write(k.bytes)
+	}
+	all, off := sb.String(), 0
+	for _, k := range d.keys {
+		d.jobs[k.job].IdempotencyKey = all[off : off+len(k.bytes)]
+		off += len(k.bytes)
+	}
+}
+
+// decodeTimestamp decodes a google.protobuf.Timestamp.
+func decodeTimestamp(ts *timestamppb.Timestamp, b []byte) bool {
+	var seen uint8
+	for len(b) > 0 {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 || (num != 1 && num != 2) || typ != protowire.VarintType || seen&(1<<num) != 0 {
+			return false
+		}
+		seen |= 1 << num
+		v, vl := protowire.ConsumeVarint(b[l:])
+		if vl < 0 {
+			return false
+		}
+		b = b[l+vl:]
+		if num == 1 {
+			ts.Seconds = int64(v)
+		} else {
+			ts.Nanos = int32(v)
+		}
+	}
+	return true
+}
+
+// decodeCustomEntry adds one map entry of custom to j. A later entry with
+// the same key replaces an earlier one, as in proto.Unmarshal.
+func decodeCustomEntry(j *seppv1.EnqueueRequest, b []byte) bool {
+	var key, val []byte
+	var seen uint8
+	for len(b) > 0 {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 || (num != 1 && num != 2) || typ != protowire.BytesType || seen&(1<<num) != 0 {
+			return false
+		}
+		seen |= 1 << num
+		v, vl := protowire.ConsumeBytes(b[l:])
+		if vl < 0 || !utf8.Valid(v) {
+			return false
+		}
+		b = b[l+vl:]
+		if num == 1 {
+			key = v
+		} else {
+			val = v
+		}
+	}
+	if j.Custom == nil {
+		j.Custom = make(map[string]string)
+	}
+	// Custom strings get memory of their own: the engine keeps them.
+	j.Custom[string(key)] = string(val)
+	return true
+}
