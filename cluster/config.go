@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -57,6 +58,11 @@ type Config struct {
 	// call an election at once instead of waiting out HeartbeatTimeout
 	// (crashwatch.go). It needs the TCP transport.
 	DetectLeaderCrash bool
+	// PeerCommandVersion asks a member the highest command version its
+	// binary applies (versions.go); the leader uses newer commands only
+	// once every member has answered that it applies them. nil: members'
+	// versions are known only from their own terms as leader.
+	PeerCommandVersion func(ctx context.Context, member NodeInfo) (uint32, error)
 	// SnapshotThreshold is how many log entries since the last snapshot make
 	// raft take a new one (checked every SnapshotInterval); TrailingLogs is
 	// how many entries stay in the log after it (so a slightly lagging

@@ -108,7 +108,13 @@ func (n *Node) leaderDuties(ctx context.Context) {
 
 	close(lr.ch)
 	log.Info("leader ready")
+	learned := make(chan struct{})
+	go func() {
+		defer close(learned)
+		n.learnMemberVersions(ctx) // versions.go
+	}()
 	n.runTicker(ctx)
+	<-learned
 }
 
 // runDuty proposes one leader command, retrying an unknown outcome (every

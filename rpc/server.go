@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sepp-io/sepp/cluster"
+	"github.com/sepp-io/sepp/fsm"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
@@ -222,6 +223,13 @@ func (h *healthService) known(service string) bool {
 	case "", seppv1.QueueService_ServiceDesc.ServiceName, seppv1.AdminService_ServiceDesc.ServiceName,
 		seppv1.ClusterService_ServiceDesc.ServiceName:
 		return true
+	}
+	// A leader asks its members which command versions their binaries
+	// apply (cluster/versions.go); an older binary answers NotFound.
+	for v := uint32(1); v <= fsm.CommandVersion; v++ {
+		if service == cluster.CommandVersionService(v) {
+			return true
+		}
 	}
 	return false
 }

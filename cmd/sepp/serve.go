@@ -21,9 +21,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/config"
+	"github.com/sepp-io/sepp/fsm"
 	"github.com/sepp-io/sepp/rpc"
 )
 
@@ -200,6 +205,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	if nc.Transport, err = sec.raftTransport(cfg.Server, log); err != nil {
 		return err
+	}
+	if sec.grpcForwardDial != nil {
+		nc.PeerCommandVersion = askCommandVersion(sec.grpcForwardDial)
 	}
 	if sec.httpTLS != nil {
 		httpLis = tls.NewListener(httpLis, sec.httpTLS)
@@ -470,4 +478,30 @@ func logReplay(ctx context.Context, node *cluster.Node, opening time.Time, log h
 	}
 	log.Info("restart: state rebuilt", "open", opened.Round(time.Millisecond),
 		"total", time.Since(opening).Round(time.Millisecond), "applied_index", st.AppliedIndex)
+}
+
+// askCommandVersion asks a member's gRPC health service, open to any
+// caller, for the highest command version its binary applies
+// (cluster.CommandVersionService); 1 when it serves none newer.
+func askCommandVersion(dial []grpc.DialOption) func(context.Context, cluster.NodeInfo) (uint32, error) {
+	return func(ctx context.Context, m cluster.NodeInfo) (uint32, error) {
+		cc, err := grpc.NewClient(m.GRPCAddr, dial...)
+		if err != nil {
+			return 0, err
+		}
+		defer cc.Close()
+		h := healthpb.NewHealthClient(cc)
+		for v := uint32(fsm.CommandVersion); v >= 2; v-- {
+			resp, err := h.Check(ctx, &healthpb.HealthCheckRequest{Service: cluster.CommandVersionService(v)})
+			switch {
+			case status.Code(err) == codes.NotFound:
+				continue
+			case err != nil:
+				return 0, err
+			case resp.GetStatus() == healthpb.HealthCheckResponse_SERVING:
+				return v, nil
+			}
+		}
+		return 1, nil
+	}
 }
