@@ -198,6 +198,7 @@ func (c *Client) connLocked(addr string) (*grpc.ClientConn, error) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithChainUnaryInterceptor(c.noteForwarding(addr)),
 		experimental.WithBufferPool(messageBuffers),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(protoCodec{})),
 	}
 	dial = append(dial, c.opts.dialOptions...)
 	cc, err := grpc.NewClient(addr, dial...)
