@@ -26,6 +26,7 @@ need that, since they kill, transfer and restart nodes.
 
 Scenarios: produce (pipelined enqueues), latency (one enqueue at a time), consume
 (reserve in batches, confirmed ack per job), mixed (producers and workers at once,
+each worker reserving its next batch while the last one's acks are confirmed,
 then end-to-end latency at a fixed offered rate), failover (SIGKILL of the leader,
 then a planned transfer, while a producer enqueues every 5 ms: longest gap, lost,
 duplicates), recovery (resident memory with a million waiting jobs; restart time).

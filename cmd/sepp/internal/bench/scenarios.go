@@ -224,7 +224,13 @@ func (r *runner) mixed(ctx context.Context) error {
 	defer cancel()
 	var enq, acked atomic.Int64
 	var wg sync.WaitGroup
-	errc := make(chan error, r.opts.MixedProducers+r.opts.MixedWorkers)
+	errc := make(chan error, 1)
+	report := func(err error) {
+		select {
+		case errc <- err:
+		default: // the first error is the one reported
+		}
+	}
 	stop := r.ticker(ctx, "mixed acked", &acked, 0)
 	cpu0 := r.sampleCPU()
 	start := time.Now()
@@ -251,21 +257,32 @@ func (r *runner) mixed(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for runCtx.Err() == nil {
+			// A worker with prefetch: one batch's acks are in flight while
+			// it reserves the next, as a consumer with a prefetch window
+			// works with a broker.
+			acking := make(chan struct{}, 1)
+			defer func() { acking <- struct{}{} }() // the last batch's acks
+			var failed atomic.Bool
+			for runCtx.Err() == nil && !failed.Load() {
 				ds, err := r.cli.Reserve(runCtx, queue, client.ReserveOptions{WorkerID: fmt.Sprintf("mixed-%d", i), Max: 100, Lease: time.Minute, Wait: 100 * time.Millisecond})
 				if err != nil {
 					if runCtx.Err() == nil {
-						errc <- err
+						report(err)
 					}
 					return
 				}
-				// Acks run to completion even past the deadline: a reserved
-				// job must not be left leased.
-				if err := r.ackAll(context.Background(), ds, nil); err != nil {
-					errc <- err
-					return
-				}
-				acked.Add(int64(len(ds)))
+				acking <- struct{}{}
+				go func() {
+					defer func() { <-acking }()
+					// Acks run to completion even past the deadline: a
+					// reserved job must not be left leased.
+					if err := r.ackAll(context.Background(), ds, nil); err != nil {
+						failed.Store(true)
+						report(err)
+						return
+					}
+					acked.Add(int64(len(ds)))
+				}()
 			}
 		}()
 	}
