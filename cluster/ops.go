@@ -79,7 +79,7 @@ func (n *Node) AckBatch(ctx context.Context, refs []engine.LeaseRef) (errs []err
 	}
 	errs = make([]error, 0, len(refs))
 	for i, res := range results {
-		want := len(cmds[i].GetJobAckBatch().GetRefs())
+		want := len(cmds[i].GetJobAckBatch().GetJobIds())
 		switch {
 		case res.Err != nil:
 			// Not a result the state machine gives a JobAckBatch; should
@@ -120,9 +120,9 @@ func (n *Node) ackBatchCommands(refs []engine.LeaseRef) (cmds []*cmdpb.Command, 
 }
 
 // ackRefsPerCommand bounds a JobAckBatch so that its command stays under
-// the proposer's max_entry_bytes: an encoded ref takes at most 24 bytes
-// (two 10-byte varints, two tags, its own tag and length), and the command
-// around the refs less than 64.
+// the proposer's max_entry_bytes: a ref is two varints of at most 10 bytes
+// in the two packed lists (24 per ref leaves room to spare), and the
+// command around them, with the lists' tags and lengths, less than 64.
 func ackRefsPerCommand(maxEntryBytes int) int {
 	return max(1, (maxEntryBytes-64)/24)
 }

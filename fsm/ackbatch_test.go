@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,6 +226,54 @@ func TestAckBatch_RejectedInVersion1Command(t *testing.T) {
 	}
 	if err := CheckEntry(data); !errors.Is(err, ErrDecode) {
 		t.Fatalf("CheckEntry: err %v, want ErrDecode", err)
+	}
+}
+
+// TestAckBatch_UnequalListsRejected: a JobAckBatch whose job ids and lease
+// tokens differ in number is a decode error naming both counts, from
+// DecodeEntry and CheckEntry alike, and Apply stops on it (with the log
+// index) rather than acking a guess.
+func TestAckBatch_UnequalListsRejected(t *testing.T) {
+	tests := []struct {
+		name        string
+		ids, tokens []uint64
+	}{
+		{"MoreJobIDs", []uint64{1, 2, 3}, []uint64{1, 1}},
+		{"MoreLeaseTokens", []uint64{1}, []uint64{1, 1}},
+		{"JobIDsOnly", []uint64{1}, nil},
+		{"LeaseTokensOnly", nil, []uint64{1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := &cmdpb.Command{Version: CommandVersionAckBatch, Op: &cmdpb.Command_JobAckBatch{
+				JobAckBatch: &cmdpb.JobAckBatch{JobIds: tc.ids, LeaseTokens: tc.tokens},
+			}}
+			data, err := EncodeEntry(stamped(t0, TickCommand(), cmd))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("command 1: job ack batch has %d job ids but %d lease tokens", len(tc.ids), len(tc.tokens))
+			_, derr := DecodeEntry(data)
+			cerr := CheckEntry(data)
+			for name, err := range map[string]error{"DecodeEntry": derr, "CheckEntry": cerr} {
+				if !errors.Is(err, ErrDecode) || !strings.Contains(fmt.Sprint(err), want) {
+					t.Errorf("%s: err %v, want ErrDecode saying %q", name, err, want)
+				}
+			}
+			f, _ := leasedFSM(t, 1)
+			before := f.Digest()
+			func() {
+				defer func() {
+					if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "log index 7") {
+						t.Errorf("Apply: recovered %v, want a panic naming log index 7", r)
+					}
+				}()
+				f.Apply(&raft.Log{Index: 7, Term: 1, Type: raft.LogCommand, Data: data})
+			}()
+			if f.Digest() != before {
+				t.Error("a rejected entry changed the state")
+			}
+		})
 	}
 }
 

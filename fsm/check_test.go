@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -77,6 +78,43 @@ func TestCheckEntry(t *testing.T) {
 	tickThenBatchV1 := append(marshal(t, TickCommand()), marshal(t, &cmdpb.Command{Op: ackBatch.Op})...)
 	// And the other way round: a tick last makes it a version 1 command.
 	batchThenTickV1 := append(marshal(t, ackBatchV1), marshal(t, &cmdpb.Command{Op: TickCommand().Op})...)
+	// Version 2 commands holding JobAckBatch bodies written by hand, to
+	// reach the shapes EncodeEntry never writes: lists of unequal length,
+	// unpacked lists, a batch split over several fields.
+	ackBatchOf := func(bodies ...[]byte) []byte {
+		b := protowire.AppendTag(nil, 1, protowire.VarintType)
+		b = protowire.AppendVarint(b, CommandVersionAckBatch)
+		for _, body := range bodies {
+			if body == nil { // a tick between two batches
+				b = append(b, marshal(t, &cmdpb.Command{Op: TickCommand().Op})...)
+				continue
+			}
+			b = protowire.AppendTag(b, 28, protowire.BytesType)
+			b = protowire.AppendBytes(b, body)
+		}
+		return b
+	}
+	packed := func(b []byte, num protowire.Number, vs ...uint64) []byte {
+		var list []byte
+		for _, v := range vs {
+			list = protowire.AppendVarint(list, v)
+		}
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+		return protowire.AppendBytes(b, list)
+	}
+	unpacked := func(b []byte, num protowire.Number, vs ...uint64) []byte {
+		for _, v := range vs {
+			b = protowire.AppendTag(b, num, protowire.VarintType)
+			b = protowire.AppendVarint(b, v)
+		}
+		return b
+	}
+	ackEntry := func(bodies ...[]byte) []byte {
+		return frameV2(entryOf(EntryFormatVersion, ackBatchOf(bodies...)))
+	}
+	// The retired field 1, a LeaseRef message, is an unknown field now.
+	retiredRefs := protowire.AppendTag(nil, 1, protowire.BytesType)
+	retiredRefs = protowire.AppendBytes(retiredRefs, marshal(t, &cmdpb.LeaseRef{JobId: 1, LeaseToken: 2}))
 
 	tests := []struct {
 		name    string
@@ -89,6 +127,28 @@ func TestCheckEntry(t *testing.T) {
 		{"ack batch last in a version 1 command", frameV2(entryOf(EntryFormatVersion, tickThenBatchV1)), true},
 		{"tick last in a version 1 command", frameV2(entryOf(EntryFormatVersion, batchThenTickV1)), false},
 		{"ack batch in a legacy v1 entry", marshal(t, &cmdpb.Entry{FormatVersion: entryFormatV1, Commands: []*cmdpb.Command{ackBatch}}), false},
+		{"empty ack batch", ackEntry([]byte{}), false},
+		{"ack batch, more job ids than lease tokens", ackEntry(packed(packed(nil, 2, 1, 2, 3), 3, 1, 1)), true},
+		{"ack batch, more lease tokens than job ids", ackEntry(packed(packed(nil, 2, 1), 3, 1, 1)), true},
+		{"ack batch, job ids only", ackEntry(packed(nil, 2, 1)), true},
+		{"ack batch, lease tokens only", ackEntry(packed(nil, 3, 1<<63)), true},
+		{"ack batch of unequal lists in a legacy v1 entry", marshal(t, &cmdpb.Entry{FormatVersion: entryFormatV1, Commands: []*cmdpb.Command{
+			{Version: CommandVersionAckBatch, Op: &cmdpb.Command_JobAckBatch{JobAckBatch: &cmdpb.JobAckBatch{JobIds: []uint64{1, 2}, LeaseTokens: []uint64{1}}}},
+		}}), true},
+		{"ack batch, unpacked lists", ackEntry(unpacked(unpacked(nil, 3, 1, 1), 2, 1, 2)), false},
+		{"ack batch, packed and unpacked lists of equal sum", ackEntry(unpacked(packed(packed(nil, 2, 1), 3, 1, 1), 2, 2)), false},
+		{"ack batch, packed and unpacked lists of unequal sum", ackEntry(unpacked(packed(packed(nil, 2, 1), 3, 1, 1), 3, 2)), true},
+		// Protobuf merges consecutive fields of the same oneof message, so
+		// the lists are their concatenations...
+		{"ack batch merged from two fields", ackEntry(packed(nil, 2, 1, 2), packed(nil, 3, 1, 1)), false},
+		{"ack batch merged from two fields, unequal", ackEntry(packed(nil, 2, 1, 2), packed(packed(nil, 3, 1), 2, 3)), true},
+		// ... unless another operation came between: the last batch starts anew.
+		{"ack batch after a tick after a batch", ackEntry(packed(nil, 2, 1, 2), nil, packed(nil, 3, 1, 1)), true},
+		{"ack batch of equal lists after a tick after a batch", ackEntry(packed(nil, 2, 1), nil, packed(packed(nil, 2, 7), 3, 1)), false},
+		{"ack batch of a list of another wire type (unknown)", ackEntry(protowire.AppendFixed64(protowire.AppendTag(nil, 3, protowire.Fixed64Type), 1)), false},
+		{"ack batch, retired refs field (unknown, an empty batch)", ackEntry(retiredRefs), false},
+		{"ack batch, truncated packed varint", ackEntry(protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), []byte{0x80})), true},
+		{"ack batch, truncated body", ackEntry([]byte{0x12, 0x05, 0x01}), true},
 		{"empty entry list of commands", frameV2(entryOf(EntryFormatVersion)), false},
 		{"legacy v1 entry, decoded in full", legacy, false},
 		{"flipped bit", flipped, true},
@@ -121,27 +181,53 @@ func TestCheckEntry(t *testing.T) {
 }
 
 // FuzzCheckEntry: CheckEntry never panics, accepts whatever DecodeEntry
-// accepts, and rejects only with errors wrapping ErrDecode.
+// accepts, and rejects only with errors wrapping ErrDecode. Each input is
+// also checked as the body of a version 2 frame with a correct checksum,
+// so that mutations reach CheckEntry's own walk of the protobuf (a mutated
+// framed entry almost never keeps its CRC).
 func FuzzCheckEntry(f *testing.F) {
 	for _, data := range seedEntries(f) {
 		f.Add(data)
 	}
+	// A JobAckBatch of unequal lists, so that the fuzzer starts next to
+	// the one body rule CheckEntry enforces.
+	unequal, err := EncodeEntry([]*cmdpb.Command{{Version: CommandVersionAckBatch, Op: &cmdpb.Command_JobAckBatch{
+		JobAckBatch: &cmdpb.JobAckBatch{JobIds: []uint64{1, 2}, LeaseTokens: []uint64{3}},
+	}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(unequal)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cerr := CheckEntry(data)
-		if cerr != nil && !errors.Is(cerr, ErrDecode) {
-			t.Fatalf("check error %v does not wrap ErrDecode", cerr)
+		checkAgrees(t, data)
+		body := data
+		if len(data) >= entryHeaderV2 && data[0] == entryFrameV2 {
+			body = data[entryHeaderV2:]
 		}
-		if _, derr := DecodeEntry(data); derr == nil && cerr != nil {
-			t.Fatalf("DecodeEntry accepts what CheckEntry rejects: %v", cerr)
-		}
-		// A frame whose checksum holds gets the same answer from both, but
-		// for the bodies of known operations, which CheckEntry skips.
-		if len(data) > 0 && data[0] != entryFrameV2 {
-			if _, derr := DecodeEntry(data); (derr == nil) != (cerr == nil) {
-				t.Fatalf("legacy entry: CheckEntry %v, DecodeEntry %v", cerr, derr)
-			}
-		}
+		checkAgrees(t, frameV2(body))
 	})
+}
+
+// checkAgrees is FuzzCheckEntry's verdict on one input.
+func checkAgrees(t *testing.T, data []byte) {
+	t.Helper()
+	cerr := CheckEntry(data)
+	if cerr != nil && !errors.Is(cerr, ErrDecode) {
+		t.Fatalf("check error %v does not wrap ErrDecode", cerr)
+	}
+	_, derr := DecodeEntry(data)
+	if derr == nil && cerr != nil {
+		t.Fatalf("DecodeEntry accepts what CheckEntry rejects: %v", cerr)
+	}
+	// A legacy entry gets the same answer from both. A frame whose
+	// checksum holds does too, but for the bodies of known operations,
+	// which CheckEntry skips; JobAckBatch's list lengths it does check.
+	if len(data) > 0 && data[0] != entryFrameV2 && (derr == nil) != (cerr == nil) {
+		t.Fatalf("legacy entry: CheckEntry %v, DecodeEntry %v", cerr, derr)
+	}
+	if derr != nil && strings.Contains(derr.Error(), "job ack batch has") && cerr == nil {
+		t.Fatalf("CheckEntry accepts an entry DecodeEntry rejects for its ack batch: %v", derr)
+	}
 }
 
 // BenchmarkVerifyLogEntry compares checking an entry of 128 enqueues of

@@ -132,8 +132,19 @@ func DecodeEntry(data []byte) (*cmdpb.Entry, error) {
 			// checked against the members, so it must be honest.
 			return nil, fmt.Errorf("%w: command %d has version %d, its operation needs %d", ErrDecode, i, v, since)
 		}
+		if b := cmd.GetJobAckBatch(); b != nil && len(b.GetJobIds()) != len(b.GetLeaseTokens()) {
+			// Applying the shorter list, or padding it, would be a guess at
+			// the writer's intent: refuse the entry like any corrupt one.
+			return nil, ackBatchLengthError(i, len(b.GetJobIds()), len(b.GetLeaseTokens()))
+		}
 	}
 	return &entry, nil
+}
+
+// ackBatchLengthError is the decode error, shared by DecodeEntry and
+// CheckEntry, of a JobAckBatch whose parallel lists differ in length.
+func ackBatchLengthError(i, jobIDs, leaseTokens int) error {
+	return fmt.Errorf("%w: command %d: job ack batch has %d job ids but %d lease tokens (the lists are parallel)", ErrDecode, i, jobIDs, leaseTokens)
 }
 
 // EncodeEntry marshals commands into one log entry's data (format version
@@ -204,14 +215,21 @@ func AckCommand(ref engine.LeaseRef) *cmdpb.Command {
 // order, each as AckCommand's would, and the Result's Acks holds one error
 // per ref. Propose it only to a cluster whose every member applies
 // CommandVersionAckBatch; an older binary cannot apply it.
+//
+// The refs are two parallel lists, job ids and lease tokens, which encode as
+// two packed fields: a list of LeaseRef messages would cost an allocation
+// per ref on every replica's decode.
 func AckBatchCommand(refs []engine.LeaseRef) *cmdpb.Command {
-	pbRefs := make([]*cmdpb.LeaseRef, len(refs))
+	// One array for both lists; the three-index slice keeps an append to
+	// the ids from overwriting the tokens.
+	both := make([]uint64, 2*len(refs))
+	ids, tokens := both[:len(refs):len(refs)], both[len(refs):]
 	for i, ref := range refs {
-		pbRefs[i] = leaseRefToProto(ref)
+		ids[i], tokens[i] = uint64(ref.JobID), uint64(ref.LeaseToken)
 	}
 	return &cmdpb.Command{
 		Version: CommandVersionAckBatch,
-		Op:      &cmdpb.Command_JobAckBatch{JobAckBatch: &cmdpb.JobAckBatch{Refs: pbRefs}},
+		Op:      &cmdpb.Command_JobAckBatch{JobAckBatch: &cmdpb.JobAckBatch{JobIds: ids, LeaseTokens: tokens}},
 	}
 }
 

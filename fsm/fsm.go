@@ -226,14 +226,15 @@ func (f *FSM) applyJobAck(now time.Time, c *cmdpb.JobAck) Result {
 	return Result{Err: f.eng.Ack(now, leaseRefFromProto(c.GetRef()))}
 }
 
-// applyJobAckBatch acks each ref as applyJobAck would, in order, all at the
-// command's now: exactly what a run of JobAck commands in one entry (which
-// share the leader's stamp) does.
+// applyJobAckBatch acks each ref (job_ids[i], lease_tokens[i]) as
+// applyJobAck would, in order, all at the command's now: exactly what a run
+// of JobAck commands in one entry (which share the leader's stamp) does.
+// The lists are of equal length: DecodeEntry refuses an entry where not.
 func (f *FSM) applyJobAckBatch(now time.Time, c *cmdpb.JobAckBatch) Result {
-	refs := c.GetRefs()
-	errs := make([]error, len(refs))
-	for i, ref := range refs {
-		errs[i] = f.eng.Ack(now, leaseRefFromProto(ref))
+	ids, tokens := c.GetJobIds(), c.GetLeaseTokens()
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		errs[i] = f.eng.Ack(now, engine.LeaseRef{JobID: engine.JobID(id), LeaseToken: engine.LeaseToken(tokens[i])})
 	}
 	return Result{Acks: errs}
 }

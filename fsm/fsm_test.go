@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -375,10 +376,9 @@ func TestDecodeEntry_RoundTripsEveryCommand(t *testing.T) {
 	if *got.Priority != prio || !got.ScheduledAt.Equal(t0) || got.Custom["k"] != "v" || got.IdempotencyKey != "idem" {
 		t.Fatalf("enqueue params did not round-trip: %+v", got)
 	}
-	if refs := entry.GetCommands()[4].GetJobAckBatch().GetRefs(); len(refs) != 2 ||
-		leaseRefFromProto(refs[0]) != (engine.LeaseRef{JobID: 5, LeaseToken: 6}) ||
-		leaseRefFromProto(refs[1]) != (engine.LeaseRef{JobID: 1 << 62, LeaseToken: 1<<64 - 1}) {
-		t.Fatalf("ack batch refs did not round-trip: %v", refs)
+	if b := entry.GetCommands()[4].GetJobAckBatch(); !slices.Equal(b.GetJobIds(), []uint64{5, 1 << 62}) ||
+		!slices.Equal(b.GetLeaseTokens(), []uint64{6, 1<<64 - 1}) {
+		t.Fatalf("ack batch refs did not round-trip: job ids %v, lease tokens %v", b.GetJobIds(), b.GetLeaseTokens())
 	}
 	gotCfg := EngineConfigFromProto(entry.GetCommands()[16].GetConfigSet().GetConfig())
 	if gotCfg.Limits != cfg.Limits || *gotCfg.Queues[0].DefaultPriority != prio || *gotCfg.Queues[0].MaxLength != maxLen ||

@@ -830,12 +830,17 @@ func (x *JobAck) GetRef() *LeaseRef {
 	return nil
 }
 
-// JobAckBatch acks several deliveries in one command: each ref applies as a
-// JobAck would, in order, at the command's now, and succeeds or fails on its
-// own.
+// JobAckBatch acks several deliveries in one command: ref i is
+// (job_ids[i], lease_tokens[i]), the fields of a LeaseRef; each ref applies
+// as a JobAck would, in order, at the command's now, and succeeds or fails on
+// its own. The refs travel as two packed parallel lists rather than as
+// repeated LeaseRef messages: decoding repeated messages allocates one per
+// ref, where two packed lists allocate one slice each. The lists must be of
+// equal length; an entry holding a batch whose lists differ does not decode.
 type JobAckBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Refs          []*LeaseRef            `protobuf:"bytes,1,rep,name=refs,proto3" json:"refs,omitempty"`
+	JobIds        []uint64               `protobuf:"varint,2,rep,packed,name=job_ids,json=jobIds,proto3" json:"job_ids,omitempty"`
+	LeaseTokens   []uint64               `protobuf:"varint,3,rep,packed,name=lease_tokens,json=leaseTokens,proto3" json:"lease_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -870,9 +875,16 @@ func (*JobAckBatch) Descriptor() ([]byte, []int) {
 	return file_v1_command_proto_rawDescGZIP(), []int{8}
 }
 
-func (x *JobAckBatch) GetRefs() []*LeaseRef {
+func (x *JobAckBatch) GetJobIds() []uint64 {
 	if x != nil {
-		return x.Refs
+		return x.JobIds
+	}
+	return nil
+}
+
+func (x *JobAckBatch) GetLeaseTokens() []uint64 {
+	if x != nil {
+		return x.LeaseTokens
 	}
 	return nil
 }
@@ -2118,9 +2130,10 @@ const file_v1_command_proto_rawDesc = "" +
 	"\vlease_token\x18\x02 \x01(\x04R\n" +
 	"leaseToken\"0\n" +
 	"\x06JobAck\x12&\n" +
-	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\"7\n" +
-	"\vJobAckBatch\x12(\n" +
-	"\x04refs\x18\x01 \x03(\v2\x14.seppcmd.v1.LeaseRefR\x04refs\"\x88\x01\n" +
+	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\"U\n" +
+	"\vJobAckBatch\x12\x17\n" +
+	"\ajob_ids\x18\x02 \x03(\x04R\x06jobIds\x12!\n" +
+	"\flease_tokens\x18\x03 \x03(\x04R\vleaseTokensJ\x04\b\x01\x10\x02R\x04refs\"\x88\x01\n" +
 	"\aJobNack\x12&\n" +
 	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\x12\x1c\n" +
 	"\tdirective\x18\x02 \x01(\rR\tdirective\x12\x1f\n" +
@@ -2283,20 +2296,19 @@ var file_v1_command_proto_depIdxs = []int32{
 	2,  // 21: seppcmd.v1.JobEnqueue.params:type_name -> seppcmd.v1.EnqueueParams
 	2,  // 22: seppcmd.v1.JobEnqueueBatch.items:type_name -> seppcmd.v1.EnqueueParams
 	6,  // 23: seppcmd.v1.JobAck.ref:type_name -> seppcmd.v1.LeaseRef
-	6,  // 24: seppcmd.v1.JobAckBatch.refs:type_name -> seppcmd.v1.LeaseRef
-	6,  // 25: seppcmd.v1.JobNack.ref:type_name -> seppcmd.v1.LeaseRef
-	6,  // 26: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
-	6,  // 27: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
-	21, // 28: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
-	22, // 29: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
-	23, // 30: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
-	24, // 31: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
-	24, // 32: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	6,  // 24: seppcmd.v1.JobNack.ref:type_name -> seppcmd.v1.LeaseRef
+	6,  // 25: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
+	6,  // 26: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
+	21, // 27: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
+	22, // 28: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
+	23, // 29: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
+	24, // 30: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
+	24, // 31: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_v1_command_proto_init() }
