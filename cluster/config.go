@@ -56,7 +56,7 @@ type Config struct {
 	// DetectLeaderCrash lets a follower that sees the leader's connections
 	// end, and then finds the leader's raft address refusing connections,
 	// call an election at once instead of waiting out HeartbeatTimeout
-	// (crashwatch.go). It needs the TCP transport.
+	// (crashwatch.go). It needs the TCP transport (plain or StreamLayer).
 	DetectLeaderCrash bool
 	// PeerCommandVersion asks a member the highest command version its
 	// binary applies (versions.go); the leader uses newer commands only
@@ -114,6 +114,10 @@ type Config struct {
 	// Transport replaces the TCP transport (tests use raft's in-memory one
 	// for partitions). The node closes it on shutdown if it is an io.Closer.
 	Transport raft.Transport
+	// StreamLayer, when set (and Transport is not), carries the raft TCP
+	// transport instead of a plain listener on RaftBindAddr: sepp serve's
+	// mutual TLS. Crash detection works over it as over plain TCP.
+	StreamLayer raft.StreamLayer
 	// LogStoreWrapper, when set, wraps the on-disk log store before the
 	// write timeout and cache are applied; fault-injection tests use it to
 	// stall a disk.
@@ -161,7 +165,7 @@ func (c *Config) Validate() error {
 		return bad("node_id", "required")
 	case c.DataDir == "":
 		return bad("data_dir", "required")
-	case c.Transport == nil && c.RaftBindAddr == "":
+	case c.Transport == nil && c.StreamLayer == nil && c.RaftBindAddr == "":
 		return bad("raft_bind_addr", "required")
 	case c.HeartbeatTimeout < 5*time.Millisecond:
 		return bad("heartbeat_timeout", "must be at least 5ms, got %s", c.HeartbeatTimeout)

@@ -89,6 +89,22 @@ func (l *watchedStreamLayer) Accept() (net.Conn, error) {
 	return &watchedConn{Conn: c, onEnd: l.onEnd}, nil
 }
 
+// watchedAccepts adds the same report to another stream layer (sepp
+// serve's mutual-TLS one): the end of a TLS connection is the end of its
+// TCP connection, and the probe's dial is refused before any handshake.
+type watchedAccepts struct {
+	raft.StreamLayer
+	onEnd func()
+}
+
+func (l watchedAccepts) Accept() (net.Conn, error) {
+	c, err := l.StreamLayer.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &watchedConn{Conn: c, onEnd: l.onEnd}, nil
+}
+
 func (l *watchedStreamLayer) Close() error { return l.listener.Close() }
 
 func (l *watchedStreamLayer) Addr() net.Addr {

@@ -5,10 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/cluster/clustertest"
+	"github.com/sepp-io/sepp/tlsutil"
 )
 
 // A killed leader is replaced by crash detection, not by raft's heartbeat
@@ -58,6 +57,45 @@ func TestCrashWatch_KilledLeaderReplacedWithoutHeartbeatTimeout(t *testing.T) {
 	}
 }
 
+// Over the mutual-TLS stream layer that sepp serve uses between nodes, a
+// killed leader is replaced by crash detection too.
+func TestCrashWatch_OverMutualTLS(t *testing.T) {
+	pki, err := tlsutil.WriteDevPKI(t.TempDir(), nil, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, err := tlsutil.NewReloadable(tlsutil.Files{CertFile: pki.NodeCertFile, KeyFile: pki.NodeKeyFile, CAFile: pki.CAFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := clustertest.New(t, 3, clustertest.WithConfig(func(_ int, cfg *cluster.Config) {
+		stream, err := tlsutil.NewStreamLayer(cfg.RaftBindAddr, nil, certs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.StreamLayer = stream
+	}))
+	li := c.WaitLeader()
+	ids := enqueueN(t, c.Node(li), 50, 4)
+	survivors := others(c, li)
+	for _, i := range survivors {
+		if err := cluster.SetRaftTimeoutsForTest(c.Node(i), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Kill(li)
+	clustertest.WaitFor(t, 20*time.Second, "an election called for the crashed leader", func() bool {
+		return c.Node(survivors[0]).CrashElections()+c.Node(survivors[1]).CrashElections() > 0
+	})
+	for _, i := range survivors {
+		if err := cluster.SetRaftTimeoutsForTest(c.Node(i), c.Config(i).HeartbeatTimeout); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nl := c.WaitLeaderAmong(survivors)
+	requireJobs(t, c.Node(nl), ids)
+}
+
 // An inbound connection that ends while the leader lives (a leader closing
 // a pooled connection, a reset) costs one dial: no election, no new term.
 func TestCrashWatch_LiveLeaderIsLeftAlone(t *testing.T) {
@@ -103,21 +141,6 @@ func TestCrashWatch_WrongVerdictCostsOneElectionNotData(t *testing.T) {
 	requireJobs(t, c.Node(nl), ids)
 	enqueueN(t, c.Node(nl), 20, 4)
 	c.RequireSameDigest()
-}
-
-func TestCrashWatch_InMemoryTransportHasNoDetector(t *testing.T) {
-	c := clustertest.New(t, 3, clustertest.WithInmemTransport())
-	li := c.WaitLeader()
-	if got := cluster.RaftStateForTest(c.Node(li)); got != raft.Leader {
-		t.Fatalf("state %v", got)
-	}
-	c.Kill(li)
-	c.WaitLeaderAmong(others(c, li)) // by heartbeat timeout
-	for _, i := range others(c, li) {
-		if n := c.Node(i).CrashElections(); n != 0 {
-			t.Fatalf("n%d called %d crash elections without a TCP transport", i, n)
-		}
-	}
 }
 
 func TestProcessGone(t *testing.T) {

@@ -1,10 +1,6 @@
 package cluster
 
-import (
-	"time"
-
-	"github.com/hashicorp/raft"
-)
+import "time"
 
 // Hooks for the external tests of crash detection (crashwatch_test.go).
 
@@ -29,9 +25,6 @@ func StubCrashProbeForTest(n *Node, gone func(addr string) bool) { n.crash.probe
 
 // CurrentTermForTest is n's raft term.
 func CurrentTermForTest(n *Node) uint64 { return n.raft.CurrentTerm() }
-
-// RaftStateForTest is n's raft role.
-func RaftStateForTest(n *Node) raft.RaftState { return n.raft.State() }
 
 // ProcessGoneForTest is the crash probe with its production timeout.
 func ProcessGoneForTest(addr string) bool { return processGone(addr, crashProbeTimeout) }

@@ -111,9 +111,15 @@ func NewNode(cfg Config) (*Node, error) {
 			n.crash = newCrashWatch() // crashwatch.go
 			onEnd = n.crash.connectionEnded
 		}
-		stream, err := newWatchedStreamLayer(cfg.RaftBindAddr, advertise, onEnd)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: raft transport on %q: %w", cfg.RaftBindAddr, err)
+		var stream raft.StreamLayer
+		if cfg.StreamLayer != nil {
+			stream = watchedAccepts{StreamLayer: cfg.StreamLayer, onEnd: onEnd}
+		} else {
+			tcp, err := newWatchedStreamLayer(cfg.RaftBindAddr, advertise, onEnd)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: raft transport on %q: %w", cfg.RaftBindAddr, err)
+			}
+			stream = tcp
 		}
 		n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream:  stream,

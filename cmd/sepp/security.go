@@ -134,9 +134,10 @@ func newSecurity(cfg config.Config, reg prometheus.Registerer, log hclog.Logger)
 	return s, nil
 }
 
-// raftTransport returns the mutual-TLS Raft transport, or nil when [tls]
-// has no cluster certificate (the node then uses plain TCP).
-func (s *security) raftTransport(cfg config.Server, log hclog.Logger) (raft.Transport, error) {
+// raftStreamLayer returns the mutual-TLS stream the Raft transport runs on,
+// or nil when [tls] has no cluster certificate (the node then uses plain
+// TCP).
+func (s *security) raftStreamLayer(cfg config.Server) (raft.StreamLayer, error) {
 	if s.raft == nil {
 		return nil, nil
 	}
@@ -152,7 +153,7 @@ func (s *security) raftTransport(cfg config.Server, log hclog.Logger) (raft.Tran
 	if err != nil {
 		return nil, err
 	}
-	return raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, log.Named("transport")), nil
+	return stream, nil
 }
 
 // reloadOnSIGHUP rereads every certificate on SIGHUP until stop is closed.

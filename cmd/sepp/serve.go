@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -203,7 +202,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	if nc.Transport, err = sec.raftTransport(cfg.Server, log); err != nil {
+	if nc.StreamLayer, err = sec.raftStreamLayer(cfg.Server); err != nil {
 		return err
 	}
 	if sec.grpcForwardDial != nil {
@@ -216,8 +215,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 	opening := time.Now()
 	node, err := cluster.NewNode(nc)
 	if err != nil {
-		if c, ok := nc.Transport.(io.Closer); ok {
-			_ = c.Close()
+		if nc.StreamLayer != nil {
+			_ = nc.StreamLayer.Close()
 		}
 		return fmt.Errorf("start node: %w", err)
 	}
