@@ -38,9 +38,12 @@ type Options struct {
 	PayloadBytes int
 	Produce      int // jobs in the produce scenario
 	Window       int // outstanding produce requests
-	Latency      int // sync enqueues in the latency scenario
-	ConsumeBatch int // jobs per reserve in consume
-	Consumers    int // concurrent reserve loops in consume
+	// ProducerBatch caps the jobs per EnqueueBatch call of the client's
+	// Producer; 0 takes the client's default.
+	ProducerBatch int
+	Latency       int // sync enqueues in the latency scenario
+	ConsumeBatch  int // jobs per reserve in consume
+	Consumers     int // concurrent reserve loops in consume
 
 	MixedDuration  time.Duration
 	MixedProducers int

@@ -22,7 +22,7 @@ import (
 func (r *runner) produce(ctx context.Context) error {
 	queue := queueName("produce")
 	n := r.opts.Produce
-	p := r.cli.NewProducer(client.ProducerOptions{})
+	p := r.cli.NewProducer(client.ProducerOptions{MaxBatch: r.opts.ProducerBatch})
 	var done, failed atomic.Int64
 	var firstErr atomic.Value
 	window := newEnqueueWindow(r.opts.Window, func(_ client.EnqueueResult, err error) {
@@ -191,7 +191,7 @@ func (r *runner) consume(ctx context.Context) error {
 }
 
 func (r *runner) fill(ctx context.Context, queue string, n int) error {
-	p := r.cli.NewProducer(client.ProducerOptions{})
+	p := r.cli.NewProducer(client.ProducerOptions{MaxBatch: r.opts.ProducerBatch})
 	pend := make([]*client.PendingEnqueue, 0, 4096)
 	flush := func() error {
 		for _, pe := range pend {
@@ -238,7 +238,7 @@ func (r *runner) mixed(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p := r.cli.NewProducer(client.ProducerOptions{})
+			p := r.cli.NewProducer(client.ProducerOptions{MaxBatch: r.opts.ProducerBatch})
 			defer p.Close(context.Background())
 			window := newEnqueueWindow(64, func(_ client.EnqueueResult, err error) {
 				if err == nil {
@@ -355,7 +355,7 @@ func (r *runner) endToEnd(ctx context.Context) error {
 			}
 		}()
 	}
-	p := r.cli.NewProducer(client.ProducerOptions{})
+	p := r.cli.NewProducer(client.ProducerOptions{MaxBatch: r.opts.ProducerBatch})
 	interval := time.Second / time.Duration(rate)
 	next := time.Now()
 	for i := 0; i < n; i++ {
