@@ -386,6 +386,21 @@ func (r *runner) endToEnd(ctx context.Context) error {
 // failover: a producer enqueues one job every interval with retries while
 // the leader is SIGKILLed (then, in a second round, while leadership is
 // transferred); afterwards every acknowledged job must be there once.
+// waitApplied polls node i until it has applied index target.
+func (r *runner) waitApplied(ctx context.Context, i int, target uint64) error {
+	addr := r.cluster.Nodes[i].GRPCAddr
+	for {
+		fs, err := r.cli.ClusterStatusOf(ctx, addr)
+		if err == nil && fs.AppliedIndex >= target {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("restarted %s did not catch up to index %d: %v", r.cluster.Nodes[i].ID, target, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (r *runner) failover(ctx context.Context) error {
 	if r.cluster == nil {
 		r.note("failover skipped: it needs the local cluster bench starts itself (run without --addr)")
@@ -463,10 +478,18 @@ func (r *runner) failoverRound(ctx context.Context, mode string) error {
 		if err := r.cluster.StartNode(leader); err != nil {
 			return err
 		}
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := r.cluster.WaitServing(wctx)
-		cancel()
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if err := r.cluster.WaitServing(wctx); err != nil {
+			return err
+		}
+		// The next round (a planned transfer) measures a healthy cluster,
+		// not one whose third node is still replaying its log.
+		st, err := r.cli.ClusterStatus(wctx)
 		if err != nil {
+			return err
+		}
+		if err := r.waitApplied(wctx, leader, st.CommitIndex); err != nil {
 			return err
 		}
 	}
@@ -549,16 +572,8 @@ func (r *runner) recovery(ctx context.Context) error {
 		return err
 	}
 	toServing := time.Since(t0)
-	addr := r.cluster.Nodes[follower].GRPCAddr
-	for {
-		fs, err := r.cli.ClusterStatusOf(wctx, addr)
-		if err == nil && fs.AppliedIndex >= target {
-			break
-		}
-		if wctx.Err() != nil {
-			return fmt.Errorf("restarted %s did not catch up to index %d: %v", r.cluster.Nodes[follower].ID, target, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := r.waitApplied(wctx, follower, target); err != nil {
+		return err
 	}
 	caughtUp := time.Since(t0)
 	r.add("recovery_jobs", float64(n), "jobs")
