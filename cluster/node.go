@@ -20,6 +20,14 @@ import (
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
 
+// logCacheEntries is how many recent log entries raft keeps in memory, so
+// that replication to followers a few entries behind reads no disk. With 4
+// entries in flight a live follower is rarely more than a handful behind,
+// and one that is (a restarted node) reads from the WAL anyway. Entries are
+// up to 512 KiB under load, so 512 of them (raft's usual choice) held tens
+// of megabytes per node that nothing reads.
+const logCacheEntries = 128
+
 // Node is one running member of a sepp cluster. Its methods are safe for
 // concurrent use. Writes are accepted only on the leader.
 type Node struct {
@@ -146,7 +154,7 @@ func NewNode(cfg Config) (*Node, error) {
 		logStore = cfg.LogStoreWrapper(logStore)
 	}
 	logStore = newTimeoutLogStore(logStore, cfg.LogStoreWriteTimeout)
-	cache, err := raft.NewLogCache(512, logStore)
+	cache, err := raft.NewLogCache(logCacheEntries, logStore)
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("cluster: log cache: %w", err)
