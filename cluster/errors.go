@@ -14,6 +14,10 @@ var (
 	// ErrNoLeader: no leader is known right now (an election is running).
 	// Nothing was proposed: retry after a short wait.
 	ErrNoLeader = errors.New("no leader")
+	// ErrHandingOver: this node is handing leadership to another in a
+	// planned transfer. Nothing was proposed; a new leader is moments away.
+	// It wraps ErrNoLeader.
+	ErrHandingOver = fmt.Errorf("%w: leadership transfer in progress", ErrNoLeader)
 	// ErrUnknownOutcome: the command may or may not have been applied
 	// (leadership lost after the entry was appended, shutdown, or the
 	// deadline passed while waiting). Retry with the same idempotency key or

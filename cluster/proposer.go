@@ -323,7 +323,7 @@ func (p *proposer) classify(err error) error {
 		// Raft refuses entries it is not leading for before appending them.
 		return p.notLeader()
 	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
-		return fmt.Errorf("%w: leadership transfer in progress, not proposed", ErrNoLeader)
+		return fmt.Errorf("%w, not proposed", ErrHandingOver)
 	case errors.Is(err, raft.ErrEnqueueTimeout):
 		return fmt.Errorf("%w: raft apply queue full, not proposed", ErrNoLeader)
 	case errors.Is(err, ErrDiskFull):

@@ -1,6 +1,7 @@
 package rpc_test
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,5 +74,71 @@ func TestNoLeader_NoWaitAnswersAtOnce(t *testing.T) {
 	st := requireCode(t, err, codes.Unavailable)
 	if nl, ok := detail[*seppv1.NotLeader](st); ok {
 		t.Fatalf("NotLeader detail %v, want none", nl)
+	}
+}
+
+// A leader handing its leadership over (a planned transfer) holds a call it
+// cannot propose until the new leader is known, and names it; a leader
+// elected a moment ago, still busy with its first duties, answers at once.
+func TestHandingOver_WaitsAndNamesTheNewLeader(t *testing.T) {
+	self := cluster.NodeInfo{ID: "n1"}
+	tests := []struct {
+		name     string
+		err      error
+		wantWait bool
+	}{
+		{"handing over", fmt.Errorf("%w, not proposed", cluster.ErrHandingOver), true},
+		{"not ready yet", fmt.Errorf("%w: leader not ready", cluster.ErrNoLeader), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lb, err := rpctest.NewLocalBackend(engine.DefaultConfig(), self, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lb.FailWith(func(op string) error {
+				if op == "Enqueue" {
+					return tt.err
+				}
+				return nil
+			})
+			b := &electingBackend{LocalBackend: lb}
+			addr := rpctest.Serve(t, b, rpc.Options{LeaderWait: testTimeout})
+			qc := seppv1.NewQueueServiceClient(rpctest.Dial(t, addr))
+
+			errc := make(chan error, 1)
+			go func() {
+				_, err := qc.Enqueue(ctxT(t), &seppv1.EnqueueRequest{Queue: "q", JobType: "t"})
+				errc <- err
+			}()
+			if !tt.wantWait {
+				st := requireCode(t, <-errc, codes.Unavailable)
+				if nl, ok := detail[*seppv1.NotLeader](st); ok {
+					t.Fatalf("NotLeader detail %v, want none: this node still leads", nl)
+				}
+				return
+			}
+			// The call waits while this node still leads...
+			deadline := time.Now().Add(testTimeout)
+			for b.asked.Load() < 2 {
+				if time.Now().After(deadline) {
+					t.Fatal("the call never looked for the new leader")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			select {
+			case err := <-errc:
+				t.Fatalf("answered %v while this node still led", err)
+			default:
+			}
+			// ...and names the new leader once the transfer is done.
+			next := cluster.NodeInfo{ID: "n2", GRPCAddr: "127.0.0.1:1"}
+			lb.SetLeader(next)
+			st := requireCode(t, <-errc, codes.Unavailable)
+			nl, ok := detail[*seppv1.NotLeader](st)
+			if !ok || nl.GetLeaderId() != next.ID || nl.GetLeaderGrpcAddr() != next.GRPCAddr {
+				t.Fatalf("NotLeader detail = %v, want leader %s at %s", nl, next.ID, next.GRPCAddr)
+			}
+		})
 	}
 }

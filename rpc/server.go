@@ -154,7 +154,7 @@ func (s *server) mapErrors(ctx context.Context, req any, info *grpc.UnaryServerI
 		// Nothing was proposed. Rather than have the client poll with
 		// backoff through an election or a leadership transfer, wait here
 		// for a leader and name it: the client goes straight there.
-		if leader, ok := s.awaitLeader(ctx); ok {
+		if leader, ok := s.awaitLeader(ctx, errors.Is(err, cluster.ErrHandingOver)); ok {
 			err = &cluster.NotLeaderError{Leader: leader}
 		}
 	}
@@ -166,10 +166,13 @@ func (s *server) mapErrors(ctx context.Context, req any, info *grpc.UnaryServerI
 }
 
 // awaitLeader waits, up to LeaderWait or ctx, until this node knows of a
-// leader other than itself. A node that leads itself (elected a moment ago,
-// or handing leadership over) answers at once as it was: its duties finish
-// within a commit, and the client's short backoff brings the call back.
-func (s *server) awaitLeader(ctx context.Context) (cluster.NodeInfo, bool) {
+// leader other than itself. A node that leads itself and was elected a
+// moment ago answers at once as it was: its duties finish within a commit,
+// and the client's short backoff brings the call back. One handing its
+// leadership over (handingOver) waits for the new leader and names it:
+// otherwise the client, told only that there is no leader, would try the
+// other nodes in turn, one of which may not know the new leader yet.
+func (s *server) awaitLeader(ctx context.Context, handingOver bool) (cluster.NodeInfo, bool) {
 	if s.opts.LeaderWait <= 0 {
 		return cluster.NodeInfo{}, false
 	}
@@ -180,9 +183,9 @@ func (s *server) awaitLeader(ctx context.Context) (cluster.NodeInfo, bool) {
 	self := s.b.Self().ID
 	for {
 		switch l := s.b.Leader(); {
-		case l.ID == self:
+		case l.ID == self && !handingOver:
 			return cluster.NodeInfo{}, false
-		case l.ID != "":
+		case l.ID != "" && l.ID != self:
 			return l, true
 		}
 		select {
