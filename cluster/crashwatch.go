@@ -52,23 +52,21 @@ const crashElectionStagger = 40 * time.Millisecond
 // this detector can prove.
 const crashProbeTimeout = 100 * time.Millisecond
 
-// watchedStreamLayer is raft's TCP stream layer with one addition: it
-// reports when a connection raft accepted ends, which is how a follower
-// hears of a dead leader.
-type watchedStreamLayer struct {
+// tcpStreamLayer is raft's TCP stream layer (raft builds its own only
+// inside a whole transport, which would leave nothing to wrap).
+type tcpStreamLayer struct {
 	listener  net.Listener
 	advertise net.Addr
-	onEnd     func()
 }
 
 var errRaftAddrNotAdvertisable = errors.New("raft address is not advertisable (bind to a specific IP or set raft_advertise_addr)")
 
-func newWatchedStreamLayer(bindAddr string, advertise net.Addr, onEnd func()) (*watchedStreamLayer, error) {
+func newTCPStreamLayer(bindAddr string, advertise net.Addr) (*tcpStreamLayer, error) {
 	ln, err := net.Listen("tcp", bindAddr)
 	if err != nil {
 		return nil, err
 	}
-	l := &watchedStreamLayer{listener: ln, advertise: advertise, onEnd: onEnd}
+	l := &tcpStreamLayer{listener: ln, advertise: advertise}
 	addr, ok := l.Addr().(*net.TCPAddr)
 	if !ok || addr.IP == nil || addr.IP.IsUnspecified() {
 		_ = ln.Close()
@@ -77,21 +75,25 @@ func newWatchedStreamLayer(bindAddr string, advertise net.Addr, onEnd func()) (*
 	return l, nil
 }
 
-func (l *watchedStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+func (l *tcpStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	return net.DialTimeout("tcp", string(address), timeout)
 }
 
-func (l *watchedStreamLayer) Accept() (net.Conn, error) {
-	c, err := l.listener.Accept()
-	if err != nil {
-		return nil, err
+func (l *tcpStreamLayer) Accept() (net.Conn, error) { return l.listener.Accept() }
+
+func (l *tcpStreamLayer) Close() error { return l.listener.Close() }
+
+func (l *tcpStreamLayer) Addr() net.Addr {
+	if l.advertise != nil {
+		return l.advertise
 	}
-	return &watchedConn{Conn: c, onEnd: l.onEnd}, nil
+	return l.listener.Addr()
 }
 
-// watchedAccepts adds the same report to another stream layer (sepp
-// serve's mutual-TLS one): the end of a TLS connection is the end of its
-// TCP connection, and the probe's dial is refused before any handshake.
+// watchedAccepts reports when a connection a stream layer accepted ends,
+// which is how a follower hears of a dead leader. Over sepp serve's
+// mutual-TLS stream layer too: the end of a TLS connection is the end of
+// its TCP connection, and the probe's dial is refused before any handshake.
 type watchedAccepts struct {
 	raft.StreamLayer
 	onEnd func()
@@ -103,15 +105,6 @@ func (l watchedAccepts) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	return &watchedConn{Conn: c, onEnd: l.onEnd}, nil
-}
-
-func (l *watchedStreamLayer) Close() error { return l.listener.Close() }
-
-func (l *watchedStreamLayer) Addr() net.Addr {
-	if l.advertise != nil {
-		return l.advertise
-	}
-	return l.listener.Addr()
 }
 
 // watchedConn calls onEnd once, the first time a read fails for any reason

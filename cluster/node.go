@@ -114,20 +114,17 @@ func NewNode(cfg Config) (*Node, error) {
 			}
 			advertise = a
 		}
-		onEnd := func() {}
-		if cfg.DetectLeaderCrash {
-			n.crash = newCrashWatch() // crashwatch.go
-			onEnd = n.crash.connectionEnded
-		}
-		var stream raft.StreamLayer
-		if cfg.StreamLayer != nil {
-			stream = watchedAccepts{StreamLayer: cfg.StreamLayer, onEnd: onEnd}
-		} else {
-			tcp, err := newWatchedStreamLayer(cfg.RaftBindAddr, advertise, onEnd)
+		stream := cfg.StreamLayer
+		if stream == nil {
+			tcp, err := newTCPStreamLayer(cfg.RaftBindAddr, advertise) // crashwatch.go
 			if err != nil {
 				return nil, fmt.Errorf("cluster: raft transport on %q: %w", cfg.RaftBindAddr, err)
 			}
 			stream = tcp
+		}
+		if cfg.DetectLeaderCrash {
+			n.crash = newCrashWatch() // crashwatch.go
+			stream = watchedAccepts{StreamLayer: stream, onEnd: n.crash.connectionEnded}
 		}
 		n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream:  stream,
