@@ -10,41 +10,48 @@ import (
 	"github.com/sepp-io/sepp/tlsutil"
 )
 
+// killLeaderForCrashElection kills leader li of c after raising the
+// followers' heartbeat and election timeouts to a minute, far beyond the
+// test's deadline, so that only a follower that saw the leader's
+// connections end and its raft address refuse can call the election. It
+// waits for that election and returns the new leader.
+func killLeaderForCrashElection(t *testing.T, c *clustertest.Cluster, li int) int {
+	t.Helper()
+	survivors := others(c, li)
+	setTimeouts := func(d func(i int) time.Duration) {
+		for _, i := range survivors {
+			if err := cluster.SetRaftTimeoutsForTest(c.Node(i), d(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setTimeouts(func(int) time.Duration { return time.Minute })
+	c.Kill(li)
+	clustertest.WaitFor(t, 20*time.Second, "an election called for the crashed leader", func() bool {
+		var sum uint64
+		for _, i := range survivors {
+			sum += c.Node(i).CrashElections()
+		}
+		return sum > 0
+	})
+	// Back to the test timeouts: a leader heartbeats every tenth of its
+	// heartbeat timeout and must hear from a quorum within its lease,
+	// which a one-minute timeout would not allow.
+	setTimeouts(func(i int) time.Duration { return c.Config(i).HeartbeatTimeout })
+	return c.WaitLeaderAmong(survivors)
+}
+
 // A killed leader is replaced by crash detection, not by raft's heartbeat
-// timeout: the followers' timeouts are raised to a minute, far beyond the
-// test's deadline, so only a follower that saw the leader's connections end
-// and its raft address refuse can have called the election.
+// timeout (see killLeaderForCrashElection), and every committed job
+// survives.
 func TestCrashWatch_KilledLeaderReplacedWithoutHeartbeatTimeout(t *testing.T) {
 	for _, store := range logStores {
 		t.Run(store, func(t *testing.T) {
 			c := clustertest.New(t, 3, withLogStore(store, nil))
 			li := c.WaitLeader()
 			ids := enqueueN(t, c.Node(li), 100, 8)
-			survivors := others(c, li)
-			for _, i := range survivors {
-				if err := cluster.SetRaftTimeoutsForTest(c.Node(i), time.Minute); err != nil {
-					t.Fatal(err)
-				}
-			}
 			term := cluster.CurrentTermForTest(c.Node(li))
-
-			c.Kill(li)
-			crashElections := func() (sum uint64) {
-				for _, i := range survivors {
-					sum += c.Node(i).CrashElections()
-				}
-				return sum
-			}
-			clustertest.WaitFor(t, 20*time.Second, "an election called for the crashed leader", func() bool { return crashElections() > 0 })
-			// Back to the test timeouts: a leader heartbeats every tenth of
-			// its heartbeat timeout and must hear from a quorum within its
-			// lease, which a one-minute timeout would not allow.
-			for _, i := range survivors {
-				if err := cluster.SetRaftTimeoutsForTest(c.Node(i), c.Config(i).HeartbeatTimeout); err != nil {
-					t.Fatal(err)
-				}
-			}
-			nl := c.WaitLeaderAmong(survivors)
+			nl := killLeaderForCrashElection(t, c, li)
 			if got := cluster.CurrentTermForTest(c.Node(nl)); got <= term {
 				t.Fatalf("term %d after the crash, want above %d", got, term)
 			}
@@ -77,22 +84,7 @@ func TestCrashWatch_OverMutualTLS(t *testing.T) {
 	}))
 	li := c.WaitLeader()
 	ids := enqueueN(t, c.Node(li), 50, 4)
-	survivors := others(c, li)
-	for _, i := range survivors {
-		if err := cluster.SetRaftTimeoutsForTest(c.Node(i), time.Minute); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.Kill(li)
-	clustertest.WaitFor(t, 20*time.Second, "an election called for the crashed leader", func() bool {
-		return c.Node(survivors[0]).CrashElections()+c.Node(survivors[1]).CrashElections() > 0
-	})
-	for _, i := range survivors {
-		if err := cluster.SetRaftTimeoutsForTest(c.Node(i), c.Config(i).HeartbeatTimeout); err != nil {
-			t.Fatal(err)
-		}
-	}
-	nl := c.WaitLeaderAmong(survivors)
+	nl := killLeaderForCrashElection(t, c, li)
 	requireJobs(t, c.Node(nl), ids)
 }
 
