@@ -27,6 +27,18 @@ func (b *electingBackend) Leader() cluster.NodeInfo {
 	return b.LocalBackend.Leader()
 }
 
+// waitAsked waits until the server has asked for the leader n times.
+func (b *electingBackend) waitAsked(t *testing.T, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for b.asked.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the call asked for the leader %d times, want %d", b.asked.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // A call that finds no leader waits for the election and then names the
 // new leader, so the client goes straight there instead of polling.
 func TestNoLeader_WaitsAndNamesTheNewLeader(t *testing.T) {
@@ -44,13 +56,7 @@ func TestNoLeader_WaitsAndNamesTheNewLeader(t *testing.T) {
 		_, err := qc.Enqueue(ctxT(t), &seppv1.EnqueueRequest{Queue: "q", JobType: "t"})
 		errc <- err
 	}()
-	deadline := time.Now().Add(testTimeout)
-	for b.asked.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the call never looked for a leader")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	b.waitAsked(t, 1)
 	elected := cluster.NodeInfo{ID: "n2", GRPCAddr: "127.0.0.1:1"}
 	lb.SetLeader(elected)
 	st := requireCode(t, <-errc, codes.Unavailable)
@@ -119,13 +125,7 @@ func TestHandingOver_WaitsAndNamesTheNewLeader(t *testing.T) {
 				return
 			}
 			// The call waits while this node still leads...
-			deadline := time.Now().Add(testTimeout)
-			for b.asked.Load() < 2 {
-				if time.Now().After(deadline) {
-					t.Fatal("the call never looked for the new leader")
-				}
-				time.Sleep(time.Millisecond)
-			}
+			b.waitAsked(t, 2)
 			select {
 			case err := <-errc:
 				t.Fatalf("answered %v while this node still led", err)
