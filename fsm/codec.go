@@ -114,31 +114,42 @@ func DecodeEntry(data []byte) (*cmdpb.Entry, error) {
 		return nil, fmt.Errorf("%w: entry format version %d, this binary applies %d and %d", ErrDecode, v, entryFormatV1, EntryFormatVersion)
 	}
 	for i, cmd := range entry.GetCommands() {
-		if cmd == nil {
-			return nil, fmt.Errorf("%w: command %d is empty", ErrDecode, i)
-		}
-		v := cmd.GetVersion()
-		if v < 1 || v > CommandVersion {
-			return nil, fmt.Errorf("%w: command %d has version %d, this binary applies 1..%d", ErrDecode, i, v, CommandVersion)
-		}
-		if cmd.GetOp() == nil {
-			// A newer binary's operation that this one does not know, or a
-			// command with no operation at all: applying it as a no-op would
-			// diverge from the replicas that understand it.
-			return nil, fmt.Errorf("%w: command %d has no operation this binary knows", ErrDecode, i)
-		}
-		if since := opVersion(cmd.GetOp()); v < since {
-			// Only a writer bug makes one; the version is what the leader
-			// checked against the members, so it must be honest.
-			return nil, fmt.Errorf("%w: command %d has version %d, its operation needs %d", ErrDecode, i, v, since)
-		}
-		if b := cmd.GetJobAckBatch(); b != nil && len(b.GetJobIds()) != len(b.GetLeaseTokens()) {
-			// Applying the shorter list, or padding it, would be a guess at
-			// the writer's intent: refuse the entry like any corrupt one.
-			return nil, ackBatchLengthError(i, len(b.GetJobIds()), len(b.GetLeaseTokens()))
+		if err := checkDecodedCommand(i, cmd); err != nil {
+			return nil, err
 		}
 	}
 	return &entry, nil
+}
+
+// checkDecodedCommand is DecodeEntry's verdict on command i of an entry
+// that unmarshalled: a known version, a known operation that the version
+// has, and a JobAckBatch's lists of equal length. decodeEntryFast applies
+// it to each command it leaves to protobuf.
+func checkDecodedCommand(i int, cmd *cmdpb.Command) error {
+	if cmd == nil {
+		return fmt.Errorf("%w: command %d is empty", ErrDecode, i)
+	}
+	v := cmd.GetVersion()
+	if v < 1 || v > CommandVersion {
+		return fmt.Errorf("%w: command %d has version %d, this binary applies 1..%d", ErrDecode, i, v, CommandVersion)
+	}
+	if cmd.GetOp() == nil {
+		// A newer binary's operation that this one does not know, or a
+		// command with no operation at all: applying it as a no-op would
+		// diverge from the replicas that understand it.
+		return fmt.Errorf("%w: command %d has no operation this binary knows", ErrDecode, i)
+	}
+	if since := opVersion(cmd.GetOp()); v < since {
+		// Only a writer bug makes one; the version is what the leader
+		// checked against the members, so it must be honest.
+		return fmt.Errorf("%w: command %d has version %d, its operation needs %d", ErrDecode, i, v, since)
+	}
+	if b := cmd.GetJobAckBatch(); b != nil && len(b.GetJobIds()) != len(b.GetLeaseTokens()) {
+		// Applying the shorter list, or padding it, would be a guess at
+		// the writer's intent: refuse the entry like any corrupt one.
+		return ackBatchLengthError(i, len(b.GetJobIds()), len(b.GetLeaseTokens()))
+	}
+	return nil
 }
 
 // ackBatchLengthError is the decode error, shared by DecodeEntry and

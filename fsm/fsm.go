@@ -80,6 +80,10 @@ type FSM struct {
 
 	appliedMu sync.Mutex
 	appliedCh chan struct{} // closed and replaced after each applied batch
+
+	// decodeFunc decodes an entry for ApplyBatch: decodeEntryForApply,
+	// but for tests comparing it with decodeEntryGeneral.
+	decodeFunc func(data []byte) ([]entryCommand, error)
 }
 
 var (
@@ -94,11 +98,12 @@ func New(cfg Config) *FSM {
 		logger = hclog.NewNullLogger()
 	}
 	return &FSM{
-		cfg:       cfg,
-		log:       logger,
-		eng:       engine.New(cfg.Engine),
-		nodes:     make(map[string]NodeMeta),
-		appliedCh: make(chan struct{}),
+		cfg:        cfg,
+		log:        logger,
+		eng:        engine.New(cfg.Engine),
+		nodes:      make(map[string]NodeMeta),
+		appliedCh:  make(chan struct{}),
+		decodeFunc: decodeEntryForApply,
 	}
 }
 
@@ -121,14 +126,18 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		entry, err := DecodeEntry(l.Data)
+		cmds, err := f.decodeFunc(l.Data)
 		if err != nil {
 			f.mu.Unlock()
 			panic(fmt.Sprintf("fsm: cannot apply log index %d (term %d): %v", l.Index, l.Term, err))
 		}
-		results := make([]Result, len(entry.GetCommands()))
-		for j, cmd := range entry.GetCommands() {
-			results[j] = f.applyCommand(l.Index, cmd)
+		results := make([]Result, len(cmds))
+		for j := range cmds {
+			if c := &cmds[j]; c.pb != nil {
+				results[j] = f.applyCommand(l.Index, c.pb)
+			} else {
+				results[j] = f.applyEnqueueItems(f.commandNow(c.nowUnixNano), c.enqueue)
+			}
 		}
 		responses[i] = results
 	}
@@ -144,12 +153,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 // applyCommand runs one command at max(last now, command now). Called with
 // f.mu held for writing.
 func (f *FSM) applyCommand(index uint64, cmd *cmdpb.Command) Result {
-	now := fromUnixNano(cmd.GetNowUnixNano())
-	if now.Before(f.lastNow) {
-		now = f.lastNow
-	}
-	f.lastNow = now
-
+	now := f.commandNow(cmd.GetNowUnixNano())
 	switch op := cmd.GetOp().(type) {
 	case *cmdpb.Command_JobEnqueue:
 		return f.applyJobEnqueue(now, op.JobEnqueue)
@@ -197,6 +201,18 @@ func (f *FSM) applyCommand(index uint64, cmd *cmdpb.Command) Result {
 	}
 }
 
+// commandNow is the time a command stamped nowUnixNano runs at, max(last
+// now, its now), and the state machine's clock from then on. Called with
+// f.mu held for writing.
+func (f *FSM) commandNow(nowUnixNano int64) time.Time {
+	now := fromUnixNano(nowUnixNano)
+	if now.Before(f.lastNow) {
+		now = f.lastNow
+	}
+	f.lastNow = now
+	return now
+}
+
 func (f *FSM) applyJobEnqueue(now time.Time, c *cmdpb.JobEnqueue) Result {
 	res, err := f.eng.Enqueue(now, enqueueParamsFromProto(c.GetParams()))
 	return Result{Enqueue: res, Err: err}
@@ -207,6 +223,12 @@ func (f *FSM) applyJobEnqueueBatch(now time.Time, c *cmdpb.JobEnqueueBatch) Resu
 	for i, it := range c.GetItems() {
 		items[i] = enqueueParamsFromProto(it)
 	}
+	return f.applyEnqueueItems(now, items)
+}
+
+// applyEnqueueItems is a JobEnqueueBatch's application, whichever decoder
+// made its items.
+func (f *FSM) applyEnqueueItems(now time.Time, items []engine.EnqueueParams) Result {
 	res, err := f.eng.EnqueueBatch(now, items)
 	return Result{Batch: res, Err: err}
 }

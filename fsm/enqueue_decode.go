@@ -1,0 +1,373 @@
+package fsm
+
+import (
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sepp-io/sepp/engine"
+	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+)
+
+// entryCommand is one command of a decoded entry, as ApplyBatch applies it:
+// the protobuf message, or, when pb is nil, a JobEnqueueBatch that
+// decodeEntryFast decoded straight into engine params.
+type entryCommand struct {
+	pb          *cmdpb.Command
+	nowUnixNano int64
+	enqueue     []engine.EnqueueParams
+}
+
+// decodeEntryForApply is what ApplyBatch decodes an entry with: the fast
+// decoder for an entry holding enqueue batches of the usual shape, else
+// DecodeEntry. Its verdict and error are DecodeEntry's in every case.
+func decodeEntryForApply(data []byte) ([]entryCommand, error) {
+	if cmds, ok := decodeEntryFast(data); ok {
+		return cmds, nil
+	}
+	return decodeEntryGeneral(data)
+}
+
+// decodeEntryGeneral is DecodeEntry, shaped for ApplyBatch.
+func decodeEntryGeneral(data []byte) ([]entryCommand, error) {
+	entry, err := DecodeEntry(data)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]entryCommand, len(entry.GetCommands()))
+	for i, c := range entry.GetCommands() {
+		cmds[i].pb = c
+	}
+	return cmds, nil
+}
+
+// decodeEntryFast decodes an entry whose JobEnqueueBatch commands dominate
+// it, the shape producers fill the log with. DecodeEntry would allocate,
+// per job, a cmdpb.EnqueueParams, its queue, job type, payload and key, and
+// applyJobEnqueueBatch then copy each into an engine.EnqueueParams; here
+// the params of every batch of the entry live in one slice, the queue and
+// job type strings are shared by the jobs that repeat them, and a job's
+// only allocations are its payload and idempotency key, which the engine
+// keeps as they are (Owned, as DecodeEntry's params are: each is its own
+// allocation of the same size as protobuf's, never a slice of the entry,
+// so a kept job pins no more memory than before). Other commands of the
+// entry are unmarshalled one by one, as proto.Unmarshal of the whole entry
+// would.
+//
+// It decodes only what it can decode exactly as DecodeEntry does: on
+// anything else (an unknown field, a wire type that does not match, a
+// field repeated where protobuf would merge or overwrite, invalid UTF-8, a
+// malformed message, any entry DecodeEntry would refuse) it returns false
+// and the caller runs DecodeEntry, which gives the same commands, or the
+// error. An entry without an enqueue batch of the usual shape is left to
+// DecodeEntry too: the fast decoder has nothing to save there.
+func decodeEntryFast(data []byte) ([]entryCommand, bool) {
+	body, err := entryBody(data)
+	if err != nil {
+		return nil, false
+	}
+	// First pass: the entry's own fields, and how many commands and fast
+	// enqueue items there are, so that each is allocated at once.
+	var formatVersion uint64
+	formatSeen := false
+	nCmds, nItems, nFast := 0, 0, 0
+	for b := body; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+		switch {
+		case num == 1 && typ == protowire.VarintType && !formatSeen:
+			formatVersion, n = protowire.ConsumeVarint(b)
+			formatSeen = true
+		case num == 2 && typ == protowire.BytesType:
+			var cmd []byte
+			cmd, n = protowire.ConsumeBytes(b)
+			if n >= 0 {
+				if _, _, items, ok := enqueueBatchShape(cmd); ok {
+					nItems += items
+					nFast++
+				}
+				nCmds++
+			}
+		default:
+			return nil, false
+		}
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+	}
+	framed := data[0] == entryFrameV2
+	if v := uint32(formatVersion); framed && v != EntryFormatVersion || !framed && v != entryFormatV1 {
+		return nil, false
+	}
+	if nFast == 0 {
+		return nil, false
+	}
+
+	d := enqueueDecoder{items: make([]engine.EnqueueParams, nItems)}
+	cmds := make([]entryCommand, nCmds)
+	i := 0
+	for b := body; len(b) > 0; {
+		num, _, n := protowire.ConsumeTag(b)
+		b = b[n:]
+		if num == 1 {
+			_, n = protowire.ConsumeVarint(b)
+			b = b[n:]
+			continue
+		}
+		raw, n := protowire.ConsumeBytes(b)
+		b = b[n:]
+		if !d.command(&cmds[i], raw) {
+			var pb cmdpb.Command
+			if proto.Unmarshal(raw, &pb) != nil {
+				return nil, false
+			}
+			cmds[i] = entryCommand{pb: &pb}
+		}
+		if pb := cmds[i].pb; pb != nil && checkDecodedCommand(i, pb) != nil {
+			return nil, false
+		}
+		i++
+	}
+	return cmds, true
+}
+
+// Field numbers of the enqueue batch's path through the messages.
+const (
+	commandVersionField        = 1
+	commandNowField            = 2
+	commandEnqueueBatchField   = 11
+	enqueueBatchItemsField     = 1
+	enqueueQueueField          = 1
+	enqueueJobTypeField        = 2
+	enqueuePayloadField        = 3
+	enqueuePriorityField       = 4
+	enqueueScheduledAtField    = 5
+	enqueueMaxAttemptsField    = 6
+	enqueueCustomField         = 7
+	enqueueIdempotencyKeyField = 8
+)
+
+// enqueueBatchShape reports whether a Command's bytes are a version in the
+// applied range, an optional now and one JobEnqueueBatch holding nothing
+// but items, each field once, and returns the now, the batch's bytes and
+// its number of items. The operation is of version 1, so any version in
+// range has it. Protobuf would merge a batch field repeated in one command
+// (its items appended) and keep the last version or now; those, like
+// unknown fields, are left to it.
+func enqueueBatchShape(cmd []byte) (now int64, batch []byte, items int, ok bool) {
+	var version, nowBits uint64
+	var seen uint8
+	for len(cmd) > 0 {
+		num, typ, n := protowire.ConsumeTag(cmd)
+		if n < 0 {
+			return 0, nil, 0, false
+		}
+		cmd = cmd[n:]
+		var bit uint8
+		switch {
+		case num == commandVersionField && typ == protowire.VarintType:
+			bit = 1
+			version, n = protowire.ConsumeVarint(cmd)
+		case num == commandNowField && typ == protowire.VarintType:
+			bit = 2
+			nowBits, n = protowire.ConsumeVarint(cmd)
+		case num == commandEnqueueBatchField && typ == protowire.BytesType:
+			bit = 4
+			batch, n = protowire.ConsumeBytes(cmd)
+		default:
+			return 0, nil, 0, false
+		}
+		if n < 0 || seen&bit != 0 {
+			return 0, nil, 0, false
+		}
+		seen |= bit
+		cmd = cmd[n:]
+	}
+	if seen&4 == 0 || uint32(version) < 1 || uint32(version) > CommandVersion {
+		return 0, nil, 0, false
+	}
+	for b := batch; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || num != enqueueBatchItemsField || typ != protowire.BytesType {
+			return 0, nil, 0, false
+		}
+		_, m := protowire.ConsumeBytes(b[n:])
+		if m < 0 {
+			return 0, nil, 0, false
+		}
+		b = b[n+m:]
+		items++
+	}
+	return int64(nowBits), batch, items, true
+}
+
+// enqueueDecoder holds what the enqueue batches of one entry share.
+type enqueueDecoder struct {
+	// items has room for every item of every batch of the usual shape;
+	// used is how many are taken.
+	items []engine.EnqueueParams
+	used  int
+	// The last distinct queue and job type, reused by the jobs that
+	// repeat them.
+	queue, jobType string
+	// prios holds the priorities the items point to, allocated on first
+	// use with room for every item, so it never moves. The engine reads
+	// a priority and keeps only its value.
+	prios []uint32
+}
+
+// command decodes one Command into c if it is a JobEnqueueBatch that the
+// fast decoder decodes exactly; else it reports false and c is untouched.
+func (d *enqueueDecoder) command(c *entryCommand, raw []byte) bool {
+	now, batch, n, ok := enqueueBatchShape(raw)
+	if !ok {
+		return false
+	}
+	items := d.items[d.used : d.used+n : d.used+n]
+	for k := 0; len(batch) > 0; k++ {
+		_, _, l := protowire.ConsumeTag(batch)
+		v, m := protowire.ConsumeBytes(batch[l:])
+		batch = batch[l+m:]
+		if !d.item(&items[k], v) {
+			// The slots stay in items, unused: a later batch starts
+			// after them, and the entry is dropped once applied.
+			d.used += n
+			return false
+		}
+	}
+	d.used += n
+	*c = entryCommand{nowUnixNano: now, enqueue: items}
+	return true
+}
+
+// item decodes one EnqueueParams message into p (zero), as
+// enqueueParamsFromProto would convert proto.Unmarshal's message.
+func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
+	var seen uint16
+	var ok bool
+	for len(b) > 0 {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 || num < enqueueQueueField || num > enqueueIdempotencyKeyField {
+			return false
+		}
+		b = b[l:]
+		bit := uint16(1) << num
+		if seen&bit != 0 && num != enqueueCustomField {
+			return false // protobuf keeps the last; the general path does that
+		}
+		seen |= bit
+		switch num {
+		case enqueuePriorityField, enqueueScheduledAtField, enqueueMaxAttemptsField:
+			if typ != protowire.VarintType {
+				return false
+			}
+			v, vl := protowire.ConsumeVarint(b)
+			if vl < 0 {
+				return false
+			}
+			b = b[vl:]
+			switch num {
+			case enqueuePriorityField:
+				if d.prios == nil {
+					d.prios = make([]uint32, 0, len(d.items))
+				}
+				d.prios = append(d.prios, uint32(v))
+				p.Priority = &d.prios[len(d.prios)-1]
+			case enqueueScheduledAtField:
+				p.ScheduledAt = fromUnixNano(int64(v))
+			default:
+				p.MaxAttempts = uint32(v)
+			}
+			continue
+		}
+		if typ != protowire.BytesType {
+			return false
+		}
+		v, vl := protowire.ConsumeBytes(b)
+		if vl < 0 {
+			return false
+		}
+		b = b[vl:]
+		switch num {
+		case enqueueQueueField:
+			if p.Queue, ok = sharedString(&d.queue, v); !ok {
+				return false
+			}
+		case enqueueJobTypeField:
+			if p.JobType, ok = sharedString(&d.jobType, v); !ok {
+				return false
+			}
+		case enqueuePayloadField:
+			if len(v) > 0 {
+				// The engine keeps it: an allocation of its own, never a
+				// slice of the entry (which would pin the whole entry).
+				p.Payload = append([]byte(nil), v...)
+			}
+		case enqueueCustomField:
+			if !decodeCustomField(p, v) {
+				return false
+			}
+		case enqueueIdempotencyKeyField:
+			if !utf8.Valid(v) {
+				return false
+			}
+			if len(v) > 0 {
+				p.IdempotencyKey = string(v) // kept by the engine
+			}
+		}
+	}
+	// Everything above is a copy: the engine keeps payload, custom and
+	// key as they are, as for DecodeEntry's params.
+	p.Owned = true
+	return true
+}
+
+// sharedString returns v as a string, reusing *last when it holds the same
+// bytes (already checked), or false when v is not UTF-8, which protobuf
+// refuses in a string field.
+func sharedString(last *string, v []byte) (string, bool) {
+	switch {
+	case len(v) == 0:
+		return "", true
+	case *last == string(v): // no allocation: the conversion is only compared
+		return *last, true
+	case !utf8.Valid(v):
+		return "", false
+	}
+	*last = string(v)
+	return *last, true
+}
+
+// decodeCustomField adds one map entry of custom to p. A later entry with
+// the same key replaces an earlier one, as in proto.Unmarshal.
+func decodeCustomField(p *engine.EnqueueParams, b []byte) bool {
+	var key, val []byte
+	var seen uint8
+	for len(b) > 0 {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 || (num != 1 && num != 2) || typ != protowire.BytesType || seen&(1<<num) != 0 {
+			return false
+		}
+		seen |= 1 << num
+		v, vl := protowire.ConsumeBytes(b[l:])
+		if vl < 0 || !utf8.Valid(v) {
+			return false
+		}
+		b = b[l+vl:]
+		if num == 1 {
+			key = v
+		} else {
+			val = v
+		}
+	}
+	if p.Custom == nil {
+		p.Custom = make(map[string]string)
+	}
+	p.Custom[string(key)] = string(val)
+	return true
+}
