@@ -195,8 +195,28 @@ func (c *Client) Reserve(ctx context.Context, queue string, opts ReserveOptions)
 //
 // Concurrent Acks on one Client are coalesced into AckBatch calls (each
 // still waits for its own confirmed result); a lone Ack is one Ack call.
+// To ack deliveries held together, AckBatch does it with one wait instead
+// of a goroutine per Ack.
 func (c *Client) Ack(ctx context.Context, jc JobContext) error {
 	return c.acks.ack(ctx, jc)
+}
+
+// AckBatch completes several deliveries and returns one error per
+// delivery, in the order given: nil when that job was acked, else what Ack
+// would have returned for it alone. ErrLeaseLost means that delivery's lease
+// was no longer its own; one that matches ErrUnknownOutcome may have been
+// acked (an attempt's answer was lost, or ctx ended after it was sent). If
+// ctx ends before a delivery was sent, its error is ctx.Err() and nothing
+// was sent for it. A call that fails as a whole gives every delivery it
+// carried the same error.
+//
+// It goes through the same coalescing as Ack: the deliveries leave in as
+// few AckBatch calls as the server allows, shared with concurrent Acks, and
+// the caller waits once for all of them. Prefer it to one goroutine per Ack
+// when the deliveries are in hand together, as after a Reserve. Against a
+// server without AckBatch it falls back to plain Acks, a few at a time.
+func (c *Client) AckBatch(ctx context.Context, jcs []JobContext) []error {
+	return c.acks.ackBatch(ctx, jcs)
 }
 
 // ackOne acks one delivery with a plain Ack call.

@@ -323,29 +323,30 @@ func (r *runner) drainQueue(ctx context.Context, queue string) ([]uint64, error)
 	}
 }
 
-// ackAll acks each delivery with its own confirmed Ack call, concurrently.
+// ackAll acks the deliveries with one AckBatch (each still confirmed on
+// its own) and calls onAck for each that took effect. It returns the first
+// failure, after every delivery has its answer.
 func (r *runner) ackAll(ctx context.Context, ds []client.Delivery, onAck func(client.Delivery)) error {
-	var wg sync.WaitGroup
-	errc := make(chan error, len(ds))
-	for _, d := range ds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := r.cli.Ack(ctx, d.Ctx); err != nil {
-				if !ackTookEffect(err) {
-					errc <- err
-					return
-				}
-				r.retriedAcks.Add(1)
-			}
-			if onAck != nil {
-				onAck(d)
-			}
-		}()
+	jcs := make([]client.JobContext, len(ds))
+	for i := range ds {
+		jcs[i] = ds[i].Ctx
 	}
-	wg.Wait()
-	close(errc)
-	return <-errc
+	var first error
+	for i, err := range r.cli.AckBatch(ctx, jcs) {
+		if err != nil {
+			if !ackTookEffect(err) {
+				if first == nil {
+					first = err
+				}
+				continue
+			}
+			r.retriedAcks.Add(1)
+		}
+		if onAck != nil {
+			onAck(ds[i])
+		}
+	}
+	return first
 }
 
 // ackTookEffect reads an ack that was retried after an attempt whose answer

@@ -25,7 +25,7 @@ loopback with the default config (fsync on); the failover and recovery scenarios
 need that, since they kill, transfer and restart nodes.
 
 Scenarios: produce (pipelined enqueues), latency (one enqueue at a time), consume
-(reserve in batches, confirmed ack per job), mixed (producers and workers at once,
+(reserve in batches, a confirmed ack per job, the batch acked with one AckBatch), mixed (producers and workers at once,
 each worker reserving its next batch while the last one's acks are confirmed,
 then end-to-end latency at a fixed offered rate), failover (SIGKILL of the leader,
 then a planned transfer, while a producer enqueues every 5 ms: longest gap, lost,
@@ -69,7 +69,7 @@ Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 	f.IntVar(&o.ProducerBatch, "producer-batch", o.ProducerBatch, "jobs per EnqueueBatch call of the client's producer (0: the client's default)")
 	f.IntVar(&o.Latency, "latency-count", o.Latency, "sync enqueues in the latency scenario")
 	f.IntVar(&o.ConsumeBatch, "consume-batch", o.ConsumeBatch, "jobs per reserve in the consume scenario")
-	f.IntVar(&o.Consumers, "consumers", o.Consumers, "concurrent reserve loops in the consume scenario (each acks its batch concurrently; the client coalesces the acks)")
+	f.IntVar(&o.Consumers, "consumers", o.Consumers, "concurrent reserve loops in the consume scenario (each acks its batch with one AckBatch call, a confirmed result per job)")
 	f.DurationVar(&o.MixedDuration, "mixed-duration", o.MixedDuration, "length of the mixed scenario")
 	f.IntVar(&o.MixedProducers, "mixed-producers", o.MixedProducers, "producers in the mixed scenario")
 	f.IntVar(&o.MixedWorkers, "mixed-workers", o.MixedWorkers, "workers in the mixed scenario")

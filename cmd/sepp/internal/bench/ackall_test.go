@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sepp-io/sepp/client"
+	"github.com/sepp-io/sepp/cluster"
+	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
+	"github.com/sepp-io/sepp/rpc/rpctest"
+)
+
+// ackAll reports each delivery that took effect, counts the ones whose
+// lost answer was retried into "lease lost" as done, and returns the first
+// real failure only after every other delivery had its answer.
+func TestRunner_AckAll(t *testing.T) {
+	t.Parallel()
+	const n = 6
+	tests := []struct {
+		name string
+		// loseFirstAnswer applies the first AckBatch and answers
+		// Unavailable, as a connection lost after the commit would.
+		loseFirstAnswer bool
+		stale           []int
+		wantErr         error
+		wantRetried     int64
+	}{
+		{name: "AllAcked"},
+		{name: "StaleDeliveryFailsAlone", stale: []int{2}, wantErr: client.ErrLeaseLost},
+		{name: "LostAnswerCountsAsAcked", loseFirstAnswer: true, wantRetried: n},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var batches atomic.Int32
+			intercept := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+				resp, err := handler(ctx, req)
+				if info.FullMethod == "/sepp.v1.QueueService/AckBatch" && batches.Add(1) == 1 && tt.loseFirstAnswer {
+					return nil, status.Error(codes.Unavailable, "answer lost")
+				}
+				return resp, err
+			}
+			backend, err := rpctest.NewLocalBackend(engine.DefaultConfig(), cluster.NodeInfo{ID: "n1"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := rpctest.Serve(t, backend, rpc.Options{UnaryInterceptors: []grpc.UnaryServerInterceptor{intercept}})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cli, err := client.New(ctx, []string{addr}, client.WithBackoff(time.Millisecond, 10*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cli.Close()
+			reqs := make([]*client.EnqueueRequest, n)
+			for i := range reqs {
+				reqs[i] = client.NewEnqueueRequest("q", "t")
+			}
+			if _, err := cli.EnqueueBatch(ctx, reqs); err != nil {
+				t.Fatal(err)
+			}
+			ds, err := cli.Reserve(ctx, "q", client.ReserveOptions{Max: n, Lease: time.Minute})
+			if err != nil || len(ds) != n {
+				t.Fatalf("reserve: %d deliveries, %v", len(ds), err)
+			}
+			for _, i := range tt.stale {
+				ds[i].Ctx.LeaseToken++
+			}
+
+			r := &runner{cli: cli}
+			var reported []uint64
+			err = r.ackAll(ctx, ds, func(d client.Delivery) { reported = append(reported, d.Ctx.JobID) })
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Errorf("ackAll: err = %v, want %v", err, tt.wantErr)
+			}
+			var want []uint64
+			for i, d := range ds {
+				if !slices.Contains(tt.stale, i) {
+					want = append(want, d.Ctx.JobID)
+				}
+			}
+			if !slices.Equal(reported, want) {
+				t.Errorf("onAck saw jobs %v, want %v", reported, want)
+			}
+			if got := r.retriedAcks.Load(); got != tt.wantRetried {
+				t.Errorf("retriedAcks = %d, want %d", got, tt.wantRetried)
+			}
+		})
+	}
+}
