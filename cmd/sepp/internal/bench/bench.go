@@ -146,6 +146,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := r.waitLeader(ctx); err != nil {
 		return nil, err
 	}
+	if r.cluster != nil {
+		r.progress("timing fsync in the cluster's folder")
+		if err := r.diskFigures(r.cluster.Nodes[0].Dir); err != nil {
+			return nil, err
+		}
+	}
 
 	scenarios := map[string]func(context.Context) error{
 		"produce":  r.produce,
