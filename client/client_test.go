@@ -444,6 +444,52 @@ func TestProducer_CoalescesConcurrentEnqueues(t *testing.T) {
 	}
 }
 
+// A batch that has to wait for a send slot keeps taking jobs while it
+// waits, up to MaxBatch (256 by default), however short the linger.
+func TestProducer_BatchFillsWhileWaitingForASlot(t *testing.T) {
+	n := startNode(t, "n1", nil)
+	c := newClient(t, []string{n.addr})
+	ctx := testContext(t)
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	n.backend.setBefore(func(ctx context.Context, op string) error {
+		if op != "EnqueueBatch" {
+			return nil
+		}
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	p := c.NewProducer(client.ProducerOptions{MaxInFlight: 1, Linger: time.Nanosecond})
+	pending := []*client.PendingEnqueue{p.EnqueueAsync(ctx, client.NewEnqueueRequest("q", "t"))}
+	<-entered // the first job's call holds the only slot
+	// A full batch waiting for the slot and a full queue behind it: with a
+	// batch that stopped filling after its linger, these would not fit and
+	// the enqueues would wait until ctx ends.
+	for range 2 * 256 {
+		pending = append(pending, p.EnqueueAsync(ctx, client.NewEnqueueRequest("q", "t")))
+	}
+	close(release)
+	for i, pe := range pending {
+		if _, err := pe.Wait(ctx); err != nil {
+			t.Fatalf("job %d: %v", i, err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.backend.largestEnqueueBatch(); got != 256 {
+		t.Fatalf("largest EnqueueBatch call carried %d jobs, want the default cap of 256", got)
+	}
+}
+
 func TestProducer_ItemErrorsArePerItem(t *testing.T) {
 	n := startNode(t, "n1", func(cfg *engine.Config) { cfg.Limits.MaxPayloadBytes = 4 })
 	c := newClient(t, []string{n.addr})

@@ -29,6 +29,14 @@ type hookedBackend struct {
 	before func(ctx context.Context, op string) error
 	// reserveHook replaces Reserve when set.
 	reserveHook func(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error)
+	// largestBatch is the most jobs one EnqueueBatch call carried.
+	largestBatch int
+}
+
+func (h *hookedBackend) largestEnqueueBatch() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.largestBatch
 }
 
 func (h *hookedBackend) setReserveHook(fn func(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error)) {
@@ -91,6 +99,9 @@ func (h *hookedBackend) EnqueueBatch(ctx context.Context, items []engine.Enqueue
 	if err := h.enter(ctx, "EnqueueBatch"); err != nil {
 		return nil, err
 	}
+	h.mu.Lock()
+	h.largestBatch = max(h.largestBatch, len(items))
+	h.mu.Unlock()
 	res, err := h.LocalBackend.EnqueueBatch(ctx, items)
 	return res, h.leave("EnqueueBatch", err)
 }
