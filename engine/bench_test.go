@@ -235,7 +235,8 @@ func BenchmarkSnapshot(b *testing.B) {
 
 // TestMemoryRestored measures the heap held by a million waiting jobs with
 // their idempotency keys (as the Go client sends: 32 characters each),
-// built by Restore as a restarted node builds them; the budget is 340 MB.
+// built by Restore as a restarted node builds them; the budget is 320 MB
+// (301 MB measured with the keys packed, 317 MB before they were).
 func TestMemoryRestored(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("a million jobs: skipped under -short and -race")
@@ -253,7 +254,7 @@ func TestMemoryRestored(t *testing.T) {
 	runtime.ReadMemStats(&without)
 	perJob := float64(with.HeapAlloc-without.HeapAlloc) / waiting
 	t.Logf("heap: %.1f bytes per restored job with its key (%.1f MB); snapshot %.1f MB", perJob, perJob*waiting/1e6, float64(len(data))/1e6)
-	if perJob*waiting > 340e6 {
-		t.Fatalf("%.0f MB for a million jobs with keys, budget 340 MB", perJob*waiting/1e6)
+	if perJob*waiting > 320e6 {
+		t.Fatalf("%.0f MB for a million jobs with keys, budget 320 MB", perJob*waiting/1e6)
 	}
 }

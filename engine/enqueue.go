@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -104,7 +105,7 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	key := p.IdempotencyKey
 	if key != "" {
 		if ent := e.keys.get(q, key); ent != nil {
-			return EnqueueResult{JobID: ent.jobID, State: e.stateOf(ent.jobID), Duplicate: true}, nil
+			return EnqueueResult{JobID: ent.jobID(), State: e.stateOf(ent.jobID()), Duplicate: true}, nil
 		}
 	}
 	var due int64
@@ -156,14 +157,16 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 				custom[k] = v
 			}
 		}
-		if key != "" {
-			// Own a copy: the key may be a slice of a decoded request's buffer.
-			key = string([]byte(key))
-		}
 	}
 	j := e.addJob(q, q.internJobType(p.JobType), payload, prio, maxAttempts, custom, due)
 	if key != "" {
-		e.keys.add(idemEntry{q: q, key: key, jobID: j.id, createdAt: now})
+		ent := newIdemEntry(q, key, j.id, now)
+		if !p.Owned && !ent.packed() {
+			// Own a copy: the key may be a slice of a decoded request's
+			// buffer. (A packed key is a copy already.)
+			ent.key = strings.Clone(key)
+		}
+		e.keys.add(ent)
 	}
 	return EnqueueResult{JobID: j.id, State: j.state}, nil
 }

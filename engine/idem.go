@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/hex"
 	"fmt"
 	"hash/maphash"
 )
@@ -8,18 +9,114 @@ import (
 // idemEntry remembers an enqueue's idempotency key: the producer's key
 // within q. Entries live by value in idemKeys.fifo, in creation order; with
 // one window for all keys the front always expires first.
+//
+// A key of 32 lowercase hex digits, the form the clients generate, is kept
+// packed as its 16 bytes: half the memory of the digits, which matters when
+// every one of a million waiting jobs has one. Any other key is kept as it
+// is. The packed bit of job tells the two apart (job ids stay far below
+// 2^63), so a 16-byte key of the producer's never meets a packed one.
 type idemEntry struct {
 	q         *queue
-	key       string
-	jobID     JobID
+	key       string // the producer's key, or its 16 bytes when packed
+	job       uint64 // the job id, with idemPacked set when key is packed
 	createdAt int64
+}
+
+const idemPacked = 1 << 63
+
+func newIdemEntry(q *queue, key string, id JobID, createdAt int64) idemEntry {
+	if b, ok := packKey(key); ok {
+		return idemEntry{q: q, key: string(b[:]), job: uint64(id) | idemPacked, createdAt: createdAt}
+	}
+	return idemEntry{q: q, key: key, job: uint64(id), createdAt: createdAt}
+}
+
+// newIdemEntryBytes is newIdemEntry for a key read from a snapshot, copied
+// only in the form the entry keeps.
+func newIdemEntryBytes(q *queue, key []byte, id JobID, createdAt int64) idemEntry {
+	if b, ok := packKey(key); ok {
+		return idemEntry{q: q, key: string(b[:]), job: uint64(id) | idemPacked, createdAt: createdAt}
+	}
+	return idemEntry{q: q, key: string(key), job: uint64(id), createdAt: createdAt}
+}
+
+func (ent *idemEntry) jobID() JobID { return JobID(ent.job &^ idemPacked) }
+
+func (ent *idemEntry) packed() bool { return ent.job&idemPacked != 0 }
+
+// appendKey appends the producer's key as it was given.
+func (ent *idemEntry) appendKey(dst []byte) []byte {
+	if ent.packed() {
+		return hex.AppendEncode(dst, []byte(ent.key))
+	}
+	return append(dst, ent.key...)
+}
+
+// keyLen is the length of the producer's key.
+func (ent *idemEntry) keyLen() int {
+	if ent.packed() {
+		return 2 * len(ent.key)
+	}
+	return len(ent.key)
+}
+
+// storedKey is a producer's key in the form an entry keeps it, computed on
+// the stack for a lookup.
+type storedKey struct {
+	packed bool
+	bytes  [16]byte // when packed
+	plain  string   // when not
+}
+
+// storedKeyOf packs a key of exactly 32 lowercase hex digits.
+func storedKeyOf(key string) storedKey {
+	if b, ok := packKey(key); ok {
+		return storedKey{packed: true, bytes: b}
+	}
+	return storedKey{plain: key}
+}
+
+// packKey decodes a key of exactly 32 lowercase hex digits. (Upper case is
+// not packed: packing it would make "AB…" and "ab…" one key.)
+func packKey[K ~string | ~[]byte](key K) (b [16]byte, ok bool) {
+	if len(key) != 32 {
+		return b, false
+	}
+	for i := 0; i < 32; i += 2 {
+		hi, ok1 := lowerHexDigit(key[i])
+		lo, ok2 := lowerHexDigit(key[i+1])
+		if !ok1 || !ok2 {
+			return b, false
+		}
+		b[i/2] = hi<<4 | lo
+	}
+	return b, true
+}
+
+func lowerHexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+// matches reports whether ent holds the key sk stands for.
+func (ent *idemEntry) matches(sk *storedKey) bool {
+	if sk.packed {
+		return ent.packed() && ent.key == string(sk.bytes[:])
+	}
+	return !ent.packed() && ent.key == sk.plain
 }
 
 // idemKeys is the set of remembered idempotency keys: a FIFO of entries in
 // creation order and an open-addressing hash index into it. A million keys
 // would cost about 170 bytes each as a map of "queue\x00key" strings to
 // entry pointers; here an entry is 40 bytes in the FIFO, its key string
-// (shared with nothing else) and 8 to 16 bytes of index.
+// (shared with nothing else; 16 bytes for a packed key) and 8 to 16 bytes
+// of index: about 75 bytes per client-generated key.
 //
 // The index holds, per slot, the entry's sequence number (its position in
 // the FIFO plus the number of entries ever popped, so slots stay valid as the
@@ -46,8 +143,23 @@ func (q *queue) keyHash() uint64 {
 	return q.nameHash
 }
 
-func idemHash(q *queue, key string) uint64 {
-	return maphash.String(idemSeed, key) ^ q.keyHash()
+// idemPackedSalt keeps a packed key's hash apart from that of a plain key
+// with the same bytes.
+const idemPackedSalt = 0x9e3779b97f4a7c15
+
+func idemHash(q *queue, sk *storedKey) uint64 {
+	if sk.packed {
+		return maphash.Bytes(idemSeed, sk.bytes[:]) ^ q.keyHash() ^ idemPackedSalt
+	}
+	return maphash.String(idemSeed, sk.plain) ^ q.keyHash()
+}
+
+// hash is idemHash of the entry's own key.
+func (ent *idemEntry) hash() uint64 {
+	if ent.packed() {
+		return maphash.String(idemSeed, ent.key) ^ ent.q.keyHash() ^ idemPackedSalt
+	}
+	return maphash.String(idemSeed, ent.key) ^ ent.q.keyHash()
 }
 
 const (
@@ -78,14 +190,15 @@ func (k *idemKeys) get(q *queue, key string) *idemEntry {
 		return nil
 	}
 	mask := uint64(len(k.slots) - 1)
-	h := idemHash(q, key)
+	sk := storedKeyOf(key)
+	h := idemHash(q, &sk)
 	for i := h & mask; ; i = (i + 1) & mask {
 		s := k.slots[i]
 		if s == 0 {
 			return nil
 		}
 		if tagMatch(s, h) {
-			if ent := k.fifo.ptr(k.index(s)); ent.q == q && ent.key == key {
+			if ent := k.fifo.ptr(k.index(s)); ent.q == q && ent.matches(&sk) {
 				return ent
 			}
 		}
@@ -99,7 +212,7 @@ func (k *idemKeys) add(ent idemEntry) {
 	}
 	seq := k.head + uint64(k.fifo.Len())
 	k.fifo.PushBack(ent)
-	k.place(idemHash(ent.q, ent.key), seq)
+	k.place(ent.hash(), seq)
 }
 
 func (k *idemKeys) place(h, seq uint64) {
@@ -113,9 +226,9 @@ func (k *idemKeys) place(h, seq uint64) {
 
 // popFront forgets the oldest entry.
 func (k *idemKeys) popFront() {
-	ent := k.fifo.Front()
+	ent := k.fifo.ptr(0)
 	mask := uint64(len(k.slots) - 1)
-	h := idemHash(ent.q, ent.key)
+	h := ent.hash()
 	want := slotFor(h, k.head)
 	i := h & mask
 	for k.slots[i] != want {
@@ -125,7 +238,7 @@ func (k *idemKeys) popFront() {
 	// when their home slot is not between the hole and them.
 	for j := (i + 1) & mask; k.slots[j] != 0; j = (j + 1) & mask {
 		o := k.fifo.ptr(k.index(k.slots[j]))
-		home := idemHash(o.q, o.key) & mask
+		home := o.hash() & mask
 		if (j-home)&mask >= (j-i)&mask {
 			k.slots[i] = k.slots[j]
 			i = j
@@ -149,7 +262,7 @@ func (k *idemKeys) rehash(size, n int) {
 	k.slots = make([]uint64, size)
 	for i := 0; i < k.fifo.Len(); i++ {
 		ent := k.fifo.ptr(i)
-		k.place(idemHash(ent.q, ent.key), k.head+uint64(i))
+		k.place(ent.hash(), k.head+uint64(i))
 	}
 }
 
@@ -186,17 +299,21 @@ func (k *idemKeys) check(queues map[string]*queue) error {
 	}
 	for i := 0; i < k.fifo.Len(); i++ {
 		ent := k.fifo.ptr(i)
+		key := string(ent.appendKey(nil))
 		if ent.q == nil || queues[ent.q.name] != ent.q {
-			return fmt.Errorf("idempotency key %q: not in a known queue", ent.key)
+			return fmt.Errorf("idempotency key %q: not in a known queue", key)
 		}
-		if ent.key == "" {
+		if key == "" {
 			return fmt.Errorf("idempotency key %d of the FIFO is empty", i)
 		}
-		if k.get(ent.q, ent.key) != ent {
-			return fmt.Errorf("idempotency key %q of queue %q: FIFO and index disagree", ent.key, ent.q.name)
+		if ent.packed() != storedKeyOf(key).packed {
+			return fmt.Errorf("idempotency key %q of queue %q: kept in the wrong form", key, ent.q.name)
+		}
+		if k.get(ent.q, key) != ent {
+			return fmt.Errorf("idempotency key %q of queue %q: FIFO and index disagree", key, ent.q.name)
 		}
 		if i > 0 && ent.createdAt < k.fifo.ptr(i-1).createdAt {
-			return fmt.Errorf("idempotency key %q of queue %q out of creation order", ent.key, ent.q.name)
+			return fmt.Errorf("idempotency key %q of queue %q out of creation order", key, ent.q.name)
 		}
 	}
 	return nil

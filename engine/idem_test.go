@@ -3,7 +3,9 @@ package engine
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestIdemKeys drives the key index through scripted steps and checks it
@@ -33,6 +35,10 @@ func TestIdemKeys(t *testing.T) {
 			{add: []string{"a/k"}},
 			{pop: 1, add: []string{"a/k"}, want: []string{"a/k"}},
 		}},
+		{"packed and plain keys", []step{
+			{add: []string{"a/" + hexKey, "a/" + upperHexKey, "a/" + packedBytesKey, "b/" + hexKey}},
+			{pop: 1, want: []string{"a/" + upperHexKey, "a/" + packedBytesKey, "b/" + hexKey}},
+		}},
 		{"growth and shrink keep every key", []step{
 			{add: keysN("a", 0, 1000), want: keysN("a", 0, 1000)},
 			{pop: 990, want: keysN("a", 990, 1000)},
@@ -51,7 +57,7 @@ func TestIdemKeys(t *testing.T) {
 					if k.get(q, key) != nil {
 						t.Fatalf("step %d: %s present before its add", si, qk)
 					}
-					k.add(idemEntry{q: q, key: key, jobID: JobID(k.head) + JobID(k.len()) + 1})
+					k.add(newIdemEntry(q, key, JobID(k.head)+JobID(k.len())+1, 0))
 				}
 				if s.want == nil && s.add == nil && s.pop == 0 && k.len() != 0 {
 					t.Fatalf("step %d: %d keys, want none", si, k.len())
@@ -62,8 +68,8 @@ func TestIdemKeys(t *testing.T) {
 					}
 					for i, qk := range s.want {
 						q, key := splitQK(queues, qk)
-						if ent := k.at(i); ent.q != q || ent.key != key {
-							t.Fatalf("step %d: entry %d is %s/%s, want %s", si, i, ent.q.name, ent.key, qk)
+						if ent := k.at(i); ent.q != q || string(ent.appendKey(nil)) != key {
+							t.Fatalf("step %d: entry %d is %s/%s, want %s", si, i, ent.q.name, ent.appendKey(nil), qk)
 						}
 						if k.get(q, key) != k.at(i) {
 							t.Fatalf("step %d: %s not found", si, qk)
@@ -81,6 +87,15 @@ func TestIdemKeys(t *testing.T) {
 	}
 }
 
+// A key the clients generate (packed), the same digits in upper case, and
+// a 16-byte key of the producer's equal to the packed form of the first:
+// three different keys.
+const (
+	hexKey         = "00112233445566778899aabbccddeeff"
+	upperHexKey    = "00112233445566778899AABBCCDDEEFF"
+	packedBytesKey = "\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff"
+)
+
 func keysN(q string, from, to int) []string {
 	var out []string
 	for i := from; i < to; i++ {
@@ -91,6 +106,25 @@ func keysN(q string, from, to int) []string {
 
 func splitQK(queues map[string]*queue, qk string) (*queue, string) {
 	return queues[qk[:1]], qk[2:]
+}
+
+// randomKey draws from keys that look alike but are all different: short
+// plain keys, the 32 hex digits a client generates (kept packed), the same
+// digits in upper case, and 16 bytes equal to a packed key's.
+func randomKey(rng *rand.Rand) string {
+	n := rng.IntN(1000)
+	digits := fmt.Sprintf("%032x", n*2654435761)
+	switch rng.IntN(4) {
+	case 0:
+		return fmt.Sprint(n)
+	case 1:
+		return digits
+	case 2:
+		return strings.ToUpper(digits)
+	default:
+		b, _ := packKey(digits)
+		return string(b[:])
+	}
 }
 
 // TestIdemKeysAgainstMap runs random adds and expiries (a fixed seed) and
@@ -105,16 +139,16 @@ func TestIdemKeysAgainstMap(t *testing.T) {
 	for step := range 20000 {
 		if rng.IntN(3) > 0 || len(order) == 0 {
 			q := qs[rng.IntN(len(qs))]
-			key := fmt.Sprint(rng.IntN(3000))
+			key := randomKey(rng)
 			mk := [2]string{q.name, key}
 			ent := k.get(q, key)
-			if id, ok := model[mk]; ok != (ent != nil) || (ok && ent.jobID != id) {
+			if id, ok := model[mk]; ok != (ent != nil) || (ok && ent.jobID() != id) {
 				t.Fatalf("step %d: get(%v) = %v, model has %v %v", step, mk, ent, id, ok)
 			}
 			if ent == nil {
 				model[mk] = JobID(step + 1)
 				order = append(order, mk)
-				k.add(idemEntry{q: q, key: key, jobID: JobID(step + 1)})
+				k.add(newIdemEntry(q, key, JobID(step+1), 0))
 			}
 		} else {
 			for range rng.IntN(20) + 1 {
@@ -145,7 +179,11 @@ func TestEnqueueOwned(t *testing.T) {
 			e := New(DefaultConfig())
 			payload := []byte("payload")
 			custom := map[string]string{"k": "v"}
-			res, err := e.Enqueue(fromNanos(1), EnqueueParams{Queue: "q", JobType: "t", Payload: payload, Custom: custom, IdempotencyKey: "key", Owned: owned})
+			// A key that is a slice of a larger string, as the server's
+			// request decoder makes them: kept without Owned, it would pin
+			// the whole string.
+			key := strings.Repeat("key-", 4)[:3]
+			res, err := e.Enqueue(fromNanos(1), EnqueueParams{Queue: "q", JobType: "t", Payload: payload, Custom: custom, IdempotencyKey: key, Owned: owned})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,6 +193,9 @@ func TestEnqueueOwned(t *testing.T) {
 			}
 			if cap(j.payload) != len(j.payload) {
 				t.Fatalf("stored payload has spare capacity %d", cap(j.payload)-len(j.payload))
+			}
+			if shared := unsafe.StringData(e.keys.at(0).key) == unsafe.StringData(key); shared != owned {
+				t.Fatalf("key shared %v, want %v", shared, owned)
 			}
 			custom["k2"] = "v2"
 			if got := len(j.ext.custom); (got == 2) != owned {

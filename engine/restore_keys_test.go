@@ -85,3 +85,45 @@ func TestRestoreLongValues(t *testing.T) {
 		})
 	}
 }
+
+// Keys of 32 lowercase hex digits are kept packed in memory; nothing
+// outside shows it: the snapshot holds every key as the producer gave it,
+// the state restores to the same digest, and each key, packed or not, still
+// finds its own job and no other.
+func TestPackedIdempotencyKeysRoundTrip(t *testing.T) {
+	const hexKey = "00112233445566778899aabbccddeeff"
+	keys := []string{
+		hexKey,
+		"00112233445566778899AABBCCDDEEFF", // upper case: another key, kept as it is
+		"sixteen-byte-key",                 // 16 bytes, as long as a packed key
+		"short",
+	}
+	clock := et.NewClock()
+	e := et.New(t)
+	ids := map[string]engine.JobID{}
+	for _, k := range keys {
+		ids[k] = et.MustEnqueue(t, e, clock.Advance(1), engine.EnqueueParams{Queue: "qq", JobType: "t", IdempotencyKey: k})
+	}
+	snap := snapshotBytes(t, e)
+	if !bytes.Contains(snap, []byte("qq\x00"+hexKey)) {
+		t.Fatal("the snapshot does not hold the hex key as given")
+	}
+	fresh := engine.New(engine.DefaultConfig())
+	if err := fresh.Restore(bytes.NewReader(snap)); err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Digest() != e.Digest() {
+		t.Fatal("restored state differs")
+	}
+	if again := snapshotBytes(t, fresh); !bytes.Equal(again, snap) {
+		t.Fatal("the restored engine writes a different snapshot")
+	}
+	for _, eng := range []*engine.Engine{e, fresh} {
+		for _, k := range keys {
+			res, err := eng.Enqueue(clock.Now(), engine.EnqueueParams{Queue: "qq", JobType: "t", IdempotencyKey: k})
+			if err != nil || !res.Duplicate || res.JobID != ids[k] {
+				t.Fatalf("key %q again: %+v, %v; want a duplicate of job %d", k, res, err, ids[k])
+			}
+		}
+	}
+}

@@ -166,15 +166,22 @@ func (e *Engine) encode(c *encoder) {
 	for i := 0; i < e.keys.len(); i++ {
 		ent := e.keys.at(i)
 		// queue name, NUL, the producer's key: one length-prefixed string.
-		c.uvarint(uint64(len(ent.q.name) + 1 + len(ent.key)))
+		c.uvarint(uint64(len(ent.q.name) + 1 + ent.keyLen()))
 		if c.err == nil {
 			_, c.err = c.w.WriteString(ent.q.name)
 		}
 		c.byte(0)
 		if c.err == nil {
-			_, c.err = c.w.WriteString(ent.key)
+			// The key as the producer gave it, packed or not: the snapshot
+			// (and the digest) do not depend on how memory holds it.
+			if ent.packed() {
+				var digits [32]byte
+				_, c.err = c.w.Write(ent.appendKey(digits[:0]))
+			} else {
+				_, c.err = c.w.WriteString(ent.key)
+			}
 		}
-		c.uvarint(uint64(ent.jobID))
+		c.uvarint(uint64(ent.jobID()))
 		c.varint(ent.createdAt)
 	}
 
@@ -741,7 +748,8 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	nk := d.count(1 << 40)
 	e.keys.reserve(nk)
 	for i := 0; i < nk && d.err == nil; i++ {
-		// "queue\x00key": the queue is looked up, the key alone copied.
+		// "queue\x00key": the queue is looked up, the key alone copied
+		// (packed when it can be).
 		full := d.view()
 		if d.err != nil {
 			break
@@ -751,17 +759,19 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		if !ok || q == nil || len(key) == 0 {
 			return nil, fmt.Errorf("idempotency key %q: not of a known queue", full)
 		}
-		ks := string(key)
 		jobID, createdAt := JobID(d.uvarint()), d.varint()
 		if d.err != nil {
 			break
 		}
 		if n := e.keys.len(); n > 0 && createdAt < e.keys.at(n-1).createdAt {
-			return nil, fmt.Errorf("idempotency key %q of queue %q out of creation order", ks, q.name)
+			return nil, fmt.Errorf("idempotency key %q of queue %q out of creation order", key, q.name)
+		}
+		if jobID >= idemPacked {
+			return nil, fmt.Errorf("idempotency key %q of queue %q: job id %d out of range", key, q.name, jobID)
 		}
 		// A key appearing twice is caught by CheckInvariants below, in the
 		// one pass over the index it makes anyway.
-		e.keys.add(idemEntry{q: q, key: ks, jobID: jobID, createdAt: createdAt})
+		e.keys.add(newIdemEntryBytes(q, key, jobID, createdAt))
 	}
 
 	nr := d.count(1 << 40)
