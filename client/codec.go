@@ -5,6 +5,8 @@ import (
 
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
+
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
 // protoCodec is gRPC's proto codec with one difference: large messages are
@@ -45,5 +47,10 @@ func (protoCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	buf := data.MaterializeToBuffer(messageBuffers)
 	defer buf.Free()
+	// Reserve responses are most of what the client decodes; the fast path
+	// copies out all it keeps, so buf may be freed after it.
+	if r, ok := m.(*seppv1.ReserveResponse); ok && decodeReserveResponse(buf.ReadOnlyData(), r) {
+		return nil
+	}
 	return proto.Unmarshal(buf.ReadOnlyData(), m)
 }
