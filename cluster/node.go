@@ -126,12 +126,12 @@ func NewNode(cfg Config) (*Node, error) {
 			n.crash = newCrashWatch() // crashwatch.go
 			stream = watchedAccepts{StreamLayer: stream, onEnd: n.crash.connectionEnded}
 		}
-		n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		n.transport = guardedTransport{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream:  stream,
 			MaxPool: 3,
 			Timeout: 10 * time.Second,
 			Logger:  logger.Named("transport"),
-		})
+		})} // pipeline.go
 	}
 	n.self = NodeInfo{ID: cfg.NodeID, RaftAddr: string(n.transport.LocalAddr()), GRPCAddr: cfg.GRPCAddr, HTTPAddr: cfg.HTTPAddr}
 
@@ -385,7 +385,7 @@ func (n *Node) Close() error {
 		n.wg.Wait()
 		// Close pooled outbound connections too: raft's Close leaves them
 		// open, and the peers' handlers reading them would never end.
-		if nt, ok := n.transport.(*raft.NetworkTransport); ok {
+		if nt, ok := n.transport.(interface{ CloseStreams() }); ok {
 			nt.CloseStreams()
 		}
 		if c, ok := n.transport.(io.Closer); ok {
