@@ -24,16 +24,9 @@ type idemEntry struct {
 
 const idemPacked = 1 << 63
 
-func newIdemEntry(q *queue, key string, id JobID, createdAt int64) idemEntry {
-	if b, ok := packKey(key); ok {
-		return idemEntry{q: q, key: string(b[:]), job: uint64(id) | idemPacked, createdAt: createdAt}
-	}
-	return idemEntry{q: q, key: key, job: uint64(id), createdAt: createdAt}
-}
-
-// newIdemEntryBytes is newIdemEntry for a key read from a snapshot, copied
-// only in the form the entry keeps.
-func newIdemEntryBytes(q *queue, key []byte, id JobID, createdAt int64) idemEntry {
+// newIdemEntry makes the entry of a producer's key, packed when it can be,
+// and otherwise copied when it is a byte slice (read from a snapshot).
+func newIdemEntry[K ~string | ~[]byte](q *queue, key K, id JobID, createdAt int64) idemEntry {
 	if b, ok := packKey(key); ok {
 		return idemEntry{q: q, key: string(b[:]), job: uint64(id) | idemPacked, createdAt: createdAt}
 	}

@@ -771,7 +771,7 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		}
 		// A key appearing twice is caught by CheckInvariants below, in the
 		// one pass over the index it makes anyway.
-		e.keys.add(newIdemEntryBytes(q, key, jobID, createdAt))
+		e.keys.add(newIdemEntry(q, key, jobID, createdAt))
 	}
 
 	nr := d.count(1 << 40)
