@@ -103,8 +103,10 @@ func checkCustom(custom map[string]string, maxBytes int) error {
 func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, error) {
 	now := e.now
 	key := p.IdempotencyKey
+	var sk storedKey
 	if key != "" {
-		if ent := e.keys.get(q, key); ent != nil {
+		sk = storedKeyOf(key)
+		if ent := e.keys.getStored(q, &sk); ent != nil {
 			return EnqueueResult{JobID: ent.jobID(), State: e.stateOf(ent.jobID()), Duplicate: true}, nil
 		}
 	}
@@ -160,7 +162,7 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	}
 	j := e.addJob(q, q.internJobType(p.JobType), payload, prio, maxAttempts, custom, due)
 	if key != "" {
-		ent := newIdemEntry(q, key, j.id, now)
+		ent := newStoredIdemEntry(q, &sk, j.id, now)
 		if !p.Owned && !ent.packed() {
 			// Own a copy: the key may be a slice of a decoded request's
 			// buffer. (A packed key is a copy already.)

@@ -24,11 +24,20 @@ type idemEntry struct {
 
 const idemPacked = 1 << 63
 
+// newStoredIdemEntry makes the entry of a key in its stored form; a plain
+// key is kept as it is (the caller copies it if it must).
+func newStoredIdemEntry(q *queue, sk *storedKey, id JobID, createdAt int64) idemEntry {
+	if sk.packed {
+		return idemEntry{q: q, key: string(sk.bytes[:]), job: uint64(id) | idemPacked, createdAt: createdAt}
+	}
+	return idemEntry{q: q, key: sk.plain, job: uint64(id), createdAt: createdAt}
+}
+
 // newIdemEntry makes the entry of a producer's key, packed when it can be,
 // and otherwise copied when it is a byte slice (read from a snapshot).
 func newIdemEntry[K ~string | ~[]byte](q *queue, key K, id JobID, createdAt int64) idemEntry {
 	if b, ok := packKey(key); ok {
-		return idemEntry{q: q, key: string(b[:]), job: uint64(id) | idemPacked, createdAt: createdAt}
+		return newStoredIdemEntry(q, &storedKey{packed: true, bytes: b}, id, createdAt)
 	}
 	return idemEntry{q: q, key: string(key), job: uint64(id), createdAt: createdAt}
 }
@@ -179,19 +188,25 @@ func (k *idemKeys) front() *idemEntry { return k.fifo.ptr(0) }
 
 // get returns the entry of key in q, or nil.
 func (k *idemKeys) get(q *queue, key string) *idemEntry {
+	sk := storedKeyOf(key)
+	return k.getStored(q, &sk)
+}
+
+// getStored is get for a key already in its stored form, so an enqueue
+// decodes a packed key once for its lookup and its entry.
+func (k *idemKeys) getStored(q *queue, sk *storedKey) *idemEntry {
 	if len(k.slots) == 0 {
 		return nil
 	}
 	mask := uint64(len(k.slots) - 1)
-	sk := storedKeyOf(key)
-	h := idemHash(q, &sk)
+	h := idemHash(q, sk)
 	for i := h & mask; ; i = (i + 1) & mask {
 		s := k.slots[i]
 		if s == 0 {
 			return nil
 		}
 		if tagMatch(s, h) {
-			if ent := k.fifo.ptr(k.index(s)); ent.q == q && ent.matches(&sk) {
+			if ent := k.fifo.ptr(k.index(s)); ent.q == q && ent.matches(sk) {
 				return ent
 			}
 		}
