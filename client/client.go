@@ -15,10 +15,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/experimental"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/sepp-io/sepp/internal/grpcbuf"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
@@ -181,13 +181,6 @@ func (c *Client) Leader() string {
 	return c.leader
 }
 
-// messageBuffers holds the buffers gRPC encodes and decodes messages in.
-// gRPC's default pool jumps from 32 KiB to 1 MiB and zeroes a buffer's whole
-// capacity when it hands it out, so every enqueue batch of a few tens of
-// kilobytes cleared a megabyte; with tiers a power of two apart a buffer is
-// at most twice the message.
-var messageBuffers = mem.NewTieredBufferPool(256, 4<<10, 16<<10, 32<<10, 64<<10, 128<<10, 256<<10, 512<<10, 1<<20)
-
 // connLocked returns the connection to addr, creating it (lazily
 // connecting) on first use. c.mu must be held, or the client unpublished.
 func (c *Client) connLocked(addr string) (*grpc.ClientConn, error) {
@@ -197,7 +190,7 @@ func (c *Client) connLocked(addr string) (*grpc.ClientConn, error) {
 	dial := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithChainUnaryInterceptor(c.noteForwarding(addr)),
-		experimental.WithBufferPool(messageBuffers),
+		experimental.WithBufferPool(grpcbuf.Pool),
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(protoCodec{})),
 	}
 	dial = append(dial, c.opts.dialOptions...)

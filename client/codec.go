@@ -6,46 +6,25 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sepp-io/sepp/internal/grpcbuf"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
-// protoCodec is gRPC's proto codec with one difference: large messages are
-// encoded into buffers from messageBuffers, not gRPC's default pool, which
-// hands a 40 KiB enqueue batch a 1 MiB buffer and zeroes all of it first.
+// protoCodec is gRPC's proto codec with one difference: messages are
+// encoded into and decoded from grpcbuf's buffer tiers, not gRPC's default
+// pool (see grpcbuf), and reserve answers have a decoder of their own.
 type protoCodec struct{}
 
 func (protoCodec) Name() string { return "proto" }
 
-func (protoCodec) Marshal(v any) (mem.BufferSlice, error) {
-	m, ok := v.(proto.Message)
-	if !ok {
-		return nil, fmt.Errorf("proto: cannot marshal %T, want proto.Message", v)
-	}
-	// UseCachedSize reuses what Size just computed; the message is not
-	// changed in between.
-	size := proto.Size(m)
-	opts := proto.MarshalOptions{UseCachedSize: true}
-	if mem.IsBelowBufferPoolingThreshold(size) {
-		buf, err := opts.Marshal(m)
-		if err != nil {
-			return nil, err
-		}
-		return mem.BufferSlice{mem.SliceBuffer(buf)}, nil
-	}
-	buf := messageBuffers.Get(size)
-	if _, err := opts.MarshalAppend((*buf)[:0], m); err != nil {
-		messageBuffers.Put(buf)
-		return nil, err
-	}
-	return mem.BufferSlice{mem.NewBuffer(buf, messageBuffers)}, nil
-}
+func (protoCodec) Marshal(v any) (mem.BufferSlice, error) { return grpcbuf.Marshal(v) }
 
 func (protoCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("proto: cannot unmarshal into %T, want proto.Message", v)
 	}
-	buf := data.MaterializeToBuffer(messageBuffers)
+	buf := data.MaterializeToBuffer(grpcbuf.Pool)
 	defer buf.Free()
 	// Reserve responses are most of what the client decodes; the fast path
 	// copies out all it keeps, so buf may be freed after it.

@@ -11,12 +11,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/experimental"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/fsm"
+	"github.com/sepp-io/sepp/internal/grpcbuf"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
@@ -120,7 +120,7 @@ func NewGRPCServer(b Backend, opts Options) *grpc.Server {
 	}
 	interceptors = append(interceptors, codec.rejectInvalidUTF8, s.mapErrors)
 	grpcOpts := append([]grpc.ServerOption{
-		experimental.BufferPool(messageBuffers),
+		experimental.BufferPool(grpcbuf.Pool),
 		grpc.ForceServerCodecV2(codec),
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
 		grpc.MaxSendMsgSize(opts.MaxMessageBytes),
@@ -203,13 +203,6 @@ const leaderPoll = 2 * time.Millisecond
 
 // now stamps read-only engine calls.
 func (s *server) now() time.Time { return s.opts.NowFunc() }
-
-// messageBuffers holds the buffers gRPC reads and writes messages in.
-// gRPC's default pool jumps from 32 KiB to 1 MiB and zeroes a buffer's whole
-// capacity when it hands it out, so every enqueue batch of a few tens of
-// kilobytes cleared a megabyte; with tiers a power of two apart a buffer is
-// at most twice the message. (The Go client makes the same choice.)
-var messageBuffers = mem.NewTieredBufferPool(256, 4<<10, 16<<10, 32<<10, 64<<10, 128<<10, 256<<10, 512<<10, 1<<20)
 
 // healthService answers the standard gRPC health protocol. A node is SERVING
 // while it runs, leader or follower (a follower still answers and redirects);
