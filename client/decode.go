@@ -2,11 +2,11 @@ package client
 
 import (
 	"bytes"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sepp-io/sepp/internal/wire"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
@@ -71,7 +71,7 @@ type reserveDecoder struct {
 	jobs                                 slab[seppv1.Job]
 	ctxDeadline, enqueuedAt, scheduledAt slab[timestamppb.Timestamp]
 	nextAttemptAt, jobDeadline           slab[timestamppb.Timestamp]
-	queue, jobType, workerID, lastReason sharedString
+	queue, jobType, workerID, lastReason wire.SharedString
 }
 
 // Field layouts of the messages decoded here. Field numbers absent from a
@@ -115,9 +115,9 @@ func (d *reserveDecoder) context(c *seppv1.JobContext, b []byte) bool {
 		case 5:
 			c.LeaseDeadline, ok = d.timestamp(&d.ctxDeadline, r.bytes)
 		case 6:
-			c.Queue, ok = d.queue.of(r.bytes)
+			c.Queue, ok = d.queue.Of(r.bytes)
 		case 7:
-			c.WorkerId, ok = d.workerID.of(r.bytes)
+			c.WorkerId, ok = d.workerID.Of(r.bytes)
 		}
 	}
 	return ok && !r.bad
@@ -131,9 +131,9 @@ func (d *reserveDecoder) job(j *seppv1.Job, b []byte) bool {
 		case 1:
 			j.Id = r.varint
 		case 2:
-			j.Queue, ok = d.queue.of(r.bytes)
+			j.Queue, ok = d.queue.Of(r.bytes)
 		case 3:
-			j.JobType, ok = d.jobType.of(r.bytes)
+			j.JobType, ok = d.jobType.Of(r.bytes)
 		case 4:
 			if len(r.bytes) > 0 { // proto.Unmarshal leaves an empty payload nil
 				j.Payload = bytes.Clone(r.bytes)
@@ -153,11 +153,11 @@ func (d *reserveDecoder) job(j *seppv1.Job, b []byte) bool {
 		case 11:
 			j.MaxAttempts = uint32(r.varint)
 		case 13:
-			j.WorkerId, ok = d.workerID.of(r.bytes)
+			j.WorkerId, ok = d.workerID.Of(r.bytes)
 		case 14:
 			j.LeaseDeadline, ok = d.timestamp(&d.jobDeadline, r.bytes)
 		case 15:
-			j.LastReason, ok = d.lastReason.of(r.bytes)
+			j.LastReason, ok = d.lastReason.Of(r.bytes)
 		}
 	}
 	return ok && !r.bad
@@ -186,21 +186,6 @@ func (s *slab[T]) next(n int) *T {
 	}
 	s.items = s.items[:len(s.items)+1]
 	return &s.items[len(s.items)-1]
-}
-
-// sharedString is the last value of a string field, reused by the
-// deliveries that repeat it: one allocation and one UTF-8 check per
-// distinct value in a row, not per delivery.
-type sharedString struct{ last string }
-
-func (s *sharedString) of(v []byte) (string, bool) {
-	if s.last != string(v) { // the conversion is only compared: no allocation
-		if !utf8.Valid(v) {
-			return "", false // proto.Unmarshal refuses invalid UTF-8 in a proto3 string
-		}
-		s.last = string(v)
-	}
-	return s.last, true
 }
 
 // layout says which field numbers (1 to 31) of a message are varints and

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/internal/wire"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
 
@@ -214,7 +215,7 @@ type enqueueDecoder struct {
 	used  int
 	// The last distinct queue and job type, reused by the jobs that
 	// repeat them.
-	queue, jobType string
+	queue, jobType wire.SharedString
 	// prios holds the priorities the items point to, allocated on first
 	// use with room for every item, so it never moves. The engine reads
 	// a priority and keeps only its value.
@@ -295,11 +296,11 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
 		b = b[vl:]
 		switch num {
 		case enqueueQueueField:
-			if p.Queue, ok = sharedString(&d.queue, v); !ok {
+			if p.Queue, ok = d.queue.Of(v); !ok {
 				return false
 			}
 		case enqueueJobTypeField:
-			if p.JobType, ok = sharedString(&d.jobType, v); !ok {
+			if p.JobType, ok = d.jobType.Of(v); !ok {
 				return false
 			}
 		case enqueuePayloadField:
@@ -327,43 +328,12 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
 	return true
 }
 
-// sharedString returns v as a string, reusing *last when it holds the same
-// bytes (already checked), or false when v is not UTF-8, which protobuf
-// refuses in a string field.
-func sharedString(last *string, v []byte) (string, bool) {
-	switch {
-	case len(v) == 0:
-		return "", true
-	case *last == string(v): // no allocation: the conversion is only compared
-		return *last, true
-	case !utf8.Valid(v):
-		return "", false
-	}
-	*last = string(v)
-	return *last, true
-}
-
 // decodeCustomField adds one map entry of custom to p. A later entry with
 // the same key replaces an earlier one, as in proto.Unmarshal.
 func decodeCustomField(p *engine.EnqueueParams, b []byte) bool {
-	var key, val []byte
-	var seen uint8
-	for len(b) > 0 {
-		num, typ, l := protowire.ConsumeTag(b)
-		if l < 0 || (num != 1 && num != 2) || typ != protowire.BytesType || seen&(1<<num) != 0 {
-			return false
-		}
-		seen |= 1 << num
-		v, vl := protowire.ConsumeBytes(b[l:])
-		if vl < 0 || !utf8.Valid(v) {
-			return false
-		}
-		b = b[l+vl:]
-		if num == 1 {
-			key = v
-		} else {
-			val = v
-		}
+	key, val, ok := wire.StringMapEntry(b)
+	if !ok {
+		return false
 	}
 	if p.Custom == nil {
 		p.Custom = make(map[string]string)

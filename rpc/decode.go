@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sepp-io/sepp/internal/wire"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
@@ -69,7 +70,7 @@ type batchDecoder struct {
 	jobs []seppv1.EnqueueRequest
 	// The last distinct queue and job type, reused by the jobs that
 	// repeat them.
-	queue, jobType string
+	queue, jobType wire.SharedString
 	// Slabs for the optional fields, allocated on first use with room for
 	// one per job, so they never move (a job repeating a field is refused).
 	prios []uint32
@@ -144,15 +145,15 @@ func (d *batchDecoder) job(i int, b []byte) bool {
 		b = b[vl:]
 		switch num {
 		case fieldQueue:
-			if !utf8.Valid(v) {
+			var ok bool
+			if j.Queue, ok = d.queue.Of(v); !ok {
 				return false
 			}
-			j.Queue = shared(&d.queue, v)
 		case fieldJobType:
-			if !utf8.Valid(v) {
+			var ok bool
+			if j.JobType, ok = d.jobType.Of(v); !ok {
 				return false
 			}
-			j.JobType = shared(&d.jobType, v)
 		case fieldPayload:
 			if len(v) > 0 {
 				j.Payload = v[:len(v):len(v)] // appending must not run into the next field
@@ -185,17 +186,6 @@ func (d *batchDecoder) job(i int, b []byte) bool {
 		}
 	}
 	return true
-}
-
-// shared returns v as a string, reusing *last when it holds the same bytes.
-func shared(last *string, v []byte) string {
-	if len(v) == 0 {
-		return ""
-	}
-	if *last != string(v) { // no allocation: the conversion is only compared
-		*last = string(v)
-	}
-	return *last
 }
 
 // finishKeys copies the idempotency keys into one string and hands each
@@ -242,24 +232,9 @@ func decodeTimestamp(ts *timestamppb.Timestamp, b []byte) bool {
 // decodeCustomEntry adds one map entry of custom to j. A later entry with
 // the same key replaces an earlier one, as in proto.Unmarshal.
 func decodeCustomEntry(j *seppv1.EnqueueRequest, b []byte) bool {
-	var key, val []byte
-	var seen uint8
-	for len(b) > 0 {
-		num, typ, l := protowire.ConsumeTag(b)
-		if l < 0 || (num != 1 && num != 2) || typ != protowire.BytesType || seen&(1<<num) != 0 {
-			return false
-		}
-		seen |= 1 << num
-		v, vl := protowire.ConsumeBytes(b[l:])
-		if vl < 0 || !utf8.Valid(v) {
-			return false
-		}
-		b = b[l+vl:]
-		if num == 1 {
-			key = v
-		} else {
-			val = v
-		}
+	key, val, ok := wire.StringMapEntry(b)
+	if !ok {
+		return false
 	}
 	if j.Custom == nil {
 		j.Custom = make(map[string]string)

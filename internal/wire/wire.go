@@ -1,0 +1,54 @@
+// Package wire holds the protobuf wire-format helpers that sepp's
+// hand-written decoders share (the server's EnqueueBatch decoder, the state
+// machine's enqueue decoder, the client's reserve decoder). Each decodes
+// exactly what proto.Unmarshal would, or reports that it cannot, so that
+// its caller can fall back to proto.Unmarshal.
+package wire
+
+import (
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// SharedString is the last value of a string field, reused by the messages
+// of a batch that repeat it: one allocation and one UTF-8 check per
+// distinct value in a row, not per message.
+type SharedString struct{ last string }
+
+// Of returns v as a string, or false when v is not UTF-8, which
+// proto.Unmarshal refuses in a proto3 string field.
+func (s *SharedString) Of(v []byte) (string, bool) {
+	if s.last != string(v) { // no allocation: the conversion is only compared
+		if !utf8.Valid(v) {
+			return "", false
+		}
+		s.last = string(v)
+	}
+	return s.last, true
+}
+
+// StringMapEntry decodes one entry of a map<string, string> field: its key
+// (field 1) and value (field 2), each optional, each at most once, both
+// UTF-8. ok is false for anything else.
+func StringMapEntry(b []byte) (key, val []byte, ok bool) {
+	var seen uint8
+	for len(b) > 0 {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 || (num != 1 && num != 2) || typ != protowire.BytesType || seen&(1<<num) != 0 {
+			return nil, nil, false
+		}
+		seen |= 1 << num
+		v, vl := protowire.ConsumeBytes(b[l:])
+		if vl < 0 || !utf8.Valid(v) {
+			return nil, nil, false
+		}
+		b = b[l+vl:]
+		if num == 1 {
+			key = v
+		} else {
+			val = v
+		}
+	}
+	return key, val, true
+}

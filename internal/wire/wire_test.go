@@ -1,0 +1,66 @@
+package wire
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+func TestSharedString(t *testing.T) {
+	var s SharedString
+	first, ok := s.Of([]byte("queue"))
+	if !ok || first != "queue" {
+		t.Fatalf("Of = %q, %v", first, ok)
+	}
+	again, _ := s.Of([]byte("queue"))
+	if again != first {
+		t.Fatal("a repeated value was not shared")
+	}
+	if got, ok := s.Of([]byte("other")); !ok || got != "other" {
+		t.Fatalf("a new value: %q, %v", got, ok)
+	}
+	if _, ok := s.Of([]byte{0xc3, 0x28}); ok {
+		t.Fatal("invalid UTF-8 accepted")
+	}
+	if got, ok := s.Of(nil); !ok || got != "" {
+		t.Fatalf("empty: %q, %v", got, ok)
+	}
+}
+
+func TestStringMapEntry(t *testing.T) {
+	field := func(num protowire.Number, v string) []byte {
+		b := protowire.AppendTag(nil, num, protowire.BytesType)
+		return protowire.AppendString(b, v)
+	}
+	cat := func(parts ...[]byte) []byte {
+		var b []byte
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		return b
+	}
+	tests := []struct {
+		name     string
+		b        []byte
+		key, val string
+		ok       bool
+	}{
+		{"KeyAndValue", cat(field(1, "k"), field(2, "v")), "k", "v", true},
+		{"ValueFirst", cat(field(2, "v"), field(1, "k")), "k", "v", true},
+		{"Empty", nil, "", "", true},
+		{"KeyOnly", field(1, "k"), "k", "", true},
+		{"KeyTwice", cat(field(1, "k"), field(1, "j")), "", "", false},
+		{"UnknownField", field(3, "x"), "", "", false},
+		{"WrongWireType", protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1), "", "", false},
+		{"InvalidUTF8", cat(field(1, "k"), field(2, "\xc3\x28")), "", "", false},
+		{"Truncated", field(1, "key")[:3], "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, v, ok := StringMapEntry(tt.b)
+			if ok != tt.ok || (ok && (string(k) != tt.key || string(v) != tt.val)) {
+				t.Fatalf("StringMapEntry = %q, %q, %v; want %q, %q, %v", k, v, ok, tt.key, tt.val, tt.ok)
+			}
+		})
+	}
+}
