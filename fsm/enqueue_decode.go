@@ -310,7 +310,7 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
 				p.Payload = append([]byte(nil), v...)
 			}
 		case enqueueCustomField:
-			if !decodeCustomField(p, v) {
+			if !wire.AddStringMapEntry(&p.Custom, v) {
 				return false
 			}
 		case enqueueIdempotencyKeyField:
@@ -325,19 +325,5 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
 	// Everything above is a copy: the engine keeps payload, custom and
 	// key as they are, as for DecodeEntry's params.
 	p.Owned = true
-	return true
-}
-
-// decodeCustomField adds one map entry of custom to p. A later entry with
-// the same key replaces an earlier one, as in proto.Unmarshal.
-func decodeCustomField(p *engine.EnqueueParams, b []byte) bool {
-	key, val, ok := wire.StringMapEntry(b)
-	if !ok {
-		return false
-	}
-	if p.Custom == nil {
-		p.Custom = make(map[string]string)
-	}
-	p.Custom[string(key)] = string(val)
 	return true
 }

@@ -169,7 +169,7 @@ func (d *batchDecoder) job(i int, b []byte) bool {
 			}
 			j.ScheduledAt = ts
 		case fieldCustom:
-			if !decodeCustomEntry(j, v) {
+			if !wire.AddStringMapEntry(&j.Custom, v) {
 				return false
 			}
 		case fieldIdempotencyKey:
@@ -226,20 +226,5 @@ func decodeTimestamp(ts *timestamppb.Timestamp, b []byte) bool {
 			ts.Nanos = int32(v)
 		}
 	}
-	return true
-}
-
-// decodeCustomEntry adds one map entry of custom to j. A later entry with
-// the same key replaces an earlier one, as in proto.Unmarshal.
-func decodeCustomEntry(j *seppv1.EnqueueRequest, b []byte) bool {
-	key, val, ok := wire.StringMapEntry(b)
-	if !ok {
-		return false
-	}
-	if j.Custom == nil {
-		j.Custom = make(map[string]string)
-	}
-	// Custom strings get memory of their own: the engine keeps them.
-	j.Custom[string(key)] = string(val)
 	return true
 }

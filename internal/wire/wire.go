@@ -52,3 +52,18 @@ func StringMapEntry(b []byte) (key, val []byte, ok bool) {
 	}
 	return key, val, true
 }
+
+// AddStringMapEntry decodes one map<string, string> entry into *m, making
+// the map on first use. A later entry with the same key replaces an earlier
+// one, as in proto.Unmarshal; keys and values get memory of their own.
+func AddStringMapEntry(m *map[string]string, b []byte) bool {
+	key, val, ok := StringMapEntry(b)
+	if !ok {
+		return false
+	}
+	if *m == nil {
+		*m = make(map[string]string)
+	}
+	(*m)[string(key)] = string(val)
+	return true
+}

@@ -64,3 +64,22 @@ func TestStringMapEntry(t *testing.T) {
 		})
 	}
 }
+
+func TestAddStringMapEntry(t *testing.T) {
+	entry := func(k, v string) []byte {
+		b := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), k)
+		return protowire.AppendString(protowire.AppendTag(b, 2, protowire.BytesType), v)
+	}
+	var m map[string]string
+	for _, b := range [][]byte{entry("a", "1"), entry("b", "2"), entry("a", "3")} {
+		if !AddStringMapEntry(&m, b) {
+			t.Fatalf("entry %q refused", b)
+		}
+	}
+	if len(m) != 2 || m["a"] != "3" || m["b"] != "2" {
+		t.Fatalf("map = %v, want a=3 (the later entry) and b=2", m)
+	}
+	if AddStringMapEntry(&m, []byte{0xff}) {
+		t.Fatal("a malformed entry was added")
+	}
+}
