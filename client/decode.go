@@ -67,10 +67,10 @@ func decodeReserveResponse(raw []byte, m *seppv1.ReserveResponse) bool {
 // number of deliveries) never runs out.
 type reserveDecoder struct {
 	n                                    int
-	contexts                             slab[seppv1.JobContext]
-	jobs                                 slab[seppv1.Job]
-	ctxDeadline, enqueuedAt, scheduledAt slab[timestamppb.Timestamp]
-	nextAttemptAt, jobDeadline           slab[timestamppb.Timestamp]
+	contexts                             wire.Slab[seppv1.JobContext]
+	jobs                                 wire.Slab[seppv1.Job]
+	ctxDeadline, enqueuedAt, scheduledAt wire.Slab[timestamppb.Timestamp]
+	nextAttemptAt, jobDeadline           wire.Slab[timestamppb.Timestamp]
 	queue, jobType, workerID, lastReason wire.SharedString
 }
 
@@ -80,7 +80,6 @@ var (
 	reservedJobFields = layout{bytes: bits(1, 2)}
 	contextFields     = layout{varints: bits(1, 2, 3, 4), bytes: bits(5, 6, 7)}
 	jobFields         = layout{varints: bits(1, 5, 6, 10, 11), bytes: bits(2, 3, 4, 7, 8, 9, 13, 14, 15)}
-	timestampFields   = layout{varints: bits(1, 2)}
 )
 
 func (d *reserveDecoder) reservedJob(rj *seppv1.ReservedJob, b []byte) bool {
@@ -89,10 +88,10 @@ func (d *reserveDecoder) reservedJob(rj *seppv1.ReservedJob, b []byte) bool {
 	for ok && r.next() {
 		switch r.num {
 		case 1:
-			rj.Ctx = d.contexts.next(d.n)
+			rj.Ctx = d.contexts.Next(d.n)
 			ok = d.context(rj.Ctx, r.bytes)
 		case 2:
-			rj.Job = d.jobs.next(d.n)
+			rj.Job = d.jobs.Next(d.n)
 			ok = d.job(rj.Job, r.bytes)
 		}
 	}
@@ -163,29 +162,9 @@ func (d *reserveDecoder) job(j *seppv1.Job, b []byte) bool {
 	return ok && !r.bad
 }
 
-func (d *reserveDecoder) timestamp(s *slab[timestamppb.Timestamp], b []byte) (*timestamppb.Timestamp, bool) {
-	ts := s.next(d.n)
-	r := fieldReader{b: b, layout: timestampFields}
-	for r.next() {
-		if r.num == 1 {
-			ts.Seconds = int64(r.varint)
-		} else {
-			ts.Nanos = int32(r.varint)
-		}
-	}
-	return ts, !r.bad
-}
-
-// slab hands out items from one allocation of n, made on first use, so a
-// field that no delivery carries costs nothing.
-type slab[T any] struct{ items []T }
-
-func (s *slab[T]) next(n int) *T {
-	if s.items == nil {
-		s.items = make([]T, 0, n)
-	}
-	s.items = s.items[:len(s.items)+1]
-	return &s.items[len(s.items)-1]
+func (d *reserveDecoder) timestamp(s *wire.Slab[timestamppb.Timestamp], b []byte) (*timestamppb.Timestamp, bool) {
+	ts := s.Next(d.n)
+	return ts, wire.Timestamp(ts, b)
 }
 
 // layout says which field numbers (1 to 31) of a message are varints and

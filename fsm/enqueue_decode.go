@@ -219,7 +219,7 @@ type enqueueDecoder struct {
 	// prios holds the priorities the items point to, allocated on first
 	// use with room for every item, so it never moves. The engine reads
 	// a priority and keeps only its value.
-	prios []uint32
+	prios wire.Slab[uint32]
 }
 
 // command decodes one Command into c if it is a JobEnqueueBatch that the
@@ -274,11 +274,9 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
 			b = b[vl:]
 			switch num {
 			case enqueuePriorityField:
-				if d.prios == nil {
-					d.prios = make([]uint32, 0, len(d.items))
-				}
-				d.prios = append(d.prios, uint32(v))
-				p.Priority = &d.prios[len(d.prios)-1]
+				prio := d.prios.Next(len(d.items))
+				*prio = uint32(v)
+				p.Priority = prio
 			case enqueueScheduledAtField:
 				p.ScheduledAt = fromUnixNano(int64(v))
 			default:

@@ -73,8 +73,8 @@ type batchDecoder struct {
 	queue, jobType wire.SharedString
 	// Slabs for the optional fields, allocated on first use with room for
 	// one per job, so they never move (a job repeating a field is refused).
-	prios []uint32
-	stamp []timestamppb.Timestamp
+	prios wire.Slab[uint32]
+	stamp wire.Slab[timestamppb.Timestamp]
 	// Idempotency keys: where each is in the request, to be copied
 	// into one string at the end.
 	keys    []keyRef
@@ -128,11 +128,9 @@ func (d *batchDecoder) job(i int, b []byte) bool {
 				j.MaxAttempts = uint32(v)
 				continue
 			}
-			if d.prios == nil {
-				d.prios = make([]uint32, 0, len(d.jobs))
-			}
-			d.prios = append(d.prios, uint32(v))
-			j.Priority = &d.prios[len(d.prios)-1]
+			prio := d.prios.Next(len(d.jobs))
+			*prio = uint32(v)
+			j.Priority = prio
 			continue
 		}
 		if typ != protowire.BytesType {
@@ -159,12 +157,8 @@ func (d *batchDecoder) job(i int, b []byte) bool {
 				j.Payload = v[:len(v):len(v)] // appending must not run into the next field
 			}
 		case fieldScheduledAt:
-			if d.stamp == nil {
-				d.stamp = make([]timestamppb.Timestamp, 0, len(d.jobs))
-			}
-			d.stamp = append(d.stamp, timestamppb.Timestamp{})
-			ts := &d.stamp[len(d.stamp)-1]
-			if !decodeTimestamp(ts, v) {
+			ts := d.stamp.Next(len(d.jobs))
+			if !wire.Timestamp(ts, v) {
 				return false
 			}
 			j.ScheduledAt = ts
@@ -204,27 +198,4 @@ func (d *batchDecoder) finishKeys() {
 		d.jobs[k.job].IdempotencyKey = all[off : off+len(k.bytes)]
 		off += len(k.bytes)
 	}
-}
-
-// decodeTimestamp decodes a google.protobuf.Timestamp.
-func decodeTimestamp(ts *timestamppb.Timestamp, b []byte) bool {
-	var seen uint8
-	for len(b) > 0 {
-		num, typ, l := protowire.ConsumeTag(b)
-		if l < 0 || (num != 1 && num != 2) || typ != protowire.VarintType || seen&(1<<num) != 0 {
-			return false
-		}
-		seen |= 1 << num
-		v, vl := protowire.ConsumeVarint(b[l:])
-		if vl < 0 {
-			return false
-		}
-		b = b[l+vl:]
-		if num == 1 {
-			ts.Seconds = int64(v)
-		} else {
-			ts.Nanos = int32(v)
-		}
-	}
-	return true
 }

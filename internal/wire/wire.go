@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // SharedString is the last value of a string field, reused by the messages
@@ -65,5 +66,46 @@ func AddStringMapEntry(m *map[string]string, b []byte) bool {
 		*m = make(map[string]string)
 	}
 	(*m)[string(key)] = string(val)
+	return true
+}
+
+// Slab hands out the values of one message kind (or field) of a batch from
+// one allocation of n, made on first use, so a field no message carries
+// costs nothing. Each message holds a field at most once (decoders refuse
+// a repeat), so a slab of n, the number of messages, never runs out and
+// never moves: the pointers it hands out stay valid.
+type Slab[T any] struct{ items []T }
+
+// Next returns a pointer to a fresh zero value.
+func (s *Slab[T]) Next(n int) *T {
+	if s.items == nil {
+		s.items = make([]T, 0, n)
+	}
+	s.items = s.items[:len(s.items)+1]
+	return &s.items[len(s.items)-1]
+}
+
+// Timestamp decodes a google.protobuf.Timestamp into ts: seconds (field 1)
+// and nanos (field 2), varints, each at most once. ok is false for anything
+// else.
+func Timestamp(ts *timestamppb.Timestamp, b []byte) bool {
+	var seen uint8
+	for len(b) > 0 {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 || (num != 1 && num != 2) || typ != protowire.VarintType || seen&(1<<num) != 0 {
+			return false
+		}
+		seen |= 1 << num
+		v, vl := protowire.ConsumeVarint(b[l:])
+		if vl < 0 {
+			return false
+		}
+		b = b[l+vl:]
+		if num == 1 {
+			ts.Seconds = int64(v)
+		} else {
+			ts.Nanos = int32(v)
+		}
+	}
 	return true
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 func TestSharedString(t *testing.T) {
@@ -81,5 +82,46 @@ func TestAddStringMapEntry(t *testing.T) {
 	}
 	if AddStringMapEntry(&m, []byte{0xff}) {
 		t.Fatal("a malformed entry was added")
+	}
+}
+
+func TestSlab_HandsOutStablePointersFromOneAllocation(t *testing.T) {
+	var s Slab[int]
+	a, b := s.Next(2), s.Next(2)
+	*a, *b = 1, 2
+	if a == b || *a != 1 || *b != 2 {
+		t.Fatalf("got %d and %d from the same slot", *a, *b)
+	}
+	if cap(s.items) != 2 {
+		t.Fatalf("capacity %d, want the one allocation of 2", cap(s.items))
+	}
+}
+
+func TestTimestamp(t *testing.T) {
+	varint := func(num protowire.Number, v uint64) []byte {
+		return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), v)
+	}
+	both := append(varint(1, 1_800_000_000), varint(2, 5)...)
+	tests := []struct {
+		name        string
+		b           []byte
+		secs, nanos int64
+		ok          bool
+	}{
+		{"SecondsAndNanos", both, 1_800_000_000, 5, true},
+		{"Empty", nil, 0, 0, true},
+		{"SecondsTwice", append(varint(1, 1), varint(1, 2)...), 0, 0, false},
+		{"UnknownField", varint(3, 1), 0, 0, false},
+		{"WrongWireType", protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "x"), 0, 0, false},
+		{"Truncated", both[:len(both)-1], 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ts timestamppb.Timestamp
+			ok := Timestamp(&ts, tt.b)
+			if ok != tt.ok || (ok && (ts.Seconds != tt.secs || int64(ts.Nanos) != tt.nanos)) {
+				t.Fatalf("Timestamp = %v, %v; want %d.%d, %v", &ts, ok, tt.secs, tt.nanos, tt.ok)
+			}
+		})
 	}
 }
