@@ -46,6 +46,11 @@ integration: ## Real-process and container fault tests (needs Docker for partiti
 	$(GO) test -count=1 -timeout 20m ./integration/...
 
 .PHONY: lint
+.PHONY: raft-fork
+raft-fork: ## Tests of the patched hashicorp/raft in third_party (upstream suite + the patch's tests under -race).
+	cd third_party/hashicorp/raft && $(GO) test -count=1 -timeout 15m -skip 'TestFileSS_BadPerm|TestRaft_ProtocolVersion_Upgrade_1_2' .
+	cd third_party/hashicorp/raft && $(GO) test -count=1 -race -run 'TestSepp' .
+
 lint: ## gofmt, go vet and the import-direction check.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)

@@ -50,3 +50,5 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 )
+
+replace github.com/hashicorp/raft => ./third_party/hashicorp/raft

@@ -15,7 +15,9 @@ import (
 // space (ENOSPC, or EDQUOT for a quota). The write that failed changed
 // nothing: bolt commits atomically, so the entry is in no log and the
 // command was not applied. Errors wrapping it are *DiskFullError, naming
-// the directory.
+// the directory. (A leader with followers has sent the entry before its own
+// append fails, so there the caller gets ErrUnknownOutcome instead; see
+// proposer.classify.)
 var ErrDiskFull = errors.New("disk full")
 
 // DiskFullError is a command refused because the node's disk is full.

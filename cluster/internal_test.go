@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,7 @@ func TestProposer_ClassifiesRaftErrors(t *testing.T) {
 		{raft.ErrRaftShutdown, ErrUnknownOutcome},
 		{raft.ErrAbortedByRestore, ErrUnknownOutcome},
 		{fmt.Errorf("disk: %w", errors.New("io")), ErrUnknownOutcome},
+		{&DiskFullError{Dir: "/d", Cause: errors.New("no space")}, ErrDiskFull},
 	}
 	for _, tc := range tests {
 		t.Run(tc.err.Error(), func(t *testing.T) {
@@ -76,5 +78,26 @@ func TestProposer_ClassifiesRaftErrors(t *testing.T) {
 				t.Fatalf("classify(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
+	}
+}
+
+// A leader whose own append fails after replication began cannot say that
+// nothing was applied, even when the cause is a full disk: the followers may
+// hold the entry. The caller must see an unknown outcome, never the definite
+// refusal a *DiskFullError stands for.
+func TestProposer_LocalAppendFailedAfterReplicationIsUnknown(t *testing.T) {
+	p := &proposer{notLeader: func() error { return ErrNotLeader }}
+	diskFull := &DiskFullError{Dir: "/d", Cause: errors.New("no space left on device")}
+	err := fmt.Errorf("%w: %w", raft.ErrSentBeforeLocalAppendFailed, diskFull)
+	got := p.classify(err)
+	if !errors.Is(got, ErrUnknownOutcome) {
+		t.Fatalf("classify(%v) = %v, want ErrUnknownOutcome", err, got)
+	}
+	var df *DiskFullError
+	if errors.Is(got, ErrDiskFull) || errors.As(got, &df) {
+		t.Fatalf("classify(%v) = %v still reads as a full disk (nothing applied)", err, got)
+	}
+	if !strings.Contains(got.Error(), "no space left on device") {
+		t.Fatalf("classify(%v) = %v lost the cause", err, got)
 	}
 }

@@ -326,9 +326,18 @@ func (p *proposer) classify(err error) error {
 		return fmt.Errorf("%w, not proposed", ErrHandingOver)
 	case errors.Is(err, raft.ErrEnqueueTimeout):
 		return fmt.Errorf("%w: raft apply queue full, not proposed", ErrNoLeader)
+	case errors.Is(err, raft.ErrSentBeforeLocalAppendFailed):
+		// The leader's own log write failed (for lack of space or
+		// otherwise) after the entry went out to the followers: the leader
+		// appends in parallel with replication (third_party/hashicorp/raft/
+		// SEPP-PATCH.md), so the followers may hold it and a later leader
+		// may commit it. The cause is kept as text only, so that a full
+		// disk here does not read as a definite "nothing applied".
+		return fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
 	case errors.Is(err, ErrDiskFull):
-		// The leader's log write failed for lack of space: the entry is in
-		// no log (diskfull.go), so it was not applied and never will be.
+		// The leader's log write failed for lack of space before the entry
+		// was replicated (a single-voter cluster): the entry is in no log
+		// (diskfull.go), so it was not applied and never will be.
 		return err
 	default:
 		// ErrLeadershipLost, ErrRaftShutdown, ErrAbortedByRestore: the entry

@@ -1,0 +1,164 @@
+// Copyright (c) HashiCorp, Inc.
+// SPDX-License-Identifier: MPL-2.0
+
+// Tests of sepp's patch to hashicorp/raft v1.7.3; see SEPP-PATCH.md.
+
+package raft
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// gatedLogStore holds (and may fail) the next StoreLogs call once hold is
+// called, so that a test can look at the cluster while a leader's own
+// append is in progress.
+type gatedLogStore struct {
+	LogStore
+	mu      sync.Mutex
+	release chan error // nil: appends pass straight through
+	entered chan struct{}
+}
+
+// hold makes the next StoreLogs wait; it proceeds when nil is sent on the
+// returned channel and fails with any error sent instead. entered is closed
+// once that call is waiting.
+func (s *gatedLogStore) hold() (release chan<- error, entered <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.release = make(chan error, 1)
+	s.entered = make(chan struct{})
+	return s.release, s.entered
+}
+
+func (s *gatedLogStore) StoreLogs(logs []*Log) error {
+	s.mu.Lock()
+	release, entered := s.release, s.entered
+	s.release, s.entered = nil, nil
+	s.mu.Unlock()
+	if release != nil {
+		close(entered)
+		if err := <-release; err != nil {
+			return err
+		}
+	}
+	return s.LogStore.StoreLogs(logs)
+}
+
+func (s *gatedLogStore) StoreLog(l *Log) error { return s.StoreLogs([]*Log{l}) }
+
+func makeGatedCluster(t *testing.T) (*cluster, []*gatedLogStore) {
+	t.Helper()
+	gates := make([]*gatedLogStore, 3)
+	c := MakeClusterCustom(t, &MakeClusterOpts{
+		Peers:     3,
+		Bootstrap: true,
+		Conf:      inmemConfig(t),
+		WrapLogStore: func(i int, s LogStore) LogStore {
+			gates[i] = &gatedLogStore{LogStore: s}
+			return gates[i]
+		},
+	})
+	t.Cleanup(c.Close)
+	return c, gates
+}
+
+func indexOf(c *cluster, r *Raft) int {
+	for i, x := range c.rafts {
+		if x == r {
+			return i
+		}
+	}
+	return -1
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// The followers receive and store an entry while the leader's own append of
+// it has not returned, and the entry resolves once that append does.
+func TestSeppLeaderAppendsInParallelWithReplication(t *testing.T) {
+	c, gates := makeGatedCluster(t)
+	leader := c.Leader()
+	release, entered := gates[indexOf(c, leader)].hold()
+
+	future := leader.Apply([]byte("parallel"), 0)
+	<-entered
+	index := leader.LastIndex()
+	for _, f := range c.Followers() {
+		f := f
+		waitFor(t, "a follower to store the entry the leader is still appending", func() bool {
+			return f.LastIndex() >= index
+		})
+	}
+	resolved := make(chan error, 1)
+	go func() { resolved <- future.Error() }()
+	select {
+	case err := <-resolved:
+		t.Fatalf("the entry resolved (%v) while the leader's loop was still in its append", err)
+	default:
+	}
+
+	release <- nil
+	if err := <-resolved; err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if got := future.Index(); got != index {
+		t.Fatalf("applied at index %d, want %d", got, index)
+	}
+	c.WaitForReplication(1)
+	c.EnsureSame(t)
+}
+
+// When the leader's own append fails after the followers hold the entry,
+// the caller is told the outcome is unknown (not that nothing happened),
+// the old leader steps down with its last index back at what its store
+// holds, and a new leader commits the entry from the followers' logs.
+func TestSeppLocalAppendFailureAfterReplicationIsUnknownOutcome(t *testing.T) {
+	c, gates := makeGatedCluster(t)
+	leader := c.Leader()
+	release, entered := gates[indexOf(c, leader)].hold()
+	before := leader.LastIndex()
+
+	future := leader.Apply([]byte("maybe"), 0)
+	<-entered
+	index := leader.LastIndex()
+	for _, f := range c.Followers() {
+		f := f
+		waitFor(t, "a follower to store the entry", func() bool { return f.LastIndex() >= index })
+	}
+
+	// Cut the old leader off first, so that no new leader can append to
+	// it before its last index is checked.
+	c.Disconnect(leader.localAddr)
+	cause := errors.New("no space left on device")
+	release <- cause
+	err := future.Error()
+	if !errors.Is(err, ErrSentBeforeLocalAppendFailed) || !errors.Is(err, cause) {
+		t.Fatalf("apply error = %v, want ErrSentBeforeLocalAppendFailed wrapping the cause", err)
+	}
+	waitFor(t, "the old leader to step down", func() bool { return leader.State() != Leader })
+	if got := leader.LastIndex(); got != before {
+		t.Fatalf("old leader's last index = %d after the failed append, want %d (what its store holds)", got, before)
+	}
+
+	// The followers hold the entry, so one of them wins and commits it;
+	// the old leader's store works again and catches up.
+	c.FullyConnect()
+	c.WaitForReplication(1)
+	c.EnsureSame(t)
+	if c.Leader() == leader {
+		t.Log("the old leader won again after catching up")
+	}
+}
