@@ -1,5 +1,9 @@
 # sepp developer interface. `make help` lists the targets.
 GO        ?= go
+# Upstream raft tests make raft-fork runs, and those it skips because they fail
+# on unpatched v1.7.3 on this machine too (see third_party/hashicorp/raft/SEPP-PATCH.md).
+RAFT_TESTS ?= TestRaft_|TestCommitment|TestLogCache|TestFuture
+RAFT_SKIP  ?= TestFileSS_BadPerm|TestRaft_ProtocolVersion_Upgrade_1_2|TestNetworkTransport_AppendEntriesPipeline_CloseStreams
 PKGS      ?= ./...
 FUZZTIME  ?= 20s
 # Bound the minimization of each new interesting input: unbounded (go's
@@ -47,9 +51,9 @@ integration: ## Real-process and container fault tests (needs Docker for partiti
 
 .PHONY: lint
 .PHONY: raft-fork
-raft-fork: ## Tests of the patched hashicorp/raft in third_party (upstream suite + the patch's tests under -race).
-	cd third_party/hashicorp/raft && $(GO) test -count=1 -timeout 15m -skip 'TestFileSS_BadPerm|TestRaft_ProtocolVersion_Upgrade_1_2' .
+raft-fork: ## Tests of the patched hashicorp/raft in third_party: the patch's tests under -race, then upstream's raft tests (RAFT_TESTS='.' for the whole suite).
 	cd third_party/hashicorp/raft && $(GO) test -count=1 -race -run 'TestSepp' .
+	cd third_party/hashicorp/raft && $(GO) test -count=1 -timeout 15m -run '$(RAFT_TESTS)' -skip '$(RAFT_SKIP)' .
 
 lint: ## gofmt, go vet and the import-direction check.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
