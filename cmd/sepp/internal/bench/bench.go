@@ -41,6 +41,8 @@ type Options struct {
 	// ProducerBatch caps the jobs per EnqueueBatch call of the client's
 	// Producer; 0 takes the client's default.
 	ProducerBatch int
+	// ProducerLinger is the client producer's linger (0: its default).
+	ProducerLinger time.Duration
 	Latency       int // sync enqueues in the latency scenario
 	ConsumeBatch  int // jobs per reserve in consume
 	Consumers     int // concurrent reserve loops in consume

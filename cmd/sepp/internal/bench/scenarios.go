@@ -22,7 +22,7 @@ import (
 func (r *runner) produce(ctx context.Context) error {
 	queue := queueName("produce")
 	n := r.opts.Produce
-	p := r.cli.NewProducer(client.ProducerOptions{MaxBatch: r.opts.ProducerBatch})
+	p := r.cli.NewProducer(r.producerOptions())
 	var done, failed atomic.Int64
 	var firstErr atomic.Value
 	window := newEnqueueWindow(r.opts.Window, func(_ client.EnqueueResult, err error) {
@@ -191,7 +191,7 @@ func (r *runner) consume(ctx context.Context) error {
 }
 
 func (r *runner) fill(ctx context.Context, queue string, n int) error {
-	p := r.cli.NewProducer(client.ProducerOptions{MaxBatch: r.opts.ProducerBatch})
+	p := r.cli.NewProducer(r.producerOptions())
 	pend := make([]*client.PendingEnqueue, 0, 4096)
 	flush := func() error {
 		for _, pe := range pend {
@@ -238,7 +238,7 @@ func (r *runner) mixed(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p := r.cli.NewProducer(client.ProducerOptions{MaxBatch: r.opts.ProducerBatch})
+			p := r.cli.NewProducer(r.producerOptions())
 			defer p.Close(context.Background())
 			window := newEnqueueWindow(64, func(_ client.EnqueueResult, err error) {
 				if err == nil {
@@ -355,7 +355,7 @@ func (r *runner) endToEnd(ctx context.Context) error {
 			}
 		}()
 	}
-	p := r.cli.NewProducer(client.ProducerOptions{MaxBatch: r.opts.ProducerBatch})
+	p := r.cli.NewProducer(r.producerOptions())
 	interval := time.Second / time.Duration(rate)
 	next := time.Now()
 	for i := 0; i < n; i++ {
@@ -608,4 +608,9 @@ func residentBytes(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// producerOptions are the client producer's options the flags set.
+func (r *runner) producerOptions() client.ProducerOptions {
+	return client.ProducerOptions{MaxBatch: r.opts.ProducerBatch, Linger: r.opts.ProducerLinger}
 }
