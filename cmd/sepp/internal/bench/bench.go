@@ -43,9 +43,9 @@ type Options struct {
 	ProducerBatch int
 	// ProducerLinger is the client producer's linger (0: its default).
 	ProducerLinger time.Duration
-	Latency       int // sync enqueues in the latency scenario
-	ConsumeBatch  int // jobs per reserve in consume
-	Consumers     int // concurrent reserve loops in consume
+	Latency        int // sync enqueues in the latency scenario
+	ConsumeBatch   int // jobs per reserve in consume
+	Consumers      int // concurrent reserve loops in consume
 
 	MixedDuration  time.Duration
 	MixedProducers int
