@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 )
 
 // idemEntry remembers an enqueue's idempotency key: the producer's key
@@ -84,26 +85,29 @@ func packKey[K ~string | ~[]byte](key K) (b [16]byte, ok bool) {
 	if len(key) != 32 {
 		return b, false
 	}
+	var bad byte
 	for i := 0; i < 32; i += 2 {
-		hi, ok1 := lowerHexDigit(key[i])
-		lo, ok2 := lowerHexDigit(key[i+1])
-		if !ok1 || !ok2 {
-			return b, false
-		}
-		b[i/2] = hi<<4 | lo
+		hi, lo := lowerHexValue[key[i]], lowerHexValue[key[i+1]]
+		bad |= hi | lo
+		b[i/2] = hi<<4 | lo&0x0f
 	}
-	return b, true
+	return b, bad&0xf0 == 0
 }
 
-func lowerHexDigit(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
+// lowerHexValue maps '0'-'9' and 'a'-'f' to their values and every other
+// byte to 0xff, so one OR over a key's digits finds any that is not one.
+var lowerHexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return 0, false
-}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c-'a') + 10
+	}
+	return t
+}()
 
 // matches reports whether ent holds the key sk stands for.
 func (ent *idemEntry) matches(sk *storedKey) bool {
@@ -121,11 +125,16 @@ func (ent *idemEntry) matches(sk *storedKey) bool {
 // of index: about 75 bytes per client-generated key.
 //
 // The index holds, per slot, the entry's sequence number (its position in
-// the FIFO plus the number of entries ever popped, so slots stay valid as the
-// front moves) in the low 40 bits and 24 bits of its hash above them, so a
-// probe compares keys only when those bits match; 0 is an empty slot.
-// Collisions probe linearly; a removal shifts the run after it back, so
-// there are no tombstones.
+// the FIFO plus the number of entries ever popped, modulo 2^32, so slots
+// stay valid as the front moves) in the low 32 bits and the top 32 bits of
+// its hash above them; 0 is an empty slot. An entry's home slot is the top
+// bits of its hash, so the slot itself says where its home is: growing,
+// shrinking and deleting never read an entry or hash a key again, and a
+// rehash walks the old slots in order and writes the new ones in order
+// (old slot i goes to about 2i when growing), which keeps a table of
+// millions of keys in the cache's reach. A probe compares keys only when
+// the 32 tag bits match. Collisions probe linearly; a removal shifts the
+// run after it back, so there are no tombstones.
 //
 // The hash is seeded at random, like a Go map's, so clients choosing keys
 // cannot make every key collide; nothing about it shows in any output (the
@@ -165,8 +174,11 @@ func (ent *idemEntry) hash() uint64 {
 }
 
 const (
-	slotSeqBits = 40
+	slotSeqBits = 32
 	slotSeqMask = 1<<slotSeqBits - 1
+	// idemMaxSlots keeps the home bits inside the tag (and so inside the
+	// slot). The key limit is far below it.
+	idemMaxSlots = 1 << 30
 )
 
 // slotFor packs a sequence number and its hash's tag; never 0.
@@ -174,6 +186,13 @@ func slotFor(h, seq uint64) uint64 { return (h>>slotSeqBits|1)<<slotSeqBits | se
 
 // tagMatch reports whether slot s may hold an entry of hash h.
 func tagMatch(s, h uint64) bool { return s>>slotSeqBits == h>>slotSeqBits|1 }
+
+// home is the home slot of a hash (or of a slot, whose top bits are its
+// hash's) in a table of 1<<bits slots.
+func home(h uint64, bits uint) uint64 { return h >> (64 - bits) }
+
+// bits is log2 of the table's size.
+func (k *idemKeys) bits() uint { return uint(bits.Len64(uint64(len(k.slots))) - 1) }
 
 // index returns the FIFO position of the entry slot s names.
 func (k *idemKeys) index(s uint64) int { return int((s - k.head) & slotSeqMask) }
@@ -200,7 +219,7 @@ func (k *idemKeys) getStored(q *queue, sk *storedKey) *idemEntry {
 	}
 	mask := uint64(len(k.slots) - 1)
 	h := idemHash(q, sk)
-	for i := h & mask; ; i = (i + 1) & mask {
+	for i := home(h, k.bits()); ; i = (i + 1) & mask {
 		s := k.slots[i]
 		if s == 0 {
 			return nil
@@ -220,34 +239,33 @@ func (k *idemKeys) add(ent idemEntry) {
 	}
 	seq := k.head + uint64(k.fifo.Len())
 	k.fifo.PushBack(ent)
-	k.place(ent.hash(), seq)
+	k.place(slotFor(ent.hash(), seq))
 }
 
-func (k *idemKeys) place(h, seq uint64) {
+// place puts slot s into the first free slot from its home on.
+func (k *idemKeys) place(s uint64) {
 	mask := uint64(len(k.slots) - 1)
-	i := h & mask
+	i := home(s, k.bits())
 	for k.slots[i] != 0 {
 		i = (i + 1) & mask
 	}
-	k.slots[i] = slotFor(h, seq)
+	k.slots[i] = s
 }
 
 // popFront forgets the oldest entry.
 func (k *idemKeys) popFront() {
 	ent := k.fifo.ptr(0)
 	mask := uint64(len(k.slots) - 1)
-	h := ent.hash()
-	want := slotFor(h, k.head)
-	i := h & mask
+	tableBits := k.bits()
+	want := slotFor(ent.hash(), k.head)
+	i := home(want, tableBits)
 	for k.slots[i] != want {
 		i = (i + 1) & mask
 	}
 	// Backward-shift deletion: move later members of the run into the hole
 	// when their home slot is not between the hole and them.
 	for j := (i + 1) & mask; k.slots[j] != 0; j = (j + 1) & mask {
-		o := k.fifo.ptr(k.index(k.slots[j]))
-		home := o.hash() & mask
-		if (j-home)&mask >= (j-i)&mask {
+		if (j-home(k.slots[j], tableBits))&mask >= (j-i)&mask {
 			k.slots[i] = k.slots[j]
 			i = j
 		}
@@ -260,17 +278,31 @@ func (k *idemKeys) popFront() {
 	}
 }
 
-// rehash rebuilds the index for the entries in the FIFO with size slots, or
-// more if n entries (how many there are about to be) would load it above
-// three quarters.
+// rehash rebuilds the index with size slots, or more if n entries (how many
+// there are about to be) would load it above three quarters. It walks the
+// old slots from the start of a run, so the slots land in the new table in
+// about the order they are written.
 func (k *idemKeys) rehash(size, n int) {
 	for n*4 > size*3 {
 		size *= 2
 	}
+	size = min(size, idemMaxSlots)
+	old := k.slots
 	k.slots = make([]uint64, size)
-	for i := 0; i < k.fifo.Len(); i++ {
-		ent := k.fifo.ptr(i)
-		k.place(ent.hash(), k.head+uint64(i))
+	if len(old) == 0 {
+		for i := 0; i < k.fifo.Len(); i++ {
+			k.place(slotFor(k.fifo.ptr(i).hash(), k.head+uint64(i)))
+		}
+		return
+	}
+	start := 0
+	for old[start] != 0 {
+		start++ // the table is never full, so an empty slot exists
+	}
+	for i := range old {
+		if s := old[(start+i)&(len(old)-1)]; s != 0 {
+			k.place(s)
+		}
 	}
 }
 

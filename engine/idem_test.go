@@ -208,3 +208,82 @@ func TestEnqueueOwned(t *testing.T) {
 		})
 	}
 }
+
+// clientKeys returns n distinct keys of the form the clients generate.
+func clientKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%032x", uint64(i)*0x9e3779b97f4a7c15)
+	}
+	return keys
+}
+
+// BenchmarkIdemKeysGrow adds b.N client keys to an empty index, each after
+// a lookup that misses, as a fresh node taking keyed jobs does: every
+// doubling of the table rehashes it.
+func BenchmarkIdemKeysGrow(b *testing.B) {
+	q := &queue{name: "q"}
+	keys := clientKeys(b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var k idemKeys
+	for i := 0; i < b.N; i++ {
+		if k.get(q, keys[i]) != nil {
+			b.Fatal("a new key was found")
+		}
+		k.add(newIdemEntry(q, keys[i], JobID(i+1), 0))
+	}
+}
+
+// BenchmarkIdemKeysWindow keeps a million keys remembered: each new key
+// (after its lookup) expires the oldest, as in a node's steady state.
+func BenchmarkIdemKeysWindow(b *testing.B) {
+	const window = 1 << 20
+	q := &queue{name: "q"}
+	keys := clientKeys(window + b.N)
+	var k idemKeys
+	for i := 0; i < window; i++ {
+		k.add(newIdemEntry(q, keys[i], JobID(i+1), 0))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := window; i < window+b.N; i++ {
+		if k.get(q, keys[i]) != nil {
+			b.Fatal("a new key was found")
+		}
+		k.add(newIdemEntry(q, keys[i], JobID(i+1), 0))
+		k.popFront()
+	}
+}
+
+// packKey packs exactly 32 lowercase hex digits and nothing else: every
+// byte just outside the digit ranges, upper case and a wrong length stay
+// plain keys.
+func TestPackKey(t *testing.T) {
+	if b, ok := packKey(hexKey); !ok || string(b[:]) != packedBytesKey {
+		t.Fatalf("packKey(%q) = %x, %v", hexKey, b, ok)
+	}
+	for _, c := range []byte{'/', ':', '`', 'g', 'A', 'F', 'G', ' ', 0, 0x80, 0xff} {
+		for _, pos := range []int{0, 1, 17, 31} {
+			key := []byte(hexKey)
+			key[pos] = c
+			if _, ok := packKey(key); ok {
+				t.Errorf("packKey packed %q (byte %q at %d)", key, c, pos)
+			}
+		}
+	}
+	for _, key := range []string{"", hexKey[:31], hexKey + "0", upperHexKey} {
+		if _, ok := packKey(key); ok {
+			t.Errorf("packKey packed %q", key)
+		}
+	}
+	// Every digit value, in both nibbles.
+	digits := "0123456789abcdef"
+	for i := range 16 {
+		key := strings.Repeat(digits[i:i+1]+digits[15-i:16-i], 16)
+		b, ok := packKey(key)
+		if want := byte(i<<4 | (15 - i)); !ok || b[0] != want || b[15] != want {
+			t.Errorf("packKey(%q) = %x, %v; want bytes %#x", key, b, ok, want)
+		}
+	}
+}
