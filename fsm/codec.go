@@ -198,8 +198,12 @@ func EnqueueCommand(p engine.EnqueueParams) *cmdpb.Command {
 // EnqueueBatchCommand builds a JobEnqueueBatch.
 func EnqueueBatchCommand(items []engine.EnqueueParams) *cmdpb.Command {
 	pbItems := make([]*cmdpb.EnqueueParams, len(items))
-	for i, it := range items {
-		pbItems[i] = enqueueParamsToProto(it)
+	// One slab for the batch's messages, which live and die together
+	// (encoded into one log entry): one allocation, not one per job.
+	slab := make([]cmdpb.EnqueueParams, len(items))
+	for i := range items {
+		setEnqueueParamsProto(&slab[i], &items[i])
+		pbItems[i] = &slab[i]
 	}
 	c := newCommand()
 	c.Op = &cmdpb.Command_JobEnqueueBatch{JobEnqueueBatch: &cmdpb.JobEnqueueBatch{Items: pbItems}}
@@ -363,16 +367,21 @@ func fromUnixNano(n int64) time.Time {
 }
 
 func enqueueParamsToProto(p engine.EnqueueParams) *cmdpb.EnqueueParams {
-	return &cmdpb.EnqueueParams{
-		Queue:               p.Queue,
-		JobType:             p.JobType,
-		Payload:             p.Payload,
-		Priority:            p.Priority,
-		ScheduledAtUnixNano: unixNano(p.ScheduledAt),
-		MaxAttempts:         p.MaxAttempts,
-		Custom:              p.Custom,
-		IdempotencyKey:      p.IdempotencyKey,
-	}
+	m := new(cmdpb.EnqueueParams)
+	setEnqueueParamsProto(m, &p)
+	return m
+}
+
+// setEnqueueParamsProto fills a zero message m from p.
+func setEnqueueParamsProto(m *cmdpb.EnqueueParams, p *engine.EnqueueParams) {
+	m.Queue = p.Queue
+	m.JobType = p.JobType
+	m.Payload = p.Payload
+	m.Priority = p.Priority
+	m.ScheduledAtUnixNano = unixNano(p.ScheduledAt)
+	m.MaxAttempts = p.MaxAttempts
+	m.Custom = p.Custom
+	m.IdempotencyKey = p.IdempotencyKey
 }
 
 func enqueueParamsFromProto(p *cmdpb.EnqueueParams) engine.EnqueueParams {

@@ -106,3 +106,28 @@ func BenchmarkDecodeEnqueueEntry(b *testing.B) {
 }
 
 var benchSink []engine.EnqueueParams
+
+// BenchmarkEncodeEnqueueBatch is the leader's side: a 256-item
+// JobEnqueueBatch command built from engine params and encoded as an entry.
+//
+//	go test -run '^$' -bench EncodeEnqueueBatch -benchmem ./fsm/
+func BenchmarkEncodeEnqueueBatch(b *testing.B) {
+	payload := make([]byte, 256)
+	params := make([]engine.EnqueueParams, 256)
+	for i := range params {
+		params[i] = engine.EnqueueParams{
+			Queue: "bench", JobType: "bench.job", Payload: payload,
+			IdempotencyKey: fmt.Sprintf("%032x", i),
+		}
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		data, err := EncodeEntry(stamped(t0, EnqueueBatchCommand(params)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		entrySink = data
+	}
+}
+
+var entrySink []byte
