@@ -87,6 +87,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; a count such as 2
 	$(GO) test -run '^$$' -fuzz '^FuzzHandlers$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./rpc/adminui
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEnqueueBatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./rpc
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeReserveResponse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./client
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEnqueueBatchResponse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./client
 
 .PHONY: bench
 bench: ## Go benchmarks of the hot paths with allocation counts.
