@@ -49,6 +49,12 @@ func (c utf8Codec) Marshal(v any) (mem.BufferSlice, error) {
 	if _, ok := v.(proto.Message); !ok {
 		return c.base.Marshal(v)
 	}
+	if m, ok := v.(*seppv1.EnqueueBatchResponse); ok {
+		// The hot answer has an encoder of its own (encode_enqueue.go).
+		if data, ok := marshalEnqueueBatchResponse(m); ok {
+			return data, nil
+		}
+	}
 	return grpcbuf.Marshal(v)
 }
 

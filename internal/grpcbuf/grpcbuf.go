@@ -27,19 +27,29 @@ func Marshal(v any) (mem.BufferSlice, error) {
 	}
 	// UseCachedSize reuses what Size just computed; a message is not
 	// changed while it is sent.
-	size := proto.Size(m)
 	opts := proto.MarshalOptions{UseCachedSize: true}
+	return Encode(proto.Size(m), func(dst []byte) ([]byte, error) { return opts.MarshalAppend(dst, m) })
+}
+
+// Encode returns the size bytes that fill appends to an empty slice of
+// that capacity, in the buffer gRPC's codec would use: a slice of its own
+// below gRPC's pooling threshold, else one from Pool, which gRPC gives back
+// when it has sent the message. Hand-written encoders of hot messages use
+// it with the size they computed.
+func Encode(size int, fill func(dst []byte) ([]byte, error)) (mem.BufferSlice, error) {
 	if mem.IsBelowBufferPoolingThreshold(size) {
-		buf, err := opts.Marshal(m)
+		b, err := fill(make([]byte, 0, size))
 		if err != nil {
 			return nil, err
 		}
-		return mem.BufferSlice{mem.SliceBuffer(buf)}, nil
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
 	}
 	buf := Pool.Get(size)
-	if _, err := opts.MarshalAppend((*buf)[:0], m); err != nil {
+	b, err := fill((*buf)[:0])
+	if err != nil {
 		Pool.Put(buf)
 		return nil, err
 	}
+	*buf = b
 	return mem.BufferSlice{mem.NewBuffer(buf, Pool)}, nil
 }
