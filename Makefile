@@ -83,9 +83,11 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; a count such as 2
 	$(GO) test -run '^$$' -fuzz '^FuzzRestoreSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntryFast$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
+	$(GO) test -run '^$$' -fuzz '^FuzzEncodeEnqueueEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzHandlers$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./rpc/adminui
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEnqueueBatch$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./rpc
+	$(GO) test -run '^$$' -fuzz '^FuzzEncodeEnqueueBatchResponse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./rpc
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeReserveResponse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./client
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEnqueueBatchResponse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./client
 
