@@ -123,9 +123,9 @@ func (ent *idemEntry) matches(sk *storedKey) bool {
 // idemKeys is the set of remembered idempotency keys: a FIFO of entries in
 // creation order and an open-addressing hash index into it. A million keys
 // would cost about 170 bytes each as a map of "queue\x00key" strings to
-// entry pointers; here an entry is 40 bytes in the FIFO, its key string
-// (shared with nothing else; 16 bytes for a packed key) and 8 to 16 bytes
-// of index: about 75 bytes per client-generated key.
+// entry pointers; here an entry is 56 bytes in the FIFO (a client key
+// packed inside it; any other key a string of its own besides) and 8 to 16
+// bytes of index: about 70 bytes per client-generated key.
 //
 // The index holds, per slot, the entry's sequence number (its position in
 // the FIFO plus the number of entries ever popped, modulo 2^32, so slots

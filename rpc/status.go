@@ -49,7 +49,9 @@ import (
 // Why ResourceExhausted for a full disk: it is gRPC's own example of the
 // code ("the entire file system is out of space"), and it is a definite
 // refusal: the write that failed is in no log, so nothing was applied and
-// the request may be resent as is. Unavailable would not do: clients must
+// the request may be resent as is. (A leader with followers whose own
+// write fails has already sent the entry out; the cluster reports that as
+// an unknown outcome, not as a full disk: cluster/DESIGN.md, "Full disks".) Unavailable would not do: clients must
 // read an Unavailable without a NotLeader detail as "maybe applied" (a
 // transport failure looks the same), and would retry into the full disk
 // until their deadline. A follower with a full disk that knows a leader
