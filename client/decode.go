@@ -29,17 +29,9 @@ import (
 // same message or the error.
 func decodeReserveResponse(raw []byte, m *seppv1.ReserveResponse) bool {
 	// First pass: count the deliveries, so the slabs are sized once.
-	n := 0
-	for b := raw; len(b) > 0; n++ {
-		num, typ, l := protowire.ConsumeTag(b)
-		if l < 0 || num != 1 || typ != protowire.BytesType {
-			return false
-		}
-		_, vl := protowire.ConsumeBytes(b[l:])
-		if vl < 0 {
-			return false
-		}
-		b = b[l+vl:]
+	n, ok := wire.CountRepeated(raw)
+	if !ok {
+		return false
 	}
 	d := reserveDecoder{n: n}
 	var jobs []*seppv1.ReservedJob
@@ -47,13 +39,12 @@ func decodeReserveResponse(raw []byte, m *seppv1.ReserveResponse) bool {
 		jobs = make([]*seppv1.ReservedJob, n)
 		reserved := make([]seppv1.ReservedJob, n)
 		for i, b := 0, raw; i < n; i++ {
-			_, _, l := protowire.ConsumeTag(b)
-			v, vl := protowire.ConsumeBytes(b[l:])
+			var v []byte
+			v, b = wire.NextRepeated(b)
 			if !d.reservedJob(&reserved[i], v) {
 				return false
 			}
 			jobs[i] = &reserved[i]
-			b = b[l+vl:]
 		}
 	}
 	m.Reset() // as proto.Unmarshal does

@@ -3,6 +3,7 @@ package client
 import (
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/sepp-io/sepp/internal/wire"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
@@ -24,19 +25,8 @@ import (
 // same message or the error.
 func decodeEnqueueBatchResponse(raw []byte, m *seppv1.EnqueueBatchResponse) bool {
 	// First pass: count the results, so the slabs are sized once.
-	n := 0
-	for b := raw; len(b) > 0; n++ {
-		num, typ, l := protowire.ConsumeTag(b)
-		if l < 0 || num != 1 || typ != protowire.BytesType {
-			return false
-		}
-		_, vl := protowire.ConsumeBytes(b[l:])
-		if vl < 0 {
-			return false
-		}
-		b = b[l+vl:]
-	}
-	if n == 0 {
+	n, ok := wire.CountRepeated(raw)
+	if !ok || n == 0 {
 		return false
 	}
 	ptrs := make([]*seppv1.EnqueueBatchResult, n)
@@ -44,15 +34,14 @@ func decodeEnqueueBatchResponse(raw []byte, m *seppv1.EnqueueBatchResponse) bool
 	outcomes := make([]seppv1.EnqueueBatchResult_Enqueued, n)
 	enqueued := make([]seppv1.EnqueueResponse, n)
 	for i, b := 0, raw; i < n; i++ {
-		_, _, l := protowire.ConsumeTag(b)
-		v, vl := protowire.ConsumeBytes(b[l:])
+		var v []byte
+		v, b = wire.NextRepeated(b)
 		if !enqueueBatchResult(v, &enqueued[i]) {
 			return false
 		}
 		outcomes[i].Enqueued = &enqueued[i]
 		results[i].Outcome = &outcomes[i]
 		ptrs[i] = &results[i]
-		b = b[l+vl:]
 	}
 	m.Reset() // as proto.Unmarshal does
 	m.Results = ptrs

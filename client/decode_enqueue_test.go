@@ -5,48 +5,18 @@ import (
 	"math"
 	"testing"
 
-	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
-// requireSameEnqueueDecode is requireSameDecode for EnqueueBatchResponse:
-// the fast decoder accepts only what proto.Unmarshal decodes to an equal
-// message and leaves m untouched otherwise, and the codec gives the same
-// message or fails as proto.Unmarshal does. It returns whether the fast
-// decoder accepted.
+// requireSameEnqueueDecode is requireSameDecode for EnqueueBatchResponse;
+// a refused decode must leave even a message holding results untouched.
 func requireSameEnqueueDecode(t testing.TB, raw []byte) bool {
 	t.Helper()
-	var want seppv1.EnqueueBatchResponse
-	wantErr := proto.Unmarshal(raw, &want)
-
-	var viaCodec seppv1.EnqueueBatchResponse
-	err := protoCodec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(raw))}, &viaCodec)
-	if (err == nil) != (wantErr == nil) {
-		t.Fatalf("codec error %v, proto.Unmarshal error %v; wire % x", err, wantErr, raw)
-	}
-	if err == nil && !proto.Equal(&viaCodec, &want) {
-		t.Fatalf("codec = %v\nproto.Unmarshal = %v\nwire % x", &viaCodec, &want, raw)
-	}
-
-	// A refused decode must not touch m, even one holding results already.
 	before := &seppv1.EnqueueBatchResponse{Results: []*seppv1.EnqueueBatchResult{enqueued(9, seppv1.JobState_JOB_STATE_DEAD, true)}}
-	fast := proto.Clone(before).(*seppv1.EnqueueBatchResponse)
-	if !decodeEnqueueBatchResponse(raw, fast) {
-		if !proto.Equal(fast, before) {
-			t.Fatalf("a refused decode changed the message: %v", fast)
-		}
-		return false
-	}
-	if wantErr != nil {
-		t.Fatalf("the fast decoder accepted what proto.Unmarshal refuses (%v): % x", wantErr, raw)
-	}
-	if !proto.Equal(fast, &want) {
-		t.Fatalf("fast decode = %v\nproto.Unmarshal = %v\nwire % x", fast, &want, raw)
-	}
-	return true
+	return requireFastDecode(t, raw, before, decodeEnqueueBatchResponse)
 }
 
 func enqueued(id uint64, state seppv1.JobState, duplicate bool) *seppv1.EnqueueBatchResult {

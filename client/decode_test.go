@@ -15,36 +15,44 @@ import (
 )
 
 // requireSameDecode decodes raw with decodeReserveResponse and with the
-// codec, and requires both to agree with proto.Unmarshal: the fast decoder
-// accepts only what proto.Unmarshal decodes to an equal message, and the
-// codec gives the same message or fails as proto.Unmarshal does. It returns
-// whether the fast decoder accepted.
+// codec, and requires both to agree with proto.Unmarshal (see
+// requireFastDecode). It returns whether the fast decoder accepted.
 func requireSameDecode(t testing.TB, raw []byte) bool {
 	t.Helper()
-	var want seppv1.ReserveResponse
-	wantErr := proto.Unmarshal(raw, &want)
+	return requireFastDecode(t, raw, &seppv1.ReserveResponse{}, decodeReserveResponse)
+}
 
-	var viaCodec seppv1.ReserveResponse
-	err := protoCodec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(raw))}, &viaCodec)
+// requireFastDecode checks a fast decoder of M against proto.Unmarshal:
+// the fast decoder accepts only what proto.Unmarshal decodes to an equal
+// message and leaves the message untouched when it refuses (before is what
+// it holds then), and the codec gives the same message or fails as
+// proto.Unmarshal does. It returns whether the fast decoder accepted.
+func requireFastDecode[M proto.Message](t testing.TB, raw []byte, before M, fast func([]byte, M) bool) bool {
+	t.Helper()
+	want := before.ProtoReflect().New().Interface()
+	wantErr := proto.Unmarshal(raw, want)
+
+	viaCodec := before.ProtoReflect().New().Interface()
+	err := protoCodec{}.Unmarshal(mem.BufferSlice{mem.SliceBuffer(bytes.Clone(raw))}, viaCodec)
 	if (err == nil) != (wantErr == nil) {
 		t.Fatalf("codec error %v, proto.Unmarshal error %v; wire % x", err, wantErr, raw)
 	}
-	if err == nil && !proto.Equal(&viaCodec, &want) {
-		t.Fatalf("codec = %v\nproto.Unmarshal = %v\nwire % x", &viaCodec, &want, raw)
+	if err == nil && !proto.Equal(viaCodec, want) {
+		t.Fatalf("codec = %v\nproto.Unmarshal = %v\nwire % x", viaCodec, want, raw)
 	}
 
-	var fast seppv1.ReserveResponse
-	if !decodeReserveResponse(raw, &fast) {
-		if fast.Jobs != nil {
-			t.Fatalf("a refused decode changed the message: %v", &fast)
+	got := proto.Clone(before).(M)
+	if !fast(raw, got) {
+		if !proto.Equal(got, before) {
+			t.Fatalf("a refused decode changed the message: %v", got)
 		}
 		return false
 	}
 	if wantErr != nil {
 		t.Fatalf("the fast decoder accepted what proto.Unmarshal refuses (%v): % x", wantErr, raw)
 	}
-	if !proto.Equal(&fast, &want) {
-		t.Fatalf("fast decode = %v\nproto.Unmarshal = %v\nwire % x", &fast, &want, raw)
+	if !proto.Equal(got, want) {
+		t.Fatalf("fast decode = %v\nproto.Unmarshal = %v\nwire % x", got, want, raw)
 	}
 	return true
 }

@@ -87,14 +87,8 @@ func encodeEntryFast(cmds []*cmdpb.Command) ([]byte, bool) {
 		bs := batchSizes[i]
 		buf = append(buf, tagEntryCommands)
 		buf = protowire.AppendVarint(buf, uint64(commandSize(c, bs)))
-		if c.Version != 0 {
-			buf = append(buf, tagCommandVersion)
-			buf = protowire.AppendVarint(buf, uint64(c.Version))
-		}
-		if c.NowUnixNano != 0 {
-			buf = append(buf, tagCommandNowUnixNano)
-			buf = protowire.AppendVarint(buf, uint64(c.NowUnixNano))
-		}
+		buf = appendVarintField(buf, tagCommandVersion, uint64(c.Version))
+		buf = appendVarintField(buf, tagCommandNowUnixNano, uint64(c.NowUnixNano))
 		buf = append(buf, tagCommandEnqueueBatch)
 		buf = protowire.AppendVarint(buf, uint64(bs))
 		for _, it := range c.GetJobEnqueueBatch().Items {
@@ -174,12 +168,7 @@ func lenFieldSize(n int) int { return 1 + protowire.SizeBytes(n) }
 // batchSize bytes.
 func commandSize(c *cmdpb.Command, batchSize int) int {
 	n := lenFieldSize(batchSize)
-	if c.Version != 0 {
-		n += 1 + protowire.SizeVarint(uint64(c.Version))
-	}
-	if c.NowUnixNano != 0 {
-		n += 1 + protowire.SizeVarint(uint64(c.NowUnixNano))
-	}
+	n += varintFieldSize(uint64(c.Version)) + varintFieldSize(uint64(c.NowUnixNano))
 	return n
 }
 
@@ -198,12 +187,7 @@ func enqueueParamsSize(p *cmdpb.EnqueueParams) int {
 	if p.Priority != nil {
 		n += 1 + protowire.SizeVarint(uint64(*p.Priority))
 	}
-	if p.ScheduledAtUnixNano != 0 {
-		n += 1 + protowire.SizeVarint(uint64(p.ScheduledAtUnixNano))
-	}
-	if p.MaxAttempts != 0 {
-		n += 1 + protowire.SizeVarint(uint64(p.MaxAttempts))
-	}
+	n += varintFieldSize(uint64(p.ScheduledAtUnixNano)) + varintFieldSize(uint64(p.MaxAttempts))
 	if len(p.Custom) > 0 {
 		for k, v := range p.Custom {
 			n += lenFieldSize(mapEntrySize(k, v))
@@ -239,14 +223,8 @@ func appendEnqueueParams(b []byte, p *cmdpb.EnqueueParams) []byte {
 		b = append(b, tagParamsPriority)
 		b = protowire.AppendVarint(b, uint64(*p.Priority))
 	}
-	if p.ScheduledAtUnixNano != 0 {
-		b = append(b, tagParamsScheduledAt)
-		b = protowire.AppendVarint(b, uint64(p.ScheduledAtUnixNano))
-	}
-	if p.MaxAttempts != 0 {
-		b = append(b, tagParamsMaxAttempts)
-		b = protowire.AppendVarint(b, uint64(p.MaxAttempts))
-	}
+	b = appendVarintField(b, tagParamsScheduledAt, uint64(p.ScheduledAtUnixNano))
+	b = appendVarintField(b, tagParamsMaxAttempts, uint64(p.MaxAttempts))
 	if len(p.Custom) > 0 {
 		// Deterministic marshalling sorts string keys bytewise, as
 		// slices.Sort does.
@@ -270,4 +248,21 @@ func appendEnqueueParams(b []byte, p *cmdpb.EnqueueParams) []byte {
 		b = protowire.AppendString(b, p.IdempotencyKey)
 	}
 	return b
+}
+
+// appendVarintField appends a proto3 scalar field with a one-byte tag,
+// which protobuf leaves out when it is zero.
+func appendVarintField(b []byte, tag byte, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	return protowire.AppendVarint(append(b, tag), v)
+}
+
+// varintFieldSize is the size appendVarintField adds.
+func varintFieldSize(v uint64) int {
+	if v == 0 {
+		return 0
+	}
+	return 1 + protowire.SizeVarint(v)
 }

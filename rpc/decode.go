@@ -32,18 +32,9 @@ import (
 // copies them into the log entry it proposes).
 func decodeEnqueueBatch(raw []byte, m *seppv1.EnqueueBatchRequest) bool {
 	// First pass: count the jobs, so they are allocated at once.
-	n := 0
-	for b := raw; len(b) > 0; {
-		num, typ, l := protowire.ConsumeTag(b)
-		if l < 0 || num != 1 || typ != protowire.BytesType {
-			return false
-		}
-		_, vl := protowire.ConsumeBytes(b[l:])
-		if vl < 0 {
-			return false
-		}
-		b = b[l+vl:]
-		n++
+	n, ok := wire.CountRepeated(raw)
+	if !ok {
+		return false
 	}
 	if n == 0 {
 		return false // nothing to gain; proto.Unmarshal handles it
@@ -51,13 +42,12 @@ func decodeEnqueueBatch(raw []byte, m *seppv1.EnqueueBatchRequest) bool {
 	d := batchDecoder{jobs: make([]seppv1.EnqueueRequest, n)}
 	ptrs := make([]*seppv1.EnqueueRequest, n)
 	for i, b := 0, raw; len(b) > 0; i++ {
-		_, _, l := protowire.ConsumeTag(b)
-		v, vl := protowire.ConsumeBytes(b[l:])
+		var v []byte
+		v, b = wire.NextRepeated(b)
 		if !d.job(i, v) {
 			return false
 		}
 		ptrs[i] = &d.jobs[i]
-		b = b[l+vl:]
 	}
 	d.finishKeys()
 	m.Reset() // as proto.Unmarshal does

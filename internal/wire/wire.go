@@ -1,6 +1,7 @@
 // Package wire holds the protobuf wire-format helpers that sepp's
 // hand-written decoders share (the server's EnqueueBatch decoder, the state
-// machine's enqueue decoder, the client's reserve decoder). Each decodes
+// machine's enqueue decoder, the client's reserve and enqueue-batch answer
+// decoders). Each decodes
 // exactly what proto.Unmarshal would, or reports that it cannot, so that
 // its caller can fall back to proto.Unmarshal.
 package wire
@@ -108,4 +109,33 @@ func Timestamp(ts *timestamppb.Timestamp, b []byte) bool {
 		}
 	}
 	return true
+}
+
+// CountRepeated counts the values of raw when it holds nothing but field 1
+// as length-delimited values: a message whose only field is one repeated
+// message, as the hot requests and answers the decoders take are. ok is
+// false on any other field or wire type, or a malformed tag or length.
+// The decoders size their slabs with it before a second pass over
+// NextRepeated.
+func CountRepeated(raw []byte) (n int, ok bool) {
+	for b := raw; len(b) > 0; n++ {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 || num != 1 || typ != protowire.BytesType {
+			return 0, false
+		}
+		_, vl := protowire.ConsumeBytes(b[l:])
+		if vl < 0 {
+			return 0, false
+		}
+		b = b[l+vl:]
+	}
+	return n, true
+}
+
+// NextRepeated splits the first value off b, which CountRepeated accepted:
+// v is the value's bytes, rest what follows it.
+func NextRepeated(b []byte) (v, rest []byte) {
+	_, _, l := protowire.ConsumeTag(b)
+	v, vl := protowire.ConsumeBytes(b[l:])
+	return v, b[l+vl:]
 }

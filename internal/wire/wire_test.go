@@ -125,3 +125,47 @@ func TestTimestamp(t *testing.T) {
 		})
 	}
 }
+
+func TestCountRepeated(t *testing.T) {
+	field1 := func(vs ...string) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = protowire.AppendTag(b, 1, protowire.BytesType)
+			b = protowire.AppendString(b, v)
+		}
+		return b
+	}
+	tests := []struct {
+		name string
+		raw  []byte
+		n    int
+		ok   bool
+	}{
+		{"empty", nil, 0, true},
+		{"one", field1("a"), 1, true},
+		{"three, one empty", field1("a", "", "ccc"), 3, true},
+		{"another field", protowire.AppendString(protowire.AppendTag(field1("a"), 2, protowire.BytesType), "b"), 0, false},
+		{"field 1 as a varint", protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 7), 0, false},
+		{"length past the end", append(protowire.AppendTag(nil, 1, protowire.BytesType), 5, 'a'), 0, false},
+		{"truncated tag", []byte{0x80}, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n, ok := CountRepeated(tc.raw)
+			if n != tc.n || ok != tc.ok {
+				t.Fatalf("CountRepeated = %d, %v; want %d, %v", n, ok, tc.n, tc.ok)
+			}
+		})
+	}
+	b := field1("a", "", "ccc")
+	for _, want := range []string{"a", "", "ccc"} {
+		var v []byte
+		v, b = NextRepeated(b)
+		if string(v) != want {
+			t.Fatalf("NextRepeated = %q, want %q", v, want)
+		}
+	}
+	if len(b) != 0 {
+		t.Fatalf("%d bytes left after the last value", len(b))
+	}
+}
