@@ -852,6 +852,10 @@ func (r *Raft) ApplyLog(log Log, timeout time.Duration) ApplyFuture {
 		},
 	}
 	logFuture.init()
+	// sepp patch: with BatchApplyCh a future can wait in applyCh's buffer
+	// when raft shuts down, and nothing answers it then; without this its
+	// Error would block forever.
+	logFuture.ShutdownCh = r.shutdownCh
 
 	select {
 	case <-timer:
@@ -878,6 +882,10 @@ func (r *Raft) Barrier(timeout time.Duration) Future {
 	// Create a log future, no index or term yet
 	logFuture := &logFuture{log: Log{Type: LogBarrier}}
 	logFuture.init()
+	// sepp patch: with BatchApplyCh a future can wait in applyCh's buffer
+	// when raft shuts down, and nothing answers it then; without this its
+	// Error would block forever.
+	logFuture.ShutdownCh = r.shutdownCh
 
 	select {
 	case <-timer:

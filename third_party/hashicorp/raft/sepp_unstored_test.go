@@ -162,3 +162,42 @@ func TestSeppLocalAppendFailureAfterReplicationIsUnknownOutcome(t *testing.T) {
 		t.Log("the old leader won again after catching up")
 	}
 }
+
+// With BatchApplyCh an applied future can sit in applyCh's buffer, not yet
+// taken by the leader loop, when raft shuts down. Its Error must return
+// then (ErrRaftShutdown), not block forever: nothing else will answer it.
+func TestSeppQueuedApplyReturnsOnShutdown(t *testing.T) {
+	conf := inmemConfig(t)
+	conf.BatchApplyCh = true
+	gates := make([]*gatedLogStore, 3)
+	c := MakeClusterCustom(t, &MakeClusterOpts{
+		Peers: 3, Bootstrap: true, Conf: conf,
+		WrapLogStore: func(i int, s LogStore) LogStore {
+			gates[i] = &gatedLogStore{LogStore: s}
+			return gates[i]
+		},
+	})
+	t.Cleanup(c.Close)
+	leader := c.Leader()
+	release, entered := gates[indexOf(c, leader)].hold()
+	held := leader.Apply([]byte("held"), 0)
+	<-entered // the leader loop is inside its own append now
+	queued := leader.Apply([]byte("queued"), 0)
+
+	shutdown := leader.Shutdown()
+	got := make(chan error, 1)
+	go func() { got <- queued.Error() }()
+	select {
+	case err := <-got:
+		if !errors.Is(err, ErrRaftShutdown) {
+			t.Fatalf("queued apply: %v, want ErrRaftShutdown", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a queued apply did not return after Shutdown")
+	}
+	release <- nil
+	_ = held.Error()
+	if err := shutdown.Error(); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+}
