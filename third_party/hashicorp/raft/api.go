@@ -179,6 +179,12 @@ type Raft struct {
 	shutdownCh   chan struct{}
 	shutdownLock sync.Mutex
 
+	// heartbeatLock is held (shared) by heartbeats the transport hands
+	// straight to processHeartbeat, off raft's goroutines; the shutdown
+	// future takes it (exclusive) so that it returns only once no such
+	// heartbeat can still touch the stores (sepp patch).
+	heartbeatLock sync.RWMutex
+
 	// snapshots is used to store and retrieve snapshots
 	snapshots SnapshotStore
 

@@ -173,6 +173,10 @@ func (s *shutdownFuture) Error() error {
 		return nil
 	}
 	s.raft.waitShutdown()
+	// sepp patch: wait for heartbeats already past processHeartbeat's
+	// shutdown check; later ones see the shutdown and return.
+	s.raft.heartbeatLock.Lock()
+	s.raft.heartbeatLock.Unlock()
 	if closeable, ok := s.raft.trans.(WithClose); ok {
 		closeable.Close()
 	}

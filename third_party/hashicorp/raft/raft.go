@@ -1463,6 +1463,14 @@ func (r *Raft) processRPC(rpc RPC) {
 func (r *Raft) processHeartbeat(rpc RPC) {
 	defer metrics.MeasureSince([]string{"raft", "rpc", "processHeartbeat"}, time.Now())
 
+	// sepp patch: the transport calls this from its own goroutine, which
+	// raft's shutdown does not wait for. Holding heartbeatLock lets the
+	// shutdown future wait for a heartbeat past the check below; without
+	// it, one could set a new term in a stable store its owner has already
+	// closed after Shutdown returned (a panic, seen in sepp's CI).
+	r.heartbeatLock.RLock()
+	defer r.heartbeatLock.RUnlock()
+
 	// Check if we are shutdown, just ignore the RPC
 	select {
 	case <-r.shutdownCh:

@@ -201,3 +201,83 @@ func TestSeppQueuedApplyReturnsOnShutdown(t *testing.T) {
 		t.Fatalf("shutdown: %v", err)
 	}
 }
+
+// gatedStable holds the next SetUint64 once hold is called.
+type gatedStable struct {
+	*InmemStore
+	mu      sync.Mutex
+	release chan struct{}
+	entered chan struct{}
+}
+
+func (s *gatedStable) hold() (release chan<- struct{}, entered <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.release, s.entered = make(chan struct{}), make(chan struct{})
+	return s.release, s.entered
+}
+
+func (s *gatedStable) SetUint64(key []byte, val uint64) error {
+	s.mu.Lock()
+	release, entered := s.release, s.entered
+	s.release, s.entered = nil, nil
+	s.mu.Unlock()
+	if release != nil {
+		close(entered)
+		<-release
+	}
+	return s.InmemStore.SetUint64(key, val)
+}
+
+// A heartbeat that the transport hands straight to processHeartbeat runs on
+// the transport's goroutine, which raft's own shutdown does not wait for.
+// Shutdown's future must still not return while such a heartbeat is setting
+// a new term: its owner closes the stores right after, and the heartbeat's
+// write to a closed store panics.
+func TestSeppShutdownWaitsForFastPathHeartbeat(t *testing.T) {
+	conf := inmemConfig(t)
+	conf.LocalID = "a"
+	store := NewInmemStore()
+	stable := &gatedStable{InmemStore: store}
+	snaps := NewInmemSnapshotStore()
+	addr, trans := NewInmemTransport("")
+	peers := Configuration{Servers: []Server{
+		{Suffrage: Voter, ID: "a", Address: addr},
+		{Suffrage: Voter, ID: "b", Address: "b"}, // never answers: a stays a follower
+	}}
+	if err := BootstrapCluster(conf, store, stable, snaps, trans, peers); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRaft(conf, &MockFSM{}, store, stable, snaps, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, entered := stable.hold()
+	beat := RPC{
+		Command: &AppendEntriesRequest{
+			RPCHeader: RPCHeader{ProtocolVersion: ProtocolVersionMax, ID: []byte("b"), Addr: []byte("b")},
+			Term:      r.getCurrentTerm() + 5, // a newer term: the heartbeat stores it
+		},
+		RespChan: make(chan RPCResponse, 1),
+	}
+	beatDone := make(chan struct{})
+	go func() {
+		r.processHeartbeat(beat)
+		close(beatDone)
+	}()
+	<-entered // the heartbeat is writing the new term
+
+	shut := make(chan struct{})
+	go func() {
+		_ = r.Shutdown().Error()
+		close(shut)
+	}()
+	select {
+	case <-shut:
+		t.Fatal("Shutdown returned while a heartbeat was still writing to the stable store")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	<-beatDone
+	<-shut
+}
