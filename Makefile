@@ -54,9 +54,11 @@ integration: ## Real-process and container fault tests (needs Docker for partiti
 
 .PHONY: lint
 .PHONY: raft-fork
-raft-fork: ## Tests of the patched hashicorp/raft in third_party: the patch's tests under -race, then upstream's raft tests (RAFT_TESTS='.' for the whole suite).
+raft-fork: ## Tests of the patched hashicorp/raft and raft-wal in third_party: each patch's tests under -race, then upstream's tests (raft: RAFT_TESTS, '.' for the whole suite; raft-wal: all).
 	cd third_party/hashicorp/raft && $(GO) test -count=3 -race -run 'TestSepp' .
 	cd third_party/hashicorp/raft && $(GO) test -count=1 -timeout 15m -run '$(RAFT_TESTS)' -skip '$(RAFT_SKIP)' .
+	cd third_party/hashicorp/raft-wal && $(GO) test -count=3 -race -run 'TestSepp' .
+	cd third_party/hashicorp/raft-wal && $(GO) test -count=1 -timeout 5m ./...
 
 lint: ## gofmt, go vet and the import-direction check.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

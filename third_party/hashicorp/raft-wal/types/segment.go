@@ -105,6 +105,8 @@ type SegmentWriter interface {
 	// Append adds one or more entries. It must not return until the entries are
 	// durably stored otherwise raft's guarantees will be compromised. Append must
 	// not be called concurrently with any other call to Sealed or Append.
+	// Append must not keep the entries' Data once it returns: the WAL reuses
+	// that memory for its next append (SEPP PATCH).
 	Append(entries []LogEntry) error
 
 	// Sealed returns whether the segment is sealed or not. If it is it returns
