@@ -143,7 +143,7 @@ func (ent *idemEntry) matches(sk *storedKey) bool {
 // cannot make every key collide; nothing about it shows in any output (the
 // snapshot and every read walk the FIFO, never the index).
 type idemKeys struct {
-	fifo  deque[idemEntry]
+	fifo  chunkFIFO[idemEntry]
 	head  uint64   // sequence number of the FIFO's front
 	slots []uint64 // len is 0 or a power of two
 }

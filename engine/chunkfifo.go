@@ -1,0 +1,129 @@
+package engine
+
+// chunkFIFO is a FIFO with random access, kept in fixed-size chunks. It
+// holds the idempotency keys of the dedup window: millions of entries of 56
+// bytes on a busy node. A doubling ring (deque) would allocate and zero a
+// fresh array of up to 100+ MB at each doubling, copy every entry into it and
+// fault its new half in, stalling the apply of the command that pushed for
+// milliseconds, and would hold up to twice the memory it needs. Here no
+// element is ever copied after its push, a push or pop costs O(1) apart from
+// the slice of chunk pointers (8 bytes per chunk, compacted or regrown now
+// and then, amortised O(1)), and the chunks in use hold at most Len()+2
+// chunks' worth of slots, plus one spare.
+//
+// The spare is a chunk emptied at the front, kept (all zero) for the next one
+// the back needs, so a FIFO that oscillates across a chunk boundary, or
+// slides along in a steady window, allocates nothing.
+//
+// The zero value is an empty FIFO.
+type chunkFIFO[T any] struct {
+	// chunks[first:] hold the elements, the front at offset head of
+	// chunks[first]; chunks[:first] are nil, room for a compaction.
+	// Invariants: head < fifoChunkLen; len(chunks)-first is
+	// ceil((head+n)/fifoChunkLen), so an empty FIFO has no chunk in use and
+	// head 0.
+	chunks []*fifoChunk[T]
+	first  int
+	head   int
+	n      int
+	spare  *fifoChunk[T] // nil or an all-zero chunk
+}
+
+// fifoChunkLen is the elements per chunk: 585 idemEntry of 56 bytes are
+// 32760 bytes, which with the 8-byte header the allocator puts on an object
+// of pointers above 512 bytes fills its largest small size class (32 KiB)
+// exactly. A power of two (512: 28 KiB plus the header) would round up to
+// the same 32 KiB and waste an eighth of it. A chunk is small enough that
+// allocating and zeroing it is no stall.
+const fifoChunkLen = 585
+
+type fifoChunk[T any] [fifoChunkLen]T
+
+func (f *chunkFIFO[T]) Len() int { return f.n }
+
+// ptr returns a pointer to the i-th element from the front. It stays valid
+// until that element is popped (elements never move).
+func (f *chunkFIFO[T]) ptr(i int) *T {
+	if uint(i) >= uint(f.n) {
+		panic("engine: chunkFIFO index out of range")
+	}
+	pos := uint(f.head + i)
+	return &f.chunks[f.first+int(pos/fifoChunkLen)][pos%fifoChunkLen]
+}
+
+func (f *chunkFIFO[T]) PushBack(v T) {
+	pos := uint(f.head + f.n)
+	if pos == uint(len(f.chunks)-f.first)*fifoChunkLen {
+		f.addChunk()
+	}
+	f.chunks[f.first+int(pos/fifoChunkLen)][pos%fifoChunkLen] = v
+	f.n++
+}
+
+// PopFront drops the front element. Its slot is zeroed so the collector can
+// free what it referenced; a chunk left empty becomes the spare.
+func (f *chunkFIFO[T]) PopFront() {
+	if f.n == 0 {
+		panic("engine: PopFront of an empty chunkFIFO")
+	}
+	c := f.chunks[f.first]
+	var zero T
+	c[f.head] = zero
+	f.head++
+	f.n--
+	if f.head < fifoChunkLen && f.n > 0 {
+		return
+	}
+	// c is all zero now: every slot before head was popped, and when head
+	// stopped short of the end the back is at head, so nothing after it was
+	// ever written.
+	if f.spare == nil {
+		f.spare = c
+	}
+	f.chunks[f.first] = nil
+	f.first++
+	f.head = 0
+	if f.n == 0 {
+		f.chunks, f.first = f.chunks[:0], 0
+	}
+}
+
+// grow makes room in the chunk-pointer slice for n elements in all, so the
+// pushes that follow (Restore's) do not regrow it. It allocates no chunk:
+// they come one at a time as the back reaches them, which costs the same.
+func (f *chunkFIFO[T]) grow(n int) {
+	want := (f.head + n + fifoChunkLen - 1) / fifoChunkLen
+	if want <= cap(f.chunks)-f.first {
+		return
+	}
+	f.resizeChunks(want)
+}
+
+// addChunk appends a chunk at the back, the spare if there is one.
+func (f *chunkFIFO[T]) addChunk() {
+	c := f.spare
+	f.spare = nil
+	if c == nil {
+		c = new(fifoChunk[T])
+	}
+	if len(f.chunks) == cap(f.chunks) {
+		live := len(f.chunks) - f.first
+		if f.first > 0 && live*2 <= cap(f.chunks) {
+			// At least half the slice is dead room at the front: slide the
+			// live pointers down instead of allocating.
+			copy(f.chunks, f.chunks[f.first:])
+			clear(f.chunks[live:])
+			f.chunks, f.first = f.chunks[:live], 0
+		} else {
+			f.resizeChunks(max(4, 2*live))
+		}
+	}
+	f.chunks = append(f.chunks, c)
+}
+
+// resizeChunks moves the live chunk pointers to a new slice of capacity size.
+func (f *chunkFIFO[T]) resizeChunks(size int) {
+	chunks := make([]*fifoChunk[T], len(f.chunks)-f.first, size)
+	copy(chunks, f.chunks[f.first:])
+	f.chunks, f.first = chunks, 0
+}
