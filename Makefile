@@ -84,6 +84,7 @@ verify: generate ## Fail if generated code or go.mod drift from what is committe
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; a count such as 20000x avoids Go 1.26's deadline race).
 	$(GO) test -run '^$$' -fuzz '^FuzzRestore$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./engine
+	$(GO) test -run '^$$' -fuzz '^FuzzChunkFIFO$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./engine
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
 	$(GO) test -run '^$$' -fuzz '^FuzzRestoreSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
