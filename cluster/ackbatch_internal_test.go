@@ -53,7 +53,7 @@ func newFakeProposer(t *testing.T) (*proposer, *fakeRaft) {
 		fsm:     fsm.New(fsm.Config{Engine: engine.Config{Limits: engine.DefaultLimits()}, SnapshotTempDir: t.TempDir()}),
 		applied: make(chan *fakeFuture, 16),
 	}
-	p := newProposer(r, &cfg, func() time.Time { return time.Unix(1e9, 0) }, func() error { return ErrNoLeader })
+	p := newProposer(r, &cfg, func() time.Time { return time.Unix(1e9, 0) }, func() error { return ErrNoLeader }, nil)
 	t.Cleanup(func() {
 		p.stopTaking()
 		for drained := false; !drained; {

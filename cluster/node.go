@@ -42,8 +42,9 @@ type Node struct {
 	stores    *raftStores // store.go
 	logStore  *diskFullLogStore
 	prop      *proposer
-	disk      diskWatch   // diskfull.go: names a full disk in what clients see
-	crash     *crashWatch // crashwatch.go; nil unless DetectLeaderCrash with TCP
+	metrics   *nodeMetrics // metrics.go
+	disk      diskWatch    // diskfull.go: names a full disk in what clients see
+	crash     *crashWatch  // crashwatch.go; nil unless DetectLeaderCrash with TCP
 
 	// ready is the current leadership's readiness: closed once this node,
 	// as leader of term, has run its barrier and its first commands.
@@ -82,6 +83,7 @@ func NewNode(cfg Config) (*Node, error) {
 		clock:      clock,
 		failing:    make(map[raft.ServerID]time.Time),
 		shutdownCh: make(chan struct{}),
+		metrics:    newNodeMetrics(),
 	}
 	n.disk.dir = cfg.DataDir
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
@@ -150,6 +152,7 @@ func NewNode(cfg Config) (*Node, error) {
 	if cfg.LogStoreWrapper != nil {
 		logStore = cfg.LogStoreWrapper(logStore)
 	}
+	logStore = &timedLogStore{LogStore: logStore, observe: func(d time.Duration) { n.metrics.logWrite.Observe(d.Seconds()) }}
 	logStore = newTimeoutLogStore(logStore, cfg.LogStoreWriteTimeout)
 	cache, err := raft.NewLogCache(logCacheEntries, logStore)
 	if err != nil {
@@ -213,7 +216,8 @@ func NewNode(cfg Config) (*Node, error) {
 	n.raft = r
 	// Raft's "not the leader" for a command taken just as the leader stepped
 	// down (as it does when a log write fails) also names a full disk.
-	n.prop = newProposer(r, &n.cfg, clock, func() error { return n.disk.explain(n.notLeaderError()) })
+	n.prop = newProposer(r, &n.cfg, clock, func() error { return n.disk.explain(n.notLeaderError()) },
+		func(d time.Duration) { n.metrics.commit.Observe(d.Seconds()) })
 
 	n.observerCh = make(chan raft.Observation, 64)
 	n.observer = raft.NewObserver(n.observerCh, false, func(o *raft.Observation) bool {

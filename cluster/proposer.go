@@ -46,8 +46,9 @@ type proposalOutcome struct {
 }
 
 type inflightEntry struct {
-	future raft.ApplyFuture
-	batch  []*proposal
+	future   raft.ApplyFuture
+	batch    []*proposal
+	proposed time.Time // when it went to raft, for observeCommit
 }
 
 // applier is the part of *raft.Raft the proposer uses (a fake in tests).
@@ -62,7 +63,10 @@ type proposer struct {
 	maxBytes     int
 	applyTimeout time.Duration
 	notLeader    func() error // the error for "rejected: not the leader"
-	selfID       string       // this node's id, for vouch
+	// observeCommit, when set, is told how long each entry took from
+	// raft.Apply to its applied result (metrics.go).
+	observeCommit func(time.Duration)
+	selfID        string // this node's id, for vouch
 
 	queue    chan *proposal
 	slots    chan struct{}
@@ -78,20 +82,21 @@ type proposer struct {
 	commands atomic.Uint64
 }
 
-func newProposer(r applier, cfg *Config, clock func() time.Time, notLeader func() error) *proposer {
+func newProposer(r applier, cfg *Config, clock func() time.Time, notLeader func() error, observeCommit func(time.Duration)) *proposer {
 	p := &proposer{
-		raft:         r,
-		clock:        clock,
-		maxCmds:      cfg.MaxCommandsPerEntry,
-		maxBytes:     cfg.MaxEntryBytes,
-		applyTimeout: cfg.ApplyEnqueueTimeout,
-		notLeader:    notLeader,
-		selfID:       cfg.NodeID,
-		queue:        make(chan *proposal, 4*cfg.MaxCommandsPerEntry*cfg.MaxEntriesInFlight),
-		slots:        make(chan struct{}, cfg.MaxEntriesInFlight),
-		inflight:     make(chan inflightEntry, cfg.MaxEntriesInFlight),
-		stop:         make(chan struct{}),
-		stopped:      make(chan struct{}),
+		raft:          r,
+		observeCommit: observeCommit,
+		clock:         clock,
+		maxCmds:       cfg.MaxCommandsPerEntry,
+		maxBytes:      cfg.MaxEntryBytes,
+		applyTimeout:  cfg.ApplyEnqueueTimeout,
+		notLeader:     notLeader,
+		selfID:        cfg.NodeID,
+		queue:         make(chan *proposal, 4*cfg.MaxCommandsPerEntry*cfg.MaxEntriesInFlight),
+		slots:         make(chan struct{}, cfg.MaxEntriesInFlight),
+		inflight:      make(chan inflightEntry, cfg.MaxEntriesInFlight),
+		stop:          make(chan struct{}),
+		stopped:       make(chan struct{}),
 	}
 	p.wg.Add(2)
 	go p.formEntries()
@@ -269,7 +274,8 @@ func (p *proposer) submit(batch []*proposal) {
 	}
 	p.entries.Add(1)
 	p.commands.Add(uint64(len(batch)))
-	p.inflight <- inflightEntry{future: p.raft.Apply(data, p.applyTimeout), batch: batch}
+	proposed := time.Now()
+	p.inflight <- inflightEntry{future: p.raft.Apply(data, p.applyTimeout), batch: batch, proposed: proposed}
 }
 
 // finish answers a proposal taken but never submitted, and every one still
@@ -295,6 +301,9 @@ func (p *proposer) collect() {
 	for e := range p.inflight {
 		err := e.future.Error()
 		<-p.slots
+		if err == nil && p.observeCommit != nil {
+			p.observeCommit(time.Since(e.proposed))
+		}
 		if err != nil {
 			err = p.classify(err)
 			for _, pr := range e.batch {

@@ -94,6 +94,13 @@ func TestServe_SingleNodeDefaults(t *testing.T) {
 	}
 	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "sepp_") {
 		t.Errorf("/metrics: %d, no sepp_ metrics", code)
+	} else {
+		// The node's own timings, labelled like the rpc metrics.
+		for _, want := range []string{`sepp_raft_log_write_seconds_count{node="`, `sepp_raft_commit_seconds_count{node="`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics: no %s...", want)
+			}
+		}
 	}
 	if code, body := get("/queues"); code != 200 || !strings.Contains(body, "emails") {
 		t.Errorf("admin UI /queues: %d, queue emails not shown", code)
