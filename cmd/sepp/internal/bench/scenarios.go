@@ -86,6 +86,7 @@ func (r *runner) timeSyncEnqueues(ctx context.Context, label, figure string, enq
 	var count atomic.Int64
 	stop := r.ticker(ctx, label, &count, int64(r.opts.Latency))
 	defer stop()
+	before := r.sampleCPU()
 	for i := 0; i < r.opts.Latency; i++ {
 		t0 := time.Now()
 		if err := enqueue(i); err != nil {
@@ -98,6 +99,8 @@ func (r *runner) timeSyncEnqueues(ctx context.Context, label, figure string, enq
 	r.add(figure+"_p50", ms(percentile(lat, 0.50)), "ms")
 	r.add(figure+"_p99", ms(percentile(lat, 0.99)), "ms")
 	r.add(figure+"_p999", ms(percentile(lat, 0.999)), "ms")
+	// What the disk and the commit took of those milliseconds (timings.go).
+	r.addTimingFigures(figure, before, r.sampleCPU(), int64(r.opts.Latency))
 	return nil
 }
 
