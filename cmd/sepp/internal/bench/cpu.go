@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -64,14 +63,10 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// cpuSample is what sampleCPU reads before and after a scenario: CPU
-// times and, from the local nodes' /metrics, their timings (timings.go).
 type cpuSample struct {
-	servers   time.Duration // all local nodes together; 0 without a local cluster
-	client    time.Duration
-	ok        bool // servers was measured
-	timings   serverTimings
-	timingsOK bool // every local node's timings were read
+	servers time.Duration // all local nodes together; 0 without a local cluster
+	client  time.Duration
+	ok      bool // servers was measured
 }
 
 func (r *runner) sampleCPU() cpuSample {
@@ -80,12 +75,6 @@ func (r *runner) sampleCPU() cpuSample {
 		return s
 	}
 	s.ok = true
-	s.timingsOK = true
-	for _, n := range r.cluster.Nodes {
-		if err := scrapeTimings(context.Background(), n.HTTPAddr, &s.timings); err != nil {
-			s.timingsOK = false
-		}
-	}
 	for i := range r.cluster.Nodes {
 		pid := r.cluster.Pid(i)
 		if pid == 0 {
@@ -104,7 +93,7 @@ func (r *runner) sampleCPU() cpuSample {
 
 // addCPUPerJob reports the CPU time spent per job between two samples:
 // name_server_cpu_per_job (the three nodes together, local cluster only)
-// and name_client_cpu_per_job; then the nodes' timings (addTimingFigures).
+// and name_client_cpu_per_job.
 func (r *runner) addCPUPerJob(name string, before, after cpuSample, jobs int64) {
 	if jobs <= 0 {
 		return
@@ -114,5 +103,4 @@ func (r *runner) addCPUPerJob(name string, before, after cpuSample, jobs int64) 
 		r.add(name+"_server_cpu_per_job", us(after.servers-before.servers), "us")
 	}
 	r.add(name+"_client_cpu_per_job", us(after.client-before.client), "us")
-	r.addTimingFigures(name, before, after, jobs)
 }

@@ -34,6 +34,7 @@ func (r *runner) produce(ctx context.Context) error {
 		done.Add(1)
 	})
 	stop := r.ticker(ctx, "produce", &done, int64(n))
+	t0 := r.sampleTimings(ctx)
 	cpu0 := r.sampleCPU()
 	start := time.Now()
 	for i := 0; i < n && window.acquire(ctx); i++ {
@@ -42,6 +43,7 @@ func (r *runner) produce(ctx context.Context) error {
 	window.wait()
 	elapsed := time.Since(start)
 	cpu1 := r.sampleCPU()
+	t1 := r.sampleTimings(ctx)
 	stop()
 	if err := ctx.Err(); err != nil {
 		return err
@@ -55,6 +57,7 @@ func (r *runner) produce(ctx context.Context) error {
 	r.add("produce_jobs", float64(n), "jobs")
 	r.add("produce_rate", float64(n)/elapsed.Seconds(), "jobs/s")
 	r.addCPUPerJob("produce", cpu0, cpu1, int64(n))
+	r.addTimingFigures("produce", t0, t1, int64(n))
 	r.produced = queue
 	return nil
 }
@@ -86,7 +89,7 @@ func (r *runner) timeSyncEnqueues(ctx context.Context, label, figure string, enq
 	var count atomic.Int64
 	stop := r.ticker(ctx, label, &count, int64(r.opts.Latency))
 	defer stop()
-	before := r.sampleCPU()
+	before := r.sampleTimings(ctx)
 	for i := 0; i < r.opts.Latency; i++ {
 		t0 := time.Now()
 		if err := enqueue(i); err != nil {
@@ -100,7 +103,7 @@ func (r *runner) timeSyncEnqueues(ctx context.Context, label, figure string, enq
 	r.add(figure+"_p99", ms(percentile(lat, 0.99)), "ms")
 	r.add(figure+"_p999", ms(percentile(lat, 0.999)), "ms")
 	// What the disk and the commit took of those milliseconds (timings.go).
-	r.addTimingFigures(figure, before, r.sampleCPU(), int64(r.opts.Latency))
+	r.addTimingFigures(figure, before, r.sampleTimings(ctx), int64(r.opts.Latency))
 	return nil
 }
 
@@ -154,6 +157,7 @@ func (r *runner) consume(ctx context.Context) error {
 	}
 	var acked atomic.Int64
 	stop := r.ticker(ctx, "consume", &acked, int64(total))
+	t0 := r.sampleTimings(ctx)
 	cpu0 := r.sampleCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -182,6 +186,7 @@ func (r *runner) consume(ctx context.Context) error {
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu1 := r.sampleCPU()
+	t1 := r.sampleTimings(ctx)
 	stop()
 	close(errc)
 	if err := <-errc; err != nil {
@@ -190,6 +195,7 @@ func (r *runner) consume(ctx context.Context) error {
 	r.add("consume_jobs", float64(acked.Load()), "jobs")
 	r.add("consume_rate", float64(acked.Load())/elapsed.Seconds(), "jobs/s")
 	r.addCPUPerJob("consume", cpu0, cpu1, acked.Load())
+	r.addTimingFigures("consume", t0, t1, acked.Load())
 	return nil
 }
 
@@ -235,6 +241,7 @@ func (r *runner) mixed(ctx context.Context) error {
 		}
 	}
 	stop := r.ticker(ctx, "mixed acked", &acked, 0)
+	t0 := r.sampleTimings(ctx)
 	cpu0 := r.sampleCPU()
 	start := time.Now()
 	for i := 0; i < r.opts.MixedProducers; i++ {
@@ -292,6 +299,7 @@ func (r *runner) mixed(ctx context.Context) error {
 	<-runCtx.Done()
 	elapsed := time.Since(start)
 	cpu1 := r.sampleCPU()
+	t1 := r.sampleTimings(ctx)
 	wg.Wait()
 	stop()
 	close(errc)
@@ -307,6 +315,7 @@ func (r *runner) mixed(ctx context.Context) error {
 	r.add("mixed_backlog", float64(qs.Ready+qs.Scheduled+qs.Reserved), "jobs")
 	// Per enqueued-and-completed job: the mixed run does both kinds of work.
 	r.addCPUPerJob("mixed", cpu0, cpu1, (enq.Load()+acked.Load())/2)
+	r.addTimingFigures("mixed", t0, t1, (enq.Load()+acked.Load())/2)
 	if _, err := r.drainQueue(ctx, queue); err != nil {
 		return err
 	}

@@ -74,12 +74,35 @@ func addTimings(r io.Reader, t *serverTimings) error {
 	return nil
 }
 
+// timingsSample is the nodes' timings at one moment; ok when every local
+// node's /metrics was read.
+type timingsSample struct {
+	timings serverTimings
+	ok      bool
+}
+
+// sampleTimings reads the local nodes' timings. A scrape costs the nodes
+// some CPU, so a scenario takes it before its first CPU sample and after
+// its last, to keep it out of the CPU per job.
+func (r *runner) sampleTimings(ctx context.Context) timingsSample {
+	if r.cluster == nil {
+		return timingsSample{}
+	}
+	s := timingsSample{ok: true}
+	for _, n := range r.cluster.Nodes {
+		if err := scrapeTimings(ctx, n.HTTPAddr, &s.timings); err != nil {
+			s.ok = false
+		}
+	}
+	return s
+}
+
 // addTimingFigures reports, between two samples: name_log_write_mean (the
 // mean log write on any node, fsync included), name_commit_mean (the
 // leader's mean time from proposing an entry to its result) and
 // name_entries_per_1000_jobs (how well the proposer batched).
-func (r *runner) addTimingFigures(name string, before, after cpuSample, jobs int64) {
-	if !before.timingsOK || !after.timingsOK || jobs <= 0 {
+func (r *runner) addTimingFigures(name string, before, after timingsSample, jobs int64) {
+	if !before.ok || !after.ok || jobs <= 0 {
 		return
 	}
 	mean := func(b, a histogramTotals) (float64, bool) {

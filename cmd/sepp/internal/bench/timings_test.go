@@ -40,18 +40,18 @@ func TestAddTimings(t *testing.T) {
 }
 
 func TestAddTimingFigures(t *testing.T) {
-	before := cpuSample{timingsOK: true, timings: serverTimings{logWrite: histogramTotals{10, 0.005}, commit: histogramTotals{4, 0.004}}}
-	after := cpuSample{timingsOK: true, timings: serverTimings{logWrite: histogramTotals{30, 0.025}, commit: histogramTotals{14, 0.034}}}
+	before := timingsSample{ok: true, timings: serverTimings{logWrite: histogramTotals{10, 0.005}, commit: histogramTotals{4, 0.004}}}
+	after := timingsSample{ok: true, timings: serverTimings{logWrite: histogramTotals{30, 0.025}, commit: histogramTotals{14, 0.034}}}
 	tests := []struct {
 		name          string
-		before, after cpuSample
+		before, after timingsSample
 		jobs          int64
 		want          map[string]float64
 	}{
 		{"means over the scenario", before, after, 2000, map[string]float64{
 			"x_log_write_mean": 1, "x_commit_mean": 3, "x_entries_per_1000_jobs": 5,
 		}},
-		{"a node unread", before, cpuSample{timings: after.timings}, 2000, map[string]float64{}},
+		{"a node unread", before, timingsSample{timings: after.timings}, 2000, map[string]float64{}},
 		{"a node restarted (counts went back)", after, before, 2000, map[string]float64{}},
 		{"nothing observed", before, before, 2000, map[string]float64{}},
 	}
