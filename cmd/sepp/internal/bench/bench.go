@@ -169,6 +169,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if !ok {
 			return nil, fmt.Errorf("bench: unknown scenario %q (want produce, latency, consume, mixed, failover, recovery)", name)
 		}
+		r.settle(ctx)
 		r.progress("scenario " + name)
 		err := fn(ctx)
 		if errors.Is(err, ErrIntegrity) {

@@ -399,6 +399,40 @@ func (r *runner) endToEnd(ctx context.Context) error {
 // the leader is SIGKILLed (then, in a second round, while leadership is
 // transferred); afterwards every acknowledged job must be there once.
 // waitApplied polls node i until it has applied index target.
+// settleTimeout bounds settle's wait.
+const settleTimeout = 30 * time.Second
+
+// settle waits until every reachable local node has applied all that any of
+// them had committed, so a scenario starts on a quiet cluster. Raft answers
+// a write once a majority stored it and the leader applied it; followers
+// apply when they learn of the commit, so a fast scenario can leave them
+// applying into the next one, whose figures would then pay for it.
+func (r *runner) settle(ctx context.Context) {
+	if r.cluster == nil {
+		return
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	var target uint64
+	var reachable []int
+	for i, n := range r.cluster.Nodes {
+		st, err := r.cli.ClusterStatusOf(ctx, n.GRPCAddr)
+		if err != nil {
+			continue // a node a previous scenario left down
+		}
+		target = max(target, st.CommitIndex)
+		reachable = append(reachable, i)
+	}
+	for _, i := range reachable {
+		if err := r.waitApplied(ctx, i, target); err != nil {
+			r.progress(fmt.Sprintf("not settled: %v", err))
+			return
+		}
+	}
+	r.progress(fmt.Sprintf("settled: every node applied index %d (%s)", target, time.Since(start).Round(time.Millisecond)))
+}
+
 func (r *runner) waitApplied(ctx context.Context, i int, target uint64) error {
 	addr := r.cluster.Nodes[i].GRPCAddr
 	for {
@@ -407,7 +441,7 @@ func (r *runner) waitApplied(ctx context.Context, i int, target uint64) error {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("restarted %s did not catch up to index %d: %v", r.cluster.Nodes[i].ID, target, err)
+			return fmt.Errorf("%s did not apply up to index %d: %v", r.cluster.Nodes[i].ID, target, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
