@@ -38,19 +38,11 @@ func newNodeMetrics() *nodeMetrics {
 	}
 }
 
-func (m *nodeMetrics) Describe(ch chan<- *prometheus.Desc) {
-	m.logWrite.Describe(ch)
-	m.commit.Describe(ch)
+// Metrics returns the node's Prometheus collectors (sepp_raft_log_write_seconds,
+// sepp_raft_commit_seconds); register them once.
+func (n *Node) Metrics() []prometheus.Collector {
+	return []prometheus.Collector{n.metrics.logWrite, n.metrics.commit}
 }
-
-func (m *nodeMetrics) Collect(ch chan<- prometheus.Metric) {
-	m.logWrite.Collect(ch)
-	m.commit.Collect(ch)
-}
-
-// Metrics returns the node's Prometheus collector (sepp_raft_log_write_seconds,
-// sepp_raft_commit_seconds); register it once.
-func (n *Node) Metrics() prometheus.Collector { return n.metrics }
 
 // timedLogStore observes the duration of every write to the log store it
 // wraps, including writes the timeout wrapper above it has given up on.

@@ -10,12 +10,12 @@ import (
 	"github.com/sepp-io/sepp/engine"
 )
 
-// histogramCount gathers c and returns the sample count and sum of the
+// histogramCount gathers cs and returns the sample count and sum of the
 // histogram called name.
-func histogramCount(t *testing.T, c prometheus.Collector, name string) (uint64, float64) {
+func histogramCount(t *testing.T, cs []prometheus.Collector, name string) (uint64, float64) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(c)
+	reg.MustRegister(cs...)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)

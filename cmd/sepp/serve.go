@@ -221,7 +221,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return fmt.Errorf("start node: %w", err)
 	}
 	go logReplay(ctx, node, opening, log)
-	prometheus.WrapRegistererWith(prometheus.Labels{"node": node.Self().ID}, reg).MustRegister(node.Metrics())
+	prometheus.WrapRegistererWith(prometheus.Labels{"node": node.Self().ID}, reg).MustRegister(node.Metrics()...)
 	reloadStop := make(chan struct{})
 	defer close(reloadStop)
 	sec.reloadOnSIGHUP(reloadStop, log)
