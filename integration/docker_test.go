@@ -284,6 +284,23 @@ func (cc *composeCluster) LogTail(i int) string {
 	return out
 }
 
+// waitPortFree waits until addr can be listened on, or returns the last
+// error after timeout: another test's connection may hold a port of the
+// ephemeral range for a moment.
+func waitPortFree(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			return l.Close()
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestComposeCluster brings up deploy/compose.yaml as shipped, works jobs
 // through it from the host, kills the leader's container, sees the cluster
 // fail over, starts the container again and sees it rejoin and catch up.
@@ -295,11 +312,9 @@ func TestComposeCluster(t *testing.T) {
 		skipOrFail(t, err.Error()+": compose test skipped")
 	}
 	for _, port := range []string{"50051", "50052", "50053", "8081", "8082", "8083"} {
-		l, err := net.Listen("tcp", "127.0.0.1:"+port)
-		if err != nil {
+		if err := waitPortFree("127.0.0.1:"+port, 10*time.Second); err != nil {
 			skipOrFail(t, fmt.Sprintf("deploy/compose.yaml publishes 127.0.0.1:%s, which is in use here: %v", port, err))
 		}
-		l.Close()
 	}
 	c := &compose{cmd: cmd, file: filepath.Join(repoRoot, "deploy", "compose.yaml"), project: "sepp-it-" + randomSuffix(),
 		env: []string{"SEPP_IMAGE=" + seppImage(t)}}
