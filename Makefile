@@ -18,6 +18,11 @@ FUZZTIME  ?= 20s
 # FuzzRestoreSnapshot ran 4 inputs in 8s; with 50x, ~8000 in 12s).
 FUZZMINIMIZE ?= 100x
 BENCHTIME ?= 1s
+# make bench-ab: the git revision to compare the working tree with, the
+# rounds of each, and flags for sepp bench.
+OLD         ?= HEAD~1
+ROUNDS      ?= 3
+BENCH_FLAGS ?= --scenarios produce,latency,consume,mixed
 COUNT     ?= 1
 BIN       ?= bin/sepp
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
@@ -104,6 +109,10 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; a count such as 2
 .PHONY: bench
 bench: ## Go benchmarks of the hot paths with allocation counts.
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./engine/... ./fsm/...
+
+.PHONY: bench-ab
+bench-ab: ## sepp bench alternately with OLD (a git rev) and the working tree, ROUNDS times; means side by side (BENCH_FLAGS passes flags).
+	scripts/bench-ab.sh $(OLD) $(ROUNDS) -- $(BENCH_FLAGS)
 
 .PHONY: bench/cluster
 bench/cluster: ## Throughput and failover through a real 3-node loopback cluster.
