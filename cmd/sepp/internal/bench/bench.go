@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc"
 	"io"
 	"math"
 	"os"
@@ -111,6 +112,8 @@ type runner struct {
 	// produced is the queue the produce scenario filled, which consume
 	// then empties.
 	produced string
+	// calls times the client's calls (timings.go).
+	calls callTimer
 }
 
 // ErrIntegrity is returned when a scenario lost or duplicated a job.
@@ -139,7 +142,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		r.cluster = c
 		addrs = c.Addrs()
 	}
-	cli, err := client.New(ctx, addrs, client.WithRetryTimeout(15*time.Second))
+	cli, err := client.New(ctx, addrs, client.WithRetryTimeout(15*time.Second),
+		client.WithDialOptions(grpc.WithChainUnaryInterceptor(r.calls.intercept)))
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func (r *runner) produce(ctx context.Context) error {
 	r.add("produce_jobs", float64(n), "jobs")
 	r.add("produce_rate", float64(n)/elapsed.Seconds(), "jobs/s")
 	r.addCPUPerJob("produce", cpu0, cpu1, int64(n))
-	r.addTimingFigures("produce", t0, t1, int64(n))
+	r.addTimingFigures("produce", t0, t1, int64(n), seppv1.QueueService_EnqueueBatch_FullMethodName)
 	r.produced = queue
 	return nil
 }
@@ -65,7 +65,7 @@ func (r *runner) produce(ctx context.Context) error {
 // latency: enqueues one at a time, each waiting for its commit.
 func (r *runner) latency(ctx context.Context) error {
 	queue := queueName("latency")
-	err := r.timeSyncEnqueues(ctx, "sync enqueues", "sync_enqueue", func(i int) error {
+	err := r.timeSyncEnqueues(ctx, "sync enqueues", "sync_enqueue", []string{seppv1.QueueService_Enqueue_FullMethodName}, func(i int) error {
 		req := client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(uint64(i), time.Now()))
 		_, err := r.cli.Enqueue(ctx, req)
 		return err
@@ -83,8 +83,10 @@ func (r *runner) latency(ctx context.Context) error {
 }
 
 // timeSyncEnqueues runs enqueue opts.Latency times, one after the other,
-// and reports the latency percentiles as <figure>_p50, _p99 and _p999.
-func (r *runner) timeSyncEnqueues(ctx context.Context, label, figure string, enqueue func(i int) error) error {
+// and reports the latency percentiles as <figure>_p50, _p99 and _p999, and
+// the timings of calls (full gRPC method names) made through the bench's
+// client.
+func (r *runner) timeSyncEnqueues(ctx context.Context, label, figure string, calls []string, enqueue func(i int) error) error {
 	lat := make([]time.Duration, 0, r.opts.Latency)
 	var count atomic.Int64
 	stop := r.ticker(ctx, label, &count, int64(r.opts.Latency))
@@ -103,7 +105,7 @@ func (r *runner) timeSyncEnqueues(ctx context.Context, label, figure string, enq
 	r.add(figure+"_p99", ms(percentile(lat, 0.99)), "ms")
 	r.add(figure+"_p999", ms(percentile(lat, 0.999)), "ms")
 	// What the disk and the commit took of those milliseconds (timings.go).
-	r.addTimingFigures(figure, before, r.sampleTimings(ctx), int64(r.opts.Latency))
+	r.addTimingFigures(figure, before, r.sampleTimings(ctx), int64(r.opts.Latency), calls...)
 	return nil
 }
 
@@ -133,7 +135,9 @@ func (r *runner) followerLatency(ctx context.Context, queue string) error {
 	}
 	defer cc.Close()
 	qc := seppv1.NewQueueServiceClient(cc)
-	return r.timeSyncEnqueues(ctx, "sync enqueues through follower "+addr, "sync_enqueue_follower", func(i int) error {
+	// Its calls are not the bench client's, and both nodes time them: no
+	// call figures.
+	return r.timeSyncEnqueues(ctx, "sync enqueues through follower "+addr, "sync_enqueue_follower", nil, func(i int) error {
 		req := &seppv1.EnqueueRequest{Queue: queue, JobType: "bench", Payload: r.payload(uint64(r.opts.Latency+i), time.Now())}
 		if _, err := qc.Enqueue(ctx, req); err != nil {
 			return fmt.Errorf("enqueue through follower %s: %w", addr, err)
@@ -195,7 +199,7 @@ func (r *runner) consume(ctx context.Context) error {
 	r.add("consume_jobs", float64(acked.Load()), "jobs")
 	r.add("consume_rate", float64(acked.Load())/elapsed.Seconds(), "jobs/s")
 	r.addCPUPerJob("consume", cpu0, cpu1, acked.Load())
-	r.addTimingFigures("consume", t0, t1, acked.Load())
+	r.addTimingFigures("consume", t0, t1, acked.Load(), seppv1.QueueService_Reserve_FullMethodName, seppv1.QueueService_AckBatch_FullMethodName)
 	return nil
 }
 
@@ -315,7 +319,8 @@ func (r *runner) mixed(ctx context.Context) error {
 	r.add("mixed_backlog", float64(qs.Ready+qs.Scheduled+qs.Reserved), "jobs")
 	// Per enqueued-and-completed job: the mixed run does both kinds of work.
 	r.addCPUPerJob("mixed", cpu0, cpu1, (enq.Load()+acked.Load())/2)
-	r.addTimingFigures("mixed", t0, t1, (enq.Load()+acked.Load())/2)
+	// Not Reserve: its long-poll waits for jobs.
+	r.addTimingFigures("mixed", t0, t1, (enq.Load()+acked.Load())/2, seppv1.QueueService_EnqueueBatch_FullMethodName, seppv1.QueueService_AckBatch_FullMethodName)
 	if _, err := r.drainQueue(ctx, queue); err != nil {
 		return err
 	}

@@ -5,18 +5,25 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
+	"unicode"
+
+	"google.golang.org/grpc"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
 
-// Server timings: the nodes' own histograms of their log writes and of the
-// leader's commits (sepp_raft_log_write_seconds, sepp_raft_commit_seconds),
-// read from /metrics before and after a scenario. Their means say how much
-// of a figure is the disk and how much the rest, on whatever machine the
-// bench runs.
+// Timings: the nodes' own histograms of their log writes, of the leader's
+// commits (sepp_raft_log_write_seconds, sepp_raft_commit_seconds) and of
+// their handling of each gRPC method (sepp_rpc_duration_seconds), read from
+// /metrics before and after a scenario, and the bench client's own timing
+// of the same calls. Their means lay out a call's time: the client's view
+// of the call, the server's part of it, the commit within that, and the
+// disk within the commit, on whatever machine the bench runs.
 
 // histogramTotals is the count and sum of a histogram over every node.
 type histogramTotals struct {
@@ -26,7 +33,13 @@ type histogramTotals struct {
 
 type serverTimings struct {
 	logWrite, commit histogramTotals
+	// calls is sepp_rpc_duration_seconds of successful calls, by full
+	// method name.
+	calls map[string]histogramTotals
 }
+
+// rpcDurationMetric is the server's histogram of call handling times.
+const rpcDurationMetric = "sepp_rpc_duration_seconds"
 
 // timingsScrapeTimeout bounds one node's /metrics read.
 const timingsScrapeTimeout = 2 * time.Second
@@ -71,7 +84,67 @@ func addTimings(r io.Reader, t *serverTimings) error {
 	}
 	add("sepp_raft_log_write_seconds", &t.logWrite)
 	add("sepp_raft_commit_seconds", &t.commit)
+	if f := families[rpcDurationMetric]; f != nil && f.GetType() == dto.MetricType_HISTOGRAM {
+		for _, m := range f.GetMetric() {
+			method, code := "", ""
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "method":
+					method = l.GetValue()
+				case "code":
+					code = l.GetValue()
+				}
+			}
+			if code != "OK" || method == "" {
+				continue
+			}
+			if t.calls == nil {
+				t.calls = map[string]histogramTotals{}
+			}
+			c := t.calls[method]
+			c.count += m.GetHistogram().GetSampleCount()
+			c.sum += m.GetHistogram().GetSampleSum()
+			t.calls[method] = c
+		}
+	}
 	return nil
+}
+
+// callTimer times the bench client's unary calls by method, successful
+// ones only, as the server's histogram counts them: an interceptor on the
+// client's connections, so each attempt of a retried call counts alone.
+type callTimer struct {
+	mu    sync.Mutex
+	calls map[string]histogramTotals
+}
+
+func (c *callTimer) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	start := time.Now()
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if err == nil {
+		d := time.Since(start).Seconds()
+		c.mu.Lock()
+		if c.calls == nil {
+			c.calls = map[string]histogramTotals{}
+		}
+		t := c.calls[method]
+		t.count++
+		t.sum += d
+		c.calls[method] = t
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// snapshot copies the totals so far.
+func (c *callTimer) snapshot() map[string]histogramTotals {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]histogramTotals, len(c.calls))
+	for m, t := range c.calls {
+		out[m] = t
+	}
+	return out
 }
 
 // timingsSample is the nodes' timings at one moment; ok when every local
@@ -79,16 +152,20 @@ func addTimings(r io.Reader, t *serverTimings) error {
 type timingsSample struct {
 	timings serverTimings
 	ok      bool
+	// client is the bench client's call totals, taken with or without a
+	// local cluster.
+	client map[string]histogramTotals
 }
 
 // sampleTimings reads the local nodes' timings. A scrape costs the nodes
 // some CPU, so a scenario takes it before its first CPU sample and after
 // its last, to keep it out of the CPU per job.
 func (r *runner) sampleTimings(ctx context.Context) timingsSample {
+	s := timingsSample{client: r.calls.snapshot()}
 	if r.cluster == nil {
-		return timingsSample{}
+		return s
 	}
-	s := timingsSample{ok: true}
+	s.ok = true
 	for _, n := range r.cluster.Nodes {
 		if err := scrapeTimings(ctx, n.HTTPAddr, &s.timings); err != nil {
 			s.ok = false
@@ -100,9 +177,14 @@ func (r *runner) sampleTimings(ctx context.Context) timingsSample {
 // addTimingFigures reports, between two samples: name_log_write_mean (the
 // mean log write on any node, fsync included), name_commit_mean (the
 // leader's mean time from proposing an entry to its result) and
-// name_entries_per_1000_jobs (how well the proposer batched).
-func (r *runner) addTimingFigures(name string, before, after timingsSample, jobs int64) {
-	if !before.ok || !after.ok || jobs <= 0 {
+// name_entries_per_1000_jobs (how well the proposer batched). For each of
+// the scenario's main calls (a full gRPC method name) it adds
+// name_<call>_call_mean, the call's mean as the bench client saw it, and
+// name_<call>_server_mean, its mean handling time on the nodes: what lies
+// between the two is the way there and back (encoding, the gRPC transport,
+// loopback TCP, waking the goroutines at both ends).
+func (r *runner) addTimingFigures(name string, before, after timingsSample, jobs int64, calls ...string) {
+	if jobs <= 0 {
 		return
 	}
 	mean := func(b, a histogramTotals) (float64, bool) {
@@ -112,6 +194,20 @@ func (r *runner) addTimingFigures(name string, before, after timingsSample, jobs
 		}
 		return (a.sum - b.sum) / float64(n) * 1000, true
 	}
+	for _, method := range calls {
+		call := name + "_" + callFigureName(method)
+		if ms, ok := mean(before.client[method], after.client[method]); ok {
+			r.add(call+"_call_mean", ms, "ms")
+		}
+		if before.ok && after.ok {
+			if ms, ok := mean(before.timings.calls[method], after.timings.calls[method]); ok {
+				r.add(call+"_server_mean", ms, "ms")
+			}
+		}
+	}
+	if !before.ok || !after.ok {
+		return
+	}
 	if ms, ok := mean(before.timings.logWrite, after.timings.logWrite); ok {
 		r.add(name+"_log_write_mean", ms, "ms")
 	}
@@ -119,4 +215,21 @@ func (r *runner) addTimingFigures(name string, before, after timingsSample, jobs
 		r.add(name+"_commit_mean", ms, "ms")
 		r.add(name+"_entries_per_1000_jobs", float64(after.timings.commit.count-before.timings.commit.count)*1000/float64(jobs), "entries")
 	}
+}
+
+// callFigureName turns "/sepp.v1.QueueService/EnqueueBatch" into
+// "enqueue_batch".
+func callFigureName(fullMethod string) string {
+	m := fullMethod[strings.LastIndexByte(fullMethod, '/')+1:]
+	var b strings.Builder
+	for i, c := range m {
+		if unicode.IsUpper(c) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			c = unicode.ToLower(c)
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
