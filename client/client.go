@@ -192,6 +192,8 @@ func (c *Client) connLocked(addr string) (*grpc.ClientConn, error) {
 		grpc.WithChainUnaryInterceptor(c.noteForwarding(addr)),
 		experimental.WithBufferPool(grpcbuf.Pool),
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(protoCodec{})),
+		grpc.WithInitialWindowSize(grpcbuf.StreamWindow),
+		grpc.WithInitialConnWindowSize(grpcbuf.ConnectionWindow),
 	}
 	dial = append(dial, c.opts.dialOptions...)
 	cc, err := grpc.NewClient(addr, dial...)

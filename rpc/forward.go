@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/sepp-io/sepp/internal/grpcbuf"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
@@ -85,7 +86,11 @@ func (f *Forwarder) conn(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := f.conns[addr]; ok {
 		return cc, nil
 	}
-	cc, err := grpc.NewClient(addr, f.dialOpts...)
+	opts := append([]grpc.DialOption{
+		grpc.WithInitialWindowSize(grpcbuf.StreamWindow),
+		grpc.WithInitialConnWindowSize(grpcbuf.ConnectionWindow),
+	}, f.dialOpts...)
+	cc, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, err
 	}

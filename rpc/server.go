@@ -124,6 +124,8 @@ func NewGRPCServer(b Backend, opts Options) *grpc.Server {
 		grpc.ForceServerCodecV2(codec),
 		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
 		grpc.MaxSendMsgSize(opts.MaxMessageBytes),
+		grpc.InitialWindowSize(grpcbuf.StreamWindow),
+		grpc.InitialConnWindowSize(grpcbuf.ConnectionWindow),
 		grpc.ChainUnaryInterceptor(interceptors...),
 	}, opts.ServerOptions...)
 	gs := grpc.NewServer(grpcOpts...)

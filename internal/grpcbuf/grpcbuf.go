@@ -1,5 +1,6 @@
 // Package grpcbuf owns the buffers sepp's gRPC client and server read and
-// write messages in, and the proto marshalling into them that both use.
+// write messages in, the proto marshalling into them that both use, and the
+// HTTP/2 flow-control windows both open.
 //
 // gRPC's default pool jumps from 32 KiB to 1 MiB and zeroes a buffer's whole
 // capacity when it hands it out, so every enqueue batch or reserve answer of
@@ -13,6 +14,19 @@ import (
 
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
+)
+
+// Flow-control windows, set on both ends. Left unset, gRPC starts each
+// stream and connection at 64 KiB and grows them from its bandwidth-delay
+// estimate, which on loopback or a LAN stays small: sixteen consumers each
+// receiving reserve answers of some 30 KB then take turns on the
+// connection's window. Fixed windows (gRPC's estimate may grow to the same
+// 16 MiB per connection) made consume 13% faster on the project's machine,
+// with 9% less server CPU per job (make bench-ab, three rounds). The
+// messages themselves stay bounded by max_message_bytes.
+const (
+	StreamWindow     = 4 << 20
+	ConnectionWindow = 16 << 20
 )
 
 // Pool is the buffer pool for gRPC's transport and for Marshal.
