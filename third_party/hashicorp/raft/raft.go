@@ -8,6 +8,7 @@ import (
 	"container/list"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -1279,6 +1280,12 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		for _, f := range r.leaderState.replState {
 			asyncNotifyCh(f.triggerCh)
 		}
+		// Let the replicators send before this goroutine starts its own
+		// write. The woken replicators wait in this P's run queue, and
+		// the store's own goroutines would take the P first: the write
+		// then holds it in an fsync until another P steals them or the
+		// write returns, and the entry leaves for the followers late.
+		runtime.Gosched()
 	}
 
 	// Write the log entry locally
