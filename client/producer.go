@@ -215,11 +215,18 @@ func (p *Producer) collect(first *pendingItem, timer *time.Timer) (batch []*pend
 		var it *pendingItem
 		var ok bool
 		if lingering {
+			// Jobs already queued are taken without the timer's select: a
+			// producer that was held up by its window hands over a whole
+			// window of jobs at once.
 			select {
 			case it, ok = <-p.in:
-			case <-timer.C:
-				lingering = false
-				continue
+			default:
+				select {
+				case it, ok = <-p.in:
+				case <-timer.C:
+					lingering = false
+					continue
+				}
 			}
 		} else {
 			select {
