@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -140,11 +141,7 @@ func (c *callTimer) intercept(ctx context.Context, method string, req, reply any
 func (c *callTimer) snapshot() map[string]histogramTotals {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]histogramTotals, len(c.calls))
-	for m, t := range c.calls {
-		out[m] = t
-	}
-	return out
+	return maps.Clone(c.calls)
 }
 
 // timingsSample is the nodes' timings at one moment; ok when every local
