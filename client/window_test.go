@@ -10,7 +10,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/sepp-io/sepp/client"
-	"github.com/sepp-io/sepp/internal/grpcbuf"
+	"github.com/sepp-io/sepp/internal/grpcbuf/grpcbuftest"
 )
 
 // The client opens its fixed flow-control windows (internal/grpcbuf) to
@@ -52,44 +52,5 @@ func TestClient_OpensFixedFlowControlWindows(t *testing.T) {
 	if _, err := io.ReadFull(conn, preface); err != nil || string(preface) != http2.ClientPreface {
 		t.Fatalf("client preface %q, %v", preface, err)
 	}
-	fr := http2.NewFramer(conn, conn)
-	if err := fr.WriteSettings(); err != nil {
-		t.Fatal(err)
-	}
-	// The client writes its SETTINGS and the connection's WINDOW_UPDATE
-	// right after the preface, before it reads ours; its acknowledgement of
-	// ours therefore comes after both.
-	var streamWindow, connIncrement uint32
-	var sawSettings, sawAck bool
-	for !sawAck {
-		f, err := fr.ReadFrame()
-		if err != nil {
-			t.Fatalf("read frame: %v", err)
-		}
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if f.IsAck() {
-				sawAck = true
-				continue
-			}
-			sawSettings = true
-			if v, ok := f.Value(http2.SettingInitialWindowSize); ok {
-				streamWindow = v
-			}
-		case *http2.WindowUpdateFrame:
-			if f.StreamID == 0 {
-				connIncrement += f.Increment
-			}
-		}
-	}
-	if !sawSettings {
-		t.Fatal("no SETTINGS frame from the client")
-	}
-	if streamWindow != grpcbuf.StreamWindow {
-		t.Errorf("SETTINGS_INITIAL_WINDOW_SIZE = %d, want %d", streamWindow, grpcbuf.StreamWindow)
-	}
-	const http2DefaultWindow = 65535
-	if got := connIncrement + http2DefaultWindow; got != grpcbuf.ConnectionWindow {
-		t.Errorf("connection window = %d, want %d", got, grpcbuf.ConnectionWindow)
-	}
+	grpcbuftest.CheckWindows(t, conn, 30*time.Second)
 }
