@@ -114,6 +114,10 @@ bench: ## Go benchmarks of the hot paths with allocation counts.
 bench-ab: ## sepp bench alternately with OLD (a git rev) and the working tree, ROUNDS times; means side by side (BENCH_FLAGS passes flags).
 	scripts/bench-ab.sh $(OLD) $(ROUNDS) -- $(BENCH_FLAGS)
 
+.PHONY: bench-nats
+bench-nats: build ## sepp bench and NATS JetStream (3 replicas, fsync always; go-installed into .cache/peers) alternately on this machine, ROUNDS times.
+	scripts/bench-nats.sh $(ROUNDS)
+
 .PHONY: bench/cluster
 bench/cluster: ## Throughput and failover through a real 3-node loopback cluster.
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./cluster/...
