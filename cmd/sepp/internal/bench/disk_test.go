@@ -6,30 +6,42 @@ import (
 )
 
 func TestFsyncLatencies_TimesEveryWriteAndLeavesNothingBehind(t *testing.T) {
-	dir := t.TempDir()
-	lat, err := fsyncLatencies(dir, 5, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(lat) != 5 {
-		t.Fatalf("got %d latencies, want 5", len(lat))
-	}
-	for i, d := range lat {
-		if d <= 0 {
-			t.Errorf("latency %d is %v, want > 0", i, d)
-		}
-	}
-	left, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(left) != 0 {
-		t.Errorf("probe left %d files in %s", len(left), dir)
+	for _, tc := range []struct {
+		name             string
+		writers, n, size int
+	}{
+		{"one writer, small records", 1, 5, 64},
+		{"three writers at once, entry-sized records", 3, 4, 80 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			lat, err := fsyncLatencies(dir, tc.writers, tc.n, tc.size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tc.writers * tc.n; len(lat) != want {
+				t.Fatalf("got %d latencies, want %d", len(lat), want)
+			}
+			for i, d := range lat {
+				if d <= 0 {
+					t.Errorf("latency %d is %v, want > 0", i, d)
+				}
+			}
+			left, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(left) != 0 {
+				t.Errorf("probe left %d files in %s", len(left), dir)
+			}
+		})
 	}
 }
 
 func TestFsyncLatencies_ReportsAFolderItCannotWriteTo(t *testing.T) {
-	if _, err := fsyncLatencies(t.TempDir()+"/missing", 1, 64); err == nil {
-		t.Fatal("no error for a folder that does not exist")
+	for _, writers := range []int{1, 3} {
+		if _, err := fsyncLatencies(t.TempDir()+"/missing", writers, 1, 64); err == nil {
+			t.Fatalf("%d writers: no error for a folder that does not exist", writers)
+		}
 	}
 }
