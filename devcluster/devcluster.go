@@ -191,9 +191,7 @@ func (c *Cluster) StartNode(i int) error {
 		out = io.MultiWriter(logf, &prefixWriter{prefix: "[" + n.ID + "] ", w: c.opts.Output})
 	}
 	cmd.Stdout, cmd.Stderr = out, out
-	// Own process group, so a SIGINT to `sepp dev` does not reach the nodes
-	// before dev decides how to stop them.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = nodeProcAttr() // procattr_linux.go
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("devcluster: start %s: %w", n.ID, err)
