@@ -31,20 +31,21 @@ const (
 // fsync's p50 and p99; then the same for entryProbeWriters writers at once,
 // each appending entryProbeBytes records to a file of its own.
 func (r *runner) diskFigures(dir string) error {
-	lat, err := fsyncLatencies(dir, 1, diskProbeWrites, diskProbeBytes)
-	if err != nil {
-		return err
+	for _, probe := range []struct {
+		name                   string
+		writers, writes, bytes int
+	}{
+		{"disk_fsync", 1, diskProbeWrites, diskProbeBytes},
+		{"disk_fsync_80k_3writers", entryProbeWriters, entryProbeWrites, entryProbeBytes},
+	} {
+		lat, err := fsyncLatencies(dir, probe.writers, probe.writes, probe.bytes)
+		if err != nil {
+			return err
+		}
+		sortDurations(lat)
+		r.add(probe.name+"_p50", ms(percentile(lat, 0.50)), "ms")
+		r.add(probe.name+"_p99", ms(percentile(lat, 0.99)), "ms")
 	}
-	sortDurations(lat)
-	r.add("disk_fsync_p50", ms(percentile(lat, 0.50)), "ms")
-	r.add("disk_fsync_p99", ms(percentile(lat, 0.99)), "ms")
-	lat, err = fsyncLatencies(dir, entryProbeWriters, entryProbeWrites, entryProbeBytes)
-	if err != nil {
-		return err
-	}
-	sortDurations(lat)
-	r.add("disk_fsync_80k_3writers_p50", ms(percentile(lat, 0.50)), "ms")
-	r.add("disk_fsync_80k_3writers_p99", ms(percentile(lat, 0.99)), "ms")
 	return nil
 }
 
