@@ -490,6 +490,48 @@ func TestProducer_BatchFillsWhileWaitingForASlot(t *testing.T) {
 	}
 }
 
+// A batch's linger ends once no job has come for LingerIdle: a caller that
+// hands over a few jobs and waits for them does not wait out the whole
+// Linger (an hour here, so without the rule the test would run into its
+// context's deadline). A negative LingerIdle keeps the whole linger.
+func TestProducer_LingerEndsWhenJobsStopComing(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		linger      time.Duration
+		lingerIdle  time.Duration
+		jobs        int
+		wantAtLeast time.Duration // the batch cannot leave sooner
+	}{
+		{"idle for 1ms ends an hour's linger", time.Hour, time.Millisecond, 3, 0},
+		{"the default idle gap ends an hour's linger", time.Hour, 0, 3, 0},
+		{"a negative idle gap waits the whole linger", 200 * time.Millisecond, -1, 1, 200 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := startNode(t, "n1", nil)
+			c := newClient(t, []string{n.addr})
+			ctx := testContext(t)
+			p := c.NewProducer(client.ProducerOptions{Linger: tc.linger, LingerIdle: tc.lingerIdle})
+			defer p.Close(ctx)
+			start := time.Now()
+			pending := make([]*client.PendingEnqueue, tc.jobs)
+			for i := range pending {
+				pending[i] = p.EnqueueAsync(ctx, client.NewEnqueueRequest("q", "t"))
+			}
+			for i, pe := range pending {
+				if _, err := pe.Wait(ctx); err != nil {
+					t.Fatalf("job %d: %v", i, err)
+				}
+			}
+			if took := time.Since(start); took < tc.wantAtLeast {
+				t.Fatalf("the batch left after %v, before its linger of %v", took, tc.wantAtLeast)
+			}
+			if calls := n.backend.count("EnqueueBatch"); calls < 1 || calls > tc.jobs {
+				t.Fatalf("%d jobs went out in %d calls", tc.jobs, calls)
+			}
+		})
+	}
+}
+
 func TestProducer_ItemErrorsArePerItem(t *testing.T) {
 	n := startNode(t, "n1", func(cfg *engine.Config) { cfg.Limits.MaxPayloadBytes = 4 })
 	c := newClient(t, []string{n.addr})
