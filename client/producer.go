@@ -18,6 +18,8 @@ type ProducerOptions struct {
 	Linger time.Duration
 	// LingerIdle ends the linger early once no job has come for this long
 	// (default 100µs; negative: never, the batch waits the whole Linger).
+	// It is checked every LingerIdle, so a batch leaves one to two
+	// LingerIdle after its last job.
 	// A caller that hands over a burst of jobs and then waits for their
 	// results, as one with a window of outstanding jobs does, would
 	// otherwise have every batch wait out the linger after its last job.
