@@ -96,23 +96,38 @@ figure() {
     }'
 }
 
+# publish MODE SUBJECT STREAM [nats bench flags...]: R3 file-storage publishes of
+# 256-byte messages, as every NATS workload here makes them.
+publish() {
+  local mode=$1 subject=$2 stream=$3
+  shift 3
+  nats bench js pub "$mode" "$subject" --stream "$stream" --replicas 3 --storage file --size 256B --no-progress "$@"
+}
+
+# fetch STREAM [nats bench flags...]: consumers fetching 100 at a time.
+fetch() {
+  local stream=$1
+  shift
+  nats bench js fetch --stream "$stream" --batch 100 --no-progress "$@"
+}
+
 run_nats() {
   start_nats
   local out=$work/out
-  nats bench js pub async p.x --stream produce --create --replicas 3 --storage file --size 256B --msgs 100000 --batch 256 --no-progress >"$out" 2>&1
+  publish async p.x produce --create --msgs 100000 --batch 256 >"$out" 2>&1
   figure nats_produce_rate msgs/sec msgs/s 1 <"$out"
-  nats bench js pub sync s.x --stream sync --create --replicas 3 --storage file --size 256B --msgs 2000 --no-progress >"$out" 2>&1
+  publish sync s.x sync --create --msgs 2000 >"$out" 2>&1
   figure nats_sync_publish_p50 P50 ms 0.001 <"$out"
   figure nats_sync_publish_p99 P99 ms 0.001 <"$out"
-  nats bench js fetch --stream produce --batch 100 --clients 16 --doubleack --msgs 100000 --no-progress >"$out" 2>&1
+  fetch produce --clients 16 --doubleack --msgs 100000 >"$out" 2>&1
   figure nats_consume_confirmed_rate msgs/sec msgs/s 1 <"$out"
-  nats bench js pub async p2.x --stream produce2 --create --replicas 3 --storage file --size 256B --msgs 100000 --batch 256 --no-progress >/dev/null 2>&1
-  nats bench js fetch --stream produce2 --batch 100 --clients 16 --msgs 100000 --no-progress >"$out" 2>&1
+  publish async p2.x produce2 --create --msgs 100000 --batch 256 >/dev/null 2>&1
+  fetch produce2 --clients 16 --msgs 100000 >"$out" 2>&1
   figure nats_consume_unconfirmed_rate msgs/sec msgs/s 1 <"$out"
-  nats bench js pub async m.x --stream mixed --create --replicas 3 --storage file --size 256B --msgs 1 --no-progress >/dev/null 2>&1
-  nats bench js fetch --stream mixed --batch 100 --clients 4 --msgs 150001 --no-progress >"$work/fetch" 2>&1 &
+  publish async m.x mixed --create --msgs 1 >/dev/null 2>&1
+  fetch mixed --clients 4 --msgs 150001 >"$work/fetch" 2>&1 &
   local fetcher=$!
-  nats bench js pub async m.x --stream mixed --replicas 3 --storage file --size 256B --msgs 150000 --clients 4 --batch 64 --no-progress >"$out" 2>&1
+  publish async m.x mixed --msgs 150000 --clients 4 --batch 64 >"$out" 2>&1
   wait "$fetcher"
   figure nats_mixed_completed_rate msgs/sec msgs/s 1 <"$work/fetch"
   stop_nats
