@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sepp-io/sepp/config"
 	"github.com/sepp-io/sepp/tlsutil"
 )
 
@@ -98,20 +100,32 @@ func Start(opts Options) (*Cluster, error) {
 		}
 		c.opts.Dir, c.tmpDir = d, true
 	}
-	ports, err := freePorts(opts.Host, 3*opts.Nodes)
+	earlier, earlierKey, err := earlierNodes(c.opts.Dir, opts.Nodes)
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; i < opts.Nodes; i++ {
-		id := fmt.Sprintf("sepp-%d", i+1)
-		n := &Node{
-			ID:       id,
-			GRPCAddr: net.JoinHostPort(opts.Host, fmt.Sprint(ports[3*i])),
-			HTTPAddr: net.JoinHostPort(opts.Host, fmt.Sprint(ports[3*i+1])),
-			RaftAddr: net.JoinHostPort(opts.Host, fmt.Sprint(ports[3*i+2])),
-			Dir:      filepath.Join(c.opts.Dir, id),
+	if earlier != nil {
+		// The nodes' raft logs name their peers' addresses, so a cluster
+		// restarted in the same folder must listen where it did before.
+		c.Nodes = earlier
+		if earlierKey != "" {
+			c.sessionKey = earlierKey
 		}
-		c.Nodes = append(c.Nodes, n)
+	} else {
+		ports, err := freePorts(opts.Host, 3*opts.Nodes)
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i < opts.Nodes; i++ {
+			id := nodeID(i)
+			c.Nodes = append(c.Nodes, &Node{
+				ID:       id,
+				GRPCAddr: net.JoinHostPort(opts.Host, fmt.Sprint(ports[3*i])),
+				HTTPAddr: net.JoinHostPort(opts.Host, fmt.Sprint(ports[3*i+1])),
+				RaftAddr: net.JoinHostPort(opts.Host, fmt.Sprint(ports[3*i+2])),
+				Dir:      filepath.Join(c.opts.Dir, id),
+			})
+		}
 	}
 	if opts.TLS {
 		pki, err := tlsutil.WriteDevPKI(filepath.Join(c.opts.Dir, "tls"), []string{opts.Host}, time.Now(), 30*24*time.Hour)
@@ -136,6 +150,44 @@ func Start(opts Options) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+func nodeID(i int) string { return fmt.Sprintf("sepp-%d", i+1) }
+
+// earlierNodes reads the nodes of a cluster that ran in dir before, and its
+// admin session key, from the configs it left there; nil when dir holds
+// none. A folder holding some of the nodes' configs, or more nodes than
+// asked for, is an error: fresh nodes beside old ones could not elect.
+func earlierNodes(dir string, nodes int) ([]*Node, string, error) {
+	var out []*Node
+	var missing []string
+	var sessionKey string
+	for i := 0; i < nodes; i++ {
+		id := nodeID(i)
+		cfg, err := config.Load(filepath.Join(dir, id, "sepp.toml"))
+		if errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, id)
+			continue
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("devcluster: %s holds an earlier cluster's config that does not load: %w", dir, err)
+		}
+		out = append(out, &Node{
+			ID: id, GRPCAddr: cfg.Server.GRPCAddr, HTTPAddr: cfg.Server.HTTPAddr, RaftAddr: cfg.Server.RaftAddr,
+			Dir: filepath.Join(dir, id),
+		})
+		sessionKey = cfg.Admin.SessionKey
+	}
+	if _, err := os.Stat(filepath.Join(dir, nodeID(nodes), "sepp.toml")); err == nil {
+		return nil, "", fmt.Errorf("devcluster: %s holds an earlier cluster of more than %d nodes; start it with its own node count or use another folder", dir, nodes)
+	}
+	switch {
+	case len(out) == 0:
+		return nil, "", nil
+	case len(missing) > 0:
+		return nil, "", fmt.Errorf("devcluster: %s holds an earlier cluster without %s; start it with its own node count or use another folder", dir, strings.Join(missing, ", "))
+	}
+	return out, sessionKey, nil
 }
 
 func (c *Cluster) configFor(n *Node) string {

@@ -90,7 +90,7 @@ Ctrl-C stops every node.`,
 		},
 	}
 	cmd.Flags().IntVar(&nodes, "nodes", 3, "number of nodes")
-	cmd.Flags().StringVar(&dir, "dir", "", "folder for configs, data and logs (default: a temporary folder removed on exit)")
+	cmd.Flags().StringVar(&dir, "dir", "", "folder for configs, data and logs, kept; a folder a cluster ran in before restarts that cluster with its jobs (default: a temporary folder removed on exit)")
 	cmd.Flags().StringVar(&extra, "extra", "", "a TOML file appended to every node's config ([limits], [storage], [[queues]] ...)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print the nodes' logs")
 	cmd.Flags().BoolVar(&useTLS, "tls", false, "generate a throwaway CA and run every listener over TLS (client certificates required)")

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -120,6 +121,27 @@ type runner struct {
 // ErrIntegrity is returned when a scenario lost or duplicated a job.
 var ErrIntegrity = errors.New("bench: jobs lost or duplicated")
 
+// requireEmptyDir refuses a --dir that holds anything: the scenarios count
+// jobs from an empty cluster (consume drains the queue, recovery times a
+// node holding exactly what it enqueued), so an earlier run's data would
+// skew every figure. A folder that does not exist yet is fine.
+func requireEmptyDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bench: --dir: %w", err)
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("bench: --dir %s is not empty (%s ...): the figures need a fresh cluster; remove it or name another folder", dir, entries[0].Name())
+	}
+	return nil
+}
+
 // Run executes the chosen scenarios and prints the figures.
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Out == nil {
@@ -128,6 +150,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	r := &runner{opts: opts}
 	addrs := opts.Addrs
 	if len(addrs) == 0 {
+		if err := requireEmptyDir(opts.Dir); err != nil {
+			return nil, err
+		}
 		r.progress("starting a local three-node cluster (fsync on, default config)")
 		c, err := devcluster.Start(devcluster.Options{Binary: opts.Binary, Dir: opts.Dir, Nodes: 3})
 		if err != nil {

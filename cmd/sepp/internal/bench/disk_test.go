@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +44,34 @@ func TestFsyncLatencies_ReportsAFolderItCannotWriteTo(t *testing.T) {
 		if _, err := fsyncLatencies(t.TempDir()+"/missing", writers, 1, 64); err == nil {
 			t.Fatalf("%d writers: no error for a folder that does not exist", writers)
 		}
+	}
+}
+
+func TestRequireEmptyDir(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T) string
+		wantErr bool
+	}{
+		{"no --dir: a temporary folder", func(*testing.T) string { return "" }, false},
+		{"a folder not made yet", func(t *testing.T) string { return t.TempDir() + "/new" }, false},
+		{"an empty folder", func(t *testing.T) string { return t.TempDir() }, false},
+		{"an earlier run's folder", func(t *testing.T) string {
+			dir := t.TempDir()
+			if err := os.Mkdir(dir+"/sepp-1", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := requireEmptyDir(tc.prepare(t))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want an error: %v", err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "sepp-1") {
+				t.Errorf("err = %v, want it to name what the folder holds", err)
+			}
+		})
 	}
 }

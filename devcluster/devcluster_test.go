@@ -1,0 +1,105 @@
+package devcluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeEarlierCluster leaves configs in dir as a cluster of the given nodes
+// that ran there would have; only the node ids in keep get theirs.
+func writeEarlierCluster(t *testing.T, dir string, nodes int, keep map[string]bool) *Cluster {
+	t.Helper()
+	c := &Cluster{sessionKey: strings.Repeat("k", 64)}
+	for i := 0; i < nodes; i++ {
+		id := nodeID(i)
+		c.Nodes = append(c.Nodes, &Node{
+			ID:       id,
+			GRPCAddr: fmt.Sprintf("127.0.0.1:%d", 11001+10*i),
+			HTTPAddr: fmt.Sprintf("127.0.0.1:%d", 11002+10*i),
+			RaftAddr: fmt.Sprintf("127.0.0.1:%d", 11003+10*i),
+			Dir:      filepath.Join(dir, id),
+		})
+	}
+	for _, n := range c.Nodes {
+		if keep != nil && !keep[n.ID] {
+			continue
+		}
+		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(n.Dir, "sepp.toml"), []byte(c.configFor(n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func TestEarlierNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, dir string) *Cluster // the earlier cluster, if any
+		wantErr string                                  // empty: no error
+	}{
+		{name: "an empty folder starts a new cluster", prepare: func(*testing.T, string) *Cluster { return nil }},
+		{name: "a folder that does not exist yet starts a new cluster", prepare: func(t *testing.T, dir string) *Cluster {
+			if err := os.Remove(dir); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}},
+		{name: "every node's config is reused", prepare: func(t *testing.T, dir string) *Cluster {
+			return writeEarlierCluster(t, dir, 3, nil)
+		}},
+		{name: "a missing node is named", wantErr: "without sepp-2", prepare: func(t *testing.T, dir string) *Cluster {
+			writeEarlierCluster(t, dir, 3, map[string]bool{"sepp-1": true, "sepp-3": true})
+			return nil
+		}},
+		{name: "a larger earlier cluster is refused", wantErr: "more than 3 nodes", prepare: func(t *testing.T, dir string) *Cluster {
+			writeEarlierCluster(t, dir, 5, nil)
+			return nil
+		}},
+		{name: "a config that does not load is reported", wantErr: "does not load", prepare: func(t *testing.T, dir string) *Cluster {
+			writeEarlierCluster(t, dir, 3, nil)
+			if err := os.WriteFile(filepath.Join(dir, "sepp-2", "sepp.toml"), []byte("[server\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			want := tc.prepare(t, dir)
+			got, key, err := earlierNodes(dir, 3)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want == nil {
+				if got != nil {
+					t.Fatalf("got %d earlier nodes in a folder without a cluster", len(got))
+				}
+				return
+			}
+			if key != want.sessionKey {
+				t.Errorf("session key %q, want the earlier %q", key, want.sessionKey)
+			}
+			if len(got) != len(want.Nodes) {
+				t.Fatalf("got %d nodes, want %d", len(got), len(want.Nodes))
+			}
+			for i, n := range got {
+				w := want.Nodes[i]
+				if n.ID != w.ID || n.GRPCAddr != w.GRPCAddr || n.HTTPAddr != w.HTTPAddr || n.RaftAddr != w.RaftAddr || n.Dir != w.Dir {
+					t.Errorf("node %d = %+v, want %+v", i, n, w)
+				}
+			}
+		})
+	}
+}
