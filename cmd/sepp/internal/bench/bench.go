@@ -294,7 +294,10 @@ func (r *runner) waitLeader(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("bench: no leader within 30s: %v", err)
+			if err == nil {
+				return errors.New("bench: no leader within 30s: the nodes answer but none leads (their logs in --dir tell why)")
+			}
+			return fmt.Errorf("bench: no leader within 30s: %w", err)
 		}
 		select {
 		case <-ctx.Done():
