@@ -103,3 +103,25 @@ func TestEarlierNodes(t *testing.T) {
 		})
 	}
 }
+
+func TestNodeGoMaxProcs(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		asked, nodes, cpus int
+		env                string
+		want               int
+	}{
+		{"three nodes on two CPUs get one each", 0, 3, 2, "", 1},
+		{"three nodes on eight CPUs get two each", 0, 3, 8, "", 2},
+		{"one node gets the machine", 0, 1, 4, "", 4},
+		{"GOMAXPROCS in the environment is inherited", 0, 3, 8, "6", 0},
+		{"an explicit setting wins over the environment", 3, 3, 8, "6", 3},
+		{"negative leaves the Go default", -1, 3, 8, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nodeGoMaxProcs(tc.asked, tc.nodes, tc.cpus, tc.env); got != tc.want {
+				t.Fatalf("nodeGoMaxProcs(%d, %d, %d, %q) = %d, want %d", tc.asked, tc.nodes, tc.cpus, tc.env, got, tc.want)
+			}
+		})
+	}
+}

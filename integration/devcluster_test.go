@@ -3,7 +3,13 @@ package integration
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,11 +17,12 @@ import (
 	"github.com/sepp-io/sepp/devcluster"
 )
 
-// A cluster started again in the folder it ran in (`sepp dev --dir`) comes
-// back on its old addresses, elects a leader and still holds its jobs. It
-// used to take fresh ports, and the nodes' raft logs, naming the old ones,
-// left them campaigning at peers that were not there.
-func TestDevCluster_RestartsInItsFolderWithItsJobs(t *testing.T) {
+// A local cluster splits the machine's CPUs among its nodes (see
+// devcluster.CPUShare). Started again in the folder it ran in (`sepp dev
+// --dir`), it comes back on its old addresses, elects a leader and still
+// holds its jobs. It used to take fresh ports, and the nodes' raft logs,
+// naming the old ones, left them campaigning at peers that were not there.
+func TestDevCluster_SplitsTheCPUsAndRestartsWithItsJobs(t *testing.T) {
 	requireLong(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -36,6 +43,15 @@ func TestDevCluster_RestartsInItsFolderWithItsJobs(t *testing.T) {
 
 	first := start()
 	addrs := first.Addrs()
+	wantProcs := devcluster.CPUShare(runtime.NumCPU(), 3)
+	if env := os.Getenv("GOMAXPROCS"); env != "" {
+		wantProcs, _ = strconv.Atoi(env)
+	}
+	for _, n := range first.Nodes {
+		if got := gomaxprocsOf(ctx, t, n.HTTPAddr); got != wantProcs {
+			t.Errorf("%s runs with GOMAXPROCS %d, want %d (this machine's %d CPUs split among 3 nodes)", n.ID, got, wantProcs, runtime.NumCPU())
+		}
+	}
 	cl, err := client.New(ctx, addrs)
 	if err != nil {
 		t.Fatal(err)
@@ -67,4 +83,33 @@ func TestDevCluster_RestartsInItsFolderWithItsJobs(t *testing.T) {
 	if !bytes.Equal(job.Payload, req.Payload) || job.State != client.StateReady {
 		t.Fatalf("job after the restart: payload %q state %v, want %q ready", job.Payload, job.State, req.Payload)
 	}
+}
+
+// gomaxprocsOf reads a node's GOMAXPROCS from its /metrics.
+func gomaxprocsOf(ctx context.Context, t *testing.T, httpAddr string) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("metrics of %s: %v", httpAddr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_sched_gomaxprocs_threads "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatalf("metrics of %s: %q", httpAddr, line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("metrics of %s show no go_sched_gomaxprocs_threads", httpAddr)
+	return 0
 }

@@ -23,6 +23,12 @@
 # sepp side: `bin/sepp bench --scenarios produce,latency,consume,mixed`
 # (build it first with `make build`).
 #
+# Both are Go programs, and both get the same share of this machine's CPUs,
+# as `sepp bench` gives its own processes: each server GOMAXPROCS
+# nproc/3, the benchmark client nproc/4 (at least 1). GOMAXPROCS set in the
+# environment applies to every process of both instead (GOMAXPROCS=$(nproc)
+# runs everything with Go's default).
+#
 #   scripts/bench-nats.sh 3
 #   make bench-nats ROUNDS=3
 set -euo pipefail
@@ -52,8 +58,12 @@ stop_nats() {
 }
 trap 'stop_nats; rm -rf "$work"' EXIT
 
+cpus=$(nproc)
+server_procs=${GOMAXPROCS:-$((cpus / 3 > 0 ? cpus / 3 : 1))}
+client_procs=${GOMAXPROCS:-$((cpus / 4 > 0 ? cpus / 4 : 1))}
+
 urls=nats://127.0.0.1:14222,nats://127.0.0.1:14223,nats://127.0.0.1:14224
-nats() { "$peers/bin/nats" -s "$urls" "$@"; }
+nats() { GOMAXPROCS=$client_procs "$peers/bin/nats" -s "$urls" "$@"; }
 
 start_nats() {
   stop_nats
@@ -70,7 +80,7 @@ cluster {
   routes: [nats-route://127.0.0.1:16222, nats-route://127.0.0.1:16223, nats-route://127.0.0.1:16224]
 }
 EOF
-    "$peers/bin/nats-server" -c "$work/n$i.conf" >"$work/data/n$i.log" 2>&1 &
+    GOMAXPROCS=$server_procs "$peers/bin/nats-server" -c "$work/n$i.conf" >"$work/data/n$i.log" 2>&1 &
   done
   # JetStream is ready once a stream with three replicas can be created.
   for _ in $(seq 100); do
@@ -138,6 +148,7 @@ run_sepp() {
     grep -E '^(disk_fsync_p50|produce_rate|sync_enqueue_p50|sync_enqueue_p99|consume_rate|mixed_completed_rate):'
 }
 
+echo "# GOMAXPROCS: $server_procs for each server, $client_procs for the benchmark client (nats); sepp bench splits its own the same way"
 for ((r = 1; r <= rounds; r++)); do
   order="sepp nats"
   ((r % 2 == 0)) && order="nats sepp"

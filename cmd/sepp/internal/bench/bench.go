@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -121,6 +122,9 @@ type runner struct {
 // ErrIntegrity is returned when a scenario lost or duplicated a job.
 var ErrIntegrity = errors.New("bench: jobs lost or duplicated")
 
+// localNodes is the size of the cluster bench starts when given no address.
+const localNodes = 3
+
 // requireEmptyDir refuses a --dir that holds anything: the scenarios count
 // jobs from an empty cluster (consume drains the queue, recovery times a
 // node holding exactly what it enqueued), so an earlier run's data would
@@ -153,8 +157,17 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if err := requireEmptyDir(opts.Dir); err != nil {
 			return nil, err
 		}
+		if os.Getenv("GOMAXPROCS") == "" {
+			// The nodes split the machine's CPUs (devcluster); this client
+			// takes its share too rather than contend with them for all.
+			cpus := runtime.NumCPU()
+			prev := runtime.GOMAXPROCS(devcluster.CPUShare(cpus, localNodes+1))
+			defer runtime.GOMAXPROCS(prev)
+			r.note("this machine's %d CPUs are split: GOMAXPROCS %d for each node, %d for this client (set GOMAXPROCS to choose for all)",
+				cpus, devcluster.CPUShare(cpus, localNodes), runtime.GOMAXPROCS(0))
+		}
 		r.progress("starting a local three-node cluster (fsync on, default config)")
-		c, err := devcluster.Start(devcluster.Options{Binary: opts.Binary, Dir: opts.Dir, Nodes: 3})
+		c, err := devcluster.Start(devcluster.Options{Binary: opts.Binary, Dir: opts.Dir, Nodes: localNodes})
 		if err != nil {
 			return nil, err
 		}
