@@ -70,7 +70,7 @@ Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 	f.DurationVar(&o.ProducerLinger, "producer-linger", o.ProducerLinger, "how long the first job of a producer batch waits for company (0: the client's default)")
 	f.IntVar(&o.Latency, "latency-count", o.Latency, "sync enqueues in the latency scenario")
 	f.IntVar(&o.ConsumeBatch, "consume-batch", o.ConsumeBatch, "jobs per reserve in the consume scenario")
-	f.IntVar(&o.Consumers, "consumers", o.Consumers, "concurrent reserve loops in the consume scenario (each acks its batch with one AckBatch call, a confirmed result per job)")
+	f.IntVar(&o.Consumers, "consumers", o.Consumers, "concurrent reserve loops in the consume scenario (each acks a batch with one AckBatch call, a confirmed result per job, while it reserves the next)")
 	f.DurationVar(&o.MixedDuration, "mixed-duration", o.MixedDuration, "length of the mixed scenario")
 	f.IntVar(&o.MixedProducers, "mixed-producers", o.MixedProducers, "producers in the mixed scenario")
 	f.IntVar(&o.MixedWorkers, "mixed-workers", o.MixedWorkers, "workers in the mixed scenario")

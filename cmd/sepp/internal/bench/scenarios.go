@@ -165,12 +165,18 @@ func (r *runner) consume(ctx context.Context) error {
 	cpu0 := r.sampleCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
-	errc := make(chan error, r.opts.Consumers)
+	errc := make(chan error, 2*max(r.opts.Consumers, 1)) // a reserve and an ack error each
 	for w := 0; w < max(r.opts.Consumers, 1); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
+			// One batch's acks are in flight while the next batch is
+			// reserved, as with the mixed scenario's workers: a consumer
+			// with a prefetch window, each ack still confirmed.
+			acking := make(chan struct{}, 1)
+			defer func() { acking <- struct{}{} }() // the last batch's acks
+			var failed atomic.Bool
+			for !failed.Load() {
 				ds, err := r.cli.Reserve(ctx, queue, client.ReserveOptions{WorkerID: fmt.Sprintf("bench-%d", w), Max: r.opts.ConsumeBatch, Lease: time.Minute})
 				if err != nil {
 					errc <- err
@@ -179,11 +185,16 @@ func (r *runner) consume(ctx context.Context) error {
 				if len(ds) == 0 {
 					return
 				}
-				if err := r.ackAll(ctx, ds, nil); err != nil {
-					errc <- err
-					return
-				}
-				acked.Add(int64(len(ds)))
+				acking <- struct{}{}
+				go func() {
+					defer func() { <-acking }()
+					if err := r.ackAll(ctx, ds, nil); err != nil {
+						failed.Store(true)
+						errc <- err
+						return
+					}
+					acked.Add(int64(len(ds)))
+				}()
 			}
 		}()
 	}
