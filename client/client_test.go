@@ -502,7 +502,8 @@ func TestProducer_LingerEndsWhenJobsStopComing(t *testing.T) {
 		jobs        int
 		wantAtLeast time.Duration // the batch cannot leave sooner
 	}{
-		{"idle for 1ms ends an hour's linger", time.Hour, time.Millisecond, 3, 0},
+		{"idle for 1ms (a timer) ends an hour's linger", time.Hour, time.Millisecond, 3, 0},
+		{"idle for 100µs (waited by yielding) ends an hour's linger", time.Hour, 100 * time.Microsecond, 3, 0},
 		{"the default idle gap ends an hour's linger", time.Hour, 0, 3, 0},
 		{"a negative idle gap waits the whole linger", 200 * time.Millisecond, -1, 1, 200 * time.Millisecond},
 	} {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -17,12 +18,16 @@ type ProducerOptions struct {
 	// wait anyway, so under load batches fill without added latency.
 	Linger time.Duration
 	// LingerIdle ends the linger early once no job has come for this long
-	// (default 100µs; negative: never, the batch waits the whole Linger).
-	// It is checked every LingerIdle, so a batch leaves one to two
-	// LingerIdle after its last job.
+	// (default 20µs; negative: never, the batch waits the whole Linger).
 	// A caller that hands over a burst of jobs and then waits for their
 	// results, as one with a window of outstanding jobs does, would
-	// otherwise have every batch wait out the linger after its last job.
+	// otherwise have every batch wait out the linger after its last job,
+	// and a lone job would always wait the whole Linger.
+	// Below a millisecond the producer waits for the next job by yielding
+	// the processor and looking again, not on a timer: Go's timers wake an
+	// otherwise idle process about once a millisecond, so a 100µs timer
+	// ended a lone job's linger a millisecond late. That wait uses CPU, at
+	// most LingerIdle per pause in the caller's jobs; keep it short.
 	LingerIdle time.Duration
 	// MaxBatch caps the jobs per EnqueueBatch call (default 256; keep it at
 	// or below the server's max_batch_size). Every call costs the cluster a
@@ -103,7 +108,7 @@ func (c *Client) NewProducer(opts ProducerOptions) *Producer {
 		opts.Linger = time.Millisecond
 	}
 	if opts.LingerIdle == 0 {
-		opts.LingerIdle = 100 * time.Microsecond
+		opts.LingerIdle = 20 * time.Microsecond
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
@@ -226,10 +231,15 @@ func (p *Producer) collect(first *pendingItem, timer, idle *time.Timer) (batch [
 	timer.Reset(p.opts.Linger)
 	defer timer.Stop()
 	var idleC <-chan time.Time
+	yieldIdle := false // wait out LingerIdle by yielding, not on idle
 	if p.opts.LingerIdle > 0 && p.opts.LingerIdle < p.opts.Linger {
-		idle.Reset(p.opts.LingerIdle)
-		defer idle.Stop()
-		idleC = idle.C
+		if p.opts.LingerIdle < maxYieldIdle {
+			yieldIdle = true
+		} else {
+			idle.Reset(p.opts.LingerIdle)
+			defer idle.Stop()
+			idleC = idle.C
+		}
 	}
 	seen := len(batch) // the batch's size at the last idle check
 	lingering := true
@@ -243,6 +253,14 @@ func (p *Producer) collect(first *pendingItem, timer, idle *time.Timer) (batch [
 			select {
 			case it, ok = <-p.in:
 			default:
+				if yieldIdle {
+					var got bool
+					if it, ok, got = p.nextWithin(p.opts.LingerIdle); !got {
+						lingering = false
+						continue
+					}
+					break
+				}
 				select {
 				case it, ok = <-p.in:
 				case <-timer.C:
@@ -272,6 +290,28 @@ func (p *Producer) collect(first *pendingItem, timer, idle *time.Timer) (batch [
 		bytes += it.size
 	}
 	return batch, true, false
+}
+
+// maxYieldIdle is the longest LingerIdle waited out by yielding; longer
+// ones are timers, which are precise enough at a millisecond and more.
+const maxYieldIdle = time.Millisecond
+
+// nextWithin takes the next job if one comes within d, yielding the
+// processor between looks so that a caller's goroutine on the same
+// processor can hand it over; got is false when none came.
+func (p *Producer) nextWithin(d time.Duration) (it *pendingItem, ok, got bool) {
+	deadline := time.Now().Add(d)
+	for {
+		runtime.Gosched()
+		select {
+		case it, ok = <-p.in:
+			return it, ok, true
+		default:
+		}
+		if !time.Now().Before(deadline) {
+			return nil, false, false
+		}
+	}
 }
 
 func (p *Producer) send(batch []*pendingItem) {
