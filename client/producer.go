@@ -231,7 +231,7 @@ func (p *Producer) collect(first *pendingItem, timer, idle *time.Timer) (batch [
 	timer.Reset(p.opts.Linger)
 	defer timer.Stop()
 	var idleC <-chan time.Time
-	yieldIdle := false // wait out LingerIdle by yielding, not on idle
+	yieldIdle := false // wait out LingerIdle by yielding, not on the idle timer
 	if p.opts.LingerIdle > 0 && p.opts.LingerIdle < p.opts.Linger {
 		if p.opts.LingerIdle < maxYieldIdle {
 			yieldIdle = true
