@@ -76,6 +76,9 @@ type Cluster struct {
 	sessionKey string
 	// PKI holds the generated certificates when Options.TLS is set.
 	PKI *tlsutil.DevPKI
+	// Restarted is true when Dir held this cluster from an earlier run,
+	// whose addresses and data it kept.
+	Restarted bool
 }
 
 // Start writes the configs and starts every node. It returns once every
@@ -113,7 +116,7 @@ func Start(opts Options) (*Cluster, error) {
 	if earlier != nil {
 		// The nodes' raft logs name their peers' addresses, so a cluster
 		// restarted in the same folder must listen where it did before.
-		c.Nodes = earlier
+		c.Nodes, c.Restarted = earlier, true
 		if earlierKey != "" {
 			c.sessionKey = earlierKey
 		}

@@ -68,6 +68,9 @@ func TestDevCluster_SplitsTheCPUsAndRestartsWithItsJobs(t *testing.T) {
 	}
 
 	second := start()
+	if first.Restarted || !second.Restarted {
+		t.Fatalf("Restarted = %v on the first start and %v on the second, want false then true", first.Restarted, second.Restarted)
+	}
 	if got := second.Addrs(); !slices.Equal(got, addrs) {
 		t.Fatalf("restarted on %v, want the earlier addresses %v", got, addrs)
 	}

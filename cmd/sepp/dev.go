@@ -67,7 +67,11 @@ Ctrl-C stops every node.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "sepp dev: %d nodes running (data and logs in %s)\n", nodes, c.Dir())
+			if c.Restarted {
+				fmt.Fprintf(out, "sepp dev: the %d-node cluster in %s restarted, with its data, on its earlier addresses\n", nodes, c.Dir())
+			} else {
+				fmt.Fprintf(out, "sepp dev: %d nodes running (data and logs in %s)\n", nodes, c.Dir())
+			}
 			for i, n := range c.Nodes {
 				fmt.Fprintf(out, "  %s  grpc %s  http %s  raft %s  pid %d\n", n.ID, n.GRPCAddr, n.HTTPAddr, n.RaftAddr, c.Pid(i))
 			}
