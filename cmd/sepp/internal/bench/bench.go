@@ -48,8 +48,12 @@ type Options struct {
 	// ProducerLinger is the client producer's linger (0: its default).
 	ProducerLinger time.Duration
 	Latency        int // sync enqueues in the latency scenario
-	ConsumeBatch   int // jobs per reserve in consume
-	Consumers      int // concurrent reserve loops in consume
+	// IdleGap spaces the sync enqueues (and the disk probe's fsyncs) of the
+	// _after_idle figures: what a producer that enqueues now and then sees.
+	// 0 skips them.
+	IdleGap      time.Duration
+	ConsumeBatch int // jobs per reserve in consume
+	Consumers    int // concurrent reserve loops in consume
 
 	MixedDuration  time.Duration
 	MixedProducers int
@@ -76,6 +80,7 @@ func Defaults() Options {
 		Produce:          100_000,
 		Window:           256,
 		Latency:          2_000,
+		IdleGap:          20 * time.Millisecond,
 		ConsumeBatch:     100,
 		Consumers:        16,
 		MixedDuration:    10 * time.Second,

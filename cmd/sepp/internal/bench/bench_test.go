@@ -52,7 +52,7 @@ func TestSmoke(t *testing.T) {
 		got[f.Name] = f.Value
 	}
 	for _, name := range []string{
-		"produce_rate", "sync_enqueue_p50", "consume_rate", "mixed_completed_rate", "e2e_latency_p50",
+		"produce_rate", "sync_enqueue_p50", "sync_enqueue_after_idle_p50", "disk_fsync_after_idle_p50", "consume_rate", "mixed_completed_rate", "e2e_latency_p50",
 		"failover_kill_longest_gap", "failover_transfer_longest_gap", "recovery_restart_to_caught_up",
 	} {
 		if _, ok := got[name]; !ok {

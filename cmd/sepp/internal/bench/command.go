@@ -69,6 +69,7 @@ Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 	f.IntVar(&o.ProducerBatch, "producer-batch", o.ProducerBatch, "jobs per EnqueueBatch call of the client's producer (0: the client's default)")
 	f.DurationVar(&o.ProducerLinger, "producer-linger", o.ProducerLinger, "how long the first job of a producer batch waits for company (0: the client's default)")
 	f.IntVar(&o.Latency, "latency-count", o.Latency, "sync enqueues in the latency scenario")
+	f.DurationVar(&o.IdleGap, "idle-gap", o.IdleGap, "spacing of the sync enqueues and fsyncs of the _after_idle figures (0: skip them)")
 	f.IntVar(&o.ConsumeBatch, "consume-batch", o.ConsumeBatch, "jobs per reserve in the consume scenario")
 	f.IntVar(&o.Consumers, "consumers", o.Consumers, "concurrent reserve loops in the consume scenario (each acks a batch with one AckBatch call, a confirmed result per job, while it reserves the next)")
 	f.DurationVar(&o.MixedDuration, "mixed-duration", o.MixedDuration, "length of the mixed scenario")

@@ -4,21 +4,29 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFsyncLatencies_TimesEveryWriteAndLeavesNothingBehind(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
 		writers, n, size int
+		gap              time.Duration
 	}{
-		{"one writer, small records", 1, 5, 64},
-		{"three writers at once, entry-sized records", 3, 4, 80 << 10},
+		{"one writer, small records", 1, 5, 64, 0},
+		{"three writers at once, entry-sized records", 3, 4, 80 << 10, 0},
+		{"one writer, small records 5ms apart", 1, 4, 1024, 5 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			lat, err := fsyncLatencies(dir, tc.writers, tc.n, tc.size)
+			start := time.Now()
+			lat, err := fsyncLatencies(dir, tc.writers, tc.n, tc.size, tc.gap)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// A lower bound only: the gaps are waited out between appends.
+			if took, least := time.Since(start), time.Duration(tc.n-1)*tc.gap; took < least {
+				t.Errorf("the probe took %v, less than its %d gaps of %v", took, tc.n-1, tc.gap)
 			}
 			if want := tc.writers * tc.n; len(lat) != want {
 				t.Fatalf("got %d latencies, want %d", len(lat), want)
@@ -41,7 +49,7 @@ func TestFsyncLatencies_TimesEveryWriteAndLeavesNothingBehind(t *testing.T) {
 
 func TestFsyncLatencies_ReportsAFolderItCannotWriteTo(t *testing.T) {
 	for _, writers := range []int{1, 3} {
-		if _, err := fsyncLatencies(t.TempDir()+"/missing", writers, 1, 64); err == nil {
+		if _, err := fsyncLatencies(t.TempDir()+"/missing", writers, 1, 64, 0); err == nil {
 			t.Fatalf("%d writers: no error for a folder that does not exist", writers)
 		}
 	}

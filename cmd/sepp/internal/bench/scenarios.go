@@ -76,6 +76,9 @@ func (r *runner) latency(ctx context.Context) error {
 	if err := r.followerLatency(ctx, queue); err != nil {
 		return err
 	}
+	if err := r.idleLatency(ctx, queue); err != nil {
+		return err
+	}
 	if _, err := r.drainQueue(ctx, queue); err != nil {
 		return err
 	}
@@ -106,6 +109,39 @@ func (r *runner) timeSyncEnqueues(ctx context.Context, label, figure string, cal
 	r.add(figure+"_p999", ms(percentile(lat, 0.999)), "ms")
 	// What the disk and the commit took of those milliseconds (timings.go).
 	r.addTimingFigures(figure, before, r.sampleTimings(ctx), int64(r.opts.Latency), calls...)
+	return nil
+}
+
+// idleEnqueues is how many sync enqueues idleLatency times.
+const idleEnqueues = 100
+
+// idleLatency times sync enqueues IdleGap apart, as a producer that
+// enqueues now and then makes them: each finds the cluster, and every
+// node's disk, idle, and on a VM that costs (see diskFigures). The
+// back-to-back figures above are the best case.
+func (r *runner) idleLatency(ctx context.Context, queue string) error {
+	if r.opts.IdleGap <= 0 {
+		return nil
+	}
+	r.progress(fmt.Sprintf("%d sync enqueues %v apart", idleEnqueues, r.opts.IdleGap))
+	lat := make([]time.Duration, 0, idleEnqueues)
+	for i := range idleEnqueues {
+		if i > 0 {
+			select {
+			case <-time.After(r.opts.IdleGap): // the idle time being measured
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		t0 := time.Now()
+		if _, err := r.cli.Enqueue(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(uint64(i), t0))); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	sortDurations(lat)
+	r.add("sync_enqueue_after_idle_p50", ms(percentile(lat, 0.50)), "ms")
+	r.add("sync_enqueue_after_idle_p90", ms(percentile(lat, 0.90)), "ms")
 	return nil
 }
 
