@@ -97,3 +97,88 @@ func TestRunner_AckAll(t *testing.T) {
 		})
 	}
 }
+
+// ackBehind keeps one batch's AckBatch in flight at a time, has every batch
+// acked by the time wait returns, and after a batch fails reports it and
+// says so through failed.
+func TestAckBehind(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		staleBatch int // -1: none
+	}{
+		{"every batch acked, one at a time", -1},
+		{"a failed batch stops the worker", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var inFlight, maxInFlight atomic.Int32
+			intercept := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+				if info.FullMethod != "/sepp.v1.QueueService/AckBatch" {
+					return handler(ctx, req)
+				}
+				n := inFlight.Add(1)
+				defer inFlight.Add(-1)
+				for m := maxInFlight.Load(); n > m && !maxInFlight.CompareAndSwap(m, n); m = maxInFlight.Load() {
+				}
+				return handler(ctx, req)
+			}
+			backend, err := rpctest.NewLocalBackend(engine.DefaultConfig(), cluster.NodeInfo{ID: "n1"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := rpctest.Serve(t, backend, rpc.Options{UnaryInterceptors: []grpc.UnaryServerInterceptor{intercept}})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cli, err := client.New(ctx, []string{addr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cli.Close()
+			const batches, perBatch = 4, 10
+			reqs := make([]*client.EnqueueRequest, batches*perBatch)
+			for i := range reqs {
+				reqs[i] = client.NewEnqueueRequest("q", "t")
+			}
+			if _, err := cli.EnqueueBatch(ctx, reqs); err != nil {
+				t.Fatal(err)
+			}
+
+			r := &runner{cli: cli}
+			acks := r.newAckBehind()
+			var acked atomic.Int64
+			var failures atomic.Int32
+			for b := 0; b < batches && !acks.failed.Load(); b++ {
+				ds, err := cli.Reserve(ctx, "q", client.ReserveOptions{Max: perBatch, Lease: time.Minute})
+				if err != nil || len(ds) != perBatch {
+					t.Fatalf("reserve %d: %d deliveries, %v", b, len(ds), err)
+				}
+				if b == tc.staleBatch {
+					ds[0].Ctx.LeaseToken++
+				}
+				acks.ack(ctx, ds, func(n int) { acked.Add(int64(n)) }, func(error) { failures.Add(1) })
+				if b == tc.staleBatch {
+					acks.wait() // let the failure land before the loop looks
+					<-acks.slot
+				}
+			}
+			acks.wait()
+
+			if got := maxInFlight.Load(); got != 1 {
+				t.Errorf("%d AckBatch calls were in flight at once, want 1", got)
+			}
+			if tc.staleBatch < 0 {
+				if acked.Load() != batches*perBatch || failures.Load() != 0 || acks.failed.Load() {
+					t.Fatalf("acked %d with %d failures (failed=%v), want all %d and none", acked.Load(), failures.Load(), acks.failed.Load(), batches*perBatch)
+				}
+				return
+			}
+			if failures.Load() != 1 || !acks.failed.Load() {
+				t.Fatalf("%d failures reported, failed=%v; want the stale batch's one", failures.Load(), acks.failed.Load())
+			}
+			if want := int64(tc.staleBatch * perBatch); acked.Load() != want {
+				t.Fatalf("acked %d before the failure, want the %d of the batches before it", acked.Load(), want)
+			}
+		})
+	}
+}

@@ -415,6 +415,38 @@ func (r *runner) ackAll(ctx context.Context, ds []client.Delivery, onAck func(cl
 	return first
 }
 
+// ackBehind acks a worker's batch in the background while the worker
+// reserves the next, one batch at a time: a consumer with a prefetch
+// window, as it works with a broker, each ack still confirmed. One worker
+// goroutine uses it.
+type ackBehind struct {
+	r      *runner
+	slot   chan struct{} // held while a batch's acks are in flight
+	failed atomic.Bool   // a batch's acks failed: stop reserving
+}
+
+func (r *runner) newAckBehind() *ackBehind {
+	return &ackBehind{r: r, slot: make(chan struct{}, 1)}
+}
+
+// ack waits for the previous batch's acks, then acks ds in the background;
+// done gets the count of a batch acked in full, fail a batch's error.
+func (a *ackBehind) ack(ctx context.Context, ds []client.Delivery, done func(n int), fail func(error)) {
+	a.slot <- struct{}{}
+	go func() {
+		defer func() { <-a.slot }()
+		if err := a.r.ackAll(ctx, ds, nil); err != nil {
+			a.failed.Store(true)
+			fail(err)
+			return
+		}
+		done(len(ds))
+	}()
+}
+
+// wait returns once the last batch's acks are done.
+func (a *ackBehind) wait() { a.slot <- struct{}{} }
+
 // ackTookEffect reads an ack that was retried after an attempt whose answer
 // was lost and then found its lease gone. The bench leases for a minute and
 // is the only consumer, so the lease did not lapse: the lost attempt is what

@@ -206,13 +206,9 @@ func (r *runner) consume(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// One batch's acks are in flight while the next batch is
-			// reserved, as with the mixed scenario's workers: a consumer
-			// with a prefetch window, each ack still confirmed.
-			acking := make(chan struct{}, 1)
-			defer func() { acking <- struct{}{} }() // the last batch's acks
-			var failed atomic.Bool
-			for !failed.Load() {
+			acks := r.newAckBehind()
+			defer acks.wait()
+			for !acks.failed.Load() {
 				ds, err := r.cli.Reserve(ctx, queue, client.ReserveOptions{WorkerID: fmt.Sprintf("bench-%d", w), Max: r.opts.ConsumeBatch, Lease: time.Minute})
 				if err != nil {
 					errc <- err
@@ -221,16 +217,7 @@ func (r *runner) consume(ctx context.Context) error {
 				if len(ds) == 0 {
 					return
 				}
-				acking <- struct{}{}
-				go func() {
-					defer func() { <-acking }()
-					if err := r.ackAll(ctx, ds, nil); err != nil {
-						failed.Store(true)
-						errc <- err
-						return
-					}
-					acked.Add(int64(len(ds)))
-				}()
+				acks.ack(ctx, ds, func(n int) { acked.Add(int64(n)) }, func(err error) { errc <- err })
 			}
 		}()
 	}
@@ -318,13 +305,9 @@ func (r *runner) mixed(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// A worker with prefetch: one batch's acks are in flight while
-			// it reserves the next, as a consumer with a prefetch window
-			// works with a broker.
-			acking := make(chan struct{}, 1)
-			defer func() { acking <- struct{}{} }() // the last batch's acks
-			var failed atomic.Bool
-			for runCtx.Err() == nil && !failed.Load() {
+			acks := r.newAckBehind()
+			defer acks.wait()
+			for runCtx.Err() == nil && !acks.failed.Load() {
 				ds, err := r.cli.Reserve(runCtx, queue, client.ReserveOptions{WorkerID: fmt.Sprintf("mixed-%d", i), Max: 100, Lease: time.Minute, Wait: 100 * time.Millisecond})
 				if err != nil {
 					if runCtx.Err() == nil {
@@ -332,18 +315,9 @@ func (r *runner) mixed(ctx context.Context) error {
 					}
 					return
 				}
-				acking <- struct{}{}
-				go func() {
-					defer func() { <-acking }()
-					// Acks run to completion even past the deadline: a
-					// reserved job must not be left leased.
-					if err := r.ackAll(context.Background(), ds, nil); err != nil {
-						failed.Store(true)
-						report(err)
-						return
-					}
-					acked.Add(int64(len(ds)))
-				}()
+				// Acks run to completion even past the deadline: a
+				// reserved job must not be left leased.
+				acks.ack(context.Background(), ds, func(n int) { acked.Add(int64(n)) }, report)
 			}
 		}()
 	}
