@@ -49,25 +49,7 @@ func TestRunner_AckAll(t *testing.T) {
 				}
 				return resp, err
 			}
-			backend, err := rpctest.NewLocalBackend(engine.DefaultConfig(), cluster.NodeInfo{ID: "n1"}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := rpctest.Serve(t, backend, rpc.Options{UnaryInterceptors: []grpc.UnaryServerInterceptor{intercept}})
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			cli, err := client.New(ctx, []string{addr}, client.WithBackoff(time.Millisecond, 10*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cli.Close()
-			reqs := make([]*client.EnqueueRequest, n)
-			for i := range reqs {
-				reqs[i] = client.NewEnqueueRequest("q", "t")
-			}
-			if _, err := cli.EnqueueBatch(ctx, reqs); err != nil {
-				t.Fatal(err)
-			}
+			ctx, cli := serveQueue(t, intercept, n)
 			ds, err := cli.Reserve(ctx, "q", client.ReserveOptions{Max: n, Lease: time.Minute})
 			if err != nil || len(ds) != n {
 				t.Fatalf("reserve: %d deliveries, %v", len(ds), err)
@@ -123,26 +105,8 @@ func TestAckBehind(t *testing.T) {
 				}
 				return handler(ctx, req)
 			}
-			backend, err := rpctest.NewLocalBackend(engine.DefaultConfig(), cluster.NodeInfo{ID: "n1"}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := rpctest.Serve(t, backend, rpc.Options{UnaryInterceptors: []grpc.UnaryServerInterceptor{intercept}})
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			cli, err := client.New(ctx, []string{addr})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cli.Close()
 			const batches, perBatch = 4, 10
-			reqs := make([]*client.EnqueueRequest, batches*perBatch)
-			for i := range reqs {
-				reqs[i] = client.NewEnqueueRequest("q", "t")
-			}
-			if _, err := cli.EnqueueBatch(ctx, reqs); err != nil {
-				t.Fatal(err)
-			}
+			ctx, cli := serveQueue(t, intercept, batches*perBatch)
 
 			r := &runner{cli: cli}
 			acks := r.newAckBehind()
@@ -181,4 +145,30 @@ func TestAckBehind(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveQueue serves a one-node engine through intercept, holding n jobs on
+// queue "q", and returns a client of it with a context that ends with t.
+func serveQueue(t *testing.T, intercept grpc.UnaryServerInterceptor, n int) (context.Context, *client.Client) {
+	t.Helper()
+	backend, err := rpctest.NewLocalBackend(engine.DefaultConfig(), cluster.NodeInfo{ID: "n1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := rpctest.Serve(t, backend, rpc.Options{UnaryInterceptors: []grpc.UnaryServerInterceptor{intercept}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	cli, err := client.New(ctx, []string{addr}, client.WithBackoff(time.Millisecond, 10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	reqs := make([]*client.EnqueueRequest, n)
+	for i := range reqs {
+		reqs[i] = client.NewEnqueueRequest("q", "t")
+	}
+	if _, err := cli.EnqueueBatch(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, cli
 }
