@@ -115,7 +115,7 @@ bench-ab: ## sepp bench alternately with OLD (a git rev) and the working tree, R
 	scripts/bench-ab.sh $(OLD) $(ROUNDS) -- $(BENCH_FLAGS)
 
 .PHONY: bench-nats
-bench-nats: build ## sepp bench and NATS JetStream (3 replicas, fsync always; go-installed into .cache/peers) alternately on this machine, ROUNDS times.
+bench-nats: build ## sepp bench and NATS JetStream (3 replicas, fsync always and NATS's default lazy fsync; go-installed into .cache/peers) alternately on this machine, ROUNDS times.
 	scripts/bench-nats.sh $(ROUNDS)
 
 .PHONY: bench/cluster

@@ -9,8 +9,10 @@
 # NATS side: nats-server and the nats CLI (its `nats bench`) are installed
 # with `go install` from the Go module proxy into .cache/peers (not part of
 # sepp's build); a three-node cluster on loopback, JetStream file storage,
-# `sync_interval: always` (fsync on every write, as sepp always does),
-# streams with three replicas. The workloads, as close to sepp bench's as
+# streams with three replicas, run twice each round: with
+# `sync_interval: always` (fsync on every write, as sepp always does;
+# figures nats_*) and with NATS's default lazy fsync (every 2 minutes; figures
+# nats_lazy_*), the configuration NATS publishes its own figures with. The workloads, as close to sepp bench's as
 # `nats bench` allows:
 #   produce  100,000 × 256 B, async publish, 256 outstanding (--batch 256)
 #   sync     2,000 publishes one at a time; p50 / p99
@@ -65,7 +67,10 @@ client_procs=${GOMAXPROCS:-$((cpus / 4 > 0 ? cpus / 4 : 1))}
 urls=nats://127.0.0.1:14222,nats://127.0.0.1:14223,nats://127.0.0.1:14224
 nats() { GOMAXPROCS=$client_procs "$peers/bin/nats" -s "$urls" "$@"; }
 
+# start_nats SYNC: SYNC is "always" or "default" (NATS's lazy fsync).
 start_nats() {
+  local sync=$1 sync_conf=""
+  [[ $sync == always ]] && sync_conf=", sync_interval: always"
   stop_nats
   rm -rf "$work/data"
   for i in 1 2 3; do
@@ -73,7 +78,7 @@ start_nats() {
     cat >"$work/n$i.conf" <<EOF
 server_name: n$i
 listen: 127.0.0.1:$((14221 + i))
-jetstream { store_dir: "$work/data/n$i", sync_interval: always }
+jetstream { store_dir: "$work/data/n$i"$sync_conf }
 cluster {
   name: bench
   listen: 127.0.0.1:$((16221 + i))
@@ -121,27 +126,32 @@ fetch() {
   nats bench js fetch --stream "$stream" --batch 100 --no-progress "$@"
 }
 
+# run_nats SYNC PREFIX: every NATS workload, figures named PREFIX_*.
 run_nats() {
-  start_nats
+  local sync=$1 p=$2
+  start_nats "$sync"
   local out=$work/out
   publish async p.x produce --create --msgs 100000 --batch 256 >"$out" 2>&1
-  figure nats_produce_rate msgs/sec msgs/s 1 <"$out"
+  figure ${p}_produce_rate msgs/sec msgs/s 1 <"$out"
   publish sync s.x sync --create --msgs 2000 >"$out" 2>&1
-  figure nats_sync_publish_p50 P50 ms 0.001 <"$out"
-  figure nats_sync_publish_p99 P99 ms 0.001 <"$out"
+  figure ${p}_sync_publish_p50 P50 ms 0.001 <"$out"
+  figure ${p}_sync_publish_p99 P99 ms 0.001 <"$out"
   fetch produce --clients 16 --doubleack --msgs 100000 >"$out" 2>&1
-  figure nats_consume_confirmed_rate msgs/sec msgs/s 1 <"$out"
+  figure ${p}_consume_confirmed_rate msgs/sec msgs/s 1 <"$out"
   publish async p2.x produce2 --create --msgs 100000 --batch 256 >/dev/null 2>&1
   fetch produce2 --clients 16 --msgs 100000 >"$out" 2>&1
-  figure nats_consume_unconfirmed_rate msgs/sec msgs/s 1 <"$out"
+  figure ${p}_consume_unconfirmed_rate msgs/sec msgs/s 1 <"$out"
   publish async m.x mixed --create --msgs 1 >/dev/null 2>&1
   fetch mixed --clients 4 --msgs 150001 >"$work/fetch" 2>&1 &
   local fetcher=$!
   publish async m.x mixed --msgs 150000 --clients 4 --batch 64 >"$out" 2>&1
   wait "$fetcher"
-  figure nats_mixed_completed_rate msgs/sec msgs/s 1 <"$work/fetch"
+  figure ${p}_mixed_completed_rate msgs/sec msgs/s 1 <"$work/fetch"
   stop_nats
 }
+
+run_nats_always() { run_nats always nats; }
+run_nats_lazy() { run_nats default nats_lazy; }
 
 run_sepp() {
   bin/sepp bench --scenarios produce,latency,consume,mixed --e2e-duration 2s 2>/dev/null |
@@ -150,8 +160,8 @@ run_sepp() {
 
 echo "# GOMAXPROCS: $server_procs for each server, $client_procs for the benchmark client (nats); sepp bench splits its own the same way"
 for ((r = 1; r <= rounds; r++)); do
-  order="sepp nats"
-  ((r % 2 == 0)) && order="nats sepp"
+  order="sepp nats_always nats_lazy"
+  ((r % 2 == 0)) && order="nats_lazy nats_always sepp"
   for which in $order; do
     echo "# round $r of $rounds: $which ($(date -u +%H:%M:%S))"
     "run_$which"
