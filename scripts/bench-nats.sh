@@ -11,9 +11,9 @@
 # sepp's build); a three-node cluster on loopback, JetStream file storage,
 # streams with three replicas, run twice each round: with
 # `sync_interval: always` (fsync on every write, as sepp always does;
-# figures nats_*) and with NATS's default lazy fsync (every 2 minutes; figures
-# nats_lazy_*), the configuration NATS publishes its own figures with. The workloads, as close to sepp bench's as
-# `nats bench` allows:
+# figures nats_*) and with NATS's default lazy fsync (every 2 minutes;
+# figures nats_lazy_*), the configuration NATS publishes its own figures
+# with. The workloads, as close to sepp bench's as `nats bench` allows:
 #   produce  100,000 × 256 B, async publish, 256 outstanding (--batch 256)
 #   sync     2,000 publishes one at a time; p50 / p99
 #   consume  16 clients fetching 100 at a time, with --doubleack (each ack
