@@ -149,6 +149,24 @@ func smallestJobs(js []*job, limit int) []*job {
 	return js
 }
 
+// RememberedKeys counts what the engine remembers to answer a retried call
+// with its first result: the idempotency keys of enqueues, held for
+// limits.idempotency_window, and the request ids of reserves, held until the
+// lease that reserve granted ends. Each kind is capped at
+// limits.max_idempotency_keys (Limit); past it new ones are refused with
+// ErrCapacity.
+type RememberedKeys struct {
+	IdempotencyKeys   int
+	ReserveRequestIDs int
+	Limit             int
+}
+
+// RememberedKeys returns the counts as of the last applied tick: a key is
+// forgotten by the tick that passes its expiry, not when it is read.
+func (e *Engine) RememberedKeys() RememberedKeys {
+	return RememberedKeys{IdempotencyKeys: e.keys.len(), ReserveRequestIDs: len(e.reservations), Limit: e.lim.MaxIdempotencyKeys}
+}
+
 // Stats returns every queue's counts, by queue name.
 func (e *Engine) Stats(now time.Time) []QueueStats {
 	qs := e.sortedQueues()

@@ -153,3 +153,39 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	et.RequireInvariants(t, e)
 }
+
+// TestRememberedKeys follows the counts /metrics reports against
+// max_idempotency_keys: a key and a reserve request id are counted once (a
+// repeat adds nothing); a key is forgotten by the tick that passes its
+// window, a request id by the one that passes the lease its reserve granted.
+func TestRememberedKeys(t *testing.T) {
+	clock := et.NewClock()
+	e := et.New(t, func(c *engine.Config) { c.Limits.IdempotencyWindow = time.Minute; c.Limits.MaxIdempotencyKeys = 10 })
+	want := func(step string, keys, requests int) {
+		t.Helper()
+		got := e.RememberedKeys()
+		if w := (engine.RememberedKeys{IdempotencyKeys: keys, ReserveRequestIDs: requests, Limit: 10}); got != w {
+			t.Errorf("%s: RememberedKeys = %+v, want %+v", step, got, w)
+		}
+	}
+	want("empty", 0, 0)
+	keyed := func(key string) engine.EnqueueParams {
+		p := et.Job("q")
+		p.IdempotencyKey = key
+		return p
+	}
+	et.MustEnqueue(t, e, clock.Now(), keyed("a"))
+	et.MustEnqueue(t, e, clock.Now(), keyed("b"))
+	et.MustEnqueue(t, e, clock.Now(), et.Job("q")) // no key: nothing to remember
+	want("two keyed enqueues", 2, 0)
+	et.MustEnqueue(t, e, clock.Now(), keyed("a"))
+	want("a repeated key", 2, 0)
+	if _, err := e.Reserve(clock.Advance(30*time.Second), engine.ReserveParams{Queue: "q", N: 1, Lease: 45 * time.Second, RequestID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	want("a reserve with a request id", 2, 1)
+	e.Tick(clock.Advance(30 * time.Second))
+	want("the keys' window passed", 0, 1)
+	e.Tick(clock.Advance(30 * time.Second))
+	want("the reserve's lease passed", 0, 0)
+}

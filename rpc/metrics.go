@@ -71,6 +71,7 @@ type stateCollector struct {
 	jobs, oldestReady, enqueued, acked, deadLettered, dropped, paused *prometheus.Desc
 	raftState, raftTerm, raftCommit, raftApplied, raftLastLog         *prometheus.Desc
 	raftApplyLag                                                      *prometheus.Desc
+	remembered, rememberedLimit                                       *prometheus.Desc
 }
 
 // metricsReadTimeout bounds the reads one scrape makes.
@@ -79,25 +80,27 @@ const metricsReadTimeout = 2 * time.Second
 func newStateCollector(b Backend, now func() time.Time, log hclog.Logger) *stateCollector {
 	return &stateCollector{
 		b: b, now: now, log: log,
-		jobs:         prometheus.NewDesc("sepp_jobs", "Jobs on this node's state, by queue and state (dead: retained dead-letter records).", []string{"queue", "state"}, nil),
-		oldestReady:  prometheus.NewDesc("sepp_queue_oldest_ready_age_seconds", "How long the oldest Ready job of a queue has waited.", []string{"queue"}, nil),
-		enqueued:     prometheus.NewDesc("sepp_jobs_enqueued_total", "Jobs ever enqueued, by queue.", []string{"queue"}, nil),
-		acked:        prometheus.NewDesc("sepp_jobs_acked_total", "Jobs ever acked, by queue.", []string{"queue"}, nil),
-		deadLettered: prometheus.NewDesc("sepp_dead_lettered_total", "Jobs ever dead-lettered, by queue and cause.", []string{"queue", "cause"}, nil),
-		dropped:      prometheus.NewDesc("sepp_dead_letters_dropped_total", "Dead jobs dropped because dead-letter retention is off, by queue.", []string{"queue"}, nil),
-		paused:       prometheus.NewDesc("sepp_queue_paused", "1 when the queue is paused.", []string{"queue"}, nil),
-		raftState:    prometheus.NewDesc("sepp_raft_state", "1 for this node's current Raft role.", []string{"state"}, nil),
-		raftTerm:     prometheus.NewDesc("sepp_raft_term", "Current Raft term.", nil, nil),
-		raftCommit:   prometheus.NewDesc("sepp_raft_commit_index", "Raft commit index.", nil, nil),
-		raftApplied:  prometheus.NewDesc("sepp_raft_applied_index", "Last Raft index applied to the state machine.", nil, nil),
-		raftLastLog:  prometheus.NewDesc("sepp_raft_last_log_index", "Last index in the Raft log.", nil, nil),
-		raftApplyLag: prometheus.NewDesc("sepp_raft_apply_lag", "Committed entries not yet applied (commit index minus applied index).", nil, nil),
+		jobs:            prometheus.NewDesc("sepp_jobs", "Jobs on this node's state, by queue and state (dead: retained dead-letter records).", []string{"queue", "state"}, nil),
+		oldestReady:     prometheus.NewDesc("sepp_queue_oldest_ready_age_seconds", "How long the oldest Ready job of a queue has waited.", []string{"queue"}, nil),
+		enqueued:        prometheus.NewDesc("sepp_jobs_enqueued_total", "Jobs ever enqueued, by queue.", []string{"queue"}, nil),
+		acked:           prometheus.NewDesc("sepp_jobs_acked_total", "Jobs ever acked, by queue.", []string{"queue"}, nil),
+		deadLettered:    prometheus.NewDesc("sepp_dead_lettered_total", "Jobs ever dead-lettered, by queue and cause.", []string{"queue", "cause"}, nil),
+		dropped:         prometheus.NewDesc("sepp_dead_letters_dropped_total", "Dead jobs dropped because dead-letter retention is off, by queue.", []string{"queue"}, nil),
+		paused:          prometheus.NewDesc("sepp_queue_paused", "1 when the queue is paused.", []string{"queue"}, nil),
+		raftState:       prometheus.NewDesc("sepp_raft_state", "1 for this node's current Raft role.", []string{"state"}, nil),
+		raftTerm:        prometheus.NewDesc("sepp_raft_term", "Current Raft term.", nil, nil),
+		raftCommit:      prometheus.NewDesc("sepp_raft_commit_index", "Raft commit index.", nil, nil),
+		raftApplied:     prometheus.NewDesc("sepp_raft_applied_index", "Last Raft index applied to the state machine.", nil, nil),
+		raftLastLog:     prometheus.NewDesc("sepp_raft_last_log_index", "Last index in the Raft log.", nil, nil),
+		raftApplyLag:    prometheus.NewDesc("sepp_raft_apply_lag", "Committed entries not yet applied (commit index minus applied index).", nil, nil),
+		remembered:      prometheus.NewDesc("sepp_remembered_keys", "Keys remembered to answer retried calls, by kind: enqueue idempotency keys (for limits.idempotency_window) and reserve request ids (until the lease their reserve granted ends).", []string{"kind"}, nil),
+		rememberedLimit: prometheus.NewDesc("sepp_remembered_keys_limit", "limits.max_idempotency_keys: the most keys of each kind remembered at once; past it new ones are refused with ResourceExhausted.", nil, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.oldestReady, c.enqueued, c.acked, c.deadLettered, c.dropped, c.paused,
-		c.raftState, c.raftTerm, c.raftCommit, c.raftApplied, c.raftLastLog, c.raftApplyLag} {
+		c.raftState, c.raftTerm, c.raftCommit, c.raftApplied, c.raftLastLog, c.raftApplyLag, c.remembered, c.rememberedLimit} {
 		ch <- d
 	}
 }
@@ -109,11 +112,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 
 	var stats []engine.QueueStats
+	var keys engine.RememberedKeys
 	if err := c.b.Read(ctx, true, func(e *engine.Engine) error {
 		stats = e.Stats(c.now())
+		keys = e.RememberedKeys()
 		return nil
 	}); err != nil {
 		c.log.Warn("metrics: reading queue stats failed", "error", err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(c.remembered, prometheus.GaugeValue, float64(keys.IdempotencyKeys), "idempotency_key")
+		ch <- prometheus.MustNewConstMetric(c.remembered, prometheus.GaugeValue, float64(keys.ReserveRequestIDs), "reserve_request_id")
+		ch <- prometheus.MustNewConstMetric(c.rememberedLimit, prometheus.GaugeValue, float64(keys.Limit))
 	}
 	for _, q := range stats {
 		gauge := func(d *prometheus.Desc, v float64, labels ...string) {

@@ -137,7 +137,7 @@ func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	env := rpctest.Start(t, retentionConfig(), rpc.Options{Registerer: reg})
 	enqueue(t, env, &seppv1.EnqueueRequest{Queue: "emails"})
-	enqueue(t, env, &seppv1.EnqueueRequest{Queue: "emails"})
+	enqueue(t, env, &seppv1.EnqueueRequest{Queue: "emails", IdempotencyKey: "order-7"})
 	nack(t, env, reserveOne(t, env, "emails").GetCtx(), directiveDeadLetter(), "bad")
 
 	srv := httptest.NewServer(rpc.MetricsHandler(reg))
@@ -160,6 +160,9 @@ func TestMetrics(t *testing.T) {
 		`sepp_raft_state{node="node-1",state="Leader"} 1`,
 		`sepp_raft_term{node="node-1"} 1`,
 		`sepp_raft_applied_index{node="node-1"}`,
+		`sepp_remembered_keys{kind="idempotency_key",node="node-1"} 1`,
+		`sepp_remembered_keys{kind="reserve_request_id",node="node-1"} 0`,
+		`sepp_remembered_keys_limit{node="node-1"} 2e+06`,
 		`sepp_rpc_requests_total{code="OK",method="/sepp.v1.QueueService/Enqueue",node="node-1"} 2`,
 		`sepp_rpc_duration_seconds_bucket{code="OK",method="/sepp.v1.QueueService/Nack",node="node-1"`,
 	} {
