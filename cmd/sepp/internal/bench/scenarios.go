@@ -22,6 +22,9 @@ import (
 func (r *runner) produce(ctx context.Context) error {
 	queue := queueName("produce")
 	n := r.opts.Produce
+	if err := r.awaitKeyRoom(ctx, n); err != nil {
+		return err
+	}
 	p := r.cli.NewProducer(r.producerOptions())
 	var done, failed atomic.Int64
 	var firstErr atomic.Value
@@ -238,6 +241,9 @@ func (r *runner) consume(ctx context.Context) error {
 }
 
 func (r *runner) fill(ctx context.Context, queue string, n int) error {
+	if err := r.awaitKeyRoom(ctx, n); err != nil {
+		return err
+	}
 	p := r.cli.NewProducer(r.producerOptions())
 	pend := make([]*client.PendingEnqueue, 0, 4096)
 	flush := func() error {
@@ -620,6 +626,11 @@ func (r *runner) recovery(ctx context.Context) error {
 			continue
 		}
 		r.add(fmt.Sprintf("recovery_rss_%s", node.ID), float64(rss)/(1<<20), "MiB")
+	}
+	// The nodes also hold the idempotency keys of every job enqueued in the
+	// window, this scenario's and the earlier ones': part of that memory.
+	if k, err := r.readRememberedKeys(ctx); err == nil && k.known {
+		r.add("recovery_remembered_keys", float64(k.keys), "keys")
 	}
 	leader, err := r.leaderIndex(ctx)
 	if err != nil {

@@ -48,6 +48,11 @@ const timingsScrapeTimeout = 2 * time.Second
 // scrapeTimings adds the timings of the node serving /metrics at httpAddr
 // to t.
 func scrapeTimings(ctx context.Context, httpAddr string, t *serverTimings) error {
+	return scrapeMetrics(ctx, httpAddr, func(body io.Reader) error { return addTimings(body, t) })
+}
+
+// scrapeMetrics reads the /metrics of the node at httpAddr into parse.
+func scrapeMetrics(ctx context.Context, httpAddr string, parse func(io.Reader) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timingsScrapeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/metrics", nil)
@@ -62,7 +67,7 @@ func scrapeTimings(ctx context.Context, httpAddr string, t *serverTimings) error
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET /metrics on %s: %s", httpAddr, resp.Status)
 	}
-	return addTimings(resp.Body, t)
+	return parse(resp.Body)
 }
 
 // addTimings parses a Prometheus text exposition and adds its log-write and

@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Every job the Go client enqueues carries an idempotency key, which the
+// nodes remember for limits.idempotency_window (two minutes by default) and
+// of which they hold at most limits.max_idempotency_keys (two million): past
+// that, new keys are refused. The scenarios run back to back, so at 150k
+// jobs/s the keys of produce, consume and mixed are all still remembered
+// when recovery enqueues its million. Before a scenario enqueues n keyed
+// jobs, awaitKeyRoom waits for older keys to expire until n fit.
+
+// keyRoomPoll is how often awaitKeyRoom reads the nodes' counts.
+const keyRoomPoll = time.Second
+
+// keyRoomTimeout bounds the wait: keys expire within the window, so a wait
+// longer than the default window and some means the limits are not what
+// the bench expects.
+const keyRoomTimeout = 3 * time.Minute
+
+// rememberedKeys is what a node's /metrics says of its idempotency keys.
+type rememberedKeys struct {
+	keys, limit int64
+	known       bool // both metrics were present
+}
+
+// parseRememberedKeys reads sepp_remembered_keys{kind="idempotency_key"}
+// and sepp_remembered_keys_limit from a Prometheus text exposition.
+func parseRememberedKeys(r io.Reader) (rememberedKeys, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return rememberedKeys{}, fmt.Errorf("parse metrics: %w", err)
+	}
+	var out rememberedKeys
+	var haveKeys, haveLimit bool
+	if f := families["sepp_remembered_keys"]; f != nil && f.GetType() == dto.MetricType_GAUGE {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == "idempotency_key" {
+					out.keys, haveKeys = int64(m.GetGauge().GetValue()), true
+				}
+			}
+		}
+	}
+	if f := families["sepp_remembered_keys_limit"]; f != nil && f.GetType() == dto.MetricType_GAUGE && len(f.GetMetric()) > 0 {
+		out.limit, haveLimit = int64(f.GetMetric()[0].GetGauge().GetValue()), true
+	}
+	out.known = haveKeys && haveLimit
+	return out, nil
+}
+
+// keyRoom says whether n more keys fit beside what k holds, and an error
+// when they never can.
+func keyRoom(k rememberedKeys, n int) (fits bool, err error) {
+	if !k.known {
+		return true, nil
+	}
+	if int64(n) > k.limit {
+		return false, fmt.Errorf("%d keyed enqueues need more idempotency keys than the cluster remembers at once (limits.max_idempotency_keys = %d); run fewer jobs or raise the limit", n, k.limit)
+	}
+	return k.keys+int64(n) <= k.limit, nil
+}
+
+// readRememberedKeys reads the local nodes' counts and returns the largest
+// (a follower may lag the leader by an entry or two).
+func (r *runner) readRememberedKeys(ctx context.Context) (rememberedKeys, error) {
+	var most rememberedKeys
+	for _, n := range r.cluster.Nodes {
+		var k rememberedKeys
+		err := scrapeMetrics(ctx, n.HTTPAddr, func(body io.Reader) error {
+			var err error
+			k, err = parseRememberedKeys(body)
+			return err
+		})
+		if err != nil {
+			return rememberedKeys{}, err
+		}
+		if k.known && (!most.known || k.keys > most.keys) {
+			most = k
+		}
+	}
+	return most, nil
+}
+
+// awaitKeyRoom returns once the local cluster has room for n more
+// idempotency keys, printing what it waits for. Against a cluster given
+// with --addr it returns at once: the bench does not know its nodes'
+// /metrics, and a refusal then comes back from the server.
+func (r *runner) awaitKeyRoom(ctx context.Context, n int) error {
+	return r.awaitKeyRoomEvery(ctx, n, keyRoomPoll)
+}
+
+func (r *runner) awaitKeyRoomEvery(ctx context.Context, n int, poll time.Duration) error {
+	if r.cluster == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, keyRoomTimeout)
+	defer cancel()
+	for announced := false; ; {
+		k, err := r.readRememberedKeys(ctx)
+		if err != nil {
+			return fmt.Errorf("reading remembered idempotency keys: %w", err)
+		}
+		fits, err := keyRoom(k, n)
+		if err != nil || fits {
+			return err
+		}
+		if !announced {
+			r.progress(fmt.Sprintf("waiting for remembered idempotency keys to expire: %d held, %d more needed, limits.max_idempotency_keys = %d", k.keys, n, k.limit))
+			announced = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for room for %d idempotency keys (%d held of %d): %w", n, k.keys, k.limit, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sepp-io/sepp/devcluster"
+)
+
+// exposition is a node's /metrics with keys remembered of limit.
+func exposition(keys, limit int64) string {
+	return fmt.Sprintf(`# HELP sepp_remembered_keys Keys remembered to answer retried calls.
+# TYPE sepp_remembered_keys gauge
+sepp_remembered_keys{kind="idempotency_key",node="sepp-1"} %d
+sepp_remembered_keys{kind="reserve_request_id",node="sepp-1"} 7
+# HELP sepp_remembered_keys_limit limits.max_idempotency_keys.
+# TYPE sepp_remembered_keys_limit gauge
+sepp_remembered_keys_limit{node="sepp-1"} %d
+`, keys, limit)
+}
+
+func TestParseRememberedKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want rememberedKeys
+	}{
+		{"both", exposition(1710477, 2000000), rememberedKeys{keys: 1710477, limit: 2000000, known: true}},
+		{"float notation, as Prometheus writes large values", "# TYPE sepp_remembered_keys gauge\nsepp_remembered_keys{kind=\"idempotency_key\"} 1.710477e+06\n# TYPE sepp_remembered_keys_limit gauge\nsepp_remembered_keys_limit 2e+06\n", rememberedKeys{keys: 1710477, limit: 2000000, known: true}},
+		{"a node without the metrics", "# TYPE sepp_raft_term gauge\nsepp_raft_term 3\n", rememberedKeys{}},
+		{"the limit missing", strings.Split(exposition(5, 10), "# HELP sepp_remembered_keys_limit")[0], rememberedKeys{keys: 5}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseRememberedKeys(strings.NewReader(tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	if _, err := parseRememberedKeys(strings.NewReader("not { a metric")); err == nil {
+		t.Error("a broken exposition parsed")
+	}
+}
+
+func TestKeyRoom(t *testing.T) {
+	tests := []struct {
+		name    string
+		k       rememberedKeys
+		n       int
+		fits    bool
+		wantErr string
+	}{
+		{"room", rememberedKeys{keys: 100, limit: 1000, known: true}, 900, true, ""},
+		{"one too many waits", rememberedKeys{keys: 101, limit: 1000, known: true}, 900, false, ""},
+		{"more than the limit can never fit", rememberedKeys{keys: 0, limit: 1000, known: true}, 1001, false, "limits.max_idempotency_keys = 1000"},
+		{"unknown counts do not hold the bench", rememberedKeys{}, 5_000_000, true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fits, err := keyRoom(tc.k, tc.n)
+			if fits != tc.fits {
+				t.Errorf("fits = %v, want %v", fits, tc.fits)
+			}
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("err = %v, want one naming %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestAwaitKeyRoom: the wait ends once a node's count has dropped far
+// enough, and says once what it waits for.
+func TestAwaitKeyRoom(t *testing.T) {
+	var reads atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		held := max(1_900_000-100_000*reads.Add(1), 0) // keys expiring as the clock runs
+		_, _ = io.WriteString(w, exposition(held, 2_000_000))
+	}))
+	defer srv.Close()
+	var progress strings.Builder
+	r := &runner{
+		cluster: &devcluster.Cluster{Nodes: []*devcluster.Node{{ID: "sepp-1", HTTPAddr: strings.TrimPrefix(srv.URL, "http://")}}},
+		opts:    Options{Progress: &progress},
+	}
+	if err := r.awaitKeyRoomEvery(context.Background(), 500_000, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// 1.8M, 1.7M, 1.6M held do not leave room for 500k; 1.5M does.
+	if got := reads.Load(); got != 4 {
+		t.Errorf("read the metrics %d times, want 4", got)
+	}
+	if got := strings.Count(progress.String(), "waiting for remembered idempotency keys to expire"); got != 1 {
+		t.Errorf("progress said it waits %d times, want once:\n%s", got, progress.String())
+	}
+
+	if err := r.awaitKeyRoomEvery(context.Background(), 3_000_000, time.Millisecond); err == nil || !strings.Contains(err.Error(), "max_idempotency_keys") {
+		t.Errorf("more keys than the limit: err = %v, want one naming max_idempotency_keys", err)
+	}
+}
