@@ -66,6 +66,11 @@ type Options struct {
 	FailoverAfter    time.Duration // enqueueing after the fault
 
 	RecoveryJobs int
+	// RecoveryClean makes the recovery scenario wait, before it fills its
+	// queue, until the earlier scenarios' idempotency keys have expired
+	// (up to limits.idempotency_window), so its memory figures count its
+	// own jobs and their keys, not what the scenarios before it left.
+	RecoveryClean bool
 
 	JSON     bool
 	Out      io.Writer // figures
@@ -92,6 +97,7 @@ func Defaults() Options {
 		FailoverBefore:   time.Second,
 		FailoverAfter:    2 * time.Second,
 		RecoveryJobs:     1_000_000,
+		RecoveryClean:    true,
 		Out:              os.Stdout,
 	}
 }
@@ -122,6 +128,9 @@ type runner struct {
 	produced string
 	// calls times the client's calls (timings.go).
 	calls callTimer
+	// keyPoll overrides how often the waits for idempotency keys read the
+	// nodes' counts (keyroom.go); tests shorten it.
+	keyPoll time.Duration
 }
 
 // ErrIntegrity is returned when a scenario lost or duplicated a job.

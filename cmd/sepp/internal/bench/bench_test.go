@@ -38,6 +38,7 @@ func TestSmoke(t *testing.T) {
 	o.FailoverBefore = 300 * time.Millisecond
 	o.FailoverAfter = time.Second
 	o.RecoveryJobs = 5000
+	o.RecoveryClean = false // waiting out the earlier scenarios' keys takes two minutes
 	var out bytes.Buffer
 	o.Out = &out
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

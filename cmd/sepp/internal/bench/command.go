@@ -81,6 +81,7 @@ Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 	f.DurationVar(&o.FailoverBefore, "failover-before", o.FailoverBefore, "enqueueing before the fault")
 	f.DurationVar(&o.FailoverAfter, "failover-after", o.FailoverAfter, "enqueueing after the fault")
 	f.IntVar(&o.RecoveryJobs, "recovery-jobs", o.RecoveryJobs, "waiting jobs for the recovery scenario")
+	f.BoolVar(&o.RecoveryClean, "recovery-clean", o.RecoveryClean, "before filling the recovery queue, wait until the earlier scenarios' idempotency keys have expired (up to 2 min with the default config), so the memory figures count only the recovery scenario's jobs")
 	f.BoolVar(&o.JSON, "json", false, "print the figures as JSON")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write a pprof CPU profile of the bench's own process (the client side) to this file")
 	return cmd

@@ -97,10 +97,35 @@ func (r *runner) readRememberedKeys(ctx context.Context) (rememberedKeys, error)
 // with --addr it returns at once: the bench does not know its nodes'
 // /metrics, and a refusal then comes back from the server.
 func (r *runner) awaitKeyRoom(ctx context.Context, n int) error {
-	return r.awaitKeyRoomEvery(ctx, n, keyRoomPoll)
+	return r.awaitKeysEvery(ctx, r.keyPollInterval(),
+		func(k rememberedKeys) (bool, error) { return keyRoom(k, n) },
+		func(k rememberedKeys) string {
+			return fmt.Sprintf("waiting for remembered idempotency keys to expire: %d held, %d more needed, limits.max_idempotency_keys = %d", k.keys, n, k.limit)
+		})
 }
 
-func (r *runner) awaitKeyRoomEvery(ctx context.Context, n int, poll time.Duration) error {
+// awaitNoKeys returns once the local cluster remembers no idempotency keys:
+// the recovery scenario waits for the earlier scenarios' keys to expire, so
+// that the memory it reports is its own jobs' (and their keys').
+func (r *runner) awaitNoKeys(ctx context.Context) error {
+	return r.awaitKeysEvery(ctx, r.keyPollInterval(),
+		func(k rememberedKeys) (bool, error) { return !k.known || k.keys == 0, nil },
+		func(k rememberedKeys) string {
+			return fmt.Sprintf("waiting for the earlier scenarios' %d idempotency keys to expire (limits.idempotency_window), so the memory figures count this scenario's jobs alone; --recovery-clean=false skips this", k.keys)
+		})
+}
+
+// keyPollInterval is keyRoomPoll unless a test set runner.keyPoll.
+func (r *runner) keyPollInterval() time.Duration {
+	if r.keyPoll > 0 {
+		return r.keyPoll
+	}
+	return keyRoomPoll
+}
+
+// awaitKeysEvery reads the local cluster's remembered keys every poll until
+// ready says so, printing waiting once.
+func (r *runner) awaitKeysEvery(ctx context.Context, poll time.Duration, ready func(rememberedKeys) (bool, error), waiting func(rememberedKeys) string) error {
 	if r.cluster == nil {
 		return nil
 	}
@@ -111,17 +136,17 @@ func (r *runner) awaitKeyRoomEvery(ctx context.Context, n int, poll time.Duratio
 		if err != nil {
 			return fmt.Errorf("reading remembered idempotency keys: %w", err)
 		}
-		fits, err := keyRoom(k, n)
-		if err != nil || fits {
+		ok, err := ready(k)
+		if err != nil || ok {
 			return err
 		}
 		if !announced {
-			r.progress(fmt.Sprintf("waiting for remembered idempotency keys to expire: %d held, %d more needed, limits.max_idempotency_keys = %d", k.keys, n, k.limit))
+			r.progress(waiting(k))
 			announced = true
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for room for %d idempotency keys (%d held of %d): %w", n, k.keys, k.limit, ctx.Err())
+			return fmt.Errorf("%s: %w", waiting(k), ctx.Err())
 		case <-time.After(poll):
 		}
 	}

@@ -92,8 +92,9 @@ func TestAwaitKeyRoom(t *testing.T) {
 	r := &runner{
 		cluster: &devcluster.Cluster{Nodes: []*devcluster.Node{{ID: "sepp-1", HTTPAddr: strings.TrimPrefix(srv.URL, "http://")}}},
 		opts:    Options{Progress: &progress},
+		keyPoll: time.Millisecond,
 	}
-	if err := r.awaitKeyRoomEvery(context.Background(), 500_000, time.Millisecond); err != nil {
+	if err := r.awaitKeyRoom(context.Background(), 500_000); err != nil {
 		t.Fatal(err)
 	}
 	// 1.8M, 1.7M, 1.6M held do not leave room for 500k; 1.5M does.
@@ -104,7 +105,40 @@ func TestAwaitKeyRoom(t *testing.T) {
 		t.Errorf("progress said it waits %d times, want once:\n%s", got, progress.String())
 	}
 
-	if err := r.awaitKeyRoomEvery(context.Background(), 3_000_000, time.Millisecond); err == nil || !strings.Contains(err.Error(), "max_idempotency_keys") {
+	if err := r.awaitKeyRoom(context.Background(), 3_000_000); err == nil || !strings.Contains(err.Error(), "max_idempotency_keys") {
 		t.Errorf("more keys than the limit: err = %v, want one naming max_idempotency_keys", err)
+	}
+}
+
+// TestAwaitNoKeys: the recovery scenario's wait ends once a node remembers
+// no keys, and at once when the metrics are not there to read.
+func TestAwaitNoKeys(t *testing.T) {
+	tests := []struct {
+		name      string
+		body      func(read int64) string
+		wantReads int64
+	}{
+		{"keys expiring", func(read int64) string { return exposition(max(300-100*read, 0), 1000) }, 3},
+		{"none to begin with", func(int64) string { return exposition(0, 1000) }, 1},
+		{"a server without the metrics", func(int64) string { return "# TYPE sepp_raft_term gauge\nsepp_raft_term 3\n" }, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var reads atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = io.WriteString(w, tc.body(reads.Add(1)))
+			}))
+			defer srv.Close()
+			r := &runner{
+				cluster: &devcluster.Cluster{Nodes: []*devcluster.Node{{ID: "sepp-1", HTTPAddr: strings.TrimPrefix(srv.URL, "http://")}}},
+				keyPoll: time.Millisecond,
+			}
+			if err := r.awaitNoKeys(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := reads.Load(); got != tc.wantReads {
+				t.Errorf("read the metrics %d times, want %d", got, tc.wantReads)
+			}
+		})
 	}
 }

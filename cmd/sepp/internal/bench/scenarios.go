@@ -611,6 +611,11 @@ func (r *runner) recovery(ctx context.Context) error {
 	}
 	queue := queueName("recovery")
 	n := r.opts.RecoveryJobs
+	if r.opts.RecoveryClean {
+		if err := r.awaitNoKeys(ctx); err != nil {
+			return err
+		}
+	}
 	saved := r.opts.PayloadBytes
 	r.opts.PayloadBytes = 100
 	r.progress(fmt.Sprintf("filling %s with %d jobs of 100 bytes", queue, n))
@@ -628,7 +633,8 @@ func (r *runner) recovery(ctx context.Context) error {
 		r.add(fmt.Sprintf("recovery_rss_%s", node.ID), float64(rss)/(1<<20), "MiB")
 	}
 	// The nodes also hold the idempotency keys of every job enqueued in the
-	// window, this scenario's and the earlier ones': part of that memory.
+	// window: this scenario's, and the earlier ones' unless RecoveryClean
+	// waited them out. They are part of that memory.
 	if k, err := r.readRememberedKeys(ctx); err == nil && k.known {
 		r.add("recovery_remembered_keys", float64(k.keys), "keys")
 	}
