@@ -83,12 +83,8 @@ func (n *Node) leaderDuties(ctx context.Context) {
 	}
 
 	// The node's configured engine config becomes the cluster's.
-	var running engine.Config
-	_ = n.fsm.Read(func(e *engine.Engine) error { running = e.Config(); return nil })
-	if !reflect.DeepEqual(running, n.cfg.Engine) {
-		if !n.runDuty(ctx, "set config", fsm.SetConfigCommand(n.cfg.Engine)) {
-			return
-		}
+	if !n.setConfig(ctx) {
+		return
 	}
 
 	// Static peers' metadata the state lacks (a joined member's metadata,
@@ -212,4 +208,29 @@ func (n *Node) runTicker(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// membersConfig is the node's configured engine config as every member can
+// apply it: without limits.idempotency_min_window until every member is
+// known to apply CommandVersionKeyMinWindow (a member of an older binary
+// would drop it and keep refusing the keys the others forget early).
+// learnMemberVersions sets the config again once the members are known.
+func (n *Node) membersConfig() engine.Config {
+	cfg := n.cfg.Engine
+	if cfg.Limits.IdempotencyMinWindow != 0 && !n.membersApply(fsm.CommandVersionKeyMinWindow) {
+		cfg.Limits.IdempotencyMinWindow = 0
+	}
+	return cfg
+}
+
+// setConfig proposes membersConfig when the cluster runs another config,
+// and reports false when leadership or the node ended first.
+func (n *Node) setConfig(ctx context.Context) bool {
+	want := n.membersConfig()
+	var running engine.Config
+	_ = n.fsm.Read(func(e *engine.Engine) error { running = e.Config(); return nil })
+	if reflect.DeepEqual(running, want) {
+		return true
+	}
+	return n.runDuty(ctx, "set config", fsm.SetConfigCommand(want))
 }

@@ -50,6 +50,11 @@ func (n *Node) learnMemberVersions(ctx context.Context) {
 		case <-t.C:
 		}
 		if n.askMemberVersions(ctx) {
+			// Every member applies this binary's commands: a config held
+			// back for an older member (membersConfig) can go out now.
+			if !n.setConfig(ctx) {
+				return
+			}
 			t.Reset(versionRecheck)
 		} else {
 			t.Reset(versionRetry)

@@ -219,9 +219,14 @@ type Limits struct {
 	MaxJobTypeBytes      int    `toml:"max_job_type_bytes"`
 	IdempotencyWindowMS  int64  `toml:"idempotency_window_ms"`
 	MaxIdempotencyKeys   int    `toml:"max_idempotency_keys"`
-	MaxQueueLength       int    `toml:"max_queue_length"`
-	MaxDeadLetters       int    `toml:"max_dead_letters"`
-	AttemptHistory       int    `toml:"attempt_history"`
+	// IdempotencyMinWindowMS is how long a key is kept at least once
+	// max_idempotency_keys are held: a new key then makes the oldest be
+	// forgotten early if it is this old, and is refused otherwise. 0 never
+	// forgets early (every new key past the limit is refused).
+	IdempotencyMinWindowMS int64 `toml:"idempotency_min_window_ms"`
+	MaxQueueLength         int   `toml:"max_queue_length"`
+	MaxDeadLetters         int   `toml:"max_dead_letters"`
+	AttemptHistory         int   `toml:"attempt_history"`
 	// Strict rejects enqueues to queues that no [[queues]] entry names.
 	Strict bool `toml:"strict"`
 }
@@ -362,27 +367,28 @@ func Default() Config {
 			DetectLeaderCrash:      true,
 		},
 		Limits: Limits{
-			DefaultPriority:      lim.DefaultPriority,
-			DefaultMaxAttempts:   lim.DefaultMaxAttempts,
-			MaxAttemptsCeiling:   lim.MaxAttemptsCeiling,
-			RetryDelayMS:         lim.RetryDelay.Milliseconds(),
-			RetryBackoff:         backoffName(lim.RetryBackoff),
-			RetryDelayMaxMS:      lim.RetryDelayMax.Milliseconds(),
-			MaxScheduleHorizonMS: lim.MaxScheduleHorizon.Milliseconds(),
-			MaxReserveBatch:      lim.MaxReserveBatch,
-			DefaultLeaseMS:       lim.DefaultLease.Milliseconds(),
-			MaxLeaseMS:           lim.MaxLease.Milliseconds(),
-			MaxPayloadBytes:      lim.MaxPayloadBytes,
-			MaxBatchSize:         lim.MaxBatchSize,
-			MaxCustomFields:      lim.MaxCustomFields,
-			MaxCustomFieldBytes:  lim.MaxCustomFieldBytes,
-			MaxJobTypeBytes:      lim.MaxJobTypeBytes,
-			IdempotencyWindowMS:  lim.IdempotencyWindow.Milliseconds(),
-			MaxIdempotencyKeys:   lim.MaxIdempotencyKeys,
-			MaxQueueLength:       lim.MaxQueueLength,
-			MaxDeadLetters:       lim.MaxDeadLetters,
-			AttemptHistory:       lim.AttemptHistory,
-			Strict:               lim.Strict,
+			DefaultPriority:        lim.DefaultPriority,
+			DefaultMaxAttempts:     lim.DefaultMaxAttempts,
+			MaxAttemptsCeiling:     lim.MaxAttemptsCeiling,
+			RetryDelayMS:           lim.RetryDelay.Milliseconds(),
+			RetryBackoff:           backoffName(lim.RetryBackoff),
+			RetryDelayMaxMS:        lim.RetryDelayMax.Milliseconds(),
+			MaxScheduleHorizonMS:   lim.MaxScheduleHorizon.Milliseconds(),
+			MaxReserveBatch:        lim.MaxReserveBatch,
+			DefaultLeaseMS:         lim.DefaultLease.Milliseconds(),
+			MaxLeaseMS:             lim.MaxLease.Milliseconds(),
+			MaxPayloadBytes:        lim.MaxPayloadBytes,
+			MaxBatchSize:           lim.MaxBatchSize,
+			MaxCustomFields:        lim.MaxCustomFields,
+			MaxCustomFieldBytes:    lim.MaxCustomFieldBytes,
+			MaxJobTypeBytes:        lim.MaxJobTypeBytes,
+			IdempotencyWindowMS:    lim.IdempotencyWindow.Milliseconds(),
+			MaxIdempotencyKeys:     lim.MaxIdempotencyKeys,
+			IdempotencyMinWindowMS: lim.IdempotencyMinWindow.Milliseconds(),
+			MaxQueueLength:         lim.MaxQueueLength,
+			MaxDeadLetters:         lim.MaxDeadLetters,
+			AttemptHistory:         lim.AttemptHistory,
+			Strict:                 lim.Strict,
 		},
 		Storage: Storage{DeadLetterRetentionMS: lim.DeadLetterRetention.Milliseconds(), WALSegmentMB: 64},
 		TLS:     TLS{HTTP: true},
@@ -710,28 +716,29 @@ func (c Config) EngineConfig() (engine.Config, error) {
 		return engine.Config{}, err
 	}
 	out := engine.Config{Limits: engine.Limits{
-		DefaultPriority:     l.DefaultPriority,
-		DefaultMaxAttempts:  l.DefaultMaxAttempts,
-		MaxAttemptsCeiling:  l.MaxAttemptsCeiling,
-		RetryDelay:          ms(l.RetryDelayMS),
-		RetryBackoff:        backoff,
-		RetryDelayMax:       ms(l.RetryDelayMaxMS),
-		MaxScheduleHorizon:  ms(l.MaxScheduleHorizonMS),
-		MaxReserveBatch:     l.MaxReserveBatch,
-		DefaultLease:        ms(l.DefaultLeaseMS),
-		MaxLease:            ms(l.MaxLeaseMS),
-		MaxPayloadBytes:     l.MaxPayloadBytes,
-		MaxBatchSize:        l.MaxBatchSize,
-		MaxCustomFields:     l.MaxCustomFields,
-		MaxCustomFieldBytes: l.MaxCustomFieldBytes,
-		MaxJobTypeBytes:     l.MaxJobTypeBytes,
-		IdempotencyWindow:   ms(l.IdempotencyWindowMS),
-		MaxIdempotencyKeys:  l.MaxIdempotencyKeys,
-		MaxQueueLength:      l.MaxQueueLength,
-		MaxDeadLetters:      l.MaxDeadLetters,
-		AttemptHistory:      l.AttemptHistory,
-		DeadLetterRetention: ms(c.Storage.DeadLetterRetentionMS),
-		Strict:              l.Strict,
+		DefaultPriority:      l.DefaultPriority,
+		DefaultMaxAttempts:   l.DefaultMaxAttempts,
+		MaxAttemptsCeiling:   l.MaxAttemptsCeiling,
+		RetryDelay:           ms(l.RetryDelayMS),
+		RetryBackoff:         backoff,
+		RetryDelayMax:        ms(l.RetryDelayMaxMS),
+		MaxScheduleHorizon:   ms(l.MaxScheduleHorizonMS),
+		MaxReserveBatch:      l.MaxReserveBatch,
+		DefaultLease:         ms(l.DefaultLeaseMS),
+		MaxLease:             ms(l.MaxLeaseMS),
+		MaxPayloadBytes:      l.MaxPayloadBytes,
+		MaxBatchSize:         l.MaxBatchSize,
+		MaxCustomFields:      l.MaxCustomFields,
+		MaxCustomFieldBytes:  l.MaxCustomFieldBytes,
+		MaxJobTypeBytes:      l.MaxJobTypeBytes,
+		IdempotencyWindow:    ms(l.IdempotencyWindowMS),
+		MaxIdempotencyKeys:   l.MaxIdempotencyKeys,
+		IdempotencyMinWindow: ms(l.IdempotencyMinWindowMS),
+		MaxQueueLength:       l.MaxQueueLength,
+		MaxDeadLetters:       l.MaxDeadLetters,
+		AttemptHistory:       l.AttemptHistory,
+		DeadLetterRetention:  ms(c.Storage.DeadLetterRetentionMS),
+		Strict:               l.Strict,
 	}}
 	for i, q := range c.Queues {
 		qc := engine.QueueConfig{

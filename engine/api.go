@@ -77,9 +77,15 @@ type Limits struct {
 	MaxJobTypeBytes     int           // default 256
 	IdempotencyWindow   time.Duration // default 2m (covers client retries through a failover)
 	MaxIdempotencyKeys  int           // default 2,000,000 remembered keys
-	MaxQueueLength      int           // default 0: unbounded
-	MaxDeadLetters      int           // default 1,000,000 retained records
-	AttemptHistory      int           // default 5 entries kept per job
+	// IdempotencyMinWindow is how long a key is kept at least once
+	// MaxIdempotencyKeys are held: a new key then makes the oldest be
+	// forgotten before its window ends, if it is this old; else the new key
+	// is refused (ErrCapacity). 0 never forgets early. Default 20s, more
+	// than the Go client's 15s of retries.
+	IdempotencyMinWindow time.Duration
+	MaxQueueLength       int // default 0: unbounded
+	MaxDeadLetters       int // default 1,000,000 retained records
+	AttemptHistory       int // default 5 entries kept per job
 	// DeadLetterRetention keeps dead-letter records this long; 0 drops dead
 	// jobs on the spot. Restart-only ([storage] dead_letter_retention_ms).
 	DeadLetterRetention time.Duration

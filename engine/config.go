@@ -26,28 +26,29 @@ const (
 // DefaultLimits returns the documented defaults of every limit.
 func DefaultLimits() Limits {
 	return Limits{
-		DefaultPriority:     0,
-		DefaultMaxAttempts:  3,
-		MaxAttemptsCeiling:  100,
-		RetryDelay:          0,
-		RetryBackoff:        BackoffNone,
-		RetryDelayMax:       time.Hour,
-		MaxScheduleHorizon:  30 * 24 * time.Hour,
-		MaxReserveBatch:     100,
-		DefaultLease:        30 * time.Second,
-		MaxLease:            12 * time.Hour,
-		MaxPayloadBytes:     1 << 20,
-		MaxBatchSize:        1000,
-		MaxCustomFields:     64,
-		MaxCustomFieldBytes: 4096,
-		MaxJobTypeBytes:     256,
-		IdempotencyWindow:   2 * time.Minute,
-		MaxIdempotencyKeys:  2_000_000,
-		MaxQueueLength:      0,
-		MaxDeadLetters:      1_000_000,
-		AttemptHistory:      5,
-		DeadLetterRetention: 0,
-		Strict:              false,
+		DefaultPriority:      0,
+		DefaultMaxAttempts:   3,
+		MaxAttemptsCeiling:   100,
+		RetryDelay:           0,
+		RetryBackoff:         BackoffNone,
+		RetryDelayMax:        time.Hour,
+		MaxScheduleHorizon:   30 * 24 * time.Hour,
+		MaxReserveBatch:      100,
+		DefaultLease:         30 * time.Second,
+		MaxLease:             12 * time.Hour,
+		MaxPayloadBytes:      1 << 20,
+		MaxBatchSize:         1000,
+		MaxCustomFields:      64,
+		MaxCustomFieldBytes:  4096,
+		MaxJobTypeBytes:      256,
+		IdempotencyWindow:    2 * time.Minute,
+		MaxIdempotencyKeys:   2_000_000,
+		IdempotencyMinWindow: 20 * time.Second,
+		MaxQueueLength:       0,
+		MaxDeadLetters:       1_000_000,
+		AttemptHistory:       5,
+		DeadLetterRetention:  0,
+		Strict:               false,
 	}
 }
 
@@ -132,6 +133,10 @@ func (c Config) Validate() error {
 		return invalid("limits.idempotency_window_ms", "must not be negative, got %s", l.IdempotencyWindow)
 	case l.MaxIdempotencyKeys < 1:
 		return invalid("limits.max_idempotency_keys", "must be at least 1, got %d", l.MaxIdempotencyKeys)
+	case l.IdempotencyMinWindow < 0:
+		return invalid("limits.idempotency_min_window_ms", "must not be negative, got %s", l.IdempotencyMinWindow)
+	case l.IdempotencyMinWindow > l.IdempotencyWindow:
+		return invalid("limits.idempotency_min_window_ms", "%s is above limits.idempotency_window_ms %s", l.IdempotencyMinWindow, l.IdempotencyWindow)
 	case l.MaxQueueLength < 0:
 		return invalid("limits.max_queue_length", "must not be negative (0 is unbounded), got %d", l.MaxQueueLength)
 	case l.MaxDeadLetters < 1:

@@ -28,6 +28,11 @@ type Engine struct {
 	deadExp            deadExpiryHeap
 
 	keys idemKeys // idempotency keys, in creation order
+	// keysForgottenEarly counts keys forgotten before their window ended
+	// to make room (forgetOldestKeyEarly). A figure for /metrics, not part
+	// of the state: a restored engine starts it at 0, like any counter of
+	// a restarted process.
+	keysForgottenEarly uint64
 
 	reservations map[string]*reservation
 	resHeap      reservationHeap

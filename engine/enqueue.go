@@ -124,8 +124,8 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	if q.set.maxLength > 0 && q.live() >= q.set.maxLength {
 		return EnqueueResult{}, &FieldError{Field: "queue", Reason: fmt.Sprintf("queue %q holds %d jobs, its max_length", q.name, q.set.maxLength), Err: ErrQueueFull}
 	}
-	if key != "" && e.keys.len() >= e.lim.MaxIdempotencyKeys {
-		return EnqueueResult{}, &FieldError{Field: "idempotency_key", Reason: fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys; retry once older keys expire", e.keys.len()), Err: ErrCapacity}
+	if key != "" && e.keys.len() >= e.lim.MaxIdempotencyKeys && !e.forgetOldestKeyEarly(now) {
+		return EnqueueResult{}, &FieldError{Field: "idempotency_key", Reason: fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys, the oldest for less than limits.idempotency_min_window_ms (%s); retry once older keys expire", e.keys.len(), e.lim.IdempotencyMinWindow), Err: ErrCapacity}
 	}
 
 	prio := q.set.defaultPriority
@@ -210,4 +210,21 @@ func (e *Engine) stateOf(id JobID) State {
 		return StateDead
 	}
 	return StateUnknown
+}
+
+// forgetOldestKeyEarly makes room for a new key in a full key store: it
+// forgets the oldest key before its window ends if the key has been kept
+// for limits.idempotency_min_window, and reports whether it did. A burst
+// above max_idempotency_keys per window thus shortens the window, down to
+// the minimum, instead of refusing keyed enqueues (which the Go client's
+// every job is); only a sustained rate above max_idempotency_keys per
+// minimum window is refused.
+func (e *Engine) forgetOldestKeyEarly(now int64) bool {
+	minWindow := int64(e.lim.IdempotencyMinWindow)
+	if minWindow <= 0 || e.keys.len() == 0 || addSat(e.keys.front().createdAt, minWindow) > now {
+		return false
+	}
+	e.keys.popFront()
+	e.keysForgottenEarly++
+	return true
 }

@@ -153,18 +153,23 @@ func smallestJobs(js []*job, limit int) []*job {
 // with its first result: the idempotency keys of enqueues, held for
 // limits.idempotency_window, and the request ids of reserves, held until the
 // lease that reserve granted ends. Each kind is capped at
-// limits.max_idempotency_keys (Limit); past it new ones are refused with
-// ErrCapacity.
+// limits.max_idempotency_keys (Limit); past it the oldest idempotency key
+// is forgotten early if it is limits.idempotency_min_window old, and else
+// the new one is refused with ErrCapacity, as a new request id is.
 type RememberedKeys struct {
 	IdempotencyKeys   int
 	ReserveRequestIDs int
 	Limit             int
+	// ForgottenEarly counts idempotency keys this engine forgot before
+	// their window ended, to make room once Limit were held (since it
+	// started or was restored: not part of the state).
+	ForgottenEarly uint64
 }
 
 // RememberedKeys returns the counts as of the last applied tick: a key is
 // forgotten by the tick that passes its expiry, not when it is read.
 func (e *Engine) RememberedKeys() RememberedKeys {
-	return RememberedKeys{IdempotencyKeys: e.keys.len(), ReserveRequestIDs: len(e.reservations), Limit: e.lim.MaxIdempotencyKeys}
+	return RememberedKeys{IdempotencyKeys: e.keys.len(), ReserveRequestIDs: len(e.reservations), Limit: e.lim.MaxIdempotencyKeys, ForgottenEarly: e.keysForgottenEarly}
 }
 
 // Stats returns every queue's counts, by queue name.

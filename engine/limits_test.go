@@ -115,7 +115,11 @@ func TestQueueMaxLength_RefusesWhenFull(t *testing.T) {
 
 func TestIdempotencyKey(t *testing.T) {
 	clock := et.NewClock()
-	e := et.New(t, func(c *engine.Config) { c.Limits.IdempotencyWindow = time.Hour; c.Limits.MaxIdempotencyKeys = 2 })
+	e := et.New(t, func(c *engine.Config) {
+		c.Limits.IdempotencyWindow = time.Hour
+		c.Limits.MaxIdempotencyKeys = 2
+		c.Limits.IdempotencyMinWindow = time.Hour // a full store refuses: see TestIdempotencyKeyStoreFull
+	})
 	p := et.Job("q")
 	p.IdempotencyKey = "order-1"
 	first, err := e.Enqueue(clock.Now(), p)
@@ -188,4 +192,64 @@ func TestRememberedKeys(t *testing.T) {
 	want("the keys' window passed", 0, 1)
 	e.Tick(clock.Advance(30 * time.Second))
 	want("the reserve's lease passed", 0, 0)
+}
+
+// TestIdempotencyKeyStoreFull: once max_idempotency_keys are held, a new key
+// makes the oldest be forgotten before its window ends if it has been kept
+// idempotency_min_window, and is refused otherwise; 0 never forgets early.
+func TestIdempotencyKeyStoreFull(t *testing.T) {
+	tests := []struct {
+		name      string
+		minWindow time.Duration
+		age       time.Duration // of the oldest key when the new one comes
+		forgets   bool
+	}{
+		{"the oldest kept the minimum is forgotten", 20 * time.Second, 20 * time.Second, true},
+		{"the oldest kept less is not", 20 * time.Second, 19 * time.Second, false},
+		{"a minimum of 0 never forgets early", 0, 90 * time.Second, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := et.NewClock()
+			e := et.New(t, func(c *engine.Config) {
+				c.Limits.IdempotencyWindow = 2 * time.Minute
+				c.Limits.MaxIdempotencyKeys = 2
+				c.Limits.IdempotencyMinWindow = tc.minWindow
+			})
+			keyed := func(key string) engine.EnqueueParams {
+				p := et.Job("q")
+				p.IdempotencyKey = key
+				return p
+			}
+			first := et.MustEnqueue(t, e, clock.Now(), keyed("k1"))
+			et.MustEnqueue(t, e, clock.Advance(time.Second), keyed("k2"))
+			clock.Advance(tc.age - time.Second)
+			// A remembered key needs no room: it still finds its job.
+			if res, err := e.Enqueue(clock.Now(), keyed("k2")); err != nil || !res.Duplicate {
+				t.Fatalf("repeat of k2 in a full store = %+v %v, want the duplicate", res, err)
+			}
+			res, err := e.Enqueue(clock.Now(), keyed("k3"))
+			if !tc.forgets {
+				var fe *engine.FieldError
+				if !errors.Is(err, engine.ErrCapacity) || !errors.As(err, &fe) || fe.Field != "idempotency_key" || !strings.Contains(err.Error(), "idempotency_min_window_ms") {
+					t.Fatalf("new key in a full store = %+v %v, want ErrCapacity on idempotency_key naming idempotency_min_window_ms", res, err)
+				}
+				if got := e.RememberedKeys(); got.IdempotencyKeys != 2 || got.ForgottenEarly != 0 {
+					t.Errorf("after the refusal: %+v", got)
+				}
+				return
+			}
+			if err != nil || res.Duplicate {
+				t.Fatalf("new key = %+v %v, want a new job", res, err)
+			}
+			if got := e.RememberedKeys(); got.IdempotencyKeys != 2 || got.ForgottenEarly != 1 {
+				t.Errorf("after forgetting k1 early: %+v, want 2 keys and 1 forgotten early", got)
+			}
+			// k1 is forgotten: its repeat is a new job; k2 is still known.
+			if again, _ := e.Enqueue(clock.Now(), keyed("k1")); again.Duplicate || again.JobID == first {
+				t.Errorf("repeat of the forgotten k1 = %+v, want a new job", again)
+			}
+			et.RequireInvariants(t, e)
+		})
+	}
 }

@@ -27,8 +27,12 @@ import (
 // length-prefixed. Nothing depends on map order or on how the engine happens
 // to hold things internally, so equal states give equal bytes.
 const (
-	snapshotMagic   = "SEPPENG\x00"
-	snapshotVersion = 1
+	snapshotMagic = "SEPPENG\x00"
+	// snapshotVersion is the layout this engine writes. Version 2 added
+	// limits.idempotency_min_window after the other limits; version 1 is
+	// still read, as a config without it (0: keys are never forgotten
+	// early, which is what a version 1 engine did).
+	snapshotVersion = 2
 	// maxDecodeBytes bounds any one string or byte slice read from a
 	// snapshot, so a corrupt length cannot ask for a huge allocation.
 	maxDecodeBytes = 1 << 30
@@ -223,6 +227,7 @@ func encodeConfig(c *encoder, cfg Config) {
 	c.varint(int64(l.AttemptHistory))
 	c.varint(int64(l.DeadLetterRetention))
 	c.bool(l.Strict)
+	c.varint(int64(l.IdempotencyMinWindow))
 	c.uvarint(uint64(len(cfg.Queues)))
 	for _, q := range cfg.Queues {
 		c.string(q.Name)
@@ -384,11 +389,12 @@ func (t *trailerReader) check() error {
 // strings are decoded in place, without a call per byte, and job types,
 // queue names and idempotency keys are looked up without allocating.
 type decoder struct {
-	src io.Reader // the trailerReader
-	buf []byte    // buf[pos:] is read but not yet decoded
-	pos int
-	eof bool // src is exhausted
-	err error
+	version uint64    // of the snapshot, from its header
+	src     io.Reader // the trailerReader
+	buf     []byte    // buf[pos:] is read but not yet decoded
+	pos     int
+	eof     bool // src is exhausted
+	err     error
 	// tr counts what the decoder has pulled; size is the whole input's
 	// length (trailer included) when known, else -1.
 	tr   *trailerReader
@@ -640,8 +646,10 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	if string(magic[:]) != snapshotMagic {
 		return nil, errors.New("not an engine snapshot (bad magic)")
 	}
-	if v := d.uvarint(); d.err == nil && v != snapshotVersion {
-		return nil, fmt.Errorf("unsupported snapshot version %d (this engine reads %d)", v, snapshotVersion)
+	if v := d.uvarint(); d.err == nil && (v < 1 || v > snapshotVersion) {
+		return nil, fmt.Errorf("unsupported snapshot version %d (this engine reads 1..%d)", v, snapshotVersion)
+	} else {
+		d.version = v
 	}
 	e := newEmpty()
 	e.now = d.varint()
@@ -821,6 +829,9 @@ func (d *decoder) decodeConfig() Config {
 	l.AttemptHistory = d.int()
 	l.DeadLetterRetention = time.Duration(d.varint())
 	l.Strict = d.bool()
+	if d.version >= 2 {
+		l.IdempotencyMinWindow = time.Duration(d.varint())
+	}
 	cfg := Config{Limits: l}
 	n := d.count(1 << 20)
 	for i := 0; i < n && d.err == nil; i++ {

@@ -9,6 +9,8 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,11 +24,11 @@ var updateFuzzSeeds = flag.Bool("update-fuzz-seeds", false, "rewrite testdata/fu
 // retries, Ready jobs in FIFO rings and in the returns heaps, leases with
 // worker ids, history, custom fields, dead-letter records, idempotency keys,
 // reserve request ids, a paused queue, per-queue config.
-func richEngine(t testing.TB) *engine.Engine {
+func richEngine(t testing.TB, mutate ...func(*engine.Config)) *engine.Engine {
 	clock := et.NewClock()
-	e := et.New(t, et.WithRetention(time.Hour),
+	e := et.New(t, append([]func(*engine.Config){et.WithRetention(time.Hour),
 		et.WithQueue(engine.QueueConfig{Name: "a", DeadLetterQueue: "a.dead", DefaultPriority: et.Ptr[uint32](3), RetryDelay: et.Ptr(time.Second)}),
-		et.WithQueue(engine.QueueConfig{Name: "a.dead", MaxLength: et.Ptr(1000)}))
+		et.WithQueue(engine.QueueConfig{Name: "a.dead", MaxLength: et.Ptr(1000)})}, mutate...)...)
 	for i := range 40 {
 		p := engine.EnqueueParams{Queue: []string{"a", "b"}[i%2], JobType: fmt.Sprint("type", i%3), Payload: []byte(fmt.Sprint("payload-", i)), Priority: et.Ptr(uint32(i % 10))}
 		if i%5 == 0 {
@@ -233,5 +235,42 @@ func TestFuzzSeedCorpus(t *testing.T) {
 		if err != nil || string(got) != want {
 			t.Fatalf("seed %s is stale or missing (%v); run go test ./engine -run TestFuzzSeedCorpus -update-fuzz-seeds", path, err)
 		}
+	}
+}
+
+// TestRestoreVersion1 restores a snapshot written by the version 1 layout
+// (testdata/fuzz/FuzzRestore/rich-engine-v1, the rich engine as the engine
+// before limits.idempotency_min_window wrote it): the same state, with a
+// config whose minimum window is 0, so its keys are never forgotten early,
+// as they were not then.
+func TestRestoreVersion1(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzRestore", "rich-engine-v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitN(string(raw), "\n", 3)
+	if len(lines) < 2 || !strings.HasPrefix(lines[1], "[]byte(") {
+		t.Fatalf("not a fuzz seed file: %q", raw)
+	}
+	data, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(data, "SEPPENG\x00\x01") {
+		t.Fatalf("the seed is not a version 1 snapshot: % x", data[:9])
+	}
+	e := engine.New(engine.DefaultConfig())
+	if err := e.Restore(strings.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Config().Limits.IdempotencyMinWindow; got != 0 {
+		t.Errorf("minimum window restored from version 1 = %s, want 0", got)
+	}
+	want := richEngine(t, func(c *engine.Config) { c.Limits.IdempotencyMinWindow = 0 })
+	if e.Digest() != want.Digest() {
+		t.Error("the version 1 snapshot restored to another state than the one it was written from")
+	}
+	if err := e.CheckInvariants(); err != nil {
+		t.Fatal(err)
 	}
 }

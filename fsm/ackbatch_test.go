@@ -174,43 +174,53 @@ func cloneCmds(cmds []*cmdpb.Command) []*cmdpb.Command {
 // commands would stop the old followers of a rolling upgrade.
 func TestCommandVersions(t *testing.T) {
 	ref := engine.LeaseRef{JobID: 1, LeaseToken: 1}
+	noMinWindow := engine.Config{Limits: engine.DefaultLimits()}
+	noMinWindow.Limits.IdempotencyMinWindow = 0
 	tests := []struct {
 		name string
 		cmd  *cmdpb.Command
 		want uint32
+		// wantOp is the operation's own version when the command's
+		// version depends on its content (0: the same as want).
+		wantOp uint32
 	}{
-		{"Enqueue", EnqueueCommand(enqueueParams("q", 1)), 1},
-		{"EnqueueBatch", EnqueueBatchCommand(nil), 1},
-		{"Reserve", ReserveCommand(engine.ReserveParams{Queue: "q"}), 1},
-		{"Ack", AckCommand(ref), 1},
-		{"Nack", NackCommand(engine.NackParams{LeaseRef: ref}), 1},
-		{"Release", ReleaseCommand(ref), 1},
-		{"Extend", ExtendLeaseCommand(engine.ExtendParams{LeaseRef: ref}), 1},
-		{"ExtendAll", ExtendAllLeasesCommand(time.Second), 1},
-		{"Drain", DrainCommand(engine.DrainParams{}), 1},
-		{"Requeue", RequeueDeadLettersCommand(nil), 1},
-		{"Delete", DeleteDeadLettersCommand(nil), 1},
-		{"DeadLetter", DeadLetterJobsCommand(nil, ""), 1},
-		{"Pause", PauseQueueCommand("q"), 1},
-		{"Resume", ResumeQueueCommand("q"), 1},
-		{"Tick", TickCommand(), 1},
-		{"Config", SetConfigCommand(engine.Config{Limits: engine.DefaultLimits()}), 1},
-		{"SetNode", SetNodeCommand(NodeMeta{ID: "n", MaxCommandVersion: CommandVersion}), 1},
-		{"DeleteNode", DeleteNodeCommand("n"), 1},
-		{"AckBatch", AckBatchCommand([]engine.LeaseRef{ref}), CommandVersionAckBatch},
+		{name: "Enqueue", cmd: EnqueueCommand(enqueueParams("q", 1)), want: 1},
+		{name: "EnqueueBatch", cmd: EnqueueBatchCommand(nil), want: 1},
+		{name: "Reserve", cmd: ReserveCommand(engine.ReserveParams{Queue: "q"}), want: 1},
+		{name: "Ack", cmd: AckCommand(ref), want: 1},
+		{name: "Nack", cmd: NackCommand(engine.NackParams{LeaseRef: ref}), want: 1},
+		{name: "Release", cmd: ReleaseCommand(ref), want: 1},
+		{name: "Extend", cmd: ExtendLeaseCommand(engine.ExtendParams{LeaseRef: ref}), want: 1},
+		{name: "ExtendAll", cmd: ExtendAllLeasesCommand(time.Second), want: 1},
+		{name: "Drain", cmd: DrainCommand(engine.DrainParams{}), want: 1},
+		{name: "Requeue", cmd: RequeueDeadLettersCommand(nil), want: 1},
+		{name: "Delete", cmd: DeleteDeadLettersCommand(nil), want: 1},
+		{name: "DeadLetter", cmd: DeadLetterJobsCommand(nil, ""), want: 1},
+		{name: "Pause", cmd: PauseQueueCommand("q"), want: 1},
+		{name: "Resume", cmd: ResumeQueueCommand("q"), want: 1},
+		{name: "Tick", cmd: TickCommand(), want: 1},
+		{name: "Config", cmd: SetConfigCommand(noMinWindow), want: 1},
+		{name: "ConfigWithMinWindow", cmd: SetConfigCommand(engine.Config{Limits: engine.DefaultLimits()}), want: CommandVersionKeyMinWindow, wantOp: 1},
+		{name: "SetNode", cmd: SetNodeCommand(NodeMeta{ID: "n", MaxCommandVersion: CommandVersion}), want: 1},
+		{name: "DeleteNode", cmd: DeleteNodeCommand("n"), want: 1},
+		{name: "AckBatch", cmd: AckBatchCommand([]engine.LeaseRef{ref}), want: CommandVersionAckBatch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.cmd.GetVersion(); got != tc.want {
 				t.Fatalf("version %d, want %d", got, tc.want)
 			}
-			if got := opVersion(tc.cmd.GetOp()); got != tc.want {
-				t.Fatalf("opVersion %d, want %d", got, tc.want)
+			wantOp := tc.want
+			if tc.wantOp != 0 {
+				wantOp = tc.wantOp
+			}
+			if got := opVersion(tc.cmd.GetOp()); got != wantOp {
+				t.Fatalf("opVersion %d, want %d", got, wantOp)
 			}
 		})
 	}
-	if CommandVersion < CommandVersionAckBatch {
-		t.Fatalf("CommandVersion %d does not cover JobAckBatch (%d)", CommandVersion, CommandVersionAckBatch)
+	if CommandVersion < CommandVersionAckBatch || CommandVersion < CommandVersionKeyMinWindow {
+		t.Fatalf("CommandVersion %d does not cover JobAckBatch (%d) and the minimum key window (%d)", CommandVersion, CommandVersionAckBatch, CommandVersionKeyMinWindow)
 	}
 }
 

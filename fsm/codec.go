@@ -30,11 +30,13 @@ const (
 	//
 	//	1: the operations of fields 10..27.
 	//	2: version 1 plus JobAckBatch (AckBatchCommand).
+	//	3: version 2 plus a ConfigSet whose limits set
+	//	   idempotency_min_window_nanos (SetConfigCommand).
 	//
 	// A node replicates the version it applies in its NodeMeta, and the
 	// leader proposes a command of version N only while every member says
 	// it applies N (cluster).
-	CommandVersion = 2
+	CommandVersion = 3
 )
 
 // Command versions, by the operations they introduced.
@@ -42,6 +44,10 @@ const (
 	commandV1 = 1
 	// CommandVersionAckBatch is the version of a JobAckBatch.
 	CommandVersionAckBatch = 2
+	// CommandVersionKeyMinWindow is the version of a ConfigSet with
+	// limits.idempotency_min_window: an older binary would drop the field
+	// and keep refusing keys the others forget early.
+	CommandVersionKeyMinWindow = 3
 )
 
 const (
@@ -338,9 +344,14 @@ func TickCommand() *cmdpb.Command {
 	return c
 }
 
-// SetConfigCommand builds a ConfigSet.
+// SetConfigCommand builds a ConfigSet: of command version 1, or
+// CommandVersionKeyMinWindow when the limits set idempotency_min_window
+// (propose that only to a cluster whose every member applies it).
 func SetConfigCommand(cfg engine.Config) *cmdpb.Command {
 	c := newCommand()
+	if cfg.Limits.IdempotencyMinWindow != 0 {
+		c.Version = CommandVersionKeyMinWindow
+	}
 	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: EngineConfigToProto(cfg)}}
 	return c
 }
@@ -446,28 +457,29 @@ func jobIDsFromProto(ids []uint64) []engine.JobID {
 func EngineConfigToProto(cfg engine.Config) *cmdpb.EngineConfig {
 	l := cfg.Limits
 	out := &cmdpb.EngineConfig{Limits: &cmdpb.Limits{
-		DefaultPriority:          l.DefaultPriority,
-		DefaultMaxAttempts:       l.DefaultMaxAttempts,
-		MaxAttemptsCeiling:       l.MaxAttemptsCeiling,
-		RetryDelayNanos:          int64(l.RetryDelay),
-		RetryBackoff:             uint32(l.RetryBackoff),
-		RetryDelayMaxNanos:       int64(l.RetryDelayMax),
-		MaxScheduleHorizonNanos:  int64(l.MaxScheduleHorizon),
-		MaxReserveBatch:          int64(l.MaxReserveBatch),
-		DefaultLeaseNanos:        int64(l.DefaultLease),
-		MaxLeaseNanos:            int64(l.MaxLease),
-		MaxPayloadBytes:          int64(l.MaxPayloadBytes),
-		MaxBatchSize:             int64(l.MaxBatchSize),
-		MaxCustomFields:          int64(l.MaxCustomFields),
-		MaxCustomFieldBytes:      int64(l.MaxCustomFieldBytes),
-		MaxJobTypeBytes:          int64(l.MaxJobTypeBytes),
-		IdempotencyWindowNanos:   int64(l.IdempotencyWindow),
-		MaxIdempotencyKeys:       int64(l.MaxIdempotencyKeys),
-		MaxQueueLength:           int64(l.MaxQueueLength),
-		MaxDeadLetters:           int64(l.MaxDeadLetters),
-		AttemptHistory:           int64(l.AttemptHistory),
-		DeadLetterRetentionNanos: int64(l.DeadLetterRetention),
-		Strict:                   l.Strict,
+		DefaultPriority:           l.DefaultPriority,
+		DefaultMaxAttempts:        l.DefaultMaxAttempts,
+		MaxAttemptsCeiling:        l.MaxAttemptsCeiling,
+		RetryDelayNanos:           int64(l.RetryDelay),
+		RetryBackoff:              uint32(l.RetryBackoff),
+		RetryDelayMaxNanos:        int64(l.RetryDelayMax),
+		MaxScheduleHorizonNanos:   int64(l.MaxScheduleHorizon),
+		MaxReserveBatch:           int64(l.MaxReserveBatch),
+		DefaultLeaseNanos:         int64(l.DefaultLease),
+		MaxLeaseNanos:             int64(l.MaxLease),
+		MaxPayloadBytes:           int64(l.MaxPayloadBytes),
+		MaxBatchSize:              int64(l.MaxBatchSize),
+		MaxCustomFields:           int64(l.MaxCustomFields),
+		MaxCustomFieldBytes:       int64(l.MaxCustomFieldBytes),
+		MaxJobTypeBytes:           int64(l.MaxJobTypeBytes),
+		IdempotencyWindowNanos:    int64(l.IdempotencyWindow),
+		MaxIdempotencyKeys:        int64(l.MaxIdempotencyKeys),
+		MaxQueueLength:            int64(l.MaxQueueLength),
+		MaxDeadLetters:            int64(l.MaxDeadLetters),
+		AttemptHistory:            int64(l.AttemptHistory),
+		DeadLetterRetentionNanos:  int64(l.DeadLetterRetention),
+		Strict:                    l.Strict,
+		IdempotencyMinWindowNanos: int64(l.IdempotencyMinWindow),
 	}}
 	for _, q := range cfg.Queues {
 		pq := &cmdpb.QueueConfig{
@@ -496,28 +508,29 @@ func EngineConfigToProto(cfg engine.Config) *cmdpb.EngineConfig {
 func EngineConfigFromProto(pc *cmdpb.EngineConfig) engine.Config {
 	l := pc.GetLimits()
 	cfg := engine.Config{Limits: engine.Limits{
-		DefaultPriority:     l.GetDefaultPriority(),
-		DefaultMaxAttempts:  l.GetDefaultMaxAttempts(),
-		MaxAttemptsCeiling:  l.GetMaxAttemptsCeiling(),
-		RetryDelay:          time.Duration(l.GetRetryDelayNanos()),
-		RetryBackoff:        engine.Backoff(l.GetRetryBackoff()),
-		RetryDelayMax:       time.Duration(l.GetRetryDelayMaxNanos()),
-		MaxScheduleHorizon:  time.Duration(l.GetMaxScheduleHorizonNanos()),
-		MaxReserveBatch:     int(l.GetMaxReserveBatch()),
-		DefaultLease:        time.Duration(l.GetDefaultLeaseNanos()),
-		MaxLease:            time.Duration(l.GetMaxLeaseNanos()),
-		MaxPayloadBytes:     int(l.GetMaxPayloadBytes()),
-		MaxBatchSize:        int(l.GetMaxBatchSize()),
-		MaxCustomFields:     int(l.GetMaxCustomFields()),
-		MaxCustomFieldBytes: int(l.GetMaxCustomFieldBytes()),
-		MaxJobTypeBytes:     int(l.GetMaxJobTypeBytes()),
-		IdempotencyWindow:   time.Duration(l.GetIdempotencyWindowNanos()),
-		MaxIdempotencyKeys:  int(l.GetMaxIdempotencyKeys()),
-		MaxQueueLength:      int(l.GetMaxQueueLength()),
-		MaxDeadLetters:      int(l.GetMaxDeadLetters()),
-		AttemptHistory:      int(l.GetAttemptHistory()),
-		DeadLetterRetention: time.Duration(l.GetDeadLetterRetentionNanos()),
-		Strict:              l.GetStrict(),
+		DefaultPriority:      l.GetDefaultPriority(),
+		DefaultMaxAttempts:   l.GetDefaultMaxAttempts(),
+		MaxAttemptsCeiling:   l.GetMaxAttemptsCeiling(),
+		RetryDelay:           time.Duration(l.GetRetryDelayNanos()),
+		RetryBackoff:         engine.Backoff(l.GetRetryBackoff()),
+		RetryDelayMax:        time.Duration(l.GetRetryDelayMaxNanos()),
+		MaxScheduleHorizon:   time.Duration(l.GetMaxScheduleHorizonNanos()),
+		MaxReserveBatch:      int(l.GetMaxReserveBatch()),
+		DefaultLease:         time.Duration(l.GetDefaultLeaseNanos()),
+		MaxLease:             time.Duration(l.GetMaxLeaseNanos()),
+		MaxPayloadBytes:      int(l.GetMaxPayloadBytes()),
+		MaxBatchSize:         int(l.GetMaxBatchSize()),
+		MaxCustomFields:      int(l.GetMaxCustomFields()),
+		MaxCustomFieldBytes:  int(l.GetMaxCustomFieldBytes()),
+		MaxJobTypeBytes:      int(l.GetMaxJobTypeBytes()),
+		IdempotencyWindow:    time.Duration(l.GetIdempotencyWindowNanos()),
+		MaxIdempotencyKeys:   int(l.GetMaxIdempotencyKeys()),
+		MaxQueueLength:       int(l.GetMaxQueueLength()),
+		MaxDeadLetters:       int(l.GetMaxDeadLetters()),
+		AttemptHistory:       int(l.GetAttemptHistory()),
+		DeadLetterRetention:  time.Duration(l.GetDeadLetterRetentionNanos()),
+		Strict:               l.GetStrict(),
+		IdempotencyMinWindow: time.Duration(l.GetIdempotencyMinWindowNanos()),
 	}}
 	for _, pq := range pc.GetQueues() {
 		q := engine.QueueConfig{

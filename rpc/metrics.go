@@ -71,7 +71,7 @@ type stateCollector struct {
 	jobs, oldestReady, enqueued, acked, deadLettered, dropped, paused *prometheus.Desc
 	raftState, raftTerm, raftCommit, raftApplied, raftLastLog         *prometheus.Desc
 	raftApplyLag                                                      *prometheus.Desc
-	remembered, rememberedLimit                                       *prometheus.Desc
+	remembered, rememberedLimit, forgottenEarly                       *prometheus.Desc
 }
 
 // metricsReadTimeout bounds the reads one scrape makes.
@@ -94,13 +94,14 @@ func newStateCollector(b Backend, now func() time.Time, log hclog.Logger) *state
 		raftLastLog:     prometheus.NewDesc("sepp_raft_last_log_index", "Last index in the Raft log.", nil, nil),
 		raftApplyLag:    prometheus.NewDesc("sepp_raft_apply_lag", "Committed entries not yet applied (commit index minus applied index).", nil, nil),
 		remembered:      prometheus.NewDesc("sepp_remembered_keys", "Keys remembered to answer retried calls, by kind: enqueue idempotency keys (for limits.idempotency_window) and reserve request ids (until the lease their reserve granted ends).", []string{"kind"}, nil),
-		rememberedLimit: prometheus.NewDesc("sepp_remembered_keys_limit", "limits.max_idempotency_keys: the most keys of each kind remembered at once; past it new ones are refused with ResourceExhausted.", nil, nil),
+		rememberedLimit: prometheus.NewDesc("sepp_remembered_keys_limit", "limits.max_idempotency_keys: the most keys of each kind remembered at once.", nil, nil),
+		forgottenEarly:  prometheus.NewDesc("sepp_idempotency_keys_forgotten_early_total", "Idempotency keys forgotten before limits.idempotency_window ended, to make room once limits.max_idempotency_keys were held (since this node started).", nil, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.oldestReady, c.enqueued, c.acked, c.deadLettered, c.dropped, c.paused,
-		c.raftState, c.raftTerm, c.raftCommit, c.raftApplied, c.raftLastLog, c.raftApplyLag, c.remembered, c.rememberedLimit} {
+		c.raftState, c.raftTerm, c.raftCommit, c.raftApplied, c.raftLastLog, c.raftApplyLag, c.remembered, c.rememberedLimit, c.forgottenEarly} {
 		ch <- d
 	}
 }
@@ -123,6 +124,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.remembered, prometheus.GaugeValue, float64(keys.IdempotencyKeys), "idempotency_key")
 		ch <- prometheus.MustNewConstMetric(c.remembered, prometheus.GaugeValue, float64(keys.ReserveRequestIDs), "reserve_request_id")
 		ch <- prometheus.MustNewConstMetric(c.rememberedLimit, prometheus.GaugeValue, float64(keys.Limit))
+		ch <- prometheus.MustNewConstMetric(c.forgottenEarly, prometheus.CounterValue, float64(keys.ForgottenEarly))
 	}
 	for _, q := range stats {
 		gauge := func(d *prometheus.Desc, v float64, labels ...string) {

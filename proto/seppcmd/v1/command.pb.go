@@ -1539,8 +1539,11 @@ type Limits struct {
 	AttemptHistory           int64                  `protobuf:"varint,20,opt,name=attempt_history,json=attemptHistory,proto3" json:"attempt_history,omitempty"`
 	DeadLetterRetentionNanos int64                  `protobuf:"varint,21,opt,name=dead_letter_retention_nanos,json=deadLetterRetentionNanos,proto3" json:"dead_letter_retention_nanos,omitempty"`
 	Strict                   bool                   `protobuf:"varint,22,opt,name=strict,proto3" json:"strict,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// idempotency_min_window_nanos: 0 (as before version 3) never forgets a
+	// key early; a ConfigSet that sets it carries command version 3.
+	IdempotencyMinWindowNanos int64 `protobuf:"varint,23,opt,name=idempotency_min_window_nanos,json=idempotencyMinWindowNanos,proto3" json:"idempotency_min_window_nanos,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *Limits) Reset() {
@@ -1725,6 +1728,13 @@ func (x *Limits) GetStrict() bool {
 		return x.Strict
 	}
 	return false
+}
+
+func (x *Limits) GetIdempotencyMinWindowNanos() int64 {
+	if x != nil {
+		return x.IdempotencyMinWindowNanos
+	}
+	return 0
 }
 
 // QueueConfig mirrors engine.QueueConfig; an unset field inherits.
@@ -2170,7 +2180,7 @@ const file_v1_command_proto_rawDesc = "" +
 	"\x06config\x18\x01 \x01(\v2\x18.seppcmd.v1.EngineConfigR\x06config\"k\n" +
 	"\fEngineConfig\x12*\n" +
 	"\x06limits\x18\x01 \x01(\v2\x12.seppcmd.v1.LimitsR\x06limits\x12/\n" +
-	"\x06queues\x18\x02 \x03(\v2\x17.seppcmd.v1.QueueConfigR\x06queues\"\xfc\a\n" +
+	"\x06queues\x18\x02 \x03(\v2\x17.seppcmd.v1.QueueConfigR\x06queues\"\xbd\b\n" +
 	"\x06Limits\x12)\n" +
 	"\x10default_priority\x18\x01 \x01(\rR\x0fdefaultPriority\x120\n" +
 	"\x14default_max_attempts\x18\x02 \x01(\rR\x12defaultMaxAttempts\x120\n" +
@@ -2194,7 +2204,8 @@ const file_v1_command_proto_rawDesc = "" +
 	"\x10max_dead_letters\x18\x13 \x01(\x03R\x0emaxDeadLetters\x12'\n" +
 	"\x0fattempt_history\x18\x14 \x01(\x03R\x0eattemptHistory\x12=\n" +
 	"\x1bdead_letter_retention_nanos\x18\x15 \x01(\x03R\x18deadLetterRetentionNanos\x12\x16\n" +
-	"\x06strict\x18\x16 \x01(\bR\x06strict\"\xcb\x04\n" +
+	"\x06strict\x18\x16 \x01(\bR\x06strict\x12?\n" +
+	"\x1cidempotency_min_window_nanos\x18\x17 \x01(\x03R\x19idempotencyMinWindowNanos\"\xcb\x04\n" +
 	"\vQueueConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x10default_priority\x18\x02 \x01(\rH\x00R\x0fdefaultPriority\x88\x01\x01\x125\n" +
