@@ -76,7 +76,7 @@ type Limits struct {
 	MaxCustomFieldBytes int           // default 4096 per key+value
 	MaxJobTypeBytes     int           // default 256
 	IdempotencyWindow   time.Duration // default 2m (covers client retries through a failover)
-	MaxIdempotencyKeys  int           // default 2,000,000 remembered keys
+	MaxIdempotencyKeys  int           // default 4,000,000 remembered keys (~300 MB)
 	// IdempotencyMinWindow is how long a key is kept at least once
 	// MaxIdempotencyKeys are held: a new key then makes the oldest be
 	// forgotten before its window ends, if it is this old; else the new key

@@ -42,7 +42,7 @@ func DefaultLimits() Limits {
 		MaxCustomFieldBytes:  4096,
 		MaxJobTypeBytes:      256,
 		IdempotencyWindow:    2 * time.Minute,
-		MaxIdempotencyKeys:   2_000_000,
+		MaxIdempotencyKeys:   4_000_000,
 		IdempotencyMinWindow: 20 * time.Second,
 		MaxQueueLength:       0,
 		MaxDeadLetters:       1_000_000,

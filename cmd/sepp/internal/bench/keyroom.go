@@ -13,7 +13,7 @@ import (
 
 // Every job the Go client enqueues carries an idempotency key, which the
 // nodes remember for limits.idempotency_window (two minutes by default) and
-// of which they hold at most limits.max_idempotency_keys (two million):
+// of which they hold at most limits.max_idempotency_keys (four million):
 // past that a new key makes the oldest be forgotten early if it is
 // limits.idempotency_min_window (20 s) old, and is refused otherwise. The
 // scenarios run back to back, so at 150k jobs/s the keys of produce,
