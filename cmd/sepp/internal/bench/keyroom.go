@@ -66,11 +66,8 @@ func parseRememberedKeys(r io.Reader) (rememberedKeys, error) {
 // scenario's own oldest keys early (limits.idempotency_min_window), or
 // refuse new ones if it enqueues faster than that allows, which the
 // scenario then reports.
-func keyRoom(k rememberedKeys, n int) (fits bool, err error) {
-	if !k.known {
-		return true, nil
-	}
-	return k.keys == 0 || k.keys+int64(n) <= k.limit, nil
+func keyRoom(k rememberedKeys, n int) bool {
+	return !k.known || k.keys == 0 || k.keys+int64(n) <= k.limit
 }
 
 // readRememberedKeys reads the local nodes' counts and returns the largest
@@ -100,7 +97,7 @@ func (r *runner) readRememberedKeys(ctx context.Context) (rememberedKeys, error)
 // /metrics, and a refusal then comes back from the server.
 func (r *runner) awaitKeyRoom(ctx context.Context, n int) error {
 	return r.awaitKeysEvery(ctx, r.keyPollInterval(),
-		func(k rememberedKeys) (bool, error) { return keyRoom(k, n) },
+		func(k rememberedKeys) bool { return keyRoom(k, n) },
 		func(k rememberedKeys) string {
 			return fmt.Sprintf("waiting for remembered idempotency keys to expire: %d held, %d more needed, limits.max_idempotency_keys = %d", k.keys, n, k.limit)
 		})
@@ -111,7 +108,7 @@ func (r *runner) awaitKeyRoom(ctx context.Context, n int) error {
 // that the memory it reports is its own jobs' (and their keys').
 func (r *runner) awaitNoKeys(ctx context.Context) error {
 	return r.awaitKeysEvery(ctx, r.keyPollInterval(),
-		func(k rememberedKeys) (bool, error) { return !k.known || k.keys == 0, nil },
+		func(k rememberedKeys) bool { return !k.known || k.keys == 0 },
 		func(k rememberedKeys) string {
 			return fmt.Sprintf("waiting for the earlier scenarios' %d idempotency keys to expire (limits.idempotency_window), so the memory figures count this scenario's jobs alone; --recovery-clean=false skips this", k.keys)
 		})
@@ -127,7 +124,7 @@ func (r *runner) keyPollInterval() time.Duration {
 
 // awaitKeysEvery reads the local cluster's remembered keys every poll until
 // ready says so, printing waiting once.
-func (r *runner) awaitKeysEvery(ctx context.Context, poll time.Duration, ready func(rememberedKeys) (bool, error), waiting func(rememberedKeys) string) error {
+func (r *runner) awaitKeysEvery(ctx context.Context, poll time.Duration, ready func(rememberedKeys) bool, waiting func(rememberedKeys) string) error {
 	if r.cluster == nil {
 		return nil
 	}
@@ -138,9 +135,8 @@ func (r *runner) awaitKeysEvery(ctx context.Context, poll time.Duration, ready f
 		if err != nil {
 			return fmt.Errorf("reading remembered idempotency keys: %w", err)
 		}
-		ok, err := ready(k)
-		if err != nil || ok {
-			return err
+		if ready(k) {
+			return nil
 		}
 		if !announced {
 			r.progress(waiting(k))
