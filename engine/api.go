@@ -80,8 +80,9 @@ type Limits struct {
 	// IdempotencyMinWindow is how long a key is kept at least once
 	// MaxIdempotencyKeys are held: a new key then makes the oldest be
 	// forgotten before its window ends, if it is this old; else the new key
-	// is refused (ErrCapacity). 0 never forgets early. Default 20s, more
-	// than the Go client's 15s of retries.
+	// is refused (ErrCapacity). 0 never forgets early; above
+	// IdempotencyWindow it is the window. Default 20s, more than the Go
+	// client's 15s of retries.
 	IdempotencyMinWindow time.Duration
 	MaxQueueLength       int // default 0: unbounded
 	MaxDeadLetters       int // default 1,000,000 retained records

@@ -135,8 +135,6 @@ func (c Config) Validate() error {
 		return invalid("limits.max_idempotency_keys", "must be at least 1, got %d", l.MaxIdempotencyKeys)
 	case l.IdempotencyMinWindow < 0:
 		return invalid("limits.idempotency_min_window_ms", "must not be negative, got %s", l.IdempotencyMinWindow)
-	case l.IdempotencyMinWindow > l.IdempotencyWindow:
-		return invalid("limits.idempotency_min_window_ms", "%s is above limits.idempotency_window_ms %s", l.IdempotencyMinWindow, l.IdempotencyWindow)
 	case l.MaxQueueLength < 0:
 		return invalid("limits.max_queue_length", "must not be negative (0 is unbounded), got %d", l.MaxQueueLength)
 	case l.MaxDeadLetters < 1:

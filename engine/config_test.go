@@ -47,6 +47,10 @@ func TestConfigValidate(t *testing.T) {
 		{name: "UnknownBackoff", mutate: []func(*engine.Config){lim(func(l *engine.Limits) { l.RetryBackoff = 9 })}, wantErr: "limits.retry_backoff"},
 		{name: "ZeroHorizon", mutate: []func(*engine.Config){lim(func(l *engine.Limits) { l.MaxScheduleHorizon = 0 })}, wantErr: "limits.max_schedule_horizon_ms: must be positive"},
 		{name: "ZeroQueueHorizon", mutate: []func(*engine.Config){q("a", func(c *engine.QueueConfig) { c.MaxScheduleHorizon = et.Ptr(time.Duration(0)) })}, wantErr: `queues["a"].max_schedule_horizon_ms`},
+		{name: "NegativeIdempotencyMinWindow", mutate: []func(*engine.Config){lim(func(l *engine.Limits) { l.IdempotencyMinWindow = -time.Second })}, wantErr: "limits.idempotency_min_window_ms: must not be negative"},
+		// A shorter window alone must not trip over the default minimum:
+		// a minimum above the window means the window.
+		{name: "IdempotencyMinWindowAboveWindow", mutate: []func(*engine.Config){lim(func(l *engine.Limits) { l.IdempotencyWindow = 10 * time.Second })}},
 		{name: "ZeroReserveBatch", mutate: []func(*engine.Config){lim(func(l *engine.Limits) { l.MaxReserveBatch = 0 })}, wantErr: "limits.max_reserve_batch: must be at least 1, got 0"},
 		{name: "MaxLeaseBelowDefault", mutate: []func(*engine.Config){lim(func(l *engine.Limits) { l.MaxLease = time.Second })}, wantErr: "limits.max_lease_ms"},
 		{name: "NegativeRetention", mutate: []func(*engine.Config){lim(func(l *engine.Limits) { l.DeadLetterRetention = -1 })}, wantErr: "storage.dead_letter_retention_ms"},

@@ -220,7 +220,8 @@ func (e *Engine) stateOf(id JobID) State {
 // every job is); only a sustained rate above max_idempotency_keys per
 // minimum window is refused.
 func (e *Engine) forgetOldestKeyEarly(now int64) bool {
-	minWindow := int64(e.lim.IdempotencyMinWindow)
+	// A minimum above the window is the window: a key that old has expired.
+	minWindow := min(int64(e.lim.IdempotencyMinWindow), int64(e.lim.IdempotencyWindow))
 	if minWindow <= 0 || e.keys.len() == 0 || addSat(e.keys.front().createdAt, minWindow) > now {
 		return false
 	}

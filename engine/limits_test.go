@@ -197,6 +197,8 @@ func TestRememberedKeys(t *testing.T) {
 // TestIdempotencyKeyStoreFull: once max_idempotency_keys are held, a new key
 // makes the oldest be forgotten before its window ends if it has been kept
 // idempotency_min_window, and is refused otherwise; 0 never forgets early.
+// A minimum above the window is valid and means the window (TestIdempotencyKey
+// runs with the two equal).
 func TestIdempotencyKeyStoreFull(t *testing.T) {
 	tests := []struct {
 		name      string
