@@ -222,7 +222,8 @@ type Limits struct {
 	// IdempotencyMinWindowMS is how long a key is kept at least once
 	// max_idempotency_keys are held: a new key then makes the oldest be
 	// forgotten early if it is this old, and is refused otherwise. 0 never
-	// forgets early (every new key past the limit is refused).
+	// forgets early (every new key past the limit is refused); above
+	// idempotency_window_ms it is the window.
 	IdempotencyMinWindowMS int64 `toml:"idempotency_min_window_ms"`
 	MaxQueueLength         int   `toml:"max_queue_length"`
 	MaxDeadLetters         int   `toml:"max_dead_letters"`
