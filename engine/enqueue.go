@@ -125,7 +125,11 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 		return EnqueueResult{}, &FieldError{Field: "queue", Reason: fmt.Sprintf("queue %q holds %d jobs, its max_length", q.name, q.set.maxLength), Err: ErrQueueFull}
 	}
 	if key != "" && e.keys.len() >= e.lim.MaxIdempotencyKeys && !e.forgetOldestKeyEarly(now) {
-		return EnqueueResult{}, &FieldError{Field: "idempotency_key", Reason: fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys, the oldest for less than limits.idempotency_min_window_ms (%s); retry once older keys expire", e.keys.len(), e.lim.IdempotencyMinWindow), Err: ErrCapacity}
+		reason := fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys; retry once older keys expire", e.keys.len())
+		if e.lim.IdempotencyMinWindow > 0 {
+			reason = fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys, the oldest for less than limits.idempotency_min_window_ms (%s); retry once older keys expire", e.keys.len(), e.lim.IdempotencyMinWindow)
+		}
+		return EnqueueResult{}, &FieldError{Field: "idempotency_key", Reason: reason, Err: ErrCapacity}
 	}
 
 	prio := q.set.defaultPriority

@@ -233,8 +233,12 @@ func TestIdempotencyKeyStoreFull(t *testing.T) {
 			res, err := e.Enqueue(clock.Now(), keyed("k3"))
 			if !tc.forgets {
 				var fe *engine.FieldError
-				if !errors.Is(err, engine.ErrCapacity) || !errors.As(err, &fe) || fe.Field != "idempotency_key" || !strings.Contains(err.Error(), "idempotency_min_window_ms") {
-					t.Fatalf("new key in a full store = %+v %v, want ErrCapacity on idempotency_key naming idempotency_min_window_ms", res, err)
+				if !errors.Is(err, engine.ErrCapacity) || !errors.As(err, &fe) || fe.Field != "idempotency_key" || !strings.Contains(err.Error(), "max_idempotency_keys") {
+					t.Fatalf("new key in a full store = %+v %v, want ErrCapacity on idempotency_key naming max_idempotency_keys", res, err)
+				}
+				// The minimum is named only where there is one to wait for.
+				if names := strings.Contains(err.Error(), "idempotency_min_window_ms"); names != (tc.minWindow > 0) {
+					t.Errorf("refusal %q names idempotency_min_window_ms: %v, want %v", err, names, tc.minWindow > 0)
 				}
 				if got := e.RememberedKeys(); got.IdempotencyKeys != 2 || got.ForgottenEarly != 0 {
 					t.Errorf("after the refusal: %+v", got)
