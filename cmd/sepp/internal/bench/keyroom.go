@@ -7,8 +7,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // Every job the Go client enqueues carries an idempotency key, which the
@@ -21,7 +19,8 @@ import (
 // recovery enqueues its million. Before a scenario enqueues n keyed jobs,
 // awaitKeyRoom waits for older keys to expire until n fit.
 
-// keyRoomPoll is how often awaitKeyRoom reads the nodes' counts.
+// keyRoomPoll is how often the waits for idempotency keys read the nodes'
+// counts.
 const keyRoomPoll = time.Second
 
 // keyRoomTimeout bounds the wait: keys expire within the window, so a wait
@@ -38,10 +37,9 @@ type rememberedKeys struct {
 // parseRememberedKeys reads sepp_remembered_keys{kind="idempotency_key"}
 // and sepp_remembered_keys_limit from a Prometheus text exposition.
 func parseRememberedKeys(r io.Reader) (rememberedKeys, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
+	families, err := parseExposition(r)
 	if err != nil {
-		return rememberedKeys{}, fmt.Errorf("parse metrics: %w", err)
+		return rememberedKeys{}, err
 	}
 	var out rememberedKeys
 	var haveKeys, haveLimit bool

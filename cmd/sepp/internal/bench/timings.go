@@ -73,10 +73,9 @@ func scrapeMetrics(ctx context.Context, httpAddr string, parse func(io.Reader) e
 // addTimings parses a Prometheus text exposition and adds its log-write and
 // commit histograms to t.
 func addTimings(r io.Reader, t *serverTimings) error {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
+	families, err := parseExposition(r)
 	if err != nil {
-		return fmt.Errorf("parse metrics: %w", err)
+		return err
 	}
 	add := func(name string, into *histogramTotals) {
 		f := families[name]
@@ -234,4 +233,15 @@ func callFigureName(fullMethod string) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// parseExposition reads a Prometheus text exposition, as the nodes serve
+// /metrics, into its metric families by name.
+func parseExposition(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics: %w", err)
+	}
+	return families, nil
 }
