@@ -1,0 +1,76 @@
+"""Kill the leader's process while a Producer and a Worker run: no job is
+lost and none is enqueued or processed twice."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from sepp import Delivery, EnqueueRequest, EnqueueResult, JobState, SeppClient, Worker
+
+from cluster import Cluster
+from conftest import wait_leader
+
+N = 400
+
+
+@pytest.fixture
+def own_cluster(binary: Path) -> Iterator[Cluster]:
+    c = Cluster.start(binary, 3)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+async def test_failover_loses_and_duplicates_nothing(own_cluster: Cluster) -> None:
+    cluster = own_cluster
+    await wait_leader(cluster.addrs)
+    processed: Counter[bytes] = Counter()
+    errors: list[BaseException] = []
+
+    async def handle(d: Delivery) -> None:
+        processed[d.job.payload] += 1
+
+    async with await SeppClient.connect(cluster.addrs, retry_timeout=30) as client:
+        leader = (await client.server_info()).leader_addr
+        worker = Worker(client, concurrency=8, wait=timedelta(milliseconds=500), on_error=errors.append)
+        worker.handle("failover", "job", handle)
+        await worker.start()
+        results: list[EnqueueResult] = []
+        async with client.producer(max_batch=32) as producer:
+            async def produce(start: int, end: int) -> None:
+                futs = [await producer.enqueue_nowait(EnqueueRequest("failover", "job", str(i).encode()))
+                        for i in range(start, end)]
+                results.extend(await asyncio.gather(*futs))
+
+            await produce(0, N // 4)
+            tail = asyncio.ensure_future(produce(N // 4, N))
+            cluster.kill(cluster.index_of(leader))  # mid-stream: the producer and worker ride through it
+            await tail
+
+        async def all_seen() -> bool:
+            return len(processed) == N
+
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 90
+        while not await all_seen():
+            assert loop.time() < end, f"processed {len(processed)} of {N}"
+            await asyncio.sleep(0.1)
+        await worker.stop()
+
+        new_leader = (await client.server_info()).leader_addr
+        assert new_leader != leader
+        assert len(results) == N and len({r.job_id for r in results}) == N
+        assert not any(r.duplicate for r in results)
+        dup = {k: v for k, v in processed.items() if v != 1}
+        assert dup == {}, f"processed more than once: {dup}"
+        assert set(processed) == {str(i).encode() for i in range(N)}
+        for st in (JobState.READY, JobState.RESERVED, JobState.SCHEDULED):
+            jobs, _ = await client.list_jobs("failover", state=st)
+            assert jobs == [], f"{len(jobs)} jobs left {st}"
