@@ -53,7 +53,7 @@ async def wait_leader(addrs: list[str], timeout: float = 60.0) -> str:
         return info.leader_addr
 
 
-@pytest_asyncio.fixture
+@pytest_asyncio.fixture  # type: ignore[misc]
 async def client(cluster: Cluster) -> AsyncIterator[SeppClient]:
     async with await SeppClient.connect(cluster.addrs) as c:
         yield c

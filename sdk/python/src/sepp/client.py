@@ -18,8 +18,8 @@ import random
 import secrets
 import time
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar, Union
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence, TypeVar, Union
 
 import grpc
 import grpc.aio
@@ -28,7 +28,7 @@ from sepp.errors import (ClientClosed, InternalError, InvalidField, LeaseLost, S
                          from_item_error, from_rpc_error, not_leader_hint)
 from sepp.types import (ActionResult, BatchResult, DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest,
                         EnqueueResult, Job, JobContext, JobState, QueueStats, RetryDirective, ServerInfo,
-                        _to_duration)
+                        _from_ts, _to_duration)
 from sepp.v1 import admin_service_pb2 as apb
 from sepp.v1 import admin_service_pb2_grpc as agrpc
 from sepp.v1 import cluster_service_pb2 as cpb
@@ -36,6 +36,9 @@ from sepp.v1 import cluster_service_pb2_grpc as cgrpc
 from sepp.v1 import queue_service_pb2 as qpb
 from sepp.v1 import queue_service_pb2_grpc as qgrpc
 from sepp.v1 import types_pb2 as tpb
+
+if TYPE_CHECKING:
+    from sepp.producer import Producer
 
 __all__ = ["SeppClient", "new_key"]
 
@@ -93,6 +96,19 @@ def _classify(err: grpc.aio.AioRpcError) -> tuple[_Outcome, Optional[str]]:
         # sent; DEADLINE_EXCEEDED is our own attempt timeout.
         return _Outcome.MAYBE_APPLIED, None
     return _Outcome.FINAL, None
+
+
+# The plugin's service stubs are untyped; these give them one place.
+def _queue(ch: grpc.aio.Channel) -> Any:
+    return qgrpc.QueueServiceStub(ch)  # type: ignore[no-untyped-call]
+
+
+def _admin_stub(ch: grpc.aio.Channel) -> Any:
+    return agrpc.AdminServiceStub(ch)  # type: ignore[no-untyped-call]
+
+
+def _cluster(ch: grpc.aio.Channel) -> Any:
+    return cgrpc.ClusterServiceStub(ch)  # type: ignore[no-untyped-call]
 
 
 def _split_addr(addr: str) -> tuple[str, Optional[bool]]:
@@ -225,7 +241,7 @@ class SeppClient:
 
     def _backoff(self, n: int) -> float:
         d = min(self._backoff_base * (2 ** min(n, 30)), self._backoff_max)
-        return d / 2 + random.uniform(0, d / 2)
+        return float(d / 2 + random.uniform(0, d / 2))
 
     async def _unary(self, a: _Attempt, call: Any, req: Any) -> Any:
         """One unary call on the attempt's node; notes whether that node
@@ -248,7 +264,7 @@ class SeppClient:
         for addr in list(self._known):
             if addr == frm or self._closed:
                 continue
-            stub = cgrpc.ClusterServiceStub(self._channel(addr))
+            stub = _cluster(self._channel(addr))
             try:
                 resp = await stub.Status(cpb.StatusRequest(), timeout=self._leader_probe, metadata=self._metadata)
             except grpc.aio.AioRpcError:
@@ -355,7 +371,7 @@ class SeppClient:
         m = request.to_proto(key)
 
         async def attempt(a: _Attempt) -> EnqueueResult:
-            resp = await self._unary(a, qgrpc.QueueServiceStub(a.channel).Enqueue, m)
+            resp = await self._unary(a, _queue(a.channel).Enqueue, m)
             self._confirm_leader(a.addr)
             return EnqueueResult(resp.job_id, JobState(resp.state), resp.duplicate and not a.maybe_applied, key)
 
@@ -397,7 +413,7 @@ class SeppClient:
         m = qpb.EnqueueBatchRequest(jobs=jobs)
 
         async def attempt(a: _Attempt) -> list[BatchResult]:
-            resp = await self._unary(a, qgrpc.QueueServiceStub(a.channel).EnqueueBatch, m)
+            resp = await self._unary(a, _queue(a.channel).EnqueueBatch, m)
             self._confirm_leader(a.addr)
             if len(resp.results) != len(jobs):
                 raise InternalError(f"server answered {len(resp.results)} results for {len(jobs)} jobs",
@@ -415,7 +431,7 @@ class SeppClient:
 
         return await self._call("enqueue batch", _Policy.SAFE, attempt)
 
-    def producer(self, **options: Any) -> "Producer":
+    def producer(self, **options: Any) -> Producer:
         """A batching producer sending through this client (see Producer)."""
         from sepp.producer import Producer
         return Producer(self, **options)
@@ -442,7 +458,7 @@ class SeppClient:
             extra = wait.total_seconds()
 
         async def attempt(a: _Attempt) -> list[Delivery]:
-            resp = await self._unary(a, qgrpc.QueueServiceStub(a.channel).Reserve, m)
+            resp = await self._unary(a, _queue(a.channel).Reserve, m)
             self._confirm_leader(a.addr)
             return [Delivery(JobContext.from_proto(j.ctx), Job.from_proto(j.job)) for j in resp.jobs]
 
@@ -454,7 +470,7 @@ class SeppClient:
         m = qpb.AckRequest(ctx=ctx.to_proto())
 
         async def attempt(a: _Attempt) -> None:
-            await self._unary(a, qgrpc.QueueServiceStub(a.channel).Ack, m)
+            await self._unary(a, _queue(a.channel).Ack, m)
 
         await self._call("ack", _Policy.SAFE, attempt)
 
@@ -468,7 +484,7 @@ class SeppClient:
         m = qpb.AckBatchRequest(ctxs=[c.to_proto() for c in ctxs])
 
         async def attempt(a: _Attempt) -> list[Optional[SeppError]]:
-            resp = await self._unary(a, qgrpc.QueueServiceStub(a.channel).AckBatch, m)
+            resp = await self._unary(a, _queue(a.channel).AckBatch, m)
             out: list[Optional[SeppError]] = []
             for r in resp.results:
                 if r.HasField("error"):
@@ -491,7 +507,7 @@ class SeppClient:
         m = qpb.NackRequest(ctx=ctx.to_proto(), directive=d.to_proto(), reason=reason)
 
         async def attempt(a: _Attempt) -> bool:
-            resp = await self._unary(a, qgrpc.QueueServiceStub(a.channel).Nack, m)
+            resp = await self._unary(a, _queue(a.channel).Nack, m)
             return bool(resp.dead_lettered)
 
         return await self._call("nack", _Policy.SAFE, attempt)
@@ -501,20 +517,19 @@ class SeppClient:
         m = qpb.ReleaseRequest(ctx=ctx.to_proto())
 
         async def attempt(a: _Attempt) -> None:
-            await self._unary(a, qgrpc.QueueServiceStub(a.channel).Release, m)
+            await self._unary(a, _queue(a.channel).Release, m)
 
         await self._call("release", _Policy.SAFE, attempt)
 
-    async def extend_lease(self, ctx: JobContext, lease: Optional[timedelta] = None) -> Any:
+    async def extend_lease(self, ctx: JobContext, lease: Optional[timedelta] = None) -> Optional[datetime]:
         """Push the lease deadline to now + lease (None: the server's
         default); returns the new deadline by the server's clock."""
         m = qpb.ExtendLeaseRequest(ctx=ctx.to_proto())
         if lease is not None and lease > timedelta(0):
             m.lease.CopyFrom(_to_duration(lease))
 
-        async def attempt(a: _Attempt) -> Any:
-            resp = await self._unary(a, qgrpc.QueueServiceStub(a.channel).ExtendLease, m)
-            from sepp.types import _from_ts
+        async def attempt(a: _Attempt) -> Optional[datetime]:
+            resp = await self._unary(a, _queue(a.channel).ExtendLease, m)
             return _from_ts(resp.lease_deadline)
 
         return await self._call("extend lease", _Policy.SAFE, attempt)
@@ -539,7 +554,7 @@ class SeppClient:
             m.queue = queue
 
         async def attempt(a: _Attempt) -> list[DeadLetterRecord]:
-            resp = await self._unary(a, qgrpc.QueueServiceStub(a.channel).DrainDeadLetters, m)
+            resp = await self._unary(a, _queue(a.channel).DrainDeadLetters, m)
             return [DeadLetterRecord.from_proto(r) for r in resp.records]
 
         return await self._call("drain dead letters", _Policy.NOT_SENT, attempt)
@@ -550,7 +565,7 @@ class SeppClient:
         m = qpb.GetServerInfoRequest(allow_stale=stale)
 
         async def attempt(a: _Attempt) -> ServerInfo:
-            r = await self._unary(a, qgrpc.QueueServiceStub(a.channel).GetServerInfo, m)
+            r = await self._unary(a, _queue(a.channel).GetServerInfo, m)
             if not r.stale:
                 self._confirm_leader(a.addr)
             return ServerInfo(
@@ -567,7 +582,7 @@ class SeppClient:
 
     async def _admin(self, op: str, method: str, req: Any) -> Any:
         async def attempt(a: _Attempt) -> Any:
-            return await self._unary(a, getattr(agrpc.AdminServiceStub(a.channel), method), req)
+            return await self._unary(a, getattr(_admin_stub(a.channel), method), req)
 
         return await self._call(op, _Policy.SAFE, attempt)
 
@@ -584,7 +599,8 @@ class SeppClient:
         """A page of the queue's live jobs (optionally of one state) and the
         after_job_id of the next page (0: no more)."""
         r = await self._admin("list jobs", "ListJobs", apb.ListJobsRequest(
-            queue=queue, state=int(state or 0), after_job_id=after_job_id, limit=limit, allow_stale=stale))
+            queue=queue, state=tpb.JobState.Name(int(state or 0)), after_job_id=after_job_id, limit=limit,
+            allow_stale=stale))
         return [Job.from_proto(j) for j in r.jobs], int(r.next_after_job_id)
 
     async def get_job(self, job_id: int, *, stale: bool = False) -> Job:
@@ -634,7 +650,3 @@ class SeppClient:
     async def resume_queue(self, queue: str) -> None:
         """Undo pause_queue."""
         await self._admin("resume queue", "ResumeQueue", apb.ResumeQueueRequest(queue=queue))
-
-
-if False:  # pragma: no cover - for the type checker only
-    from sepp.producer import Producer

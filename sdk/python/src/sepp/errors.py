@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, cast
 
 import grpc
 from google.protobuf import any_pb2, timestamp_pb2
@@ -198,7 +198,7 @@ def _ts(ts: timestamp_pb2.Timestamp) -> datetime:
 
 
 def _type_name(a: any_pb2.Any) -> str:
-    return a.type_url.rsplit("/", 1)[-1]
+    return str(a.type_url).rsplit("/", 1)[-1]
 
 
 # Operations fenced by a lease token: for them a missing job or a failed
@@ -247,7 +247,7 @@ def not_leader_hint(err: grpc.RpcError) -> Optional[errors_pb2.NotLeader]:
     """The NotLeader detail of a gRPC error, if it has one."""
     for d in status_details(err):
         if _type_name(d) == "sepp.v1.NotLeader":
-            return errors_pb2.NotLeader.FromString(d.value)
+            return cast(errors_pb2.NotLeader, errors_pb2.NotLeader.FromString(d.value))
     return None
 
 

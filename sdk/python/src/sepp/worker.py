@@ -16,7 +16,7 @@ import os
 import secrets
 import socket
 from datetime import timedelta
-from typing import Awaitable, Callable, Optional
+from typing import Any, Callable, Coroutine, Optional
 
 from sepp.client import SeppClient, new_key
 from sepp.errors import LeaseLost, NotFound, SeppError, Unavailable, UnknownOutcome
@@ -26,7 +26,7 @@ __all__ = ["Worker", "Handler", "HandlerError", "Retry", "RetryAfter", "Permanen
 
 log = logging.getLogger("sepp.worker")
 
-Handler = Callable[[Delivery], Awaitable[None]]
+Handler = Callable[[Delivery], Coroutine[Any, Any, None]]
 
 
 class HandlerError(Exception):
