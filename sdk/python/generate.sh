@@ -18,7 +18,7 @@ if [ "${1:-}" = "--check" ]; then
   out="$(mktemp -d)"
   trap 'rm -rf "$out"' EXIT
 fi
-plugin="$(command -v grpc_python_plugin)"
+plugin="$(command -v grpc_python_plugin)" || { echo "sdk/python/generate.sh: grpc_python_plugin not found (apt-get install protobuf-compiler-grpc)" >&2; exit 1; }
 mkdir -p "$out/sepp/v1" "$out/sepp/googlerpc"
 protoc -I "$repo/proto" -I "$here/proto" \
   --python_out="$out" --pyi_out="$out" \

@@ -17,6 +17,7 @@ import enum
 import random
 import secrets
 import time
+from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence, TypeVar, Union
@@ -47,6 +48,11 @@ T = TypeVar("T")
 # The response header a follower sets when it forwarded the call to the
 # leader: the leader's gRPC address (rpc.LeaderAddrHeader).
 _LEADER_HEADER = "sepp-leader-grpc-addr"
+
+# Ack coalescing: calls on the wire at once, and acks per AckBatch (well
+# under the server's limit of 1000).
+_ACK_MAX_IN_FLIGHT = 4
+_ACK_MAX_BATCH = 256
 
 
 def new_key() -> str:
@@ -160,6 +166,9 @@ class SeppClient:
         self._leader = ""
         self._next = 0
         self._closed = False
+        self._acks: deque[tuple[JobContext, asyncio.Future[None]]] = deque()
+        self._acks_in_flight = 0
+        self._ack_tasks: set[asyncio.Task[None]] = set()
 
     @classmethod
     async def connect(cls, *addrs: Union[str, Sequence[str]], token: Optional[str] = None,
@@ -466,7 +475,57 @@ class SeppClient:
 
     async def ack(self, ctx: JobContext) -> None:
         """Complete a delivery: the job leaves the server. LeaseLost means
-        the lease was no longer this delivery's."""
+        the lease was no longer this delivery's.
+
+        Concurrent acks are coalesced, as the Go client does: a lone ack
+        goes out at once as an Ack call; while four calls are on the wire,
+        further acks queue and leave together in one AckBatch. Each caller
+        still waits for its own confirmed result."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        item = (ctx, fut)
+        self._acks.append(item)
+        self._pump_acks()
+        try:
+            await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            if not fut.done() and item in self._acks:
+                self._acks.remove(item)  # not sent: withdrawn, nothing happened
+            else:
+                fut.add_done_callback(lambda f: f.exception())  # sent: its fate is the batch's
+            raise
+
+    def _pump_acks(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._acks and self._acks_in_flight < _ACK_MAX_IN_FLIGHT:
+            batch = [self._acks.popleft() for _ in range(min(len(self._acks), _ACK_MAX_BATCH))]
+            self._acks_in_flight += 1
+            t = loop.create_task(self._send_acks(batch))
+            self._ack_tasks.add(t)
+            t.add_done_callback(self._ack_tasks.discard)
+
+    async def _send_acks(self, batch: list[tuple[JobContext, asyncio.Future[None]]]) -> None:
+        errs: list[Optional[BaseException]]
+        try:
+            if len(batch) == 1:
+                await self._ack_one(batch[0][0])
+                errs = [None]
+            else:
+                errs = list(await self.ack_batch([c for c, _ in batch]))
+        except Exception as e:
+            errs = [e] * len(batch)
+        finally:
+            self._acks_in_flight -= 1
+        for (_, fut), err in zip(batch, errs):
+            if fut.done():
+                continue
+            if err is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(err)
+        self._pump_acks()
+
+    async def _ack_one(self, ctx: JobContext) -> None:
         m = qpb.AckRequest(ctx=ctx.to_proto())
 
         async def attempt(a: _Attempt) -> None:
