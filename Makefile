@@ -102,6 +102,10 @@ sdk-python: build ## Python SDK (sdk/python): generated-code check, mypy --stric
 	cd sdk/python && $(PYTHON) -m flake8 src tests bench.py
 	cd sdk/python && SEPP_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider
 
+.PHONY: sdk-python-bench
+sdk-python-bench: build ## Python SDK throughput (enqueue, Producer, Worker) against a local 3-node `sepp dev` cluster, printed.
+	cd sdk/python && PYTHONPATH=src $(PYTHON) bench.py --binary $(CURDIR)/$(BIN)
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; a count such as 20000x avoids Go 1.26's deadline race).
 	$(GO) test -run '^$$' -fuzz '^FuzzRestore$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./engine

@@ -9,10 +9,12 @@ import grpc
 import grpc.aio
 import pytest
 
-from sepp import InvalidField, NotLeader, SeppClient, UnknownOutcome
+from sepp import EnqueueRequest, InvalidField, NotLeader, SeppClient, UnknownOutcome
 from sepp.client import _Attempt, _Policy
 from sepp.googlerpc import status_pb2
 from sepp.v1 import errors_pb2
+from sepp.v1 import queue_service_pb2 as qpb
+from sepp.v1 import types_pb2 as tpb
 
 
 def rpc_error(code: grpc.StatusCode, leader: Optional[str] = None,
@@ -105,4 +107,54 @@ async def test_lease_lost_after_a_maybe_applied_attempt_is_unknown() -> None:
     s = Script(rpc_error(grpc.StatusCode.UNAVAILABLE), rpc_error(grpc.StatusCode.FAILED_PRECONDITION))
     with pytest.raises(UnknownOutcome):
         await c._call("ack", _Policy.SAFE, s)
+    await c.close()
+
+
+class Wire:
+    """Stands in for the network under the public calls: records each
+    request and raises the scripted errors before answering."""
+
+    def __init__(self, answer: object, *errors: grpc.aio.AioRpcError) -> None:
+        self.answer = answer
+        self.errors = list(errors)
+        self.requests: list[object] = []
+
+    async def __call__(self, a: _Attempt, call: object, req: object) -> object:
+        self.requests.append(req)
+        if self.errors:
+            raise self.errors.pop(0)
+        return self.answer
+
+
+async def test_enqueue_sends_one_key_on_every_retry() -> None:
+    c = client()
+    wire = Wire(qpb.EnqueueResponse(job_id=7, state=tpb.JOB_STATE_READY, duplicate=True),
+                rpc_error(grpc.StatusCode.UNAVAILABLE), rpc_error(grpc.StatusCode.ABORTED))
+    setattr(c, "_unary", wire)
+    res = await c.enqueue(EnqueueRequest("q", "t"))
+    keys = {r.idempotency_key for r in wire.requests}  # type: ignore[attr-defined]
+    assert len(wire.requests) == 3 and keys == {res.idempotency_key} and len(res.idempotency_key) == 32
+    # The server found this call's own earlier attempt: not a duplicate.
+    assert (res.job_id, res.duplicate) == (7, False)
+    await c.close()
+
+
+async def test_reserve_sends_one_request_id_on_every_retry() -> None:
+    c = client()
+    wire = Wire(qpb.ReserveResponse(), rpc_error(grpc.StatusCode.UNAVAILABLE), rpc_error(grpc.StatusCode.ABORTED))
+    setattr(c, "_unary", wire)
+    assert await c.reserve("q") == []
+    ids = {r.request_id for r in wire.requests}  # type: ignore[attr-defined]
+    assert len(wire.requests) == 3 and len(ids) == 1 and ids != {""}
+    await c.close()
+
+
+async def test_drain_dead_letters_sends_once_on_a_lost_answer() -> None:
+    c = client()
+    c._leader = "127.0.0.1:1"
+    wire = Wire(qpb.DrainDeadLettersResponse(), rpc_error(grpc.StatusCode.UNAVAILABLE))
+    setattr(c, "_unary", wire)
+    with pytest.raises(UnknownOutcome):
+        await c.drain_dead_letters("q", 10)
+    assert len(wire.requests) == 1
     await c.close()

@@ -6,7 +6,7 @@ import asyncio
 from datetime import timedelta
 from typing import TYPE_CHECKING, Optional
 
-from sepp.errors import ClientClosed, SeppError
+from sepp.errors import ClientClosed
 from sepp.types import EnqueueRequest, EnqueueResult
 from sepp.v1 import queue_service_pb2 as qpb
 
@@ -123,7 +123,7 @@ class Producer:
     async def _send(self, batch: list[_Item]) -> None:
         try:
             results = await self._client._enqueue_batch_wire([b.wire for b in batch], [b.key for b in batch])
-        except SeppError as e:
+        except Exception as e:
             for b in batch:
                 if not b.future.done():
                     b.future.set_exception(e)

@@ -88,7 +88,6 @@ class Worker:
         self._running: set[asyncio.Task[None]] = set()
         self._started = False
         self._stopped = False
-        self._stopping_cancel = False
 
     def handle(self, queue: str, job_type: str, handler: Handler) -> None:
         """Run ``handler`` for jobs of ``job_type`` on ``queue``; an empty
@@ -146,7 +145,6 @@ class Worker:
             _, pending = await asyncio.wait(set(self._running), timeout=self._shutdown_timeout)
             if pending:
                 # Out of time: cancel the handlers; their jobs are released.
-                self._stopping_cancel = True
                 for t in pending:
                     t.cancel()
                 await asyncio.gather(*pending, return_exceptions=True)
