@@ -99,6 +99,12 @@ class Cluster:
             p.send_signal(signal.SIGKILL)
             p.wait(timeout=30)
 
+    def signal(self, i: int, sig: int) -> None:
+        """Send sig to node i's process (SIGSTOP freezes it, SIGCONT thaws)."""
+        p = self.nodes[i].proc
+        if p is not None and p.poll() is None:
+            p.send_signal(sig)
+
     def index_of(self, addr: str) -> int:
         host = addr.split("://")[-1]
         return next(i for i, n in enumerate(self.nodes) if n.grpc == host)
@@ -106,6 +112,7 @@ class Cluster:
     def stop(self) -> None:
         for nd in self.nodes:
             if nd.proc is not None and nd.proc.poll() is None:
+                nd.proc.send_signal(signal.SIGCONT)  # a frozen node must see the TERM
                 nd.proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 15
         for nd in self.nodes:

@@ -4,6 +4,7 @@ lost and none is enqueued or processed twice."""
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -74,3 +75,28 @@ async def test_failover_loses_and_duplicates_nothing(own_cluster: Cluster) -> No
         for st in (JobState.READY, JobState.RESERVED, JobState.SCHEDULED):
             jobs, _ = await client.list_jobs("failover", state=st)
             assert jobs == [], f"{len(jobs)} jobs left {st}"
+
+
+async def test_frozen_leader_is_left_for_the_new_one(own_cluster: Cluster) -> None:
+    """A leader that stops answering without closing its connections
+    (SIGSTOP): the attempt would wait out its timeout (here 120 s; the
+    45 s deadline fails the test then), but the leader probe asks the other
+    nodes, learns the new leader and moves."""
+    cluster = own_cluster
+    await wait_leader(cluster.addrs)
+    async with await SeppClient.connect(cluster.addrs, attempt_timeout=120, retry_timeout=120) as client:
+        leader = (await client.server_info()).leader_addr
+        # A call the leader answers itself: the connection to it is up, so
+        # the next request is sent to the frozen process and hangs there.
+        await client.enqueue(EnqueueRequest("frozen-warmup", "x"))
+        assert client.leader == leader
+        i = cluster.index_of(leader)
+        cluster.signal(i, signal.SIGSTOP)
+        try:
+            res = await asyncio.wait_for(client.enqueue(EnqueueRequest("frozen", "x")), 45)
+        finally:
+            cluster.signal(i, signal.SIGCONT)
+        assert client.leader != leader
+        (d,) = await client.reserve("frozen")
+        assert d.job.id == res.job_id
+        await client.ack(d.ctx)

@@ -127,6 +127,41 @@ def _split_addr(addr: str) -> tuple[str, Optional[bool]]:
     return a.rstrip("/"), None
 
 
+class _Watch:
+    """The leader probe of one watched attempt (see SeppClient._watched)."""
+
+    def __init__(self, client: SeppClient, addr: str, task: asyncio.Task[Any]) -> None:
+        self.client, self.addr, self.task = client, addr, task
+        self.moved = ""
+        self.done = False
+        self.timer: Optional[asyncio.TimerHandle] = None
+        self.probe: Optional[asyncio.Task[None]] = None
+
+    def arm(self, delay: float) -> None:
+        self.timer = asyncio.get_running_loop().call_later(delay, self._fire)
+
+    def _fire(self) -> None:
+        if not self.done:
+            self.probe = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        leader = await self.client._probe_leader(self.addr)
+        if self.done:
+            return
+        if leader and leader != self.addr:
+            self.moved = leader
+            self.task.cancel()
+            return
+        self.arm(self.client._leader_probe)
+
+    def stop(self) -> None:
+        self.done = True
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.probe is not None and not self.probe.done():
+            self.probe.cancel()
+
+
 class SeppClient:
     """A client of a sepp cluster; safe for concurrent use by the tasks of
     one event loop. Create it with :meth:`connect`, close it with
@@ -283,31 +318,27 @@ class SeppClient:
         return ""
 
     async def _watched(self, fn: Callable[[_Attempt], Awaitable[T]], a: _Attempt, extra: float) -> T:
-        """Run one attempt; when it has no answer after the probe delay, ask
-        the other nodes who leads, and abandon it for a different leader."""
+        """Run one attempt. If it has no answer after the probe delay, a
+        timer (no task until then, so an answered call costs nothing) asks
+        the other nodes who leads, and again at that interval; when one
+        names another leader, the attempt is cancelled and _LeaderMoved
+        raised: a leader that froze or was cut off costs about an election,
+        not the attempt timeout. Only calls safe to retry are watched."""
         if self._leader_probe <= 0:
             return await fn(a)
-        task = asyncio.ensure_future(fn(a))
-        delay = extra + self._leader_probe
+        me = asyncio.current_task()
+        assert me is not None
+        w = _Watch(self, a.addr, me)
+        w.arm(extra + self._leader_probe)
         try:
-            while True:
-                done, _ = await asyncio.wait({task}, timeout=delay)
-                if done:
-                    return task.result()
-                leader = await self._probe_leader(a.addr)
-                if task.done():
-                    return task.result()
-                if leader and leader != a.addr:
-                    task.cancel()
-                    try:
-                        await task
-                    except (asyncio.CancelledError, grpc.aio.AioRpcError):
-                        pass
-                    raise _LeaderMoved(leader)
-                delay = self._leader_probe
+            return await fn(a)
+        except asyncio.CancelledError:
+            # Our own cancel, and no one else's: the leader moved.
+            if w.moved and me.uncancel() == 0:
+                raise _LeaderMoved(w.moved) from None
+            raise
         finally:
-            if not task.done():
-                task.cancel()
+            w.stop()
 
     async def _call(self, op: str, policy: _Policy, fn: Callable[[_Attempt], Awaitable[T]],
                     extra: float = 0.0) -> T:
