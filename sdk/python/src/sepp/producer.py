@@ -6,7 +6,7 @@ import asyncio
 from datetime import timedelta
 from typing import TYPE_CHECKING, Optional
 
-from sepp.errors import ClientClosed
+from sepp.errors import ClientClosed, InvalidField, SeppError
 from sepp.types import EnqueueRequest, EnqueueResult
 from sepp.v1 import queue_service_pb2 as qpb
 
@@ -14,6 +14,14 @@ if TYPE_CHECKING:
     from sepp.client import SeppClient
 
 __all__ = ["Producer"]
+
+
+def _strip_item(err: SeppError, prefix: str) -> SeppError:
+    if isinstance(err, InvalidField) and err.field.startswith(prefix):
+        field = err.field[len(prefix):]
+        return InvalidField(field, err.description.replace(err.field, field), err.limit, op=err.op,
+                            code=err.code, server_message=err.server_message)
+    return err
 
 
 class _Item:
@@ -135,10 +143,12 @@ class Producer:
             raise
         finally:
             self._in_flight.release()
-        for b, r in zip(batch, results):
+        for i, (b, r) in enumerate(zip(batch, results)):
             if b.future.done():
                 continue
             if r.error is not None:
-                b.future.set_exception(r.error)
+                # The server names the item by its place in a batch the
+                # caller never saw: name the field as for a lone enqueue.
+                b.future.set_exception(_strip_item(r.error, f"jobs[{i}]."))
             elif r.result is not None:
                 b.future.set_result(r.result)
