@@ -83,7 +83,7 @@ class Worker:
         self._max_reason = max(max_reason_bytes, 1)
         self._handlers: dict[str, dict[str, Handler]] = {}
         self._free = self._concurrency
-        self._cond: Optional[asyncio.Condition] = None
+        self._slot_waiters: list[asyncio.Future[None]] = []
         self._pollers: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
         self._started = False
@@ -120,7 +120,6 @@ class Worker:
         if not self._handlers:
             raise RuntimeError("sepp: worker has no handlers; call handle before start")
         self._started = True
-        self._cond = asyncio.Condition()
         loop = asyncio.get_running_loop()
         self._pollers = [loop.create_task(self._poll(q)) for q in self._handlers]
 
@@ -157,20 +156,26 @@ class Worker:
 
     async def _take(self, n: int) -> int:
         """Wait for one free slot, then take up to n; returns how many."""
-        assert self._cond is not None
-        async with self._cond:
-            await self._cond.wait_for(lambda: self._free > 0)
-            k = min(self._free, n)
-            self._free -= k
-            return k
+        while self._free == 0:
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._slot_waiters.append(fut)
+            try:
+                await fut
+            finally:
+                if fut in self._slot_waiters:
+                    self._slot_waiters.remove(fut)
+        k = min(self._free, n)
+        self._free -= k
+        return k
 
-    async def _give(self, n: int) -> None:
+    def _give(self, n: int) -> None:
         if n <= 0:
             return
-        assert self._cond is not None
-        async with self._cond:
-            self._free += n
-            self._cond.notify_all()
+        self._free += n
+        while self._slot_waiters:
+            fut = self._slot_waiters.pop()
+            if not fut.done():
+                fut.set_result(None)
 
     async def _poll(self, queue: str) -> None:
         request_id = ""
@@ -190,7 +195,7 @@ class Worker:
                 await asyncio.shield(self._recover(queue, held, request_id))
                 raise
             except SeppError as e:
-                await self._give(held)
+                self._give(held)
                 self._report(e)
                 if not isinstance(e, (UnknownOutcome, Unavailable)):
                     request_id = ""
@@ -203,7 +208,7 @@ class Worker:
                 t = loop.create_task(self._run(d))
                 self._running.add(t)
                 t.add_done_callback(self._running.discard)
-            await self._give(held - len(ds))
+            self._give(held - len(ds))
 
     async def _recover(self, queue: str, held: int, request_id: str) -> None:
         try:
@@ -214,7 +219,7 @@ class Worker:
                                    f"their leases expire): {e}", op="reserve"))
             ds = []
         await self._release_all(ds)
-        await self._give(held)
+        self._give(held)
 
     async def _release_all(self, ds: list[Delivery]) -> None:
         for d in ds:
@@ -236,35 +241,34 @@ class Worker:
                 return
             await self._run_handler(d, h)
         finally:
-            await self._give(1)
+            self._give(1)
 
     async def _run_handler(self, d: Delivery, h: Handler) -> None:
-        loop = asyncio.get_running_loop()
-        task = loop.create_task(h(d))
-        lost: list[BaseException] = []
-        keeper = loop.create_task(self._keep_lease(d, task, lost))
+        # The handler runs in this task; a lost lease cancels it (see
+        # _LeaseKeeper), Stop running out of time cancels it from outside.
+        me = asyncio.current_task()
+        assert me is not None
+        keeper = _LeaseKeeper(self, d, me)
         err: Optional[BaseException] = None
         try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if not task.done():
-                # Stop ran out of time: cancel the handler, hand the job
-                # back without burning its attempt.
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-                keeper.cancel()
-                await asyncio.gather(keeper, return_exceptions=True)
+            await h(d)
+        except asyncio.CancelledError as e:
+            keeper.stop()
+            if keeper.lost is None:
+                # Stop ran out of time: hand the job back without burning
+                # its attempt.
                 await asyncio.shield(self._release_all([d]))
                 raise
-            if not lost:
-                err = asyncio.CancelledError()
+            err = e
         except Exception as e:
             err = e
-        keeper.cancel()
-        await asyncio.gather(keeper, return_exceptions=True)
-        if lost:
-            self._report(LeaseLost(f"job {d.ctx.job_id}: lease lost while its handler ran; not answering for it: "
-                                   f"{lost[0]}", op="extend lease"))
+        finally:
+            keeper.stop()
+        if keeper.lost is not None:
+            if me.cancelling():
+                me.uncancel()  # the keeper's cancel, consumed here
+            self._report(LeaseLost(f"job {d.ctx.job_id}: lease lost while its handler ran; not answering for "
+                                   f"it: {keeper.lost}", op="extend lease"))
             return
         if err is None:
             try:
@@ -282,29 +286,60 @@ class Worker:
         except (SeppError, asyncio.TimeoutError) as e:
             self._report(SeppError(f"nack job {d.ctx.job_id}: {e}", op="nack"))
 
-    async def _keep_lease(self, d: Delivery, task: asyncio.Task[None], lost: list[BaseException]) -> None:
-        """Extend the lease every lease/3 until the handler returns. A lease
-        the server reports lost, or one that lapsed by the local clock while
-        extending kept failing, cancels the handler."""
-        loop = asyncio.get_running_loop()
-        lease = self._lease.total_seconds()
-        interval = lease / 3
-        deadline = loop.time() + lease
-        while not task.done():
-            await asyncio.sleep(interval)
-            try:
-                await asyncio.wait_for(self._client.extend_lease(d.ctx, self._lease),
-                                       max(deadline - loop.time(), 0.001))
-                deadline = loop.time() + lease
-                interval = lease / 3
-            except (LeaseLost, NotFound) as e:
-                lost.append(e)
-                task.cancel()
+
+class _LeaseKeeper:
+    """Extends a running handler's lease every lease/3, on a timer (no task
+    until an extension is due, so a short job costs nothing). A lease the
+    server reports lost, or one that lapsed by the local clock while
+    extending kept failing, cancels the handler's task."""
+
+    def __init__(self, worker: Worker, d: Delivery, task: asyncio.Task[Any]) -> None:
+        self.w, self.d, self.task = worker, d, task
+        self.loop = asyncio.get_running_loop()
+        self.lease = worker._lease.total_seconds()
+        self.deadline = self.loop.time() + self.lease
+        self.lost: Optional[BaseException] = None
+        self.done = False
+        self.timer: Optional[asyncio.TimerHandle] = None
+        self.extending: Optional[asyncio.Task[None]] = None
+        self._arm(self.lease / 3)
+
+    def _arm(self, delay: float) -> None:
+        self.timer = self.loop.call_later(delay, self._fire)
+
+    def _fire(self) -> None:
+        if not self.done:
+            self.extending = self.loop.create_task(self._extend())
+
+    async def _extend(self) -> None:
+        try:
+            await asyncio.wait_for(self.w._client.extend_lease(self.d.ctx, self.w._lease),
+                                   max(self.deadline - self.loop.time(), 0.001))
+        except (LeaseLost, NotFound) as e:
+            self._lose(e)
+            return
+        except (SeppError, asyncio.TimeoutError) as e:
+            if self.loop.time() >= self.deadline:
+                self._lose(SeppError(f"lease ran out while extending it failed ({e})", op="extend lease"))
                 return
-            except (SeppError, asyncio.TimeoutError) as e:
-                if loop.time() >= deadline:
-                    lost.append(SeppError(f"lease ran out while extending it failed ({e})", op="extend lease"))
-                    task.cancel()
-                    return
-                self._report(SeppError(f"extend lease of job {d.ctx.job_id}: {e}", op="extend lease"))
-                interval = min(lease / 3, (deadline - loop.time()) / 2 + 0.001)
+            if not self.done:
+                self.w._report(SeppError(f"extend lease of job {self.d.ctx.job_id}: {e}", op="extend lease"))
+                self._arm(min(self.lease / 3, (self.deadline - self.loop.time()) / 2 + 0.001))
+            return
+        self.deadline = self.loop.time() + self.lease
+        if not self.done:
+            self._arm(self.lease / 3)
+
+    def _lose(self, err: BaseException) -> None:
+        if self.done:
+            return
+        self.lost = err
+        self.done = True
+        self.task.cancel()
+
+    def stop(self) -> None:
+        self.done = True
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.extending is not None and not self.extending.done() and self.extending is not asyncio.current_task():
+            self.extending.cancel()
