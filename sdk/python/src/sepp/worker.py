@@ -271,9 +271,11 @@ class Worker:
                                    f"it: {keeper.lost}", op="extend lease"))
             return
         if err is None:
+            # Bounded by the client's retry_timeout; no wait_for (a task and
+            # a timer per job) on the hot path.
             try:
-                await asyncio.wait_for(self._client.ack(d.ctx), self._lease.total_seconds())
-            except (SeppError, asyncio.TimeoutError) as e:
+                await self._client.ack(d.ctx)
+            except SeppError as e:
                 self._report(SeppError(f"ack job {d.ctx.job_id}: {e}", op="ack"))
             return
         directive = err.directive() if isinstance(err, HandlerError) else RetryDirective.default()
@@ -282,8 +284,8 @@ class Worker:
     async def _nack(self, d: Delivery, directive: RetryDirective, reason: str) -> None:
         reason = reason.encode()[:self._max_reason].decode(errors="ignore")
         try:
-            await asyncio.wait_for(self._client.nack(d.ctx, directive, reason), self._lease.total_seconds())
-        except (SeppError, asyncio.TimeoutError) as e:
+            await self._client.nack(d.ctx, directive, reason)
+        except SeppError as e:
             self._report(SeppError(f"nack job {d.ctx.job_id}: {e}", op="nack"))
 
 
