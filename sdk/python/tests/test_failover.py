@@ -100,3 +100,20 @@ async def test_frozen_leader_is_left_for_the_new_one(own_cluster: Cluster) -> No
         (d,) = await client.reserve("frozen")
         assert d.job.id == res.job_id
         await client.ack(d.ctx)
+
+
+async def test_cluster_status_and_transfer_leadership(own_cluster: Cluster) -> None:
+    cluster = own_cluster
+    await wait_leader(cluster.addrs)
+    async with await SeppClient.connect(cluster.addrs) as client:
+        st = await client.cluster_status()
+        assert sorted(m.node.id for m in st.members) == ["sepp-1", "sepp-2", "sepp-3"]
+        assert all(m.voter for m in st.members) and sum(m.leader for m in st.members) == 1
+        assert st.leader is not None
+        leader = st.leader
+        target = next(m.node for m in st.members if not m.leader)
+        await client.transfer_leadership(target.id)
+        info = await client.server_info()
+        assert (info.leader_id, info.leader_addr) == (target.id, target.grpc_addr) != (leader.id, leader.grpc_addr)
+        res = await client.enqueue(EnqueueRequest("moved", "x"))
+        assert client.leader == target.grpc_addr and res.job_id > 0

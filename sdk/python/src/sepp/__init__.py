@@ -14,9 +14,9 @@ from sepp.errors import (ClientClosed, InternalError, InvalidArgument, InvalidFi
                          PermissionDenied, QueueFull, ResourceExhausted, ScheduledTooFar, SeppError, Unauthenticated,
                          Unavailable, UnknownOutcome, WrongState)
 from sepp.producer import Producer
-from sepp.types import (ActionResult, BatchResult, DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest,
-                        EnqueueResult, Job, JobAttempt, JobContext, JobState, Priority, QueueStats, RetryDirective,
-                        ServerInfo)
+from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterCause, DeadLetterRecord,
+                        Delivery, EnqueueRequest, EnqueueResult, Job, JobAttempt, JobContext, JobState, NodeInfo,
+                        Priority, QueueStats, RetryDirective, ServerInfo)
 from sepp.worker import Handler, HandlerError, Permanent, Retry, RetryAfter, Worker
 
 __version__ = "0.1.0"
@@ -25,6 +25,7 @@ __all__ = [
     "SeppClient", "new_key", "Producer", "Worker", "Handler", "HandlerError", "Retry", "RetryAfter", "Permanent",
     "EnqueueRequest", "EnqueueResult", "BatchResult", "Priority", "JobState", "DeadLetterCause", "RetryDirective",
     "Job", "JobAttempt", "JobContext", "Delivery", "DeadLetterRecord", "ServerInfo", "QueueStats", "ActionResult",
+    "NodeInfo", "ClusterMember", "ClusterStatus",
     "SeppError", "InvalidArgument", "InvalidField", "ScheduledTooFar", "NotFound", "LeaseLost", "WrongState",
     "ResourceExhausted", "QueueFull", "Unavailable", "NotLeader", "UnknownOutcome", "PermissionDenied",
     "Unauthenticated", "ClientClosed", "InternalError",

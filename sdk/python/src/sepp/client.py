@@ -27,9 +27,9 @@ import grpc.aio
 
 from sepp.errors import (ClientClosed, InternalError, InvalidField, LeaseLost, SeppError, UnknownOutcome,
                          from_item_error, from_rpc_error, not_leader_hint)
-from sepp.types import (ActionResult, BatchResult, DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest,
-                        EnqueueResult, Job, JobContext, JobState, QueueStats, RetryDirective, ServerInfo,
-                        _from_ts, _to_duration)
+from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterCause, DeadLetterRecord,
+                        Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, NodeInfo, QueueStats,
+                        RetryDirective, ServerInfo, _from_ts, _to_duration)
 from sepp.v1 import admin_service_pb2 as apb
 from sepp.v1 import admin_service_pb2_grpc as agrpc
 from sepp.v1 import cluster_service_pb2 as cpb
@@ -115,6 +115,10 @@ def _admin_stub(ch: grpc.aio.Channel) -> Any:
 
 def _cluster(ch: grpc.aio.Channel) -> Any:
     return cgrpc.ClusterServiceStub(ch)  # type: ignore[no-untyped-call]
+
+
+def _node(m: tpb.NodeInfo) -> NodeInfo:
+    return NodeInfo(m.id, m.raft_addr, m.grpc_addr, m.http_addr)
 
 
 def _split_addr(addr: str) -> tuple[str, Optional[bool]]:
@@ -740,3 +744,31 @@ class SeppClient:
     async def resume_queue(self, queue: str) -> None:
         """Undo pause_queue."""
         await self._admin("resume queue", "ResumeQueue", apb.ResumeQueueRequest(queue=queue))
+
+    async def cluster_status(self) -> ClusterStatus:
+        """The cluster as the node the client talks to sees it: members,
+        leader, raft term and indexes."""
+        async def attempt(a: _Attempt) -> ClusterStatus:
+            r = await self._unary(a, _cluster(a.channel).Status, cpb.StatusRequest())
+            return ClusterStatus(
+                self_node=_node(r.self), leader=_node(r.leader) if r.leader.id else None, state=r.state,
+                term=r.term, commit_index=r.commit_index, applied_index=r.applied_index,
+                last_log_index=r.last_log_index,
+                members=tuple(ClusterMember(_node(m.node), m.voter, m.leader, m.healthy, m.last_contact)
+                              for m in r.members))
+
+        return await self._call("cluster status", _Policy.SAFE, attempt)
+
+    async def transfer_leadership(self, to_node_id: str = "") -> None:
+        """Hand leadership to another voter ("" lets the leader pick the
+        most up-to-date one). Like a drain it is not retried once it may
+        have reached the server (a second transfer would move it again)."""
+        if not self._leader:
+            await self.server_info()
+
+        async def attempt(a: _Attempt) -> None:
+            await self._unary(a, _cluster(a.channel).TransferLeadership,
+                              cpb.TransferLeadershipRequest(to_node_id=to_node_id))
+
+        await self._call("transfer leadership", _Policy.NOT_SENT, attempt)
+        self._leader = ""  # whoever leads now, the next call finds out

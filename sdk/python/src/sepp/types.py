@@ -29,6 +29,9 @@ __all__ = [
     "ServerInfo",
     "QueueStats",
     "ActionResult",
+    "NodeInfo",
+    "ClusterMember",
+    "ClusterStatus",
 ]
 
 
@@ -378,3 +381,38 @@ class ActionResult:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One cluster member's identity and addresses."""
+
+    id: str
+    raft_addr: str
+    grpc_addr: str
+    http_addr: str
+
+
+@dataclass(frozen=True)
+class ClusterMember:
+    """One voter or non-voter of the configuration."""
+
+    node: NodeInfo
+    voter: bool
+    leader: bool
+    healthy: bool  # the leader's view
+    last_contact: str  # as raft reports it
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    """One node's view of the cluster."""
+
+    self_node: NodeInfo
+    leader: Optional[NodeInfo]  # None when no leader is known
+    state: str  # "Leader", "Follower", "Candidate" or "Shutdown"
+    term: int
+    commit_index: int
+    applied_index: int
+    last_log_index: int
+    members: tuple[ClusterMember, ...]
