@@ -65,3 +65,18 @@ def test_samples_are_the_spec_pages_verbatim() -> None:
         return
     found = sorted(s for page in spec.glob("*.txt") for s in spec_python_samples(page.read_text()))
     assert found == copies
+
+
+def test_readme_quick_start(binary: Path, tmp_path: Path) -> None:
+    """The README's quick start, verbatim, against localhost:50051."""
+    readme = (HERE.parent / "README.md").read_text()
+    start = readme.index("## Quick start")
+    block = re.search(r"```python\n(.*?)```", readme[start:], re.S)
+    assert block is not None
+    sample = tmp_path / "quick_start.py"
+    # As a module whose main() the runner calls, not at import.
+    sample.write_text(block.group(1).replace("asyncio.run(main())", ""))
+    held = run_in_netns(binary, str(sample))
+    # emails: enqueued, reserved and acked; reports: one job, an hour out.
+    assert held.get("emails", []) == []
+    assert [(j["job_type"], j["state"]) for j in held["reports"]] == [("daily_rollup", "scheduled")]
