@@ -65,6 +65,11 @@ class JobState(enum.IntEnum):
     def __str__(self) -> str:
         return self.name.lower()
 
+    @classmethod
+    def _missing_(cls, value: object) -> JobState:
+        # A state a newer server added: unknown here, not a crash.
+        return cls.UNKNOWN
+
 
 class DeadLetterCause(enum.IntEnum):
     """Why a job was dead-lettered; exactly one per record."""
@@ -77,6 +82,10 @@ class DeadLetterCause(enum.IntEnum):
 
     def __str__(self) -> str:
         return self.name.lower()
+
+    @classmethod
+    def _missing_(cls, value: object) -> DeadLetterCause:
+        return cls.UNKNOWN
 
 
 def _to_ts(t: datetime) -> timestamp_pb2.Timestamp:
