@@ -45,26 +45,38 @@ async def test_failover_loses_and_duplicates_nothing(own_cluster: Cluster) -> No
         await worker.start()
         results: list[EnqueueResult] = []
         async with client.producer(max_batch=32) as producer:
-            async def produce(start: int, end: int) -> None:
-                futs = [await producer.enqueue_nowait(EnqueueRequest("failover", "job", str(i).encode()))
-                        for i in range(start, end)]
-                results.extend(await asyncio.gather(*futs))
+            # The head in one go; the tail from eight feeders that each wait
+            # for a job's result before the next, so it is still flowing
+            # when the leader dies.
+            head = [await producer.enqueue_nowait(EnqueueRequest("failover", "job", str(i).encode()))
+                    for i in range(N // 4)]
+            results.extend(await asyncio.gather(*head))
+            todo = iter(range(N // 4, N))
 
-            await produce(0, N // 4)
-            tail = asyncio.ensure_future(produce(N // 4, N))
-            cluster.kill(cluster.index_of(leader))  # mid-stream: the producer and worker ride through it
+            async def feeder() -> None:
+                for i in todo:
+                    results.append(await producer.enqueue(EnqueueRequest("failover", "job", str(i).encode())))
+
+            tail = asyncio.gather(*(feeder() for _ in range(8)))
+            loop = asyncio.get_running_loop()
+            end = loop.time() + 60
+            while len(processed) < N // 8:
+                assert loop.time() < end, f"the worker processed {len(processed)} jobs before the kill"
+                await asyncio.sleep(0.01)
+            killed_at = (len(processed), len(results))
+            cluster.kill(cluster.index_of(leader))
             await tail
 
         async def all_seen() -> bool:
             return len(processed) == N
 
-        loop = asyncio.get_running_loop()
         end = loop.time() + 90
         while not await all_seen():
             assert loop.time() < end, f"processed {len(processed)} of {N}"
             await asyncio.sleep(0.1)
         await worker.stop()
 
+        print(f"leader killed with {killed_at[0]} jobs processed and {killed_at[1]} enqueues confirmed of {N}")
         new_leader = (await client.server_info()).leader_addr
         assert new_leader != leader
         assert len(results) == N and len({r.job_id for r in results}) == N
