@@ -76,6 +76,7 @@ check-imports: ## Fail if a layer imports one above it (engine stdlib-only, fsm 
 generate: ## Regenerate protobuf Go code (needs protoc + protoc-gen-go + protoc-gen-go-grpc).
 	./proto/seppcmd/generate.sh
 	./proto/sepp/generate.sh
+	./sdk/python/generate.sh
 
 .PHONY: verify
 verify: generate ## Fail if generated code or go.mod drift from what is committed; buf lint the protos.
@@ -83,6 +84,21 @@ verify: generate ## Fail if generated code or go.mod drift from what is committe
 	git diff --exit-code -- proto go.mod go.sum
 	@if command -v buf >/dev/null 2>&1; then cd proto && buf lint && echo "buf lint: clean"; \
 	else echo "buf not installed (go install github.com/bufbuild/buf/cmd/buf@v1.75.0): lint skipped"; fi
+
+# make sdk-python: the interpreter with Debian's python3-grpcio & co. (not
+# a pyenv shim that may come first on PATH).
+PYTHON ?= /usr/bin/python3
+
+.PHONY: sdk-python
+sdk-python: build ## Python SDK (sdk/python): generated-code check, mypy --strict, flake8, pytest against local 3-node clusters of bin/sepp.
+	cd sdk/python && ./generate.sh --check
+	cd sdk/python && $(PYTHON) -m mypy src tests bench.py
+	cd sdk/python && $(PYTHON) -m flake8 src tests bench.py
+	cd sdk/python && SEPP_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider
+
+.PHONY: sdk-python-bench
+sdk-python-bench: build ## Python SDK throughput (enqueue, Producer, Worker) against a local 3-node `sepp dev` cluster, printed.
+	cd sdk/python && PYTHONPATH=src $(PYTHON) bench.py --binary $(CURDIR)/$(BIN)
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; a count such as 20000x avoids Go 1.26's deadline race).

@@ -1,0 +1,32 @@
+"""sepp: the asyncio Python client of the sepp job queue.
+
+    from sepp import SeppClient, EnqueueRequest, Priority
+
+    client = await SeppClient.connect("http://localhost:50051")
+    await client.enqueue(EnqueueRequest("emails", "password_reset", priority=Priority.MAX))
+
+The generated protobuf modules are sepp.v1 (the API, from proto/sepp/v1)
+and sepp.googlerpc (the google.rpc status and error details).
+"""
+
+from sepp.client import SeppClient, new_key
+from sepp.errors import (ClientClosed, InternalError, InvalidArgument, InvalidField, LeaseLost, NotFound, NotLeader,
+                         PermissionDenied, QueueFull, ResourceExhausted, ScheduledTooFar, SeppError, Unauthenticated,
+                         Unavailable, UnknownOutcome, WrongState)
+from sepp.producer import Producer
+from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterCause, DeadLetterRecord,
+                        Delivery, EnqueueRequest, EnqueueResult, Job, JobAttempt, JobContext, JobState, NodeInfo,
+                        Priority, QueueStats, RetryDirective, ServerInfo)
+from sepp.worker import Handler, HandlerError, Permanent, Retry, RetryAfter, Worker
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SeppClient", "new_key", "Producer", "Worker", "Handler", "HandlerError", "Retry", "RetryAfter", "Permanent",
+    "EnqueueRequest", "EnqueueResult", "BatchResult", "Priority", "JobState", "DeadLetterCause", "RetryDirective",
+    "Job", "JobAttempt", "JobContext", "Delivery", "DeadLetterRecord", "ServerInfo", "QueueStats", "ActionResult",
+    "NodeInfo", "ClusterMember", "ClusterStatus",
+    "SeppError", "InvalidArgument", "InvalidField", "ScheduledTooFar", "NotFound", "LeaseLost", "WrongState",
+    "ResourceExhausted", "QueueFull", "Unavailable", "NotLeader", "UnknownOutcome", "PermissionDenied",
+    "Unauthenticated", "ClientClosed", "InternalError",
+]

@@ -1,0 +1,158 @@
+from google.protobuf import any_pb2 as _any_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DEAD_LETTER_CAUSE_ADMIN: DeadLetterCause
+DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED: DeadLetterCause
+DEAD_LETTER_CAUSE_LEASE_EXPIRED: DeadLetterCause
+DEAD_LETTER_CAUSE_REJECTED: DeadLetterCause
+DEAD_LETTER_CAUSE_UNSPECIFIED: DeadLetterCause
+DESCRIPTOR: _descriptor.FileDescriptor
+JOB_STATE_DEAD: JobState
+JOB_STATE_READY: JobState
+JOB_STATE_RESERVED: JobState
+JOB_STATE_SCHEDULED: JobState
+JOB_STATE_UNSPECIFIED: JobState
+RETRY_BACKOFF_EXPONENTIAL: RetryBackoff
+RETRY_BACKOFF_NONE: RetryBackoff
+RETRY_BACKOFF_UNSPECIFIED: RetryBackoff
+
+class DeadLetterRecord(_message.Message):
+    __slots__ = ["cause", "failed_at", "final_attempt", "job", "last_reason"]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    FAILED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINAL_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    LAST_REASON_FIELD_NUMBER: _ClassVar[int]
+    cause: DeadLetterCause
+    failed_at: _timestamp_pb2.Timestamp
+    final_attempt: int
+    job: Job
+    last_reason: str
+    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ..., cause: _Optional[_Union[DeadLetterCause, str]] = ..., failed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., final_attempt: _Optional[int] = ..., last_reason: _Optional[str] = ...) -> None: ...
+
+class ItemError(_message.Message):
+    __slots__ = ["code", "details", "message"]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    details: _containers.RepeatedCompositeFieldContainer[_any_pb2.Any]
+    message: str
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., details: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ...) -> None: ...
+
+class Job(_message.Message):
+    __slots__ = ["attempt", "custom", "enqueued_at", "history", "id", "job_type", "last_reason", "lease_deadline", "max_attempts", "next_attempt_at", "payload", "priority", "queue", "scheduled_at", "state", "worker_id"]
+    class CustomEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_FIELD_NUMBER: _ClassVar[int]
+    ENQUEUED_AT_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
+    LAST_REASON_FIELD_NUMBER: _ClassVar[int]
+    LEASE_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_AT_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_AT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    custom: _containers.ScalarMap[str, str]
+    enqueued_at: _timestamp_pb2.Timestamp
+    history: _containers.RepeatedCompositeFieldContainer[JobAttempt]
+    id: int
+    job_type: str
+    last_reason: str
+    lease_deadline: _timestamp_pb2.Timestamp
+    max_attempts: int
+    next_attempt_at: _timestamp_pb2.Timestamp
+    payload: bytes
+    priority: int
+    queue: str
+    scheduled_at: _timestamp_pb2.Timestamp
+    state: JobState
+    worker_id: str
+    def __init__(self, id: _Optional[int] = ..., queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., enqueued_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., worker_id: _Optional[str] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., history: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ...) -> None: ...
+
+class JobActionResult(_message.Message):
+    __slots__ = ["error", "job_id"]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    error: ItemError
+    job_id: int
+    def __init__(self, job_id: _Optional[int] = ..., error: _Optional[_Union[ItemError, _Mapping]] = ...) -> None: ...
+
+class JobAttempt(_message.Message):
+    __slots__ = ["attempt", "ended_at", "outcome", "reason", "worker_id"]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    ended_at: _timestamp_pb2.Timestamp
+    outcome: str
+    reason: str
+    worker_id: str
+    def __init__(self, attempt: _Optional[int] = ..., worker_id: _Optional[str] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class JobContext(_message.Message):
+    __slots__ = ["attempt", "job_id", "lease_deadline", "lease_token", "max_attempts", "queue", "worker_id"]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    LEASE_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    job_id: int
+    lease_deadline: _timestamp_pb2.Timestamp
+    lease_token: int
+    max_attempts: int
+    queue: str
+    worker_id: str
+    def __init__(self, job_id: _Optional[int] = ..., lease_token: _Optional[int] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., queue: _Optional[str] = ..., worker_id: _Optional[str] = ...) -> None: ...
+
+class NodeInfo(_message.Message):
+    __slots__ = ["grpc_addr", "http_addr", "id", "raft_addr"]
+    GRPC_ADDR_FIELD_NUMBER: _ClassVar[int]
+    HTTP_ADDR_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RAFT_ADDR_FIELD_NUMBER: _ClassVar[int]
+    grpc_addr: str
+    http_addr: str
+    id: str
+    raft_addr: str
+    def __init__(self, id: _Optional[str] = ..., raft_addr: _Optional[str] = ..., grpc_addr: _Optional[str] = ..., http_addr: _Optional[str] = ...) -> None: ...
+
+class ReservedJob(_message.Message):
+    __slots__ = ["ctx", "job"]
+    CTX_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    ctx: JobContext
+    job: Job
+    def __init__(self, ctx: _Optional[_Union[JobContext, _Mapping]] = ..., job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
+
+class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class DeadLetterCause(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class RetryBackoff(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

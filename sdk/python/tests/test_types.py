@@ -1,0 +1,55 @@
+"""The value types, without a server."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from sepp import DeadLetterCause, EnqueueRequest, InvalidField, JobState, Priority, RetryDirective
+from sepp.v1 import types_pb2 as tpb
+
+
+@pytest.mark.parametrize("kwargs, field, limit", [
+    ({"queue": ""}, "queue", ""),
+    ({"priority": 10}, "priority", "0..9"),
+    ({"priority": -1}, "priority", "0..9"),
+    ({"scheduled_at": datetime(2030, 1, 1)}, "scheduled_at", ""),
+    ({"max_attempts": -1}, "max_attempts", ""),
+])
+def test_enqueue_request_rejects(kwargs: dict[str, object], field: str, limit: str) -> None:
+    args: dict[str, object] = {"queue": "q", "job_type": "t", **kwargs}
+    with pytest.raises(InvalidField) as e:
+        EnqueueRequest(**args)  # type: ignore[arg-type]
+    assert (e.value.field, e.value.limit) == (field, limit)
+
+
+def test_priority_constants() -> None:
+    assert [int(p) for p in (Priority.MIN, Priority.P0, Priority.P9, Priority.MAX)] == [0, 0, 9, 9]
+    assert (Priority.MAX.name, Priority.MIN.name) == ("P9", "P0")  # aliases, one member each
+
+
+def test_to_proto() -> None:
+    at = datetime(2030, 1, 2, 3, 4, 5, 678000, tzinfo=timezone(timedelta(hours=2)))
+    m = EnqueueRequest("q", "t", b"p", priority=Priority.P3, scheduled_at=at, max_attempts=4,
+                       custom={"a": "b"}).to_proto("key")
+    assert (m.queue, m.job_type, m.payload, m.priority, m.max_attempts, dict(m.custom), m.idempotency_key) == (
+        "q", "t", b"p", 3, 4, {"a": "b"}, "key")
+    assert m.scheduled_at.ToDatetime().replace(tzinfo=timezone.utc) == at
+    # Unset priority stays unset: the queue's default applies.
+    assert not EnqueueRequest("q", "t").to_proto("k").HasField("priority")
+
+
+def test_directives() -> None:
+    assert RetryDirective.default().to_proto().WhichOneof("directive") == "default"
+    d = RetryDirective.after(timedelta(seconds=90)).to_proto()
+    assert (d.WhichOneof("directive"), d.after.seconds) == ("after", 90)
+    assert RetryDirective.dead_letter().to_proto().WhichOneof("directive") == "dead_letter"
+    with pytest.raises(InvalidField) as e:
+        RetryDirective.after(timedelta(seconds=-1))
+    assert e.value.field == "directive.after"
+
+
+def test_unknown_enum_values_from_a_newer_server() -> None:
+    assert JobState(99) is JobState.UNKNOWN and DeadLetterCause(99) is DeadLetterCause.UNKNOWN
+    assert JobState(tpb.JOB_STATE_READY) is JobState.READY and str(JobState.READY) == "ready"

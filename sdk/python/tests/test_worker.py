@@ -1,0 +1,172 @@
+"""The Worker against the real cluster: directives, lease keeping, a lost
+lease, graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from datetime import timedelta
+from typing import Awaitable, Callable
+
+from sepp import (DeadLetterCause, Delivery, EnqueueRequest, JobState, LeaseLost, Permanent, Retry, RetryAfter,
+                  SeppClient, Worker)
+
+
+def q() -> str:
+    return "w-" + secrets.token_hex(4)
+
+
+async def until(cond: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
+    """Wait for cond with a deadline, looking every 50 ms."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not await cond():
+        assert loop.time() < end, "condition not met in time"
+        await asyncio.sleep(0.05)
+
+
+async def counts(client: SeppClient, queue: str) -> tuple[int, int, int, int]:
+    for s in await client.list_queues():
+        if s.name == queue:
+            return s.ready, s.reserved, s.scheduled, s.acked_total
+    return 0, 0, 0, 0
+
+
+async def test_handler_outcomes_map_onto_directives(client: SeppClient) -> None:
+    queue = q()
+    seen: list[tuple[str, int]] = []
+
+    async def handle(d: Delivery) -> None:
+        seen.append((d.job.job_type, d.ctx.attempt))
+        if d.job.job_type == "retry" and d.ctx.attempt == 1:
+            raise Retry("try again")
+        if d.job.job_type == "after" and d.ctx.attempt == 1:
+            raise RetryAfter(timedelta(milliseconds=300), "rate limited")
+        if d.job.job_type == "permanent":
+            raise Permanent("bad input")
+        if d.job.job_type == "plain" and d.ctx.attempt == 1:
+            raise ValueError("plain failure")
+
+    w = Worker(client, concurrency=4, wait=timedelta(milliseconds=200))
+    w.handle(queue, "", handle)
+    ids = {t: (await client.enqueue(EnqueueRequest(queue, t, max_attempts=3))).job_id
+           for t in ["ok", "retry", "after", "permanent", "plain"]}
+    async with w:
+        await until(lambda: _acked(client, queue, 4))
+    assert sorted(seen) == sorted([("ok", 1), ("retry", 1), ("retry", 2), ("after", 1), ("after", 2),
+                                   ("permanent", 1), ("plain", 1), ("plain", 2)])
+    (rec,) = await client.drain_dead_letters(queue, 10)
+    assert (rec.job_id, rec.cause, rec.last_reason) == (ids["permanent"], DeadLetterCause.REJECTED, "bad input")
+
+
+async def _acked(client: SeppClient, queue: str, n: int) -> bool:
+    return (await counts(client, queue))[3] >= n
+
+
+async def test_lease_is_extended_while_the_handler_runs(client: SeppClient) -> None:
+    queue = q()
+    attempts: list[int] = []
+
+    async def slow(d: Delivery) -> None:
+        attempts.append(d.ctx.attempt)
+        await asyncio.sleep(3.5)  # over three 1 s leases
+
+    w = Worker(client, lease=timedelta(seconds=1), wait=timedelta(milliseconds=200))
+    w.handle(queue, "slow", slow)
+    await client.enqueue(EnqueueRequest(queue, "slow"))
+    async with w:
+        await until(lambda: _acked(client, queue, 1))
+    assert attempts == [1]
+
+
+async def test_lost_lease_cancels_the_handler(client: SeppClient) -> None:
+    queue = q()
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+    held: list[Delivery] = []
+    errors: list[BaseException] = []
+
+    async def hang(d: Delivery) -> None:
+        held.append(d)
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    w = Worker(client, lease=timedelta(seconds=1), wait=timedelta(milliseconds=200), on_error=errors.append,
+               shutdown_timeout=timedelta(milliseconds=300))
+    w.handle(queue, "hang", hang)
+    res = await client.enqueue(EnqueueRequest(queue, "hang"))
+    async with w:
+        await asyncio.wait_for(started.wait(), 20)
+        # Someone else answers for the delivery: the worker's lease is gone.
+        await client.release(held[0].ctx)
+        await asyncio.wait_for(cancelled.wait(), 20)
+    assert any(isinstance(e, LeaseLost) for e in errors)
+    # The worker did not ack or nack it (and released a redelivery on stop).
+    job = await client.get_job(res.job_id)
+    assert job.state == JobState.READY and all(h.outcome == "released" for h in job.history)
+
+
+async def test_stop_waits_for_running_and_releases_the_rest(client: SeppClient) -> None:
+    queue = q()
+    gate = asyncio.Event()
+    running: list[int] = []
+
+    async def gated(d: Delivery) -> None:
+        running.append(d.job.id)
+        await gate.wait()
+
+    await client.enqueue_batch([EnqueueRequest(queue, "g") for _ in range(5)])
+    w = Worker(client, concurrency=2, max_reserve=2, wait=timedelta(seconds=2))
+    w.handle(queue, "g", gated)
+    await w.start()
+    await until(lambda: _n(running, 2))
+    stopping = asyncio.ensure_future(w.stop())
+    await asyncio.sleep(0.2)
+    assert not stopping.done()  # it waits for the two running handlers
+    gate.set()
+    await asyncio.wait_for(stopping, 20)
+    ready, reserved, _, acked = await counts(client, queue)
+    assert (ready, reserved, acked, len(running)) == (3, 0, 2, 2)
+
+
+async def test_stop_out_of_time_cancels_and_releases(client: SeppClient) -> None:
+    queue = q()
+    res = await client.enqueue(EnqueueRequest(queue, "stuck"))
+    started = asyncio.Event()
+
+    async def stuck(d: Delivery) -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    w = Worker(client, shutdown_timeout=timedelta(milliseconds=300), wait=timedelta(milliseconds=200))
+    w.handle(queue, "stuck", stuck)
+    await w.start()
+    await asyncio.wait_for(started.wait(), 20)
+    await asyncio.wait_for(w.stop(), 20)
+    job = await client.get_job(res.job_id)
+    assert job.state == JobState.READY and job.history[-1].outcome == "released"
+
+
+async def test_unhandled_job_type_is_nacked(client: SeppClient) -> None:
+    queue = q()
+    res = await client.enqueue(EnqueueRequest(queue, "unknown", max_attempts=1))
+
+    async def never(d: Delivery) -> None:
+        raise AssertionError("not this one")
+
+    w = Worker(client, wait=timedelta(milliseconds=200))
+    w.handle(queue, "known", never)
+    async with w:
+        async def dead() -> bool:
+            return bool((await client.list_dead_letters(queue))[0])
+        await until(dead)
+    (rec,) = await client.drain_dead_letters(queue, 10)
+    assert rec.job_id == res.job_id and "no handler registered" in (rec.last_reason or "")
+
+
+async def _n(xs: list[int], n: int) -> bool:
+    return len(xs) >= n
