@@ -796,8 +796,9 @@ func (*ReleaseResponse) Descriptor() ([]byte, []int) {
 	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{13}
 }
 
-// RetryDirective is the worker's word on what happens after a nack; exactly
-// one must be set.
+// RetryDirective is the worker's word on what happens after a nack; at most
+// one is set. None (or no directive at all) follows the queue's retry policy,
+// as Default does.
 type RetryDirective struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Directive:
