@@ -145,6 +145,9 @@ func nodeConfig(cfg config.Config, log hclog.Logger) (cluster.Config, error) {
 	nc.SnapshotRetain = cl.SnapshotsRetained
 	nc.MaxCommandsPerEntry = cl.MaxCommandsPerEntry
 	nc.MaxEntriesInFlight = cl.MaxEntriesInFlight
+	nc.MaxEntryBytes = cl.MaxEntryBytes
+	// Every command carries at most one request the gRPC server accepted.
+	nc.MaxCommandBytes = max(cfg.Server.MaxMessageBytes+cluster.CommandOverheadBytes, nc.MaxEntryBytes)
 	nc.LeaseGrace = ms(cl.LeaseGraceMS)
 	nc.LogStoreWriteTimeout = ms(cl.StoreWriteTimeoutMS)
 	nc.DetectLeaderCrash = cl.DetectLeaderCrash
