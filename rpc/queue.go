@@ -164,7 +164,7 @@ func (s *queueService) Reserve(ctx context.Context, req *seppv1.ReserveRequest) 
 			if err != nil {
 				return nil, err
 			}
-			return &seppv1.ReserveResponse{Jobs: deliveriesToProto(ds, p.WorkerID)}, nil
+			return s.reserveResponse(ctx, ds, p.WorkerID), nil
 		}
 	}
 	ds, err = s.b.Reserve(ctx, p)
@@ -177,7 +177,7 @@ func (s *queueService) Reserve(ctx context.Context, req *seppv1.ReserveRequest) 
 			return nil, err
 		}
 	}
-	return &seppv1.ReserveResponse{Jobs: deliveriesToProto(ds, p.WorkerID)}, nil
+	return s.reserveResponse(ctx, ds, p.WorkerID), nil
 }
 
 // leads reports whether this node is the leader, whose applied state is
