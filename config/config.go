@@ -60,6 +60,10 @@ type Server struct {
 	// node has none a peer's API would accept), followers answer NotLeader
 	// with the leader's address instead.
 	ForwardToLeader bool `toml:"forward_to_leader"`
+	// ReadyMaxApplyLag is how many committed log entries a node may have
+	// left to apply and still answer /readyz with 200: a node replaying
+	// its log after a restart, or installing a snapshot, is not ready.
+	ReadyMaxApplyLag uint64 `toml:"ready_max_apply_lag"`
 	// MemoryLimit is the Go runtime's soft memory limit
 	// (runtime/debug.SetMemoryLimit): "auto" (the default) is 90% of the
 	// memory limit of the cgroup the node runs in, or none outside one;
@@ -351,6 +355,7 @@ func Default() Config {
 
 			MaxLongPollsPerConn: 64,
 			ForwardToLeader:     true,
+			ReadyMaxApplyLag:    1000,
 			MemoryLimit:         "auto",
 			GCPercent:           DefaultGCPercent,
 			GCMinHeadroom:       "128MiB",
@@ -499,6 +504,9 @@ func (c Config) Validate() error {
 	}); s.MaxMessageBytes < job+64<<10 {
 		add("server.max_message_bytes (%d) must exceed the largest job the limits allow (%d bytes: limits.max_payload_bytes %d, max_custom_fields x max_custom_field_bytes, names, attempt_history) by at least 64 KiB",
 			s.MaxMessageBytes, job, c.Limits.MaxPayloadBytes)
+	}
+	if s.ReadyMaxApplyLag < 1 || s.ReadyMaxApplyLag > 1<<30 {
+		add("server.ready_max_apply_lag: must be 1..%d entries, got %d", 1<<30, s.ReadyMaxApplyLag)
 	}
 	if s.MaxLongPolls < 1 {
 		add("server.max_long_polls: must be at least 1, got %d", s.MaxLongPolls)
