@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/cluster/clustertest"
 	"github.com/sepp-io/sepp/engine"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
@@ -27,11 +28,14 @@ import (
 // about retries instead of limits.
 type limitsEnv struct {
 	queue seppv1.QueueServiceClient
+	admin seppv1.AdminServiceClient
 }
 
 func startLimitsEnv(t *testing.T) limitsEnv {
 	t.Helper()
-	nodes := clustertest.New(t, 1)
+	nodes := clustertest.New(t, 1, clustertest.WithConfig(func(_ int, cfg *cluster.Config) {
+		cfg.Engine.Limits.DeadLetterRetention = time.Hour // keep records, for the drain test
+	}))
 	leader := nodes.WaitLeader()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -48,7 +52,7 @@ func startLimitsEnv(t *testing.T) limitsEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return limitsEnv{queue: seppv1.NewQueueServiceClient(cc)}
+	return limitsEnv{queue: seppv1.NewQueueServiceClient(cc), admin: seppv1.NewAdminServiceClient(cc)}
 }
 
 // maximalJob is a job at every size limit at once (default limits):
@@ -274,5 +278,64 @@ func TestLimits_ReserveFitsTheMessageLimit(t *testing.T) {
 			}
 		}
 		t.Logf("reserve %d: %d jobs, %d bytes", round, len(jobs), proto.Size(resp))
+	}
+}
+
+// TestLimits_DrainFitsTheMessageLimit: draining dead letters of maximal
+// jobs, more than one response holds, takes only as many records as fit:
+// a drained record is gone, so one that did not fit the answer would be
+// lost. Every record comes out over a few drains.
+func TestLimits_DrainFitsTheMessageLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a raft node and writes tens of MiB")
+	}
+	env := startLimitsEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const total = 16 // about 21 MiB of records
+	for i := range total {
+		if _, err := env.queue.Enqueue(ctx, maximalJob("dead", i)); err != nil {
+			t.Fatalf("enqueue %d: %v", i, err)
+		}
+	}
+	for killed := 0; killed < total; {
+		resp, err := env.queue.Reserve(ctx, &seppv1.ReserveRequest{Queue: "dead", Max: 100})
+		if err != nil || len(resp.GetJobs()) == 0 {
+			t.Fatalf("reserve: %v, %d jobs, with %d left", err, len(resp.GetJobs()), total-killed)
+		}
+		for _, j := range resp.GetJobs() {
+			if _, err := env.queue.Nack(ctx, &seppv1.NackRequest{Ctx: j.GetCtx(), Directive: directiveDeadLetter(), Reason: "poison"}); err != nil {
+				t.Fatalf("nack: %v", err)
+			}
+			killed++
+		}
+	}
+	queue := "dead"
+	seen := map[uint64]bool{}
+	for round := 1; len(seen) < total; round++ {
+		if round > total {
+			t.Fatalf("%d drains got %d of %d records", round-1, len(seen), total)
+		}
+		resp, err := env.queue.DrainDeadLetters(ctx, &seppv1.DrainDeadLettersRequest{Queue: &queue, Max: 100})
+		if err != nil {
+			t.Fatalf("drain %d: %v", round, err)
+		}
+		if size := proto.Size(resp); size > rpc.DefaultMaxMessageBytes {
+			t.Fatalf("drain %d answered %d bytes, above max_message_bytes", round, size)
+		}
+		recs := resp.GetRecords()
+		if len(recs) == 0 {
+			t.Fatalf("drain %d got nothing with %d records left", round, total-len(seen))
+		}
+		if round == 1 && len(recs) == total {
+			t.Fatalf("the first drain got all %d records: the test does not exceed the limit", total)
+		}
+		for _, r := range recs {
+			if seen[r.GetJob().GetId()] || len(r.GetJob().GetPayload()) != engine.DefaultLimits().MaxPayloadBytes {
+				t.Fatalf("record of job %d: repeated or payload of %d bytes", r.GetJob().GetId(), len(r.GetJob().GetPayload()))
+			}
+			seen[r.GetJob().GetId()] = true
+		}
+		t.Logf("drain %d: %d records, %d bytes", round, len(recs), proto.Size(resp))
 	}
 }

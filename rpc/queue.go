@@ -507,6 +507,7 @@ func (s *queueService) DrainDeadLetters(ctx context.Context, req *seppv1.DrainDe
 	if req.Queue != nil {
 		p.Queue = req.GetQueue()
 	}
+	p.Max = s.drainMax(ctx, p)
 	recs, err := s.b.DrainDeadLetters(ctx, p)
 	if err != nil {
 		return nil, err

@@ -93,3 +93,27 @@ func (s *queueService) releaseUnsent(ctx context.Context, ds []engine.Delivery) 
 	wg.Wait()
 	s.log.Debug("reserve response cut to max_message_bytes", "released", len(ds), "limit", s.opts.MaxMessageBytes)
 }
+
+// drainMax bounds a drain's Max so that the records it takes fit one
+// response, judged by the records at the head of this node's applied
+// dead-letter list. Only half the message limit is used: a concurrent
+// drain or delete may take some of those records first, and the drain
+// then takes later ones, which may be larger.
+func (s *queueService) drainMax(ctx context.Context, p engine.DrainParams) int {
+	var recs []engine.DeadLetterRecord
+	if err := s.b.Read(ctx, true, func(e *engine.Engine) error {
+		recs = e.PeekDeadLetters(p)
+		return nil
+	}); err != nil {
+		return p.Max // the drain itself will fail or succeed properly
+	}
+	budget := s.opts.MaxMessageBytes / 2
+	size := 0
+	for i, r := range recs {
+		size += protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(deadLetterToProto(r)))
+		if size > budget && i > 0 {
+			return i
+		}
+	}
+	return p.Max
+}
