@@ -271,7 +271,16 @@ func (c *Client) ClusterStatus(ctx context.Context) (*ClusterStatus, error) {
 		out = clusterStatusFromProto(resp)
 		return nil
 	})
-	return out, err
+	if err != nil || out.State == "Leader" || out.Leader.GRPCAddr == "" || out.Leader.ID == out.Self.ID {
+		return out, err
+	}
+	// A follower answered (Status is not a leader-only call, so nothing
+	// redirected us): only the leader knows every member's health, so ask
+	// it, keeping the follower's view if the leader cannot be reached.
+	if lead, lerr := c.clusterStatusOf(ctx, out.Leader.GRPCAddr, false); lerr == nil && lead.State == "Leader" {
+		return lead, nil
+	}
+	return out, nil
 }
 
 // ClusterStatusOf asks the node at addr for its own view, without following

@@ -181,6 +181,10 @@ func (c *Client) Leader() string {
 	return c.leader
 }
 
+// maxRecvMessageBytes is the largest server.max_message_bytes sepp serve
+// accepts, so the client takes any answer a valid server sends.
+const maxRecvMessageBytes = 256 << 20
+
 // connLocked returns the connection to addr, creating it (lazily
 // connecting) on first use. c.mu must be held, or the client unpublished.
 func (c *Client) connLocked(addr string) (*grpc.ClientConn, error) {
@@ -191,7 +195,10 @@ func (c *Client) connLocked(addr string) (*grpc.ClientConn, error) {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithChainUnaryInterceptor(c.noteForwarding(addr)),
 		experimental.WithBufferPool(grpcbuf.Pool),
-		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(protoCodec{})),
+		// gRPC's default of 4 MiB would refuse a reserve's answer of a few
+		// large jobs; the server bounds its answers by its own
+		// max_message_bytes (at most 256 MiB), so accept up to that.
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(protoCodec{}), grpc.MaxCallRecvMsgSize(maxRecvMessageBytes)),
 		grpc.WithInitialWindowSize(grpcbuf.StreamWindow),
 		grpc.WithInitialConnWindowSize(grpcbuf.ConnectionWindow),
 	}

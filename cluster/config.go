@@ -78,9 +78,17 @@ type Config struct {
 	// Proposer: at most MaxCommandsPerEntry commands and about
 	// MaxEntryBytes bytes merged into one log entry, at most
 	// MaxEntriesInFlight entries proposed and not yet applied.
+	// MaxEntryBytes is a target, not a limit on requests: a command larger
+	// than it gets an entry of its own, and an EnqueueBatch larger than it
+	// is split across entries (EnqueueBatch), so every request the gRPC
+	// layer accepts fits. MaxCommandBytes is the hard bound on one command,
+	// which keeps a runaway caller from writing an unbounded log entry; it
+	// must hold the largest request (sepp serve sets it from
+	// server.max_message_bytes).
 	MaxCommandsPerEntry int
 	MaxEntriesInFlight  int
 	MaxEntryBytes       int
+	MaxCommandBytes     int
 	// ApplyEnqueueTimeout bounds the wait for room in raft's apply queue;
 	// past it the command is not proposed (ErrNoLeader, safe to retry).
 	ApplyEnqueueTimeout time.Duration
@@ -124,10 +132,19 @@ type Config struct {
 	LogStoreWrapper func(raft.LogStore) raft.LogStore
 }
 
+// DefaultMaxCommandBytes is the default MaxCommandBytes: the gRPC layer's
+// default largest request (16 MiB) plus room for the command's own fields.
+const DefaultMaxCommandBytes = 16<<20 + CommandOverheadBytes
+
+// CommandOverheadBytes is what a command adds to the request it carries
+// (version, leader time, field tags and lengths), with room to spare.
+const CommandOverheadBytes = 64 << 10
+
 // DefaultConfig returns LAN defaults: a heartbeat and election timeout of
 // 100ms (a silent leader is replaced in about 0.2-0.3s; one whose process
 // died, in tens of milliseconds by crash detection), group commit of up
-// to 128 commands or 512 KiB per entry with 4 entries in flight, and a
+// to 128 commands or 512 KiB per entry with 4 entries in flight (a single
+// command of up to 16 MiB gets an entry of its own), and a
 // lease grace of 5s. Engine takes the engine's default limits.
 func DefaultConfig() Config {
 	return Config{
@@ -146,6 +163,7 @@ func DefaultConfig() Config {
 		MaxCommandsPerEntry:  128,
 		MaxEntriesInFlight:   4,
 		MaxEntryBytes:        512 << 10,
+		MaxCommandBytes:      DefaultMaxCommandBytes,
 		ApplyEnqueueTimeout:  2 * time.Second,
 		LeaseGrace:           5 * time.Second,
 		TickMinInterval:      5 * time.Millisecond,
@@ -193,6 +211,8 @@ func (c *Config) Validate() error {
 		return bad("max_entries_in_flight", "must be 1..1024, got %d", c.MaxEntriesInFlight)
 	case c.MaxEntryBytes < 4<<10:
 		return bad("max_entry_bytes", "must be at least 4096, got %d", c.MaxEntryBytes)
+	case c.MaxCommandBytes < c.MaxEntryBytes:
+		return bad("max_command_bytes", "must be at least max_entry_bytes (%d), got %d", c.MaxEntryBytes, c.MaxCommandBytes)
 	case c.ApplyEnqueueTimeout <= 0:
 		return bad("apply_enqueue_timeout", "must be positive, got %s", c.ApplyEnqueueTimeout)
 	case c.LeaseGrace < c.ElectionTimeout:

@@ -66,8 +66,10 @@ type Member struct {
 	NodeInfo
 	Voter  bool
 	Leader bool
-	// Healthy is the leader's view (a follower reports only itself):
-	// contacted within the last few heartbeats.
+	// Healthy is the leader's view: contacted within the last few
+	// heartbeats. A follower reports only itself and the leader (by the
+	// leader's last contact); the other followers read false from it, so
+	// ask the leader (client.ClusterStatus does) for everyone's.
 	Healthy     bool
 	LastContact string // duration since the leader last heard from it
 }

@@ -219,6 +219,15 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 			if failing && !failedAt.IsZero() {
 				m.LastContact = time.Since(failedAt).Round(time.Millisecond).String()
 			}
+		case m.Leader:
+			// A follower knows the leader as well as it knows itself: by
+			// the leader's last contact. (It used to fall through to
+			// false, so a follower's answer showed the leader unhealthy.)
+			last := n.raft.LastContact()
+			m.Healthy = !last.IsZero() && time.Since(last) < 3*n.cfg.HeartbeatTimeout
+			if !last.IsZero() {
+				m.LastContact = time.Since(last).Round(time.Millisecond).String()
+			}
 		}
 		st.Members = append(st.Members, m)
 	}

@@ -25,9 +25,14 @@ func (n *Node) Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.Enqu
 	return res.Enqueue, res.Err
 }
 
-// EnqueueBatch adds several jobs in one command; each item succeeds or
-// fails on its own.
+// EnqueueBatch adds several jobs, normally in one command; each item
+// succeeds or fails on its own. A batch above max_entry_bytes is split
+// across commands (enqueueBatchSplit), so that no batch of valid items
+// fails whole for the size of its log entry.
 func (n *Node) EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) ([]engine.BatchItemResult, error) {
+	if chunks := splitBatch(items, n.cfg.MaxEntryBytes); len(chunks) > 1 {
+		return n.enqueueBatchSplit(ctx, items, chunks)
+	}
 	res, err := n.propose(ctx, fsm.EnqueueBatchCommand(items))
 	if err != nil {
 		return nil, err

@@ -60,7 +60,8 @@ type proposer struct {
 	raft         applier
 	clock        func() time.Time
 	maxCmds      int
-	maxBytes     int
+	maxBytes     int // group commit stops adding commands to an entry here
+	maxCmdBytes  int // one command larger than this is refused
 	applyTimeout time.Duration
 	notLeader    func() error // the error for "rejected: not the leader"
 	// observeCommit, when set, is told how long each entry took from
@@ -89,6 +90,7 @@ func newProposer(r applier, cfg *Config, clock func() time.Time, notLeader func(
 		clock:         clock,
 		maxCmds:       cfg.MaxCommandsPerEntry,
 		maxBytes:      cfg.MaxEntryBytes,
+		maxCmdBytes:   max(cfg.MaxCommandBytes, cfg.MaxEntryBytes),
 		applyTimeout:  cfg.ApplyEnqueueTimeout,
 		notLeader:     notLeader,
 		selfID:        cfg.NodeID,
@@ -147,8 +149,11 @@ func (p *proposer) proposeAll(ctx context.Context, cmds ...*cmdpb.Command) ([]fs
 func (p *proposer) enqueue(ctx context.Context, cmd *cmdpb.Command) (*proposal, error) {
 	p.vouch(cmd)
 	pr := &proposal{cmd: cmd, size: proto.Size(cmd), done: make(chan proposalOutcome, 1)}
-	if pr.size > p.maxBytes {
-		return nil, fmt.Errorf("cluster: command of %d bytes exceeds max_entry_bytes (%d): %w", pr.size, p.maxBytes, errCommandTooLarge)
+	// A command above the group-commit target is fine: formEntries gives
+	// it an entry of its own. Only one larger than any request the node
+	// accepts is refused, as a bug of the caller.
+	if pr.size > p.maxCmdBytes {
+		return nil, fmt.Errorf("cluster: command of %d bytes exceeds max_command_bytes (%d): %w", pr.size, p.maxCmdBytes, errCommandTooLarge)
 	}
 	select {
 	case <-p.stop:
@@ -197,8 +202,8 @@ func (p *proposer) await(ctx context.Context, pr *proposal) (fsm.Result, error) 
 	}
 }
 
-// errCommandTooLarge is wrapped with the sizes; the engine's own limits
-// (payload, batch size) normally reject such a command first.
+// errCommandTooLarge is wrapped with the sizes. The gRPC layer's message
+// limit, under max_command_bytes, keeps every request's command below it.
 var errCommandTooLarge = errors.New("command too large")
 
 // take claims a queued proposal for an entry; false if its caller withdrew.

@@ -60,6 +60,10 @@ type Server struct {
 	// node has none a peer's API would accept), followers answer NotLeader
 	// with the leader's address instead.
 	ForwardToLeader bool `toml:"forward_to_leader"`
+	// ReadyMaxApplyLag is how many committed log entries a node may have
+	// left to apply and still answer /readyz with 200: a node replaying
+	// its log after a restart, or installing a snapshot, is not ready.
+	ReadyMaxApplyLag uint64 `toml:"ready_max_apply_lag"`
 	// MemoryLimit is the Go runtime's soft memory limit
 	// (runtime/debug.SetMemoryLimit): "auto" (the default) is 90% of the
 	// memory limit of the cgroup the node runs in, or none outside one;
@@ -178,17 +182,22 @@ type Cluster struct {
 	// Bootstrap forms the cluster from Peers on first start (a node with
 	// existing state never bootstraps again). Set it false on a node that
 	// joins a running cluster instead.
-	Bootstrap              *bool `toml:"bootstrap"`
-	HeartbeatTimeoutMS     int64 `toml:"heartbeat_timeout_ms"`
-	ElectionTimeoutMS      int64 `toml:"election_timeout_ms"`
-	LeaderLeaseTimeoutMS   int64 `toml:"leader_lease_timeout_ms"`
-	CommitTimeoutMS        int64 `toml:"commit_timeout_ms"`
-	SnapshotThreshold      int64 `toml:"snapshot_threshold"`
-	SnapshotIntervalMS     int64 `toml:"snapshot_interval_ms"`
-	LeaseGraceMS           int64 `toml:"lease_grace_ms"`
-	StoreWriteTimeoutMS    int64 `toml:"store_write_timeout_ms"`
-	MaxCommandsPerEntry    int   `toml:"max_commands_per_entry"`
-	MaxEntriesInFlight     int   `toml:"max_entries_in_flight"`
+	Bootstrap            *bool `toml:"bootstrap"`
+	HeartbeatTimeoutMS   int64 `toml:"heartbeat_timeout_ms"`
+	ElectionTimeoutMS    int64 `toml:"election_timeout_ms"`
+	LeaderLeaseTimeoutMS int64 `toml:"leader_lease_timeout_ms"`
+	CommitTimeoutMS      int64 `toml:"commit_timeout_ms"`
+	SnapshotThreshold    int64 `toml:"snapshot_threshold"`
+	SnapshotIntervalMS   int64 `toml:"snapshot_interval_ms"`
+	LeaseGraceMS         int64 `toml:"lease_grace_ms"`
+	StoreWriteTimeoutMS  int64 `toml:"store_write_timeout_ms"`
+	MaxCommandsPerEntry  int   `toml:"max_commands_per_entry"`
+	MaxEntriesInFlight   int   `toml:"max_entries_in_flight"`
+	// MaxEntryBytes is where group commit stops merging operations into
+	// one log entry, and the size an EnqueueBatch above it is split into.
+	// Not a limit on requests: one larger operation gets an entry of its
+	// own, up to server.max_message_bytes.
+	MaxEntryBytes          int   `toml:"max_entry_bytes"`
 	SnapshotsRetained      int   `toml:"snapshots_retained"`
 	TrailingLogs           int64 `toml:"trailing_logs"`
 	ShutdownTransferWaitMS int64 `toml:"shutdown_transfer_wait_ms"`
@@ -346,6 +355,7 @@ func Default() Config {
 
 			MaxLongPollsPerConn: 64,
 			ForwardToLeader:     true,
+			ReadyMaxApplyLag:    1000,
 			MemoryLimit:         "auto",
 			GCPercent:           DefaultGCPercent,
 			GCMinHeadroom:       "128MiB",
@@ -362,6 +372,7 @@ func Default() Config {
 			StoreWriteTimeoutMS:    5000,
 			MaxCommandsPerEntry:    128,
 			MaxEntriesInFlight:     4,
+			MaxEntryBytes:          512 << 10,
 			SnapshotsRetained:      2,
 			TrailingLogs:           10240,
 			ShutdownTransferWaitMS: 2000,
@@ -484,8 +495,18 @@ func (c Config) Validate() error {
 	if s.MaxMessageBytes < 1<<20 || s.MaxMessageBytes > 256<<20 {
 		add("server.max_message_bytes: must be 1 MiB..256 MiB, got %d", s.MaxMessageBytes)
 	}
-	if s.MaxMessageBytes < c.Limits.MaxPayloadBytes+64<<10 {
-		add("server.max_message_bytes (%d) must exceed limits.max_payload_bytes (%d) by at least 64 KiB", s.MaxMessageBytes, c.Limits.MaxPayloadBytes)
+	// One job of the largest size the limits allow (payload, every custom
+	// field, names, history) must fit a request and a reserve's response,
+	// or max_payload_bytes is a limit no client can reach.
+	if job := engine.MaxJobBytes(engine.Limits{
+		MaxPayloadBytes: c.Limits.MaxPayloadBytes, MaxCustomFields: c.Limits.MaxCustomFields,
+		MaxCustomFieldBytes: c.Limits.MaxCustomFieldBytes, MaxJobTypeBytes: c.Limits.MaxJobTypeBytes, AttemptHistory: c.Limits.AttemptHistory,
+	}); s.MaxMessageBytes < job+64<<10 {
+		add("server.max_message_bytes (%d) must exceed the largest job the limits allow (%d bytes: limits.max_payload_bytes %d, max_custom_fields x max_custom_field_bytes, names, attempt_history) by at least 64 KiB",
+			s.MaxMessageBytes, job, c.Limits.MaxPayloadBytes)
+	}
+	if s.ReadyMaxApplyLag < 1 || s.ReadyMaxApplyLag > 1<<30 {
+		add("server.ready_max_apply_lag: must be 1..%d entries, got %d", 1<<30, s.ReadyMaxApplyLag)
 	}
 	if s.MaxLongPolls < 1 {
 		add("server.max_long_polls: must be at least 1, got %d", s.MaxLongPolls)
@@ -547,6 +568,9 @@ func (c Config) Validate() error {
 	}
 	if cl.ElectionTimeoutMS < cl.HeartbeatTimeoutMS {
 		add("cluster.election_timeout_ms (%d) must be at least cluster.heartbeat_timeout_ms (%d)", cl.ElectionTimeoutMS, cl.HeartbeatTimeoutMS)
+	}
+	if cl.MaxEntryBytes < 4<<10 || cl.MaxEntryBytes > s.MaxMessageBytes {
+		add("cluster.max_entry_bytes: must be 4096..server.max_message_bytes (%d), got %d", s.MaxMessageBytes, cl.MaxEntryBytes)
 	}
 	if cl.MaxCommandsPerEntry > 4096 {
 		add("cluster.max_commands_per_entry: must be at most 4096, got %d", cl.MaxCommandsPerEntry)

@@ -180,7 +180,20 @@ func TestDrainDeadLetters(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e, clock, ids := setup(t)
+			peeked := e.PeekDeadLetters(tt.p)
 			recs, err := e.DrainDeadLetters(clock.Now(), tt.p)
+			if tt.error == nil {
+				// The peek (which the gRPC layer sizes a drain's answer
+				// by) names exactly the records the drain takes.
+				if len(peeked) != len(recs) {
+					t.Fatalf("peeked %d records, drained %d", len(peeked), len(recs))
+				}
+				for i := range recs {
+					if peeked[i].Job.ID != recs[i].Job.ID {
+						t.Fatalf("peeked record %d is job %d, drained job %d", i, peeked[i].Job.ID, recs[i].Job.ID)
+					}
+				}
+			}
 			if tt.error != nil {
 				if !errors.Is(err, tt.error) {
 					t.Fatalf("err = %v, want %v", err, tt.error)

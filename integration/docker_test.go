@@ -328,7 +328,7 @@ func TestComposeCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc := &composeCluster{c: c}
-	// The health checks run `sepp cluster status` inside each container.
+	// The health checks run `sepp probe` of each node's /readyz inside its container.
 	if err := waitFor(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		out, err := c.run(ctx, "ps")
 		if err != nil {

@@ -246,11 +246,6 @@ func TestBadInput(t *testing.T) {
 					ScheduledAt: &timestamppb.Timestamp{Seconds: 1 << 60}})
 				return err
 			}},
-		{name: "MissingDirective", code: codes.InvalidArgument, field: "directive", limit: "default, after or dead_letter",
-			call: func(ctx context.Context) error {
-				_, err := env.Queue.Nack(ctx, &seppv1.NackRequest{Ctx: held.GetCtx()})
-				return err
-			}},
 		{name: "UnknownDirective", code: codes.InvalidArgument, field: "directive", limit: "default, after or dead_letter",
 			call: func(ctx context.Context) error {
 				_, err := env.Queue.Nack(ctx, &seppv1.NackRequest{Ctx: held.GetCtx(), Directive: unknownDirective})

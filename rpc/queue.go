@@ -164,7 +164,7 @@ func (s *queueService) Reserve(ctx context.Context, req *seppv1.ReserveRequest) 
 			if err != nil {
 				return nil, err
 			}
-			return &seppv1.ReserveResponse{Jobs: deliveriesToProto(ds, p.WorkerID)}, nil
+			return s.reserveResponse(ctx, ds, p.WorkerID), nil
 		}
 	}
 	ds, err = s.b.Reserve(ctx, p)
@@ -177,7 +177,7 @@ func (s *queueService) Reserve(ctx context.Context, req *seppv1.ReserveRequest) 
 			return nil, err
 		}
 	}
-	return &seppv1.ReserveResponse{Jobs: deliveriesToProto(ds, p.WorkerID)}, nil
+	return s.reserveResponse(ctx, ds, p.WorkerID), nil
 }
 
 // leads reports whether this node is the leader, whose applied state is
@@ -454,6 +454,18 @@ func (s *queueService) Nack(ctx context.Context, req *seppv1.NackRequest) (*sepp
 	switch d := req.GetDirective().GetDirective().(type) {
 	case *seppv1.RetryDirective_Default:
 		p.Directive = engine.DirectiveDefault
+	case nil:
+		// No kind set. With nothing on the wire either (no directive field,
+		// or an empty one) the worker never set a directive: the queue's
+		// policy applies (spec NAK-12), so an outdated worker is paced
+		// instead of refused and left to wait out its lease. Unknown fields
+		// mean a newer client's kind this server does not know: never
+		// guess what the worker meant.
+		if len(req.GetDirective().ProtoReflect().GetUnknown()) > 0 {
+			return nil, invalidField("directive", "one of default, after, dead_letter",
+				"is of a kind this server does not know; set exactly one of default, after or dead_letter")
+		}
+		p.Directive = engine.DirectiveDefault
 	case *seppv1.RetryDirective_After:
 		after, err := validateDuration("directive.after", d.After)
 		if err != nil {
@@ -463,8 +475,7 @@ func (s *queueService) Nack(ctx context.Context, req *seppv1.NackRequest) (*sepp
 	case *seppv1.RetryDirective_DeadLetter:
 		p.Directive = engine.DirectiveDeadLetter
 	default:
-		// Unset, or set by a newer client to a kind this server does not
-		// know (an unknown field): never guess what the worker meant.
+		// A kind compiled into this server's proto but not handled here.
 		return nil, invalidField("directive", "one of default, after, dead_letter",
 			"must set exactly one of default, after or dead_letter")
 	}
@@ -496,6 +507,7 @@ func (s *queueService) DrainDeadLetters(ctx context.Context, req *seppv1.DrainDe
 	if req.Queue != nil {
 		p.Queue = req.GetQueue()
 	}
+	p.Max = s.drainMax(ctx, p)
 	recs, err := s.b.DrainDeadLetters(ctx, p)
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ func main() {
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(serveCommand(), devCommand(), hashPasswordCommand(), hashTokenCommand(), bench.Command())
+	root.AddCommand(serveCommand(), devCommand(), hashPasswordCommand(), hashTokenCommand(), probeCommand(), bench.Command())
 	root.AddCommand(cli.Commands()...)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "sepp:", err)

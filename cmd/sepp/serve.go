@@ -40,7 +40,8 @@ func serveCommand() *cobra.Command {
 		Use:   "serve",
 		Short: "Serve a sepp node (with no flags: a single node, data in ./sepp-data, gRPC on localhost:50051)",
 		Long: `serve runs one sepp node: the gRPC API, the Raft replication between nodes, and an
-HTTP listener with /metrics, /healthz and the admin UI.
+HTTP listener with /metrics, /healthz (liveness), /readyz (readiness) and the
+admin UI.
 
 With no --config it is a cluster of one with every default. With a config file it
 joins the static cluster its [cluster] peers name; see deploy/sepp.example.toml for
@@ -145,6 +146,9 @@ func nodeConfig(cfg config.Config, log hclog.Logger) (cluster.Config, error) {
 	nc.SnapshotRetain = cl.SnapshotsRetained
 	nc.MaxCommandsPerEntry = cl.MaxCommandsPerEntry
 	nc.MaxEntriesInFlight = cl.MaxEntriesInFlight
+	nc.MaxEntryBytes = cl.MaxEntryBytes
+	// Every command carries at most one request the gRPC server accepted.
+	nc.MaxCommandBytes = max(cfg.Server.MaxMessageBytes+cluster.CommandOverheadBytes, nc.MaxEntryBytes)
 	nc.LeaseGrace = ms(cl.LeaseGraceMS)
 	nc.LogStoreWriteTimeout = ms(cl.StoreWriteTimeoutMS)
 	nc.DetectLeaderCrash = cl.DetectLeaderCrash
@@ -257,6 +261,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		}
 		fmt.Fprintf(w, "ok %s %s leader=%s\n", st.Self.ID, st.State, st.Leader.ID)
 	})
+	mux.HandleFunc("/readyz", readyzHandler(node, cfg.Server.ReadyMaxApplyLag))
 	if err := mountAdminUI(mux, node, cfg, sec, log); err != nil {
 		node.Close()
 		return err

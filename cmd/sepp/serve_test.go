@@ -92,6 +92,11 @@ func TestServe_SingleNodeDefaults(t *testing.T) {
 	if code, body := get("/healthz"); code != 200 || !strings.Contains(body, "Leader") {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
+	// The node has served writes, so it leads with its term's first
+	// commands applied: ready.
+	if code, body := get("/readyz"); code != 200 || !strings.HasPrefix(body, "ready\n") || !strings.Contains(body, "state=Leader leader=sepp-1") {
+		t.Errorf("/readyz: %d %q", code, body)
+	}
 	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "sepp_") {
 		t.Errorf("/metrics: %d, no sepp_ metrics", code)
 	} else {

@@ -796,8 +796,9 @@ func (*ReleaseResponse) Descriptor() ([]byte, []int) {
 	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{13}
 }
 
-// RetryDirective is the worker's word on what happens after a nack; exactly
-// one must be set.
+// RetryDirective is the worker's word on what happens after a nack; at most
+// one is set. None (or no directive at all) follows the queue's retry policy,
+// as Default does.
 type RetryDirective struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Directive:
@@ -1410,7 +1411,8 @@ type Limits struct {
 	MaxJobTypeBytes     uint64 `protobuf:"varint,18,opt,name=max_job_type_bytes,json=maxJobTypeBytes,proto3" json:"max_job_type_bytes,omitempty"`
 	// Longest queue name; names are bytes of [A-Za-z0-9._:-].
 	MaxQueueNameBytes uint64 `protobuf:"varint,19,opt,name=max_queue_name_bytes,json=maxQueueNameBytes,proto3" json:"max_queue_name_bytes,omitempty"`
-	// Largest request message the server accepts.
+	// Largest request message the server accepts, and the most a reserve or
+	// dead-letter drain answers with (it returns as many jobs as fit).
 	MaxMessageBytes     uint64 `protobuf:"varint,20,opt,name=max_message_bytes,json=maxMessageBytes,proto3" json:"max_message_bytes,omitempty"`
 	IdempotencyWindowMs int64  `protobuf:"varint,21,opt,name=idempotency_window_ms,json=idempotencyWindowMs,proto3" json:"idempotency_window_ms,omitempty"`
 	// 0: unbounded.
