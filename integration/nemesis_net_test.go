@@ -14,22 +14,28 @@ import (
 )
 
 // nodeNet puts each node of a local cluster in its own network namespace,
-// joined to the test's namespace by a veth pair on a bridge there, so that
-// a partition between real processes is a routing fact, not a mock: node i
-// gets a blackhole route to node j's address (and j one to i's), and the
-// TCP connections between them go silent. The test, on the bridge, still
-// reaches every node, as clients on both sides of a partition would.
+// all joined by veth pairs to a bridge in a hub namespace, and the test's
+// namespace to the same bridge, so that a partition between real processes
+// is a routing fact, not a mock: node i gets a blackhole route to node j's
+// address (and j one to i's), and the TCP connections between them go
+// silent. The test still reaches every node, as clients on both sides of a
+// partition would.
+//
+// The bridge lives in a namespace of its own because where br_netfilter is
+// loaded (Docker loads it, and sets FORWARD to DROP) bridged frames meet
+// the namespace's iptables; the hub's are empty, and the host's firewall is
+// left alone.
 //
 // It needs root and iproute2 (`ip netns`, veth, bridge). Every name carries
 // this process's pid and a counter; the addresses come from 198.18.0.0/15
-// (RFC 2544, benchmarking), and namespaces and bridges left by a test
-// process that died are removed on the next setup.
+// (RFC 2544, benchmarking), and namespaces left by a test process that died
+// are removed on the next setup.
 type nodeNet struct {
-	bridge string
-	ns     []string
-	ips    []string
-	mu     sync.Mutex
-	cuts   map[[2]int]int // blackholed pairs (i < j), counted: partitions overlap
+	hub  string // the bridge's namespace
+	ns   []string
+	ips  []string
+	mu   sync.Mutex
+	cuts map[[2]int]int // blackholed pairs (i < j), counted: partitions overlap
 }
 
 var netSeq atomic.Int64
@@ -57,8 +63,8 @@ func ipCmd(ctx context.Context, args ...string) error {
 	return nil
 }
 
-// removeStaleNets deletes the namespaces and bridges of earlier test
-// processes that are gone.
+// removeStaleNets deletes the namespaces (with their veths and bridge) of
+// earlier test processes that are gone.
 func removeStaleNets(ctx context.Context) {
 	alive := func(name, prefix string) bool {
 		rest, ok := strings.CutPrefix(name, prefix)
@@ -79,23 +85,13 @@ func removeStaleNets(ctx context.Context) {
 			}
 		}
 	}
-	if out, err := exec.CommandContext(ctx, "ip", "-o", "link", "show", "type", "bridge").Output(); err == nil {
-		for line := range strings.SplitSeq(string(out), "\n") {
-			f := strings.Fields(line)
-			if len(f) > 1 {
-				if name := strings.TrimSuffix(f[1], ":"); !alive(name, "snb") {
-					_ = ipCmd(ctx, "link", "del", name)
-				}
-			}
-		}
-	}
 }
 
-// newNodeNet makes n namespaces on a fresh bridge.
+// newNodeNet makes n node namespaces on a fresh hub.
 func newNodeNet(ctx context.Context, n int) (_ *nodeNet, err error) {
 	removeStaleNets(ctx)
 	pid, seq := os.Getpid(), netSeq.Add(1)
-	nn := &nodeNet{bridge: fmt.Sprintf("snb%d-%d", pid, seq), cuts: map[[2]int]int{}}
+	nn := &nodeNet{hub: fmt.Sprintf("%s%d-%d-hub", netPrefix, pid, seq), cuts: map[[2]int]int{}}
 	defer func() {
 		if err != nil {
 			nn.Close()
@@ -105,35 +101,33 @@ func newNodeNet(ctx context.Context, n int) (_ *nodeNet, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// nf_call_iptables 0: where br_netfilter is loaded (Docker loads it and
-	// sets FORWARD to DROP) bridged frames would otherwise meet iptables.
-	if err := ipCmd(ctx, "link", "add", nn.bridge, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0", "nf_call_arptables", "0"); err != nil {
-		return nil, err
-	}
-	if err := ipCmd(ctx, "addr", "add", prefix+".1/24", "dev", nn.bridge); err != nil {
-		return nil, err
-	}
-	if err := ipCmd(ctx, "link", "set", nn.bridge, "up"); err != nil {
-		return nil, err
+	// The test's end: a veth pair from here to the hub (deleted with it).
+	root := fmt.Sprintf("snr%d-%d", pid%10_000_000, seq%100)
+	steps := [][]string{
+		{"netns", "add", nn.hub},
+		{"-n", nn.hub, "link", "add", "br0", "type", "bridge"},
+		{"-n", nn.hub, "link", "set", "br0", "up"},
+		{"link", "add", root, "type", "veth", "peer", "name", "up0", "netns", nn.hub},
+		{"-n", nn.hub, "link", "set", "up0", "master", "br0", "up"},
+		{"addr", "add", prefix + ".1/24", "dev", root},
+		{"link", "set", root, "up"},
 	}
 	for i := range n {
-		ns, veth, ip := fmt.Sprintf("%s%d-%d-%d", netPrefix, pid, seq, i), fmt.Sprintf("snv%d-%d-%d", pid, seq, i), fmt.Sprintf("%s.%d", prefix, i+2)
-		if len(veth) > 15 { // IFNAMSIZ
-			veth = fmt.Sprintf("snv%d-%d", seq%1000, i) + strconv.Itoa(pid%100000)
-		}
+		ns, ip := fmt.Sprintf("%s%d-%d-%d", netPrefix, pid, seq, i), fmt.Sprintf("%s.%d", prefix, i+2)
+		port := fmt.Sprintf("p%d", i)
 		nn.ns, nn.ips = append(nn.ns, ns), append(nn.ips, ip)
-		steps := [][]string{
-			{"netns", "add", ns},
-			{"link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns},
-			{"link", "set", veth, "master", nn.bridge, "up"},
-			{"-n", ns, "addr", "add", ip + "/24", "dev", "eth0"},
-			{"-n", ns, "link", "set", "eth0", "up"},
-			{"-n", ns, "link", "set", "lo", "up"},
-		}
-		for _, s := range steps {
-			if err := ipCmd(ctx, s...); err != nil {
-				return nil, err
-			}
+		steps = append(steps,
+			[]string{"netns", "add", ns},
+			[]string{"link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", port, "netns", nn.hub},
+			[]string{"-n", nn.hub, "link", "set", port, "master", "br0", "up"},
+			[]string{"-n", ns, "addr", "add", ip + "/24", "dev", "eth0"},
+			[]string{"-n", ns, "link", "set", "eth0", "up"},
+			[]string{"-n", ns, "link", "set", "lo", "up"},
+		)
+	}
+	for _, s := range steps {
+		if err := ipCmd(ctx, s...); err != nil {
+			return nil, err
 		}
 	}
 	return nn, nil
@@ -196,12 +190,11 @@ func (nn *nodeNet) change(ctx context.Context, a int, others []int, delta int) e
 	return errors.Join(errs...)
 }
 
-// Close deletes the namespaces (and with them the veth pairs) and the
+// Close deletes the namespaces, and with them the veth pairs and the
 // bridge. The nodes must have stopped.
 func (nn *nodeNet) Close() {
 	ctx := context.Background()
-	for _, ns := range nn.ns {
+	for _, ns := range append(nn.ns, nn.hub) {
 		_ = ipCmd(ctx, "netns", "del", ns)
 	}
-	_ = ipCmd(ctx, "link", "del", nn.bridge)
 }

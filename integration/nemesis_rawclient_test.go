@@ -83,6 +83,13 @@ const (
 // Failed only when every attempt certainly did not apply (a NotLeader
 // answer, or a definite refusal such as a stale lease); otherwise Unknown.
 func (r *rawClient) call(ctx context.Context, extra time.Duration, fn func(ctx context.Context, q seppv1.QueueServiceClient) error) (history.Outcome, error) {
+	o, _, err := r.callAmbiguous(ctx, extra, fn)
+	return o, err
+}
+
+// callAmbiguous is call, also reporting whether an attempt before the last
+// may have applied.
+func (r *rawClient) callAmbiguous(ctx context.Context, extra time.Duration, fn func(ctx context.Context, q seppv1.QueueServiceClient) error) (history.Outcome, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, rawCallTimeout)
 	defer cancel()
 	maybeApplied := false
@@ -93,13 +100,13 @@ func (r *rawClient) call(ctx context.Context, extra time.Duration, fn func(ctx c
 		r.mu.Unlock()
 		cc, err := r.conn(addr)
 		if err != nil {
-			return history.Failed, err
+			return history.Failed, maybeApplied, err
 		}
 		actx, acancel := context.WithTimeout(ctx, rawAttemptTimeout+extra)
 		err = fn(actx, seppv1.NewQueueServiceClient(cc))
 		acancel()
 		if err == nil {
-			return history.OK, nil
+			return history.OK, maybeApplied, nil
 		}
 		st, _ := status.FromError(err)
 		notLeader := false
@@ -128,15 +135,15 @@ func (r *rawClient) call(ctx context.Context, extra time.Duration, fn func(ctx c
 		default:
 			// A real answer (stale lease, not found, bad argument).
 			if maybeApplied {
-				return history.Unknown, err
+				return history.Unknown, true, err
 			}
-			return history.Failed, err
+			return history.Failed, false, err
 		}
 		if ctx.Err() != nil {
 			if maybeApplied {
-				return history.Unknown, err
+				return history.Unknown, true, err
 			}
-			return history.Failed, err
+			return history.Failed, false, err
 		}
 		pause(ctx, backoff)
 		backoff = min(2*backoff, 200*time.Millisecond)
@@ -213,7 +220,7 @@ func (w *workload) workRaw(ctx context.Context, id int, c *rawClient) {
 		// whose first attempt applied returns the same deliveries.
 		reqID := fmt.Sprintf("%s-%d", workerID, n)
 		var jobs []*seppv1.ReservedJob
-		outcome, err := c.call(ctx, workReserveWait, func(ctx context.Context, q seppv1.QueueServiceClient) error {
+		outcome, ambiguous, err := c.callAmbiguous(ctx, workReserveWait, func(ctx context.Context, q seppv1.QueueServiceClient) error {
 			r, err := q.Reserve(ctx, &seppv1.ReserveRequest{
 				Queue: workQueue, WorkerId: workerID, Max: 4, RequestId: reqID,
 				Lease: durationpb.New(workLease), Wait: durationpb.New(workReserveWait),
@@ -230,6 +237,14 @@ func (w *workload) workRaw(ctx context.Context, id int, c *rawClient) {
 			})
 		}
 		w.rec.Add(op)
+		if outcome == history.OK && ambiguous {
+			// A retry with the request id returns the first attempt's
+			// deliveries only while their leases live: one that outlived
+			// them answers with others (or none), and what the first
+			// handed out was never seen. Say so in the record.
+			w.rec.Add(history.Op{Kind: history.KindReserve, Client: id, Queue: workQueue, Start: op.Start, End: op.End, Outcome: history.Unknown,
+				Err: "an earlier attempt of this reserve may have applied"})
+		}
 		if outcome != history.OK {
 			pause(ctx, 50*time.Millisecond)
 			continue

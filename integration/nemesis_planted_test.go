@@ -1,0 +1,70 @@
+package integration
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// truncateTailRecipe is the issue-21 recipe as nemesis faults: both
+// followers frozen while the leader appends entries it cannot commit, the
+// leader killed, the followers thawed to elect a new leader, the old leader
+// restarted (it drops its uncommitted tail when it rejoins: a log tail
+// truncation), killed again and started again. A node whose store cannot
+// open after a tail truncation fails that last start.
+func truncateTailRecipe(leader int) []fault {
+	f1, f2 := (leader+1)%3, (leader+2)%3
+	return []fault{
+		{Kind: faultPause, At: 0, For: 2 * time.Second, Node: f1, Fallback: f1},
+		{Kind: faultPause, At: 0, For: 2 * time.Second, Node: f2, Fallback: f2},
+		{Kind: faultKill, At: 600 * time.Millisecond, For: 3 * time.Second, Node: leader, Fallback: leader},
+		{Kind: faultKill, At: 8 * time.Second, For: 500 * time.Millisecond, Node: leader, Fallback: leader},
+	}
+}
+
+// The campaign reports a node that fails to restart. The binary under test
+// is built with the tag sepp_planted_restart_bug, whose store refuses to
+// start once its log tail was truncated (what raft-wal v0.4.0 did, without
+// depending on that version being vendored); the recipe above truncates
+// the old leader's tail. The campaign must name that node's failed restart
+// and why, and still find the history safe: the two others keep a majority.
+func TestNemesis_ReportsANodeThatFailsToRestart(t *testing.T) {
+	requireLong(t)
+	bin := filepath.Join(t.TempDir(), "sepp-planted")
+	build := exec.Command("go", "build", "-tags", "sepp_planted_restart_bug", "-o", bin, "./cmd/sepp")
+	build.Dir = repoRoot
+	build.Env = append(build.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the planted binary: %v\n%s", err, out)
+	}
+	var leader string
+	r := runCampaign(t, campaignOptions{
+		Name:   "planted_restart_bug",
+		Binary: bin,
+		Recipe: func(l int) []fault {
+			leader = fmt.Sprintf("sepp-%d", l+1)
+			return truncateTailRecipe(l)
+		},
+	})
+	r.print(t)
+	if len(r.FailedRestarts) == 0 {
+		t.Fatalf("the campaign reported no failed restart; liveness findings: %q", r.Liveness)
+	}
+	f := r.FailedRestarts[0]
+	if f.Node != leader || f.Fault != "SIGKILL" || !strings.Contains(f.Err, "corrupt data on disk") {
+		t.Errorf("failed restart reported as %+v, want %s's start after SIGKILL refused as corrupt data", f, leader)
+	}
+	found := false
+	for _, l := range r.Liveness {
+		found = found || strings.Contains(l, leader+" did not restart after SIGKILL")
+	}
+	if !found {
+		t.Errorf("the campaign's liveness findings %q do not name %s's failed restart", r.Liveness, leader)
+	}
+	if len(r.History.Lost)+len(r.History.Duplicates)+len(r.History.DoubleLeases) > 0 {
+		t.Errorf("history with two nodes of three left: %d lost, %d duplicated, %d double leases", len(r.History.Lost), len(r.History.Duplicates), len(r.History.DoubleLeases))
+	}
+}
