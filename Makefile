@@ -61,6 +61,20 @@ race: ## Tests of the concurrent packages under the race detector.
 integration: ## Real-process and container fault tests (needs Docker for partitions).
 	$(GO) test -count=1 -timeout 20m ./integration/...
 
+# make nemesis: SEEDS random seeds (from a printed base), or the one SEED
+# (replay); LENGTH of each schedule; table rows appended to NEMESIS_TABLE.
+SEEDS        ?= 10
+SEED         ?=
+LENGTH       ?= 40s
+NEMESIS_TABLE ?= $(CURDIR)/.cache/nemesis-table.md
+
+.PHONY: nemesis
+nemesis: ## Randomized fault campaign (integration/nemesis*): SEEDS=N seeds (default 10) or SEED=x to replay one, LENGTH=40s each; per-seed figures, table rows in NEMESIS_TABLE (docs/nemesis.md).
+	@mkdir -p $(dir $(NEMESIS_TABLE))
+	SEPP_NEMESIS_COUNT=$(SEEDS) SEPP_NEMESIS_SEEDS=$(SEED) SEPP_NEMESIS_LENGTH=$(LENGTH) SEPP_NEMESIS_TABLE=$(NEMESIS_TABLE) \
+		$(GO) test -count=1 -timeout 0 -run 'TestNemesis$$' ./integration/
+	@echo "table rows: $(NEMESIS_TABLE)"
+
 .PHONY: lint
 .PHONY: raft-fork
 raft-fork: ## Tests of the patched hashicorp/raft and raft-wal in third_party: each patch's tests under -race, then upstream's tests (raft: RAFT_TESTS, '.' for the whole suite; raft-wal: all but WAL_SKIP).
