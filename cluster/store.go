@@ -169,7 +169,8 @@ func lockDataDir(dir string) (func(), error) {
 }
 
 // repairingWAL is the raft-wal store as raft sees it: log store and
-// stable store, with two corrections to raft-wal v0.4.0.
+// stable store, with two corrections written against raft-wal v0.4.0 (kept
+// on v0.4.2: see cluster/DESIGN.md).
 //
 // A failed write wedges raft-wal: its segment writer keeps the half-appended
 // batch in its index (and after a failed rotation stays sealed), so every

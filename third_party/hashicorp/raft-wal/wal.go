@@ -34,9 +34,11 @@ var (
 	DefaultSegmentSize = 64 * 1024 * 1024
 )
 
-var _ raft.LogStore = &WAL{}
-var _ raft.MonotonicLogStore = &WAL{}
-var _ raft.StableStore = &WAL{}
+var (
+	_ raft.LogStore          = &WAL{}
+	_ raft.MonotonicLogStore = &WAL{}
+	_ raft.StableStore       = &WAL{}
+)
 
 // WAL is a write-ahead log suitable for github.com/hashicorp/raft.
 type WAL struct {
@@ -62,10 +64,6 @@ type WAL struct {
 	// be held before s is loaded until all modifications to s or appends to the
 	// tail are complete.
 	writeMu sync.Mutex
-
-	// encodeBuf is StoreLogs' scratch space for encoded entries, reused
-	// across calls under writeMu (SEPP PATCH, see SEPP-PATCH.md).
-	encodeBuf []byte
 
 	// These chans are used to hand off serial execution for segment rotation to a
 	// background goroutine so that StoreLogs can return and allow the caller to
@@ -232,6 +230,23 @@ func Open(dir string, opts ...walOpt) (*WAL, error) {
 	// Delete any unused segment files left over after a crash.
 	w.deleteSegments(toDelete)
 
+	// SEPP PATCH (SEPP-PATCH.md): finish a rotation that Close or a crash cut
+	// short. The append that filled the tail segment wrote its index block
+	// and returned, but the background rotation that records the seal in the
+	// meta store and creates the next segment had not run. The recovered tail
+	// is then sealed while the meta store says it is not, and without this
+	// every later append fails with ErrSealed: nothing triggers the rotation.
+	if sealed, indexStart, err := newState.tail.Sealed(); err != nil {
+		return nil, err
+	} else if sealed {
+		w.writeMu.Lock()
+		err := w.rotateSegmentLocked(indexStart)
+		w.writeMu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("completing an interrupted segment rotation: %w", err)
+		}
+	}
+
 	// Start the rotation routine
 	go w.runRotate()
 
@@ -368,14 +383,9 @@ func (w *WAL) StoreLogs(logs []*raft.Log) error {
 	w.writeMu.Lock()
 	defer w.writeMu.Unlock()
 
-	awaitCh := w.awaitRotate
-	if awaitCh != nil {
-		// We managed to race for writeMu with the background rotate operation which
-		// needs to complete first. Wait for it to complete.
-		w.writeMu.Unlock()
-		<-awaitCh
-		w.writeMu.Lock()
-	}
+	// Ensure queued rotation has completed before us if we raced with it for
+	// write lock.
+	w.awaitRotationLocked()
 
 	s, release := w.acquireState()
 	defer release()
@@ -417,48 +427,25 @@ func (w *WAL) StoreLogs(logs []*raft.Log) error {
 	}
 
 	// Encode logs
-	//
-	// SEPP PATCH: every entry is encoded into one buffer, sized up front and
-	// kept for the next call, instead of a fresh bytes.Buffer per entry
-	// (which allocated, zeroed and page-faulted a buffer as large as each
-	// entry on every append). Each encoded[i].Data is a sub-slice of it;
-	// the segment writer copies the frames into its own commit buffer, so
-	// nothing refers to this buffer once Append returns.
 	nBytes := uint64(0)
 	encoded := make([]types.LogEntry, len(logs))
-	buf := bytes.NewBuffer(w.encodeBuf[:0])
-	buf.Grow(encodedSizeHint(logs))
-	var endsArr [16]int
-	ends := endsArr[:0]
 	for i, l := range logs {
 		if lastIdx > 0 && l.Index != (lastIdx+1) {
 			return fmt.Errorf("non-monotonic log entries: tried to append index %d after %d", logs[0].Index, lastIdx)
 		}
-		start := buf.Len()
-		if err := w.codec.Encode(l, buf); err != nil {
+		// Need a new buffer each time because Data is just a slice so if we re-use
+		// buffer then all end up pointing to the same underlying data which
+		// contains only the final log value!
+		var buf bytes.Buffer
+		if err := w.codec.Encode(l, &buf); err != nil {
 			return err
 		}
+		encoded[i].Data = buf.Bytes()
 		encoded[i].Index = l.Index
 		lastIdx = l.Index
-		nBytes += uint64(buf.Len() - start)
-		ends = append(ends, buf.Len())
+		nBytes += uint64(len(encoded[i].Data))
 	}
-	// Slice once every entry is encoded, so all of them refer to the one
-	// buffer that is kept, even when a codec wrote more than the hint and
-	// the buffer moved.
-	all := buf.Bytes()
-	off := 0
-	for i, end := range ends {
-		encoded[i].Data = all[off:end:end]
-		off = end
-	}
-	err := s.tail.Append(encoded)
-	if cap(all) <= maxKeptEncodeBuf {
-		w.encodeBuf = all[:0]
-	} else {
-		w.encodeBuf = nil
-	}
-	if err != nil {
+	if err := s.tail.Append(encoded); err != nil {
 		return err
 	}
 	w.metrics.IncrementCounter("log_appends", 1)
@@ -477,6 +464,17 @@ func (w *WAL) StoreLogs(logs []*raft.Log) error {
 	return nil
 }
 
+func (w *WAL) awaitRotationLocked() {
+	awaitCh := w.awaitRotate
+	if awaitCh != nil {
+		// We managed to race for writeMu with the background rotate operation which
+		// needs to complete first. Wait for it to complete.
+		w.writeMu.Unlock()
+		<-awaitCh
+		w.writeMu.Lock()
+	}
+}
+
 // DeleteRange deletes a range of log entries. The range is inclusive.
 // Implements raft.LogStore. Note that we only support deleting ranges that are
 // a suffix or prefix of the log.
@@ -491,6 +489,10 @@ func (w *WAL) DeleteRange(min uint64, max uint64) error {
 
 	w.writeMu.Lock()
 	defer w.writeMu.Unlock()
+
+	// Ensure queued rotation has completed before us if we raced with it for
+	// write lock.
+	w.awaitRotationLocked()
 
 	s, release := w.acquireState()
 	defer release()
@@ -839,7 +841,7 @@ func (w *WAL) truncateTailLocked(newMax uint64) error {
 			toDelete[seg.ID] = seg.BaseIndex
 			toClose = append(toClose, seg.r)
 			newState.segments = newState.segments.Delete(seg.BaseIndex)
-			nTruncated += (maxIdx - seg.MinIndex + 1) // +1 becuase MaxIndex is inclusive
+			nTruncated += (maxIdx - seg.MinIndex + 1) // +1 because MaxIndex is inclusive
 		}
 
 		tail := newState.getTailInfo()
@@ -849,11 +851,17 @@ func (w *WAL) truncateTailLocked(newMax uint64) error {
 			// Check that the tail is sealed (it won't be if we didn't need to remove
 			// the actual partial tail above).
 			if tail.SealTime.IsZero() {
+				// Actually seal it (i.e. force it to write out an index block wherever
+				// it got to).
+				indexStart, err := newState.tail.ForceSeal()
+				if err != nil {
+					return nil, nil, err
+				}
+				tail.IndexStart = indexStart
 				tail.SealTime = time.Now()
 				maxIdx = newState.lastIndex()
 			}
 			// Update the MaxIndex
-
 			nTruncated += (maxIdx - newMax)
 			tail.MaxIndex = newMax
 
@@ -916,63 +924,51 @@ func (w *WAL) checkClosed() error {
 // reads and writes should be stopped before calling this to avoid propagating
 // errors to users during shutdown but it's safe from a data-race perspective.
 func (w *WAL) Close() error {
-	// Only close once
-	old := atomic.SwapUint32(&w.closed, 1)
-	if old == 0 {
-		// Wait for writes
-		w.writeMu.Lock()
-		defer w.writeMu.Unlock()
-
-		// It doesn't matter if there is a rotation scheduled because runRotate will
-		// exist when it sees we are closed anyway.
-		w.awaitRotate = nil
-		// Awake and terminate the runRotate
-		close(w.triggerRotate)
-
-		// Replace state with nil state
-		s := w.loadState()
-		s.acquire()
-		defer s.release()
-
-		w.s.Store(&state{})
-
-		// Old state might be still in use by readers, attach closers to all open
-		// segment files.
-		toClose := make([]io.Closer, 0, s.segments.Len())
-		it := s.segments.Iterator()
-		for !it.Done() {
-			_, seg, _ := it.Next()
-			if seg.r != nil {
-				toClose = append(toClose, seg.r)
-			}
-		}
-		// Store finalizer to run once all readers are done. There can't be an
-		// existing finalizer since this was the active state read under a write
-		// lock and finalizers are only set on states that have been replaced under
-		// that same lock.
-		s.finalizer.Store(func() {
-			w.closeSegments(toClose)
-		})
+	if old := atomic.SwapUint32(&w.closed, 1); old != 0 {
+		// Only close once
+		return nil
 	}
-	return nil
+
+	// Wait for writes
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+
+	// It doesn't matter if there is a rotation scheduled because runRotate will
+	// exist when it sees we are closed anyway.
+	w.awaitRotate = nil
+	// Awake and terminate the runRotate
+	close(w.triggerRotate)
+
+	// Replace state with nil state
+	s := w.loadState()
+	s.acquire()
+	defer s.release()
+
+	w.s.Store(&state{})
+
+	// Old state might be still in use by readers, attach closers to all open
+	// segment files.
+	toClose := make([]io.Closer, 0, s.segments.Len())
+	it := s.segments.Iterator()
+	for !it.Done() {
+		_, seg, _ := it.Next()
+		if seg.r != nil {
+			toClose = append(toClose, seg.r)
+		}
+	}
+	// Store finalizer to run once all readers are done. There can't be an
+	// existing finalizer since this was the active state read under a write
+	// lock and finalizers are only set on states that have been replaced under
+	// that same lock.
+	s.finalizer.Store(func() {
+		w.closeSegments(toClose)
+	})
+
+	return w.metaDB.Close()
 }
 
 // IsMonotonic implements raft.MonotonicLogStore and informs the raft library
 // that this store will only allow consecutive log indexes with no gaps.
 func (w *WAL) IsMonotonic() bool {
 	return true
-}
-
-// maxKeptEncodeBuf bounds the encode buffer StoreLogs keeps between calls
-// (SEPP PATCH): a rare huge batch should not pin its buffer for good.
-const maxKeptEncodeBuf = 4 << 20
-
-// encodedSizeHint is at least what BinaryCodec writes for logs: the data
-// and extensions plus, per entry, up to five varints and the binary time.
-func encodedSizeHint(logs []*raft.Log) int {
-	n := 0
-	for _, l := range logs {
-		n += len(l.Data) + len(l.Extensions) + 5*binary.MaxVarintLen64 + 32
-	}
-	return n
 }

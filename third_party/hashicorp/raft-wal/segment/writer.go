@@ -257,6 +257,26 @@ func (w *Writer) Append(entries []types.LogEntry) error {
 		return types.ErrSealed
 	}
 
+	flushed := false
+
+	// Save any state we may need to rollback.
+	beforeBuf := w.writer.commitBuf
+	beforeCRC := w.writer.crc
+	beforeIndexStart := w.writer.indexStart
+	beforeWriteOffset := w.writer.writeOffset
+	beforeOffsets := w.offsets.Load()
+
+	defer func() {
+		if !flushed {
+			// rollback writer state on error
+			w.writer.commitBuf = beforeBuf
+			w.writer.crc = beforeCRC
+			w.writer.indexStart = beforeIndexStart
+			w.writer.writeOffset = beforeWriteOffset
+			w.offsets.Store(beforeOffsets)
+		}
+	}()
+
 	// Iterate entries and append each one
 	for _, e := range entries {
 		if err := w.appendEntry(e); err != nil {
@@ -277,6 +297,8 @@ func (w *Writer) Append(entries []types.LogEntry) error {
 	if err := w.appendCommit(); err != nil {
 		return err
 	}
+
+	flushed = true
 
 	// Commit in-memory
 	atomic.StoreUint64(&w.commitIdx, entries[len(entries)-1].Index)
@@ -464,6 +486,28 @@ func (w *Writer) Sealed() (bool, uint64, error) {
 		return false, 0, nil
 	}
 	return true, w.writer.indexStart, nil
+}
+
+// ForceSeal forces us to seal the segment by writing out an index block
+// wherever we got to in the file. After calling this it is no longer valid to
+// call Append on this file.
+func (w *Writer) ForceSeal() (uint64, error) {
+	if w.writer.indexStart > 0 {
+		// Already sealed, this is a no-op.
+		return w.writer.indexStart, nil
+	}
+
+	// Seal the segment! We seal it by writing an index frame before we commit.
+	if err := w.appendIndex(); err != nil {
+		return 0, err
+	}
+
+	// Write the commit frame
+	if err := w.appendCommit(); err != nil {
+		return 0, err
+	}
+
+	return w.writer.indexStart, nil
 }
 
 // LastIndex returns the most recently persisted index in the log. It must
