@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,6 +149,7 @@ type campaignReport struct {
 	Restarts       int
 	FailedRestarts []restartFailure
 	History        history.Report
+	Checked        bool          // the history was checked (a majority was left to drain and read)
 	Unavailable    time.Duration // longest stretch without a successful write during the schedule
 	WritesAfter    time.Duration // from the schedule's end to the first write taken
 	AgreeAfter     time.Duration // from the schedule's end to equal digests
@@ -175,6 +177,9 @@ func (r campaignReport) print(t *testing.T) {
 	name := "nemesis " + r.Name
 	report(t, name+" faults", r.faults(), "")
 	report(t, name+" restarts", fmt.Sprintf("%d (%d failed)", r.Restarts, len(r.FailedRestarts)), "")
+	if !r.Checked {
+		report(t, name+" history", "not checked", "(no majority left)")
+	}
 	report(t, name+" jobs", r.History.EnqueueOK, "acknowledged")
 	report(t, name+" lost", len(r.History.Lost), "jobs")
 	report(t, name+" duplicated", len(r.History.Duplicates), "jobs")
@@ -183,8 +188,12 @@ func (r campaignReport) print(t *testing.T) {
 	report(t, name+" writes_after_end", ms(r.WritesAfter), "ms")
 	report(t, name+" replicas_agree_after_end", ms(r.AgreeAfter), "ms")
 	if path := os.Getenv("SEPP_NEMESIS_TABLE"); path != "" {
-		row := fmt.Sprintf("| %d | %s | %d | %d | %d | %d | %d | %d | %d | %d |\n", r.Seed, r.faults(), r.Restarts, len(r.FailedRestarts),
-			r.History.EnqueueOK, len(r.History.Lost), len(r.History.Duplicates), ms(r.Unavailable), ms(r.WritesAfter), ms(r.AgreeAfter))
+		jobs, lost, dup := "not checked", "-", "-"
+		if r.Checked {
+			jobs, lost, dup = fmt.Sprint(r.History.EnqueueOK), fmt.Sprint(len(r.History.Lost)), fmt.Sprint(len(r.History.Duplicates))
+		}
+		row := fmt.Sprintf("| %d | %s | %d | %d | %s | %s | %s | %d ms | %d ms | %d ms |\n", r.Seed, r.faults(), r.Restarts, len(r.FailedRestarts),
+			jobs, lost, dup, ms(r.Unavailable), ms(r.WritesAfter), ms(r.AgreeAfter))
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err == nil {
 			_, err = f.WriteString(row)
@@ -347,6 +356,7 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 		n.problem("replicas agreed %s after the schedule's end, over %s", r.AgreeAfter.Round(time.Millisecond), livenessBound)
 	}
 	w.hold.Store(false)
+	r.Unavailable = history.LongestGap(w.rec.Ops(), n.start, end)
 
 	running := 0
 	for i := range c.Nodes {
@@ -362,8 +372,7 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 	w.stop(ctx, t, insp, 60*time.Second)
 	stopped = true
 	final := readFinal(ctx, t, insp)
-	r.History = checkHistory(t, "nemesis "+r.Name, w, final)
-	r.Unavailable = history.LongestGap(w.rec.Ops(), n.start, end)
+	r.History, r.Checked = checkHistory(t, "nemesis "+r.Name, w, final), true
 	if t.Failed() {
 		dumpHistory(t, sched.Seed, w.rec.Ops())
 	}
@@ -598,6 +607,13 @@ func (n *nemesis) wipe(ctx context.Context, i int, who string) {
 		n.problem("wipe: kill %s: %v", node.ID, err)
 		return
 	}
+	if lost := n.failedNodes(i); len(lost) > 0 {
+		// Two voters left besides this one, and one of them will never
+		// start again: no majority can remove or join it.
+		n.problem("wipe of %s skipped: %s failed to restart, so no majority can change the configuration", node.ID, strings.Join(lost, ", "))
+		n.startNode(ctx, i, "a SIGKILL (wipe skipped)")
+		return
+	}
 	if err := n.membership(ctx, "remove", node.ID); err != nil {
 		n.problem("wipe: remove %s: %v", node.ID, err)
 	}
@@ -624,6 +640,19 @@ func (n *nemesis) wipe(ctx context.Context, i int, who string) {
 		n.problem("wipe: join %s: %v", node.ID, err)
 	}
 	n.logf("%s joined again", node.ID)
+}
+
+// failedNodes names the nodes other than i whose restart failed.
+func (n *nemesis) failedNodes(i int) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for _, f := range n.failed {
+		if f.Node != n.c.Nodes[i].ID && !slices.Contains(out, f.Node) {
+			out = append(out, f.Node)
+		}
+	}
+	return out
 }
 
 // membership runs `sepp cluster VERB ARGS` against the cluster until it
