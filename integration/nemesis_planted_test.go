@@ -20,6 +20,9 @@ func truncateTailRecipe(leader int) []fault {
 	return []fault{
 		{Kind: faultPause, At: 0, For: 2 * time.Second, Node: f1, Fallback: f1},
 		{Kind: faultPause, At: 0, For: 2 * time.Second, Node: f2, Fallback: f2},
+		// Not left to the workload's timing: one entry the leader must
+		// append and cannot commit.
+		{Kind: faultLoneWrite, At: 50 * time.Millisecond, For: 500 * time.Millisecond, Node: leader, Fallback: leader},
 		{Kind: faultKill, At: 600 * time.Millisecond, For: 3 * time.Second, Node: leader, Fallback: leader},
 		{Kind: faultKill, At: 8 * time.Second, For: 500 * time.Millisecond, Node: leader, Fallback: leader},
 	}
@@ -50,6 +53,11 @@ func TestNemesis_ReportsANodeThatFailsToRestart(t *testing.T) {
 		},
 	})
 	r.print(t)
+	defer func() {
+		if t.Failed() {
+			t.Log(strings.Join(r.LogTails, "\n"))
+		}
+	}()
 	if len(r.FailedRestarts) == 0 {
 		t.Fatalf("the campaign reported no failed restart; liveness findings: %q", r.Liveness)
 	}

@@ -32,10 +32,14 @@ const (
 	// faultPartition cuts the node off from the other nodes (both ways;
 	// clients still reach every node) until the time is up.
 	faultPartition
+	// faultLoneWrite sends one enqueue to the node alone (no leader
+	// following), recorded like the workload's: with its followers frozen,
+	// a leader appends it and cannot commit it. Scripted recipes only.
+	faultLoneWrite
 	numFaultKinds
 )
 
-var faultKindNames = [numFaultKinds]string{"kill", "pause", "restart", "wipe", "partition"}
+var faultKindNames = [numFaultKinds]string{"kill", "pause", "restart", "wipe", "partition", "lone write"}
 
 func (k faultKind) String() string {
 	if k < numFaultKinds {
@@ -132,6 +136,7 @@ var faultSpan = [numFaultKinds][2]time.Duration{
 	faultRestart:   {0, 0},
 	faultWipe:      {0, 0},
 	faultPartition: {500 * time.Millisecond, 4 * time.Second},
+	faultLoneWrite: {500 * time.Millisecond, 500 * time.Millisecond},
 }
 
 // busyFor is how long a fault keeps its node from another process fault

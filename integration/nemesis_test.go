@@ -18,6 +18,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/sepp-io/sepp/client"
 	"github.com/sepp-io/sepp/devcluster"
@@ -156,6 +157,9 @@ type campaignReport struct {
 	// Liveness lists what the campaign found wrong besides the history:
 	// failed restarts, a cluster slow to take writes or to agree.
 	Liveness []string
+	// LogTails are the nodes' last log lines at the end, for a caller
+	// whose own checks of the report fail.
+	LogTails []string
 }
 
 func (r campaignReport) faults() string {
@@ -208,6 +212,7 @@ func (r campaignReport) print(t *testing.T) {
 // nemesis runs one schedule's faults against a cluster.
 type nemesis struct {
 	t      *testing.T
+	w      *workload // the lone writes are recorded in its history
 	c      localCluster
 	net    *nodeNet // nil without partitions
 	insp   *client.Client
@@ -312,7 +317,7 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 		t.Fatalf("workload did not get going: %v", err)
 	}
 
-	n := &nemesis{t: t, c: c, net: nn, insp: insp, start: time.Now(), nodeMu: make([]sync.Mutex, 3)}
+	n := &nemesis{t: t, w: w, c: c, net: nn, insp: insp, start: time.Now(), nodeMu: make([]sync.Mutex, 3)}
 	var wg sync.WaitGroup
 	for _, f := range sched.Faults {
 		wg.Add(1)
@@ -389,6 +394,9 @@ func (n *nemesis) finish(r campaignReport) campaignReport {
 		r.Liveness = append(r.Liveness, f.String())
 	}
 	r.Liveness = append(r.Liveness, n.problems...)
+	for i, node := range n.c.Nodes {
+		r.LogTails = append(r.LogTails, fmt.Sprintf("---- last lines of %s's log\n%s", node.ID, n.c.LogTail(i)))
+	}
 	return r
 }
 
@@ -481,6 +489,11 @@ func (n *nemesis) inject(ctx context.Context, f fault) {
 			n.problem("heal partition of %s: %v", who, err)
 		}
 		n.logf("partition of %s healed", who)
+		return
+	}
+	if f.Kind == faultLoneWrite {
+		n.count(f.Kind)
+		n.loneWrite(ctx, i, who, f.For)
 		return
 	}
 	if f.Kind == faultWipe {
@@ -640,6 +653,47 @@ func (n *nemesis) wipe(ctx context.Context, i int, who string) {
 		n.problem("wipe: join %s: %v", node.ID, err)
 	}
 	n.logf("%s joined again", node.ID)
+}
+
+// loneWrite sends one keyed enqueue to node i alone, waiting at most d,
+// and records it (an answer that does not come is an unknown outcome).
+func (n *nemesis) loneWrite(ctx context.Context, i int, who string, d time.Duration) {
+	node := n.c.Nodes[i]
+	cc, err := grpc.NewClient(node.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		n.problem("lone write to %s: %v", node.ID, err)
+		return
+	}
+	defer cc.Close()
+	key := fmt.Sprintf("lone-%s-%d", node.ID, time.Now().UnixNano())
+	prio := uint32(0)
+	op := history.Op{Kind: history.KindEnqueue, Client: 300, Key: key, MaxAttempts: workMaxAttempts, Start: time.Now()}
+	wctx, cancel := context.WithTimeout(ctx, d)
+	res, err := seppv1.NewQueueServiceClient(cc).Enqueue(wctx, &seppv1.EnqueueRequest{
+		Queue: workQueue, JobType: "work", Payload: []byte(key), Priority: &prio, MaxAttempts: workMaxAttempts, IdempotencyKey: key,
+	})
+	cancel()
+	op.End, op.Err = time.Now(), errString(err)
+	switch {
+	case err == nil:
+		op.Outcome, op.JobID, op.Duplicate = history.OK, res.GetJobId(), res.GetDuplicate()
+	case isNotLeader(err):
+		op.Outcome = history.Failed
+	default:
+		op.Outcome = history.Unknown
+	}
+	n.w.rec.Add(op)
+	n.logf("lone write to %s: %s %s", who, op.Outcome, op.Err)
+}
+
+func isNotLeader(err error) bool {
+	st, _ := status.FromError(err)
+	for _, d := range st.Details() {
+		if _, ok := d.(*seppv1.NotLeader); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // failedNodes names the nodes other than i whose restart failed.
