@@ -22,7 +22,7 @@ func truncateTailRecipe(leader int) []fault {
 		{Kind: faultPause, At: 0, For: 2 * time.Second, Node: f2, Fallback: f2},
 		// Not left to the workload's timing: one entry the leader must
 		// append and cannot commit.
-		{Kind: faultLoneWrite, At: 50 * time.Millisecond, For: 500 * time.Millisecond, Node: leader, Fallback: leader},
+		{Kind: faultLoneWrite, At: 5 * time.Millisecond, For: 500 * time.Millisecond, Node: leader, Fallback: leader},
 		{Kind: faultKill, At: 600 * time.Millisecond, For: 3 * time.Second, Node: leader, Fallback: leader},
 		{Kind: faultKill, At: 8 * time.Second, For: 500 * time.Millisecond, Node: leader, Fallback: leader},
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -211,14 +212,17 @@ func (r campaignReport) print(t *testing.T) {
 
 // nemesis runs one schedule's faults against a cluster.
 type nemesis struct {
-	t      *testing.T
-	w      *workload // the lone writes are recorded in its history
-	c      localCluster
-	net    *nodeNet // nil without partitions
-	insp   *client.Client
-	start  time.Time
-	nodeMu []sync.Mutex // one process fault per node at a time
-	wipeMu sync.Mutex   // one wipe at a time
+	t *testing.T
+	w *workload // the lone writes are recorded in its history
+	// loneConns are connections made ahead for lone writes, by node (only
+	// fixed-node lone writes, at most one per node).
+	loneConns []*grpc.ClientConn
+	c         localCluster
+	net       *nodeNet // nil without partitions
+	insp      *client.Client
+	start     time.Time
+	nodeMu    []sync.Mutex // one process fault per node at a time
+	wipeMu    sync.Mutex   // one wipe at a time
 
 	mu       sync.Mutex
 	injected [numFaultKinds]int
@@ -317,12 +321,17 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 		t.Fatalf("workload did not get going: %v", err)
 	}
 
-	n := &nemesis{t: t, w: w, c: c, net: nn, insp: insp, start: time.Now(), nodeMu: make([]sync.Mutex, 3)}
+	n := &nemesis{t: t, w: w, c: c, net: nn, loneConns: make([]*grpc.ClientConn, 3), insp: insp, start: time.Now(), nodeMu: make([]sync.Mutex, 3)}
 	var wg sync.WaitGroup
 	for _, f := range sched.Faults {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if f.Kind == faultLoneWrite {
+				// Connected ahead: the write must arrive within the leader
+				// lease (100ms) of its followers freezing.
+				n.loneConns[f.Node] = n.connect(ctx, f.Node)
+			}
 			pause(ctx, time.Until(n.start.Add(f.At)))
 			n.inject(ctx, f)
 		}()
@@ -659,9 +668,9 @@ func (n *nemesis) wipe(ctx context.Context, i int, who string) {
 // and records it (an answer that does not come is an unknown outcome).
 func (n *nemesis) loneWrite(ctx context.Context, i int, who string, d time.Duration) {
 	node := n.c.Nodes[i]
-	cc, err := grpc.NewClient(node.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		n.problem("lone write to %s: %v", node.ID, err)
+	cc := n.loneConns[i]
+	if cc == nil {
+		n.problem("lone write to %s: no connection", node.ID)
 		return
 	}
 	defer cc.Close()
@@ -684,6 +693,20 @@ func (n *nemesis) loneWrite(ctx context.Context, i int, who string, d time.Durat
 	}
 	n.w.rec.Add(op)
 	n.logf("lone write to %s: %s %s", who, op.Outcome, op.Err)
+}
+
+// connect dials node i and waits (up to 5s) until the connection is ready.
+func (n *nemesis) connect(ctx context.Context, i int) *grpc.ClientConn {
+	cc, err := grpc.NewClient(n.c.Nodes[i].GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil
+	}
+	cc.Connect()
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for st := cc.GetState(); st != connectivity.Ready && cc.WaitForStateChange(wctx, st); st = cc.GetState() {
+	}
+	return cc
 }
 
 func isNotLeader(err error) bool {
