@@ -65,6 +65,10 @@ type WAL struct {
 	// tail are complete.
 	writeMu sync.Mutex
 
+	// encodeBuf is StoreLogs' scratch space for encoded entries, reused
+	// across calls under writeMu (SEPP PATCH, see SEPP-PATCH.md).
+	encodeBuf []byte
+
 	// These chans are used to hand off serial execution for segment rotation to a
 	// background goroutine so that StoreLogs can return and allow the caller to
 	// get on with other work while we mess with files. The next call to StoreLogs
@@ -427,25 +431,48 @@ func (w *WAL) StoreLogs(logs []*raft.Log) error {
 	}
 
 	// Encode logs
+	//
+	// SEPP PATCH: every entry is encoded into one buffer, sized up front and
+	// kept for the next call, instead of a fresh bytes.Buffer per entry
+	// (which allocated, zeroed and page-faulted a buffer as large as each
+	// entry on every append). Each encoded[i].Data is a sub-slice of it;
+	// the segment writer copies the frames into its own commit buffer, so
+	// nothing refers to this buffer once Append returns.
 	nBytes := uint64(0)
 	encoded := make([]types.LogEntry, len(logs))
+	buf := bytes.NewBuffer(w.encodeBuf[:0])
+	buf.Grow(encodedSizeHint(logs))
+	var endsArr [16]int
+	ends := endsArr[:0]
 	for i, l := range logs {
 		if lastIdx > 0 && l.Index != (lastIdx+1) {
 			return fmt.Errorf("non-monotonic log entries: tried to append index %d after %d", logs[0].Index, lastIdx)
 		}
-		// Need a new buffer each time because Data is just a slice so if we re-use
-		// buffer then all end up pointing to the same underlying data which
-		// contains only the final log value!
-		var buf bytes.Buffer
-		if err := w.codec.Encode(l, &buf); err != nil {
+		start := buf.Len()
+		if err := w.codec.Encode(l, buf); err != nil {
 			return err
 		}
-		encoded[i].Data = buf.Bytes()
 		encoded[i].Index = l.Index
 		lastIdx = l.Index
-		nBytes += uint64(len(encoded[i].Data))
+		nBytes += uint64(buf.Len() - start)
+		ends = append(ends, buf.Len())
 	}
-	if err := s.tail.Append(encoded); err != nil {
+	// Slice once every entry is encoded, so all of them refer to the one
+	// buffer that is kept, even when a codec wrote more than the hint and
+	// the buffer moved.
+	all := buf.Bytes()
+	off := 0
+	for i, end := range ends {
+		encoded[i].Data = all[off:end:end]
+		off = end
+	}
+	err := s.tail.Append(encoded)
+	if cap(all) <= maxKeptEncodeBuf {
+		w.encodeBuf = all[:0]
+	} else {
+		w.encodeBuf = nil
+	}
+	if err != nil {
 		return err
 	}
 	w.metrics.IncrementCounter("log_appends", 1)
@@ -971,4 +998,18 @@ func (w *WAL) Close() error {
 // that this store will only allow consecutive log indexes with no gaps.
 func (w *WAL) IsMonotonic() bool {
 	return true
+}
+
+// maxKeptEncodeBuf bounds the encode buffer StoreLogs keeps between calls
+// (SEPP PATCH): a rare huge batch should not pin its buffer for good.
+const maxKeptEncodeBuf = 4 << 20
+
+// encodedSizeHint is at least what BinaryCodec writes for logs: the data
+// and extensions plus, per entry, up to five varints and the binary time.
+func encodedSizeHint(logs []*raft.Log) int {
+	n := 0
+	for _, l := range logs {
+		n += len(l.Data) + len(l.Extensions) + 5*binary.MaxVarintLen64 + 32
+	}
+	return n
 }

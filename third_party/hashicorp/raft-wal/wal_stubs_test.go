@@ -586,6 +586,9 @@ func (s *testSegment) Append(entries []types.LogEntry) error {
 				return fmt.Errorf("non-monotonic append! BaseIndex=%d len=%d appended=%d",
 					newState.info.BaseIndex, newState.logs.Len(), e.Index)
 			}
+			// SEPP PATCH: keep a copy; the WAL reuses Data's memory after
+			// Append returns, as types.SegmentWriter allows.
+			e.Data = append([]byte(nil), e.Data...)
 			newState.logs = newState.logs.Set(e.Index, e)
 		}
 		// Maybe seal

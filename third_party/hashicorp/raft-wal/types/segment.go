@@ -106,6 +106,8 @@ type SegmentWriter interface {
 	// durably stored otherwise raft's guarantees will be compromised. Append must
 	// not be called concurrently with any other call to Sealed, Append or
 	// ForceSeal.
+	// Append must not keep the entries' Data once it returns: the WAL reuses
+	// that memory for its next append (SEPP PATCH).
 	Append(entries []LogEntry) error
 
 	// Sealed returns whether the segment is sealed or not. If it is it returns
