@@ -36,10 +36,15 @@ const (
 	// following), recorded like the workload's: with its followers frozen,
 	// a leader appends it and cannot commit it. Scripted recipes only.
 	faultLoneWrite
+	// faultVanish makes one acknowledged job disappear behind the clients'
+	// backs (queue paused, the job dead-lettered and that record deleted
+	// through the operator's commands, queue resumed): a planted lost job
+	// the checker must name. Scripted recipes only.
+	faultVanish
 	numFaultKinds
 )
 
-var faultKindNames = [numFaultKinds]string{"kill", "pause", "restart", "wipe", "partition", "lone write"}
+var faultKindNames = [numFaultKinds]string{"kill", "pause", "restart", "wipe", "partition", "lone write", "vanish"}
 
 func (k faultKind) String() string {
 	if k < numFaultKinds {

@@ -130,6 +130,9 @@ type campaignOptions struct {
 	Binary     string // default seppBinary
 	// Name labels the figures (default "seed=N").
 	Name string
+	// PlantedLoss says the schedule makes a job vanish on purpose: the
+	// history's violations are the caller's to assert, not errors.
+	PlantedLoss bool
 }
 
 // restartFailure is a start of a node's process that did not come up and
@@ -158,6 +161,8 @@ type campaignReport struct {
 	// Liveness lists what the campaign found wrong besides the history:
 	// failed restarts, a cluster slow to take writes or to agree.
 	Liveness []string
+	// Vanished are the jobs a faultVanish made disappear.
+	Vanished []uint64
 	// LogTails are the nodes' last log lines at the end, for a caller
 	// whose own checks of the report fail.
 	LogTails []string
@@ -229,6 +234,7 @@ type nemesis struct {
 	restarts int
 	failed   []restartFailure
 	problems []string
+	vanished []uint64
 }
 
 func (n *nemesis) logf(format string, args ...any) {
@@ -386,7 +392,12 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 	w.stop(ctx, t, insp, 60*time.Second)
 	stopped = true
 	final := readFinal(ctx, t, insp)
-	r.History, r.Checked = checkHistory(t, "nemesis "+r.Name, w, final), true
+	if o.PlantedLoss {
+		r.History, r.Checked = history.Check(w.rec.Ops(), final), true
+	} else {
+		r.History, r.Checked = checkHistory(t, "nemesis "+r.Name, w, final), true
+	}
+	r.Vanished = n.vanished
 	if t.Failed() {
 		dumpHistory(t, sched.Seed, w.rec.Ops())
 	}
@@ -503,6 +514,11 @@ func (n *nemesis) inject(ctx context.Context, f fault) {
 	if f.Kind == faultLoneWrite {
 		n.count(f.Kind)
 		n.loneWrite(ctx, i, who, f.For)
+		return
+	}
+	if f.Kind == faultVanish {
+		n.count(f.Kind)
+		n.vanish(ctx)
 		return
 	}
 	if f.Kind == faultWipe {
@@ -693,6 +709,64 @@ func (n *nemesis) loneWrite(ctx context.Context, i int, who string, d time.Durat
 	}
 	n.w.rec.Add(op)
 	n.logf("lone write to %s: %s %s", who, op.Outcome, op.Err)
+}
+
+// vanish makes one acknowledged Ready job disappear: the queue paused (so
+// no worker takes it meanwhile), the job dead-lettered and the record
+// deleted with `sepp jobs dead-letter` and `sepp dead-letters delete`, the
+// queue resumed.
+func (n *nemesis) vanish(ctx context.Context) {
+	if err := n.insp.PauseQueue(ctx, workQueue); err != nil {
+		n.problem("vanish: pause %s: %v", workQueue, err)
+		return
+	}
+	defer func() {
+		if err := n.insp.ResumeQueue(ctx, workQueue); err != nil {
+			n.problem("vanish: resume %s: %v", workQueue, err)
+		}
+	}()
+	acked := map[uint64]bool{}
+	for _, op := range n.w.rec.Ops() {
+		if op.Kind == history.KindEnqueue && op.Outcome == history.OK {
+			acked[op.JobID] = true
+		}
+	}
+	jobs, _, err := n.insp.ListJobs(ctx, workQueue, client.ListJobsOptions{State: client.StateReady, Limit: 100})
+	if err != nil {
+		n.problem("vanish: list ready jobs: %v", err)
+		return
+	}
+	for _, j := range jobs {
+		if !acked[j.ID] {
+			continue
+		}
+		id := strconv.FormatUint(j.ID, 10)
+		if err := n.cli(ctx, "jobs", "dead-letter", id, "--reason", "nemesis: planted loss"); err != nil {
+			n.problem("vanish: %v", err)
+			return
+		}
+		if err := n.cli(ctx, "dead-letters", "delete", id); err != nil {
+			n.problem("vanish: %v", err)
+			return
+		}
+		n.mu.Lock()
+		n.vanished = append(n.vanished, j.ID)
+		n.mu.Unlock()
+		n.logf("vanish: acknowledged job %d dead-lettered and deleted behind the clients' backs", j.ID)
+		return
+	}
+	n.problem("vanish: none of %d ready jobs is an acknowledged one", len(jobs))
+}
+
+// cli runs one `sepp` operator command against the cluster.
+func (n *nemesis) cli(ctx context.Context, args ...string) error {
+	argv := append(args, "--addr", strings.Join(n.c.Addrs(), ","), "--timeout", "10s")
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(cctx, seppBinary, argv...).CombinedOutput(); err != nil {
+		return fmt.Errorf("sepp %s: %v: %s", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // connect dials node i and waits (up to 5s) until the connection is ready.
