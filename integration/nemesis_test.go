@@ -108,14 +108,20 @@ func TestNemesis(t *testing.T) {
 	for _, seed := range nemesisSeeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			sched := genSchedule(seed, nemesisScheduleOptions(t, partitions))
-			fmt.Printf("nemesis: seed %d (replay: make nemesis SEED=%d, or go test ./integration -run 'TestNemesis$' -seed %d)\n", seed, seed, seed)
+			// The schedule depends on its length too: a replay names both.
+			replay := fmt.Sprintf("make nemesis SEED=%d, or go test ./integration -run 'TestNemesis$' -seed %d", seed, seed)
+			if l := os.Getenv("SEPP_NEMESIS_LENGTH"); l != "" {
+				replay = fmt.Sprintf("make nemesis SEED=%d LENGTH=%s, or SEPP_NEMESIS_LENGTH=%s go test ./integration -run 'TestNemesis$' -seed %d", seed, l, l, seed)
+			}
+			fmt.Printf("nemesis: seed %d (replay: %s)\n", seed, replay)
 			r := runCampaign(t, campaignOptions{Schedule: sched, Partitions: partitions})
 			r.print(t)
 			for _, p := range r.Liveness {
 				t.Errorf("liveness: %s", p)
 			}
 			if t.Failed() {
-				t.Logf("nemesis: seed %d failed; replay with -seed %d\n%s", seed, seed, sched)
+				t.Logf("nemesis: seed %d failed; replay: %s\n%s", seed, replay, sched)
+				fmt.Printf("nemesis: seed %d FAILED (replay: %s)\n", seed, replay)
 			}
 		})
 	}
