@@ -11,21 +11,24 @@ import (
 )
 
 // truncateTailRecipe is the issue-21 recipe as nemesis faults: both
-// followers frozen while the leader appends entries it cannot commit, the
-// leader killed, the followers thawed to elect a new leader, the old leader
+// followers down while the leader appends one entry it cannot commit, the
+// leader killed, the followers back to elect a new leader, the old leader
 // restarted (it drops its uncommitted tail when it rejoins: a log tail
 // truncation), killed again and started again. A node whose store cannot
-// open after a tail truncation fails that last start.
+// open after a tail truncation fails that last start. The followers are
+// killed, not frozen: a frozen follower, once thawed, still reads what the
+// leader had sent it, and then the entry is committed, not truncated.
 func truncateTailRecipe(leader int) []fault {
 	f1, f2 := (leader+1)%3, (leader+2)%3
 	return []fault{
-		{Kind: faultPause, At: 0, For: 2 * time.Second, Node: f1, Fallback: f1},
-		{Kind: faultPause, At: 0, For: 2 * time.Second, Node: f2, Fallback: f2},
+		{Kind: faultKill, At: 0, For: 2 * time.Second, Node: f1, Fallback: f1},
+		{Kind: faultKill, At: 0, For: 2 * time.Second, Node: f2, Fallback: f2},
 		// Not left to the workload's timing: one entry the leader must
-		// append and cannot commit.
-		{Kind: faultLoneWrite, At: 5 * time.Millisecond, For: 500 * time.Millisecond, Node: leader, Fallback: leader},
+		// append and cannot commit, sent once the followers are gone and
+		// within the leader's 100ms lease of losing them.
+		{Kind: faultLoneWrite, At: 30 * time.Millisecond, For: 500 * time.Millisecond, Node: leader, Fallback: leader},
 		{Kind: faultKill, At: 600 * time.Millisecond, For: 3 * time.Second, Node: leader, Fallback: leader},
-		{Kind: faultKill, At: 8 * time.Second, For: 500 * time.Millisecond, Node: leader, Fallback: leader},
+		{Kind: faultKill, At: 9 * time.Second, For: 500 * time.Millisecond, Node: leader, Fallback: leader},
 	}
 }
 
