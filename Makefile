@@ -74,6 +74,10 @@ raft-fork: ## Tests of the patched hashicorp/raft and raft-wal in third_party: e
 	cd third_party/hashicorp/raft-wal && $(GO) test -count=1 -timeout 5m -skip '$(WAL_SKIP)' $$($(GO) list ./... | grep -v '/segment$$')
 	cd third_party/hashicorp/raft-wal && $(GO) test -count=1 -timeout 5m -skip '$(WAL_SKIP)|$(WAL_SEGMENT_SKIP)' ./segment/
 
+.PHONY: deps
+deps: ## Report direct modules with newer releases and each third_party fork's base (SEPP-PATCH.md sepp-fork-base) against upstream's releases, probing the next versions by name (scripts/deps.sh; never fails).
+	@scripts/deps.sh
+
 lint: ## gofmt, go vet and the import-direction check.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
