@@ -1,11 +1,15 @@
 # sepp developer interface. `make help` lists the targets.
 GO        ?= go
-# Upstream raft tests that make raft-fork runs: those of the leader's write,
-# replication, snapshots, membership and transfer paths the patch touches,
-# chosen because they pass every time here (several others in the upstream
-# suite fail now and then on this machine without the patch too; see
-# third_party/hashicorp/raft/SEPP-PATCH.md). RAFT_TESTS=. runs the whole suite.
-RAFT_TESTS ?= ^TestRaft_(SingleNode|TripleNode|LeaderFail|BehindFollower|ApplyConcurrent|ApplyConcurrent_Timeout|JoinNode|RemoveFollower|RemoveLeader|RemoveLeader_NoShutdown|SnapshotRestore|AutoSnapshot|UserSnapshot|SendSnapshotFollower|SendSnapshotAndLogsFollower|ReJoinFollower|Barrier|LeadershipTransfer|LeadershipTransferWithWrites|CacheLogWithStoreError|LeaderLeaseExpire)$$|^TestCommitment
+# make raft-fork runs upstream raft's whole suite but these, each failing for
+# a reason that is not the patch's: TestFileSS_BadPerm expects a permission
+# error and CI runs as root; TestRaft_ProtocolVersion_Upgrade_1_2,
+# TestRaft_HasExistingState and
+# TestNetworkTransport_AppendEntriesPipeline_CloseStreams fail now and then on
+# unpatched v1.7.3 on this machine too (third_party/hashicorp/raft/SEPP-PATCH.md).
+# A test that fails is run once more alone (scripts/retry-failed.sh, printed):
+# upstream's suite is full of wall-clock bounds a loaded 2-core machine misses
+# now and then, patched or not. RAFT_TESTS narrows the run (a -run pattern).
+RAFT_TESTS ?= .
 RAFT_SKIP  ?= TestFileSS_BadPerm|TestRaft_ProtocolVersion_Upgrade_1_2|TestNetworkTransport_AppendEntriesPipeline_CloseStreams|TestRaft_HasExistingState
 # Upstream raft-wal tests make raft-fork skips: TestFrameCodecFuzz draws frame
 # lengths up to 65,535 against a 65,528-byte value and fails about one run in
@@ -81,12 +85,17 @@ nemesis: ## Randomized fault campaign (integration/nemesis*): SEEDS=N seeds (def
 
 .PHONY: lint
 .PHONY: raft-fork
-raft-fork: ## Tests of the patched hashicorp/raft and raft-wal in third_party: each patch's tests under -race, then upstream's tests (raft: RAFT_TESTS, '.' for the whole suite; raft-wal: all but WAL_SKIP).
+raft-fork: ## Tests of the patched hashicorp/raft and raft-wal in third_party: each patch's tests under -race, then upstream's whole suites but the skip lists (RAFT_SKIP, WAL_SKIP), and raft's fuzzy/ partition suite.
 	cd third_party/hashicorp/raft && $(GO) test -count=3 -race -run 'TestSepp' .
-	cd third_party/hashicorp/raft && $(GO) test -count=1 -timeout 15m -run '$(RAFT_TESTS)' -skip '$(RAFT_SKIP)' .
+	scripts/retry-failed.sh third_party/hashicorp/raft -count=1 -timeout 15m -run '$(RAFT_TESTS)' -skip '$(RAFT_SKIP)' ./...
+	scripts/retry-failed.sh third_party/hashicorp/raft/fuzzy -count=1 -timeout 15m .
 	cd third_party/hashicorp/raft-wal && $(GO) test -count=3 -race -run 'TestSepp' .
 	cd third_party/hashicorp/raft-wal && $(GO) test -count=1 -timeout 5m -skip '$(WAL_SKIP)' $$($(GO) list ./... | grep -v '/segment$$')
 	cd third_party/hashicorp/raft-wal && $(GO) test -count=1 -timeout 5m -skip '$(WAL_SKIP)|$(WAL_SEGMENT_SKIP)' ./segment/
+
+.PHONY: deps
+deps: ## Report direct modules with newer releases and each third_party fork's base (SEPP-PATCH.md sepp-fork-base) against upstream's releases, probing the next versions by name (scripts/deps.sh; never fails).
+	@scripts/deps.sh
 
 lint: ## gofmt, go vet and the import-direction check.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
