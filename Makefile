@@ -1,12 +1,24 @@
 # sepp developer interface. `make help` lists the targets.
 GO        ?= go
-# Upstream raft tests that make raft-fork runs: those of the leader's write,
-# replication, snapshots, membership and transfer paths the patch touches,
-# chosen because they pass every time here (several others in the upstream
-# suite fail now and then on this machine without the patch too; see
-# third_party/hashicorp/raft/SEPP-PATCH.md). RAFT_TESTS=. runs the whole suite.
-RAFT_TESTS ?= ^TestRaft_(SingleNode|TripleNode|LeaderFail|BehindFollower|ApplyConcurrent|ApplyConcurrent_Timeout|JoinNode|RemoveFollower|RemoveLeader|RemoveLeader_NoShutdown|SnapshotRestore|AutoSnapshot|UserSnapshot|SendSnapshotFollower|SendSnapshotAndLogsFollower|ReJoinFollower|Barrier|LeadershipTransfer|LeadershipTransferWithWrites|CacheLogWithStoreError|LeaderLeaseExpire)$$|^TestCommitment
+# make raft-fork runs upstream raft's whole suite but these, each failing for
+# a reason that is not the patch's: TestFileSS_BadPerm expects a permission
+# error and CI runs as root; TestRaft_ProtocolVersion_Upgrade_1_2,
+# TestRaft_HasExistingState and
+# TestNetworkTransport_AppendEntriesPipeline_CloseStreams fail now and then on
+# unpatched v1.7.3 on this machine too (third_party/hashicorp/raft/SEPP-PATCH.md).
+# A test that fails is run once more alone (scripts/retry-failed.sh, printed):
+# upstream's suite is full of wall-clock bounds a loaded 2-core machine misses
+# now and then, patched or not. RAFT_TESTS narrows the run (a -run pattern).
+RAFT_TESTS ?= .
 RAFT_SKIP  ?= TestFileSS_BadPerm|TestRaft_ProtocolVersion_Upgrade_1_2|TestNetworkTransport_AppendEntriesPipeline_CloseStreams|TestRaft_HasExistingState
+# Upstream raft-wal tests make raft-fork skips: TestFrameCodecFuzz draws frame
+# lengths up to 65,535 against a 65,528-byte value and fails about one run in
+# ten, unpatched too (third_party/hashicorp/raft-wal/SEPP-PATCH.md). In
+# segment/ only, TestConcurrentReadersAndWriter fails when writing a whole
+# segment takes over a wall-clock 30 s, as on this shared 2-core machine
+# (8,930 of its entries in 30 s once); the root package's test of that name runs.
+WAL_SKIP   ?= TestFrameCodecFuzz
+WAL_SEGMENT_SKIP ?= TestConcurrentReadersAndWriter
 PKGS      ?= ./...
 FUZZTIME  ?= 20s
 # Bound the minimization of each new interesting input: unbounded (go's
@@ -57,11 +69,33 @@ race: ## Tests of the concurrent packages under the race detector.
 integration: ## Real-process and container fault tests (needs Docker for partitions).
 	$(GO) test -count=1 -timeout 20m ./integration/...
 
+# make nemesis: SEEDS random seeds (from a printed base), or the one SEED
+# (replay); LENGTH of each schedule; table rows appended to NEMESIS_TABLE.
+SEEDS        ?= 10
+SEED         ?=
+LENGTH       ?= 40s
+NEMESIS_TABLE ?= $(CURDIR)/.cache/nemesis-table.md
+
+.PHONY: nemesis
+nemesis: ## Randomized fault campaign (integration/nemesis*): SEEDS=N seeds (default 10) or SEED=x to replay one, LENGTH=40s each; per-seed figures, table rows in NEMESIS_TABLE (docs/nemesis.md).
+	@mkdir -p $(dir $(NEMESIS_TABLE))
+	SEPP_NEMESIS_COUNT=$(SEEDS) SEPP_NEMESIS_SEEDS=$(SEED) SEPP_NEMESIS_LENGTH=$(LENGTH) SEPP_NEMESIS_TABLE=$(NEMESIS_TABLE) \
+		$(GO) test -count=1 -timeout 0 -run 'TestNemesis$$' ./integration/
+	@echo "table rows: $(NEMESIS_TABLE)"
+
 .PHONY: lint
 .PHONY: raft-fork
-raft-fork: ## Tests of the patched hashicorp/raft in third_party: each patch's tests under -race, then upstream's tests (RAFT_TESTS, '.' for the whole suite).
+raft-fork: ## Tests of the patched hashicorp/raft and raft-wal in third_party: each patch's tests under -race, then upstream's whole suites but the skip lists (RAFT_SKIP, WAL_SKIP), and raft's fuzzy/ partition suite.
 	cd third_party/hashicorp/raft && $(GO) test -count=3 -race -run 'TestSepp' .
-	cd third_party/hashicorp/raft && $(GO) test -count=1 -timeout 15m -run '$(RAFT_TESTS)' -skip '$(RAFT_SKIP)' .
+	scripts/retry-failed.sh third_party/hashicorp/raft -count=1 -timeout 15m -run '$(RAFT_TESTS)' -skip '$(RAFT_SKIP)' ./...
+	scripts/retry-failed.sh third_party/hashicorp/raft/fuzzy -count=1 -timeout 15m .
+	cd third_party/hashicorp/raft-wal && $(GO) test -count=3 -race -run 'TestSepp' .
+	cd third_party/hashicorp/raft-wal && $(GO) test -count=1 -timeout 5m -skip '$(WAL_SKIP)' $$($(GO) list ./... | grep -v '/segment$$')
+	cd third_party/hashicorp/raft-wal && $(GO) test -count=1 -timeout 5m -skip '$(WAL_SKIP)|$(WAL_SEGMENT_SKIP)' ./segment/
+
+.PHONY: deps
+deps: ## Report direct modules with newer releases and each third_party fork's base (SEPP-PATCH.md sepp-fork-base) against upstream's releases, probing the next versions by name (scripts/deps.sh; never fails).
+	@scripts/deps.sh
 
 lint: ## gofmt, go vet and the import-direction check.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -52,3 +52,5 @@ require (
 )
 
 replace github.com/hashicorp/raft => ./third_party/hashicorp/raft
+
+replace github.com/hashicorp/raft-wal => ./third_party/hashicorp/raft-wal

@@ -50,7 +50,20 @@ type Options struct {
 	// the environment, which the nodes then inherit; negative leaves every
 	// node the Go default (all CPUs). See nodeGoMaxProcs.
 	GoMaxProcs int
+	// NodeHosts, when set, gives each node its own address (one per node,
+	// overriding Host) on which it listens at the fixed ports NodePorts:
+	// nodes that each run in their own network namespace (see Launch)
+	// cannot have free ports probed from this one, and need none.
+	NodeHosts []string
+	// Launch, when set, turns a node's command line into the one started
+	// (e.g. prefixed by `ip netns exec NS`). The program it names must exec
+	// the node in place, so that signals sent to the process reach it.
+	Launch func(node int, argv []string) []string
 }
+
+// NodePorts are the gRPC, HTTP and Raft ports of every node with
+// Options.NodeHosts.
+var NodePorts = [3]int{7401, 7402, 7403}
 
 // Node is one member process.
 type Node struct {
@@ -119,6 +132,20 @@ func Start(opts Options) (*Cluster, error) {
 		c.Nodes, c.Restarted = earlier, true
 		if earlierKey != "" {
 			c.sessionKey = earlierKey
+		}
+	} else if len(opts.NodeHosts) > 0 {
+		if len(opts.NodeHosts) != opts.Nodes {
+			return nil, fmt.Errorf("devcluster: %d node hosts for %d nodes", len(opts.NodeHosts), opts.Nodes)
+		}
+		for i, h := range opts.NodeHosts {
+			id := nodeID(i)
+			c.Nodes = append(c.Nodes, &Node{
+				ID:       id,
+				GRPCAddr: net.JoinHostPort(h, fmt.Sprint(NodePorts[0])),
+				HTTPAddr: net.JoinHostPort(h, fmt.Sprint(NodePorts[1])),
+				RaftAddr: net.JoinHostPort(h, fmt.Sprint(NodePorts[2])),
+				Dir:      filepath.Join(c.opts.Dir, id),
+			})
 		}
 	} else {
 		ports, err := freePorts(opts.Host, 3*opts.Nodes)
@@ -271,7 +298,11 @@ func (c *Cluster) StartNode(i int) error {
 	if err != nil {
 		return fmt.Errorf("devcluster: %w", err)
 	}
-	cmd := exec.Command(c.opts.Binary, "serve", "--config", n.Config)
+	argv := []string{c.opts.Binary, "serve", "--config", n.Config}
+	if c.opts.Launch != nil {
+		argv = c.opts.Launch(i, argv)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	var out io.Writer = logf
 	if c.opts.Output != nil {
 		out = io.MultiWriter(logf, &prefixWriter{prefix: "[" + n.ID + "] ", w: c.opts.Output})

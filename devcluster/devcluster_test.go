@@ -3,8 +3,11 @@ package devcluster
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -123,5 +126,53 @@ func TestNodeGoMaxProcs(t *testing.T) {
 				t.Fatalf("nodeGoMaxProcs(%d, %d, %d, %q) = %d, want %d", tc.asked, tc.nodes, tc.cpus, tc.env, got, tc.want)
 			}
 		})
+	}
+}
+
+// With NodeHosts every node listens on its own host at NodePorts, its
+// config and every peer list say so, and Launch shapes the command each
+// node is started with (here one that exits at once: nothing listens).
+func TestStart_NodeHostsAndLaunch(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh to launch")
+	}
+	hosts := []string{"198.18.7.2", "198.18.7.3", "198.18.7.4"}
+	var mu sync.Mutex
+	launched := map[int][]string{}
+	c, err := Start(Options{Binary: "/nonexistent/sepp", Nodes: 3, Dir: t.TempDir(), NodeHosts: hosts,
+		Launch: func(i int, argv []string) []string {
+			mu.Lock()
+			launched[i] = argv
+			mu.Unlock()
+			return []string{sh, "-c", "exit 0"}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	for i, n := range c.Nodes {
+		want := fmt.Sprintf("%s:%d", hosts[i], NodePorts[0])
+		if n.GRPCAddr != want || n.RaftAddr != fmt.Sprintf("%s:%d", hosts[i], NodePorts[2]) {
+			t.Errorf("node %d at grpc %s raft %s, want %s and port %d", i, n.GRPCAddr, n.RaftAddr, want, NodePorts[2])
+		}
+		cfg, err := os.ReadFile(n.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hosts {
+			if !strings.Contains(string(cfg), fmt.Sprintf("raft_addr = \"%s:%d\"", h, NodePorts[2])) {
+				t.Errorf("%s's config does not name peer %s:\n%s", n.ID, h, cfg)
+			}
+		}
+		mu.Lock()
+		argv := launched[i]
+		mu.Unlock()
+		if want := []string{"/nonexistent/sepp", "serve", "--config", n.Config}; !slices.Equal(argv, want) {
+			t.Errorf("Launch got %q for node %d, want %q", argv, i, want)
+		}
+	}
+	if _, err := Start(Options{Nodes: 3, Dir: t.TempDir(), NodeHosts: hosts[:2]}); err == nil {
+		t.Error("two node hosts for three nodes: no error")
 	}
 }

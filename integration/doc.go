@@ -9,6 +9,12 @@
 // says, and all replicas equal once the faults heal. Each fault reports its
 // figures as `name: value unit` lines.
 //
+// The nemesis (nemesis*_test.go, docs/nemesis.md) draws seeded schedules of
+// overlapping faults of every kind, partitions included (each node in its
+// own network namespace), drives a second client built on the protos alone
+// beside the Go client, and also fails a run when a node's restart does not
+// come up and serve.
+//
 // The tests build the binary once (TestMain) and are skipped under
 // `go test -short`; the container tests are skipped, with the reason
 // printed, where no Docker engine answers. The package has no non-test code
