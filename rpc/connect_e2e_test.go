@@ -367,7 +367,10 @@ func TestConnect_FollowerAnswers(t *testing.T) {
 
 	var jobID string
 	clustertest.WaitFor(t, 10*time.Second, "a Connect enqueue through the follower", func() bool {
-		code, body := postJSON(t, hc, "http://"+addrs[forwarding], "sepp.v1.QueueService/Enqueue", `{"queue":"fq","jobType":"t"}`, nil)
+		// Node's fetch sends Connection: keep-alive; HTTP/1.1's
+		// connection headers must not reach the leader's HTTP/2.
+		code, body := postJSON(t, hc, "http://"+addrs[forwarding], "sepp.v1.QueueService/Enqueue", `{"queue":"fq","jobType":"t"}`,
+			http.Header{"Connection": {"keep-alive"}, "Keep-Alive": {"timeout=5"}, "Authorization": {"Bearer caller-token"}})
 		if code == http.StatusServiceUnavailable {
 			return false // the follower does not know the leader's address yet
 		}
