@@ -385,10 +385,13 @@ export class SeppClient {
           }, timeoutMs)
         : undefined;
     let probeTimer: ReturnType<typeof setTimeout> | undefined;
+    let finished = false;
     if (probe && this.opts.leaderProbeMs > 0 && this.known.length > 1) {
       const ask = async () => {
         const to = await this.probeLeader(base);
-        if (ctl.signal.aborted) return;
+        // The attempt may have ended while the nodes were asked: then
+        // nothing is left to abandon, and no probe is due.
+        if (finished || ctl.signal.aborted) return;
         if (to && this.url(to) !== base) {
           why ??= "moved";
           movedTo = to;
@@ -441,6 +444,7 @@ export class SeppClient {
       }
       throw new AttemptFailure("final", err);
     } finally {
+      finished = true;
       if (timer) clearTimeout(timer);
       if (probeTimer) clearTimeout(probeTimer);
       signal?.removeEventListener("abort", onAbort);

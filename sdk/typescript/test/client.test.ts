@@ -2,7 +2,12 @@
 // one behaviour per test; each test has queues of its own.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { DevCluster, post, waitFor } from "./cluster.js";
+import { jobFromJSON } from "../src/types.js";
 import {
   SeppClient,
   Priority,
@@ -20,6 +25,7 @@ import {
   ClosedError,
   UnavailableError,
   SeppError,
+  Job,
 } from "../src/index.js";
 
 let cluster: DevCluster;
@@ -397,6 +403,25 @@ test("reserve long-polls, and an AbortSignal ends it", async () => {
   await assert.rejects(p, (e: unknown) => e instanceof CanceledError || e instanceof UnknownOutcomeError);
 });
 
+test("an attempt slower than leaderProbeMs asks who leads, and the asking ends with the attempt", async () => {
+  const f = faultyFetch(() => false);
+  const slow = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    if (String(input).endsWith("/GetJob")) await new Promise((r) => setTimeout(r, 700));
+    return f.fetch(input, init);
+  };
+  const c = await SeppClient.connect(cluster.urls, { fetch: slow as typeof fetch, leaderProbeMs: 100 });
+  try {
+    const r = await c.enqueue({ queue: "probe", jobType: "t" });
+    assert.equal((await c.getJob(r.jobId)).id, r.jobId, "the leader was still the leader: the slow attempt stood");
+    const asked = f.calls.get("Status") ?? 0;
+    assert.ok(asked >= 1, "the other nodes were asked who leads");
+    await new Promise((res) => setTimeout(res, 600));
+    assert.equal(f.calls.get("Status") ?? 0, asked, "no probing after the attempt ended");
+  } finally {
+    c.close();
+  }
+});
+
 test("with no node reachable the client gives up typed, within its budget", async () => {
   await assert.rejects(SeppClient.connect("127.0.0.1:3", { retryTimeoutMs: 300 }), UnavailableError);
 });
@@ -549,4 +574,72 @@ test("raw Connect JSON, as curl sends it, reaches the same cluster", async () =>
   const [d] = await client.reserve("raw");
   assert.equal(d!.ctx.jobId, r.jobId);
   await client.ack(d!.ctx);
+});
+
+// ---- the spec pages' TypeScript samples, verbatim ----
+//
+// test/spec-samples holds every TypeScript sample of the spec pages
+// (scripts/extract-samples.mjs copies them; `make sdk-typescript-samples`
+// refreshes the copies). Each is compiled as it stands and run in its own
+// Node process importing "sepp"; the address it names, localhost:50051, is
+// pointed at the test cluster (test/redirect-fetch.cjs). What it did is
+// then checked on the cluster.
+
+const here = dirname(fileURLToPath(import.meta.url));
+const sampleDir = resolve(here, "../samples");
+const sampleSources = resolve(here, "../../test/spec-samples");
+
+async function jobsOf(queue: string, state: string): Promise<Job[]> {
+  const r = await post(cluster.urls[0]!, "sepp.v1.AdminService/ListJobs", { queue, state, limit: 100 });
+  return ((r.jobs as unknown[]) ?? []).map((j) => jobFromJSON(j));
+}
+
+/** What each sample must have done, by file name. */
+const sampleChecks: Record<string, () => Promise<void>> = {
+  "priority-and-scheduling.1": async () => {
+    const jobs = await jobsOf("emails", "JOB_STATE_READY");
+    assert.equal(jobs.length, 1, "one job on emails");
+    assert.equal(jobs[0]!.jobType, "password_reset");
+    assert.equal(jobs[0]!.priority, 9, "Priority.MAX is 9");
+    assert.equal(jobs[0]!.state, "ready");
+  },
+  "priority-and-scheduling.2": async () => {
+    const jobs = await jobsOf("reports", "JOB_STATE_SCHEDULED");
+    assert.equal(jobs.length, 1, "one job on reports");
+    assert.equal(jobs[0]!.jobType, "daily_rollup");
+    assert.equal(jobs[0]!.state, "scheduled");
+    const inMs = jobs[0]!.scheduledAt!.getTime() - Date.now();
+    assert.ok(inMs > 55 * 60_000 && inMs <= 60 * 60_000, `scheduled ${inMs} ms ahead, want an hour`);
+  },
+};
+
+function runSample(file: string): Promise<{ code: number | null; out: string }> {
+  return new Promise((res) => {
+    const child = spawn(process.execPath, ["--require", resolve(sampleSources, "../redirect-fetch.cjs"), file], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, SEPP_SAMPLE_TARGET: cluster.urls[0] },
+    });
+    let out = "";
+    child.stdout?.on("data", (c) => (out += c.toString()));
+    child.stderr?.on("data", (c) => (out += c.toString()));
+    const t = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.once("exit", (code) => {
+      clearTimeout(t);
+      res({ code, out });
+    });
+  });
+}
+
+test("every TypeScript sample of the spec pages runs verbatim and does what its page says", async () => {
+  const sources = readdirSync(sampleSources).filter((f) => f.endsWith(".ts")).map((f) => f.replace(/\.ts$/, ""));
+  assert.ok(sources.length >= 2, `spec samples found: ${sources.join(", ")}`);
+  for (const name of sources.sort()) {
+    const check = sampleChecks[name];
+    assert.ok(check, `no check for spec sample ${name}: add one to sampleChecks`);
+    const file = resolve(sampleDir, `${name}.js`);
+    assert.ok(existsSync(file), `${file} not built (make sdk-typescript compiles the samples)`);
+    const { code, out } = await runSample(file);
+    assert.equal(code, 0, `sample ${name} failed:\n${out}`);
+    await check();
+  }
 });
