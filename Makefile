@@ -133,7 +133,8 @@ sdk-typescript: ## Build the TypeScript SDK (tsc, strict) and run its node --tes
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(TS_DIR)/.build/sepp ./cmd/sepp
 	rm -rf $(TS_DIR)/dist
 	cd $(TS_DIR) && tsc -p . && tsc -p test/spec-samples
-	mkdir -p $(TS_DIR)/node_modules && ln -sfn .. $(TS_DIR)/node_modules/sepp
+	# The samples import "sepp": resolve it to this package, as an install would.
+	mkdir -p $(TS_DIR)/dist/node_modules && ln -sfn ../.. $(TS_DIR)/dist/node_modules/sepp
 	cd $(TS_DIR) && node --test dist/test/client.test.js dist/test/failover.test.js
 
 .PHONY: sdk-typescript-samples
