@@ -166,6 +166,25 @@ bench-nats: build ## sepp bench and NATS JetStream (3 replicas, fsync always and
 bench/cluster: ## Throughput and failover through a real 3-node loopback cluster.
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./cluster/...
 
+# The TypeScript SDK (sdk/typescript): Debian's tsc (node-typescript) and
+# node (nodejs, Node 18 or later); SPEC_DIR holds the spec pages whose
+# samples sdk-typescript-samples copies.
+TS_DIR   ?= sdk/typescript
+SPEC_DIR ?= /work/shared/spec
+
+.PHONY: sdk-typescript
+sdk-typescript: ## Build the TypeScript SDK (tsc, strict) and run its node --test suite against a local three-node sepp dev cluster.
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(TS_DIR)/.build/sepp ./cmd/sepp
+	rm -rf $(TS_DIR)/dist
+	cd $(TS_DIR) && tsc -p . && tsc -p test/spec-samples
+	# The samples import "sepp": resolve it to this package, as an install would.
+	mkdir -p $(TS_DIR)/dist/node_modules && ln -sfn ../.. $(TS_DIR)/dist/node_modules/sepp
+	cd $(TS_DIR) && node --test dist/test/client.test.js dist/test/failover.test.js
+
+.PHONY: sdk-typescript-samples
+sdk-typescript-samples: ## Copy the spec pages' TypeScript samples (SPEC_DIR) into sdk/typescript/test/spec-samples.
+	node $(TS_DIR)/scripts/extract-samples.mjs $(SPEC_DIR)
+
 .PHONY: image
 image: ## Build the sepp:dev container image FROM scratch around the static binary.
 	CGO_ENABLED=0 $(GO) build -trimpath -o deploy/sepp ./cmd/sepp

@@ -4,6 +4,11 @@
 // engine and cluster errors to gRPC status codes with typed details, the
 // long-poll reserve, and the Prometheus metrics served at /metrics.
 //
+// APIServer (apiport.go) serves those services on one listener as gRPC and,
+// through connectrpc.com/vanguard, as Connect (JSON and binary) and
+// gRPC-Web: each connection is routed once, by its HTTP/2 preface or its
+// ALPN, so gRPC keeps grpc-go's native transport.
+//
 // It talks to a node only through the Backend interface (cluster.Node in the
 // server, rpctest.LocalBackend in tests), so the services can be tested end
 // to end without Raft. It imports engine for its types and errors, cluster

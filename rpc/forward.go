@@ -224,12 +224,25 @@ func (f *Forwarder) output(method string) (protoreflect.MessageType, error) {
 
 // forwardedMetadata is the caller's metadata without the transport's own
 // headers, marked as forwarded by self.
+// httpOnlyHeaders are HTTP/1.1 request headers that must not ride on a
+// forwarded gRPC call (RFC 9113 8.2.2 forbids the connection-specific ones).
+var httpOnlyHeaders = map[string]bool{
+	"connection": true, "keep-alive": true, "proxy-connection": true, "transfer-encoding": true,
+	"upgrade": true, "host": true, "content-length": true, "accept-encoding": true, "x-grpc-web": true,
+}
+
 func forwardedMetadata(in metadata.MD, self string) metadata.MD {
 	out := metadata.MD{}
 	for k, v := range in {
 		switch {
 		case strings.HasPrefix(k, ":"), strings.HasPrefix(k, "grpc-"),
 			k == "content-type", k == "user-agent", k == "te":
+			continue
+		case httpOnlyHeaders[k], strings.HasPrefix(k, "connect-"):
+			// A Connect or gRPC-Web call arrives over HTTP/1.1 and its
+			// headers become metadata; HTTP/2 forbids the connection
+			// headers (the leader resets the stream) and the protocol's
+			// own mean nothing on the gRPC hop.
 			continue
 		}
 		out[k] = v

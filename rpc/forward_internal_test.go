@@ -43,9 +43,18 @@ func TestForwardedMetadata_DropsTransportHeaders(t *testing.T) {
 		"grpc-timeout":  {"1S"},
 		"authorization": {"Bearer t"},
 		"x-trace":       {"abc"},
+		// A Connect call's HTTP/1.1 headers, which HTTP/2 forbids or
+		// which mean nothing on the gRPC hop.
+		"connection":               {"keep-alive"},
+		"keep-alive":               {"timeout=5"},
+		"host":                     {"127.0.0.1:50051"},
+		"content-length":           {"42"},
+		"connect-protocol-version": {"1"},
+		"connect-timeout-ms":       {"10000"},
 	}
 	out := forwardedMetadata(in, "n2")
-	for _, k := range []string{":authority", "content-type", "user-agent", "grpc-timeout"} {
+	for _, k := range []string{":authority", "content-type", "user-agent", "grpc-timeout",
+		"connection", "keep-alive", "host", "content-length", "connect-protocol-version", "connect-timeout-ms"} {
 		if _, ok := out[k]; ok {
 			t.Errorf("%s was forwarded", k)
 		}

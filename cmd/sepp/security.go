@@ -20,6 +20,7 @@ import (
 
 	"github.com/sepp-io/sepp/auth"
 	"github.com/sepp-io/sepp/config"
+	"github.com/sepp-io/sepp/rpc"
 	"github.com/sepp-io/sepp/rpc/connlimit"
 	"github.com/sepp-io/sepp/tlsutil"
 )
@@ -30,6 +31,7 @@ type security struct {
 	raft *tlsutil.Reloadable // cluster certificate and CA; nil: plaintext
 
 	grpcOptions       []grpc.ServerOption
+	apiTLS            *tls.Config // the API port's (gRPC and Connect); nil: plaintext
 	unaryInterceptors []grpc.UnaryServerInterceptor
 	httpTLS           *tls.Config // nil: plain HTTP
 	forwardClient     *http.Client
@@ -56,7 +58,11 @@ func newSecurity(cfg config.Config, reg prometheus.Registerer, log hclog.Logger)
 		if err != nil {
 			return nil, err
 		}
-		s.grpcOptions = append(s.grpcOptions, grpc.Creds(credentials.NewTLS(gcfg)))
+		// The API port runs the handshake itself, before it routes a
+		// connection to gRPC or to Connect (rpc.APIServer); gRPC gets the
+		// connection already secured.
+		s.apiTLS = gcfg
+		s.grpcOptions = append(s.grpcOptions, grpc.Creds(rpc.HandshakenTLS()))
 		if t.HTTP {
 			if s.httpTLS, err = tlsutil.ServerConfig(r, false); err != nil {
 				return nil, err

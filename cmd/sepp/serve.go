@@ -251,6 +251,15 @@ func serve(ctx context.Context, cfg config.Config) error {
 		UnaryInterceptors:      sec.unaryInterceptors,
 		ServerOptions:          sec.grpcOptions,
 	})
+	api, err := rpc.NewAPIServer(gs, rpc.APIOptions{
+		TLS:             sec.apiTLS,
+		MaxMessageBytes: cfg.Server.MaxMessageBytes,
+		Logger:          log.Named("api"),
+	})
+	if err != nil {
+		node.Close()
+		return err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", rpc.MetricsHandler(reg))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -269,7 +278,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	errc := make(chan error, 2)
-	go func() { errc <- gs.Serve(grpcLis) }()
+	go func() {
+		if err := api.Serve(grpcLis); err != nil {
+			errc <- err
+		}
+	}()
 	go func() {
 		if err := hs.Serve(httpLis); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
@@ -300,11 +313,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 	shutdownErr := node.Shutdown(tctx)
 	tcancel()
 	stopped := make(chan struct{})
-	go func() { gs.GracefulStop(); close(stopped) }()
+	go func() { api.GracefulStop(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-sctx.Done():
-		gs.Stop()
+		api.Stop()
 	}
 	_ = hs.Shutdown(sctx)
 	if shutdownErr != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/sepp-io/sepp/rpc"
 )
 
-// Serve starts a gRPC server for b on 127.0.0.1:0 and returns its address.
+// Serve starts an API server (gRPC, Connect, gRPC-Web) for b on 127.0.0.1:0 and returns its address.
 // The server stops (and its Serve goroutine ends) when the test cleans up.
 // A zero opts.Logger logs to t.Log, so only failing tests print.
 func Serve(t testing.TB, b rpc.Backend, opts rpc.Options) string {
@@ -30,7 +30,12 @@ func Serve(t testing.TB, b rpc.Backend, opts rpc.Options) string {
 	if err != nil {
 		t.Fatalf("rpctest: listen: %v", err)
 	}
-	srv := rpc.NewGRPCServer(b, opts)
+	// The API port as sepp serve runs it: gRPC natively, Connect and
+	// gRPC-Web through vanguard.
+	srv, err := rpc.NewAPIServer(rpc.NewGRPCServer(b, opts), rpc.APIOptions{MaxMessageBytes: opts.MaxMessageBytes, Logger: opts.Logger})
+	if err != nil {
+		t.Fatalf("rpctest: %v", err)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	t.Cleanup(func() {

@@ -1,0 +1,860 @@
+import {
+  CanceledError,
+  ClosedError,
+  Code,
+  codeFromNumber,
+  errorFor,
+  InternalError,
+  InvalidArgumentError,
+  LeaseLostError,
+  NotLeaderError,
+  SeppError,
+  UnavailableError,
+  UnknownOutcomeError,
+} from "./errors.js";
+import {
+  DeadLetterRecord,
+  deadLetterFromJSON,
+  Delivery,
+  EnqueueRequest,
+  EnqueueResult,
+  jobContextFromJSON,
+  jobContextToJSON,
+  JobContext,
+  jobFromJSON,
+  jobStateFromJSON,
+  RetryDirective,
+  ServerInfo,
+  serverInfoFromJSON,
+  Job,
+} from "./types.js";
+import {
+  arr,
+  base64ToBytes,
+  bytesToBase64,
+  decodeDetail,
+  detailFromJSON,
+  durationJSON,
+  ErrorDetail,
+  JSONObject,
+  num,
+  obj,
+  payloadBytes,
+  str,
+  timeFrom,
+  u64,
+} from "./wire.js";
+import { newKey, randomSource } from "./random.js";
+
+/** Options of SeppClient.connect; every field is optional. */
+export interface ClientOptions {
+  /** An API token, sent as `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Extra headers on every call. */
+  headers?: Record<string, string>;
+  /** How long one call keeps retrying through a failover (default 15 000 ms).
+   * 0 disables retries: every call makes exactly one attempt. */
+  retryTimeoutMs?: number;
+  /** Bounds one attempt (default 10 000 ms); a long-poll reserve gets its
+   * wait on top. */
+  attemptTimeoutMs?: number;
+  /** Backoff between retries: base and cap (default 5 and 100 ms), jittered. */
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  /** How long an attempt may go unanswered before the client asks the
+   * other nodes who leads (default 300 ms; 0: never). When one names
+   * another leader, the attempt is abandoned for it. */
+  leaderProbeMs?: number;
+  /** The fetch to use (default globalThis.fetch). */
+  fetch?: typeof fetch;
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Ends the call (and its retries) early. A call with an unknown outcome
+   * that is aborted rejects with UnknownOutcomeError, else CanceledError. */
+  signal?: AbortSignal;
+}
+
+export interface ReserveOptions extends CallOptions {
+  /** Names the worker in listings and attempt history. */
+  workerId?: string;
+  /** Jobs wanted (default 1); the server clamps to max_reserve_batch. */
+  max?: number;
+  /** Lease asked for, ms; absent takes the server's default_lease_ms. */
+  leaseMs?: number;
+  /** Long-poll: how long to wait for a job when none is ready, ms; absent
+   * or 0 returns at once. The server caps it at max_reserve_wait_ms. */
+  waitMs?: number;
+  /** Makes a retried reserve return the first one's deliveries; absent:
+   * generated per call and reused on its retries. */
+  requestId?: string;
+}
+
+/** One item's outcome of enqueueBatch. */
+export type BatchResult = { ok: true; result: EnqueueResult } | { ok: false; error: SeppError };
+
+export interface ProducerOptions {
+  /** How long the first job of a batch waits for company (default 1 ms).
+   * Jobs arriving while maxInFlight batches are out wait anyway, so under
+   * load batches fill without added latency. */
+  lingerMs?: number;
+  /** Jobs per EnqueueBatch call (default 256; keep it at or below the
+   * server's max_batch_size). */
+  maxBatch?: number;
+  /** Batches sent at once (default 4). */
+  maxInFlight?: number;
+}
+
+const defaults = {
+  retryTimeoutMs: 15_000,
+  attemptTimeoutMs: 10_000,
+  backoffBaseMs: 5,
+  backoffMaxMs: 100,
+  leaderProbeMs: 300,
+};
+
+/** The response header a follower sets on a call it forwarded to the leader. */
+const leaderHeader = "sepp-leader-grpc-addr";
+
+/** Why one attempt failed, and what that means for a retry. */
+class AttemptFailure {
+  constructor(
+    readonly kind: "final" | "not_applied" | "maybe_applied",
+    readonly err: SeppError,
+    readonly leaderAddr = "",
+  ) {}
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done);
+  });
+}
+
+/** The connection-level error code Node's fetch puts under cause. */
+function netCode(e: unknown): string {
+  let c: unknown = e;
+  for (let i = 0; i < 4 && c && typeof c === "object"; i++) {
+    const code = (c as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+    c = (c as { cause?: unknown }).cause;
+  }
+  return "";
+}
+
+// Connect's HTTP status → code mapping, for an answer without error JSON
+// (a proxy's page, or grpc-go's 415 to an HTTP/2 non-gRPC client).
+function codeForHTTP(status: number): Code {
+  switch (status) {
+    case 400:
+      return "invalid_argument";
+    case 401:
+      return "unauthenticated";
+    case 403:
+      return "permission_denied";
+    case 404:
+      return "unimplemented";
+    case 408:
+      return "deadline_exceeded";
+    case 409:
+      return "aborted";
+    case 412:
+      return "failed_precondition";
+    case 413:
+      return "resource_exhausted";
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+      return "unavailable";
+  }
+  return "unknown";
+}
+
+function parseErrorJSON(op: string, status: number, text: string): SeppError {
+  let m: JSONObject | undefined;
+  try {
+    m = obj(JSON.parse(text));
+  } catch {
+    m = undefined;
+  }
+  if (!m || typeof m.code !== "string") {
+    return errorFor(op, codeForHTTP(status), `HTTP ${status}: ${text.slice(0, 200)}`, []);
+  }
+  const details: ErrorDetail[] = [];
+  for (const d of arr(m.details)) {
+    const dm = obj(d);
+    try {
+      details.push(decodeDetail(str(dm.type), base64ToBytes(str(dm.value))));
+    } catch {
+      // An undecodable detail is dropped; the code and message stand.
+    }
+  }
+  return errorFor(op, m.code as Code, str(m.message), details);
+}
+
+/** An ItemError of a batch response (code number, details as JSON Any). */
+function itemError(op: string, v: unknown): SeppError {
+  const m = obj(v);
+  const details = arr(m.details).map((d) => detailFromJSON(obj(d)));
+  return errorFor(op, codeFromNumber(num(m.code)), str(m.message), details);
+}
+
+function validateEnqueue(r: EnqueueRequest, field: string): SeppError | undefined {
+  const bad = (f: string, desc: string) =>
+    new InvalidArgumentError("enqueue", "invalid_argument", `${field}${f}: ${desc}`, [
+      { type: "sepp.v1.FieldViolation", field: field + f, limit: "", description: desc },
+    ]);
+  if (!r || typeof r.queue !== "string" || r.queue === "") return bad("queue", "queue must not be empty");
+  if (typeof r.jobType !== "string" || r.jobType === "") return bad("job_type", "job_type must not be empty");
+  if (r.priority !== undefined && !(Number.isInteger(r.priority) && r.priority >= 0 && r.priority <= 9)) {
+    return bad("priority", `must be 0..9, got ${r.priority}`);
+  }
+  if (r.maxAttempts !== undefined && !(Number.isInteger(r.maxAttempts) && r.maxAttempts >= 0)) {
+    return bad("max_attempts", `must be a non-negative integer, got ${r.maxAttempts}`);
+  }
+  if (r.scheduledAt !== undefined && !(r.scheduledAt instanceof Date && !Number.isNaN(r.scheduledAt.getTime()))) {
+    return bad("scheduled_at", "must be a valid Date");
+  }
+  return undefined;
+}
+
+function enqueueToJSON(r: EnqueueRequest, key: string): JSONObject {
+  const m: JSONObject = { queue: r.queue, jobType: r.jobType, idempotencyKey: key };
+  const p = payloadBytes(r.payload);
+  if (p && p.length > 0) m.payload = bytesToBase64(p);
+  if (r.priority !== undefined) m.priority = r.priority;
+  if (r.scheduledAt) m.scheduledAt = r.scheduledAt.toISOString();
+  if (r.maxAttempts) m.maxAttempts = r.maxAttempts;
+  if (r.custom && Object.keys(r.custom).length > 0) m.custom = r.custom;
+  return m;
+}
+
+function normalizeAddr(a: string): string {
+  const t = a.trim().replace(/\/+$/, "");
+  return /^https?:\/\//.test(t) ? t : `http://${t}`;
+}
+
+/**
+ * A client for a sepp cluster over the Connect protocol (JSON over fetch).
+ * It follows the leader by itself and retries through failovers: an
+ * enqueue keeps one idempotency key over all its retries and a reserve one
+ * request id, so neither is applied twice; a drain, being destructive, is
+ * retried only when the server said nothing was applied.
+ */
+export class SeppClient {
+  private readonly opts: Required<Omit<ClientOptions, "token" | "headers" | "fetch">>;
+  private readonly fetchFn: typeof fetch;
+  private readonly headers: Record<string, string>;
+  private readonly scheme: string;
+  /** Base URLs of every node known, seeds first. */
+  private readonly known: string[];
+  private leader: string | undefined;
+  private rotation = 0;
+  private closed = false;
+  /** Aborted by close(): ends every call in flight. */
+  private readonly closing = new AbortController();
+
+  private constructor(addrs: string[], options: ClientOptions) {
+    this.known = addrs;
+    this.scheme = addrs[0]!.startsWith("https://") ? "https" : "http";
+    this.opts = {
+      retryTimeoutMs: options.retryTimeoutMs ?? defaults.retryTimeoutMs,
+      attemptTimeoutMs: options.attemptTimeoutMs ?? defaults.attemptTimeoutMs,
+      backoffBaseMs: options.backoffBaseMs ?? defaults.backoffBaseMs,
+      backoffMaxMs: options.backoffMaxMs ?? defaults.backoffMaxMs,
+      leaderProbeMs: options.leaderProbeMs ?? defaults.leaderProbeMs,
+    };
+    const f = options.fetch ?? globalThis.fetch;
+    if (typeof f !== "function") throw new Error("sepp: no fetch in this runtime (Node 18 or later, or a browser, has one)");
+    this.fetchFn = f;
+    this.headers = {
+      "Content-Type": "application/json",
+      "Connect-Protocol-Version": "1",
+      ...(options.headers ?? {}),
+    };
+    if (options.token) this.headers["Authorization"] = `Bearer ${options.token}`;
+  }
+
+  /**
+   * A client for the cluster whose nodes answer at addrs: URLs
+   * ("http://localhost:50051", "https://..."), or host:port (http), one
+   * string (commas allowed) or several. It asks the nodes, in turn, who
+   * leads and resolves once one answers; it rejects with UnavailableError
+   * when none does within the retry budget.
+   */
+  static async connect(addrs: string | string[], options: ClientOptions = {}): Promise<SeppClient> {
+    const list = (Array.isArray(addrs) ? addrs : [addrs])
+      .flatMap((a) => a.split(","))
+      .map((a) => a.trim())
+      .filter((a) => a !== "")
+      .map(normalizeAddr);
+    const unique = [...new Set(list)];
+    if (unique.length === 0) {
+      throw new InvalidArgumentError("connect", "invalid_argument", "addrs: at least one node address is required", [
+        { type: "sepp.v1.FieldViolation", field: "addrs", limit: "", description: "at least one node address is required" },
+      ]);
+    }
+    await randomSource();
+    const c = new SeppClient(unique, options);
+    const info = await c.serverInfo({}, true);
+    if (info.leaderAddr) c.followLeader(info.leaderAddr);
+    return c;
+  }
+
+  /** The nodes' base URLs the client knows. */
+  get addrs(): string[] {
+    return [...this.known];
+  }
+
+  /** The base URL of the node the client takes for the leader, if any. */
+  get leaderAddr(): string | undefined {
+    return this.leader;
+  }
+
+  /** Ends every call in flight (they reject with ClosedError) and refuses new ones. */
+  close(): void {
+    this.closed = true;
+    this.closing.abort();
+  }
+
+  private url(addr: string): string {
+    return /^https?:\/\//.test(addr) ? addr.replace(/\/+$/, "") : `${this.scheme}://${addr}`;
+  }
+
+  private followLeader(addr: string): void {
+    if (!addr) return;
+    const u = this.url(addr);
+    if (!this.known.includes(u)) this.known.push(u);
+    this.leader = u;
+  }
+
+  private forget(base: string): void {
+    if (this.leader === base) this.leader = undefined;
+    const i = this.known.indexOf(base);
+    if (i >= 0) this.rotation = i + 1;
+  }
+
+  private target(): string {
+    if (this.leader) return this.leader;
+    const base = this.known[this.rotation % this.known.length]!;
+    this.rotation++;
+    return base;
+  }
+
+  private backoff(n: number): number {
+    let d = this.opts.backoffBaseMs;
+    for (let i = 0; i < n && d < this.opts.backoffMaxMs; i++) d *= 2;
+    d = Math.min(d, this.opts.backoffMaxMs);
+    return d <= 1 ? d : d / 2 + Math.random() * (d / 2);
+  }
+
+  /** One HTTP POST of a Connect unary call to base. */
+  private async attempt(
+    base: string,
+    op: string,
+    path: string,
+    body: JSONObject,
+    extraMs: number,
+    signal: AbortSignal | undefined,
+    probe: boolean,
+  ): Promise<JSONObject> {
+    const ctl = new AbortController();
+    let why: "caller" | "timeout" | "moved" | undefined;
+    let movedTo = "";
+    const onAbort = () => {
+      why ??= "caller";
+      ctl.abort();
+    };
+    signal?.addEventListener("abort", onAbort);
+    this.closing.signal.addEventListener("abort", onAbort);
+    const timeoutMs = this.opts.attemptTimeoutMs > 0 ? this.opts.attemptTimeoutMs + extraMs : 0;
+    const timer =
+      timeoutMs > 0
+        ? setTimeout(() => {
+            why ??= "timeout";
+            ctl.abort();
+          }, timeoutMs)
+        : undefined;
+    let probeTimer: ReturnType<typeof setTimeout> | undefined;
+    let finished = false;
+    if (probe && this.opts.leaderProbeMs > 0 && this.known.length > 1) {
+      const ask = async () => {
+        const to = await this.probeLeader(base);
+        // The attempt may have ended while the nodes were asked: then
+        // nothing is left to abandon, and no probe is due.
+        if (finished || ctl.signal.aborted) return;
+        if (to && this.url(to) !== base) {
+          why ??= "moved";
+          movedTo = to;
+          ctl.abort();
+          return;
+        }
+        probeTimer = setTimeout(ask, this.opts.leaderProbeMs);
+      };
+      probeTimer = setTimeout(ask, this.opts.leaderProbeMs + extraMs);
+    }
+    const headers: Record<string, string> = { ...this.headers };
+    if (timeoutMs > 0) headers["Connect-Timeout-Ms"] = String(timeoutMs);
+    try {
+      let resp: Response;
+      try {
+        resp = await this.fetchFn(`${base}/${path}`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify(body),
+          signal: ctl.signal,
+        });
+      } catch (e) {
+        throw this.transportFailure(op, e, why, movedTo, base);
+      }
+      let text: string;
+      try {
+        text = await resp.text();
+      } catch (e) {
+        throw this.transportFailure(op, e, why, movedTo, base);
+      }
+      if (resp.ok) {
+        const fwd = resp.headers.get(leaderHeader);
+        if (fwd && this.url(fwd) !== base) this.followLeader(fwd);
+        else this.leader = base;
+        try {
+          return obj(JSON.parse(text));
+        } catch (e) {
+          throw new AttemptFailure("final", new InternalError(op, "internal", `response is not JSON: ${String(e)}`));
+        }
+      }
+      const err = parseErrorJSON(op, resp.status, text);
+      if (err instanceof NotLeaderError) throw new AttemptFailure("not_applied", err, err.leaderAddr);
+      switch (err.code) {
+        case "unavailable":
+        case "aborted":
+        case "deadline_exceeded":
+          // Unavailable without NotLeader: "no leader" or a transport
+          // failure, which cannot be told apart and may follow the send.
+          throw new AttemptFailure("maybe_applied", err);
+      }
+      throw new AttemptFailure("final", err);
+    } finally {
+      finished = true;
+      if (timer) clearTimeout(timer);
+      if (probeTimer) clearTimeout(probeTimer);
+      signal?.removeEventListener("abort", onAbort);
+      this.closing.signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  private transportFailure(op: string, e: unknown, why: string | undefined, movedTo: string, base: string): AttemptFailure {
+    if (why === "caller") {
+      return new AttemptFailure("final", new CanceledError(op, "canceled", "call aborted", [], { cause: e }));
+    }
+    if (why === "moved") {
+      return new AttemptFailure(
+        "maybe_applied",
+        new UnavailableError(op, "unavailable", `${base} stopped answering and ${movedTo} leads now`, [], { cause: e }),
+        movedTo,
+      );
+    }
+    if (why === "timeout") {
+      return new AttemptFailure("maybe_applied", new UnavailableError(op, "deadline_exceeded", `${base}: attempt timed out`, [], { cause: e }));
+    }
+    // A refused connection never carried the request: nothing applied.
+    const code = netCode(e);
+    const kind = code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" ? "not_applied" : "maybe_applied";
+    return new AttemptFailure(kind, new UnavailableError(op, "unavailable", `${base}: ${code || String(e)}`, [], { cause: e }));
+  }
+
+  /** Asks the nodes other than from who leads; "" when none names one. */
+  private async probeLeader(from: string): Promise<string> {
+    for (const base of this.known) {
+      if (base === from) continue;
+      const ctl = new AbortController();
+      const t = setTimeout(() => ctl.abort(), Math.max(this.opts.leaderProbeMs, 50));
+      try {
+        const resp = await this.fetchFn(`${base}/sepp.v1.ClusterService/Status`, {
+          method: "POST",
+          headers: this.headers,
+          body: "{}",
+          signal: ctl.signal,
+        });
+        if (!resp.ok) {
+          await resp.text().catch(() => "");
+          continue;
+        }
+        const addr = str(obj(obj(await resp.json()).leader).grpcAddr);
+        if (addr) return addr;
+      } catch {
+        // That node cannot say; ask the next.
+      } finally {
+        clearTimeout(t);
+      }
+    }
+    return "";
+  }
+
+  /**
+   * Runs one call against the leader, retrying per policy with jittered
+   * exponential backoff until it succeeds, fails for good, or the retry
+   * budget (retryTimeoutMs, the caller's signal) runs out. "safe" calls are
+   * idempotent or fenced and retry whatever did not certainly fail for
+   * good; "not_sent" calls (a drain) retry only what was certainly not
+   * applied.
+   */
+  private async call(
+    op: string,
+    path: string,
+    body: JSONObject,
+    policy: "safe" | "not_sent",
+    extraMs: number,
+    opts: CallOptions,
+    onAnswer?: (maybeApplied: boolean) => void,
+  ): Promise<JSONObject> {
+    const start = Date.now();
+    let maybeApplied = false;
+    let backoffN = 0;
+    let redirects = 0;
+    let last: SeppError | undefined;
+    for (;;) {
+      if (this.closed) throw new ClosedError(op);
+      if (opts.signal?.aborted) {
+        if (maybeApplied) throw new UnknownOutcomeError(op, "unknown", `aborted after an attempt that may have applied`, [], { cause: last });
+        throw new CanceledError(op, "canceled", "call aborted", [], { cause: last });
+      }
+      const base = this.target();
+      let failure: AttemptFailure;
+      try {
+        const res = await this.attempt(base, op, path, body, extraMs, opts.signal, policy === "safe");
+        onAnswer?.(maybeApplied);
+        return res;
+      } catch (e) {
+        if (!(e instanceof AttemptFailure)) throw e;
+        failure = e;
+      }
+      if (this.closed) throw new ClosedError(op);
+      if (failure.err instanceof CanceledError && opts.signal?.aborted) continue; // reported at the top
+      last = failure.err;
+      if (failure.kind === "final") {
+        if (maybeApplied && failure.err instanceof LeaseLostError) {
+          // A fenced retry finding the lease gone: the first attempt may
+          // have taken effect, or the lease expired meanwhile.
+          throw new UnknownOutcomeError(op, "unknown", `a retry found the lease gone after an attempt that may have applied: ${failure.err.rawMessage}`, failure.err.details, { cause: failure.err });
+        }
+        throw failure.err;
+      }
+      if (failure.kind === "maybe_applied") {
+        if (policy === "not_sent") {
+          throw new UnknownOutcomeError(op, "unknown", `not retried, it may have applied: ${failure.err.rawMessage}`, failure.err.details, { cause: failure.err });
+        }
+        maybeApplied = true;
+      }
+      const elapsed = Date.now() - start;
+      if (this.opts.retryTimeoutMs <= 0 || elapsed >= this.opts.retryTimeoutMs) {
+        if (maybeApplied) {
+          throw new UnknownOutcomeError(op, "unknown", `retry budget spent: ${failure.err.rawMessage}`, failure.err.details, { cause: failure.err });
+        }
+        throw failure.err;
+      }
+      const hint = failure.leaderAddr ? this.url(failure.leaderAddr) : "";
+      if (hint && hint !== base && redirects < 3) {
+        // A fresh hint: follow it at once.
+        this.followLeader(failure.leaderAddr);
+        redirects++;
+        continue;
+      }
+      redirects = 0;
+      if (hint) this.followLeader(failure.leaderAddr);
+      else this.forget(base);
+      const wait = Math.min(this.backoff(backoffN++), Math.max(this.opts.retryTimeoutMs - elapsed, 0));
+      await sleep(wait, opts.signal);
+    }
+  }
+
+  // ---- producing ----
+
+  /**
+   * Adds one job. Unless the request sets an idempotency key, the client
+   * generates one; either way the same key rides on every retry of this
+   * call, so a retry through a failover never adds a second job.
+   */
+  async enqueue(req: EnqueueRequest, opts: CallOptions = {}): Promise<EnqueueResult> {
+    const bad = validateEnqueue(req, "");
+    if (bad) throw bad;
+    const key = req.idempotencyKey || newKey();
+    let retried = false;
+    const m = await this.call("enqueue", "sepp.v1.QueueService/Enqueue", enqueueToJSON(req, key), "safe", 0, opts, (r) => (retried = r));
+    return {
+      jobId: u64(m.jobId),
+      state: jobStateFromJSON(m.state),
+      // A duplicate after a retry is our own first attempt's job.
+      duplicate: m.duplicate === true && !retried,
+      idempotencyKey: key,
+    };
+  }
+
+  /**
+   * Adds several jobs in one call; each item succeeds or fails on its own
+   * and the results come back in order. Every item has its own idempotency
+   * key, so a retried batch adds no job twice. The promise rejects only
+   * when the call as a whole failed.
+   */
+  async enqueueBatch(reqs: EnqueueRequest[], opts: CallOptions = {}): Promise<BatchResult[]> {
+    const out: (BatchResult | undefined)[] = new Array(reqs.length);
+    const wire: JSONObject[] = [];
+    const keys: string[] = [];
+    const idx: number[] = [];
+    reqs.forEach((r, i) => {
+      const bad = validateEnqueue(r, `jobs[${i}].`);
+      if (bad) {
+        out[i] = { ok: false, error: bad };
+        return;
+      }
+      const key = r.idempotencyKey || newKey();
+      wire.push(enqueueToJSON(r, key));
+      keys.push(key);
+      idx.push(i);
+    });
+    if (wire.length > 0) {
+      const results = await this.enqueueBatchWire(wire, keys, opts);
+      results.forEach((r, wi) => (out[idx[wi]!] = r));
+    }
+    return out as BatchResult[];
+  }
+
+  /** @internal One EnqueueBatch call of jobs already in wire form. */
+  async enqueueBatchWire(jobs: JSONObject[], keys: string[], opts: CallOptions): Promise<BatchResult[]> {
+    let retried = false;
+    const m = await this.call("enqueue batch", "sepp.v1.QueueService/EnqueueBatch", { jobs }, "safe", 0, opts, (r) => (retried = r));
+    const results = arr(m.results);
+    if (results.length !== jobs.length) {
+      throw new InternalError("enqueue batch", "internal", `server answered ${results.length} results for ${jobs.length} jobs`);
+    }
+    return results.map((v, i): BatchResult => {
+      const r = obj(v);
+      if (r.error) return { ok: false, error: itemError("enqueue", r.error) };
+      const e = obj(r.enqueued);
+      return {
+        ok: true,
+        result: {
+          jobId: u64(e.jobId),
+          state: jobStateFromJSON(e.state),
+          duplicate: e.duplicate === true && !retried,
+          idempotencyKey: keys[i]!,
+        },
+      };
+    });
+  }
+
+  /** A producer that coalesces concurrent enqueues into EnqueueBatch calls. */
+  producer(opts: ProducerOptions = {}): Producer {
+    return new Producer(this, opts);
+  }
+
+  // ---- consuming ----
+
+  /**
+   * Leases up to opts.max Ready jobs of queue, highest priority first, FIFO
+   * within a priority. Resolves to no deliveries when none was ready within
+   * the wait. One request id rides on every retry, so a retry returns the
+   * first attempt's deliveries instead of leasing more.
+   */
+  async reserve(queue: string, opts: ReserveOptions = {}): Promise<Delivery[]> {
+    if (!queue) {
+      throw new InvalidArgumentError("reserve", "invalid_argument", "queue: must not be empty", [
+        { type: "sepp.v1.FieldViolation", field: "queue", limit: "", description: "must not be empty" },
+      ]);
+    }
+    const body: JSONObject = { queue, max: opts.max ?? 1, requestId: opts.requestId || newKey() };
+    if (opts.workerId) body.workerId = opts.workerId;
+    if (opts.leaseMs) body.lease = durationJSON(opts.leaseMs);
+    const wait = opts.waitMs ?? 0;
+    if (wait > 0) body.wait = durationJSON(wait);
+    const m = await this.call("reserve", "sepp.v1.QueueService/Reserve", body, "safe", wait, opts);
+    return arr(m.jobs).map((v) => {
+      const rj = obj(v);
+      return { ctx: jobContextFromJSON(rj.ctx), job: jobFromJSON(rj.job) };
+    });
+  }
+
+  /** Completes a delivery: the job leaves the server. Rejects with
+   * LeaseLostError when the lease was no longer this delivery's. */
+  async ack(ctx: JobContext, opts: CallOptions = {}): Promise<void> {
+    await this.call("ack", "sepp.v1.QueueService/Ack", { ctx: jobContextToJSON(ctx) }, "safe", 0, opts);
+  }
+
+  /**
+   * Completes several deliveries in one call. Resolves to one entry per
+   * delivery, in order: undefined when acked, else the error Ack would have
+   * given for it alone. A call that fails as a whole rejects.
+   */
+  async ackBatch(ctxs: JobContext[], opts: CallOptions = {}): Promise<(SeppError | undefined)[]> {
+    if (ctxs.length === 0) return [];
+    let retried = false;
+    const m = await this.call("ack batch", "sepp.v1.QueueService/AckBatch", { ctxs: ctxs.map(jobContextToJSON) }, "safe", 0, opts, (r) => (retried = r));
+    const results = arr(m.results);
+    if (results.length !== ctxs.length) {
+      throw new InternalError("ack batch", "internal", `server answered ${results.length} results for ${ctxs.length} deliveries`);
+    }
+    return results.map((v) => {
+      const e = obj(v).error;
+      if (!e) return undefined;
+      const err = itemError("ack", e);
+      if (retried && err instanceof LeaseLostError) {
+        return new UnknownOutcomeError("ack", "unknown", `a retry found the lease gone after an attempt that may have applied`, err.details, { cause: err });
+      }
+      return err;
+    });
+  }
+
+  /**
+   * Fails a delivery; the directive says what happens next. Resolves to
+   * true exactly when the job was dead-lettered (deadLetter(), or the
+   * failing attempt reached max_attempts).
+   */
+  async nack(ctx: JobContext, directive: RetryDirective = RetryDirective.default(), reason = "", opts: CallOptions = {}): Promise<boolean> {
+    let d: JSONObject;
+    switch (directive.kind) {
+      case "after":
+        if (!(directive.delayMs >= 0)) {
+          throw new InvalidArgumentError("nack", "invalid_argument", `directive.after: must not be negative, got ${directive.delayMs}`, [
+            { type: "sepp.v1.FieldViolation", field: "directive.after", limit: "", description: "must not be negative" },
+          ]);
+        }
+        d = { after: durationJSON(directive.delayMs) };
+        break;
+      case "dead_letter":
+        d = { deadLetter: {} };
+        break;
+      default:
+        d = { default: {} };
+    }
+    const m = await this.call("nack", "sepp.v1.QueueService/Nack", { ctx: jobContextToJSON(ctx), directive: d, reason }, "safe", 0, opts);
+    return m.deadLettered === true;
+  }
+
+  /** Hands a delivery back without burning an attempt: Ready again at once. */
+  async release(ctx: JobContext, opts: CallOptions = {}): Promise<void> {
+    await this.call("release", "sepp.v1.QueueService/Release", { ctx: jobContextToJSON(ctx) }, "safe", 0, opts);
+  }
+
+  /** Extends a delivery's lease to leaseMs from now; resolves to the new deadline. */
+  async extendLease(ctx: JobContext, leaseMs: number, opts: CallOptions = {}): Promise<Date> {
+    const m = await this.call("extend lease", "sepp.v1.QueueService/ExtendLease", { ctx: jobContextToJSON(ctx), lease: durationJSON(leaseMs) }, "safe", 0, opts);
+    const d = timeFrom(m.leaseDeadline);
+    if (!d) throw new InternalError("extend lease", "internal", "server answered no lease deadline");
+    return d;
+  }
+
+  /**
+   * Removes and returns up to max dead-letter records, oldest first, of
+   * queue (undefined: every queue). Destructive: a lost response loses
+   * that batch, so it is retried only when the server said nothing was
+   * applied; otherwise it rejects with UnknownOutcomeError.
+   */
+  async drainDeadLetters(queue: string | undefined, max: number, opts: CallOptions = {}): Promise<DeadLetterRecord[]> {
+    const body: JSONObject = { max };
+    if (queue !== undefined) body.queue = queue;
+    const m = await this.call("drain dead letters", "sepp.v1.QueueService/DrainDeadLetters", body, "not_sent", 0, opts);
+    return arr(m.records).map(deadLetterFromJSON);
+  }
+
+  // ---- reading ----
+
+  /** The leader's view (or, with stale, the answering node's). */
+  async serverInfo(opts: CallOptions = {}, stale = false): Promise<ServerInfo> {
+    return serverInfoFromJSON(await this.call("server info", "sepp.v1.QueueService/GetServerInfo", { allowStale: stale }, "safe", 0, opts));
+  }
+
+  /** One job, with its history. */
+  async getJob(id: string, opts: CallOptions = {}): Promise<Job> {
+    const m = await this.call("get job", "sepp.v1.AdminService/GetJob", { jobId: id }, "safe", 0, opts);
+    return jobFromJSON(m.job);
+  }
+}
+
+/**
+ * Coalesces concurrent enqueues into EnqueueBatch calls, for throughput:
+ * many callers can hand it jobs and each gets its own result. Retries and
+ * idempotency are those of enqueueBatch: every job has its own key, so a
+ * retried batch adds no job twice.
+ */
+export class Producer {
+  private readonly lingerMs: number;
+  private readonly maxBatch: number;
+  private readonly maxInFlight: number;
+  private pending: { m: JSONObject; key: string; resolve: (r: EnqueueResult) => void; reject: (e: unknown) => void }[] = [];
+  private inFlight = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
+  private idle: (() => void)[] = [];
+
+  constructor(
+    private readonly client: SeppClient,
+    opts: ProducerOptions,
+  ) {
+    this.lingerMs = opts.lingerMs ?? 1;
+    this.maxBatch = opts.maxBatch ?? 256;
+    this.maxInFlight = opts.maxInFlight ?? 4;
+  }
+
+  /** Queues one job for the next batch; resolves to its own result. */
+  enqueue(req: EnqueueRequest): Promise<EnqueueResult> {
+    if (this.closed) return Promise.reject(new ClosedError("enqueue"));
+    const bad = validateEnqueue(req, "");
+    if (bad) return Promise.reject(bad);
+    const key = req.idempotencyKey || newKey();
+    return new Promise((resolve, reject) => {
+      this.pending.push({ m: enqueueToJSON(req, key), key, resolve, reject });
+      if (this.pending.length >= this.maxBatch) this.flush();
+      else if (!this.timer) this.timer = setTimeout(() => this.flush(), this.lingerMs);
+    });
+  }
+
+  private flush(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    while (this.pending.length > 0 && this.inFlight < this.maxInFlight) {
+      const batch = this.pending.splice(0, this.maxBatch);
+      this.inFlight++;
+      void this.client
+        .enqueueBatchWire(
+          batch.map((b) => b.m),
+          batch.map((b) => b.key),
+          {},
+        )
+        .then(
+          (results) =>
+            results.forEach((r, i) => {
+              const b = batch[i]!;
+              if (r.ok) b.resolve(r.result);
+              else b.reject(r.error);
+            }),
+          (e) => batch.forEach((b) => b.reject(e)),
+        )
+        .finally(() => {
+          this.inFlight--;
+          if (this.pending.length > 0) this.flush();
+          else if (this.inFlight === 0) this.idle.splice(0).forEach((f) => f());
+        });
+    }
+  }
+
+  /** Sends what is queued, waits for every result, and refuses new jobs. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.pending.length > 0) this.flush();
+    if (this.inFlight === 0 && this.pending.length === 0) return;
+    await new Promise<void>((resolve) => this.idle.push(resolve));
+  }
+}
+
+export type { ErrorDetail };

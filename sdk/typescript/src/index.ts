@@ -1,0 +1,39 @@
+// sepp: a TypeScript client for the sepp job queue over the Connect
+// protocol (unary JSON POSTs over fetch). No run-time dependencies.
+export { SeppClient, Producer } from "./client.js";
+export type { ClientOptions, CallOptions, ReserveOptions, BatchResult, ProducerOptions } from "./client.js";
+export { Worker, HandlerError, retry, retryAfter, permanent } from "./worker.js";
+export type { Handler, HandlerErrorKind, WorkerOptions } from "./worker.js";
+export { Priority, RetryDirective, DeadLetterRecord } from "./types.js";
+export type {
+  JobId,
+  JobState,
+  DeadLetterCause,
+  EnqueueRequest,
+  EnqueueResult,
+  Job,
+  JobAttempt,
+  JobContext,
+  Delivery,
+  ServerInfo,
+} from "./types.js";
+export {
+  SeppError,
+  InvalidArgumentError,
+  ScheduledTooFarError,
+  NotFoundError,
+  LeaseLostError,
+  WrongStateError,
+  ResourceExhaustedError,
+  QueueFullError,
+  UnavailableError,
+  NotLeaderError,
+  UnknownOutcomeError,
+  PermissionDeniedError,
+  UnauthenticatedError,
+  ClosedError,
+  CanceledError,
+  InternalError,
+} from "./errors.js";
+export type { Code } from "./errors.js";
+export type { ErrorDetail } from "./wire.js";

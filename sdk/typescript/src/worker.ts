@@ -1,0 +1,373 @@
+import { SeppClient } from "./client.js";
+import { LeaseLostError, UnavailableError, UnknownOutcomeError } from "./errors.js";
+import { Delivery, RetryDirective } from "./types.js";
+import { newKey } from "./random.js";
+
+/**
+ * A handler runs one delivery. Resolving acks the job; throwing nacks it:
+ * with retry(err) / a plain error the queue's retry policy decides,
+ * retryAfter(ms, err) asks for a delay, permanent(err) dead-letters it.
+ * `signal` aborts when the lease is lost (another worker may have the job
+ * now: stop touching it) or when stop() runs out of time.
+ */
+export type Handler = (delivery: Delivery, signal: AbortSignal) => Promise<void> | void;
+
+export type HandlerErrorKind = "retry" | "retry_after" | "permanent";
+
+/** What a handler throws to say how its failure is retried. */
+export class HandlerError extends Error {
+  override name = "HandlerError";
+  constructor(
+    readonly kind: HandlerErrorKind,
+    readonly error: unknown,
+    /** With "retry_after": the delay in milliseconds. */
+    readonly delayMs = 0,
+  ) {
+    // The message is the nack reason: the handler's own words, as the Go
+    // client sends them.
+    super(`${error instanceof Error ? error.message : String(error)}${kind === "retry_after" ? ` (retry after ${delayMs} ms)` : ""}`);
+    (this as { cause?: unknown }).cause = error;
+  }
+  /** The nack directive this failure maps onto. */
+  directive(): RetryDirective {
+    switch (this.kind) {
+      case "retry_after":
+        return RetryDirective.after(this.delayMs);
+      case "permanent":
+        return RetryDirective.deadLetter();
+    }
+    return RetryDirective.default();
+  }
+}
+
+/** Retry on the queue's retry policy. */
+export function retry(error: unknown): HandlerError {
+  return new HandlerError("retry", error);
+}
+
+/** Retry no sooner than delayMs from now. */
+export function retryAfter(delayMs: number, error: unknown): HandlerError {
+  return new HandlerError("retry_after", error, delayMs);
+}
+
+/** Dead-letter the job: no more attempts. */
+export function permanent(error: unknown): HandlerError {
+  return new HandlerError("permanent", error);
+}
+
+export interface WorkerOptions {
+  /** Names the worker in job listings and attempt history (default random). */
+  workerId?: string;
+  /** Handlers running at once across all queues (default 10). */
+  concurrency?: number;
+  /** Lease asked for on each job, ms (default 30 000); extended every lease/3
+   * while the handler runs. */
+  leaseMs?: number;
+  /** Long-poll wait of each reserve, ms (default 5 000; the server caps it). */
+  waitMs?: number;
+  /** Jobs asked for in one reserve (default 16). */
+  maxReserve?: number;
+  /** Failures the worker handles itself (reserve errors, a lost lease, an
+   * ack that failed); default: console.warn. */
+  onError?: (err: unknown) => void;
+  /** Truncates the nack reason built from a handler's error (default 1024). */
+  maxReasonBytes?: number;
+}
+
+class LeaseLost extends Error {
+  override name = "LeaseLost";
+}
+class Stopping extends Error {
+  override name = "Stopping";
+}
+
+/**
+ * Reserves jobs from the queues it has handlers for and runs them, up to
+ * concurrency at a time. It extends a running job's lease, acks on success,
+ * nacks on failure (mapping HandlerError onto the directive), and on stop
+ * finishes running handlers and hands back jobs it holds but has not
+ * started.
+ */
+export class Worker {
+  readonly id: string;
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+  private readonly waitMs: number;
+  private readonly maxReserve: number;
+  private readonly maxReasonBytes: number;
+  private readonly onError: (err: unknown) => void;
+  private readonly handlers = new Map<string, Map<string, Handler>>();
+  private started = false;
+  private stopped = false;
+  private free: number;
+  private slotWaiters: (() => void)[] = [];
+  private readonly polling = new AbortController();
+  private readonly handlerAbort = new Set<AbortController>();
+  private pollers: Promise<void>[] = [];
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(
+    private readonly client: SeppClient,
+    opts: WorkerOptions = {},
+  ) {
+    this.id = opts.workerId || `ts-worker-${newKey().slice(0, 8)}`;
+    this.concurrency = opts.concurrency ?? 10;
+    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.waitMs = opts.waitMs ?? 5_000;
+    this.maxReserve = opts.maxReserve ?? 16;
+    this.maxReasonBytes = opts.maxReasonBytes ?? 1024;
+    this.onError = opts.onError ?? ((err) => console.warn("sepp worker:", err));
+    this.free = this.concurrency;
+  }
+
+  /**
+   * Registers handler for jobs of jobType on queue; jobType "" handles every
+   * type of the queue without a handler of its own. A job whose type has no
+   * handler is nacked with a reason saying so. Call before start().
+   */
+  handle(queue: string, jobType: string, handler: Handler): this {
+    if (this.started) throw new Error("sepp: Worker.handle called after start");
+    if (!queue) throw new Error("sepp: Worker.handle needs a queue");
+    let byType = this.handlers.get(queue);
+    if (!byType) this.handlers.set(queue, (byType = new Map()));
+    byType.set(jobType, handler);
+    return this;
+  }
+
+  /** Begins reserving from every queue with a handler. */
+  start(): void {
+    if (this.started) throw new Error("sepp: worker already started");
+    if (this.handlers.size === 0) throw new Error("sepp: worker has no handlers; call handle before start");
+    this.started = true;
+    for (const queue of this.handlers.keys()) this.pollers.push(this.poll(queue));
+  }
+
+  /**
+   * Starts, runs until signal aborts, then stops gracefully within
+   * shutdownTimeoutMs (default 30 000).
+   */
+  async run(signal: AbortSignal, shutdownTimeoutMs = 30_000): Promise<boolean> {
+    this.start();
+    await new Promise<void>((resolve) => {
+      if (signal.aborted) return resolve();
+      signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    return this.stop(shutdownTimeoutMs);
+  }
+
+  /**
+   * Stops reserving, releases jobs reserved but not started, and waits for
+   * running handlers to finish and be answered. If timeoutMs passes first,
+   * the handlers' signals abort, their jobs are released (no attempt is
+   * burned) once they return, and it resolves to false; else to true.
+   * Handlers must honour their signal for stop to end.
+   */
+  async stop(timeoutMs = 30_000): Promise<boolean> {
+    if (!this.started || this.stopped) return true;
+    this.stopped = true;
+    this.polling.abort();
+    this.slotWaiters.splice(0).forEach((w) => w());
+    await Promise.all(this.pollers);
+    const all = Promise.all([...this.running]).then(() => true);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    const graceful = await Promise.race([all, timedOut]);
+    clearTimeout(timer);
+    if (!graceful) {
+      for (const c of this.handlerAbort) c.abort(new Stopping("worker stopping"));
+      await Promise.all([...this.running]);
+    }
+    return graceful;
+  }
+
+  private report(err: unknown): void {
+    try {
+      this.onError(err);
+    } catch {
+      // The reporter's own failure must not stop the worker.
+    }
+  }
+
+  private async takeSlots(): Promise<number> {
+    while (this.free === 0) {
+      if (this.polling.signal.aborted) return 0;
+      await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
+    }
+    if (this.polling.signal.aborted) return 0;
+    const n = Math.min(this.free, this.maxReserve);
+    this.free -= n;
+    return n;
+  }
+
+  private freeSlots(n: number): void {
+    this.free += n;
+    this.slotWaiters.splice(0).forEach((w) => w());
+  }
+
+  private async poll(queue: string): Promise<void> {
+    let requestId = "";
+    let failures = 0;
+    for (;;) {
+      const held = await this.takeSlots();
+      if (held === 0) return;
+      if (!requestId) requestId = newKey();
+      const opts = { workerId: this.id, max: held, leaseMs: this.leaseMs, waitMs: this.waitMs, requestId };
+      let ds: Delivery[] = [];
+      let err: unknown;
+      try {
+        ds = await this.client.reserve(queue, { ...opts, signal: this.polling.signal });
+      } catch (e) {
+        err = e;
+      }
+      if (this.polling.signal.aborted) {
+        // Stopping. A reserve cut short may still have leased jobs: ask
+        // again with the same request id (which returns those deliveries
+        // rather than new ones, if it applied) and hand back everything.
+        if (err) ds = await this.recoverReserve(queue, opts);
+        await this.releaseAll(ds);
+        this.freeSlots(held);
+        return;
+      }
+      if (err) {
+        this.report(err);
+        if (!(err instanceof UnknownOutcomeError) && !(err instanceof UnavailableError)) requestId = "";
+        this.freeSlots(held);
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, Math.min(5 * 2 ** failures, 1000));
+          this.polling.signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+        });
+        failures++;
+        continue;
+      }
+      failures = 0;
+      requestId = "";
+      for (const d of ds) {
+        const p = this.runOne(d).finally(() => {
+          this.running.delete(p);
+          this.freeSlots(1);
+        });
+        this.running.add(p);
+      }
+      this.freeSlots(held - ds.length);
+    }
+  }
+
+  private async recoverReserve(queue: string, opts: { workerId: string; max: number; leaseMs: number; requestId: string }): Promise<Delivery[]> {
+    try {
+      return await this.client.reserve(queue, { ...opts, waitMs: 0 });
+    } catch (e) {
+      this.report(new Error(`sepp worker: stopping: could not settle a reserve cut short (its jobs come back when their leases expire): ${String(e)}`));
+      return [];
+    }
+  }
+
+  private async releaseAll(ds: Delivery[]): Promise<void> {
+    for (const d of ds) {
+      try {
+        await this.client.release(d.ctx);
+      } catch (e) {
+        this.report(e);
+      }
+    }
+  }
+
+  private handlerFor(d: Delivery): Handler | undefined {
+    const byType = this.handlers.get(d.ctx.queue) ?? this.handlers.get(d.job.queue);
+    return byType?.get(d.job.jobType) ?? byType?.get("");
+  }
+
+  private async runOne(d: Delivery): Promise<void> {
+    if (!d.ctx.queue) d.ctx.queue = d.job.queue;
+    const h = this.handlerFor(d);
+    if (!h) {
+      await this.nack(d, RetryDirective.default(), `no handler registered for job type "${d.job.jobType}" on queue "${d.ctx.queue}"`);
+      return;
+    }
+    const ctl = new AbortController();
+    this.handlerAbort.add(ctl);
+    const keeper = this.keepLease(d, ctl);
+    let err: unknown;
+    let failed = false;
+    try {
+      await h(d, ctl.signal);
+    } catch (e) {
+      failed = true;
+      err = e;
+    }
+    keeper.stop();
+    await keeper.done;
+    this.handlerAbort.delete(ctl);
+    const reason = (ctl.signal as { reason?: unknown }).reason;
+    if (reason instanceof LeaseLost) {
+      this.report(new LeaseLostError("worker", "failed_precondition", `job ${d.ctx.jobId}: lease lost while its handler ran; not answering for it`));
+      return;
+    }
+    if (!failed) {
+      try {
+        await this.client.ack(d.ctx);
+      } catch (e) {
+        this.report(e);
+      }
+      return;
+    }
+    if (reason instanceof Stopping) {
+      // The handler gave up because stop ran out of time, not because the
+      // job failed: hand it back without burning the attempt.
+      await this.releaseAll([d]);
+      return;
+    }
+    const directive = err instanceof HandlerError ? err.directive() : RetryDirective.default();
+    const text = err instanceof Error ? err.message : String(err);
+    await this.nack(d, directive, text);
+  }
+
+  private async nack(d: Delivery, directive: RetryDirective, reason: string): Promise<void> {
+    const r = reason.length > this.maxReasonBytes ? reason.slice(0, this.maxReasonBytes) : reason;
+    try {
+      await this.client.nack(d.ctx, directive, r);
+    } catch (e) {
+      this.report(e);
+    }
+  }
+
+  /**
+   * Extends the delivery's lease every lease/3 until stopped. A lease the
+   * server reports lost, or one that lapsed by the local clock while
+   * extensions kept failing, aborts the handler with LeaseLost.
+   */
+  private keepLease(d: Delivery, ctl: AbortController): { stop: () => void; done: Promise<void> } {
+    const interval = this.leaseMs / 3;
+    let deadline = Date.now() + this.leaseMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stopped = false;
+    let inFlight: Promise<void> = Promise.resolve();
+    const extender = new AbortController();
+    const tick = () => {
+      inFlight = (async () => {
+        try {
+          await this.client.extendLease(d.ctx, this.leaseMs, { signal: extender.signal });
+          deadline = Date.now() + this.leaseMs;
+        } catch (e) {
+          if (stopped) return;
+          if (e instanceof LeaseLostError || Date.now() >= deadline) {
+            ctl.abort(new LeaseLost(`lease of job ${d.ctx.jobId} lost: ${String(e)}`));
+            return;
+          }
+          this.report(e);
+        }
+        if (!stopped && !ctl.signal.aborted) timer = setTimeout(tick, interval);
+      })();
+    };
+    timer = setTimeout(tick, interval);
+    return {
+      stop: () => {
+        stopped = true;
+        if (timer) clearTimeout(timer);
+        extender.abort();
+      },
+      get done() {
+        return inFlight;
+      },
+    };
+  }
+}

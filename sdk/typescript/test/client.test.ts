@@ -1,0 +1,645 @@
+// The client and the Worker against a real three-node cluster (sepp dev),
+// one behaviour per test; each test has queues of its own.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { DevCluster, post, waitFor } from "./cluster.js";
+import { jobFromJSON } from "../src/types.js";
+import {
+  SeppClient,
+  Priority,
+  RetryDirective,
+  Worker,
+  retry,
+  retryAfter,
+  permanent,
+  InvalidArgumentError,
+  ScheduledTooFarError,
+  NotFoundError,
+  LeaseLostError,
+  UnknownOutcomeError,
+  CanceledError,
+  ClosedError,
+  UnavailableError,
+  SeppError,
+  Job,
+} from "../src/index.js";
+
+let cluster: DevCluster;
+let client: SeppClient;
+
+before(
+  async () => {
+    cluster = await DevCluster.start();
+    client = await SeppClient.connect(cluster.urls);
+  },
+  { timeout: 120_000 },
+);
+
+after(
+  async () => {
+    client?.close();
+    await cluster?.stop();
+  },
+  { timeout: 60_000 },
+);
+
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+/** A fetch that counts calls per method and can drop answers: the request
+ * reaches the server, its response is thrown away, as a connection cut
+ * after the send would. */
+function faultyFetch(drop: (method: string, n: number) => boolean, refuse: (method: string) => boolean = () => false) {
+  const calls = new Map<string, number>();
+  const f = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const url = String(input);
+    const method = url.slice(url.lastIndexOf("/") + 1);
+    const n = (calls.get(method) ?? 0) + 1;
+    calls.set(method, n);
+    if (refuse(method)) throw Object.assign(new TypeError("fetch failed"), { cause: { code: "ECONNREFUSED" } });
+    const resp = await fetch(input, init);
+    if (drop(method, n)) {
+      await resp.text();
+      throw Object.assign(new TypeError("fetch failed"), { cause: { code: "UND_ERR_SOCKET" } });
+    }
+    return resp;
+  };
+  return { fetch: f as typeof fetch, calls };
+}
+
+test("connect takes several addresses, skips a dead one and finds the leader", async () => {
+  const leader = cluster.nodes[await cluster.leaderIndex()]!;
+  // Nothing listens on 127.0.0.1:3: the client moves on to the next node.
+  const c = await SeppClient.connect(["127.0.0.1:3", ...cluster.nodes.map((n) => n.addr)].join(","));
+  try {
+    const info = await c.serverInfo();
+    assert.equal(info.leaderAddr, leader.addr);
+    assert.equal(c.leaderAddr, leader.url);
+    assert.ok(info.deadLetterRetentionEnabled, "the test cluster keeps dead letters");
+    assert.ok(info.maxScheduleHorizonMs > 0);
+  } finally {
+    c.close();
+  }
+  await assert.rejects(SeppClient.connect([]), InvalidArgumentError);
+});
+
+test("a client given only a follower is served through it, then goes to the leader", async () => {
+  const li = await cluster.leaderIndex();
+  const follower = cluster.nodes[(li + 1) % cluster.nodes.length]!;
+  const c = await SeppClient.connect(follower.url);
+  try {
+    // connect asked the follower, which named the leader.
+    assert.equal(c.leaderAddr, cluster.nodes[li]!.url);
+    const r = await c.enqueue({ queue: "follow", jobType: "t" });
+    assert.match(r.jobId, /^[1-9][0-9]*$/);
+  } finally {
+    c.close();
+  }
+});
+
+test("enqueue, reserve and ack: the JSON mapping round-trips", async () => {
+  const scheduled = new Date(Date.now() - 1000);
+  const r = await client.enqueue({
+    queue: "life",
+    jobType: "password_reset",
+    payload: '{"user":42}',
+    priority: Priority.P7,
+    maxAttempts: 4,
+    custom: { tenant: "acme" },
+    scheduledAt: scheduled,
+  });
+  assert.equal(typeof r.jobId, "string");
+  assert.equal(r.state, "ready");
+  assert.equal(r.duplicate, false);
+  assert.match(r.idempotencyKey, /^[0-9a-f]{32}$/);
+
+  const [d, ...rest] = await client.reserve("life", { workerId: "ts-test", max: 5, leaseMs: 20_000 });
+  assert.equal(rest.length, 0);
+  assert.ok(d);
+  assert.equal(d.ctx.jobId, r.jobId);
+  assert.equal(d.ctx.attempt, 1);
+  assert.equal(d.ctx.maxAttempts, 4);
+  assert.equal(d.ctx.workerId, "ts-test");
+  assert.ok(d.ctx.leaseDeadline instanceof Date);
+  const leaseLeft = d.ctx.leaseDeadline.getTime() - Date.now();
+  assert.ok(leaseLeft > 10_000 && leaseLeft <= 21_000, `lease ${leaseLeft} ms, want about 20 s`);
+  assert.equal(text(d.job.payload), '{"user":42}');
+  assert.equal(d.job.priority, 7);
+  assert.equal(d.job.jobType, "password_reset");
+  assert.deepEqual(d.job.custom, { tenant: "acme" });
+  assert.equal(d.job.state, "reserved");
+  assert.ok(d.job.enqueuedAt instanceof Date);
+
+  await client.ack(d.ctx);
+  await assert.rejects(client.getJob(r.jobId), NotFoundError);
+  // The lease is spent: a second ack is refused, typed.
+  await assert.rejects(client.ack(d.ctx), LeaseLostError);
+});
+
+test("one idempotency key per logical enqueue: a caller's key is a duplicate, a dropped answer is retried with its key", async () => {
+  const a = await client.enqueue({ queue: "idem", jobType: "t", idempotencyKey: "order-17" });
+  const b = await client.enqueue({ queue: "idem", jobType: "t", idempotencyKey: "order-17" });
+  assert.equal(b.jobId, a.jobId);
+  assert.equal(b.duplicate, true);
+
+  // The first Enqueue's answer is lost after the server applied it: the
+  // retry carries the same generated key, so one job results, and it is
+  // not reported as a duplicate (it is this call's own job).
+  const f = faultyFetch((m, n) => m === "Enqueue" && n === 1);
+  const c = await SeppClient.connect(cluster.urls, { fetch: f.fetch });
+  try {
+    const r = await c.enqueue({ queue: "idem-drop", jobType: "t", payload: "once" });
+    assert.equal(f.calls.get("Enqueue"), 2, "the dropped enqueue was retried");
+    assert.equal(r.duplicate, false);
+    const ds = await client.reserve("idem-drop", { max: 10 });
+    assert.equal(ds.length, 1, "exactly one job for one logical enqueue");
+    assert.equal(ds[0]!.ctx.jobId, r.jobId);
+    await client.ack(ds[0]!.ctx);
+  } finally {
+    c.close();
+  }
+});
+
+test("one request id per reserve: a retried reserve returns the first one's deliveries", async () => {
+  await client.enqueueBatch([1, 2, 3].map((i) => ({ queue: "rid", jobType: "t", payload: String(i) })));
+  const f = faultyFetch((m, n) => m === "Reserve" && n === 1);
+  const c = await SeppClient.connect(cluster.urls, { fetch: f.fetch });
+  try {
+    const ds = await c.reserve("rid", { max: 2 });
+    assert.equal(f.calls.get("Reserve"), 2);
+    assert.equal(ds.length, 2, "the retry got the two jobs the lost answer leased");
+    // Nothing else was leased: the third job is still there for someone else.
+    const rest = await client.reserve("rid", { max: 10 });
+    assert.equal(rest.length, 1);
+    assert.deepEqual((await client.ackBatch([...ds, ...rest].map((d) => d.ctx))).filter(Boolean), []);
+  } finally {
+    c.close();
+  }
+});
+
+test("enqueueBatch: items succeed or fail on their own, in order, with typed errors", async () => {
+  const far = new Date(Date.now() + 365 * 24 * 3600 * 1000);
+  const res = await client.enqueueBatch([
+    { queue: "batch", jobType: "a" },
+    { queue: "", jobType: "b" },
+    { queue: "batch", jobType: "c", scheduledAt: far },
+    { queue: "batch", jobType: "d", priority: Priority.MAX },
+  ]);
+  assert.equal(res.length, 4);
+  assert.ok(res[0]!.ok && res[3]!.ok);
+  const bad = res[1]!;
+  assert.ok(!bad.ok && bad.error instanceof InvalidArgumentError);
+  assert.equal(bad.error.field, "jobs[1].queue");
+  const tooFar = res[2]!;
+  assert.ok(!tooFar.ok && tooFar.error instanceof ScheduledTooFarError, `item 2: ${!tooFar.ok && tooFar.error}`);
+  assert.ok(tooFar.error.horizonMs > 0);
+  const ds = await client.reserve("batch", { max: 10 });
+  assert.deepEqual(
+    ds.map((d) => d.job.jobType),
+    ["d", "a"],
+  );
+  await client.ackBatch(ds.map((d) => d.ctx));
+});
+
+test("Priority: P0..P9 with MIN and MAX; higher first, FIFO within a level", async () => {
+  assert.equal(Priority.MIN, Priority.P0);
+  assert.equal(Priority.MAX, Priority.P9);
+  assert.deepEqual(
+    [Priority.P0, Priority.P1, Priority.P2, Priority.P3, Priority.P4, Priority.P5, Priority.P6, Priority.P7, Priority.P8, Priority.P9],
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+  );
+  for (const [p, n] of [
+    [Priority.MIN, "low"],
+    [Priority.P5, "mid-1"],
+    [Priority.MAX, "high"],
+    [Priority.P5, "mid-2"],
+  ] as const) {
+    await client.enqueue({ queue: "prio", jobType: n, priority: p });
+  }
+  const ds = await client.reserve("prio", { max: 10 });
+  assert.deepEqual(
+    ds.map((d) => d.job.jobType),
+    ["high", "mid-1", "mid-2", "low"],
+  );
+  await client.ackBatch(ds.map((d) => d.ctx));
+  // Out of range is refused before it is sent.
+  await assert.rejects(client.enqueue({ queue: "prio", jobType: "t", priority: 10 }), (e: unknown) => e instanceof InvalidArgumentError && e.field === "priority");
+});
+
+test("scheduling: a future scheduledAt is held back; beyond the horizon is ScheduledTooFar with both times", async () => {
+  const at = new Date(Date.now() + 3600_000);
+  const r = await client.enqueue({ queue: "sched", jobType: "t", scheduledAt: at });
+  assert.equal(r.state, "scheduled");
+  const j = await client.getJob(r.jobId);
+  assert.equal(j.state, "scheduled");
+  assert.equal(j.scheduledAt?.getTime(), at.getTime());
+  assert.deepEqual(await client.reserve("sched"), []);
+
+  const far = new Date(Date.now() + 90 * 24 * 3600_000);
+  const err = await client.enqueue({ queue: "sched", jobType: "t", scheduledAt: far }).then(
+    () => assert.fail("enqueued beyond the horizon"),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof ScheduledTooFarError, String(err));
+  assert.ok(err instanceof InvalidArgumentError, "ScheduledTooFar is also an invalid argument");
+  assert.equal(err.code, "invalid_argument");
+  assert.equal(err.queue, "sched");
+  assert.equal(err.horizonMs, 30 * 24 * 3600_000);
+  assert.equal(err.requestedAt?.getTime(), far.getTime());
+  assert.ok(err.latestAllowed && err.latestAllowed.getTime() < far.getTime());
+  assert.ok(err.details.some((d) => d.type === "sepp.v1.ScheduledTooFar"));
+});
+
+test("typed errors carry the server's details: a field and its limit", async () => {
+  const err = await client.enqueue({ queue: "errs", jobType: "x".repeat(300) }).then(
+    () => assert.fail("a 300-byte job type was accepted"),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof InvalidArgumentError, String(err));
+  assert.ok(err instanceof SeppError);
+  assert.equal(err.field, "job_type");
+  assert.match(err.limit + " " + err.description, /256/);
+  assert.equal(err.op, "enqueue");
+  await assert.rejects(client.getJob("999999999"), NotFoundError);
+});
+
+test("nack(ctx, RetryDirective...) says whether it dead-lettered", async () => {
+  await client.enqueue({ queue: "nack", jobType: "t", maxAttempts: 3 });
+  let [d] = await client.reserve("nack");
+  assert.equal(await client.nack(d!.ctx, RetryDirective.default(), "transient"), false);
+  [d] = await client.reserve("nack");
+  assert.equal(d!.ctx.attempt, 2, "redelivered as attempt 2");
+  assert.equal(d!.job.lastReason, "transient");
+
+  assert.equal(await client.nack(d!.ctx, RetryDirective.after(60_000), "later"), false);
+  const j = await client.getJob(d!.ctx.jobId);
+  assert.equal(j.state, "scheduled");
+  assert.ok(j.nextAttemptAt && j.nextAttemptAt.getTime() > Date.now() + 50_000, "waits about a minute");
+
+  await client.enqueue({ queue: "nack", jobType: "reject" });
+  [d] = await client.reserve("nack");
+  assert.equal(await client.nack(d!.ctx, RetryDirective.deadLetter(), "bad input"), true);
+
+  await client.enqueue({ queue: "nack", jobType: "last", maxAttempts: 1 });
+  [d] = await client.reserve("nack");
+  assert.equal(d!.ctx.attempt, d!.ctx.maxAttempts, "the last try");
+  assert.equal(await client.nack(d!.ctx, RetryDirective.default(), "again"), true, "the last attempt's nack dead-letters");
+
+  const recs = await client.drainDeadLetters("nack", 10);
+  assert.deepEqual(recs.map((r) => [r.job.jobType, r.cause]).sort(), [
+    ["last", "attempts_exhausted"],
+    ["reject", "rejected"],
+  ]);
+  await assert.rejects(client.nack(d!.ctx, RetryDirective.after(-1)), InvalidArgumentError);
+});
+
+test("release hands a job back without burning the attempt; extendLease moves the deadline", async () => {
+  await client.enqueue({ queue: "rel", jobType: "t" });
+  let [d] = await client.reserve("rel", { leaseMs: 5_000 });
+  const deadline = await client.extendLease(d!.ctx, 60_000);
+  assert.ok(deadline instanceof Date);
+  assert.ok(deadline.getTime() > d!.ctx.leaseDeadline!.getTime() + 30_000, `${deadline.toISOString()} vs ${d!.ctx.leaseDeadline!.toISOString()}`);
+  await client.release(d!.ctx);
+  [d] = await client.reserve("rel");
+  assert.equal(d!.ctx.attempt, 1);
+  await client.ack(d!.ctx);
+  await assert.rejects(client.extendLease(d!.ctx, 1000), LeaseLostError);
+});
+
+test("ackBatch answers per delivery", async () => {
+  await client.enqueueBatch([1, 2].map(() => ({ queue: "ackb", jobType: "t" })));
+  const ds = await client.reserve("ackb", { max: 2 });
+  assert.equal(ds.length, 2);
+  await client.ack(ds[1]!.ctx);
+  const errs = await client.ackBatch(ds.map((d) => d.ctx));
+  assert.equal(errs[0], undefined);
+  assert.ok(errs[1] instanceof LeaseLostError, String(errs[1]));
+});
+
+test("drainDeadLetters(queue, max) removes what it returns; record.toEnqueueRequest() replays as a fresh job", async () => {
+  await client.enqueue({ queue: "dlq", jobType: "welcome", payload: "p-1", priority: Priority.P3, custom: { k: "v" }, maxAttempts: 5 });
+  const [d] = await client.reserve("dlq");
+  await client.nack(d!.ctx, RetryDirective.deadLetter(), "boom");
+  const recs = await client.drainDeadLetters("dlq", 100);
+  assert.equal(recs.length, 1);
+  const r = recs[0]!;
+  assert.equal(r.jobId, d!.ctx.jobId);
+  assert.equal(r.cause, "rejected");
+  assert.equal(r.lastReason, "boom");
+  assert.equal(r.finalAttempt, 1);
+  assert.ok(r.failedAt instanceof Date);
+  assert.equal(text(r.job.payload), "p-1");
+  assert.deepEqual(await client.drainDeadLetters("dlq", 100), [], "drained means gone");
+
+  const again = await client.enqueue(r.toEnqueueRequest());
+  assert.notEqual(again.jobId, r.jobId);
+  const [d2] = await client.reserve("dlq");
+  assert.equal(d2!.ctx.jobId, again.jobId);
+  assert.equal(d2!.ctx.attempt, 1);
+  assert.equal(text(d2!.job.payload), "p-1");
+  assert.equal(d2!.job.priority, 3);
+  assert.equal(d2!.ctx.maxAttempts, 5);
+  assert.deepEqual(d2!.job.custom, { k: "v" });
+  await client.ack(d2!.ctx);
+});
+
+test("a drain is not retried when its answer may have been lost", async () => {
+  await client.enqueue({ queue: "drain-drop", jobType: "t" });
+  const [d] = await client.reserve("drain-drop");
+  await client.nack(d!.ctx, RetryDirective.deadLetter(), "x");
+  const f = faultyFetch((m) => m === "DrainDeadLetters");
+  const c = await SeppClient.connect(cluster.urls, { fetch: f.fetch });
+  try {
+    await assert.rejects(c.drainDeadLetters("drain-drop", 10), UnknownOutcomeError);
+    assert.equal(f.calls.get("DrainDeadLetters"), 1, "sent once, not retried");
+    // The server did apply it: the record is gone, as the error warned.
+    assert.deepEqual(await client.drainDeadLetters("drain-drop", 10), []);
+  } finally {
+    c.close();
+  }
+});
+
+test("the producer batches concurrent enqueues, each with its own result", async () => {
+  const f = faultyFetch(() => false);
+  const c = await SeppClient.connect(cluster.urls, { fetch: f.fetch });
+  try {
+    const p = c.producer({ lingerMs: 5, maxBatch: 64 });
+    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => p.enqueue({ queue: "prod", jobType: "t", payload: String(i) })));
+    await p.close();
+    await assert.rejects(p.enqueue({ queue: "prod", jobType: "t" }), ClosedError);
+    assert.equal(new Set(results.map((r) => r.jobId)).size, 200);
+    const batches = f.calls.get("EnqueueBatch") ?? 0;
+    assert.ok(batches >= 4 && batches < 50, `${batches} EnqueueBatch calls for 200 jobs`);
+    assert.equal(f.calls.get("Enqueue") ?? 0, 0);
+    let seen = 0;
+    for (;;) {
+      const ds = await client.reserve("prod", { max: 100 });
+      if (ds.length === 0) break;
+      seen += ds.length;
+      await client.ackBatch(ds.map((d) => d.ctx));
+    }
+    assert.equal(seen, 200);
+  } finally {
+    c.close();
+  }
+});
+
+test("reserve long-polls, and an AbortSignal ends it", async () => {
+  const t0 = Date.now();
+  const waiting = client.reserve("poll", { waitMs: 10_000 });
+  await new Promise((r) => setTimeout(r, 200));
+  await client.enqueue({ queue: "poll", jobType: "t" });
+  const ds = await waiting;
+  assert.equal(ds.length, 1, "the waiting reserve got the job enqueued meanwhile");
+  assert.ok(Date.now() - t0 < 9_000);
+  await client.ack(ds[0]!.ctx);
+
+  const ctl = new AbortController();
+  const p = client.reserve("poll", { waitMs: 10_000, signal: ctl.signal });
+  setTimeout(() => ctl.abort(), 100);
+  await assert.rejects(p, (e: unknown) => e instanceof CanceledError || e instanceof UnknownOutcomeError);
+});
+
+test("an attempt slower than leaderProbeMs asks who leads, and the asking ends with the attempt", async () => {
+  const f = faultyFetch(() => false);
+  const slow = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    if (String(input).endsWith("/GetJob")) await new Promise((r) => setTimeout(r, 700));
+    return f.fetch(input, init);
+  };
+  const c = await SeppClient.connect(cluster.urls, { fetch: slow as typeof fetch, leaderProbeMs: 100 });
+  try {
+    const r = await c.enqueue({ queue: "probe", jobType: "t" });
+    assert.equal((await c.getJob(r.jobId)).id, r.jobId, "the leader was still the leader: the slow attempt stood");
+    const asked = f.calls.get("Status") ?? 0;
+    assert.ok(asked >= 1, "the other nodes were asked who leads");
+    await new Promise((res) => setTimeout(res, 600));
+    assert.equal(f.calls.get("Status") ?? 0, asked, "no probing after the attempt ended");
+  } finally {
+    c.close();
+  }
+});
+
+test("with no node reachable the client gives up typed, within its budget", async () => {
+  await assert.rejects(SeppClient.connect("127.0.0.1:3", { retryTimeoutMs: 300 }), UnavailableError);
+});
+
+// ---- the Worker ----
+
+test("Worker: success acks; retry, retryAfter and permanent map onto the nack directive", async () => {
+  const seen: string[] = [];
+  const w = new Worker(client, { concurrency: 4, waitMs: 500, onError: () => {} });
+  w.handle("wk", "ok", (d) => {
+    seen.push(`ok:${d.ctx.attempt}`);
+  });
+  w.handle("wk", "flaky", (d) => {
+    seen.push(`flaky:${d.ctx.attempt}`);
+    if (d.ctx.attempt === 1) throw retry(new Error("try again"));
+  });
+  w.handle("wk", "later", (d) => {
+    seen.push(`later:${d.ctx.attempt}`);
+    throw retryAfter(60_000, new Error("rate limited"));
+  });
+  w.handle("wk", "", (d) => {
+    seen.push(`any:${d.job.jobType}`);
+    throw permanent(new Error("cannot ever work"));
+  });
+  const ok = await client.enqueue({ queue: "wk", jobType: "ok" });
+  const flaky = await client.enqueue({ queue: "wk", jobType: "flaky" });
+  const later = await client.enqueue({ queue: "wk", jobType: "later" });
+  const other = await client.enqueue({ queue: "wk", jobType: "other" });
+  w.start();
+  try {
+    await waitFor("the worker to handle every job", () => seen.length >= 5);
+    await waitFor("the acks", async () => {
+      const gone = await Promise.all([ok, flaky].map((r) => client.getJob(r.jobId).then(() => false, (e) => e instanceof NotFoundError)));
+      return gone.every(Boolean);
+    });
+    assert.deepEqual([...seen].sort(), ["any:other", "flaky:1", "flaky:2", "later:1", "ok:1"]);
+    const l = await client.getJob(later.jobId);
+    assert.equal(l.state, "scheduled", "retryAfter waits");
+    assert.match(l.lastReason, /^rate limited \(retry after 60000 ms\)$/);
+    assert.ok(l.nextAttemptAt && l.nextAttemptAt.getTime() > Date.now() + 30_000);
+    const recs = await client.drainDeadLetters("wk", 10);
+    assert.equal(recs.length, 1);
+    assert.equal(recs[0]!.jobId, other.jobId);
+    assert.equal(recs[0]!.cause, "rejected");
+    assert.equal(recs[0]!.lastReason, "cannot ever work");
+  } finally {
+    assert.equal(await w.stop(), true);
+  }
+});
+
+test("Worker: the lease is extended while a slow handler runs", async () => {
+  const r = await client.enqueue({ queue: "slow", jobType: "t" });
+  let done = false;
+  const w = new Worker(client, { leaseMs: 1_500, waitMs: 200, onError: () => {} });
+  w.handle("slow", "", async (_d, signal) => {
+    await new Promise((res) => setTimeout(res, 4_000));
+    assert.equal(signal.aborted, false, "the lease was kept");
+    done = true;
+  });
+  w.start();
+  try {
+    await waitFor("the handler to start", async () => (await client.getJob(r.jobId)).state === "reserved");
+    // Well past the 1.5 s lease the job is still this worker's.
+    await new Promise((res) => setTimeout(res, 2_500));
+    assert.deepEqual(await client.reserve("slow"), [], "nobody else got the job");
+    await waitFor("the handler and its ack", async () => done && (await client.getJob(r.jobId).then(() => false, (e) => e instanceof NotFoundError)));
+  } finally {
+    await w.stop();
+  }
+});
+
+test("Worker: a lost lease aborts the handler's signal, and the worker does not answer for the job", async () => {
+  // This worker's lease extensions never arrive, so its 1.2 s lease lapses
+  // on the server and another reserver takes the job.
+  const blocked = faultyFetch(
+    () => false,
+    (m) => m === "ExtendLease",
+  );
+  const c = await SeppClient.connect(cluster.urls, { fetch: blocked.fetch, retryTimeoutMs: 200 });
+  const r = await client.enqueue({ queue: "lost", jobType: "t" });
+  let aborted = false;
+  const errors: unknown[] = [];
+  const w = new Worker(c, { leaseMs: 1_200, waitMs: 200, onError: (e) => errors.push(e) });
+  w.handle("lost", "", async (_d, signal) => {
+    await new Promise<void>((res) => signal.addEventListener("abort", () => res()));
+    aborted = true;
+  });
+  w.start();
+  try {
+    await waitFor("the handler's signal to abort", () => aborted, 15_000);
+    // Stopped, so that it does not reserve the job again when it returns.
+    await w.stop();
+    await waitFor("the job to come back", async () => {
+      const ds = await client.reserve("lost");
+      if (ds.length === 0) return false;
+      assert.equal(ds[0]!.ctx.jobId, r.jobId);
+      // Redelivered, not acked by the worker that lost it (which may have
+      // reserved it once more before it stopped).
+      assert.ok(ds[0]!.ctx.attempt >= 2, `attempt ${ds[0]!.ctx.attempt}`);
+      await client.ack(ds[0]!.ctx);
+      return true;
+    });
+    assert.ok(errors.some((e) => e instanceof LeaseLostError), "the lost lease was reported");
+  } finally {
+    await w.stop();
+    c.close();
+  }
+});
+
+test("Worker: stop lets a running handler finish and be acked; out of time it aborts and releases", async () => {
+  const r = await client.enqueue({ queue: "stop", jobType: "t" });
+  let started = false;
+  let finished = false;
+  const w = new Worker(client, { waitMs: 200, onError: () => {} });
+  w.handle("stop", "", async () => {
+    started = true;
+    await new Promise((res) => setTimeout(res, 800));
+    finished = true;
+  });
+  w.start();
+  await waitFor("the handler to start", () => started);
+  assert.equal(await w.stop(10_000), true);
+  assert.ok(finished);
+  await assert.rejects(client.getJob(r.jobId), NotFoundError, "acked before stop returned");
+
+  const r2 = await client.enqueue({ queue: "stop2", jobType: "t" });
+  let sawAbort = false;
+  const w2 = new Worker(client, { waitMs: 200, onError: () => {} });
+  w2.handle("stop2", "", async (_d, signal) => {
+    await new Promise<void>((res) => signal.addEventListener("abort", () => res()));
+    sawAbort = true;
+    throw new Error("aborted");
+  });
+  w2.start();
+  await waitFor("the second handler to hold its job", async () => (await client.getJob(r2.jobId)).state === "reserved");
+  assert.equal(await w2.stop(300), false, "stop ran out of time");
+  assert.ok(sawAbort);
+  const j = await client.getJob(r2.jobId);
+  assert.equal(j.state, "ready", "released, not nacked");
+  const [d] = await client.reserve("stop2");
+  assert.equal(d!.ctx.attempt, 1, "no attempt burned");
+  await client.ack(d!.ctx);
+});
+
+test("raw Connect JSON, as curl sends it, reaches the same cluster", async () => {
+  const li = await cluster.leaderIndex();
+  const follower = cluster.nodes[(li + 1) % cluster.nodes.length]!;
+  const r = await post(follower.url, "sepp.v1.QueueService/Enqueue", { queue: "raw", jobType: "t" });
+  assert.match(String(r.jobId), /^[0-9]+$/);
+  const [d] = await client.reserve("raw");
+  assert.equal(d!.ctx.jobId, r.jobId);
+  await client.ack(d!.ctx);
+});
+
+// ---- the spec pages' TypeScript samples, verbatim ----
+//
+// test/spec-samples holds every TypeScript sample of the spec pages
+// (scripts/extract-samples.mjs copies them; `make sdk-typescript-samples`
+// refreshes the copies). Each is compiled as it stands and run in its own
+// Node process importing "sepp"; the address it names, localhost:50051, is
+// pointed at the test cluster (test/redirect-fetch.cjs). What it did is
+// then checked on the cluster.
+
+const here = dirname(fileURLToPath(import.meta.url));
+const sampleDir = resolve(here, "../samples");
+const sampleSources = resolve(here, "../../test/spec-samples");
+
+async function jobsOf(queue: string, state: string): Promise<Job[]> {
+  const r = await post(cluster.urls[0]!, "sepp.v1.AdminService/ListJobs", { queue, state, limit: 100 });
+  return ((r.jobs as unknown[]) ?? []).map((j) => jobFromJSON(j));
+}
+
+/** What each sample must have done, by file name. */
+const sampleChecks: Record<string, () => Promise<void>> = {
+  "priority-and-scheduling.1": async () => {
+    const jobs = await jobsOf("emails", "JOB_STATE_READY");
+    assert.equal(jobs.length, 1, "one job on emails");
+    assert.equal(jobs[0]!.jobType, "password_reset");
+    assert.equal(jobs[0]!.priority, 9, "Priority.MAX is 9");
+    assert.equal(jobs[0]!.state, "ready");
+  },
+  "priority-and-scheduling.2": async () => {
+    const jobs = await jobsOf("reports", "JOB_STATE_SCHEDULED");
+    assert.equal(jobs.length, 1, "one job on reports");
+    assert.equal(jobs[0]!.jobType, "daily_rollup");
+    assert.equal(jobs[0]!.state, "scheduled");
+    const inMs = jobs[0]!.scheduledAt!.getTime() - Date.now();
+    assert.ok(inMs > 55 * 60_000 && inMs <= 60 * 60_000, `scheduled ${inMs} ms ahead, want an hour`);
+  },
+};
+
+function runSample(file: string): Promise<{ code: number | null; out: string }> {
+  return new Promise((res) => {
+    const child = spawn(process.execPath, ["--require", resolve(sampleSources, "../redirect-fetch.cjs"), file], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, SEPP_SAMPLE_TARGET: cluster.urls[0] },
+    });
+    let out = "";
+    child.stdout?.on("data", (c) => (out += c.toString()));
+    child.stderr?.on("data", (c) => (out += c.toString()));
+    const t = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.once("exit", (code) => {
+      clearTimeout(t);
+      res({ code, out });
+    });
+  });
+}
+
+test("every TypeScript sample of the spec pages runs verbatim and does what its page says", async () => {
+  const sources = readdirSync(sampleSources).filter((f) => f.endsWith(".ts")).map((f) => f.replace(/\.ts$/, ""));
+  assert.ok(sources.length >= 2, `spec samples found: ${sources.join(", ")}`);
+  for (const name of sources.sort()) {
+    const check = sampleChecks[name];
+    assert.ok(check, `no check for spec sample ${name}: add one to sampleChecks`);
+    const file = resolve(sampleDir, `${name}.js`);
+    assert.ok(existsSync(file), `${file} not built (make sdk-typescript compiles the samples)`);
+    const { code, out } = await runSample(file);
+    assert.equal(code, 0, `sample ${name} failed:\n${out}`);
+    await check();
+  }
+});
