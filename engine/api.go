@@ -85,6 +85,11 @@ type Limits struct {
 	// client's 15s of retries.
 	IdempotencyMinWindow time.Duration
 	MaxQueueLength       int // default 0: unbounded
+	// MaxMemoryBytes is the budget of held bytes (memory.go): an enqueue
+	// that would take the count above it is refused with ErrMemoryFull,
+	// while everything that drains keeps working. 0: unbounded (the
+	// engine's default; the server sets a share of its memory limit).
+	MaxMemoryBytes int64
 	MaxDeadLetters       int // default 1,000,000 retained records
 	AttemptHistory       int // default 5 entries kept per job
 	// DeadLetterRetention keeps dead-letter records this long; 0 drops dead
@@ -105,6 +110,9 @@ type QueueConfig struct {
 	RetryDelayMax      *time.Duration
 	MaxScheduleHorizon *time.Duration
 	MaxLength          *int
+	// MaxMemoryBytes is the queue's own budget of held bytes, under the
+	// global one; nil or 0: none of its own.
+	MaxMemoryBytes *int64
 	// DeadLetterQueue, when set, receives a new job for every job that dies
 	// on this queue (payload and custom fields as they arrived, plus fields
 	// naming the origin, cause, last reason and final attempt).

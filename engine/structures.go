@@ -26,6 +26,10 @@ type job struct {
 	priority    uint8
 	state       State
 	flags       uint8
+	// charge is the bytes of the job's content counted as held
+	// (jobCharge), kept so a removal releases exactly what was counted.
+	// The struct stays in its 112-byte size class.
+	charge int64
 }
 
 const (
@@ -78,6 +82,10 @@ type queue struct {
 	ready      [MaxPriority + 1]readyLevel
 
 	nReady, nScheduled, nReserved int
+
+	// held is the bytes this queue's jobs, records, keys and worker ids
+	// are counted to hold (memory.go).
+	held int64
 
 	// Retained dead-letter records of this queue, in failed_at order.
 	deadHead, deadTail *deadRecord
