@@ -90,8 +90,8 @@ type Limits struct {
 	// while everything that drains keeps working. 0: unbounded (the
 	// engine's default; the server sets a share of its memory limit).
 	MaxMemoryBytes int64
-	MaxDeadLetters       int // default 1,000,000 retained records
-	AttemptHistory       int // default 5 entries kept per job
+	MaxDeadLetters int // default 1,000,000 retained records
+	AttemptHistory int // default 5 entries kept per job
 	// DeadLetterRetention keeps dead-letter records this long; 0 drops dead
 	// jobs on the spot. Restart-only ([storage] dead_letter_retention_ms).
 	DeadLetterRetention time.Duration

@@ -45,16 +45,19 @@ import "fmt"
 // count and compares (so a restored engine's count equals the original's:
 // the count is a function of the snapshot's content).
 //
-// jobOverhead is measured (TestMemoryJobOverheadMeasured): the heap per
-// waiting job of an engine holding 200,000 jobs of empty payload, a short
-// type and no key, read from runtime.MemStats, was 166-178 bytes on amd64
-// with Go 1.26 (the 112-byte job struct, its ring slot, its job-index slot,
-// and the page and ring slack); the constant is rounded up. A 1 KiB
-// payload is charged 1024 bytes and occupies exactly its 1024-byte size
-// class. The other overheads are the sizes of the structs and map or table
-// slots involved, rounded up.
+// jobOverhead is measured (TestMemory_CountTracksTheHeap, runtime.MemStats
+// after a GC): an engine holding 200,000 waiting jobs of empty payload, a
+// 3-byte type and no key takes 132 bytes of heap per job on amd64 with Go
+// 1.26 (the 112-byte job struct, its ring slot, its job-index slot, and
+// the slack of pages and ring), counted 147 with jobOverhead 144; 50,000
+// jobs of 1 KiB with a client's 32-hex-digit key take 1233 bytes per job,
+// counted 1251 (1.01x). A 1 KiB payload occupies exactly its 1024-byte
+// size class. The other overheads are the sizes of the structs and map or
+// table slots involved, rounded up. What the count leaves out — the Raft
+// log, gRPC buffers, the garbage between collections — is what the server's
+// default budget leaves room for (cmd/sepp: a share of the memory limit).
 const (
-	jobOverhead         = 192
+	jobOverhead         = 144
 	extOverhead         = 64  // jobExt, in the 64-byte size class
 	customFieldOverhead = 48  // two string headers in a map slot, with the map's slack
 	attemptOverhead     = 56  // an attemptRecord in its slice, with slack
