@@ -226,7 +226,20 @@ type Limits struct {
 	// idempotency_window_ms it is the window.
 	IdempotencyMinWindowMS int64 `toml:"idempotency_min_window_ms"`
 	MaxQueueLength         int   `toml:"max_queue_length"`
-	MaxDeadLetters         int   `toml:"max_dead_letters"`
+	// MaxMemoryBytes is the budget of bytes the queues may hold (jobs,
+	// payloads, custom fields, keys, dead-letter records, as the engine
+	// counts them): above it enqueues are refused with ResourceExhausted
+	// while workers drain. 0 (the default) derives it: max_memory_share of
+	// the node's memory limit (the cgroup's, GOMEMLIMIT or
+	// server.memory_limit when set, else physical memory).
+	MaxMemoryBytes int64 `toml:"max_memory_bytes"`
+	// MaxMemoryShare is the share of the node's memory limit the default
+	// budget takes, 0..0.9: the rest is for the collector's headroom
+	// (gc_percent), a snapshot being restored beside the running state,
+	// the Raft log and requests. Default 0.4. 0 with max_memory_bytes 0:
+	// unbounded (the behaviour before issue 22).
+	MaxMemoryShare *float64 `toml:"max_memory_share"`
+	MaxDeadLetters int      `toml:"max_dead_letters"`
 	AttemptHistory         int   `toml:"attempt_history"`
 	// Strict rejects enqueues to queues that no [[queues]] entry names.
 	Strict bool `toml:"strict"`
@@ -256,7 +269,10 @@ type Queue struct {
 	RetryDelayMaxMS      *int64  `toml:"retry_delay_max_ms"`
 	MaxScheduleHorizonMS *int64  `toml:"max_schedule_horizon_ms"`
 	MaxLength            *int    `toml:"max_length"`
-	DeadLetterQueue      string  `toml:"dead_letter_queue"`
+	// MaxMemoryBytes is the queue's own budget of held bytes, under the
+	// global one.
+	MaxMemoryBytes  *int64 `toml:"max_memory_bytes"`
+	DeadLetterQueue string `toml:"dead_letter_queue"`
 }
 
 // Admin is the [admin] table: the web UI's sign-in.
@@ -505,6 +521,9 @@ func (c Config) Validate() error {
 	if s.GCPercent < -1 || s.GCPercent == 0 || s.GCPercent > 10000 {
 		add("server.gc_percent: must be 1..10000, or -1 for off; got %d", s.GCPercent)
 	}
+	if share := c.Limits.MemoryShare(); !(share >= 0 && share <= 0.9) {
+		add("limits.max_memory_share: must be 0..0.9 (0: no derived budget), got %v", share)
+	}
 
 	cl := c.Cluster
 	positive := []struct {
@@ -736,6 +755,7 @@ func (c Config) EngineConfig() (engine.Config, error) {
 		MaxIdempotencyKeys:   l.MaxIdempotencyKeys,
 		IdempotencyMinWindow: ms(l.IdempotencyMinWindowMS),
 		MaxQueueLength:       l.MaxQueueLength,
+		MaxMemoryBytes:       l.MaxMemoryBytes,
 		MaxDeadLetters:       l.MaxDeadLetters,
 		AttemptHistory:       l.AttemptHistory,
 		DeadLetterRetention:  ms(c.Storage.DeadLetterRetentionMS),
@@ -747,6 +767,7 @@ func (c Config) EngineConfig() (engine.Config, error) {
 			DefaultPriority:    q.DefaultPriority,
 			DefaultMaxAttempts: q.DefaultMaxAttempts,
 			MaxLength:          q.MaxLength,
+			MaxMemoryBytes:     q.MaxMemoryBytes,
 			DeadLetterQueue:    q.DeadLetterQueue,
 		}
 		if q.RetryDelayMS != nil {
@@ -778,3 +799,30 @@ func (c Config) EngineConfig() (engine.Config, error) {
 
 // Source is the path the config was loaded from ("" for Default or Parse).
 func (c Config) Source() string { return c.source }
+
+// DefaultMaxMemoryShare is limits.max_memory_share's default.
+const DefaultMaxMemoryShare = 0.4
+
+// MemoryShare is limits.max_memory_share, its default when unset.
+func (l Limits) MemoryShare() float64 {
+	if l.MaxMemoryShare == nil {
+		return DefaultMaxMemoryShare
+	}
+	return *l.MaxMemoryShare
+}
+
+// MemoryBudget is the budget of held bytes a node running in a memory
+// limit of limit bytes (0: unknown) proposes: limits.max_memory_bytes when
+// set, else max_memory_share of limit, else 0 (unbounded). from says which.
+func (l Limits) MemoryBudget(limit int64) (budget int64, from string) {
+	switch share := l.MemoryShare(); {
+	case l.MaxMemoryBytes > 0:
+		return l.MaxMemoryBytes, "limits.max_memory_bytes"
+	case share <= 0:
+		return 0, "limits.max_memory_share = 0 (unbounded)"
+	case limit <= 0:
+		return 0, "no memory limit known (unbounded)"
+	default:
+		return int64(float64(limit) * share), fmt.Sprintf("limits.max_memory_share %.2f of the node's memory limit", share)
+	}
+}

@@ -162,17 +162,39 @@ func (e *Engine) rechargeJob(j *job) {
 // engine or q above its budget.
 func (e *Engine) checkMemory(q *queue, need int64) error {
 	if m := e.lim.MaxMemoryBytes; m > 0 && e.held+need > m {
-		return &FieldError{Field: "queue", Reason: fmt.Sprintf(
-			"the server holds %d bytes of jobs and %d more would exceed limits.max_memory_bytes %d; retry once workers drain the backlog",
-			e.held, need, m), Err: ErrMemoryFull}
+		return &MemoryFullError{Held: e.held, Need: need, Limit: m}
 	}
 	if m := q.set.maxMemory; m > 0 && q.held+need > m {
-		return &FieldError{Field: "queue", Reason: fmt.Sprintf(
-			"queue %q holds %d bytes of jobs and %d more would exceed its max_memory_bytes %d; retry once workers drain it",
-			q.name, q.held, need, m), Err: ErrMemoryFull}
+		return &MemoryFullError{Queue: q.name, Held: q.held, Need: need, Limit: m}
 	}
 	return nil
 }
+
+// MemoryFullError is an enqueue refused by a memory budget: the global one
+// (Queue empty) or a queue's. It wraps ErrMemoryFull.
+type MemoryFullError struct {
+	Queue             string // the queue whose own budget refused; "" for the global one
+	Held, Need, Limit int64  // bytes held, the job's charge, the budget
+}
+
+// LimitKey is the config key of the budget that refused.
+func (e *MemoryFullError) LimitKey() string {
+	if e.Queue == "" {
+		return "limits.max_memory_bytes"
+	}
+	return fmt.Sprintf("queues[%q].max_memory_bytes", e.Queue)
+}
+
+func (e *MemoryFullError) Error() string {
+	if e.Queue == "" {
+		return fmt.Sprintf("memory budget reached: the server holds %d bytes of jobs and this one needs %d, above limits.max_memory_bytes %d; retry once workers drain the backlog",
+			e.Held, e.Need, e.Limit)
+	}
+	return fmt.Sprintf("memory budget of queue %q reached: it holds %d bytes of jobs and this one needs %d, above its max_memory_bytes %d; retry once workers drain it",
+		e.Queue, e.Held, e.Need, e.Limit)
+}
+
+func (e *MemoryFullError) Unwrap() error { return ErrMemoryFull }
 
 // recount sets every charge and count from the state (Restore).
 func (e *Engine) recount() {

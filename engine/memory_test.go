@@ -263,7 +263,7 @@ func TestMemory_RefusesNewJobsAndKeepsDraining(t *testing.T) {
 			wantMsg: "limits.max_memory_bytes 20480"},
 		{name: "PerQueue", cfg: func(c *engine.Config) {
 			c.Queues = append(c.Queues, engine.QueueConfig{Name: "q", MaxMemoryBytes: et.Ptr[int64](budget)})
-		}, wantMsg: `queue "q" holds`, other: true},
+		}, wantMsg: `memory budget of queue "q" reached`, other: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -101,7 +101,7 @@ func TestFSM_MemoryBudgetDecidedAlikeWhateverTheLocalLimit(t *testing.T) {
 		if bytes.Contains([]byte(small[i]), []byte("limits.max_memory_bytes")) {
 			refused++
 		}
-		if bytes.Contains([]byte(small[i]), []byte(`queue "capped"`)) {
+		if bytes.Contains([]byte(small[i]), []byte(`queue "capped" reached`)) {
 			cappedRefused++
 		}
 	}
