@@ -240,7 +240,7 @@ type Limits struct {
 	// unbounded (the behaviour before issue 22).
 	MaxMemoryShare *float64 `toml:"max_memory_share"`
 	MaxDeadLetters int      `toml:"max_dead_letters"`
-	AttemptHistory         int   `toml:"attempt_history"`
+	AttemptHistory int      `toml:"attempt_history"`
 	// Strict rejects enqueues to queues that no [[queues]] entry names.
 	Strict bool `toml:"strict"`
 }
