@@ -274,18 +274,22 @@ type Page struct {
 
 // QueueStats are a queue's counts.
 type QueueStats struct {
-	Name           string
-	Paused         bool
-	Configured     bool
-	Scheduled      int
-	Ready          int
-	Reserved       int
-	Dead           int // retained dead-letter records
-	OldestReadyAge time.Duration
-	Enqueued       uint64 // jobs ever added
-	Acked          uint64
-	DeadLettered   map[Cause]uint64 // jobs ever dead-lettered, by cause
-	Dropped        uint64           // dead jobs dropped because retention is off
+	Name       string
+	Paused     bool
+	Configured bool
+	Scheduled  int
+	Ready      int
+	Reserved   int
+	Dead       int // retained dead-letter records
+	// HeldBytes is what the queue's jobs, records, keys and worker ids are
+	// counted to hold against the budgets; MaxMemoryBytes the queue's own
+	// budget (0: none).
+	HeldBytes, MaxMemoryBytes int64
+	OldestReadyAge            time.Duration
+	Enqueued                  uint64 // jobs ever added
+	Acked                     uint64
+	DeadLettered              map[Cause]uint64 // jobs ever dead-lettered, by cause
+	Dropped                   uint64           // dead jobs dropped because retention is off
 	// What became of retained records: requeued by an operator, drained,
 	// deleted, or swept when their retention passed. With these, every job
 	// is accounted for:
