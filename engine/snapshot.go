@@ -792,19 +792,25 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		if !ok || q == nil || len(key) == 0 {
 			return nil, fmt.Errorf("idempotency key %q: not of a known queue", full)
 		}
+		// The view is valid only until the next read: make the entry, which
+		// packs or copies the key, before reading its job id and time.
+		ent := newIdemEntry(q, key, 0, 0)
 		jobID, createdAt := JobID(d.uvarint()), d.varint()
 		if d.err != nil {
 			break
 		}
+		keyText := string(ent.appendKey(nil))
 		if n := e.keys.len(); n > 0 && createdAt < e.keys.at(n-1).createdAt {
-			return nil, fmt.Errorf("idempotency key %q of queue %q out of creation order", key, q.name)
+			return nil, fmt.Errorf("idempotency key %q of queue %q out of creation order", keyText, q.name)
 		}
 		if jobID >= idemPacked {
-			return nil, fmt.Errorf("idempotency key %q of queue %q: job id %d out of range", key, q.name, jobID)
+			return nil, fmt.Errorf("idempotency key %q of queue %q: job id %d out of range", keyText, q.name, jobID)
 		}
+		ent.job |= uint64(jobID)
+		ent.createdAt = createdAt
 		// A key appearing twice is caught by CheckInvariants below, in the
 		// one pass over the index it makes anyway.
-		e.keys.add(newIdemEntry(q, key, jobID, createdAt))
+		e.keys.add(ent)
 	}
 
 	nr := d.count(1 << 40)
