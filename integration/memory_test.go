@@ -47,10 +47,15 @@ func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
 	}
 
 	// Producers push until the refusals are as many as the jobs the budget
-	// holds: well past it.
-	const payloadBytes, batch, producers = 1024, 500, 4
+	// holds: well past it. (Batches of 100 jobs: a Raft entry is capped at
+	// 512 KiB, issue 22 part 3.)
+	const payloadBytes, batch, producers = 1024, 100, 4
 	var mu sync.Mutex
 	accepted := map[uint64]uint64{} // job id -> the payload's sequence number
+	// Sequence numbers of jobs whose enqueue failed otherwise (a leader
+	// change, an unknown outcome): they may or may not exist, so the drain
+	// accepts them without requiring them.
+	uncertain := map[uint64]bool{}
 	var refused, otherErrs int
 	var lastOther error
 	var seq uint64
@@ -63,7 +68,7 @@ func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
 			cl := newClient(ctx, t, c.Addrs())
 			for ctx.Err() == nil {
 				mu.Lock()
-				done := refused > 0 && refused >= len(accepted)
+				done := refused > 0 && refused >= len(accepted) || otherErrs > 20*batch
 				first := seq
 				seq += batch
 				mu.Unlock()
@@ -80,8 +85,11 @@ func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
 				mu.Lock()
 				switch {
 				case err != nil:
-					otherErrs++
+					otherErrs += batch
 					lastOther = err
+					for i := range reqs {
+						uncertain[first+uint64(i)] = true
+					}
 				default:
 					for i, r := range res {
 						switch {
@@ -92,6 +100,7 @@ func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
 						default:
 							otherErrs++
 							lastOther = r.Err
+							uncertain[first+uint64(i)] = true
 						}
 					}
 				}
@@ -107,7 +116,11 @@ func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
 		t.Fatalf("accepted %d, refused %d (other errors %d, last %v)", len(accepted), refused, otherErrs, lastOther)
 	}
 	if otherErrs > 0 {
-		t.Logf("%d calls or items failed otherwise (last: %v)", otherErrs, lastOther)
+		report(t, "memory jobs_failed_otherwise", otherErrs, "jobs")
+		t.Logf("last other failure: %v", lastOther)
+	}
+	if otherErrs > 20*batch {
+		t.Fatalf("%d enqueues failed with neither success nor ResourceExhausted (last: %v)", otherErrs, lastOther)
 	}
 	requireAlive(ctx, t, c, "after the push")
 	reportPeaks(ctx, t, c, "memory peak_at_budget")
@@ -136,6 +149,7 @@ func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
 	// Workers drain: every acknowledged job comes back once, unchanged.
 	drainStart := time.Now()
 	seen := map[uint64]bool{}
+	extra := 0 // uncertain enqueues that had in fact been applied
 	var drainErr error
 	for w := 0; w < producers; w++ {
 		wg.Add(1)
@@ -162,6 +176,8 @@ func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
 					jcs[i] = d.Ctx
 					want, ok := accepted[d.Job.ID]
 					switch {
+					case !ok && len(d.Job.Payload) == payloadBytes && uncertain[binary.BigEndian.Uint64(d.Job.Payload)]:
+						extra++
 					case !ok:
 						drainErr = fmt.Errorf("job %d was delivered but never acknowledged to a producer", d.Job.ID)
 					case seen[d.Job.ID]:
@@ -187,8 +203,13 @@ func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
 	if drainErr != nil {
 		t.Errorf("drain: %v", drainErr)
 	}
-	if len(seen) != len(accepted) {
-		t.Fatalf("drained %d jobs, %d were acknowledged", len(seen), len(accepted))
+	if len(seen) != len(accepted)+extra {
+		t.Fatalf("drained %d jobs, %d were acknowledged (and %d uncertain ones existed)", len(seen), len(accepted), extra)
+	}
+	for id := range accepted {
+		if !seen[id] {
+			t.Fatalf("acknowledged job %d lost", id)
+		}
 	}
 	// With the backlog drained, producers are served again.
 	if _, err := insp.Enqueue(ctx, &client.EnqueueRequest{Queue: "mem", JobType: "fill", Payload: make([]byte, payloadBytes)}); err != nil {
@@ -219,6 +240,9 @@ func serverBudget(ctx context.Context, t *testing.T, addr string) int64 {
 	return budget
 }
 
+// seenOOMCounter records that a cgroup's OOM-kill counter was read.
+var seenOOMCounter bool
+
 // requireAlive fails t unless every container runs, was never OOM-killed
 // and its cgroup counts no OOM kill.
 func requireAlive(ctx context.Context, t *testing.T, c *dockerCluster, when string) {
@@ -233,6 +257,7 @@ func requireAlive(ctx context.Context, t *testing.T, c *dockerCluster, when stri
 		}
 		// cgroup v2 memory.events, v1 memory.oom_control: "oom_kill N".
 		if events, ok := cgroupFile(ctx, name, "memory.events", "memory.oom_control"); ok {
+			seenOOMCounter = true
 			for _, line := range strings.Split(events, "\n") {
 				if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" && f[1] != "0" {
 					t.Fatalf("%s: %s: the cgroup counts %s OOM kills", when, c.ids[i], f[1])
@@ -242,14 +267,26 @@ func requireAlive(ctx context.Context, t *testing.T, c *dockerCluster, when stri
 	}
 }
 
-// reportPeaks reports each container's peak memory (cgroup v2
-// memory.peak, v1 memory.max_usage_in_bytes) when the host shows it.
+// reportPeaks reports the peak resident memory (VmHWM) of each
+// container's sepp process since it started, when the host shows it. (The
+// cgroup's own peak counts the page cache of the Raft log's writes, which
+// fills any limit and is reclaimed, not killed for.)
 func reportPeaks(ctx context.Context, t *testing.T, c *dockerCluster, name string) {
 	t.Helper()
 	for i, cn := range c.containers {
-		if v, ok := cgroupFile(ctx, cn, "memory.peak", "memory.max_usage_in_bytes"); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-				report(t, fmt.Sprintf("%s_%s", name, c.ids[i]), n>>20, fmt.Sprintf("MiB of %d", memLimitMiB))
+		pid, err := docker(ctx, "inspect", "-f", "{{.State.Pid}}", cn)
+		if err != nil {
+			continue
+		}
+		status, err := os.ReadFile("/proc/" + pid + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					report(t, fmt.Sprintf("%s_rss_%s", name, c.ids[i]), kb>>10, fmt.Sprintf("MiB of %d", memLimitMiB))
+				}
 			}
 		}
 	}
