@@ -240,9 +240,6 @@ func serverBudget(ctx context.Context, t *testing.T, addr string) int64 {
 	return budget
 }
 
-// seenOOMCounter records that a cgroup's OOM-kill counter was read.
-var seenOOMCounter bool
-
 // requireAlive fails t unless every container runs, was never OOM-killed
 // and its cgroup counts no OOM kill.
 func requireAlive(ctx context.Context, t *testing.T, c *dockerCluster, when string) {
@@ -257,7 +254,6 @@ func requireAlive(ctx context.Context, t *testing.T, c *dockerCluster, when stri
 		}
 		// cgroup v2 memory.events, v1 memory.oom_control: "oom_kill N".
 		if events, ok := cgroupFile(ctx, name, "memory.events", "memory.oom_control"); ok {
-			seenOOMCounter = true
 			for _, line := range strings.Split(events, "\n") {
 				if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" && f[1] != "0" {
 					t.Fatalf("%s: %s: the cgroup counts %s OOM kills", when, c.ids[i], f[1])
