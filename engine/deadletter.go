@@ -73,7 +73,7 @@ func (e *Engine) kill(j *job, cause Cause) {
 	e.jobs.del(j.id)
 	e.forward(j, cause)
 	if e.lim.DeadLetterRetention <= 0 {
-		e.charge(q, -j.charge)
+		e.charge(q, -jobCharge(j))
 		q.dropped++
 		return
 	}
@@ -144,7 +144,7 @@ func (e *Engine) unlinkDead(r *deadRecord) {
 // expired), releasing the job's charge too.
 func (e *Engine) dropDead(r *deadRecord) {
 	e.unlinkDead(r)
-	e.charge(r.j.q, -r.j.charge)
+	e.charge(r.j.q, -jobCharge(r.j))
 }
 
 // forward enqueues a copy of a dying job onto its queue's dead_letter_queue:
@@ -350,8 +350,9 @@ func (e *Engine) DeadLetterJobs(now time.Time, ids []JobID, reason string) []Ite
 		}
 		e.detach(j)
 		if reason != "" {
+			before := jobCharge(j)
 			j.extension().lastReason = reason
-			e.rechargeJob(j)
+			e.charge(j.q, jobCharge(j)-before)
 		}
 		e.kill(j, CauseAdmin)
 	}

@@ -210,8 +210,7 @@ func (e *Engine) addJob(q *queue, jobType *string, payload []byte, prio uint8, m
 	} else {
 		e.makeReady(j)
 	}
-	j.charge = jobCharge(j)
-	e.charge(q, j.charge)
+	e.charge(q, jobCharge(j))
 	return j
 }
 

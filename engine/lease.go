@@ -155,7 +155,7 @@ func (e *Engine) Ack(now time.Time, ref LeaseRef) error {
 	}
 	e.detach(j)
 	e.jobs.del(j.id)
-	e.charge(j.q, -j.charge)
+	e.charge(j.q, -jobCharge(j))
 	j.q.acked++
 	return nil
 }
@@ -191,9 +191,10 @@ func (e *Engine) Nack(now time.Time, p NackParams) (NackResult, error) {
 	reason := cleanReason(p.Reason)
 	worker := e.workers[j.id]
 	e.detach(j)
+	before := jobCharge(j)
 	e.recordAttempt(j, outcomeNack, worker, reason)
 	j.extension().lastReason = reason
-	e.rechargeJob(j)
+	e.charge(j.q, jobCharge(j)-before)
 	if cause != CauseUnknown {
 		e.kill(j, cause)
 		return NackResult{DeadLettered: true}, nil
@@ -225,8 +226,9 @@ func (e *Engine) Release(now time.Time, ref LeaseRef) error {
 	}
 	worker := e.workers[j.id]
 	e.detach(j)
+	before := jobCharge(j)
 	e.recordAttempt(j, outcomeReleased, worker, "")
-	e.rechargeJob(j)
+	e.charge(j.q, jobCharge(j)-before)
 	j.attempt--
 	e.makeReady(j)
 	return nil

@@ -39,19 +39,23 @@ import "fmt"
 //     delivery it remembers; to the engine only (it names no queue).
 //
 // The engine's count is the sum of its queues' plus the reservations'. Each
-// operation changes it by the charge of what it added or removed, O(1) but
-// for the custom fields of an enqueued job, which the enqueue walks anyway;
+// operation changes it by the charge of what it added or removed: O(1) in
+// the jobs held, walking only the job's own custom fields and attempt
+// records (bounded by the limits) when it has any. A job does not store its
+// charge (that would cost it a size class): jobCharge recomputes it from the
+// content, and the operations that change the content (a nack, a release,
+// a lease expiry, an admin dead-letter's reason) charge the difference;
 // Restore recounts from scratch, and CheckInvariants recomputes the whole
 // count and compares (so a restored engine's count equals the original's:
 // the count is a function of the snapshot's content).
 //
 // jobOverhead is measured (TestMemory_CountTracksTheHeap, runtime.MemStats
 // after a GC): an engine holding 200,000 waiting jobs of empty payload, a
-// 3-byte type and no key takes 132 bytes of heap per job on amd64 with Go
-// 1.26 (the 112-byte job struct, its ring slot, its job-index slot, and
-// the slack of pages and ring), counted 147 with jobOverhead 144; 50,000
-// jobs of 1 KiB with a client's 32-hex-digit key take 1233 bytes per job,
-// counted 1251 (1.01x). A 1 KiB payload occupies exactly its 1024-byte
+// 3-byte type and no key takes 116 bytes of heap per job on amd64 with Go
+// 1.26 (the 96-byte job struct, its ring slot, its job-index slot, and the
+// slack of pages and ring), counted 147 with jobOverhead 144 (1.27x);
+// 50,000 jobs of 1 KiB with a client's 32-hex-digit key take 1217 bytes
+// per job, counted 1251 (1.03x). A 1 KiB payload occupies exactly its 1024-byte
 // size class. The other overheads are the sizes of the structs and map or
 // table slots involved, rounded up. What the count leaves out — the Raft
 // log, gRPC buffers, the garbage between collections — is what the server's
@@ -151,13 +155,6 @@ func (e *Engine) charge(q *queue, n int64) {
 	e.held += n
 }
 
-// rechargeJob recomputes a held job's charge after its content changed.
-func (e *Engine) rechargeJob(j *job) {
-	n := jobCharge(j)
-	e.charge(j.q, n-j.charge)
-	j.charge = n
-}
-
 // checkMemory refuses an addition of need bytes to q once it would take the
 // engine or q above its budget.
 func (e *Engine) checkMemory(q *queue, need int64) error {
@@ -203,8 +200,7 @@ func (e *Engine) recount() {
 		q.held = 0
 	}
 	e.jobs.each(func(j *job) bool {
-		j.charge = jobCharge(j)
-		e.charge(j.q, j.charge)
+		e.charge(j.q, jobCharge(j))
 		return true
 	})
 	for id, w := range e.workers { // sums: order does not matter
@@ -213,8 +209,7 @@ func (e *Engine) recount() {
 		}
 	}
 	for r := e.deadHead; r != nil; r = r.next {
-		r.j.charge = jobCharge(r.j)
-		e.charge(r.j.q, r.j.charge+deadRecordOverhead)
+		e.charge(r.j.q, jobCharge(r.j)+deadRecordOverhead)
 	}
 	for i := 0; i < e.keys.len(); i++ {
 		ent := e.keys.at(i)
@@ -229,26 +224,15 @@ func (e *Engine) recount() {
 // incremental counts (CheckInvariants).
 func (e *Engine) checkMemoryCounts() error {
 	perQueue := make(map[*queue]int64, len(e.queues))
-	var jobErr error
 	e.jobs.each(func(j *job) bool {
-		if n := jobCharge(j); n != j.charge {
-			jobErr = fmt.Errorf("job %d: charged %d bytes, holds %d", j.id, j.charge, n)
-			return false
-		}
-		perQueue[j.q] += j.charge
+		perQueue[j.q] += jobCharge(j)
 		return true
 	})
-	if jobErr != nil {
-		return jobErr
-	}
 	for id, w := range e.workers {
 		perQueue[e.jobs.get(id).q] += workerCharge(w)
 	}
 	for r := e.deadHead; r != nil; r = r.next {
-		if n := jobCharge(r.j); n != r.j.charge {
-			return fmt.Errorf("dead job %d: charged %d bytes, holds %d", r.j.id, r.j.charge, n)
-		}
-		perQueue[r.j.q] += r.j.charge + deadRecordOverhead
+		perQueue[r.j.q] += jobCharge(r.j) + deadRecordOverhead
 	}
 	for i := 0; i < e.keys.len(); i++ {
 		ent := e.keys.at(i)

@@ -28,8 +28,9 @@ func (e *Engine) advance(now time.Time) TickResult {
 		res.LeasesExpired++
 		worker := e.workers[j.id]
 		e.detach(j)
+		before := jobCharge(j)
 		e.recordAttempt(j, outcomeLeaseExpired, worker, "")
-		e.rechargeJob(j)
+		e.charge(j.q, jobCharge(j)-before)
 		if j.attempt >= j.maxAttempts {
 			e.kill(j, CauseLeaseExpired)
 			res.DeadLettered++
