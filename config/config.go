@@ -235,8 +235,12 @@ type Limits struct {
 	MaxMemoryBytes int64 `toml:"max_memory_bytes"`
 	// MaxMemoryShare is the share of the node's memory limit the default
 	// budget takes, 0..0.9: the rest is for the collector's headroom
-	// (gc_percent), a snapshot being restored beside the running state,
-	// the Raft log and requests. Default 0.4. 0 with max_memory_bytes 0:
+	// (gc_percent), a snapshot being restored beside the running state (a
+	// follower's InstallSnapshot holds both until the swap: twice the
+	// budget), the Raft log and requests. Default 0.33: three nodes in 256
+	// MiB each held a budget of 0.4 (102 MiB of 1 KiB jobs) at a peak RSS of
+	// 231-239 MiB, too close to the limit for that doubling. 0 with
+	// max_memory_bytes 0:
 	// unbounded (the behaviour before issue 22).
 	MaxMemoryShare *float64 `toml:"max_memory_share"`
 	MaxDeadLetters int      `toml:"max_dead_letters"`
@@ -801,7 +805,7 @@ func (c Config) EngineConfig() (engine.Config, error) {
 func (c Config) Source() string { return c.source }
 
 // DefaultMaxMemoryShare is limits.max_memory_share's default.
-const DefaultMaxMemoryShare = 0.4
+const DefaultMaxMemoryShare = 0.33
 
 // MemoryShare is limits.max_memory_share, its default when unset.
 func (l Limits) MemoryShare() float64 {

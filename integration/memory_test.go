@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sepp-io/sepp/client"
+	"github.com/sepp-io/sepp/config"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
@@ -42,8 +43,9 @@ func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
 
 	budget := serverBudget(ctx, t, c.Addrs()[0])
 	report(t, "memory budget_default", budget>>20, "MiB")
-	if want := int64(memLimitMiB<<20) * 4 / 10; budget < want*9/10 || budget > want*11/10 {
-		t.Fatalf("default budget %d bytes, want about 0.4 of the %d MiB limit (%d)", budget, memLimitMiB, want)
+	share := config.DefaultMaxMemoryShare // a variable: the product is not an integer constant
+	if want := int64(float64(memLimitMiB<<20) * share); budget < want*9/10 || budget > want*11/10 {
+		t.Fatalf("default budget %d bytes, want about %.2f of the %d MiB limit (%d)", budget, config.DefaultMaxMemoryShare, memLimitMiB, want)
 	}
 
 	// Producers push until the refusals are as many as the jobs the budget
