@@ -237,9 +237,12 @@ type Limits struct {
 	// budget takes, 0..0.9: the rest is for the collector's headroom
 	// (gc_percent), a snapshot being restored beside the running state (a
 	// follower's InstallSnapshot holds both until the swap: twice the
-	// budget), the Raft log and requests. Default 0.33: three nodes in 256
-	// MiB each held a budget of 0.4 (102 MiB of 1 KiB jobs) at a peak RSS of
-	// 231-239 MiB, too close to the limit for that doubling. 0 with
+	// budget), the Raft log and requests. Default 0.33, so that doubling
+	// plus the runtime's own fits in the 90% soft limit (server.memory_limit
+	// auto). Three nodes in 256 MiB containers held their 84 MiB budget of
+	// 1 KiB jobs at a peak RSS of 226-230 MiB, and restarted at 210-216:
+	// the collector uses the room up to the soft limit (gc_min_headroom),
+	// so the RSS follows that limit, not the budget. 0 with
 	// max_memory_bytes 0:
 	// unbounded (the behaviour before issue 22).
 	MaxMemoryShare *float64 `toml:"max_memory_share"`
