@@ -65,6 +65,10 @@ test/short: ## Fast tests only (-short skips multi-node and process tests).
 race: ## Tests of the concurrent packages under the race detector.
 	$(GO) test -race -count=$(COUNT) ./engine/... ./fsm/... ./cluster/... ./rpc/... ./client/...
 
+.PHONY: memory-test
+memory-test: ## The memory-budget test: three nodes in 256 MiB containers, 1 KiB jobs far past the budget, kill all, restart, drain (needs Docker).
+	$(GO) test -count=1 -timeout 10m -run TestMemoryBudgetUnderContainerLimit -v ./integration/
+
 .PHONY: integration
 integration: ## Real-process and container fault tests (needs Docker for partitions).
 	$(GO) test -count=1 -timeout 20m ./integration/...

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -219,6 +220,15 @@ func (n *Node) membersConfig() engine.Config {
 	cfg := n.cfg.Engine
 	if cfg.Limits.IdempotencyMinWindow != 0 && !n.membersApply(fsm.CommandVersionKeyMinWindow) {
 		cfg.Limits.IdempotencyMinWindow = 0
+	}
+	if fsm.HasMemoryBudget(cfg) && !n.membersApply(fsm.CommandVersionMemoryBudget) {
+		// An older member would drop the budget and accept what the
+		// others refuse: no budget until every member applies it.
+		cfg.Limits.MaxMemoryBytes = 0
+		cfg.Queues = slices.Clone(cfg.Queues)
+		for i := range cfg.Queues {
+			cfg.Queues[i].MaxMemoryBytes = nil
+		}
 	}
 	return cfg
 }

@@ -235,8 +235,28 @@ type Limits struct {
 	// idempotency_window_ms it is the window.
 	IdempotencyMinWindowMS int64 `toml:"idempotency_min_window_ms"`
 	MaxQueueLength         int   `toml:"max_queue_length"`
-	MaxDeadLetters         int   `toml:"max_dead_letters"`
-	AttemptHistory         int   `toml:"attempt_history"`
+	// MaxMemoryBytes is the budget of bytes the queues may hold (jobs,
+	// payloads, custom fields, keys, dead-letter records, as the engine
+	// counts them): above it enqueues are refused with ResourceExhausted
+	// while workers drain. 0 (the default) derives it: max_memory_share of
+	// the node's memory limit (the cgroup's, GOMEMLIMIT or
+	// server.memory_limit when set, else physical memory).
+	MaxMemoryBytes int64 `toml:"max_memory_bytes"`
+	// MaxMemoryShare is the share of the node's memory limit the default
+	// budget takes, 0..0.9: the rest is for the collector's headroom
+	// (gc_percent), a snapshot being restored beside the running state (a
+	// follower's InstallSnapshot holds both until the swap: twice the
+	// budget), the Raft log and requests. Default 0.33, so that doubling
+	// plus the runtime's own fits in the 90% soft limit (server.memory_limit
+	// auto). Three nodes in 256 MiB containers held their 84 MiB budget of
+	// 1 KiB jobs at a peak RSS of 226-230 MiB, and restarted at 210-216:
+	// the collector uses the room up to the soft limit (gc_min_headroom),
+	// so the RSS follows that limit, not the budget. 0 with
+	// max_memory_bytes 0:
+	// unbounded (the behaviour before issue 22).
+	MaxMemoryShare *float64 `toml:"max_memory_share"`
+	MaxDeadLetters int      `toml:"max_dead_letters"`
+	AttemptHistory int      `toml:"attempt_history"`
 	// Strict rejects enqueues to queues that no [[queues]] entry names.
 	Strict bool `toml:"strict"`
 }
@@ -265,7 +285,10 @@ type Queue struct {
 	RetryDelayMaxMS      *int64  `toml:"retry_delay_max_ms"`
 	MaxScheduleHorizonMS *int64  `toml:"max_schedule_horizon_ms"`
 	MaxLength            *int    `toml:"max_length"`
-	DeadLetterQueue      string  `toml:"dead_letter_queue"`
+	// MaxMemoryBytes is the queue's own budget of held bytes, under the
+	// global one.
+	MaxMemoryBytes  *int64 `toml:"max_memory_bytes"`
+	DeadLetterQueue string `toml:"dead_letter_queue"`
 }
 
 // Admin is the [admin] table: the web UI's sign-in.
@@ -526,6 +549,9 @@ func (c Config) Validate() error {
 	if s.GCPercent < -1 || s.GCPercent == 0 || s.GCPercent > 10000 {
 		add("server.gc_percent: must be 1..10000, or -1 for off; got %d", s.GCPercent)
 	}
+	if share := c.Limits.MemoryShare(); !(share >= 0 && share <= 0.9) {
+		add("limits.max_memory_share: must be 0..0.9 (0: no derived budget), got %v", share)
+	}
 
 	cl := c.Cluster
 	positive := []struct {
@@ -760,6 +786,7 @@ func (c Config) EngineConfig() (engine.Config, error) {
 		MaxIdempotencyKeys:   l.MaxIdempotencyKeys,
 		IdempotencyMinWindow: ms(l.IdempotencyMinWindowMS),
 		MaxQueueLength:       l.MaxQueueLength,
+		MaxMemoryBytes:       l.MaxMemoryBytes,
 		MaxDeadLetters:       l.MaxDeadLetters,
 		AttemptHistory:       l.AttemptHistory,
 		DeadLetterRetention:  ms(c.Storage.DeadLetterRetentionMS),
@@ -771,6 +798,7 @@ func (c Config) EngineConfig() (engine.Config, error) {
 			DefaultPriority:    q.DefaultPriority,
 			DefaultMaxAttempts: q.DefaultMaxAttempts,
 			MaxLength:          q.MaxLength,
+			MaxMemoryBytes:     q.MaxMemoryBytes,
 			DeadLetterQueue:    q.DeadLetterQueue,
 		}
 		if q.RetryDelayMS != nil {
@@ -802,3 +830,30 @@ func (c Config) EngineConfig() (engine.Config, error) {
 
 // Source is the path the config was loaded from ("" for Default or Parse).
 func (c Config) Source() string { return c.source }
+
+// DefaultMaxMemoryShare is limits.max_memory_share's default.
+const DefaultMaxMemoryShare = 0.33
+
+// MemoryShare is limits.max_memory_share, its default when unset.
+func (l Limits) MemoryShare() float64 {
+	if l.MaxMemoryShare == nil {
+		return DefaultMaxMemoryShare
+	}
+	return *l.MaxMemoryShare
+}
+
+// MemoryBudget is the budget of held bytes a node running in a memory
+// limit of limit bytes (0: unknown) proposes: limits.max_memory_bytes when
+// set, else max_memory_share of limit, else 0 (unbounded). from says which.
+func (l Limits) MemoryBudget(limit int64) (budget int64, from string) {
+	switch share := l.MemoryShare(); {
+	case l.MaxMemoryBytes > 0:
+		return l.MaxMemoryBytes, "limits.max_memory_bytes"
+	case share <= 0:
+		return 0, "limits.max_memory_share = 0 (unbounded)"
+	case limit <= 0:
+		return 0, "no memory limit known (unbounded)"
+	default:
+		return int64(float64(limit) * share), fmt.Sprintf("limits.max_memory_share %.2f of the node's memory limit", share)
+	}
+}

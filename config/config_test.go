@@ -123,6 +123,10 @@ func TestParse_Rejects(t *testing.T) {
 		{"AuthWithoutUsers", "[admin]\nauth = true\n", "admin.auth"},
 		{"BadRole", "[admin]\nusers = [{ name = \"x\", password_hash = \"h\", role = \"god\" }]\n", "admin.users[0].role"},
 		{"PayloadAboveMessage", "[limits]\nmax_payload_bytes = 33554432\n", "max_message_bytes"},
+		{"MemoryShareAboveNineTenths", "[limits]\nmax_memory_share = 0.95\n", "limits.max_memory_share"},
+		{"NegativeMemoryShare", "[limits]\nmax_memory_share = -0.1\n", "limits.max_memory_share"},
+		{"NegativeMemoryBudget", "[limits]\nmax_memory_bytes = -1\n", "limits.max_memory_bytes"},
+		{"NegativeQueueMemoryBudget", "[[queues]]\nname = \"q\"\nmax_memory_bytes = -5\n", "max_memory_bytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -185,4 +189,40 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse accepted a config the engine refuses: %v", err)
 		}
 	})
+}
+
+// TestLimits_MemoryBudget: the budget a node proposes, from the config and
+// the memory limit it runs in.
+func TestLimits_MemoryBudget(t *testing.T) {
+	share := func(v float64) *float64 { return &v }
+	tests := []struct {
+		name  string
+		lim   Limits
+		limit int64
+		want  int64
+	}{
+		{name: "DefaultShareOfLimit", limit: 1000 << 20, want: int64(float64(1000<<20) * DefaultMaxMemoryShare)},
+		{name: "NoLimitKnown", limit: 0, want: 0},
+		{name: "ExplicitWins", lim: Limits{MaxMemoryBytes: 123 << 20}, limit: 1 << 30, want: 123 << 20},
+		{name: "OwnShare", lim: Limits{MaxMemoryShare: share(0.5)}, limit: 1 << 30, want: 1 << 29},
+		{name: "ShareZeroIsUnbounded", lim: Limits{MaxMemoryShare: share(0)}, limit: 1 << 30, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, from := tt.lim.MemoryBudget(tt.limit); got != tt.want || from == "" {
+				t.Fatalf("MemoryBudget(%d) = %d (%s), want %d", tt.limit, got, from, tt.want)
+			}
+		})
+	}
+	cfg, err := Parse([]byte("[limits]\nmax_memory_bytes = 1048576\n[[queues]]\nname = \"q\"\nmax_memory_bytes = 4096\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, err := cfg.EngineConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ec.Limits.MaxMemoryBytes != 1<<20 || ec.Queues[0].MaxMemoryBytes == nil || *ec.Queues[0].MaxMemoryBytes != 4096 {
+		t.Fatalf("budgets not applied: %d %v", ec.Limits.MaxMemoryBytes, ec.Queues[0].MaxMemoryBytes)
+	}
 }

@@ -85,8 +85,13 @@ type Limits struct {
 	// client's 15s of retries.
 	IdempotencyMinWindow time.Duration
 	MaxQueueLength       int // default 0: unbounded
-	MaxDeadLetters       int // default 1,000,000 retained records
-	AttemptHistory       int // default 5 entries kept per job
+	// MaxMemoryBytes is the budget of held bytes (memory.go): an enqueue
+	// that would take the count above it is refused with ErrMemoryFull,
+	// while everything that drains keeps working. 0: unbounded (the
+	// engine's default; the server sets a share of its memory limit).
+	MaxMemoryBytes int64
+	MaxDeadLetters int // default 1,000,000 retained records
+	AttemptHistory int // default 5 entries kept per job
 	// DeadLetterRetention keeps dead-letter records this long; 0 drops dead
 	// jobs on the spot. Restart-only ([storage] dead_letter_retention_ms).
 	DeadLetterRetention time.Duration
@@ -105,6 +110,9 @@ type QueueConfig struct {
 	RetryDelayMax      *time.Duration
 	MaxScheduleHorizon *time.Duration
 	MaxLength          *int
+	// MaxMemoryBytes is the queue's own budget of held bytes, under the
+	// global one; nil or 0: none of its own.
+	MaxMemoryBytes *int64
 	// DeadLetterQueue, when set, receives a new job for every job that dies
 	// on this queue (payload and custom fields as they arrived, plus fields
 	// naming the origin, cause, last reason and final attempt).
@@ -266,18 +274,22 @@ type Page struct {
 
 // QueueStats are a queue's counts.
 type QueueStats struct {
-	Name           string
-	Paused         bool
-	Configured     bool
-	Scheduled      int
-	Ready          int
-	Reserved       int
-	Dead           int // retained dead-letter records
-	OldestReadyAge time.Duration
-	Enqueued       uint64 // jobs ever added
-	Acked          uint64
-	DeadLettered   map[Cause]uint64 // jobs ever dead-lettered, by cause
-	Dropped        uint64           // dead jobs dropped because retention is off
+	Name       string
+	Paused     bool
+	Configured bool
+	Scheduled  int
+	Ready      int
+	Reserved   int
+	Dead       int // retained dead-letter records
+	// HeldBytes is what the queue's jobs, records, keys and worker ids are
+	// counted to hold against the budgets; MaxMemoryBytes the queue's own
+	// budget (0: none).
+	HeldBytes, MaxMemoryBytes int64
+	OldestReadyAge            time.Duration
+	Enqueued                  uint64 // jobs ever added
+	Acked                     uint64
+	DeadLettered              map[Cause]uint64 // jobs ever dead-lettered, by cause
+	Dropped                   uint64           // dead jobs dropped because retention is off
 	// What became of retained records: requeued by an operator, drained,
 	// deleted, or swept when their retention passed. With these, every job
 	// is accounted for:

@@ -137,6 +137,8 @@ func (c Config) Validate() error {
 		return invalid("limits.idempotency_min_window_ms", "must not be negative, got %s", l.IdempotencyMinWindow)
 	case l.MaxQueueLength < 0:
 		return invalid("limits.max_queue_length", "must not be negative (0 is unbounded), got %d", l.MaxQueueLength)
+	case l.MaxMemoryBytes < 0:
+		return invalid("limits.max_memory_bytes", "must not be negative (0 is unbounded), got %d", l.MaxMemoryBytes)
 	case l.MaxDeadLetters < 1:
 		return invalid("limits.max_dead_letters", "must be at least 1, got %d", l.MaxDeadLetters)
 	case l.AttemptHistory < 0 || l.AttemptHistory > maxAttemptHistory:
@@ -197,6 +199,9 @@ func (c Config) validateQueue(q QueueConfig, names map[string]int) error {
 	if q.MaxLength != nil && *q.MaxLength < 0 {
 		return invalid(key("max_length"), "must not be negative (0 is unbounded), got %d", *q.MaxLength)
 	}
+	if q.MaxMemoryBytes != nil && *q.MaxMemoryBytes < 0 {
+		return invalid(key("max_memory_bytes"), "must not be negative (0 is none of its own), got %d", *q.MaxMemoryBytes)
+	}
 	if q.DeadLetterQueue != "" {
 		if err := checkQueueName(key("dead_letter_queue"), q.DeadLetterQueue); err != nil {
 			return err
@@ -242,6 +247,7 @@ type settings struct {
 	retryDelayMax      int64
 	horizon            int64
 	maxLength          int
+	maxMemory          int64 // the queue's own budget of held bytes; 0: none
 	deadLetterQueue    string
 }
 
@@ -279,6 +285,9 @@ func resolveSettings(l Limits, q *QueueConfig) settings {
 	if q.MaxLength != nil {
 		s.maxLength = *q.MaxLength
 	}
+	if q.MaxMemoryBytes != nil {
+		s.maxMemory = *q.MaxMemoryBytes
+	}
 	s.deadLetterQueue = q.DeadLetterQueue
 	return s
 }
@@ -300,6 +309,7 @@ func cloneConfig(cfg Config) Config {
 			RetryDelayMax:      clonePtr(q.RetryDelayMax),
 			MaxScheduleHorizon: clonePtr(q.MaxScheduleHorizon),
 			MaxLength:          clonePtr(q.MaxLength),
+			MaxMemoryBytes:     clonePtr(q.MaxMemoryBytes),
 			DeadLetterQueue:    q.DeadLetterQueue,
 		}
 	}

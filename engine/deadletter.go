@@ -73,6 +73,7 @@ func (e *Engine) kill(j *job, cause Cause) {
 	e.jobs.del(j.id)
 	e.forward(j, cause)
 	if e.lim.DeadLetterRetention <= 0 {
+		e.charge(q, -jobCharge(j))
 		q.dropped++
 		return
 	}
@@ -105,6 +106,7 @@ func (e *Engine) linkDead(r *deadRecord) {
 	}
 	q.deadTail = r
 	q.nDead++
+	e.charge(q, deadRecordOverhead)
 	heap.Push(&e.deadExp, r)
 	e.dead[r.j.id] = r
 }
@@ -133,8 +135,16 @@ func (e *Engine) unlinkDead(r *deadRecord) {
 	}
 	r.prev, r.next, r.qprev, r.qnext = nil, nil, nil, nil
 	q.nDead--
+	e.charge(q, -deadRecordOverhead)
 	heap.Remove(&e.deadExp, r.expIdx)
 	delete(e.dead, r.j.id)
+}
+
+// dropDead removes a record and its job for good (drained, deleted,
+// expired), releasing the job's charge too.
+func (e *Engine) dropDead(r *deadRecord) {
+	e.unlinkDead(r)
+	e.charge(r.j.q, -jobCharge(r.j))
 }
 
 // forward enqueues a copy of a dying job onto its queue's dead_letter_queue:
@@ -198,7 +208,7 @@ func (e *Engine) DrainDeadLetters(now time.Time, p DrainParams) ([]DeadLetterRec
 			break
 		}
 		out = append(out, e.recordView(r))
-		e.unlinkDead(r)
+		e.dropDead(r)
 		r.j.q.deadDrained++
 	}
 	return out, nil
@@ -308,7 +318,7 @@ func (e *Engine) DeleteDeadLetters(now time.Time, ids []JobID) []ItemResult {
 			out[i].Err = fmt.Errorf("dead-letter record of job %d: %w", id, ErrNotFound)
 			continue
 		}
-		e.unlinkDead(r)
+		e.dropDead(r)
 		r.j.q.deadDeleted++
 	}
 	return out
@@ -340,7 +350,9 @@ func (e *Engine) DeadLetterJobs(now time.Time, ids []JobID, reason string) []Ite
 		}
 		e.detach(j)
 		if reason != "" {
+			before := jobCharge(j)
 			j.extension().lastReason = reason
+			e.charge(j.q, jobCharge(j)-before)
 		}
 		e.kill(j, CauseAdmin)
 	}

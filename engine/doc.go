@@ -16,6 +16,13 @@
 // the same operations therefore hold the same state, which Digest proves byte
 // for byte.
 //
+// Memory: the engine counts the bytes its state holds (memory.go), a pure
+// function of the state kept incrementally, and refuses an enqueue that
+// would take the count above limits.max_memory_bytes or its queue's
+// max_memory_bytes with ErrMemoryFull; everything that drains keeps
+// working. The budgets are part of the replicated Config, so every replica
+// refuses alike.
+//
 // Cost: enqueue, reserve, ack, nack, release, extend and each promotion or
 // expiry are O(1) or O(log n) in the jobs held; listings are operator calls
 // that read one queue's jobs in one state.

@@ -36,6 +36,11 @@ type Engine struct {
 
 	reservations map[string]*reservation
 	resHeap      reservationHeap
+
+	// held is the bytes the state is counted to hold: the queues' held
+	// bytes plus the reservations' (memory.go). Derived from the state,
+	// so not in the snapshot; Restore recounts it.
+	held int64
 }
 
 // New returns an empty engine running cfg. cfg must have passed Validate; an
@@ -235,7 +240,10 @@ func (e *Engine) detach(j *job) {
 		q.nScheduled--
 	case StateReserved:
 		heap.Remove(&e.leases, int(j.heapIdx))
-		delete(e.workers, j.id)
+		if w, ok := e.workers[j.id]; ok {
+			e.charge(q, -workerCharge(w))
+			delete(e.workers, j.id)
+		}
 		q.nReserved--
 	default:
 		panic(fmt.Sprintf("engine: detach of job %d in state %v", j.id, j.state))

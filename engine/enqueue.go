@@ -124,6 +124,13 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	if q.set.maxLength > 0 && q.live() >= q.set.maxLength {
 		return EnqueueResult{}, &FieldError{Field: "queue", Reason: fmt.Sprintf("queue %q holds %d jobs, its max_length", q.name, q.set.maxLength), Err: ErrQueueFull}
 	}
+	var customBytes int64
+	if len(p.Custom) > 0 {
+		customBytes = customCharge(p.Custom)
+	}
+	if err := e.checkMemory(q, enqueueCharge(p, &sk, customBytes, due != 0)); err != nil {
+		return EnqueueResult{}, err
+	}
 	if key != "" && e.keys.len() >= e.lim.MaxIdempotencyKeys && !e.forgetOldestKeyEarly(now) {
 		reason := fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys; retry once older keys expire", e.keys.len())
 		if e.lim.IdempotencyMinWindow > 0 {
@@ -172,6 +179,7 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 			// buffer. (A packed key is a copy already.)
 			ent.key = strings.Clone(key)
 		}
+		e.charge(q, keyCharge(&ent))
 		e.keys.add(ent)
 	}
 	return EnqueueResult{JobID: j.id, State: j.state}, nil
@@ -202,6 +210,7 @@ func (e *Engine) addJob(q *queue, jobType *string, payload []byte, prio uint8, m
 	} else {
 		e.makeReady(j)
 	}
+	e.charge(q, jobCharge(j))
 	return j
 }
 
@@ -229,7 +238,14 @@ func (e *Engine) forgetOldestKeyEarly(now int64) bool {
 	if minWindow <= 0 || e.keys.len() == 0 || addSat(e.keys.front().createdAt, minWindow) > now {
 		return false
 	}
-	e.keys.popFront()
+	e.popKey()
 	e.keysForgottenEarly++
 	return true
+}
+
+// popKey forgets the oldest idempotency key, releasing its charge.
+func (e *Engine) popKey() {
+	ent := e.keys.front()
+	e.charge(ent.q, -keyCharge(ent))
+	e.keys.popFront()
 }

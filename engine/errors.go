@@ -31,6 +31,11 @@ var (
 	// ErrCapacity: a bounded store (idempotency keys, dead-letter records) is
 	// full; the operation was refused rather than dropping anything.
 	ErrCapacity = errors.New("capacity exhausted")
+	// ErrMemoryFull: adding the job would take the bytes the engine holds
+	// above limits.max_memory_bytes or the queue's max_memory_bytes; the
+	// enqueue was refused and nothing was added. Workers draining the
+	// backlog make room.
+	ErrMemoryFull = errors.New("memory budget exhausted")
 )
 
 // FieldError is a rejected field, with the limit it broke.

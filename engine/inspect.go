@@ -207,6 +207,7 @@ func (e *Engine) queueStats(now time.Time, q *queue) QueueStats {
 		Ready:        q.nReady,
 		Reserved:     q.nReserved,
 		Dead:         q.nDead,
+		HeldBytes:    q.held,
 		Enqueued:     q.enqueued,
 		Acked:        q.acked,
 		DeadLettered: make(map[Cause]uint64, 4),
@@ -216,6 +217,7 @@ func (e *Engine) queueStats(now time.Time, q *queue) QueueStats {
 		DeadDeleted:  q.deadDeleted,
 		DeadExpired:  q.deadExpired,
 	}
+	s.MaxMemoryBytes = q.set.maxMemory
 	for c := CauseAttemptsExhausted; c <= CauseAdmin; c++ {
 		s.DeadLettered[c] = q.deadLettered[c]
 	}

@@ -268,7 +268,8 @@ func (e *Engine) CheckInvariants() error {
 			return errors.New("reservation heap out of order")
 		}
 	}
-	return nil
+	// Held bytes: the incremental counts equal a count from scratch.
+	return e.checkMemoryCounts()
 }
 
 func checkHeap(h *jobHeap) error {

@@ -66,6 +66,7 @@ func (e *Engine) Reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
 		}
 		e.reservations[r.requestID] = r
 		heap.Push(&e.resHeap, r)
+		e.held += reservationCharge(r)
 	}
 	return out, nil
 }
@@ -80,6 +81,7 @@ func (e *Engine) deliver(j *job, deadline int64, worker string) {
 	heap.Push(&e.leases, j)
 	if worker != "" {
 		e.workers[j.id] = worker
+		e.charge(j.q, workerCharge(worker))
 	}
 	j.q.nReserved++
 }
@@ -153,6 +155,7 @@ func (e *Engine) Ack(now time.Time, ref LeaseRef) error {
 	}
 	e.detach(j)
 	e.jobs.del(j.id)
+	e.charge(j.q, -jobCharge(j))
 	j.q.acked++
 	return nil
 }
@@ -188,8 +191,10 @@ func (e *Engine) Nack(now time.Time, p NackParams) (NackResult, error) {
 	reason := cleanReason(p.Reason)
 	worker := e.workers[j.id]
 	e.detach(j)
+	before := jobCharge(j)
 	e.recordAttempt(j, outcomeNack, worker, reason)
 	j.extension().lastReason = reason
+	e.charge(j.q, jobCharge(j)-before)
 	if cause != CauseUnknown {
 		e.kill(j, cause)
 		return NackResult{DeadLettered: true}, nil
@@ -221,7 +226,9 @@ func (e *Engine) Release(now time.Time, ref LeaseRef) error {
 	}
 	worker := e.workers[j.id]
 	e.detach(j)
+	before := jobCharge(j)
 	e.recordAttempt(j, outcomeReleased, worker, "")
+	e.charge(j.q, jobCharge(j)-before)
 	j.attempt--
 	e.makeReady(j)
 	return nil

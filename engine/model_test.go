@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -466,6 +467,11 @@ check:
 		et.RequireInvariants(t, r.e) // includes snapshot -> restore -> same digest
 		if r.e.Digest() != r.twin.Digest() {
 			t.Fatalf("step %d: twin digests differ", i)
+		}
+		// The engine has been restored along the way, its twin never: their
+		// counts of held bytes must still agree.
+		if got, want := r.e.MemoryHeld(), r.twin.MemoryHeld(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: held bytes %+v, twin %+v", i, got, want)
 		}
 		// Restore into the engine itself and keep going from the copy.
 		var buf bytes.Buffer

@@ -31,8 +31,12 @@ const (
 	// snapshotVersion is the layout this engine writes. Version 2 added
 	// limits.idempotency_min_window after the other limits; version 1 is
 	// still read, as a config without it (0: keys are never forgotten
-	// early, which is what a version 1 engine did).
-	snapshotVersion = 2
+	// early, which is what a version 1 engine did). Version 3 added
+	// limits.max_memory_bytes after it and each queue's max_memory_bytes
+	// after its dead_letter_queue; it is written only when a budget is
+	// set, so the snapshot of a state without one is the version 2
+	// stream an older binary reads and digests alike.
+	snapshotVersion = 3
 	// maxDecodeBytes bounds any one string or byte slice read from a
 	// snapshot, so a corrupt length cannot ask for a huge allocation.
 	maxDecodeBytes = 1 << 30
@@ -126,7 +130,7 @@ func (e *Engine) encode(c *encoder) {
 	if c.err == nil {
 		_, c.err = c.w.WriteString(snapshotMagic)
 	}
-	c.uvarint(snapshotVersion)
+	c.uvarint(snapshotVersionOf(e.cfg))
 	c.varint(e.now)
 	c.uvarint(e.nextID)
 	c.uvarint(e.nextLease)
@@ -228,6 +232,10 @@ func encodeConfig(c *encoder, cfg Config) {
 	c.varint(int64(l.DeadLetterRetention))
 	c.bool(l.Strict)
 	c.varint(int64(l.IdempotencyMinWindow))
+	v3 := snapshotVersionOf(cfg) >= 3
+	if v3 {
+		c.varint(l.MaxMemoryBytes)
+	}
 	c.uvarint(uint64(len(cfg.Queues)))
 	for _, q := range cfg.Queues {
 		c.string(q.Name)
@@ -239,7 +247,24 @@ func encodeConfig(c *encoder, cfg Config) {
 		encodeOpt(c, q.MaxScheduleHorizon, func(v time.Duration) { c.varint(int64(v)) })
 		encodeOpt(c, q.MaxLength, func(v int) { c.varint(int64(v)) })
 		c.string(q.DeadLetterQueue)
+		if v3 {
+			encodeOpt(c, q.MaxMemoryBytes, func(v int64) { c.varint(v) })
+		}
 	}
+}
+
+// snapshotVersionOf is the layout a state running cfg is written in: 3
+// when a memory budget is set, else 2.
+func snapshotVersionOf(cfg Config) uint64 {
+	if cfg.Limits.MaxMemoryBytes != 0 {
+		return 3
+	}
+	for _, q := range cfg.Queues {
+		if q.MaxMemoryBytes != nil {
+			return 3
+		}
+	}
+	return 2
 }
 
 func encodeOpt[T any](c *encoder, p *T, put func(T)) {
@@ -767,19 +792,25 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		if !ok || q == nil || len(key) == 0 {
 			return nil, fmt.Errorf("idempotency key %q: not of a known queue", full)
 		}
+		// The view is valid only until the next read: make the entry, which
+		// packs or copies the key, before reading its job id and time.
+		ent := newIdemEntry(q, key, 0, 0)
 		jobID, createdAt := JobID(d.uvarint()), d.varint()
 		if d.err != nil {
 			break
 		}
+		keyText := string(ent.appendKey(nil))
 		if n := e.keys.len(); n > 0 && createdAt < e.keys.at(n-1).createdAt {
-			return nil, fmt.Errorf("idempotency key %q of queue %q out of creation order", key, q.name)
+			return nil, fmt.Errorf("idempotency key %q of queue %q out of creation order", keyText, q.name)
 		}
 		if jobID >= idemPacked {
-			return nil, fmt.Errorf("idempotency key %q of queue %q: job id %d out of range", key, q.name, jobID)
+			return nil, fmt.Errorf("idempotency key %q of queue %q: job id %d out of range", keyText, q.name, jobID)
 		}
+		ent.job |= uint64(jobID)
+		ent.createdAt = createdAt
 		// A key appearing twice is caught by CheckInvariants below, in the
 		// one pass over the index it makes anyway.
-		e.keys.add(newIdemEntry(q, key, jobID, createdAt))
+		e.keys.add(ent)
 	}
 
 	nr := d.count(1 << 40)
@@ -802,6 +833,7 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
+	e.recount()
 	return e, nil
 }
 
@@ -832,6 +864,9 @@ func (d *decoder) decodeConfig() Config {
 	if d.version >= 2 {
 		l.IdempotencyMinWindow = time.Duration(d.varint())
 	}
+	if d.version >= 3 {
+		l.MaxMemoryBytes = d.varint()
+	}
 	cfg := Config{Limits: l}
 	n := d.count(1 << 20)
 	for i := 0; i < n && d.err == nil; i++ {
@@ -844,6 +879,9 @@ func (d *decoder) decodeConfig() Config {
 		q.MaxScheduleHorizon = decodeOpt(d, func() time.Duration { return time.Duration(d.varint()) })
 		q.MaxLength = decodeOpt(d, d.int)
 		q.DeadLetterQueue = d.string()
+		if d.version >= 3 {
+			q.MaxMemoryBytes = decodeOpt(d, d.varint)
+		}
 		cfg.Queues = append(cfg.Queues, q)
 	}
 	return cfg

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -218,6 +219,8 @@ func TestFuzzSeedCorpus(t *testing.T) {
 		"rich-engine":  snapshotBytes(t, richEngine(t)),
 		"header-only":  []byte("SEPPENG\x00\x01"),
 		"truncated":    snapshotBytes(t, richEngine(t))[:200],
+		// Layout version 3: a memory budget, global and per queue.
+		"budget-engine": snapshotBytes(t, richEngine(t, withBudgets)),
 	}
 	for name, data := range seeds {
 		path := filepath.Join(dir, name)
@@ -275,5 +278,42 @@ func TestRestoreVersion1(t *testing.T) {
 	}
 	if err := e.CheckInvariants(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// withBudgets sets a global memory budget and one of queue "a"'s own.
+func withBudgets(c *engine.Config) {
+	c.Limits.MaxMemoryBytes = 1 << 30
+	for i := range c.Queues {
+		if c.Queues[i].Name == "a" {
+			c.Queues[i].MaxMemoryBytes = et.Ptr[int64](1 << 20)
+		}
+	}
+}
+
+// TestSnapshot_MemoryBudgetLayout: a state with a memory budget is written
+// in layout version 3 and restores with its budgets and count; one without
+// stays version 2, the bytes an older binary reads.
+func TestSnapshot_MemoryBudgetLayout(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		mutate  []func(*engine.Config)
+		version byte
+	}{{name: "NoBudget", version: 2}, {name: "Budget", mutate: []func(*engine.Config){withBudgets}, version: 3}} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := richEngine(t, tt.mutate...)
+			data := snapshotBytes(t, e)
+			if got := data[len("SEPPENG\x00")]; got != tt.version {
+				t.Fatalf("layout version %d, want %d", got, tt.version)
+			}
+			restored := engine.New(engine.DefaultConfig())
+			if err := restored.Restore(bytes.NewReader(data)); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(restored.Config(), e.Config()) {
+				t.Fatalf("config after restore %+v, want %+v", restored.Config(), e.Config())
+			}
+			et.RequireInvariants(t, restored)
+		})
 	}
 }

@@ -28,7 +28,9 @@ func (e *Engine) advance(now time.Time) TickResult {
 		res.LeasesExpired++
 		worker := e.workers[j.id]
 		e.detach(j)
+		before := jobCharge(j)
 		e.recordAttempt(j, outcomeLeaseExpired, worker, "")
+		e.charge(j.q, jobCharge(j)-before)
 		if j.attempt >= j.maxAttempts {
 			e.kill(j, CauseLeaseExpired)
 			res.DeadLettered++
@@ -38,18 +40,19 @@ func (e *Engine) advance(now time.Time) TickResult {
 	}
 	for len(e.deadExp) > 0 && e.deadExp[0].expiresAt <= t {
 		r := e.deadExp[0]
-		e.unlinkDead(r)
+		e.dropDead(r)
 		r.j.q.deadExpired++
 		res.Swept++
 	}
 	window := int64(e.lim.IdempotencyWindow)
 	for e.keys.len() > 0 && addSat(e.keys.front().createdAt, window) <= t {
-		e.keys.popFront()
+		e.popKey()
 		res.KeysExpired++
 	}
 	for len(e.resHeap) > 0 && e.resHeap[0].expiresAt <= t {
 		r := heap.Pop(&e.resHeap).(*reservation)
 		delete(e.reservations, r.requestID)
+		e.held -= reservationCharge(r)
 	}
 	return res
 }

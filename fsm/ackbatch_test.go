@@ -201,6 +201,7 @@ func TestCommandVersions(t *testing.T) {
 		{name: "Tick", cmd: TickCommand(), want: 1},
 		{name: "Config", cmd: SetConfigCommand(noMinWindow), want: 1},
 		{name: "ConfigWithMinWindow", cmd: SetConfigCommand(engine.Config{Limits: engine.DefaultLimits()}), want: CommandVersionKeyMinWindow, wantOp: 1},
+		{name: "ConfigWithMemoryBudget", cmd: SetConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "q", MaxMemoryBytes: new(int64)}}}), want: CommandVersionMemoryBudget, wantOp: 1},
 		{name: "SetNode", cmd: SetNodeCommand(NodeMeta{ID: "n", MaxCommandVersion: CommandVersion}), want: 1},
 		{name: "DeleteNode", cmd: DeleteNodeCommand("n"), want: 1},
 		{name: "AckBatch", cmd: AckBatchCommand([]engine.LeaseRef{ref}), want: CommandVersionAckBatch},
@@ -219,7 +220,7 @@ func TestCommandVersions(t *testing.T) {
 			}
 		})
 	}
-	if CommandVersion < CommandVersionAckBatch || CommandVersion < CommandVersionKeyMinWindow {
+	if CommandVersion < CommandVersionAckBatch || CommandVersion < CommandVersionKeyMinWindow || CommandVersion < CommandVersionMemoryBudget {
 		t.Fatalf("CommandVersion %d does not cover JobAckBatch (%d) and the minimum key window (%d)", CommandVersion, CommandVersionAckBatch, CommandVersionKeyMinWindow)
 	}
 }

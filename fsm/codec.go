@@ -32,11 +32,13 @@ const (
 	//	2: version 1 plus JobAckBatch (AckBatchCommand).
 	//	3: version 2 plus a ConfigSet whose limits set
 	//	   idempotency_min_window_nanos (SetConfigCommand).
+	//	4: version 3 plus a ConfigSet that sets a memory budget
+	//	   (limits.max_memory_bytes or a queue's max_memory_bytes).
 	//
 	// A node replicates the version it applies in its NodeMeta, and the
 	// leader proposes a command of version N only while every member says
 	// it applies N (cluster).
-	CommandVersion = 3
+	CommandVersion = 4
 )
 
 // Command versions, by the operations they introduced.
@@ -48,6 +50,10 @@ const (
 	// limits.idempotency_min_window: an older binary would drop the field
 	// and keep refusing keys the others forget early.
 	CommandVersionKeyMinWindow = 3
+	// CommandVersionMemoryBudget is the version of a ConfigSet that sets a
+	// memory budget: an older binary would drop it and accept the enqueues
+	// the others refuse, so its state would split from theirs.
+	CommandVersionMemoryBudget = 4
 )
 
 const (
@@ -344,16 +350,34 @@ func TickCommand() *cmdpb.Command {
 	return c
 }
 
-// SetConfigCommand builds a ConfigSet: of command version 1, or
-// CommandVersionKeyMinWindow when the limits set idempotency_min_window
-// (propose that only to a cluster whose every member applies it).
+// SetConfigCommand builds a ConfigSet: of command version 1,
+// CommandVersionKeyMinWindow when the limits set idempotency_min_window, or
+// CommandVersionMemoryBudget when they set a memory budget (propose those
+// only to a cluster whose every member applies them).
 func SetConfigCommand(cfg engine.Config) *cmdpb.Command {
 	c := newCommand()
 	if cfg.Limits.IdempotencyMinWindow != 0 {
 		c.Version = CommandVersionKeyMinWindow
 	}
+	if HasMemoryBudget(cfg) {
+		c.Version = CommandVersionMemoryBudget
+	}
 	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: EngineConfigToProto(cfg)}}
 	return c
+}
+
+// HasMemoryBudget reports whether cfg sets a memory budget, globally or for
+// a queue (which needs CommandVersionMemoryBudget).
+func HasMemoryBudget(cfg engine.Config) bool {
+	if cfg.Limits.MaxMemoryBytes != 0 {
+		return true
+	}
+	for _, q := range cfg.Queues {
+		if q.MaxMemoryBytes != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // SetNodeCommand builds a NodeMetadataSet.
@@ -480,6 +504,7 @@ func EngineConfigToProto(cfg engine.Config) *cmdpb.EngineConfig {
 		DeadLetterRetentionNanos:  int64(l.DeadLetterRetention),
 		Strict:                    l.Strict,
 		IdempotencyMinWindowNanos: int64(l.IdempotencyMinWindow),
+		MaxMemoryBytes:            l.MaxMemoryBytes,
 	}}
 	for _, q := range cfg.Queues {
 		pq := &cmdpb.QueueConfig{
@@ -490,6 +515,7 @@ func EngineConfigToProto(cfg engine.Config) *cmdpb.EngineConfig {
 			RetryDelayMaxNanos:      durationPtrToProto(q.RetryDelayMax),
 			MaxScheduleHorizonNanos: durationPtrToProto(q.MaxScheduleHorizon),
 			DeadLetterQueue:         q.DeadLetterQueue,
+			MaxMemoryBytes:          clonePtr(q.MaxMemoryBytes),
 		}
 		if q.RetryBackoff != nil {
 			b := uint32(*q.RetryBackoff)
@@ -531,6 +557,7 @@ func EngineConfigFromProto(pc *cmdpb.EngineConfig) engine.Config {
 		DeadLetterRetention:  time.Duration(l.GetDeadLetterRetentionNanos()),
 		Strict:               l.GetStrict(),
 		IdempotencyMinWindow: time.Duration(l.GetIdempotencyMinWindowNanos()),
+		MaxMemoryBytes:       l.GetMaxMemoryBytes(),
 	}}
 	for _, pq := range pc.GetQueues() {
 		q := engine.QueueConfig{
@@ -539,6 +566,7 @@ func EngineConfigFromProto(pc *cmdpb.EngineConfig) engine.Config {
 			RetryDelayMax:      durationPtrFromProto(pq.RetryDelayMaxNanos),
 			MaxScheduleHorizon: durationPtrFromProto(pq.MaxScheduleHorizonNanos),
 			DeadLetterQueue:    pq.GetDeadLetterQueue(),
+			MaxMemoryBytes:     clonePtr(pq.MaxMemoryBytes),
 		}
 		if pq.DefaultPriority != nil {
 			v := pq.GetDefaultPriority()
@@ -583,4 +611,12 @@ func nodeMetaToProto(n NodeMeta) *cmdpb.NodeMetadata {
 
 func nodeMetaFromProto(n *cmdpb.NodeMetadata) NodeMeta {
 	return NodeMeta{ID: n.GetId(), RaftAddr: n.GetRaftAddr(), GRPCAddr: n.GetGrpcAddr(), HTTPAddr: n.GetHttpAddr(), MaxCommandVersion: n.GetMaxCommandVersion()}
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

@@ -154,6 +154,13 @@ func (c *dockerCluster) LogTail(i int) string {
 
 func startDockerCluster(t *testing.T) *dockerCluster {
 	t.Helper()
+	return startDockerClusterWith(t, nil, clusterTOML)
+}
+
+// startDockerClusterWith is startDockerCluster with more `docker run`
+// flags for every container and extraTOML in place of clusterTOML.
+func startDockerClusterWith(t *testing.T, runFlags []string, extraTOML string) *dockerCluster {
+	t.Helper()
 	tag := seppImage(t)
 	ctx := context.Background()
 	suffix := randomSuffix()
@@ -194,15 +201,16 @@ func startDockerCluster(t *testing.T) *dockerCluster {
 			fmt.Fprintf(&b, "  { id = %q, raft_addr = \"%s:7050\", grpc_addr = \"%s:50051\", http_addr = \"%s:8080\" },\n", c.ids[j], c.ips[j], c.ips[j], c.ips[j])
 		}
 		b.WriteString("]\n\n")
-		b.WriteString(clusterTOML)
+		b.WriteString(extraTOML)
 		cfg := filepath.Join(dir, c.ids[i]+".toml")
 		if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		name := c.network + "-" + c.ids[i]
 		c.containers = append(c.containers, name)
-		if _, err := docker(ctx, "run", "-d", "--name", name, "--network", c.network, "--ip", c.ips[i],
-			"-v", cfg+":/etc/sepp/node.toml:ro", tag, "serve", "--config", "/etc/sepp/node.toml"); err != nil {
+		args := append([]string{"run", "-d", "--name", name, "--network", c.network, "--ip", c.ips[i]}, runFlags...)
+		args = append(args, "-v", cfg+":/etc/sepp/node.toml:ro", tag, "serve", "--config", "/etc/sepp/node.toml")
+		if _, err := docker(ctx, args...); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -281,6 +281,7 @@ func limitsToProto(l engine.Limits, o Options) *seppv1.Limits {
 		IdempotencyWindowMs:  l.IdempotencyWindow.Milliseconds(),
 		MaxQueueLength:       uint64OrZero(l.MaxQueueLength),
 		Strict:               l.Strict,
+		MaxMemoryBytes:       uint64(max(l.MaxMemoryBytes, 0)),
 	}
 }
 
@@ -317,6 +318,9 @@ func queueLimitsToProto(q engine.QueueConfig, l engine.Limits) *seppv1.QueueLimi
 	}
 	if q.MaxLength != nil {
 		out.MaxLength = uint64OrZero(*q.MaxLength)
+	}
+	if q.MaxMemoryBytes != nil {
+		out.MaxMemoryBytes = uint64(max(*q.MaxMemoryBytes, 0))
 	}
 	return out
 }

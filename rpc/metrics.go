@@ -72,6 +72,7 @@ type stateCollector struct {
 	raftState, raftTerm, raftCommit, raftApplied, raftLastLog         *prometheus.Desc
 	raftApplyLag                                                      *prometheus.Desc
 	remembered, rememberedLimit, forgottenEarly                       *prometheus.Desc
+	memHeld, memBudget, queueMemHeld, queueMemBudget                  *prometheus.Desc
 }
 
 // metricsReadTimeout bounds the reads one scrape makes.
@@ -95,13 +96,18 @@ func newStateCollector(b Backend, now func() time.Time, log hclog.Logger) *state
 		raftApplyLag:    prometheus.NewDesc("sepp_raft_apply_lag", "Committed entries not yet applied (commit index minus applied index).", nil, nil),
 		remembered:      prometheus.NewDesc("sepp_remembered_keys", "Keys remembered to answer retried calls, by kind: enqueue idempotency keys (for limits.idempotency_window) and reserve request ids (until the lease their reserve granted ends).", []string{"kind"}, nil),
 		rememberedLimit: prometheus.NewDesc("sepp_remembered_keys_limit", "limits.max_idempotency_keys: the most keys of each kind remembered at once.", nil, nil),
+		memHeld:         prometheus.NewDesc("sepp_memory_held_bytes", "Bytes this node's jobs, payloads, custom fields, keys and dead-letter records are counted to hold, against limits.max_memory_bytes (the same count on every replica).", nil, nil),
+		memBudget:       prometheus.NewDesc("sepp_memory_budget_bytes", "limits.max_memory_bytes in force (replicated; 0: unbounded): above it enqueues are refused with RESOURCE_EXHAUSTED.", nil, nil),
+		queueMemHeld:    prometheus.NewDesc("sepp_queue_memory_held_bytes", "Bytes a queue's jobs, records and keys are counted to hold.", []string{"queue"}, nil),
+		queueMemBudget:  prometheus.NewDesc("sepp_queue_memory_budget_bytes", "A queue's own max_memory_bytes, for the queues that have one.", []string{"queue"}, nil),
 		forgottenEarly:  prometheus.NewDesc("sepp_idempotency_keys_forgotten_early_total", "Idempotency keys forgotten before limits.idempotency_window ended, to make room once limits.max_idempotency_keys were held (since this node started).", nil, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.oldestReady, c.enqueued, c.acked, c.deadLettered, c.dropped, c.paused,
-		c.raftState, c.raftTerm, c.raftCommit, c.raftApplied, c.raftLastLog, c.raftApplyLag, c.remembered, c.rememberedLimit, c.forgottenEarly} {
+		c.raftState, c.raftTerm, c.raftCommit, c.raftApplied, c.raftLastLog, c.raftApplyLag, c.remembered, c.rememberedLimit, c.forgottenEarly,
+		c.memHeld, c.memBudget, c.queueMemHeld, c.queueMemBudget} {
 		ch <- d
 	}
 }
@@ -114,9 +120,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 	var stats []engine.QueueStats
 	var keys engine.RememberedKeys
+	var held, budget int64
 	if err := c.b.Read(ctx, true, func(e *engine.Engine) error {
 		stats = e.Stats(c.now())
 		keys = e.RememberedKeys()
+		held, budget = e.MemoryHeldTotal(), e.Config().Limits.MaxMemoryBytes
 		return nil
 	}); err != nil {
 		c.log.Warn("metrics: reading queue stats failed", "error", err)
@@ -125,6 +133,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.remembered, prometheus.GaugeValue, float64(keys.ReserveRequestIDs), "reserve_request_id")
 		ch <- prometheus.MustNewConstMetric(c.rememberedLimit, prometheus.GaugeValue, float64(keys.Limit))
 		ch <- prometheus.MustNewConstMetric(c.forgottenEarly, prometheus.CounterValue, float64(keys.ForgottenEarly))
+		ch <- prometheus.MustNewConstMetric(c.memHeld, prometheus.GaugeValue, float64(held))
+		ch <- prometheus.MustNewConstMetric(c.memBudget, prometheus.GaugeValue, float64(budget))
 	}
 	for _, q := range stats {
 		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -138,6 +148,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.jobs, float64(q.Reserved), "reserved")
 		gauge(c.jobs, float64(q.Dead), "dead")
 		gauge(c.oldestReady, q.OldestReadyAge.Seconds())
+		gauge(c.queueMemHeld, float64(q.HeldBytes))
+		if q.MaxMemoryBytes > 0 {
+			gauge(c.queueMemBudget, float64(q.MaxMemoryBytes))
+		}
 		paused := 0.0
 		if q.Paused {
 			paused = 1

@@ -517,8 +517,10 @@ func (s *queueService) DrainDeadLetters(ctx context.Context, req *seppv1.DrainDe
 
 func (s *queueService) GetServerInfo(ctx context.Context, req *seppv1.GetServerInfoRequest) (*seppv1.GetServerInfoResponse, error) {
 	var cfg engine.Config
+	var held int64
 	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
 		cfg = e.Config()
+		held = e.MemoryHeldTotal()
 		return nil
 	}); err != nil {
 		return nil, err
@@ -537,6 +539,7 @@ func (s *queueService) GetServerInfo(ctx context.Context, req *seppv1.GetServerI
 		MaxScheduleHorizonMs:       l.MaxScheduleHorizon.Milliseconds(),
 		Limits:                     limitsToProto(l, s.opts),
 	}
+	out.Limits.MemoryHeldBytes = uint64(max(held, 0))
 	for _, q := range cfg.Queues {
 		out.Queues = append(out.Queues, queueLimitsToProto(q, l))
 	}

@@ -164,6 +164,9 @@ func TestMetrics(t *testing.T) {
 		`sepp_remembered_keys{kind="reserve_request_id",node="node-1"} 0`,
 		`sepp_remembered_keys_limit{node="node-1"} 4e+06`,
 		`sepp_idempotency_keys_forgotten_early_total{node="node-1"} 0`,
+		`sepp_memory_budget_bytes{node="node-1"} 0`,
+		`sepp_memory_held_bytes{node="node-1"}`,
+		`sepp_queue_memory_held_bytes{node="node-1",queue="emails"}`,
 		`sepp_rpc_requests_total{code="OK",method="/sepp.v1.QueueService/Enqueue",node="node-1"} 2`,
 		`sepp_rpc_duration_seconds_bucket{code="OK",method="/sepp.v1.QueueService/Nack",node="node-1"`,
 	} {

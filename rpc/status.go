@@ -30,6 +30,7 @@ import (
 //	engine ErrWrongState             FailedPrecondition + PreconditionFailure(STATE)
 //	engine ErrNotFound, ErrUnknownQueue  NotFound
 //	engine ErrQueueFull, ErrCapacity ResourceExhausted
+//	engine *MemoryFullError          ResourceExhausted + QuotaFailure(the budget's key)
 //	context.Canceled / DeadlineExceeded  Canceled / DeadlineExceeded
 //	a *status.Status error           passed through unchanged
 //	anything else                    Internal (the caller logs it)
@@ -67,6 +68,7 @@ func statusFor(err error) *status.Status {
 	var diskFull *cluster.DiskFullError
 	var tooFar *engine.ScheduledTooFarError
 	var field *engine.FieldError
+	var memFull *engine.MemoryFullError
 	switch {
 	case errors.As(err, &notLeader):
 		return withDetails(codes.Unavailable, err.Error(), &seppv1.NotLeader{
@@ -120,7 +122,12 @@ func statusFor(err error) *status.Status {
 		})
 	case errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrUnknownQueue):
 		return fromFieldError(codes.NotFound, err)
-	case errors.Is(err, engine.ErrQueueFull), errors.Is(err, engine.ErrCapacity):
+	case errors.As(err, &memFull):
+		// No request field is at fault: a QuotaFailure names the budget.
+		return withDetails(codes.ResourceExhausted, err.Error(), &errdetails.QuotaFailure{
+			Violations: []*errdetails.QuotaFailure_Violation{{Subject: memFull.LimitKey(), Description: err.Error()}},
+		})
+	case errors.Is(err, engine.ErrQueueFull), errors.Is(err, engine.ErrCapacity), errors.Is(err, engine.ErrMemoryFull):
 		return fromFieldError(codes.ResourceExhausted, err)
 
 	case errors.Is(err, context.DeadlineExceeded):

@@ -171,6 +171,20 @@ func TestStatusFor(t *testing.T) {
 		{name: "QueueFull", err: &engine.FieldError{Field: "queue", Reason: "queue \"q\" holds 10 jobs, its max_length", Err: engine.ErrQueueFull},
 			code: codes.ResourceExhausted, inMsg: "max_length"},
 		{name: "Capacity", err: fmt.Errorf("keys: %w", engine.ErrCapacity), code: codes.ResourceExhausted, inMsg: "capacity"},
+		{name: "MemoryBudgetNamesTheLimit", err: &engine.MemoryFullError{Held: 100, Need: 10, Limit: 105},
+			code: codes.ResourceExhausted, inMsg: "limits.max_memory_bytes 105",
+			check: func(t *testing.T, st *status.Status) {
+				if qf, ok := detailOf[*errdetails.QuotaFailure](t, st); !ok || qf.GetViolations()[0].GetSubject() != "limits.max_memory_bytes" {
+					t.Errorf("QuotaFailure = %v, want limits.max_memory_bytes", qf)
+				}
+			}},
+		{name: "QueueMemoryBudgetNamesTheQueue", err: &engine.MemoryFullError{Queue: "q", Held: 100, Need: 10, Limit: 105},
+			code: codes.ResourceExhausted, inMsg: `queue "q"`,
+			check: func(t *testing.T, st *status.Status) {
+				if qf, ok := detailOf[*errdetails.QuotaFailure](t, st); !ok || qf.GetViolations()[0].GetSubject() != `queues["q"].max_memory_bytes` {
+					t.Errorf("QuotaFailure = %v, want the queue's key", qf)
+				}
+			}},
 		{name: "Canceled", err: fmt.Errorf("read: %w", context.Canceled), code: codes.Canceled},
 		{name: "DeadlineExceeded", err: context.DeadlineExceeded, code: codes.DeadlineExceeded},
 		{name: "StatusPassesThrough", err: status.Error(codes.PermissionDenied, "operator role needed"), code: codes.PermissionDenied, inMsg: "operator role"},
@@ -200,7 +214,7 @@ func TestStatusFor(t *testing.T) {
 func TestStatusFor_EverySentinelMapped(t *testing.T) {
 	sentinels := []error{
 		engine.ErrInvalidArgument, engine.ErrNotFound, engine.ErrLeaseLost, engine.ErrScheduledTooFar,
-		engine.ErrQueueFull, engine.ErrUnknownQueue, engine.ErrWrongState, engine.ErrCapacity,
+		engine.ErrQueueFull, engine.ErrUnknownQueue, engine.ErrWrongState, engine.ErrCapacity, engine.ErrMemoryFull,
 		cluster.ErrNotLeader, cluster.ErrNoLeader, cluster.ErrUnknownOutcome, cluster.ErrShutdown,
 	}
 	for _, err := range sentinels {

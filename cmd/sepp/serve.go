@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -189,6 +190,10 @@ func serve(ctx context.Context, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
+	limit, limitFrom := nodeMemoryLimit(mem, cgroupMemoryLimit, physicalMemory)
+	budget, budgetFrom := cfg.Limits.MemoryBudget(limit)
+	nc.Engine.Limits.MaxMemoryBytes = budget
+	log.Info("memory budget", "max_memory_bytes", budget, "from", budgetFrom, "node_memory_limit", limit, "limit_from", limitFrom)
 	grpcLis, err := net.Listen("tcp", cfg.Server.GRPCAddr)
 	if err != nil {
 		return fmt.Errorf("grpc listener: %w", err)
@@ -418,6 +423,59 @@ func applyMemorySettings(s config.Server, env func(string) (string, bool), cgrou
 	debug.SetGCPercent(gc)
 	log.Info("go runtime memory", "memory_limit", limit, "from", m.limitFrom, "gc_percent", gc, "gc_percent_from", m.percentFrom)
 	return m
+}
+
+// nodeMemoryLimit is the smallest memory limit the node knows of, for the
+// default memory budget: its cgroup's (the kernel kills above it), the Go
+// runtime's soft limit when one was set explicitly (GOMEMLIMIT or a size in
+// server.memory_limit; "auto" is derived from the cgroup's), else physical
+// memory. 0 when none is known. The budget this gives is only what the node
+// proposes when it leads: the replicas apply the one in the log (fsm
+// DESIGN.md, "Memory budget").
+func nodeMemoryLimit(m memorySettings, cgroupLimit, physical func() (int64, bool)) (int64, string) {
+	var limit int64
+	var from string
+	consider := func(v int64, what string) {
+		if v > 0 && (limit == 0 || v < limit) {
+			limit, from = v, what
+		}
+	}
+	if cg, ok := cgroupLimit(); ok {
+		consider(cg, "cgroup memory limit")
+	}
+	switch {
+	case m.limit < 0: // GOMEMLIMIT: the runtime applied it
+		if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+			consider(l, "GOMEMLIMIT")
+		}
+	case m.limit > 0 && m.limitFrom == "server.memory_limit":
+		consider(m.limit, "server.memory_limit")
+	}
+	if limit == 0 {
+		if p, ok := physical(); ok {
+			consider(p, "physical memory")
+		}
+	}
+	return limit, from
+}
+
+// physicalMemory is MemTotal of /proc/meminfo; false off Linux.
+func physicalMemory() (int64, bool) {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && kb > 0 {
+					return kb << 10, true
+				}
+			}
+		}
+	}
+	return 0, false
 }
 
 // cgroupMemoryLimit reads the memory limit of the cgroup this process runs in

@@ -285,3 +285,37 @@ func TestStartPprof(t *testing.T) {
 		t.Fatalf("status %d, body %.100q", resp.StatusCode, body)
 	}
 }
+
+// TestNodeMemoryLimit: the limit the default memory budget is a share of
+// is the smallest the node knows, physical memory only without another.
+func TestNodeMemoryLimit(t *testing.T) {
+	some := func(v int64) func() (int64, bool) { return func() (int64, bool) { return v, true } }
+	none := func() (int64, bool) { return 0, false }
+	tests := []struct {
+		name     string
+		m        memorySettings
+		cgroup   func() (int64, bool)
+		physical func() (int64, bool)
+		want     int64
+		from     string
+	}{
+		{name: "Cgroup", cgroup: some(512 << 20), physical: some(16 << 30), want: 512 << 20, from: "cgroup memory limit"},
+		{name: "AutoSoftLimitIsNotALimitOfItsOwn", m: memorySettings{limit: 460 << 20, limitFrom: "server.memory_limit = auto (90% of the cgroup limit)"},
+			cgroup: some(512 << 20), physical: some(16 << 30), want: 512 << 20, from: "cgroup memory limit"},
+		{name: "ExplicitSoftLimitBelowCgroup", m: memorySettings{limit: 300 << 20, limitFrom: "server.memory_limit"},
+			cgroup: some(512 << 20), physical: some(16 << 30), want: 300 << 20, from: "server.memory_limit"},
+		{name: "PhysicalWithoutOther", cgroup: none, physical: some(8 << 30), want: 8 << 30, from: "physical memory"},
+		{name: "NothingKnown", cgroup: none, physical: none, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, from := nodeMemoryLimit(tt.m, tt.cgroup, tt.physical)
+			if got != tt.want || from != tt.from {
+				t.Fatalf("nodeMemoryLimit = %d (%q), want %d (%q)", got, from, tt.want, tt.from)
+			}
+		})
+	}
+	if p, ok := physicalMemory(); ok && p < 64<<20 {
+		t.Fatalf("physical memory read as %d bytes", p)
+	}
+}

@@ -6,6 +6,7 @@ package enginetest
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 	"time"
 
@@ -117,8 +118,8 @@ func IDs(ds []engine.Delivery) []engine.JobID {
 
 // RequireInvariants fails t unless e's state is consistent: the engine's own
 // structural checks pass, every queue's counts add up (every job accounted
-// for), and a snapshot restores to an engine with the same digest and the
-// same snapshot bytes.
+// for), and a snapshot restores to an engine with the same digest, the
+// same snapshot bytes and the same count of held bytes.
 func RequireInvariants(t testing.TB, e *engine.Engine) {
 	t.Helper()
 	if err := e.CheckInvariants(); err != nil {
@@ -149,6 +150,9 @@ func RequireInvariants(t testing.TB, e *engine.Engine) {
 	}
 	if restored.Digest() != e.Digest() {
 		t.Fatalf("restored engine has a different digest")
+	}
+	if got, want := restored.MemoryHeld(), e.MemoryHeld(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored engine counts held bytes %+v, the original %+v", got, want)
 	}
 	var again bytes.Buffer
 	if err := restored.Snapshot(&again); err != nil {

@@ -1418,9 +1418,16 @@ type Limits struct {
 	// 0: unbounded.
 	MaxQueueLength uint64 `protobuf:"varint,22,opt,name=max_queue_length,json=maxQueueLength,proto3" json:"max_queue_length,omitempty"`
 	// Enqueues to queues that are not configured are rejected.
-	Strict        bool `protobuf:"varint,23,opt,name=strict,proto3" json:"strict,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Strict bool `protobuf:"varint,23,opt,name=strict,proto3" json:"strict,omitempty"`
+	// The budget of bytes the server's jobs, keys and dead-letter records may
+	// hold, as it counts them; above it enqueues are refused with
+	// RESOURCE_EXHAUSTED while reserve, ack and nack keep working. 0:
+	// unbounded. The same on every node (it is replicated state).
+	MaxMemoryBytes uint64 `protobuf:"varint,24,opt,name=max_memory_bytes,json=maxMemoryBytes,proto3" json:"max_memory_bytes,omitempty"`
+	// What is held now against max_memory_bytes (as of this node's state).
+	MemoryHeldBytes uint64 `protobuf:"varint,25,opt,name=memory_held_bytes,json=memoryHeldBytes,proto3" json:"memory_held_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Limits) Reset() {
@@ -1614,6 +1621,20 @@ func (x *Limits) GetStrict() bool {
 	return false
 }
 
+func (x *Limits) GetMaxMemoryBytes() uint64 {
+	if x != nil {
+		return x.MaxMemoryBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetMemoryHeldBytes() uint64 {
+	if x != nil {
+		return x.MemoryHeldBytes
+	}
+	return 0
+}
+
 // QueueLimits are one configured queue's effective settings (its overrides
 // applied over the global ones).
 type QueueLimits struct {
@@ -1629,8 +1650,10 @@ type QueueLimits struct {
 	MaxLength uint64 `protobuf:"varint,8,opt,name=max_length,json=maxLength,proto3" json:"max_length,omitempty"`
 	// Receives a copy of every job that dies on this queue; empty: none.
 	DeadLetterQueue string `protobuf:"bytes,9,opt,name=dead_letter_queue,json=deadLetterQueue,proto3" json:"dead_letter_queue,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The queue's own budget of held bytes; 0: none (the global one applies).
+	MaxMemoryBytes uint64 `protobuf:"varint,10,opt,name=max_memory_bytes,json=maxMemoryBytes,proto3" json:"max_memory_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *QueueLimits) Reset() {
@@ -1726,6 +1749,13 @@ func (x *QueueLimits) GetDeadLetterQueue() string {
 	return ""
 }
 
+func (x *QueueLimits) GetMaxMemoryBytes() uint64 {
+	if x != nil {
+		return x.MaxMemoryBytes
+	}
+	return 0
+}
+
 var File_sepp_v1_queue_service_proto protoreflect.FileDescriptor
 
 const file_sepp_v1_queue_service_proto_rawDesc = "" +
@@ -1818,7 +1848,7 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x17max_schedule_horizon_ms\x18\t \x01(\x03R\x14maxScheduleHorizonMs\x12'\n" +
 	"\x06limits\x18\n" +
 	" \x01(\v2\x0f.sepp.v1.LimitsR\x06limits\x12,\n" +
-	"\x06queues\x18\v \x03(\v2\x14.sepp.v1.QueueLimitsR\x06queues\"\xfd\a\n" +
+	"\x06queues\x18\v \x03(\v2\x14.sepp.v1.QueueLimitsR\x06queues\"\xd3\b\n" +
 	"\x06Limits\x12!\n" +
 	"\fmin_priority\x18\x01 \x01(\rR\vminPriority\x12!\n" +
 	"\fmax_priority\x18\x02 \x01(\rR\vmaxPriority\x12)\n" +
@@ -1844,7 +1874,9 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x11max_message_bytes\x18\x14 \x01(\x04R\x0fmaxMessageBytes\x122\n" +
 	"\x15idempotency_window_ms\x18\x15 \x01(\x03R\x13idempotencyWindowMs\x12(\n" +
 	"\x10max_queue_length\x18\x16 \x01(\x04R\x0emaxQueueLength\x12\x16\n" +
-	"\x06strict\x18\x17 \x01(\bR\x06strict\"\x8f\x03\n" +
+	"\x06strict\x18\x17 \x01(\bR\x06strict\x12(\n" +
+	"\x10max_memory_bytes\x18\x18 \x01(\x04R\x0emaxMemoryBytes\x12*\n" +
+	"\x11memory_held_bytes\x18\x19 \x01(\x04R\x0fmemoryHeldBytes\"\xb9\x03\n" +
 	"\vQueueLimits\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10default_priority\x18\x02 \x01(\rR\x0fdefaultPriority\x120\n" +
@@ -1855,7 +1887,9 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x17max_schedule_horizon_ms\x18\a \x01(\x03R\x14maxScheduleHorizonMs\x12\x1d\n" +
 	"\n" +
 	"max_length\x18\b \x01(\x04R\tmaxLength\x12*\n" +
-	"\x11dead_letter_queue\x18\t \x01(\tR\x0fdeadLetterQueue2\xb0\x05\n" +
+	"\x11dead_letter_queue\x18\t \x01(\tR\x0fdeadLetterQueue\x12(\n" +
+	"\x10max_memory_bytes\x18\n" +
+	" \x01(\x04R\x0emaxMemoryBytes2\xb0\x05\n" +
 	"\fQueueService\x12<\n" +
 	"\aEnqueue\x12\x17.sepp.v1.EnqueueRequest\x1a\x18.sepp.v1.EnqueueResponse\x12K\n" +
 	"\fEnqueueBatch\x12\x1c.sepp.v1.EnqueueBatchRequest\x1a\x1d.sepp.v1.EnqueueBatchResponse\x12<\n" +

@@ -1542,8 +1542,11 @@ type Limits struct {
 	// idempotency_min_window_nanos: 0 (as before version 3) never forgets a
 	// key early; a ConfigSet that sets it carries command version 3.
 	IdempotencyMinWindowNanos int64 `protobuf:"varint,23,opt,name=idempotency_min_window_nanos,json=idempotencyMinWindowNanos,proto3" json:"idempotency_min_window_nanos,omitempty"`
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	// max_memory_bytes: the budget of bytes the engine holds, 0 unbounded (as
+	// before version 4); a ConfigSet that sets it carries command version 4.
+	MaxMemoryBytes int64 `protobuf:"varint,24,opt,name=max_memory_bytes,json=maxMemoryBytes,proto3" json:"max_memory_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Limits) Reset() {
@@ -1737,6 +1740,13 @@ func (x *Limits) GetIdempotencyMinWindowNanos() int64 {
 	return 0
 }
 
+func (x *Limits) GetMaxMemoryBytes() int64 {
+	if x != nil {
+		return x.MaxMemoryBytes
+	}
+	return 0
+}
+
 // QueueConfig mirrors engine.QueueConfig; an unset field inherits.
 type QueueConfig struct {
 	state                   protoimpl.MessageState `protogen:"open.v1"`
@@ -1749,8 +1759,10 @@ type QueueConfig struct {
 	MaxScheduleHorizonNanos *int64                 `protobuf:"varint,7,opt,name=max_schedule_horizon_nanos,json=maxScheduleHorizonNanos,proto3,oneof" json:"max_schedule_horizon_nanos,omitempty"`
 	MaxLength               *int64                 `protobuf:"varint,8,opt,name=max_length,json=maxLength,proto3,oneof" json:"max_length,omitempty"`
 	DeadLetterQueue         string                 `protobuf:"bytes,9,opt,name=dead_letter_queue,json=deadLetterQueue,proto3" json:"dead_letter_queue,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// max_memory_bytes: the queue's own budget (command version 4).
+	MaxMemoryBytes *int64 `protobuf:"varint,10,opt,name=max_memory_bytes,json=maxMemoryBytes,proto3,oneof" json:"max_memory_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *QueueConfig) Reset() {
@@ -1844,6 +1856,13 @@ func (x *QueueConfig) GetDeadLetterQueue() string {
 		return x.DeadLetterQueue
 	}
 	return ""
+}
+
+func (x *QueueConfig) GetMaxMemoryBytes() int64 {
+	if x != nil && x.MaxMemoryBytes != nil {
+		return *x.MaxMemoryBytes
+	}
+	return 0
 }
 
 // NodeMetadata names a member's addresses, so that any replica can tell a
@@ -2180,7 +2199,7 @@ const file_v1_command_proto_rawDesc = "" +
 	"\x06config\x18\x01 \x01(\v2\x18.seppcmd.v1.EngineConfigR\x06config\"k\n" +
 	"\fEngineConfig\x12*\n" +
 	"\x06limits\x18\x01 \x01(\v2\x12.seppcmd.v1.LimitsR\x06limits\x12/\n" +
-	"\x06queues\x18\x02 \x03(\v2\x17.seppcmd.v1.QueueConfigR\x06queues\"\xbd\b\n" +
+	"\x06queues\x18\x02 \x03(\v2\x17.seppcmd.v1.QueueConfigR\x06queues\"\xe7\b\n" +
 	"\x06Limits\x12)\n" +
 	"\x10default_priority\x18\x01 \x01(\rR\x0fdefaultPriority\x120\n" +
 	"\x14default_max_attempts\x18\x02 \x01(\rR\x12defaultMaxAttempts\x120\n" +
@@ -2205,7 +2224,8 @@ const file_v1_command_proto_rawDesc = "" +
 	"\x0fattempt_history\x18\x14 \x01(\x03R\x0eattemptHistory\x12=\n" +
 	"\x1bdead_letter_retention_nanos\x18\x15 \x01(\x03R\x18deadLetterRetentionNanos\x12\x16\n" +
 	"\x06strict\x18\x16 \x01(\bR\x06strict\x12?\n" +
-	"\x1cidempotency_min_window_nanos\x18\x17 \x01(\x03R\x19idempotencyMinWindowNanos\"\xcb\x04\n" +
+	"\x1cidempotency_min_window_nanos\x18\x17 \x01(\x03R\x19idempotencyMinWindowNanos\x12(\n" +
+	"\x10max_memory_bytes\x18\x18 \x01(\x03R\x0emaxMemoryBytes\"\x8f\x05\n" +
 	"\vQueueConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x10default_priority\x18\x02 \x01(\rH\x00R\x0fdefaultPriority\x88\x01\x01\x125\n" +
@@ -2216,14 +2236,17 @@ const file_v1_command_proto_rawDesc = "" +
 	"\x1amax_schedule_horizon_nanos\x18\a \x01(\x03H\x05R\x17maxScheduleHorizonNanos\x88\x01\x01\x12\"\n" +
 	"\n" +
 	"max_length\x18\b \x01(\x03H\x06R\tmaxLength\x88\x01\x01\x12*\n" +
-	"\x11dead_letter_queue\x18\t \x01(\tR\x0fdeadLetterQueueB\x13\n" +
+	"\x11dead_letter_queue\x18\t \x01(\tR\x0fdeadLetterQueue\x12-\n" +
+	"\x10max_memory_bytes\x18\n" +
+	" \x01(\x03H\aR\x0emaxMemoryBytes\x88\x01\x01B\x13\n" +
 	"\x11_default_priorityB\x17\n" +
 	"\x15_default_max_attemptsB\x14\n" +
 	"\x12_retry_delay_nanosB\x10\n" +
 	"\x0e_retry_backoffB\x18\n" +
 	"\x16_retry_delay_max_nanosB\x1d\n" +
 	"\x1b_max_schedule_horizon_nanosB\r\n" +
-	"\v_max_length\"\xa5\x01\n" +
+	"\v_max_lengthB\x13\n" +
+	"\x11_max_memory_bytes\"\xa5\x01\n" +
 	"\fNodeMetadata\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
