@@ -137,9 +137,9 @@ func TestConfigForMergesAnExtraClusterTable(t *testing.T) {
 	}{
 		{"no extra", ""},
 		{"other tables", "[limits]\nmax_payload_bytes = 2048\n"},
-		{"a cluster table", "[limits]\nmax_payload_bytes = 2048\n\n[cluster]\nheartbeat_timeout_ms = 700\n"},
-		{"a cluster table without a final newline", "[cluster]\nheartbeat_timeout_ms = 700"},
-		{"an indented header", "  [cluster]  \nheartbeat_timeout_ms = 700\n"},
+		{"a cluster table", "[limits]\nmax_payload_bytes = 2048\n\n[cluster]\ncommit_timeout_ms = 7\n"},
+		{"a cluster table without a final newline", "[cluster]\ncommit_timeout_ms = 7"},
+		{"an indented header", "  [cluster]  \ncommit_timeout_ms = 7\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,8 +160,8 @@ func TestConfigForMergesAnExtraClusterTable(t *testing.T) {
 			if len(cfg.Cluster.Peers) != 3 {
 				t.Fatalf("%d peers, want 3", len(cfg.Cluster.Peers))
 			}
-			if strings.Contains(tt.extra, "heartbeat_timeout_ms = 700") && cfg.Cluster.HeartbeatTimeoutMS != 700 {
-				t.Fatalf("heartbeat_timeout_ms %d, want the extra's 700", cfg.Cluster.HeartbeatTimeoutMS)
+			if strings.Contains(tt.extra, "commit_timeout_ms = 7") && cfg.Cluster.CommitTimeoutMS != 7 {
+				t.Fatalf("commit_timeout_ms %d, want the extra's 7", cfg.Cluster.CommitTimeoutMS)
 			}
 		})
 	}
