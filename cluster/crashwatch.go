@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,6 +43,25 @@ import (
 //
 // A leader that is paused, partitioned or on a dead host closes nothing;
 // raft's heartbeat timeout handles those as before.
+//
+// A TimeoutNow election deposes whoever leads, so a wrong call is not free:
+// it costs writes for as long as an election takes. It was seen to depose a
+// leader elected 50 ms earlier: a planned restart hands leadership to one
+// follower and then exits, and the other follower, not yet told of the new
+// leader, found the old one's address refusing. So before calling, a
+// follower checks, when its turn comes (crashCallVerdict):
+//
+//   - it is still a follower, in the term the dead leader led, and raft names
+//     no other leader: any election since is someone else's, never undone;
+//   - raft has had no contact from a leader (nor granted a vote) since the
+//     connection ended: a dead leader sends nothing;
+//   - the other voters, asked their term (a pre-vote request, which changes
+//     nothing on the receiver), answer in time, enough of them that with
+//     this node they are a quorum, and none is in a later term
+//     (termPollVerdict). A leader elected since needed a quorum of votes, and
+//     every quorum shares a live member with this node's poll, so its term
+//     shows up in an answer. No answer in time means this node could not win
+//     an election either; raft's heartbeat timeout takes over.
 
 // crashElectionStagger is how long each remaining voter waits after the one
 // ranked before it: long enough for an election on a busy machine (a vote
@@ -51,6 +72,11 @@ const crashElectionStagger = 40 * time.Millisecond
 // process on a live host refuses at once; anything slower is not a crash
 // this detector can prove.
 const crashProbeTimeout = 100 * time.Millisecond
+
+// crashPollTimeout bounds the wait for the other voters' terms. A vote the
+// election would need travels the same way, so a voter slower than this
+// would slow the election too.
+const crashPollTimeout = 100 * time.Millisecond
 
 // tcpStreamLayer is raft's TCP stream layer (raft builds its own only
 // inside a whole transport, which would leave nothing to wrap).
@@ -146,6 +172,10 @@ func processGone(addr string, timeout time.Duration) bool {
 // crashWatch is a node's leader crash detector (see the top of this file).
 type crashWatch struct {
 	ended chan struct{} // an inbound raft connection ended; buffered 1
+	// endedAt is when the first connection end not yet taken by the watcher
+	// happened (UnixNano; 0: none pending).
+	endedAt atomic.Int64
+	now     func() time.Time
 	// elections counts elections this node called for a crashed leader;
 	// alive counts crash checks that found the leader alive.
 	elections atomic.Uint64
@@ -153,6 +183,9 @@ type crashWatch struct {
 	// probe reports whether the leader at a raft address is gone; tests
 	// replace it.
 	probe atomic.Pointer[func(addr string) bool]
+	// refused counts crash verdicts not acted on (crashCallVerdict,
+	// termPollVerdict said no).
+	refused atomic.Uint64
 	// crashed is the leader found gone, with the term it led. Until the
 	// term moves on, the node names no leader rather than a dead one, so
 	// callers wait for the election (rpc's leader wait) instead of being
@@ -175,7 +208,7 @@ func (w *crashWatch) hides(id raft.ServerID, term uint64) bool {
 }
 
 func newCrashWatch() *crashWatch {
-	w := &crashWatch{ended: make(chan struct{}, 1)}
+	w := &crashWatch{ended: make(chan struct{}, 1), now: time.Now}
 	probe := func(addr string) bool { return processGone(addr, crashProbeTimeout) }
 	w.probe.Store(&probe)
 	return w
@@ -184,6 +217,7 @@ func newCrashWatch() *crashWatch {
 // connectionEnded is the stream layer's callback. It never blocks: one
 // pending signal stands for any number of ended connections.
 func (w *crashWatch) connectionEnded() {
+	w.endedAt.CompareAndSwap(0, w.now().UnixNano())
 	select {
 	case w.ended <- struct{}{}:
 	default:
@@ -210,6 +244,7 @@ func (n *Node) watchLeaderCrash() {
 		case <-n.shutdownCh:
 			return
 		}
+		endedAt := time.Unix(0, n.crash.endedAt.Swap(0))
 		if n.raft.State() != raft.Follower {
 			continue
 		}
@@ -221,17 +256,18 @@ func (n *Node) watchLeaderCrash() {
 			n.crash.alive.Add(1)
 			continue
 		}
-		n.crash.crashed.Store(&crashedLeader{id: leaderID, term: n.raft.CurrentTerm()})
-		n.log.Warn("leader's process is gone: its raft address refuses connections", "leader", leaderID, "addr", leaderAddr)
-		n.takeCrashElectionTurn(leaderID)
+		dead := crashedLeader{id: leaderID, term: n.raft.CurrentTerm()}
+		n.crash.crashed.Store(&dead)
+		n.log.Warn("leader's process is gone: its raft address refuses connections", "leader", leaderID, "addr", leaderAddr, "term", dead.term)
+		n.takeCrashElectionTurn(dead, endedAt)
 	}
 }
 
 // takeCrashElectionTurn waits for this node's turn among the voters that
 // remain, and calls an election then unless a new leader has appeared or
 // raft has started one itself.
-func (n *Node) takeCrashElectionTurn(dead raft.ServerID) {
-	rank := n.crashElectionRank(dead)
+func (n *Node) takeCrashElectionTurn(dead crashedLeader, endedAt time.Time) {
+	rank := n.crashElectionRank(dead.id)
 	if rank < 0 {
 		return // not a voter: cannot lead
 	}
@@ -244,11 +280,20 @@ func (n *Node) takeCrashElectionTurn(dead raft.ServerID) {
 			return
 		}
 	}
-	if n.raft.State() != raft.Follower {
-		return
+	_, leader := n.raft.LeaderWithID()
+	why := crashCallVerdict(dead, endedAt, crashCheck{
+		state:       n.raft.State(),
+		term:        n.raft.CurrentTerm(),
+		leader:      leader,
+		lastContact: n.raft.LastContact(),
+	})
+	if why == "" {
+		why = n.pollTerms(dead)
 	}
-	if _, id := n.raft.LeaderWithID(); id != "" && id != dead {
-		return // a new leader was elected while this node waited
+	if why != "" {
+		n.crash.refused.Add(1)
+		n.log.Info("not calling an election for the crashed leader", "crashed", dead.id, "term", dead.term, "reason", why)
+		return
 	}
 	self := n.transport.LocalAddr()
 	req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{
@@ -262,7 +307,7 @@ func (n *Node) takeCrashElectionTurn(dead raft.ServerID) {
 		return
 	}
 	n.crash.elections.Add(1)
-	n.log.Info("called an election for the crashed leader", "crashed", dead, "rank", rank)
+	n.log.Info("called an election for the crashed leader", "crashed", dead.id, "term", dead.term, "rank", rank)
 }
 
 // crashElectionRank is this node's place among the voters other than the
@@ -280,4 +325,111 @@ func (n *Node) crashElectionRank(dead raft.ServerID) int {
 	}
 	slices.Sort(ids)
 	return slices.Index(ids, raft.ServerID(n.cfg.NodeID))
+}
+
+// crashCheck is what raft tells a follower when its crash-election turn
+// comes.
+type crashCheck struct {
+	state       raft.RaftState
+	term        uint64
+	leader      raft.ServerID // "" once raft's heartbeat timeout blanked it
+	lastContact time.Time     // raft's last contact with a leader, or vote granted
+}
+
+// crashCallVerdict says why a follower must not call an election for dead,
+// whose connection ended at endedAt; "" when it may (see the top of this
+// file).
+func crashCallVerdict(dead crashedLeader, endedAt time.Time, now crashCheck) string {
+	switch {
+	case now.state != raft.Follower:
+		return fmt.Sprintf("this node is %s, not a follower", now.state)
+	case now.term != dead.term:
+		return fmt.Sprintf("the term moved on from %d to %d: an election ran since", dead.term, now.term)
+	case now.leader != "" && now.leader != dead.id:
+		return fmt.Sprintf("%s leads now", now.leader)
+	case now.lastContact.After(endedAt):
+		return fmt.Sprintf("a leader was heard from %s after the connection ended", now.lastContact.Sub(endedAt))
+	}
+	return ""
+}
+
+// termPollVerdict says why the answers to a term poll forbid an election in
+// a term after term; "" when they allow it. needed is how many other voters
+// must answer so that, with this node, they are a quorum.
+func termPollVerdict(term uint64, needed int, answers []uint64) string {
+	for _, t := range answers {
+		if t > term {
+			return fmt.Sprintf("a voter is in term %d, after the crashed leader's %d", t, term)
+		}
+	}
+	if len(answers) < needed {
+		return fmt.Sprintf("%d of the %d other voters needed answered within %s", len(answers), needed, crashPollTimeout)
+	}
+	return ""
+}
+
+// pollTerms asks every voter but this node and the dead leader its term,
+// with a pre-vote request for dead's term: a receiver answers with its own
+// term and changes nothing (raft grants pre-votes without persisting or
+// adopting anything). It returns termPollVerdict of the answers that came
+// within crashPollTimeout.
+func (n *Node) pollTerms(dead crashedLeader) string {
+	pv, ok := n.transport.(raft.WithPreVote)
+	if !ok {
+		return "" // no way to ask: keep the detector's earlier behaviour
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return fmt.Sprintf("no configuration: %v", f.Error())
+	}
+	var others []raft.Server
+	voters := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage != raft.Voter {
+			continue
+		}
+		voters++
+		if s.ID != dead.id && s.ID != raft.ServerID(n.cfg.NodeID) {
+			others = append(others, s)
+		}
+	}
+	needed := voters/2 + 1 - 1 // a quorum, less this node
+	lastTerm, _ := strconv.ParseUint(n.raft.Stats()["last_log_term"], 10, 64)
+	self := n.transport.LocalAddr()
+	answers := make(chan uint64, len(others))
+	for _, s := range others {
+		go func() {
+			req := &raft.RequestPreVoteRequest{
+				RPCHeader: raft.RPCHeader{
+					ProtocolVersion: raft.ProtocolVersionMax,
+					ID:              []byte(n.cfg.NodeID),
+					Addr:            n.transport.EncodePeer(raft.ServerID(n.cfg.NodeID), self),
+				},
+				Term:         dead.term,
+				LastLogIndex: n.raft.LastIndex(),
+				LastLogTerm:  lastTerm,
+			}
+			var resp raft.RequestPreVoteResponse
+			if err := pv.RequestPreVote(s.ID, s.Address, req, &resp); err == nil {
+				answers <- resp.Term
+			}
+		}()
+	}
+	var got []uint64
+	t := time.NewTimer(crashPollTimeout)
+	defer t.Stop()
+	for len(got) < len(others) {
+		select {
+		case a := <-answers:
+			got = append(got, a)
+			if a > dead.term {
+				return termPollVerdict(dead.term, needed, got)
+			}
+		case <-t.C:
+			return termPollVerdict(dead.term, needed, got)
+		case <-n.shutdownCh:
+			return "shutting down"
+		}
+	}
+	return termPollVerdict(dead.term, needed, got)
 }
