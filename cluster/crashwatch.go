@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -44,24 +43,22 @@ import (
 // A leader that is paused, partitioned or on a dead host closes nothing;
 // raft's heartbeat timeout handles those as before.
 //
-// A TimeoutNow election deposes whoever leads, so a wrong call is not free:
-// it costs writes for as long as an election takes. It was seen to depose a
-// leader elected 50 ms earlier: a planned restart hands leadership to one
-// follower and then exits, and the other follower, not yet told of the new
-// leader, found the old one's address refusing. So before calling, a
-// follower checks, when its turn comes (crashCallVerdict):
-//
-//   - it is still a follower, in the term the dead leader led, and raft names
-//     no other leader: any election since is someone else's, never undone;
-//   - raft has had no contact from a leader (nor granted a vote) since the
-//     connection ended: a dead leader sends nothing;
-//   - the other voters, asked their term (a pre-vote request, which changes
-//     nothing on the receiver), answer in time, enough of them that with
-//     this node they are a quorum, and none is in a later term
-//     (termPollVerdict). A leader elected since needed a quorum of votes, and
-//     every quorum shares a live member with this node's poll, so its term
-//     shows up in an answer. No answer in time means this node could not win
-//     an election either; raft's heartbeat timeout takes over.
+// A TimeoutNow election deposes whoever leads in an older term, so a wrong
+// call is not free. It was seen to depose a leader elected 50 ms earlier: a
+// planned restart hands leadership to one follower and exits; the other
+// follower had already voted for the new leader (its term moved on) but not
+// yet heard from it, so raft still named the old leader, whose address now
+// refused. The follower called an election in a term above the new
+// leader's, which stepped down. So a follower calls only while it is a
+// follower, still in the term in which it learned of the dead leader (the
+// observer records it, metrics.go), with no other leader named
+// (crashCallVerdict). That is enough: its candidacy's term is then the dead
+// leader's plus one, and any leader elected since holds at least that term.
+// If equal, that leader and every voter that elected it have voted in the
+// term already and refuse, and a leader does not step down for a vote
+// request of its own term; the follower loses and follows it. Only a term
+// above a leader's deposes it, and that needs this node to have moved on,
+// which the verdict refuses.
 
 // crashElectionStagger is how long each remaining voter waits after the one
 // ranked before it: long enough for an election on a busy machine (a vote
@@ -72,11 +69,6 @@ const crashElectionStagger = 40 * time.Millisecond
 // process on a live host refuses at once; anything slower is not a crash
 // this detector can prove.
 const crashProbeTimeout = 100 * time.Millisecond
-
-// crashPollTimeout bounds the wait for the other voters' terms. A vote the
-// election would need travels the same way, so a voter slower than this
-// would slow the election too.
-const crashPollTimeout = 100 * time.Millisecond
 
 // tcpStreamLayer is raft's TCP stream layer (raft builds its own only
 // inside a whole transport, which would leave nothing to wrap).
@@ -172,10 +164,6 @@ func processGone(addr string, timeout time.Duration) bool {
 // crashWatch is a node's leader crash detector (see the top of this file).
 type crashWatch struct {
 	ended chan struct{} // an inbound raft connection ended; buffered 1
-	// endedAt is when the first connection end not yet taken by the watcher
-	// happened (UnixNano; 0: none pending).
-	endedAt atomic.Int64
-	now     func() time.Time
 	// elections counts elections this node called for a crashed leader;
 	// alive counts crash checks that found the leader alive.
 	elections atomic.Uint64
@@ -183,9 +171,11 @@ type crashWatch struct {
 	// probe reports whether the leader at a raft address is gone; tests
 	// replace it.
 	probe atomic.Pointer[func(addr string) bool]
-	// refused counts crash verdicts not acted on (crashCallVerdict,
-	// termPollVerdict said no).
+	// refused counts crash verdicts not acted on (crashCallVerdict said no).
 	refused atomic.Uint64
+	// seen is the leader this node last learned of, with the term it was
+	// learned in (set by the node's observer).
+	seen atomic.Pointer[crashedLeader]
 	// crashed is the leader found gone, with the term it led. Until the
 	// term moves on, the node names no leader rather than a dead one, so
 	// callers wait for the election (rpc's leader wait) instead of being
@@ -208,7 +198,7 @@ func (w *crashWatch) hides(id raft.ServerID, term uint64) bool {
 }
 
 func newCrashWatch() *crashWatch {
-	w := &crashWatch{ended: make(chan struct{}, 1), now: time.Now}
+	w := &crashWatch{ended: make(chan struct{}, 1)}
 	probe := func(addr string) bool { return processGone(addr, crashProbeTimeout) }
 	w.probe.Store(&probe)
 	return w
@@ -217,7 +207,6 @@ func newCrashWatch() *crashWatch {
 // connectionEnded is the stream layer's callback. It never blocks: one
 // pending signal stands for any number of ended connections.
 func (w *crashWatch) connectionEnded() {
-	w.endedAt.CompareAndSwap(0, w.now().UnixNano())
 	select {
 	case w.ended <- struct{}{}:
 	default:
@@ -244,7 +233,6 @@ func (n *Node) watchLeaderCrash() {
 		case <-n.shutdownCh:
 			return
 		}
-		endedAt := time.Unix(0, n.crash.endedAt.Swap(0))
 		if n.raft.State() != raft.Follower {
 			continue
 		}
@@ -256,17 +244,17 @@ func (n *Node) watchLeaderCrash() {
 			n.crash.alive.Add(1)
 			continue
 		}
-		dead := crashedLeader{id: leaderID, term: n.raft.CurrentTerm()}
+		dead := n.crash.deadLeader(leaderID, n.raft.CurrentTerm())
 		n.crash.crashed.Store(&dead)
 		n.log.Warn("leader's process is gone: its raft address refuses connections", "leader", leaderID, "addr", leaderAddr, "term", dead.term)
-		n.takeCrashElectionTurn(dead, endedAt)
+		n.takeCrashElectionTurn(dead)
 	}
 }
 
 // takeCrashElectionTurn waits for this node's turn among the voters that
 // remain, and calls an election then unless a new leader has appeared or
 // raft has started one itself.
-func (n *Node) takeCrashElectionTurn(dead crashedLeader, endedAt time.Time) {
+func (n *Node) takeCrashElectionTurn(dead crashedLeader) {
 	rank := n.crashElectionRank(dead.id)
 	if rank < 0 {
 		return // not a voter: cannot lead
@@ -281,15 +269,11 @@ func (n *Node) takeCrashElectionTurn(dead crashedLeader, endedAt time.Time) {
 		}
 	}
 	_, leader := n.raft.LeaderWithID()
-	why := crashCallVerdict(dead, endedAt, crashCheck{
-		state:       n.raft.State(),
-		term:        n.raft.CurrentTerm(),
-		leader:      leader,
-		lastContact: n.raft.LastContact(),
+	why := crashCallVerdict(dead, crashCheck{
+		state:  n.raft.State(),
+		term:   n.raft.CurrentTerm(),
+		leader: leader,
 	})
-	if why == "" {
-		why = n.pollTerms(dead)
-	}
 	if why != "" {
 		n.crash.refused.Add(1)
 		n.log.Info("not calling an election for the crashed leader", "crashed", dead.id, "term", dead.term, "reason", why)
@@ -330,16 +314,15 @@ func (n *Node) crashElectionRank(dead raft.ServerID) int {
 // crashCheck is what raft tells a follower when its crash-election turn
 // comes.
 type crashCheck struct {
-	state       raft.RaftState
-	term        uint64
-	leader      raft.ServerID // "" once raft's heartbeat timeout blanked it
-	lastContact time.Time     // raft's last contact with a leader, or vote granted
+	state  raft.RaftState
+	term   uint64
+	leader raft.ServerID // "" once raft's heartbeat timeout blanked it
 }
 
-// crashCallVerdict says why a follower must not call an election for dead,
-// whose connection ended at endedAt; "" when it may (see the top of this
-// file).
-func crashCallVerdict(dead crashedLeader, endedAt time.Time, now crashCheck) string {
+// crashCallVerdict says why a follower must not call an election for dead
+// (the leader found gone, with the term this node learned of it in); ""
+// when it may (see the top of this file).
+func crashCallVerdict(dead crashedLeader, now crashCheck) string {
 	switch {
 	case now.state != raft.Follower:
 		return fmt.Sprintf("this node is %s, not a follower", now.state)
@@ -347,89 +330,24 @@ func crashCallVerdict(dead crashedLeader, endedAt time.Time, now crashCheck) str
 		return fmt.Sprintf("the term moved on from %d to %d: an election ran since", dead.term, now.term)
 	case now.leader != "" && now.leader != dead.id:
 		return fmt.Sprintf("%s leads now", now.leader)
-	case now.lastContact.After(endedAt):
-		return fmt.Sprintf("a leader was heard from %s after the connection ended", now.lastContact.Sub(endedAt))
 	}
 	return ""
 }
 
-// termPollVerdict says why the answers to a term poll forbid an election in
-// a term after term; "" when they allow it. needed is how many other voters
-// must answer so that, with this node, they are a quorum.
-func termPollVerdict(term uint64, needed int, answers []uint64) string {
-	for _, t := range answers {
-		if t > term {
-			return fmt.Sprintf("a voter is in term %d, after the crashed leader's %d", t, term)
-		}
+// deadLeader is leader id found gone, with the term this node learned of
+// it in: not the current term, which moves on when this node votes in an
+// election it has not yet heard the result of. current stands in when the
+// observer has not seen id (a leader named before it was registered).
+func (w *crashWatch) deadLeader(id raft.ServerID, current uint64) crashedLeader {
+	if seen := w.seen.Load(); seen != nil && seen.id == id {
+		return *seen
 	}
-	if len(answers) < needed {
-		return fmt.Sprintf("%d of the %d other voters needed answered within %s", len(answers), needed, crashPollTimeout)
-	}
-	return ""
+	return crashedLeader{id: id, term: current}
 }
 
-// pollTerms asks every voter but this node and the dead leader its term,
-// with a pre-vote request for dead's term: a receiver answers with its own
-// term and changes nothing (raft grants pre-votes without persisting or
-// adopting anything). It returns termPollVerdict of the answers that came
-// within crashPollTimeout.
-func (n *Node) pollTerms(dead crashedLeader) string {
-	pv, ok := n.transport.(raft.WithPreVote)
-	if !ok {
-		return "" // no way to ask: keep the detector's earlier behaviour
+// sawLeader records the leader raft names, with the term it named it in.
+func (w *crashWatch) sawLeader(id raft.ServerID, term uint64) {
+	if w != nil && id != "" {
+		w.seen.Store(&crashedLeader{id: id, term: term})
 	}
-	f := n.raft.GetConfiguration()
-	if f.Error() != nil {
-		return fmt.Sprintf("no configuration: %v", f.Error())
-	}
-	var others []raft.Server
-	voters := 0
-	for _, s := range f.Configuration().Servers {
-		if s.Suffrage != raft.Voter {
-			continue
-		}
-		voters++
-		if s.ID != dead.id && s.ID != raft.ServerID(n.cfg.NodeID) {
-			others = append(others, s)
-		}
-	}
-	needed := voters/2 + 1 - 1 // a quorum, less this node
-	lastTerm, _ := strconv.ParseUint(n.raft.Stats()["last_log_term"], 10, 64)
-	self := n.transport.LocalAddr()
-	answers := make(chan uint64, len(others))
-	for _, s := range others {
-		go func() {
-			req := &raft.RequestPreVoteRequest{
-				RPCHeader: raft.RPCHeader{
-					ProtocolVersion: raft.ProtocolVersionMax,
-					ID:              []byte(n.cfg.NodeID),
-					Addr:            n.transport.EncodePeer(raft.ServerID(n.cfg.NodeID), self),
-				},
-				Term:         dead.term,
-				LastLogIndex: n.raft.LastIndex(),
-				LastLogTerm:  lastTerm,
-			}
-			var resp raft.RequestPreVoteResponse
-			if err := pv.RequestPreVote(s.ID, s.Address, req, &resp); err == nil {
-				answers <- resp.Term
-			}
-		}()
-	}
-	var got []uint64
-	t := time.NewTimer(crashPollTimeout)
-	defer t.Stop()
-	for len(got) < len(others) {
-		select {
-		case a := <-answers:
-			got = append(got, a)
-			if a > dead.term {
-				return termPollVerdict(dead.term, needed, got)
-			}
-		case <-t.C:
-			return termPollVerdict(dead.term, needed, got)
-		case <-n.shutdownCh:
-			return "shutting down"
-		}
-	}
-	return termPollVerdict(dead.term, needed, got)
 }

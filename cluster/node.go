@@ -229,10 +229,14 @@ func NewNode(cfg Config) (*Node, error) {
 		return false
 	})
 	r.RegisterObserver(n.observer)
-	// The counting observer's filter does the counting and passes nothing
+	// The counting observer's filter does the counting (and tells the crash
+	// detector which term it learned of each leader in) and passes nothing
 	// on; its channel is never written.
 	n.countObserver = raft.NewObserver(make(chan raft.Observation), false, func(o *raft.Observation) bool {
 		n.metrics.observe(o)
+		if l, ok := o.Data.(raft.LeaderObservation); ok {
+			n.crash.sawLeader(l.LeaderID, o.Raft.CurrentTerm()) // crashwatch.go
+		}
 		return false
 	})
 	r.RegisterObserver(n.countObserver)
