@@ -138,8 +138,9 @@ type Config struct {
 // changed leader 60 times in 2 minutes: both followers' contact with the
 // leader was 101-300ms old at once, the leader's whole process starved of
 // CPU (an idle cluster too; at nice -5 it changed none), so the leader's
-// lease ran out. At 500ms the same host saw 3-5 (at a load average of
-// 30-45), at 1000ms 2 (load 75, stalls to 1.8s). 500ms keeps a frozen or
+// lease ran out. At 500ms the same host saw 3-5 in 2 minutes (at a load
+// average of 30-45) and 32 in 10 minutes at load 75-80, at 1000ms 2 in 2
+// minutes (load 75, stalls to 1.8s): see DESIGN.md. 500ms keeps a frozen or
 // cut-off leader's replacement near 0.6-1.2s, under the 1.5s we promise;
 // a leader whose process died is still replaced in tens of milliseconds by
 // crash detection (crashwatch.go), whatever the timeouts.
