@@ -31,6 +31,9 @@ BENCHTIME ?= 1s
 OLD         ?= HEAD~1
 ROUNDS      ?= 3
 BENCH_FLAGS ?= --scenarios produce,latency,consume,mixed
+# make elections: scripts/elections.sh's flags (-d seconds, -l idle|mixed,
+# -n none|iomix, -m for one member down).
+ELECTIONS_FLAGS ?= -d 120 -l mixed -n iomix
 COUNT     ?= 1
 BIN       ?= bin/sepp
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
@@ -165,6 +168,10 @@ bench-ab: ## sepp bench alternately with OLD (a git rev) and the working tree, R
 .PHONY: bench-nats
 bench-nats: build ## sepp bench and NATS JetStream (3 replicas, fsync always and NATS's default lazy fsync; go-installed into .cache/peers) alternately on this machine, ROUNDS times.
 	scripts/bench-nats.sh $(ROUNDS)
+
+.PHONY: elections
+elections: build ## Leader changes of a sepp dev cluster over ELECTIONS_FLAGS' window (default: 120 s, mixed load, beside stress-ng --iomix 4 --cpu 8); see scripts/elections.sh.
+	scripts/elections.sh -b $(BIN) $(ELECTIONS_FLAGS)
 
 .PHONY: bench/cluster
 bench/cluster: ## Throughput and failover through a real 3-node loopback cluster.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -41,6 +42,23 @@ import (
 //
 // A leader that is paused, partitioned or on a dead host closes nothing;
 // raft's heartbeat timeout handles those as before.
+//
+// A TimeoutNow election deposes whoever leads in an older term, so a wrong
+// call is not free. It was seen to depose a leader elected 50 ms earlier: a
+// planned restart hands leadership to one follower and exits; the other
+// follower had already voted for the new leader (its term moved on) but not
+// yet heard from it, so raft still named the old leader, whose address now
+// refused. The follower called an election in a term above the new
+// leader's, which stepped down. So a follower calls only while it is a
+// follower, still in the term in which it learned of the dead leader (the
+// observer records it, metrics.go), with no other leader named
+// (crashCallVerdict). That is enough: its candidacy's term is then the dead
+// leader's plus one, and any leader elected since holds at least that term.
+// If equal, that leader and every voter that elected it have voted in the
+// term already and refuse, and a leader does not step down for a vote
+// request of its own term; the follower loses and follows it. Only a term
+// above a leader's deposes it, and that needs this node to have moved on,
+// which the verdict refuses.
 
 // crashElectionStagger is how long each remaining voter waits after the one
 // ranked before it: long enough for an election on a busy machine (a vote
@@ -153,6 +171,11 @@ type crashWatch struct {
 	// probe reports whether the leader at a raft address is gone; tests
 	// replace it.
 	probe atomic.Pointer[func(addr string) bool]
+	// refused counts crash verdicts not acted on (crashCallVerdict said no).
+	refused atomic.Uint64
+	// seen is the leader this node last learned of, with the term it was
+	// learned in (set by the node's observer).
+	seen atomic.Pointer[crashedLeader]
 	// crashed is the leader found gone, with the term it led. Until the
 	// term moves on, the node names no leader rather than a dead one, so
 	// callers wait for the election (rpc's leader wait) instead of being
@@ -221,17 +244,18 @@ func (n *Node) watchLeaderCrash() {
 			n.crash.alive.Add(1)
 			continue
 		}
-		n.crash.crashed.Store(&crashedLeader{id: leaderID, term: n.raft.CurrentTerm()})
-		n.log.Warn("leader's process is gone: its raft address refuses connections", "leader", leaderID, "addr", leaderAddr)
-		n.takeCrashElectionTurn(leaderID)
+		dead := n.crash.deadLeader(leaderID, n.raft.CurrentTerm())
+		n.crash.crashed.Store(&dead)
+		n.log.Warn("leader's process is gone: its raft address refuses connections", "leader", leaderID, "addr", leaderAddr, "term", dead.term)
+		n.takeCrashElectionTurn(dead)
 	}
 }
 
 // takeCrashElectionTurn waits for this node's turn among the voters that
 // remain, and calls an election then unless a new leader has appeared or
 // raft has started one itself.
-func (n *Node) takeCrashElectionTurn(dead raft.ServerID) {
-	rank := n.crashElectionRank(dead)
+func (n *Node) takeCrashElectionTurn(dead crashedLeader) {
+	rank := n.crashElectionRank(dead.id)
 	if rank < 0 {
 		return // not a voter: cannot lead
 	}
@@ -244,11 +268,16 @@ func (n *Node) takeCrashElectionTurn(dead raft.ServerID) {
 			return
 		}
 	}
-	if n.raft.State() != raft.Follower {
+	_, leader := n.raft.LeaderWithID()
+	why := crashCallVerdict(dead, crashCheck{
+		state:  n.raft.State(),
+		term:   n.raft.CurrentTerm(),
+		leader: leader,
+	})
+	if why != "" {
+		n.crash.refused.Add(1)
+		n.log.Info("not calling an election for the crashed leader", "crashed", dead.id, "term", dead.term, "reason", why)
 		return
-	}
-	if _, id := n.raft.LeaderWithID(); id != "" && id != dead {
-		return // a new leader was elected while this node waited
 	}
 	self := n.transport.LocalAddr()
 	req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{
@@ -262,7 +291,7 @@ func (n *Node) takeCrashElectionTurn(dead raft.ServerID) {
 		return
 	}
 	n.crash.elections.Add(1)
-	n.log.Info("called an election for the crashed leader", "crashed", dead, "rank", rank)
+	n.log.Info("called an election for the crashed leader", "crashed", dead.id, "term", dead.term, "rank", rank)
 }
 
 // crashElectionRank is this node's place among the voters other than the
@@ -280,4 +309,45 @@ func (n *Node) crashElectionRank(dead raft.ServerID) int {
 	}
 	slices.Sort(ids)
 	return slices.Index(ids, raft.ServerID(n.cfg.NodeID))
+}
+
+// crashCheck is what raft tells a follower when its crash-election turn
+// comes.
+type crashCheck struct {
+	state  raft.RaftState
+	term   uint64
+	leader raft.ServerID // "" once raft's heartbeat timeout blanked it
+}
+
+// crashCallVerdict says why a follower must not call an election for dead
+// (the leader found gone, with the term this node learned of it in); ""
+// when it may (see the top of this file).
+func crashCallVerdict(dead crashedLeader, now crashCheck) string {
+	switch {
+	case now.state != raft.Follower:
+		return fmt.Sprintf("this node is %s, not a follower", now.state)
+	case now.term != dead.term:
+		return fmt.Sprintf("the term moved on from %d to %d: an election ran since", dead.term, now.term)
+	case now.leader != "" && now.leader != dead.id:
+		return fmt.Sprintf("%s leads now", now.leader)
+	}
+	return ""
+}
+
+// deadLeader is leader id found gone, with the term this node learned of
+// it in: not the current term, which moves on when this node votes in an
+// election it has not yet heard the result of. current stands in when the
+// observer has not seen id (a leader named before it was registered).
+func (w *crashWatch) deadLeader(id raft.ServerID, current uint64) crashedLeader {
+	if seen := w.seen.Load(); seen != nil && seen.id == id {
+		return *seen
+	}
+	return crashedLeader{id: id, term: current}
+}
+
+// sawLeader records the leader raft names, with the term it named it in.
+func (w *crashWatch) sawLeader(id raft.ServerID, term uint64) {
+	if w != nil && id != "" {
+		w.seen.Store(&crashedLeader{id: id, term: term})
+	}
 }

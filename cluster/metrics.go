@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -16,6 +17,18 @@ import (
 type nodeMetrics struct {
 	logWrite prometheus.Histogram
 	commit   prometheus.Histogram
+	// leaderChanges counts the leaderships this node has seen begin (one per
+	// term with a leader, the first after start included); elections counts
+	// the elections it started itself (each time it became a candidate, a
+	// pre-vote that lost included); crashElections those it called because
+	// the leader's process was gone (crashwatch.go). On a healthy cluster
+	// the first two stay flat: every step is an election nobody wanted, or a
+	// fault.
+	leaderChanges  prometheus.Counter
+	elections      prometheus.Counter
+	crashElections prometheus.CounterFunc
+	// leaderTerm is the last term counted in leaderChanges.
+	leaderTerm atomic.Uint64
 }
 
 // latencyBuckets run from 50µs to ~3.3s: an fsync on a fast disk takes
@@ -23,8 +36,20 @@ type nodeMetrics struct {
 // lands in the last bucket.
 var latencyBuckets = prometheus.ExponentialBuckets(0.00005, 2, 17)
 
-func newNodeMetrics() *nodeMetrics {
+func newNodeMetrics(crashElections func() uint64) *nodeMetrics {
 	return &nodeMetrics{
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sepp_raft_leader_changes_total",
+			Help: "Leaderships this node has seen begin: one per term in which it learned of a leader, the first after its start included. Every member sees every change, so a cluster's count is any member's.",
+		}),
+		elections: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sepp_raft_elections_total",
+			Help: "Elections this node started: times it became a candidate (pre-votes that found the leader alive included), whether by raft's heartbeat timeout or by crash detection.",
+		}),
+		crashElections: prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sepp_raft_crash_elections_total",
+			Help: "Elections this node called at once because the leader's process was gone (its raft address refused connections).",
+		}, func() float64 { return float64(crashElections()) }),
 		logWrite: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sepp_raft_log_write_seconds",
 			Help:    "Time of one write to this node's Raft log store, fsync included.",
@@ -39,9 +64,44 @@ func newNodeMetrics() *nodeMetrics {
 }
 
 // Metrics returns the node's Prometheus collectors (sepp_raft_log_write_seconds,
-// sepp_raft_commit_seconds); register them once.
+// sepp_raft_commit_seconds, sepp_raft_leader_changes_total,
+// sepp_raft_elections_total, sepp_raft_crash_elections_total); register
+// them once.
 func (n *Node) Metrics() []prometheus.Collector {
-	return []prometheus.Collector{n.metrics.logWrite, n.metrics.commit}
+	m := n.metrics
+	return []prometheus.Collector{m.logWrite, m.commit, m.leaderChanges, m.elections, m.crashElections}
+}
+
+// observe counts leader changes and elections. It is raft's observer
+// filter, so it runs synchronously on raft's goroutines, sees every
+// observation (none is dropped as a full channel would) and must not block.
+func (m *nodeMetrics) observe(o *raft.Observation) {
+	switch d := o.Data.(type) {
+	case raft.RaftState:
+		if d == raft.Candidate {
+			m.elections.Inc()
+		}
+	case raft.LeaderObservation:
+		if d.LeaderID != "" {
+			m.countLeadership(o.Raft.CurrentTerm())
+		}
+	}
+}
+
+// countLeadership counts a leader learned of in term unless a leader of
+// that term (or a later one) was counted already: raft reports the same
+// leader again after a heartbeat timeout blanked it, which is no change.
+func (m *nodeMetrics) countLeadership(term uint64) {
+	for {
+		last := m.leaderTerm.Load()
+		if term <= last {
+			return
+		}
+		if m.leaderTerm.CompareAndSwap(last, term) {
+			m.leaderChanges.Inc()
+			return
+		}
+	}
 }
 
 // timedLogStore observes the duration of every write to the log store it

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // monotonicStore is a log store that refuses gaps, as raft-wal does.
@@ -41,5 +42,22 @@ func TestTimedLogStore(t *testing.T) {
 		if inner.stored != 3 || len(observed) != 2 {
 			t.Fatalf("with error %v: stored %d entries, observed %d writes; want 3 and 2", storeErr, inner.stored, len(observed))
 		}
+	}
+}
+
+// A leader learned of again in a term already counted (raft blanks the
+// leader on a heartbeat timeout and names it again) is no change; a later
+// term is one, however many terms it skipped.
+func TestNodeMetrics_CountLeadershipOncePerTerm(t *testing.T) {
+	m := newNodeMetrics(func() uint64 { return 0 })
+	for _, term := range []uint64{3, 3, 2, 4, 4, 9, 9, 1} {
+		m.countLeadership(term)
+	}
+	var got dto.Metric
+	if err := m.leaderChanges.Write(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got := got.GetCounter().GetValue(); got != 3 {
+		t.Fatalf("leader changes %g, want 3 (terms 3, 4, 9)", got)
 	}
 }

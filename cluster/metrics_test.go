@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sepp-io/sepp/cluster/clustertest"
 	"github.com/sepp-io/sepp/engine"
 )
 
@@ -58,5 +59,65 @@ func TestNode_MetricsTimeLogWritesAndCommits(t *testing.T) {
 	}
 	if writeSum <= 0 || commitSum <= 0 {
 		t.Errorf("sums: log writes %gs, commits %gs; want both above zero", writeSum, commitSum)
+	}
+}
+
+// counterValue gathers cs and returns the value of the counter called name.
+func counterValue(t *testing.T, cs []prometheus.Collector, name string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(cs...)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// Every member counts the first leadership and then a transfer as one
+// leader change each, and the transfer's target counts the election it ran.
+func TestNode_MetricsCountLeaderChangesAndElections(t *testing.T) {
+	c := clustertest.New(t, 3)
+	li := c.WaitLeader()
+	changes := func(i int) float64 { return counterValue(t, c.Node(i).Metrics(), "sepp_raft_leader_changes_total") }
+	elections := func(i int) float64 { return counterValue(t, c.Node(i).Metrics(), "sepp_raft_elections_total") }
+	// A follower counts the first leadership when the leader's first
+	// heartbeat names it.
+	clustertest.WaitFor(t, 10*time.Second, "every member to count the first leadership", func() bool {
+		for i := range 3 {
+			if changes(i) < 1 {
+				return false
+			}
+		}
+		return true
+	})
+	if e := elections(li); e < 1 {
+		t.Fatalf("leader n%d counted %g elections, want at least the one it won", li, e)
+	}
+	var before [3]float64
+	for i := range 3 {
+		before[i] = changes(i)
+	}
+	ti := others(c, li)[0]
+	targetElections := elections(ti)
+	if err := c.Node(li).TransferLeadership(ctxT(t, 5*time.Second), c.Node(ti).Self().ID); err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	clustertest.WaitFor(t, 10*time.Second, "every member to count the transfer", func() bool {
+		for i := range 3 {
+			if changes(i) < before[i]+1 {
+				return false
+			}
+		}
+		return true
+	})
+	if e := elections(ti); e < targetElections+1 {
+		t.Fatalf("transfer target n%d: %g elections, want at least %g", ti, e, targetElections+1)
 	}
 }

@@ -50,10 +50,11 @@ type Node struct {
 	// as leader of term, has run its barrier and its first commands.
 	ready atomic.Pointer[leaderReady]
 
-	observer   *raft.Observer
-	observerCh chan raft.Observation
-	healthMu   sync.Mutex
-	failing    map[raft.ServerID]time.Time // leader's view: peers missing heartbeats
+	observer      *raft.Observer
+	countObserver *raft.Observer // metrics.go: leader changes, elections
+	observerCh    chan raft.Observation
+	healthMu      sync.Mutex
+	failing       map[raft.ServerID]time.Time // leader's view: peers missing heartbeats
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -83,8 +84,8 @@ func NewNode(cfg Config) (*Node, error) {
 		clock:      clock,
 		failing:    make(map[raft.ServerID]time.Time),
 		shutdownCh: make(chan struct{}),
-		metrics:    newNodeMetrics(),
 	}
+	n.metrics = newNodeMetrics(n.CrashElections)
 	n.disk.dir = cfg.DataDir
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
@@ -228,6 +229,17 @@ func NewNode(cfg Config) (*Node, error) {
 		return false
 	})
 	r.RegisterObserver(n.observer)
+	// The counting observer's filter does the counting (and tells the crash
+	// detector which term it learned of each leader in) and passes nothing
+	// on; its channel is never written.
+	n.countObserver = raft.NewObserver(make(chan raft.Observation), false, func(o *raft.Observation) bool {
+		n.metrics.observe(o)
+		if l, ok := o.Data.(raft.LeaderObservation); ok {
+			n.crash.sawLeader(l.LeaderID, o.Raft.CurrentTerm()) // crashwatch.go
+		}
+		return false
+	})
+	r.RegisterObserver(n.countObserver)
 
 	n.wg.Add(2)
 	go n.watchLeadership()
@@ -384,6 +396,7 @@ func (n *Node) Close() error {
 		close(n.shutdownCh)
 		n.prop.stopTaking()
 		n.raft.DeregisterObserver(n.observer)
+		n.raft.DeregisterObserver(n.countObserver)
 		err := n.raft.Shutdown().Error()
 		n.prop.wait()
 		n.wg.Wait()

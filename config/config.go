@@ -385,9 +385,9 @@ func Default() Config {
 		},
 		Cluster: Cluster{
 			Bootstrap:              &t,
-			HeartbeatTimeoutMS:     100,
-			ElectionTimeoutMS:      100,
-			LeaderLeaseTimeoutMS:   100,
+			HeartbeatTimeoutMS:     500, // cluster.DefaultConfig says why
+			ElectionTimeoutMS:      500,
+			LeaderLeaseTimeoutMS:   500,
 			CommitTimeoutMS:        5,
 			SnapshotThreshold:      65536,
 			SnapshotIntervalMS:     30000,

@@ -255,11 +255,23 @@ func (c *Cluster) configFor(n *Node) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[server]\nnode_id = %q\ngrpc_addr = %q\nhttp_addr = %q\nraft_addr = %q\ndata_dir = %q\n\n",
 		n.ID, n.GRPCAddr, n.HTTPAddr, n.RaftAddr, filepath.Join(n.Dir, "data"))
-	b.WriteString("[cluster]\npeers = [\n")
+	var peers strings.Builder
+	peers.WriteString("peers = [\n")
 	for _, p := range c.Nodes {
-		fmt.Fprintf(&b, "  { id = %q, raft_addr = %q, grpc_addr = %q, http_addr = %q },\n", p.ID, p.RaftAddr, p.GRPCAddr, p.HTTPAddr)
+		fmt.Fprintf(&peers, "  { id = %q, raft_addr = %q, grpc_addr = %q, http_addr = %q },\n", p.ID, p.RaftAddr, p.GRPCAddr, p.HTTPAddr)
 	}
-	b.WriteString("]\n\n")
+	peers.WriteString("]\n")
+	// An extra [cluster] table (other raft timings, say) gets the peers
+	// inside it: TOML allows a table only once.
+	extra := c.opts.ExtraTOML
+	if extra != "" && !strings.HasSuffix(extra, "\n") {
+		extra += "\n"
+	}
+	if i := tableBody(extra, "cluster"); i >= 0 {
+		extra = extra[:i] + peers.String() + extra[i:]
+	} else {
+		b.WriteString("[cluster]\n" + peers.String() + "\n")
+	}
 	// One sign-in for every node, and a follower can forward admin actions
 	// to the leader, when the nodes share a session key.
 	if !strings.Contains(c.opts.ExtraTOML, "[admin]") {
@@ -269,8 +281,22 @@ func (c *Cluster) configFor(n *Node) string {
 		fmt.Fprintf(&b, "[tls]\ncert_file = %q\nkey_file = %q\nclient_ca_file = %q\nraft_cert_file = %q\nraft_key_file = %q\nraft_ca_file = %q\n\n",
 			p.NodeCertFile, p.NodeKeyFile, p.CAFile, p.NodeCertFile, p.NodeKeyFile, p.CAFile)
 	}
-	b.WriteString(c.opts.ExtraTOML)
+	b.WriteString(extra)
 	return b.String()
+}
+
+// tableBody is the offset in toml just past the header line of [name],
+// -1 when toml has no such table.
+func tableBody(toml, name string) int {
+	header := "[" + name + "]"
+	off := 0
+	for line := range strings.SplitAfterSeq(toml, "\n") {
+		off += len(line)
+		if strings.TrimSpace(line) == header {
+			return off
+		}
+	}
+	return -1
 }
 
 // Addrs lists the nodes' gRPC addresses.

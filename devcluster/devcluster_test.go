@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sepp-io/sepp/config"
 )
 
 // writeEarlierCluster leaves configs in dir as a cluster of the given nodes
@@ -174,5 +176,44 @@ func TestStart_NodeHostsAndLaunch(t *testing.T) {
 	}
 	if _, err := Start(Options{Nodes: 3, Dir: t.TempDir(), NodeHosts: hosts[:2]}); err == nil {
 		t.Error("two node hosts for three nodes: no error")
+	}
+}
+
+// An extra [cluster] table gets the generated peers inside it, so a dev
+// cluster can run with other raft timings; without one, the config has its
+// own. Either way the config parses.
+func TestConfigForMergesAnExtraClusterTable(t *testing.T) {
+	tests := []struct {
+		name, extra string
+	}{
+		{"no extra", ""},
+		{"other tables", "[limits]\nmax_payload_bytes = 2048\n"},
+		{"a cluster table", "[limits]\nmax_payload_bytes = 2048\n\n[cluster]\ncommit_timeout_ms = 7\n"},
+		{"a cluster table without a final newline", "[cluster]\ncommit_timeout_ms = 7"},
+		{"an indented header", "  [cluster]  \ncommit_timeout_ms = 7\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c := &Cluster{opts: Options{ExtraTOML: tt.extra, Dir: dir}, sessionKey: strings.Repeat("k", 64)}
+			for i := range 3 {
+				c.Nodes = append(c.Nodes, &Node{ID: nodeID(i), GRPCAddr: fmt.Sprintf("127.0.0.1:%d", 5000+i),
+					HTTPAddr: fmt.Sprintf("127.0.0.1:%d", 6000+i), RaftAddr: fmt.Sprintf("127.0.0.1:%d", 7000+i), Dir: filepath.Join(dir, nodeID(i))})
+			}
+			path := filepath.Join(dir, "sepp.toml")
+			if err := os.WriteFile(path, []byte(c.configFor(c.Nodes[0])), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(path)
+			if err != nil {
+				t.Fatalf("config does not load: %v\n%s", err, c.configFor(c.Nodes[0]))
+			}
+			if len(cfg.Cluster.Peers) != 3 {
+				t.Fatalf("%d peers, want 3", len(cfg.Cluster.Peers))
+			}
+			if strings.Contains(tt.extra, "commit_timeout_ms = 7") && cfg.Cluster.CommitTimeoutMS != 7 {
+				t.Fatalf("commit_timeout_ms %d, want the extra's 7", cfg.Cluster.CommitTimeoutMS)
+			}
+		})
 	}
 }

@@ -32,7 +32,7 @@ default_max_attempts = 3
 `
 
 // electionTimeout is the cluster's (deploy/sepp.example.toml's default).
-const electionTimeout = 300 * time.Millisecond
+const electionTimeout = 500 * time.Millisecond
 
 // localCluster is a devcluster of real processes on loopback.
 type localCluster struct{ *devcluster.Cluster }

@@ -54,7 +54,7 @@ func TestSmoke(t *testing.T) {
 	}
 	for _, name := range []string{
 		"produce_rate", "sync_enqueue_p50", "sync_enqueue_after_idle_p50", "disk_fsync_after_idle_p50", "consume_rate", "mixed_completed_rate", "e2e_latency_p50",
-		"failover_kill_longest_gap", "failover_transfer_longest_gap", "recovery_restart_to_caught_up",
+		"failover_kill_longest_gap", "failover_transfer_longest_gap", "failover_stop_new_leader", "recovery_restart_to_caught_up",
 	} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("figure %s missing", name)

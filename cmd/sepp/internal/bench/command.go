@@ -29,7 +29,7 @@ Scenarios: produce (pipelined enqueues), latency (one enqueue at a time), consum
 each worker reserving its next batch while the last one's acks are confirmed,
 then end-to-end latency at a fixed offered rate), failover (SIGKILL of the leader,
 then a planned transfer, while a producer enqueues every 5 ms: longest gap, lost,
-duplicates), recovery (resident memory with a million waiting jobs; restart time).
+duplicates; then SIGSTOP of the leader: time until another node leads), recovery (resident memory with a million waiting jobs; restart time).
 
 Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 		Example: "  sepp bench\n  sepp bench --scenarios produce,consume --produce 20000\n  sepp bench --addr localhost:50051 --scenarios latency --json",

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -494,7 +495,73 @@ func (r *runner) failover(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := r.freezeLeader(ctx); err != nil {
+		return err
+	}
 	return integrity
+}
+
+// freezeTimeout bounds the wait for a new leader after freezing the old
+// one: far above any heartbeat timeout a user would set.
+const freezeTimeout = 30 * time.Second
+
+// freezeLeader SIGSTOPs the leader and times how long the others take to
+// elect a new one (failover_stop_new_leader), polling their status every
+// 5 ms; then it thaws the old leader and waits for it to follow. A frozen
+// process closes no connection, so only raft's heartbeat timeout, never
+// crash detection, can replace it: this is the figure the timeout sets.
+func (r *runner) freezeLeader(ctx context.Context) error {
+	r.settle(ctx)
+	leader, err := r.leaderIndex(ctx)
+	if err != nil {
+		return err
+	}
+	old := r.cluster.Nodes[leader].ID
+	r.progress(fmt.Sprintf("SIGSTOP leader %s (pid %d)", old, r.cluster.Pid(leader)))
+	if err := r.cluster.Signal(leader, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	stopped := time.Now()
+	thawed := false
+	thaw := func() error {
+		if thawed {
+			return nil
+		}
+		thawed = true
+		return r.cluster.Signal(leader, syscall.SIGCONT)
+	}
+	defer thaw()
+	wctx, cancel := context.WithTimeout(ctx, freezeTimeout)
+	defer cancel()
+	var replaced time.Duration
+	for replaced == 0 {
+		for i, n := range r.cluster.Nodes {
+			if i == leader {
+				continue
+			}
+			sctx, scancel := context.WithTimeout(wctx, 200*time.Millisecond)
+			st, err := r.cli.ClusterStatusOf(sctx, n.GRPCAddr)
+			scancel()
+			if err == nil && st.State == "Leader" {
+				replaced = time.Since(stopped)
+				break
+			}
+		}
+		if replaced == 0 {
+			if wctx.Err() != nil {
+				return fmt.Errorf("bench: no new leader within %s of freezing %s", freezeTimeout, old)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	r.add("failover_stop_new_leader", ms(replaced), "ms")
+	if err := thaw(); err != nil {
+		return err
+	}
+	// The thawed node steps down at its first contact with the new term;
+	// the next scenario starts on a whole cluster.
+	r.settle(ctx)
+	return nil
 }
 
 func (r *runner) failoverRound(ctx context.Context, mode string) error {
