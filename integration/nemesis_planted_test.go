@@ -25,7 +25,7 @@ func truncateTailRecipe(leader int) []fault {
 		{Kind: faultKill, At: 0, For: 2 * time.Second, Node: f2, Fallback: f2},
 		// Not left to the workload's timing: one entry the leader must
 		// append and cannot commit, sent once the followers are gone and
-		// within the leader's 100ms lease of losing them.
+		// within the leader lease (500ms by default) of losing them.
 		{Kind: faultLoneWrite, At: 30 * time.Millisecond, For: 500 * time.Millisecond, Node: leader, Fallback: leader},
 		{Kind: faultKill, At: 600 * time.Millisecond, For: 3 * time.Second, Node: leader, Fallback: leader},
 		{Kind: faultKill, At: 9 * time.Second, For: 500 * time.Millisecond, Node: leader, Fallback: leader},

@@ -341,7 +341,7 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 			defer wg.Done()
 			if f.Kind == faultLoneWrite {
 				// Connected ahead: the write must arrive within the leader
-				// lease (100ms) of its followers freezing.
+				// lease (500ms by default) of its followers freezing.
 				n.loneConns[f.Node] = n.connect(ctx, f.Node)
 			}
 			pause(ctx, time.Until(n.start.Add(f.At)))
