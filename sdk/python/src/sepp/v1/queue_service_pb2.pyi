@@ -155,7 +155,7 @@ class GetServerInfoResponse(_message.Message):
     def __init__(self, version: _Optional[str] = ..., node_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_grpc_addr: _Optional[str] = ..., stale: bool = ..., dead_letter_retention_enabled: bool = ..., dead_letter_retention_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., queues: _Optional[_Iterable[_Union[QueueLimits, _Mapping]]] = ...) -> None: ...
 
 class Limits(_message.Message):
-    __slots__ = ["default_lease_ms", "default_max_attempts", "default_priority", "idempotency_window_ms", "max_attempts_ceiling", "max_batch_size", "max_custom_field_bytes", "max_custom_fields", "max_job_type_bytes", "max_lease_ms", "max_message_bytes", "max_payload_bytes", "max_priority", "max_queue_length", "max_queue_name_bytes", "max_reserve_batch", "max_reserve_wait_ms", "max_schedule_horizon_ms", "min_priority", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "strict"]
+    __slots__ = ["default_lease_ms", "default_max_attempts", "default_priority", "idempotency_window_ms", "max_attempts_ceiling", "max_batch_size", "max_custom_field_bytes", "max_custom_fields", "max_job_type_bytes", "max_lease_ms", "max_memory_bytes", "max_message_bytes", "max_payload_bytes", "max_priority", "max_queue_length", "max_queue_name_bytes", "max_reserve_batch", "max_reserve_wait_ms", "max_schedule_horizon_ms", "memory_held_bytes", "min_priority", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "strict"]
     DEFAULT_LEASE_MS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_PRIORITY_FIELD_NUMBER: _ClassVar[int]
@@ -166,6 +166,7 @@ class Limits(_message.Message):
     MAX_CUSTOM_FIELD_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_JOB_TYPE_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_LEASE_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_MESSAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_PAYLOAD_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_PRIORITY_FIELD_NUMBER: _ClassVar[int]
@@ -174,6 +175,7 @@ class Limits(_message.Message):
     MAX_RESERVE_BATCH_FIELD_NUMBER: _ClassVar[int]
     MAX_RESERVE_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_SCHEDULE_HORIZON_MS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_HELD_BYTES_FIELD_NUMBER: _ClassVar[int]
     MIN_PRIORITY_FIELD_NUMBER: _ClassVar[int]
     RETRY_BACKOFF_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAY_MAX_MS_FIELD_NUMBER: _ClassVar[int]
@@ -189,6 +191,7 @@ class Limits(_message.Message):
     max_custom_fields: int
     max_job_type_bytes: int
     max_lease_ms: int
+    max_memory_bytes: int
     max_message_bytes: int
     max_payload_bytes: int
     max_priority: int
@@ -197,12 +200,13 @@ class Limits(_message.Message):
     max_reserve_batch: int
     max_reserve_wait_ms: int
     max_schedule_horizon_ms: int
+    memory_held_bytes: int
     min_priority: int
     retry_backoff: _types_pb2.RetryBackoff
     retry_delay_max_ms: int
     retry_delay_ms: int
     strict: bool
-    def __init__(self, min_priority: _Optional[int] = ..., max_priority: _Optional[int] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., max_attempts_ceiling: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., default_lease_ms: _Optional[int] = ..., max_lease_ms: _Optional[int] = ..., max_reserve_wait_ms: _Optional[int] = ..., max_payload_bytes: _Optional[int] = ..., max_batch_size: _Optional[int] = ..., max_custom_fields: _Optional[int] = ..., max_custom_field_bytes: _Optional[int] = ..., max_job_type_bytes: _Optional[int] = ..., max_queue_name_bytes: _Optional[int] = ..., max_message_bytes: _Optional[int] = ..., idempotency_window_ms: _Optional[int] = ..., max_queue_length: _Optional[int] = ..., strict: bool = ...) -> None: ...
+    def __init__(self, min_priority: _Optional[int] = ..., max_priority: _Optional[int] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., max_attempts_ceiling: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., default_lease_ms: _Optional[int] = ..., max_lease_ms: _Optional[int] = ..., max_reserve_wait_ms: _Optional[int] = ..., max_payload_bytes: _Optional[int] = ..., max_batch_size: _Optional[int] = ..., max_custom_fields: _Optional[int] = ..., max_custom_field_bytes: _Optional[int] = ..., max_job_type_bytes: _Optional[int] = ..., max_queue_name_bytes: _Optional[int] = ..., max_message_bytes: _Optional[int] = ..., idempotency_window_ms: _Optional[int] = ..., max_queue_length: _Optional[int] = ..., strict: bool = ..., max_memory_bytes: _Optional[int] = ..., memory_held_bytes: _Optional[int] = ...) -> None: ...
 
 class NackRequest(_message.Message):
     __slots__ = ["ctx", "directive", "reason"]
@@ -223,11 +227,12 @@ class NackResponse(_message.Message):
     def __init__(self, dead_lettered: bool = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class QueueLimits(_message.Message):
-    __slots__ = ["dead_letter_queue", "default_max_attempts", "default_priority", "max_length", "max_schedule_horizon_ms", "name", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms"]
+    __slots__ = ["dead_letter_queue", "default_max_attempts", "default_priority", "max_length", "max_memory_bytes", "max_schedule_horizon_ms", "name", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms"]
     DEAD_LETTER_QUEUE_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_PRIORITY_FIELD_NUMBER: _ClassVar[int]
     MAX_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    MAX_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_SCHEDULE_HORIZON_MS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     RETRY_BACKOFF_FIELD_NUMBER: _ClassVar[int]
@@ -237,12 +242,13 @@ class QueueLimits(_message.Message):
     default_max_attempts: int
     default_priority: int
     max_length: int
+    max_memory_bytes: int
     max_schedule_horizon_ms: int
     name: str
     retry_backoff: _types_pb2.RetryBackoff
     retry_delay_max_ms: int
     retry_delay_ms: int
-    def __init__(self, name: _Optional[str] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_length: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_length: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., max_memory_bytes: _Optional[int] = ...) -> None: ...
 
 class ReleaseRequest(_message.Message):
     __slots__ = ["ctx"]
