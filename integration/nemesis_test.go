@@ -731,37 +731,48 @@ func (n *nemesis) vanish(ctx context.Context) {
 			n.problem("vanish: resume %s: %v", workQueue, err)
 		}
 	}()
-	acked := map[uint64]bool{}
-	for _, op := range n.w.rec.Ops() {
-		if op.Kind == history.KindEnqueue && op.Outcome == history.OK {
-			acked[op.JobID] = true
+	// With the queue paused the producers' jobs pile up Ready; on a fast
+	// machine the workers may have left none at the moment of the pause, and
+	// a job's enqueue is recorded OK only once its producer hears back, so
+	// look until one Ready job is also an acknowledged one.
+	var victim uint64
+	var seen int
+	if err := waitFor(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+		acked := map[uint64]bool{}
+		for _, op := range n.w.rec.Ops() {
+			if op.Kind == history.KindEnqueue && op.Outcome == history.OK {
+				acked[op.JobID] = true
+			}
 		}
-	}
-	jobs, _, err := n.insp.ListJobs(ctx, workQueue, client.ListJobsOptions{State: client.StateReady, Limit: 100})
-	if err != nil {
-		n.problem("vanish: list ready jobs: %v", err)
+		jobs, _, err := n.insp.ListJobs(ctx, workQueue, client.ListJobsOptions{State: client.StateReady, Limit: 100})
+		if err != nil {
+			return false, fmt.Errorf("list ready jobs: %w", err)
+		}
+		seen = len(jobs)
+		for _, j := range jobs {
+			if acked[j.ID] {
+				victim = j.ID
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("none of %d ready jobs is an acknowledged one", seen)
+	}); err != nil {
+		n.problem("vanish: %v", err)
 		return
 	}
-	for _, j := range jobs {
-		if !acked[j.ID] {
-			continue
-		}
-		id := strconv.FormatUint(j.ID, 10)
-		if err := n.cli(ctx, "jobs", "dead-letter", id, "--reason", "nemesis: planted loss"); err != nil {
-			n.problem("vanish: %v", err)
-			return
-		}
-		if err := n.cli(ctx, "dead-letters", "delete", id); err != nil {
-			n.problem("vanish: %v", err)
-			return
-		}
-		n.mu.Lock()
-		n.vanished = append(n.vanished, j.ID)
-		n.mu.Unlock()
-		n.logf("vanish: acknowledged job %d dead-lettered and deleted behind the clients' backs", j.ID)
+	id := strconv.FormatUint(victim, 10)
+	if err := n.cli(ctx, "jobs", "dead-letter", id, "--reason", "nemesis: planted loss"); err != nil {
+		n.problem("vanish: %v", err)
 		return
 	}
-	n.problem("vanish: none of %d ready jobs is an acknowledged one", len(jobs))
+	if err := n.cli(ctx, "dead-letters", "delete", id); err != nil {
+		n.problem("vanish: %v", err)
+		return
+	}
+	n.mu.Lock()
+	n.vanished = append(n.vanished, victim)
+	n.mu.Unlock()
+	n.logf("vanish: acknowledged job %d dead-lettered and deleted behind the clients' backs", victim)
 }
 
 // cli runs one `sepp` operator command against the cluster.

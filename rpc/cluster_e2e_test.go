@@ -2,8 +2,6 @@ package rpc_test
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/cluster/clustertest"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 	"github.com/sepp-io/sepp/rpc"
@@ -27,25 +24,7 @@ func TestThreeNodeCluster_ThroughGRPC(t *testing.T) {
 		t.Skip("starts a three-node cluster")
 	}
 	const n = 3
-	lis := make([]net.Listener, n)
-	addrs := make([]string, n)
-	for i := range lis {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lis[i], addrs[i] = l, l.Addr().String()
-	}
-	nodes := clustertest.New(t, n, clustertest.WithConfig(func(i int, cfg *cluster.Config) {
-		cfg.GRPCAddr = addrs[i]
-		for p := range cfg.Peers {
-			var j int
-			if _, err := fmt.Sscanf(cfg.Peers[p].ID, "n%d", &j); err != nil {
-				t.Fatalf("peer id %q: %v", cfg.Peers[p].ID, err)
-			}
-			cfg.Peers[p].GRPCAddr = addrs[j]
-		}
-	}))
+	nodes, lis, addrs := listenedCluster(t, n)
 	for i := range lis {
 		srv := rpc.NewGRPCServer(nodes.Node(i), rpc.Options{MaxReserveWait: 200 * time.Millisecond})
 		go func() { _ = srv.Serve(lis[i]) }()

@@ -327,25 +327,7 @@ func TestConnect_FollowerAnswers(t *testing.T) {
 		t.Skip("starts a three-node cluster")
 	}
 	const n = 3
-	lis := make([]net.Listener, n)
-	addrs := make([]string, n)
-	for i := range lis {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lis[i], addrs[i] = l, l.Addr().String()
-	}
-	nodes := clustertest.New(t, n, clustertest.WithConfig(func(i int, cfg *cluster.Config) {
-		cfg.GRPCAddr = addrs[i]
-		for p := range cfg.Peers {
-			var j int
-			if _, err := fmt.Sscanf(cfg.Peers[p].ID, "n%d", &j); err != nil {
-				t.Fatalf("peer id %q: %v", cfg.Peers[p].ID, err)
-			}
-			cfg.Peers[p].GRPCAddr = addrs[j]
-		}
-	}))
+	nodes, lis, addrs := listenedCluster(t, n)
 	leader := nodes.WaitLeader()
 	forwarding, redirecting := (leader+1)%n, (leader+2)%n
 	for i := range lis {
