@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,21 +97,8 @@ func runFault(t *testing.T, name string, tc testCluster, inject injectFunc) {
 
 	w := startWorkload(ctx, t, workloadOptions{Addrs: tc.Addrs(), Producers: 3, Workers: 3, MaxJobs: 4000, Backlog: 60})
 	stopped := false
-	defer func() {
-		if !stopped { // a t.Fatal below: end the goroutines before returning
-			w.stopProducers.Store(true)
-			w.stopWorkers.Store(true)
-			cancel()
-			w.producerWG.Wait()
-			w.workerWG.Wait()
-		}
-	}()
-	start := time.Now()
-	if err := waitFor(ctx, 20*time.Second, func(context.Context) (bool, error) {
-		return w.okCount(history.KindAck, start) >= 30, fmt.Errorf("%d acks", w.okCount(history.KindAck, start))
-	}); err != nil {
-		t.Fatalf("workload did not get going: %v", err)
-	}
+	defer w.stopUnlessStopped(cancel, &stopped) // a t.Fatal below: end the goroutines before returning
+	w.awaitGoing(ctx, t)
 
 	injectAt := time.Now()
 	healed, healAt := inject(ctx, &faultEnv{t: t, tc: tc, insp: insp, leader: leader})

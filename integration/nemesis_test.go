@@ -317,21 +317,8 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 	closeRaw := startRawWorkload(ctx, w, c.Addrs(), 1, 1)
 	defer closeRaw()
 	stopped := false
-	defer func() {
-		if !stopped { // a t.Fatal below: end the goroutines before returning
-			w.stopProducers.Store(true)
-			w.stopWorkers.Store(true)
-			cancel()
-			w.producerWG.Wait()
-			w.workerWG.Wait()
-		}
-	}()
-	begun := time.Now()
-	if err := waitFor(ctx, 20*time.Second, func(context.Context) (bool, error) {
-		return w.okCount(history.KindAck, begun) >= 30, fmt.Errorf("%d acks", w.okCount(history.KindAck, begun))
-	}); err != nil {
-		t.Fatalf("workload did not get going: %v", err)
-	}
+	defer w.stopUnlessStopped(cancel, &stopped) // a t.Fatal below: end the goroutines before returning
+	w.awaitGoing(ctx, t)
 
 	n := &nemesis{t: t, w: w, c: c, net: nn, loneConns: make([]*grpc.ClientConn, 3), insp: insp, start: time.Now(), nodeMu: make([]sync.Mutex, 3)}
 	var wg sync.WaitGroup

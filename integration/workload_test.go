@@ -379,3 +379,28 @@ func checkHistory(t *testing.T, name string, w *workload, final history.Final) h
 	}
 	return r
 }
+
+// stopUnlessStopped, deferred by a test that stops the workload itself on
+// success, ends its goroutines when a t.Fatal returns early instead.
+func (w *workload) stopUnlessStopped(cancel context.CancelFunc, stopped *bool) {
+	if *stopped {
+		return
+	}
+	w.stopProducers.Store(true)
+	w.stopWorkers.Store(true)
+	cancel()
+	w.producerWG.Wait()
+	w.workerWG.Wait()
+}
+
+// awaitGoing fails t unless the workload's workers acknowledge 30 jobs
+// within 20 s, so faults start against a cluster that is really working.
+func (w *workload) awaitGoing(ctx context.Context, t *testing.T) {
+	t.Helper()
+	begun := time.Now()
+	if err := waitFor(ctx, 20*time.Second, func(context.Context) (bool, error) {
+		return w.okCount(history.KindAck, begun) >= 30, fmt.Errorf("%d acks", w.okCount(history.KindAck, begun))
+	}); err != nil {
+		t.Fatalf("workload did not get going: %v", err)
+	}
+}
