@@ -79,6 +79,8 @@ class DeadLetterCause(enum.IntEnum):
     REJECTED = tpb.DEAD_LETTER_CAUSE_REJECTED
     LEASE_EXPIRED = tpb.DEAD_LETTER_CAUSE_LEASE_EXPIRED
     ADMIN = tpb.DEAD_LETTER_CAUSE_ADMIN
+    CANCELLED = tpb.DEAD_LETTER_CAUSE_CANCELLED
+    EXPIRED = tpb.DEAD_LETTER_CAUSE_EXPIRED
 
     def __str__(self) -> str:
         return self.name.lower()

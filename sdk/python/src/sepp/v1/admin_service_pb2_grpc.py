@@ -9,7 +9,8 @@ class AdminServiceStub(object):
     """AdminService is the operator API behind the admin UI. Reads are consistent
     on the leader; with allow_stale a follower answers from its own state and
     says so. Actions (requeue, delete, dead-letter, pause, resume) need the
-    leader and, when admin auth is on, the operator role.
+    leader and, when admin auth is on, the operator role; so do the queue
+    operations (create, update, delete, purge), while GetQueue needs a viewer.
     """
 
     def __init__(self, channel):
@@ -68,13 +69,134 @@ class AdminServiceStub(object):
                 request_serializer=sepp_dot_v1_dot_admin__service__pb2.ResumeQueueRequest.SerializeToString,
                 response_deserializer=sepp_dot_v1_dot_admin__service__pb2.ResumeQueueResponse.FromString,
                 )
+        self.GetQueue = channel.unary_unary(
+                '/sepp.v1.AdminService/GetQueue',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.GetQueueRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.GetQueueResponse.FromString,
+                )
+        self.CreateQueue = channel.unary_unary(
+                '/sepp.v1.AdminService/CreateQueue',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.CreateQueueRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.CreateQueueResponse.FromString,
+                )
+        self.UpdateQueue = channel.unary_unary(
+                '/sepp.v1.AdminService/UpdateQueue',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.UpdateQueueRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.UpdateQueueResponse.FromString,
+                )
+        self.DeleteQueue = channel.unary_unary(
+                '/sepp.v1.AdminService/DeleteQueue',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.DeleteQueueRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.DeleteQueueResponse.FromString,
+                )
+        self.PurgeQueue = channel.unary_unary(
+                '/sepp.v1.AdminService/PurgeQueue',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.PurgeQueueRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.PurgeQueueResponse.FromString,
+                )
+        self.DeleteJobs = channel.unary_unary(
+                '/sepp.v1.AdminService/DeleteJobs',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.DeleteJobsRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.DeleteJobsResponse.FromString,
+                )
+        self.RunJobsNow = channel.unary_unary(
+                '/sepp.v1.AdminService/RunJobsNow',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.RunJobsNowRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.RunJobsNowResponse.FromString,
+                )
+        self.RescheduleJobs = channel.unary_unary(
+                '/sepp.v1.AdminService/RescheduleJobs',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.RescheduleJobsRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.RescheduleJobsResponse.FromString,
+                )
+        self.SetJobsPriority = channel.unary_unary(
+                '/sepp.v1.AdminService/SetJobsPriority',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.SetJobsPriorityRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.SetJobsPriorityResponse.FromString,
+                )
+        self.CancelJobs = channel.unary_unary(
+                '/sepp.v1.AdminService/CancelJobs',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.CancelJobsRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.CancelJobsResponse.FromString,
+                )
+        self.StartRedrive = channel.unary_unary(
+                '/sepp.v1.AdminService/StartRedrive',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.StartRedriveRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.StartRedriveResponse.FromString,
+                )
+        self.PreviewRedrive = channel.unary_unary(
+                '/sepp.v1.AdminService/PreviewRedrive',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.PreviewRedriveRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.PreviewRedriveResponse.FromString,
+                )
+        self.ListRedrives = channel.unary_unary(
+                '/sepp.v1.AdminService/ListRedrives',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.ListRedrivesRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.ListRedrivesResponse.FromString,
+                )
+        self.GetRedrive = channel.unary_unary(
+                '/sepp.v1.AdminService/GetRedrive',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.GetRedriveRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.GetRedriveResponse.FromString,
+                )
+        self.PauseRedrive = channel.unary_unary(
+                '/sepp.v1.AdminService/PauseRedrive',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.PauseRedriveRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.PauseRedriveResponse.FromString,
+                )
+        self.ResumeRedrive = channel.unary_unary(
+                '/sepp.v1.AdminService/ResumeRedrive',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.ResumeRedriveRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.ResumeRedriveResponse.FromString,
+                )
+        self.CancelRedrive = channel.unary_unary(
+                '/sepp.v1.AdminService/CancelRedrive',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.CancelRedriveRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.CancelRedriveResponse.FromString,
+                )
+        self.CreateSchedule = channel.unary_unary(
+                '/sepp.v1.AdminService/CreateSchedule',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.CreateScheduleRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.CreateScheduleResponse.FromString,
+                )
+        self.UpdateSchedule = channel.unary_unary(
+                '/sepp.v1.AdminService/UpdateSchedule',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.UpdateScheduleRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.UpdateScheduleResponse.FromString,
+                )
+        self.DeleteSchedule = channel.unary_unary(
+                '/sepp.v1.AdminService/DeleteSchedule',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.DeleteScheduleRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.DeleteScheduleResponse.FromString,
+                )
+        self.GetSchedule = channel.unary_unary(
+                '/sepp.v1.AdminService/GetSchedule',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.GetScheduleRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.GetScheduleResponse.FromString,
+                )
+        self.ListSchedules = channel.unary_unary(
+                '/sepp.v1.AdminService/ListSchedules',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.ListSchedulesRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.ListSchedulesResponse.FromString,
+                )
+        self.PauseSchedule = channel.unary_unary(
+                '/sepp.v1.AdminService/PauseSchedule',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.PauseScheduleRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.PauseScheduleResponse.FromString,
+                )
+        self.ResumeSchedule = channel.unary_unary(
+                '/sepp.v1.AdminService/ResumeSchedule',
+                request_serializer=sepp_dot_v1_dot_admin__service__pb2.ResumeScheduleRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_admin__service__pb2.ResumeScheduleResponse.FromString,
+                )
 
 
 class AdminServiceServicer(object):
     """AdminService is the operator API behind the admin UI. Reads are consistent
     on the leader; with allow_stale a follower answers from its own state and
     says so. Actions (requeue, delete, dead-letter, pause, resume) need the
-    leader and, when admin auth is on, the operator role.
+    leader and, when admin auth is on, the operator role; so do the queue
+    operations (create, update, delete, purge), while GetQueue needs a viewer.
     """
 
     def ListQueues(self, request, context):
@@ -149,6 +271,196 @@ class AdminServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetQueue(self, request, context):
+        """GetQueue returns one queue: its counts, its own settings and the
+        effective ones (its settings over the global limits).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateQueue(self, request, context):
+        """CreateQueue adds a queue with its settings, kept in the replicated
+        state. A queue already configured is AlreadyExists.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateQueue(self, request, context):
+        """UpdateQueue changes some of a queue's settings, or pauses or resumes
+        it; an unknown queue is NotFound.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteQueue(self, request, context):
+        """DeleteQueue removes a queue. One that holds jobs or dead letters is
+        FailedPrecondition unless force is set; the answer counts what a
+        forced delete removed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PurgeQueue(self, request, context):
+        """PurgeQueue removes a queue's waiting jobs (Ready and Scheduled; reserved
+        ones stay) or its dead letters, and counts them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteJobs(self, request, context):
+        """DeleteJobs removes Ready or Scheduled jobs for good (a reserved job is
+        FailedPrecondition in its result).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RunJobsNow(self, request, context):
+        """RunJobsNow makes Scheduled jobs Ready now.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RescheduleJobs(self, request, context):
+        """RescheduleJobs holds Ready or Scheduled jobs until run_at (one at or
+        before now makes them Ready); beyond the queue's horizon is
+        ScheduledTooFar in the job's result.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetJobsPriority(self, request, context):
+        """SetJobsPriority gives live jobs a priority; a Ready job takes its place
+        by it and its original enqueue time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelJobs(self, request, context):
+        """CancelJobs cancels Reserved jobs: each lease is revoked at once (the
+        worker's next extend, ack or nack is lease-lost) and the job is
+        dead-lettered with cause CANCELLED, or removed for good when delete is
+        set. A job no worker holds is FailedPrecondition in its result.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartRedrive(self, request, context):
+        """StartRedrive starts a redrive task: the dead letters its selection
+        matches (those failed by the start) go back to their queue with their
+        own ids, or are replayed as fresh jobs (to another queue if named), at
+        a rate.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PreviewRedrive(self, request, context):
+        """PreviewRedrive is a dry run of StartRedrive: it starts nothing, and
+        counts the records the task would move and samples the first of them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRedrives(self, request, context):
+        """ListRedrives lists the running and paused tasks and the audit records
+        of the last ended ones.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRedrive(self, request, context):
+        """GetRedrive returns one task or audit record.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseRedrive(self, request, context):
+        """PauseRedrive, ResumeRedrive and CancelRedrive change a task's state; a
+        task not in a state that allows it is FailedPrecondition.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeRedrive(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelRedrive(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateSchedule(self, request, context):
+        """CreateSchedule adds a periodic schedule: a cron expression or a fixed
+        interval in a time zone, and the job each tick enqueues. A schedule of
+        that name already existing is AlreadyExists; a bad spec, zone or
+        template is InvalidArgument naming the field. See docs/schedules.md.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateSchedule(self, request, context):
+        """UpdateSchedule replaces a schedule's definition (spec, zone, template,
+        policies); it keeps its paused state, counters and last fired tick, so
+        no tick fires twice. An unknown name is NotFound.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSchedule(self, request, context):
+        """DeleteSchedule removes a schedule; the jobs it fired stay.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSchedule(self, request, context):
+        """GetSchedule returns one schedule with its next fire times.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSchedules(self, request, context):
+        """ListSchedules lists every schedule by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseSchedule(self, request, context):
+        """PauseSchedule stops a schedule firing; ResumeSchedule restarts it from
+        its first tick after now (the paused ticks are not caught up).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeSchedule(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -202,6 +514,126 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     request_deserializer=sepp_dot_v1_dot_admin__service__pb2.ResumeQueueRequest.FromString,
                     response_serializer=sepp_dot_v1_dot_admin__service__pb2.ResumeQueueResponse.SerializeToString,
             ),
+            'GetQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetQueue,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.GetQueueRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.GetQueueResponse.SerializeToString,
+            ),
+            'CreateQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateQueue,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.CreateQueueRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.CreateQueueResponse.SerializeToString,
+            ),
+            'UpdateQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateQueue,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.UpdateQueueRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.UpdateQueueResponse.SerializeToString,
+            ),
+            'DeleteQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteQueue,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.DeleteQueueRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.DeleteQueueResponse.SerializeToString,
+            ),
+            'PurgeQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.PurgeQueue,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.PurgeQueueRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.PurgeQueueResponse.SerializeToString,
+            ),
+            'DeleteJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteJobs,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.DeleteJobsRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.DeleteJobsResponse.SerializeToString,
+            ),
+            'RunJobsNow': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunJobsNow,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.RunJobsNowRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.RunJobsNowResponse.SerializeToString,
+            ),
+            'RescheduleJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.RescheduleJobs,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.RescheduleJobsRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.RescheduleJobsResponse.SerializeToString,
+            ),
+            'SetJobsPriority': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetJobsPriority,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.SetJobsPriorityRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.SetJobsPriorityResponse.SerializeToString,
+            ),
+            'CancelJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelJobs,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.CancelJobsRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.CancelJobsResponse.SerializeToString,
+            ),
+            'StartRedrive': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartRedrive,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.StartRedriveRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.StartRedriveResponse.SerializeToString,
+            ),
+            'PreviewRedrive': grpc.unary_unary_rpc_method_handler(
+                    servicer.PreviewRedrive,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.PreviewRedriveRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.PreviewRedriveResponse.SerializeToString,
+            ),
+            'ListRedrives': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRedrives,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.ListRedrivesRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.ListRedrivesResponse.SerializeToString,
+            ),
+            'GetRedrive': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRedrive,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.GetRedriveRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.GetRedriveResponse.SerializeToString,
+            ),
+            'PauseRedrive': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseRedrive,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.PauseRedriveRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.PauseRedriveResponse.SerializeToString,
+            ),
+            'ResumeRedrive': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeRedrive,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.ResumeRedriveRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.ResumeRedriveResponse.SerializeToString,
+            ),
+            'CancelRedrive': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelRedrive,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.CancelRedriveRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.CancelRedriveResponse.SerializeToString,
+            ),
+            'CreateSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateSchedule,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.CreateScheduleRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.CreateScheduleResponse.SerializeToString,
+            ),
+            'UpdateSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateSchedule,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.UpdateScheduleRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.UpdateScheduleResponse.SerializeToString,
+            ),
+            'DeleteSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSchedule,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.DeleteScheduleRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.DeleteScheduleResponse.SerializeToString,
+            ),
+            'GetSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSchedule,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.GetScheduleRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.GetScheduleResponse.SerializeToString,
+            ),
+            'ListSchedules': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSchedules,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.ListSchedulesRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.ListSchedulesResponse.SerializeToString,
+            ),
+            'PauseSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseSchedule,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.PauseScheduleRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.PauseScheduleResponse.SerializeToString,
+            ),
+            'ResumeSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeSchedule,
+                    request_deserializer=sepp_dot_v1_dot_admin__service__pb2.ResumeScheduleRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_admin__service__pb2.ResumeScheduleResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'sepp.v1.AdminService', rpc_method_handlers)
@@ -213,7 +645,8 @@ class AdminService(object):
     """AdminService is the operator API behind the admin UI. Reads are consistent
     on the leader; with allow_stale a follower answers from its own state and
     says so. Actions (requeue, delete, dead-letter, pause, resume) need the
-    leader and, when admin auth is on, the operator role.
+    leader and, when admin auth is on, the operator role; so do the queue
+    operations (create, update, delete, purge), while GetQueue needs a viewer.
     """
 
     @staticmethod
@@ -383,5 +816,413 @@ class AdminService(object):
         return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/ResumeQueue',
             sepp_dot_v1_dot_admin__service__pb2.ResumeQueueRequest.SerializeToString,
             sepp_dot_v1_dot_admin__service__pb2.ResumeQueueResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/GetQueue',
+            sepp_dot_v1_dot_admin__service__pb2.GetQueueRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.GetQueueResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CreateQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/CreateQueue',
+            sepp_dot_v1_dot_admin__service__pb2.CreateQueueRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.CreateQueueResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UpdateQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/UpdateQueue',
+            sepp_dot_v1_dot_admin__service__pb2.UpdateQueueRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.UpdateQueueResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/DeleteQueue',
+            sepp_dot_v1_dot_admin__service__pb2.DeleteQueueRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.DeleteQueueResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PurgeQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/PurgeQueue',
+            sepp_dot_v1_dot_admin__service__pb2.PurgeQueueRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.PurgeQueueResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/DeleteJobs',
+            sepp_dot_v1_dot_admin__service__pb2.DeleteJobsRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.DeleteJobsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RunJobsNow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/RunJobsNow',
+            sepp_dot_v1_dot_admin__service__pb2.RunJobsNowRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.RunJobsNowResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RescheduleJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/RescheduleJobs',
+            sepp_dot_v1_dot_admin__service__pb2.RescheduleJobsRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.RescheduleJobsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetJobsPriority(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/SetJobsPriority',
+            sepp_dot_v1_dot_admin__service__pb2.SetJobsPriorityRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.SetJobsPriorityResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CancelJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/CancelJobs',
+            sepp_dot_v1_dot_admin__service__pb2.CancelJobsRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.CancelJobsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def StartRedrive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/StartRedrive',
+            sepp_dot_v1_dot_admin__service__pb2.StartRedriveRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.StartRedriveResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PreviewRedrive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/PreviewRedrive',
+            sepp_dot_v1_dot_admin__service__pb2.PreviewRedriveRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.PreviewRedriveResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListRedrives(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/ListRedrives',
+            sepp_dot_v1_dot_admin__service__pb2.ListRedrivesRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.ListRedrivesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetRedrive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/GetRedrive',
+            sepp_dot_v1_dot_admin__service__pb2.GetRedriveRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.GetRedriveResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PauseRedrive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/PauseRedrive',
+            sepp_dot_v1_dot_admin__service__pb2.PauseRedriveRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.PauseRedriveResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResumeRedrive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/ResumeRedrive',
+            sepp_dot_v1_dot_admin__service__pb2.ResumeRedriveRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.ResumeRedriveResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CancelRedrive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/CancelRedrive',
+            sepp_dot_v1_dot_admin__service__pb2.CancelRedriveRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.CancelRedriveResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CreateSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/CreateSchedule',
+            sepp_dot_v1_dot_admin__service__pb2.CreateScheduleRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.CreateScheduleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UpdateSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/UpdateSchedule',
+            sepp_dot_v1_dot_admin__service__pb2.UpdateScheduleRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.UpdateScheduleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/DeleteSchedule',
+            sepp_dot_v1_dot_admin__service__pb2.DeleteScheduleRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.DeleteScheduleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/GetSchedule',
+            sepp_dot_v1_dot_admin__service__pb2.GetScheduleRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.GetScheduleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListSchedules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/ListSchedules',
+            sepp_dot_v1_dot_admin__service__pb2.ListSchedulesRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.ListSchedulesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def PauseSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/PauseSchedule',
+            sepp_dot_v1_dot_admin__service__pb2.PauseScheduleRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.PauseScheduleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ResumeSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.AdminService/ResumeSchedule',
+            sepp_dot_v1_dot_admin__service__pb2.ResumeScheduleRequest.SerializeToString,
+            sepp_dot_v1_dot_admin__service__pb2.ResumeScheduleResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from sepp.v1 import types_pb2 as sepp_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dsepp/v1/cluster_service.proto\x12\x07sepp.v1\x1a\x13sepp/v1/types.proto\"\'\n\rStatusRequest\x12\x16\n\x0einclude_digest\x18\x01 \x01(\x08\"\x8b\x02\n\x0eStatusResponse\x12\x1f\n\x04self\x18\x01 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\x12!\n\x06leader\x18\x02 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\x12\r\n\x05state\x18\x03 \x01(\t\x12\x0c\n\x04term\x18\x04 \x01(\x04\x12\x14\n\x0c\x63ommit_index\x18\x05 \x01(\x04\x12\x15\n\rapplied_index\x18\x06 \x01(\x04\x12\x16\n\x0elast_log_index\x18\x07 \x01(\x04\x12\'\n\x07members\x18\x08 \x03(\x0b\x32\x16.sepp.v1.ClusterMember\x12\x14\n\x0cstate_digest\x18\t \x01(\t\x12\x14\n\x0c\x64igest_index\x18\n \x01(\x04\"v\n\rClusterMember\x12\x1f\n\x04node\x18\x01 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\x12\r\n\x05voter\x18\x02 \x01(\x08\x12\x0e\n\x06leader\x18\x03 \x01(\x08\x12\x0f\n\x07healthy\x18\x04 \x01(\x08\x12\x14\n\x0clast_contact\x18\x05 \x01(\t\".\n\x0bJoinRequest\x12\x1f\n\x04node\x18\x01 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\"\x0e\n\x0cJoinResponse\" \n\rRemoveRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\t\"\x10\n\x0eRemoveResponse\"/\n\x19TransferLeadershipRequest\x12\x12\n\nto_node_id\x18\x01 \x01(\t\"\x1c\n\x1aTransferLeadershipResponse2\x9a\x02\n\x0e\x43lusterService\x12\x39\n\x06Status\x12\x16.sepp.v1.StatusRequest\x1a\x17.sepp.v1.StatusResponse\x12\x33\n\x04Join\x12\x14.sepp.v1.JoinRequest\x1a\x15.sepp.v1.JoinResponse\x12\x39\n\x06Remove\x12\x16.sepp.v1.RemoveRequest\x1a\x17.sepp.v1.RemoveResponse\x12]\n\x12TransferLeadership\x12\".sepp.v1.TransferLeadershipRequest\x1a#.sepp.v1.TransferLeadershipResponseB.Z,github.com/sepp-io/sepp/proto/sepp/v1;seppv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dsepp/v1/cluster_service.proto\x12\x07sepp.v1\x1a\x13sepp/v1/types.proto\"\'\n\rStatusRequest\x12\x16\n\x0einclude_digest\x18\x01 \x01(\x08\"\x8b\x02\n\x0eStatusResponse\x12\x1f\n\x04self\x18\x01 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\x12!\n\x06leader\x18\x02 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\x12\r\n\x05state\x18\x03 \x01(\t\x12\x0c\n\x04term\x18\x04 \x01(\x04\x12\x14\n\x0c\x63ommit_index\x18\x05 \x01(\x04\x12\x15\n\rapplied_index\x18\x06 \x01(\x04\x12\x16\n\x0elast_log_index\x18\x07 \x01(\x04\x12\'\n\x07members\x18\x08 \x03(\x0b\x32\x16.sepp.v1.ClusterMember\x12\x14\n\x0cstate_digest\x18\t \x01(\t\x12\x14\n\x0c\x64igest_index\x18\n \x01(\x04\"\x9c\x01\n\rClusterMember\x12\x1f\n\x04node\x18\x01 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\x12\r\n\x05voter\x18\x02 \x01(\x08\x12\x0e\n\x06leader\x18\x03 \x01(\x08\x12\x0f\n\x07healthy\x18\x04 \x01(\x08\x12\x14\n\x0clast_contact\x18\x05 \x01(\t\x12$\n\x05\x66\x61\x63ts\x18\xa0\x01 \x01(\x0b\x32\x14.sepp.v1.MemberFacts\".\n\x0bJoinRequest\x12\x1f\n\x04node\x18\x01 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\"\x0e\n\x0cJoinResponse\" \n\rRemoveRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\t\"\x10\n\x0eRemoveResponse\"/\n\x19TransferLeadershipRequest\x12\x12\n\nto_node_id\x18\x01 \x01(\t\"\x1c\n\x1aTransferLeadershipResponse\"\x17\n\x15GetMemberFactsRequest\"=\n\x16GetMemberFactsResponse\x12#\n\x05\x66\x61\x63ts\x18\x01 \x01(\x0b\x32\x14.sepp.v1.MemberFacts2\xed\x02\n\x0e\x43lusterService\x12\x39\n\x06Status\x12\x16.sepp.v1.StatusRequest\x1a\x17.sepp.v1.StatusResponse\x12\x33\n\x04Join\x12\x14.sepp.v1.JoinRequest\x1a\x15.sepp.v1.JoinResponse\x12\x39\n\x06Remove\x12\x16.sepp.v1.RemoveRequest\x1a\x17.sepp.v1.RemoveResponse\x12]\n\x12TransferLeadership\x12\".sepp.v1.TransferLeadershipRequest\x1a#.sepp.v1.TransferLeadershipResponse\x12Q\n\x0eGetMemberFacts\x12\x1e.sepp.v1.GetMemberFactsRequest\x1a\x1f.sepp.v1.GetMemberFactsResponseB.Z,github.com/sepp-io/sepp/proto/sepp/v1;seppv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'sepp.v1.cluster_service_pb2', globals())
@@ -26,20 +26,24 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _STATUSREQUEST._serialized_end=102
   _STATUSRESPONSE._serialized_start=105
   _STATUSRESPONSE._serialized_end=372
-  _CLUSTERMEMBER._serialized_start=374
-  _CLUSTERMEMBER._serialized_end=492
-  _JOINREQUEST._serialized_start=494
-  _JOINREQUEST._serialized_end=540
-  _JOINRESPONSE._serialized_start=542
-  _JOINRESPONSE._serialized_end=556
-  _REMOVEREQUEST._serialized_start=558
-  _REMOVEREQUEST._serialized_end=590
-  _REMOVERESPONSE._serialized_start=592
-  _REMOVERESPONSE._serialized_end=608
-  _TRANSFERLEADERSHIPREQUEST._serialized_start=610
-  _TRANSFERLEADERSHIPREQUEST._serialized_end=657
-  _TRANSFERLEADERSHIPRESPONSE._serialized_start=659
-  _TRANSFERLEADERSHIPRESPONSE._serialized_end=687
-  _CLUSTERSERVICE._serialized_start=690
-  _CLUSTERSERVICE._serialized_end=972
+  _CLUSTERMEMBER._serialized_start=375
+  _CLUSTERMEMBER._serialized_end=531
+  _JOINREQUEST._serialized_start=533
+  _JOINREQUEST._serialized_end=579
+  _JOINRESPONSE._serialized_start=581
+  _JOINRESPONSE._serialized_end=595
+  _REMOVEREQUEST._serialized_start=597
+  _REMOVEREQUEST._serialized_end=629
+  _REMOVERESPONSE._serialized_start=631
+  _REMOVERESPONSE._serialized_end=647
+  _TRANSFERLEADERSHIPREQUEST._serialized_start=649
+  _TRANSFERLEADERSHIPREQUEST._serialized_end=696
+  _TRANSFERLEADERSHIPRESPONSE._serialized_start=698
+  _TRANSFERLEADERSHIPRESPONSE._serialized_end=726
+  _GETMEMBERFACTSREQUEST._serialized_start=728
+  _GETMEMBERFACTSREQUEST._serialized_end=751
+  _GETMEMBERFACTSRESPONSE._serialized_start=753
+  _GETMEMBERFACTSRESPONSE._serialized_end=814
+  _CLUSTERSERVICE._serialized_start=817
+  _CLUSTERSERVICE._serialized_end=1182
 # @@protoc_insertion_point(module_scope)

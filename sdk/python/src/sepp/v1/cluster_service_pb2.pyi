@@ -7,18 +7,30 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ClusterMember(_message.Message):
-    __slots__ = ["healthy", "last_contact", "leader", "node", "voter"]
+    __slots__ = ["facts", "healthy", "last_contact", "leader", "node", "voter"]
+    FACTS_FIELD_NUMBER: _ClassVar[int]
     HEALTHY_FIELD_NUMBER: _ClassVar[int]
     LAST_CONTACT_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     VOTER_FIELD_NUMBER: _ClassVar[int]
+    facts: _types_pb2.MemberFacts
     healthy: bool
     last_contact: str
     leader: bool
     node: _types_pb2.NodeInfo
     voter: bool
-    def __init__(self, node: _Optional[_Union[_types_pb2.NodeInfo, _Mapping]] = ..., voter: bool = ..., leader: bool = ..., healthy: bool = ..., last_contact: _Optional[str] = ...) -> None: ...
+    def __init__(self, node: _Optional[_Union[_types_pb2.NodeInfo, _Mapping]] = ..., voter: bool = ..., leader: bool = ..., healthy: bool = ..., last_contact: _Optional[str] = ..., facts: _Optional[_Union[_types_pb2.MemberFacts, _Mapping]] = ...) -> None: ...
+
+class GetMemberFactsRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class GetMemberFactsResponse(_message.Message):
+    __slots__ = ["facts"]
+    FACTS_FIELD_NUMBER: _ClassVar[int]
+    facts: _types_pb2.MemberFacts
+    def __init__(self, facts: _Optional[_Union[_types_pb2.MemberFacts, _Mapping]] = ...) -> None: ...
 
 class JoinRequest(_message.Message):
     __slots__ = ["node"]

@@ -37,6 +37,11 @@ class ClusterServiceStub(object):
                 request_serializer=sepp_dot_v1_dot_cluster__service__pb2.TransferLeadershipRequest.SerializeToString,
                 response_deserializer=sepp_dot_v1_dot_cluster__service__pb2.TransferLeadershipResponse.FromString,
                 )
+        self.GetMemberFacts = channel.unary_unary(
+                '/sepp.v1.ClusterService/GetMemberFacts',
+                request_serializer=sepp_dot_v1_dot_cluster__service__pb2.GetMemberFactsRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_cluster__service__pb2.GetMemberFactsResponse.FromString,
+                )
 
 
 class ClusterServiceServicer(object):
@@ -74,6 +79,16 @@ class ClusterServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMemberFacts(self, request, context):
+        """GetMemberFacts is this node's report of itself (its binary version,
+        command versions, memory limit, GOMAXPROCS, start time), which the
+        leader asks every member for and records. It answers without a token:
+        the leader holds none, and the facts reveal no jobs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClusterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -96,6 +111,11 @@ def add_ClusterServiceServicer_to_server(servicer, server):
                     servicer.TransferLeadership,
                     request_deserializer=sepp_dot_v1_dot_cluster__service__pb2.TransferLeadershipRequest.FromString,
                     response_serializer=sepp_dot_v1_dot_cluster__service__pb2.TransferLeadershipResponse.SerializeToString,
+            ),
+            'GetMemberFacts': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMemberFacts,
+                    request_deserializer=sepp_dot_v1_dot_cluster__service__pb2.GetMemberFactsRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_cluster__service__pb2.GetMemberFactsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -175,5 +195,22 @@ class ClusterService(object):
         return grpc.experimental.unary_unary(request, target, '/sepp.v1.ClusterService/TransferLeadership',
             sepp_dot_v1_dot_cluster__service__pb2.TransferLeadershipRequest.SerializeToString,
             sepp_dot_v1_dot_cluster__service__pb2.TransferLeadershipResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetMemberFacts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.ClusterService/GetMemberFacts',
+            sepp_dot_v1_dot_cluster__service__pb2.GetMemberFactsRequest.SerializeToString,
+            sepp_dot_v1_dot_cluster__service__pb2.GetMemberFactsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -46,10 +46,14 @@ class DrainDeadLettersRequest(_message.Message):
     def __init__(self, queue: _Optional[str] = ..., max: _Optional[int] = ...) -> None: ...
 
 class DrainDeadLettersResponse(_message.Message):
-    __slots__ = ["records"]
+    __slots__ = ["dead_letter_retention_enabled", "dropped_total", "records"]
+    DEAD_LETTER_RETENTION_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_TOTAL_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
+    dead_letter_retention_enabled: bool
+    dropped_total: int
     records: _containers.RepeatedCompositeFieldContainer[_types_pb2.DeadLetterRecord]
-    def __init__(self, records: _Optional[_Iterable[_Union[_types_pb2.DeadLetterRecord, _Mapping]]] = ...) -> None: ...
+    def __init__(self, records: _Optional[_Iterable[_Union[_types_pb2.DeadLetterRecord, _Mapping]]] = ..., dead_letter_retention_enabled: bool = ..., dropped_total: _Optional[int] = ...) -> None: ...
 
 class EnqueueBatchRequest(_message.Message):
     __slots__ = ["jobs"]
@@ -72,7 +76,7 @@ class EnqueueBatchResult(_message.Message):
     def __init__(self, enqueued: _Optional[_Union[EnqueueResponse, _Mapping]] = ..., error: _Optional[_Union[_types_pb2.ItemError, _Mapping]] = ...) -> None: ...
 
 class EnqueueRequest(_message.Message):
-    __slots__ = ["custom", "idempotency_key", "job_type", "max_attempts", "payload", "priority", "queue", "scheduled_at"]
+    __slots__ = ["custom", "expires_at", "idempotency_key", "job_type", "max_attempts", "payload", "priority", "queue", "scheduled_at", "ttl_ms", "unique"]
     class CustomEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -81,6 +85,7 @@ class EnqueueRequest(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     CUSTOM_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
@@ -88,7 +93,10 @@ class EnqueueRequest(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_AT_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    UNIQUE_FIELD_NUMBER: _ClassVar[int]
     custom: _containers.ScalarMap[str, str]
+    expires_at: _timestamp_pb2.Timestamp
     idempotency_key: str
     job_type: str
     max_attempts: int
@@ -96,7 +104,9 @@ class EnqueueRequest(_message.Message):
     priority: int
     queue: str
     scheduled_at: _timestamp_pb2.Timestamp
-    def __init__(self, queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    ttl_ms: int
+    unique: UniqueOptions
+    def __init__(self, queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., unique: _Optional[_Union[UniqueOptions, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
 
 class EnqueueResponse(_message.Message):
     __slots__ = ["duplicate", "job_id", "state"]
@@ -129,7 +139,7 @@ class GetServerInfoRequest(_message.Message):
     def __init__(self, allow_stale: bool = ...) -> None: ...
 
 class GetServerInfoResponse(_message.Message):
-    __slots__ = ["dead_letter_retention_enabled", "dead_letter_retention_ms", "leader_grpc_addr", "leader_id", "limits", "max_reserve_batch", "max_schedule_horizon_ms", "node_id", "queues", "stale", "version"]
+    __slots__ = ["dead_letter_retention_enabled", "dead_letter_retention_ms", "leader_grpc_addr", "leader_id", "limits", "max_reserve_batch", "max_schedule_horizon_ms", "members", "node_id", "queues", "stale", "version"]
     DEAD_LETTER_RETENTION_ENABLED_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTER_RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     LEADER_GRPC_ADDR_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +147,7 @@ class GetServerInfoResponse(_message.Message):
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     MAX_RESERVE_BATCH_FIELD_NUMBER: _ClassVar[int]
     MAX_SCHEDULE_HORIZON_MS_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     STALE_FIELD_NUMBER: _ClassVar[int]
@@ -148,11 +159,12 @@ class GetServerInfoResponse(_message.Message):
     limits: Limits
     max_reserve_batch: int
     max_schedule_horizon_ms: int
+    members: _containers.RepeatedCompositeFieldContainer[_types_pb2.MemberFacts]
     node_id: str
     queues: _containers.RepeatedCompositeFieldContainer[QueueLimits]
     stale: bool
     version: str
-    def __init__(self, version: _Optional[str] = ..., node_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_grpc_addr: _Optional[str] = ..., stale: bool = ..., dead_letter_retention_enabled: bool = ..., dead_letter_retention_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., queues: _Optional[_Iterable[_Union[QueueLimits, _Mapping]]] = ...) -> None: ...
+    def __init__(self, version: _Optional[str] = ..., node_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_grpc_addr: _Optional[str] = ..., stale: bool = ..., dead_letter_retention_enabled: bool = ..., dead_letter_retention_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., queues: _Optional[_Iterable[_Union[QueueLimits, _Mapping]]] = ..., members: _Optional[_Iterable[_Union[_types_pb2.MemberFacts, _Mapping]]] = ...) -> None: ...
 
 class Limits(_message.Message):
     __slots__ = ["default_lease_ms", "default_max_attempts", "default_priority", "idempotency_window_ms", "max_attempts_ceiling", "max_batch_size", "max_custom_field_bytes", "max_custom_fields", "max_job_type_bytes", "max_lease_ms", "max_memory_bytes", "max_message_bytes", "max_payload_bytes", "max_priority", "max_queue_length", "max_queue_name_bytes", "max_reserve_batch", "max_reserve_wait_ms", "max_schedule_horizon_ms", "memory_held_bytes", "min_priority", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "strict"]
@@ -227,28 +239,44 @@ class NackResponse(_message.Message):
     def __init__(self, dead_lettered: bool = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class QueueLimits(_message.Message):
-    __slots__ = ["dead_letter_queue", "default_max_attempts", "default_priority", "max_length", "max_memory_bytes", "max_schedule_horizon_ms", "name", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms"]
+    __slots__ = ["concurrency_key", "dead_letter_queue", "default_max_attempts", "default_priority", "fairness_key", "max_length", "max_memory_bytes", "max_per_key", "max_reserved", "max_schedule_horizon_ms", "max_wait_ms", "name", "rate_burst", "rate_limit", "rate_period_ms", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms"]
+    CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTER_QUEUE_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    FAIRNESS_KEY_FIELD_NUMBER: _ClassVar[int]
     MAX_LENGTH_FIELD_NUMBER: _ClassVar[int]
     MAX_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_PER_KEY_FIELD_NUMBER: _ClassVar[int]
+    MAX_RESERVED_FIELD_NUMBER: _ClassVar[int]
     MAX_SCHEDULE_HORIZON_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    RATE_BURST_FIELD_NUMBER: _ClassVar[int]
+    RATE_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    RATE_PERIOD_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_BACKOFF_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAY_MAX_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    concurrency_key: str
     dead_letter_queue: str
     default_max_attempts: int
     default_priority: int
+    fairness_key: str
     max_length: int
     max_memory_bytes: int
+    max_per_key: int
+    max_reserved: int
     max_schedule_horizon_ms: int
+    max_wait_ms: int
     name: str
+    rate_burst: int
+    rate_limit: int
+    rate_period_ms: int
     retry_backoff: _types_pb2.RetryBackoff
     retry_delay_max_ms: int
     retry_delay_ms: int
-    def __init__(self, name: _Optional[str] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_length: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., max_memory_bytes: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_length: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., max_memory_bytes: _Optional[int] = ..., max_reserved: _Optional[int] = ..., rate_limit: _Optional[int] = ..., rate_period_ms: _Optional[int] = ..., rate_burst: _Optional[int] = ..., concurrency_key: _Optional[str] = ..., max_per_key: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., fairness_key: _Optional[str] = ...) -> None: ...
 
 class ReleaseRequest(_message.Message):
     __slots__ = ["ctx"]
@@ -291,3 +319,17 @@ class RetryDirective(_message.Message):
     dead_letter: _empty_pb2.Empty
     default: _empty_pb2.Empty
     def __init__(self, default: _Optional[_Union[_empty_pb2.Empty, _Mapping]] = ..., after: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., dead_letter: _Optional[_Union[_empty_pb2.Empty, _Mapping]] = ...) -> None: ...
+
+class UniqueOptions(_message.Message):
+    __slots__ = ["completed_for_ms", "cover_dead", "fields", "key", "refuse"]
+    COMPLETED_FOR_MS_FIELD_NUMBER: _ClassVar[int]
+    COVER_DEAD_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    REFUSE_FIELD_NUMBER: _ClassVar[int]
+    completed_for_ms: int
+    cover_dead: bool
+    fields: _containers.RepeatedScalarFieldContainer[str]
+    key: str
+    refuse: bool
+    def __init__(self, key: _Optional[str] = ..., fields: _Optional[_Iterable[str]] = ..., cover_dead: bool = ..., completed_for_ms: _Optional[int] = ..., refuse: bool = ...) -> None: ...

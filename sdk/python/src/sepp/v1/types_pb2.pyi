@@ -1,4 +1,5 @@
 from google.protobuf import any_pb2 as _any_pb2
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -8,6 +9,8 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 DEAD_LETTER_CAUSE_ADMIN: DeadLetterCause
 DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED: DeadLetterCause
+DEAD_LETTER_CAUSE_CANCELLED: DeadLetterCause
+DEAD_LETTER_CAUSE_EXPIRED: DeadLetterCause
 DEAD_LETTER_CAUSE_LEASE_EXPIRED: DeadLetterCause
 DEAD_LETTER_CAUSE_REJECTED: DeadLetterCause
 DEAD_LETTER_CAUSE_UNSPECIFIED: DeadLetterCause
@@ -46,7 +49,7 @@ class ItemError(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., details: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ["attempt", "custom", "enqueued_at", "history", "id", "job_type", "last_reason", "lease_deadline", "max_attempts", "next_attempt_at", "payload", "priority", "queue", "scheduled_at", "state", "worker_id"]
+    __slots__ = ["attempt", "custom", "enqueued_at", "expires_at", "history", "id", "job_type", "last_reason", "lease_deadline", "max_attempts", "next_attempt_at", "origin", "payload", "priority", "queue", "scheduled_at", "started_at", "state", "worker_id"]
     class CustomEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +60,7 @@ class Job(_message.Message):
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_FIELD_NUMBER: _ClassVar[int]
     ENQUEUED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -64,15 +68,18 @@ class Job(_message.Message):
     LEASE_DEADLINE_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     NEXT_ATTEMPT_AT_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_AT_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     custom: _containers.ScalarMap[str, str]
     enqueued_at: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
     history: _containers.RepeatedCompositeFieldContainer[JobAttempt]
     id: int
     job_type: str
@@ -80,13 +87,15 @@ class Job(_message.Message):
     lease_deadline: _timestamp_pb2.Timestamp
     max_attempts: int
     next_attempt_at: _timestamp_pb2.Timestamp
+    origin: JobOrigin
     payload: bytes
     priority: int
     queue: str
     scheduled_at: _timestamp_pb2.Timestamp
+    started_at: _timestamp_pb2.Timestamp
     state: JobState
     worker_id: str
-    def __init__(self, id: _Optional[int] = ..., queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., enqueued_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., worker_id: _Optional[str] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., history: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., enqueued_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., worker_id: _Optional[str] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., history: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., origin: _Optional[_Union[JobOrigin, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobActionResult(_message.Message):
     __slots__ = ["error", "job_id"]
@@ -97,18 +106,26 @@ class JobActionResult(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., error: _Optional[_Union[ItemError, _Mapping]] = ...) -> None: ...
 
 class JobAttempt(_message.Message):
-    __slots__ = ["attempt", "ended_at", "outcome", "reason", "worker_id"]
+    __slots__ = ["attempt", "directive", "duration", "ended_at", "lease_token", "outcome", "reason", "started_at", "worker_id"]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    DIRECTIVE_FIELD_NUMBER: _ClassVar[int]
+    DURATION_FIELD_NUMBER: _ClassVar[int]
     ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     attempt: int
+    directive: str
+    duration: _duration_pb2.Duration
     ended_at: _timestamp_pb2.Timestamp
+    lease_token: int
     outcome: str
     reason: str
+    started_at: _timestamp_pb2.Timestamp
     worker_id: str
-    def __init__(self, attempt: _Optional[int] = ..., worker_id: _Optional[str] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    def __init__(self, attempt: _Optional[int] = ..., worker_id: _Optional[str] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[str] = ..., reason: _Optional[str] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., duration: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., lease_token: _Optional[int] = ..., directive: _Optional[str] = ...) -> None: ...
 
 class JobContext(_message.Message):
     __slots__ = ["attempt", "job_id", "lease_deadline", "lease_token", "max_attempts", "queue", "worker_id"]
@@ -127,6 +144,44 @@ class JobContext(_message.Message):
     queue: str
     worker_id: str
     def __init__(self, job_id: _Optional[int] = ..., lease_token: _Optional[int] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., queue: _Optional[str] = ..., worker_id: _Optional[str] = ...) -> None: ...
+
+class JobOrigin(_message.Message):
+    __slots__ = ["cause", "failed_at", "final_attempt", "job_id", "last_reason", "queue"]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    FAILED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINAL_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_REASON_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    cause: DeadLetterCause
+    failed_at: _timestamp_pb2.Timestamp
+    final_attempt: int
+    job_id: int
+    last_reason: str
+    queue: str
+    def __init__(self, queue: _Optional[str] = ..., job_id: _Optional[int] = ..., cause: _Optional[_Union[DeadLetterCause, str]] = ..., failed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., final_attempt: _Optional[int] = ...) -> None: ...
+
+class MemberFacts(_message.Message):
+    __slots__ = ["binary_version", "gomaxprocs", "legacy", "max_command_version", "memory_limit_bytes", "memory_limit_from", "min_command_version", "node_id", "start_time"]
+    BINARY_VERSION_FIELD_NUMBER: _ClassVar[int]
+    GOMAXPROCS_FIELD_NUMBER: _ClassVar[int]
+    LEGACY_FIELD_NUMBER: _ClassVar[int]
+    MAX_COMMAND_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_LIMIT_FROM_FIELD_NUMBER: _ClassVar[int]
+    MIN_COMMAND_VERSION_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    binary_version: str
+    gomaxprocs: int
+    legacy: bool
+    max_command_version: int
+    memory_limit_bytes: int
+    memory_limit_from: str
+    min_command_version: int
+    node_id: str
+    start_time: _timestamp_pb2.Timestamp
+    def __init__(self, node_id: _Optional[str] = ..., binary_version: _Optional[str] = ..., min_command_version: _Optional[int] = ..., max_command_version: _Optional[int] = ..., memory_limit_bytes: _Optional[int] = ..., memory_limit_from: _Optional[str] = ..., gomaxprocs: _Optional[int] = ..., start_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., legacy: bool = ...) -> None: ...
 
 class NodeInfo(_message.Message):
     __slots__ = ["grpc_addr", "http_addr", "id", "raft_addr"]
