@@ -35,6 +35,11 @@ const (
 	CauseRejected                // a worker nacked with DeadLetter
 	CauseLeaseExpired            // the lease expired on the final attempt
 	CauseAdmin                   // an operator dead-lettered a live job
+	CauseCancelled               // an operator cancelled a reserved job
+	CauseExpired                 // the job was not reserved by its deadline (expiry.go)
+
+	// maxCause is the highest cause a record can hold.
+	maxCause = CauseExpired
 )
 
 // Backoff is the shape of a queue's retry delays.
@@ -91,7 +96,7 @@ type Limits struct {
 	// engine's default; the server sets a share of its memory limit).
 	MaxMemoryBytes int64
 	MaxDeadLetters int // default 1,000,000 retained records
-	AttemptHistory int // default 5 entries kept per job
+	AttemptHistory int // default DefaultAttemptHistory (25) entries kept per job
 	// DeadLetterRetention keeps dead-letter records this long; 0 drops dead
 	// jobs on the spot. Restart-only ([storage] dead_letter_retention_ms).
 	DeadLetterRetention time.Duration
@@ -117,6 +122,26 @@ type QueueConfig struct {
 	// on this queue (payload and custom fields as they arrived, plus fields
 	// naming the origin, cause, last reason and final attempt).
 	DeadLetterQueue string
+	// Reserve limits of the queue (limits_reserve.go); zero values set
+	// none. MaxReserved caps the queue's jobs reserved at once, across all
+	// workers. RateLimit reservations per RatePeriod (default 1s), up to
+	// RateBurst (default RateLimit) at once, is a token bucket on the
+	// leader's now. MaxPerKey caps the jobs reserved at once that carry
+	// the same value of the custom field ConcurrencyKey.
+	MaxReserved    int
+	RateLimit      int
+	RatePeriod     time.Duration
+	RateBurst      int
+	ConcurrencyKey string
+	MaxPerKey      int
+	// MaxWait, when set, is how long a job of the queue may wait for its
+	// first reservation, counted from when it first becomes due; a job not
+	// reserved by then dies with the cause expired (expiry.go). 0: none.
+	MaxWait time.Duration
+	// FairnessKey, when set, names the custom field whose values take
+	// turns within a priority level (fairness.go): a reserve rotates over
+	// the values with Ready jobs. Jobs without the field share one turn.
+	FairnessKey string
 }
 
 // Config is everything that shapes the engine's behaviour. It is part of the
@@ -141,20 +166,30 @@ type EnqueueParams struct {
 	// IdempotencyKey, when set, makes a repeat within the window return the
 	// original job instead of adding a second.
 	IdempotencyKey string
-	// Owned hands Payload, Custom and IdempotencyKey over to the engine,
-	// which then keeps them without copying: the caller must not use or
-	// change them afterwards (the state machine sets it for the params it
-	// has just decoded from a log entry). False: the engine copies what it
-	// keeps.
-	Owned bool
+	// Unique, when set, makes the job unique in its queue (unique.go).
+	Unique *UniqueOpts
+	// Expiry, when set, gives the job a deadline by which it must be
+	// reserved (expiry.go). A pointer, as Unique: the params stay in their
+	// 128-byte size class (a batch decodes into one slab of them).
+	Expiry *ExpiryOpts
+}
+
+// ExpiryOpts are an enqueue's own deadline: At, when set, is the instant
+// by which the job must be reserved, else it dies with the cause expired;
+// TTL, when set, is the same deadline counted from the enqueue. With both
+// (or a queue max_wait) the earliest applies.
+type ExpiryOpts struct {
+	At  time.Time
+	TTL time.Duration
 }
 
 // EnqueueResult is what an enqueue did.
 type EnqueueResult struct {
 	JobID JobID
 	State State
-	// Duplicate is true when the idempotency key matched an earlier enqueue
-	// and no job was added.
+	// Duplicate is true when the idempotency key matched an earlier enqueue,
+	// or another job holds the unique key, and no job was added; JobID is
+	// then that job.
 	Duplicate bool
 }
 
@@ -220,6 +255,11 @@ type TickResult struct {
 	DeadLettered  int // of those, dead-lettered on their final attempt
 	Swept         int // dead-letter records removed by retention
 	KeysExpired   int // idempotency keys forgotten
+	// UniqueReleased counts unique keys of acked jobs whose hold ended.
+	UniqueReleased int
+	// Expired counts waiting jobs whose deadline passed unreserved
+	// (dead-lettered with the cause expired; also counted in DeadLettered).
+	Expired int
 }
 
 // Attempt is one entry of a job's attempt history.
@@ -227,8 +267,18 @@ type Attempt struct {
 	Attempt  uint32
 	WorkerID string
 	At       time.Time // when the attempt ended
-	Outcome  string    // "nack", "lease_expired", "released"
+	Outcome  string    // "nack", "lease_expired", "released", "cancelled"
 	Reason   string
+	// StartedAt is when the delivery was reserved and Duration how long it
+	// ran (At - StartedAt); zero when not recorded (an attempt that started
+	// before the cluster ran recordFields).
+	StartedAt time.Time
+	Duration  time.Duration
+	// LeaseToken is the delivery's lease; 0 when not recorded.
+	LeaseToken LeaseToken
+	// Directive is a nack's: "default", "after" or "dead_letter"; empty for
+	// other outcomes and when not recorded.
+	Directive string
 }
 
 // Job is a read-only view of a job, copied out of the engine.
@@ -249,7 +299,22 @@ type Job struct {
 	LeaseDeadline time.Time // while reserved
 	LastReason    string
 	History       []Attempt
+	// StartedAt is when the current delivery started, while reserved (zero
+	// when not recorded).
+	StartedAt time.Time
+	// Origin is set on a job forwarded to a dead_letter_queue: the queue,
+	// id, cause and last reason of the job that died. Its Queue is empty
+	// on every other job. (A value, so views stay free of pointers.)
+	Origin Origin
+
+	// ExpiresAtNanos is the deadline by which the job must be reserved,
+	// else it dies as expired (expiry.go), in unix nanoseconds; 0: none.
+	// (Nanoseconds, not a time.Time, keep a Delivery in its size class.)
+	ExpiresAtNanos int64
 }
+
+// ExpiresAt is the job's deadline (ExpiresAtNanos); zero: none.
+func (j Job) ExpiresAt() time.Time { return fromNanos(j.ExpiresAtNanos) }
 
 // DeadLetterRecord is a retained dead job.
 type DeadLetterRecord struct {
@@ -285,20 +350,31 @@ type QueueStats struct {
 	// counted to hold against the budgets; MaxMemoryBytes the queue's own
 	// budget (0: none).
 	HeldBytes, MaxMemoryBytes int64
-	OldestReadyAge            time.Duration
-	Enqueued                  uint64 // jobs ever added
-	Acked                     uint64
-	DeadLettered              map[Cause]uint64 // jobs ever dead-lettered, by cause
-	Dropped                   uint64           // dead jobs dropped because retention is off
+	// Limits are the queue's reserve limits and their use (zero: none).
+	Limits         ReserveLimits
+	OldestReadyAge time.Duration
+	Enqueued       uint64 // jobs ever added
+	Acked          uint64
+	DeadLettered   map[Cause]uint64 // jobs ever dead-lettered, by cause
+	Dropped        uint64           // dead jobs dropped because retention is off
 	// What became of retained records: requeued by an operator, drained,
 	// deleted, or swept when their retention passed. With these, every job
 	// is accounted for:
-	//   Enqueued + DeadRequeued = Scheduled + Ready + Reserved + Acked + sum(DeadLettered)
+	//   Enqueued + DeadRequeued = Scheduled + Ready + Reserved + Acked + sum(DeadLettered) + Purged
 	//   sum(DeadLettered) = Dead + Dropped + DeadRequeued + DeadDrained + DeadDeleted + DeadExpired
 	DeadRequeued uint64
 	DeadDrained  uint64
 	DeadDeleted  uint64
 	DeadExpired  uint64
+	// Purged counts waiting jobs an operator purged before they ran.
+	Purged uint64
+	// Activity is this engine's own count of deliveries, nacks, releases,
+	// expiries and first-delivery waits (not replicated state: activity.go).
+	Activity QueueActivity
+	// MaxWait is the queue's max_wait (expiry.go); Fairness its fairness
+	// key and the key values taking turns (fairness.go).
+	MaxWait  time.Duration
+	Fairness Fairness
 }
 
 // ItemResult is the outcome of one id of an operator action.

@@ -9,6 +9,7 @@ import (
 )
 
 func TestMaxAttempts_Resolution(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		global   uint32
@@ -56,6 +57,7 @@ func TestMaxAttempts_Resolution(t *testing.T) {
 // spec: ATT-2
 // spec: SUB-1
 func TestAttempts_CountEveryDeliveryUntilMax(t *testing.T) {
+	t.Parallel()
 	// Deliveries alternate failure modes: nack-retry, lease expiry, delayed
 	// nack. Each counts; the failing attempt at max dead-letters.
 	clock := et.NewClock()
@@ -104,6 +106,7 @@ func TestAttempts_CountEveryDeliveryUntilMax(t *testing.T) {
 }
 
 func TestRelease_DoesNotBurnAnAttempt(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	p := et.Job("q")

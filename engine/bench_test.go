@@ -35,12 +35,14 @@ func processCPU() time.Duration {
 }
 
 func startCPU(b *testing.B) *cpuTimer {
+	b.Helper()
 	b.ReportAllocs()
 	b.ResetTimer()
 	return &cpuTimer{start: processCPU()}
 }
 
 func (c *cpuTimer) stop(b *testing.B) {
+	b.Helper()
 	b.StopTimer()
 	b.ReportMetric(float64(processCPU()-c.start)/float64(b.N), "cpu-ns/op")
 }

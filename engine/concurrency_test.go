@@ -14,6 +14,7 @@ import (
 // goroutines at once, as the state machine's read lock allows. Under -race
 // any hidden write (a lazy cleanup, a cache) fails the test.
 func TestReadMethodsRunConcurrently(t *testing.T) {
+	t.Parallel()
 	e := richEngine(t)
 	want := e.Digest()
 	var wg sync.WaitGroup
@@ -53,6 +54,7 @@ func TestReadMethodsRunConcurrently(t *testing.T) {
 
 // spec: DLQ-5
 func TestRetentionChange_AppliesToLaterDeaths(t *testing.T) {
+	t.Parallel()
 	// Retention is restart-only: the leader proposes the new config at start.
 	// Records already kept keep their expiry; jobs dying afterwards follow
 	// the new setting (dropped when it is 0).

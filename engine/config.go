@@ -46,7 +46,7 @@ func DefaultLimits() Limits {
 		IdempotencyMinWindow: 20 * time.Second,
 		MaxQueueLength:       0,
 		MaxDeadLetters:       1_000_000,
-		AttemptHistory:       5,
+		AttemptHistory:       DefaultAttemptHistory,
 		DeadLetterRetention:  0,
 		Strict:               false,
 	}
@@ -202,6 +202,12 @@ func (c Config) validateQueue(q QueueConfig, names map[string]int) error {
 	if q.MaxMemoryBytes != nil && *q.MaxMemoryBytes < 0 {
 		return invalid(key("max_memory_bytes"), "must not be negative (0 is none of its own), got %d", *q.MaxMemoryBytes)
 	}
+	if err := validateReserveLimits(q, key); err != nil {
+		return err
+	}
+	if err := validateExpiryFairness(q, key); err != nil {
+		return err
+	}
 	if q.DeadLetterQueue != "" {
 		if err := checkQueueName(key("dead_letter_queue"), q.DeadLetterQueue); err != nil {
 			return err
@@ -249,6 +255,12 @@ type settings struct {
 	maxLength          int
 	maxMemory          int64 // the queue's own budget of held bytes; 0: none
 	deadLetterQueue    string
+	limits             reserveLimits
+	maxWait            int64  // the queue's max_wait; 0: none (expiry.go)
+	fairKey            string // the queue's fairness key; "": none (fairness.go)
+	// ownPriority: the queue sets default_priority itself, so a job
+	// forwarded to it takes that priority instead of keeping its own.
+	ownPriority bool
 }
 
 func resolveSettings(l Limits, q *QueueConfig) settings {
@@ -266,6 +278,7 @@ func resolveSettings(l Limits, q *QueueConfig) settings {
 	}
 	if q.DefaultPriority != nil {
 		s.defaultPriority = uint8(min(*q.DefaultPriority, MaxPriority))
+		s.ownPriority = true
 	}
 	if q.DefaultMaxAttempts != nil {
 		s.defaultMaxAttempts = *q.DefaultMaxAttempts
@@ -289,6 +302,9 @@ func resolveSettings(l Limits, q *QueueConfig) settings {
 		s.maxMemory = *q.MaxMemoryBytes
 	}
 	s.deadLetterQueue = q.DeadLetterQueue
+	s.limits = resolveReserveLimits(q)
+	s.maxWait = int64(q.MaxWait)
+	s.fairKey = q.FairnessKey
 	return s
 }
 
@@ -311,6 +327,14 @@ func cloneConfig(cfg Config) Config {
 			MaxLength:          clonePtr(q.MaxLength),
 			MaxMemoryBytes:     clonePtr(q.MaxMemoryBytes),
 			DeadLetterQueue:    q.DeadLetterQueue,
+			MaxReserved:        q.MaxReserved,
+			RateLimit:          q.RateLimit,
+			RatePeriod:         q.RatePeriod,
+			RateBurst:          q.RateBurst,
+			ConcurrencyKey:     q.ConcurrencyKey,
+			MaxPerKey:          q.MaxPerKey,
+			MaxWait:            q.MaxWait,
+			FairnessKey:        q.FairnessKey,
 		}
 	}
 	return out

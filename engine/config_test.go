@@ -11,6 +11,7 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	q := func(name string, mut func(*engine.QueueConfig)) func(*engine.Config) {
 		qc := engine.QueueConfig{Name: name}
 		if mut != nil {
@@ -84,13 +85,15 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestStrictMode(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	strict := et.New(t, func(c *engine.Config) { c.Limits.Strict = true }, et.WithQueue(engine.QueueConfig{Name: "known"}))
 	if _, err := strict.Enqueue(clock.Now(), et.Job("unknown")); !errors.Is(err, engine.ErrUnknownQueue) {
 		t.Fatalf("strict enqueue to an unconfigured queue: %v, want ErrUnknownQueue", err)
 	}
-	if err := strict.PauseQueue(clock.Now(), "unknown"); !errors.Is(err, engine.ErrUnknownQueue) {
-		t.Fatalf("strict pause: %v", err)
+	// Pausing a queue that does not exist creates nothing, strict or not.
+	if err := strict.PauseQueue(clock.Now(), "unknown"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("strict pause of an unknown queue: %v, want ErrNotFound", err)
 	}
 	et.MustEnqueue(t, strict, clock.Now(), et.Job("known"))
 	open := et.New(t)
@@ -105,6 +108,7 @@ func TestStrictMode(t *testing.T) {
 }
 
 func TestSetConfig(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	et.MustEnqueue(t, e, clock.Now(), et.Job("q"))
@@ -132,6 +136,7 @@ func TestSetConfig(t *testing.T) {
 }
 
 func TestNewPanicsOnInvalidConfig(t *testing.T) {
+	t.Parallel()
 	defer func() {
 		if recover() == nil {
 			t.Fatal("New accepted an invalid config")

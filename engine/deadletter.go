@@ -8,7 +8,9 @@ import (
 	"time"
 )
 
-// Custom fields added to a job forwarded to a dead_letter_queue.
+// Custom fields a job forwarded to a dead_letter_queue carried before the
+// cluster ran recordFields (attempts.go); since then its origin lives in
+// Job.Origin and these keys are only read, to convert older jobs.
 const (
 	FieldOriginQueue  = "sepp.origin_queue"
 	FieldOriginJobID  = "sepp.origin_job_id"
@@ -23,15 +25,23 @@ var causeNames = [...]string{
 	CauseRejected:          "rejected",
 	CauseLeaseExpired:      "lease_expired",
 	CauseAdmin:             "admin",
+	CauseCancelled:         "cancelled",
+	CauseExpired:           "expired",
 }
 
 // String is the cause's name in the spec: attempts_exhausted, rejected,
-// lease_expired or admin.
+// lease_expired, admin, cancelled or expired.
 func (c Cause) String() string {
 	if int(c) < len(causeNames) {
 		return causeNames[c]
 	}
 	return "cause(" + strconv.Itoa(int(c)) + ")"
+}
+
+// Causes lists every cause a record can hold, in a fixed order (for
+// output that must not follow a map's iteration order).
+func Causes() []Cause {
+	return []Cause{CauseAttemptsExhausted, CauseRejected, CauseLeaseExpired, CauseAdmin, CauseCancelled, CauseExpired}
 }
 
 var stateNames = [...]string{
@@ -69,9 +79,11 @@ func (e *Engine) deadStoreFull() error {
 // refused) keeps its record even when the store is at its bound.
 func (e *Engine) kill(j *job, cause Cause) {
 	q := j.q
+	e.dropDeadline(j) // a dead job waits for nothing: a requeued one starts without
 	q.deadLettered[cause]++
 	e.jobs.del(j.id)
 	e.forward(j, cause)
+	e.uniqueKilled(j, e.lim.DeadLetterRetention > 0)
 	if e.lim.DeadLetterRetention <= 0 {
 		e.charge(q, -jobCharge(j))
 		q.dropped++
@@ -144,13 +156,16 @@ func (e *Engine) unlinkDead(r *deadRecord) {
 // expired), releasing the job's charge too.
 func (e *Engine) dropDead(r *deadRecord) {
 	e.unlinkDead(r)
+	e.uniqueDropped(r.j)
 	e.charge(r.j.q, -jobCharge(r.j))
 }
 
 // forward enqueues a copy of a dying job onto its queue's dead_letter_queue:
-// same type, payload and custom fields, plus fields naming the origin, the
-// cause, the last reason and the final attempt. The copy is a new job with
-// that queue's defaults. It is internal, so the queue's max length and the
+// same type, payload, priority and custom fields, plus fields naming the
+// origin, the cause, the last reason and the final attempt. The copy is a
+// new job with that queue's max attempts; it keeps the dying job's priority
+// unless that queue sets a default_priority of its own (once the cluster
+// runs forwardAsArrived, see ApplyDeclared). It is internal, so the queue's max length and the
 // custom-field limits do not refuse it: a death is never lost.
 func (e *Engine) forward(j *job, cause Cause) {
 	name := j.q.set.deadLetterQueue
@@ -162,20 +177,41 @@ func (e *Engine) forward(j *job, cause Cause) {
 		dq = e.createQueue(name)
 	}
 	var lastReason string
-	custom := make(map[string]string, 5)
+	var custom map[string]string
 	if j.ext != nil {
 		lastReason = j.ext.lastReason
+		if len(j.ext.custom) > 0 || !e.recordFields {
+			custom = make(map[string]string, len(j.ext.custom)+5)
+		}
 		for k, v := range j.ext.custom {
 			custom[k] = v
 		}
+	} else if !e.recordFields {
+		custom = make(map[string]string, 5)
+	}
+	maxAttempts := min(dq.set.defaultMaxAttempts, e.lim.MaxAttemptsCeiling)
+	// The job is forwarded as it arrived, its priority included, unless the
+	// dead-letter queue sets a default_priority of its own; before the
+	// cluster runs forwardAsArrived (an older binary may be a member), the
+	// copy takes that queue's default priority as those binaries do.
+	prio := dq.set.defaultPriority
+	if e.forwardAsArrived && !dq.set.ownPriority {
+		prio = j.priority
+	}
+	if e.recordFields {
+		// Custom keys as they arrived; the origin in the copy's own fields.
+		fj := e.addJob(dq, dq.internJobType(*j.jobType), j.payload, prio, maxAttempts, custom, 0)
+		before := jobCharge(fj)
+		fj.extension().origin = &jobOrigin{queue: j.q.name, jobID: j.id, cause: cause, failedAt: e.now, lastReason: lastReason, finalAttempt: j.attempt}
+		e.charge(dq, jobCharge(fj)-before)
+		return
 	}
 	custom[FieldOriginQueue] = j.q.name
 	custom[FieldOriginJobID] = strconv.FormatUint(uint64(j.id), 10)
 	custom[FieldCause] = cause.String()
 	custom[FieldLastReason] = lastReason
 	custom[FieldFinalAttempt] = strconv.FormatUint(uint64(j.attempt), 10)
-	maxAttempts := min(dq.set.defaultMaxAttempts, e.lim.MaxAttemptsCeiling)
-	e.addJob(dq, dq.internJobType(*j.jobType), j.payload, dq.set.defaultPriority, maxAttempts, custom, 0)
+	e.addJob(dq, dq.internJobType(*j.jobType), j.payload, prio, maxAttempts, custom, 0)
 }
 
 // DrainDeadLetters removes and returns up to Max records (default 1, clamped

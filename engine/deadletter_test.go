@@ -47,6 +47,7 @@ func killBy(t *testing.T, e *engine.Engine, clock *et.Clock, cause engine.Cause)
 }
 
 func TestDeadLetter_CausesAndRecords(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		cause      engine.Cause
@@ -95,6 +96,7 @@ func TestDeadLetter_CausesAndRecords(t *testing.T) {
 
 // spec: DLQ-3
 func TestDeadLetter_RetentionOffDropsOnTheSpot(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	for _, c := range []engine.Cause{engine.CauseAttemptsExhausted, engine.CauseRejected, engine.CauseLeaseExpired, engine.CauseAdmin} {
@@ -116,6 +118,7 @@ func TestDeadLetter_RetentionOffDropsOnTheSpot(t *testing.T) {
 
 // spec: DLQ-4
 func TestDeadLetter_RetentionSweep(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, et.WithRetention(time.Hour))
 	first := killBy(t, e, clock, engine.CauseRejected)
@@ -147,7 +150,9 @@ func TestDeadLetter_RetentionSweep(t *testing.T) {
 // spec: DLQ-8
 // spec: DLQ-9
 func TestDrainDeadLetters(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) (*engine.Engine, *et.Clock, map[string][]engine.JobID) {
+		t.Helper()
 		clock := et.NewClock()
 		e := et.New(t, et.WithRetention(time.Hour), func(c *engine.Config) { c.Limits.MaxReserveBatch = 4 })
 		ids := map[string][]engine.JobID{}
@@ -221,6 +226,7 @@ func TestDrainDeadLetters(t *testing.T) {
 
 // spec: DLQ-10
 func TestDeadLetterRecord_ReplayIsAFreshJob(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, et.WithRetention(time.Hour))
 	id := killBy(t, e, clock, engine.CauseAttemptsExhausted)
@@ -239,6 +245,7 @@ func TestDeadLetterRecord_ReplayIsAFreshJob(t *testing.T) {
 // spec: DLQ-12
 // spec: DLQ-13
 func TestDeadLetter_OperatorActions(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, et.WithRetention(time.Hour))
 	var ids []engine.JobID
@@ -283,6 +290,7 @@ func TestDeadLetter_OperatorActions(t *testing.T) {
 
 // spec: DLQ-14
 func TestDeadLetterJobs_States(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, et.WithRetention(time.Hour))
 	ready := et.MustEnqueue(t, e, clock.Now(), et.Job("q"))
@@ -308,6 +316,7 @@ func TestDeadLetterJobs_States(t *testing.T) {
 }
 
 func TestDeadLetter_StoreBoundRefusesRatherThanLoses(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, et.WithRetention(time.Hour), func(c *engine.Config) { c.Limits.MaxDeadLetters = 1 })
 	killBy(t, e, clock, engine.CauseRejected)
@@ -333,6 +342,7 @@ func TestDeadLetter_StoreBoundRefusesRatherThanLoses(t *testing.T) {
 }
 
 func TestDeadLetterForwarding(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		retention time.Duration
@@ -388,6 +398,7 @@ func TestDeadLetterForwarding(t *testing.T) {
 
 // spec: SUB-2
 func TestDeadLetter_NoForwardingWithoutDestination(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	killBy(t, e, clock, engine.CauseRejected)

@@ -34,6 +34,11 @@ type Engine struct {
 	// a restarted process.
 	keysForgottenEarly uint64
 
+	// unique indexes the held unique keys; uniqueDone the holds of acked
+	// jobs by expiry (unique.go).
+	unique     map[uniqueRef]*uniqueEntry
+	uniqueDone uniqueDoneHeap
+
 	reservations map[string]*reservation
 	resHeap      reservationHeap
 
@@ -41,6 +46,48 @@ type Engine struct {
 	// bytes plus the reservations' (memory.go). Derived from the state,
 	// so not in the snapshot; Restore recounts it.
 	held int64
+
+	// rateLimited lists the queues with a rate limit, in config order,
+	// for NextDeadline. Derived from the config.
+	rateLimited []*queue
+	// declared holds, per queue name, the fingerprints of the file
+	// definitions ApplyDeclared applied (queues.go), oldest first; nil
+	// until the first.
+	declared map[string][]uint64
+	// forwardAsArrived: a job forwarded to a dead_letter_queue keeps its
+	// priority. Set by the first ApplyDeclared, which the leader proposes
+	// only once every member applies it, so replicas of older binaries,
+	// which forward with the queue's default priority, never disagree.
+	forwardAsArrived bool
+
+	// schedules are the periodic schedules by name (schedule.go).
+	schedules map[string]*schedule
+	// cancelUsed: an operator cancelled a reserved job, so records and
+	// histories may hold the cause and outcome cancelled, and the snapshot
+	// is written in layout snapshotVersionCancel from then on.
+	cancelUsed bool
+	// redrives are the redrive tasks (redrive.go), running, paused and the
+	// last MaxRedriveAudit ended ones, by id; nextRedrive is the last id
+	// given.
+	redrives    []*redriveTask
+	nextRedrive uint64
+
+	// recordFields: attempts record their start, lease and directive, and
+	// a job forwarded to a dead_letter_queue carries its origin in its own
+	// fields rather than in sepp.* custom keys (attempts.go). Set by a
+	// ConfigSet of command version 12, which the leader proposes only once
+	// every member applies it.
+	recordFields bool
+	// started is when each Reserved job's delivery started, while
+	// recordFields is on.
+	started map[JobID]int64
+
+	// expiry holds the waiting jobs with a deadline by (deadline, id)
+	// (expiry.go). expiryUsed: a job got a deadline or a queue set
+	// max_wait or a fairness key, so the snapshot is written in layout
+	// snapshotVersionExpiryFair from then on.
+	expiry     expiryHeap
+	expiryUsed bool
 }
 
 // New returns an empty engine running cfg. cfg must have passed Validate; an
@@ -60,10 +107,12 @@ func newEmpty() *Engine {
 		nextLease:    1,
 		queues:       make(map[string]*queue),
 		workers:      make(map[JobID]string),
+		started:      make(map[JobID]int64),
 		leases:       jobHeap{},
 		sched:        jobHeap{},
 		dead:         make(map[JobID]*deadRecord),
 		reservations: make(map[string]*reservation),
+		schedules:    make(map[string]*schedule),
 	}
 }
 
@@ -83,7 +132,23 @@ func (e *Engine) applyConfig(cfg Config) {
 	for name, q := range e.queues { // each queue is updated on its own: order does not matter
 		qc := byName[name]
 		q.configured = qc != nil
+		old, oldFair := q.set.limits, q.set.fairKey
 		q.set = resolveSettings(e.lim, qc)
+		if q.set.fairKey != oldFair {
+			e.rebuildFairness(q)
+		}
+		if q.set.limits.rateInterval == 0 {
+			q.rateTAT = 0 // a state without a rate limit holds no bucket
+		}
+		if q.set.limits != old || (q.keys == nil) != (q.set.limits.maxPerKey == 0) {
+			e.rebuildKeyLimits(q)
+		}
+	}
+	e.rateLimited = e.rateLimited[:0]
+	for i := range e.cfg.Queues {
+		if q := e.queues[e.cfg.Queues[i].Name]; q.set.limits.rateInterval > 0 {
+			e.rateLimited = append(e.rateLimited, q)
+		}
 	}
 }
 
@@ -153,23 +218,29 @@ func addSat(a, b int64) int64 {
 	return a + b
 }
 
-// queueForWrite returns the queue an enqueue targets, creating it on first
-// use unless the engine runs strict.
-func (e *Engine) queueForWrite(field, name string) (*queue, error) {
+// queueForWrite returns the queue an enqueue targets. A queue not seen yet
+// (unless the engine runs strict) is returned fresh, not yet in the
+// engine: the caller registers it with adoptQueue once the enqueue is
+// accepted, so a refused enqueue leaves no queue behind.
+func (e *Engine) queueForWrite(field, name string) (q *queue, fresh bool, err error) {
 	if q := e.queues[name]; q != nil {
 		if e.lim.Strict && !q.configured {
-			return nil, &FieldError{Field: field, Reason: fmt.Sprintf("queue %q is not configured and the server runs strict", name), Err: ErrUnknownQueue}
+			return nil, false, &FieldError{Field: field, Reason: fmt.Sprintf("queue %q is not configured and the server runs strict", name), Err: ErrUnknownQueue}
 		}
-		return q, nil
+		return q, false, nil
 	}
 	if err := checkQueueName(field, name); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if e.lim.Strict {
-		return nil, &FieldError{Field: field, Reason: fmt.Sprintf("queue %q is not configured and the server runs strict", name), Err: ErrUnknownQueue}
+		return nil, false, &FieldError{Field: field, Reason: fmt.Sprintf("queue %q is not configured and the server runs strict", name), Err: ErrUnknownQueue}
 	}
-	return e.createQueue(name), nil
+	return &queue{name: name, set: resolveSettings(e.lim, nil)}, true, nil
 }
+
+// adoptQueue registers a fresh queue of queueForWrite once its first job
+// was accepted.
+func (e *Engine) adoptQueue(q *queue) { e.queues[q.name] = q }
 
 func (e *Engine) createQueue(name string) *queue {
 	q := &queue{name: name, set: resolveSettings(e.lim, nil)}
@@ -207,7 +278,7 @@ func (e *Engine) sortedQueues() []*queue {
 }
 
 // PauseQueue stops a queue handing out jobs; it still accepts enqueues. A
-// queue not seen yet is created paused (unless the engine runs strict).
+// queue that does not exist is ErrNotFound: a typo creates nothing.
 func (e *Engine) PauseQueue(now time.Time, name string) error {
 	return e.setPaused(now, name, true)
 }
@@ -218,7 +289,7 @@ func (e *Engine) ResumeQueue(now time.Time, name string) error {
 }
 
 func (e *Engine) setPaused(now time.Time, name string, paused bool) error {
-	q, err := e.queueForWrite("queue", name)
+	q, err := e.queueForRead("queue", name)
 	if err != nil {
 		return err
 	}
@@ -233,9 +304,18 @@ func (e *Engine) detach(j *job) {
 	q := j.q
 	switch j.state {
 	case StateReady:
-		q.ready[j.priority].remove(j)
+		e.unwatchDeadline(j)
+		if j.flags&flagParked != 0 {
+			q.keys.unpark(j)
+		} else {
+			q.ready[j.priority].remove(j)
+			if q.keys != nil {
+				q.keys.keyLeftReady(j)
+			}
+		}
 		q.nReady--
 	case StateScheduled:
+		e.unwatchDeadline(j)
 		heap.Remove(&e.sched, int(j.heapIdx))
 		q.nScheduled--
 	case StateReserved:
@@ -244,7 +324,12 @@ func (e *Engine) detach(j *job) {
 			e.charge(q, -workerCharge(w))
 			delete(e.workers, j.id)
 		}
+		if _, ok := e.started[j.id]; ok {
+			e.charge(q, -startedOverhead)
+			delete(e.started, j.id)
+		}
 		q.nReserved--
+		e.keyUnreserved(j)
 	default:
 		panic(fmt.Sprintf("engine: detach of job %d in state %v", j.id, j.state))
 	}
@@ -258,6 +343,9 @@ func (e *Engine) makeReady(j *job) {
 	j.flags &^= flagRetryWait
 	j.q.ready[j.priority].push(j)
 	j.q.nReady++
+	if j.ext != nil && j.ext.expiresAt != 0 {
+		e.watchDeadline(j)
+	}
 }
 
 // makeScheduled holds a job (not in any structure) until due.
@@ -271,4 +359,7 @@ func (e *Engine) makeScheduled(j *job, due int64, retry bool) {
 	}
 	heap.Push(&e.sched, j)
 	j.q.nScheduled++
+	if j.ext != nil && j.ext.expiresAt != 0 {
+		e.watchDeadline(j)
+	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,12 +17,16 @@ func (e *Engine) Enqueue(now time.Time, p EnqueueParams) (EnqueueResult, error) 
 	if err := e.checkParams(&p); err != nil {
 		return EnqueueResult{}, err
 	}
-	q, err := e.queueForWrite("queue", p.Queue)
+	q, fresh, err := e.queueForWrite("queue", p.Queue)
 	if err != nil {
 		return EnqueueResult{}, err
 	}
 	e.advance(now)
-	return e.enqueueChecked(q, &p)
+	res, err := e.enqueueChecked(q, &p)
+	if fresh && err == nil {
+		e.adoptQueue(q)
+	}
+	return res, err
 }
 
 // EnqueueBatch validates and applies each item on its own; a bad item fails
@@ -33,19 +38,27 @@ func (e *Engine) EnqueueBatch(now time.Time, items []EnqueueParams) ([]BatchItem
 	e.advance(now)
 	out := make([]BatchItemResult, len(items))
 	for i := range items {
-		p := &items[i]
-		if err := e.checkParams(p); err != nil {
-			out[i].Err = err
-			continue
-		}
-		q, err := e.queueForWrite("queue", p.Queue)
-		if err != nil {
-			out[i].Err = err
-			continue
-		}
-		out[i].Result, out[i].Err = e.enqueueChecked(q, p)
+		out[i].Result, out[i].Err = e.enqueueAt("queue", &items[i])
 	}
 	return out, nil
+}
+
+// enqueueAt checks and applies one enqueue at the engine's current time,
+// naming the queue's field queueField in an error. A queue it creates is
+// registered only once the job is accepted.
+func (e *Engine) enqueueAt(queueField string, p *EnqueueParams) (EnqueueResult, error) {
+	if err := e.checkParams(p); err != nil {
+		return EnqueueResult{}, err
+	}
+	q, fresh, err := e.queueForWrite(queueField, p.Queue)
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	res, err := e.enqueueChecked(q, p)
+	if fresh && err == nil {
+		e.adoptQueue(q)
+	}
+	return res, err
 }
 
 // checkParams checks what does not depend on the state.
@@ -68,6 +81,11 @@ func (e *Engine) checkParams(p *EnqueueParams) error {
 		return invalid("idempotency_key", "must be valid UTF-8")
 	case len(p.Custom) > l.MaxCustomFields:
 		return invalid("custom", "has %d fields, above limits.max_custom_fields %d", len(p.Custom), l.MaxCustomFields)
+	}
+	if p.Unique != nil {
+		if err := e.checkUnique(p.Unique); err != nil {
+			return err
+		}
 	}
 	return checkCustom(p.Custom, l.MaxCustomFieldBytes)
 }
@@ -110,6 +128,16 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 			return EnqueueResult{JobID: ent.jobID(), State: e.stateOf(ent.jobID()), Duplicate: true}, nil
 		}
 	}
+	var uniqueKey string
+	if p.Unique != nil {
+		if horizon := time.Duration(q.set.horizon); p.Unique.CompletedFor > horizon {
+			return EnqueueResult{}, invalid("unique.completed_for", "is %s, above the max_schedule_horizon of queue %q (%s)", p.Unique.CompletedFor, q.name, horizon)
+		}
+		uniqueKey = UniqueKeyOf(p)
+		if ent := e.uniqueHolder(q, uniqueKey); ent != nil {
+			return e.uniqueConflict(ent, p.Unique)
+		}
+	}
 	var due int64
 	if !p.ScheduledAt.IsZero() {
 		latest := addSat(now, q.set.horizon)
@@ -121,6 +149,13 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 			due = at
 		}
 	}
+	var deadline int64
+	if p.Expiry != nil {
+		var err error
+		if deadline, err = e.jobDeadline(p.Expiry, due); err != nil {
+			return EnqueueResult{}, err
+		}
+	}
 	if q.set.maxLength > 0 && q.live() >= q.set.maxLength {
 		return EnqueueResult{}, &FieldError{Field: "queue", Reason: fmt.Sprintf("queue %q holds %d jobs, its max_length", q.name, q.set.maxLength), Err: ErrQueueFull}
 	}
@@ -128,7 +163,14 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	if len(p.Custom) > 0 {
 		customBytes = customCharge(p.Custom)
 	}
-	if err := e.checkMemory(q, enqueueCharge(p, &sk, customBytes, due != 0)); err != nil {
+	need := enqueueCharge(p, &sk, customBytes, due != 0 || deadline != 0 || q.set.maxWait != 0)
+	if uniqueKey != "" {
+		need += uniqueCharge(uniqueKey)
+		if customBytes == 0 && due == 0 {
+			need += extOverhead
+		}
+	}
+	if err := e.checkMemory(q, need); err != nil {
 		return EnqueueResult{}, err
 	}
 	if key != "" && e.keys.len() >= e.lim.MaxIdempotencyKeys && !e.forgetOldestKeyEarly(now) {
@@ -149,34 +191,34 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	}
 	maxAttempts = min(maxAttempts, e.lim.MaxAttemptsCeiling)
 
+	// The engine keeps copies, never the caller's memory: params are values,
+	// whatever buffer they were decoded from.
 	var payload []byte
+	if len(p.Payload) > 0 {
+		payload = make([]byte, len(p.Payload))
+		copy(payload, p.Payload)
+	}
 	var custom map[string]string
-	switch {
-	case p.Owned:
-		if len(p.Payload) > 0 {
-			payload = p.Payload[:len(p.Payload):len(p.Payload)]
-		}
-		if len(p.Custom) > 0 {
-			custom = p.Custom
-		}
-	default:
-		if len(p.Payload) > 0 {
-			payload = make([]byte, len(p.Payload))
-			copy(payload, p.Payload)
-		}
-		if len(p.Custom) > 0 {
-			custom = make(map[string]string, len(p.Custom))
-			for k, v := range p.Custom {
-				custom[k] = v
-			}
-		}
+	if len(p.Custom) > 0 {
+		custom = maps.Clone(p.Custom)
 	}
 	j := e.addJob(q, q.internJobType(p.JobType), payload, prio, maxAttempts, custom, due)
+	if deadline != 0 {
+		e.setDeadline(j, deadline)
+	}
+	if uniqueKey != "" {
+		before := jobCharge(j)
+		if p.Unique.Key != "" {
+			uniqueKey = strings.Clone(uniqueKey)
+		}
+		e.claimUnique(j, uniqueKey, p.Unique)
+		e.charge(q, jobCharge(j)-before)
+	}
 	if key != "" {
 		ent := newStoredIdemEntry(q, &sk, j.id, now)
-		if !p.Owned && !ent.packed() {
-			// Own a copy: the key may be a slice of a decoded request's
-			// buffer. (A packed key is a copy already.)
+		if !ent.packed() {
+			// Own a copy: the key may share the memory of a larger string
+			// the caller decoded. (A packed key is a copy already.)
 			ent.key = strings.Clone(key)
 		}
 		e.charge(q, keyCharge(&ent))
@@ -211,6 +253,9 @@ func (e *Engine) addJob(q *queue, jobType *string, payload []byte, prio uint8, m
 		e.makeReady(j)
 	}
 	e.charge(q, jobCharge(j))
+	if q.set.maxWait != 0 {
+		e.setDeadline(j, e.queueDeadline(q, due))
+	}
 	return j
 }
 

@@ -12,6 +12,7 @@ import (
 // against a map after each: lookups, FIFO order, and the index's own
 // invariants (every entry found under its key, nothing else held).
 func TestIdemKeys(t *testing.T) {
+	t.Parallel()
 	qa, qb := &queue{name: "a"}, &queue{name: "b"}
 	queues := map[string]*queue{"a": qa, "b": qb}
 	type step struct {
@@ -130,6 +131,7 @@ func randomKey(rng *rand.Rand) string {
 // TestIdemKeysAgainstMap runs random adds and expiries (a fixed seed) and
 // compares every lookup with a map.
 func TestIdemKeysAgainstMap(t *testing.T) {
+	t.Parallel()
 	qs := []*queue{{name: "a"}, {name: "b"}, {name: "c"}}
 	queues := map[string]*queue{"a": qs[0], "b": qs[1], "c": qs[2]}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -171,41 +173,41 @@ func TestIdemKeysAgainstMap(t *testing.T) {
 	}
 }
 
-// TestEnqueueOwned: without Owned the engine keeps copies of the payload
-// and custom fields; with Owned it keeps the caller's.
-func TestEnqueueOwned(t *testing.T) {
-	for _, owned := range []bool{false, true} {
-		t.Run(fmt.Sprint("owned=", owned), func(t *testing.T) {
-			e := New(DefaultConfig())
-			payload := []byte("payload")
-			custom := map[string]string{"k": "v"}
-			// A key that is a slice of a larger string, as the server's
-			// request decoder makes them: kept without Owned, it would pin
-			// the whole string.
-			key := strings.Repeat("key-", 4)[:3]
-			res, err := e.Enqueue(fromNanos(1), EnqueueParams{Queue: "q", JobType: "t", Payload: payload, Custom: custom, IdempotencyKey: key, Owned: owned})
-			if err != nil {
-				t.Fatal(err)
-			}
-			j := e.jobs.get(res.JobID)
-			if shared := &j.payload[0] == &payload[0]; shared != owned {
-				t.Fatalf("payload shared %v, want %v", shared, owned)
-			}
-			if cap(j.payload) != len(j.payload) {
-				t.Fatalf("stored payload has spare capacity %d", cap(j.payload)-len(j.payload))
-			}
-			if shared := unsafe.StringData(e.keys.at(0).key) == unsafe.StringData(key); shared != owned {
-				t.Fatalf("key shared %v, want %v", shared, owned)
-			}
-			custom["k2"] = "v2"
-			if got := len(j.ext.custom); (got == 2) != owned {
-				t.Fatalf("custom has %d fields after the caller's change, owned %v", got, owned)
-			}
-			dup, err := e.Enqueue(fromNanos(2), EnqueueParams{Queue: "q", JobType: "t", IdempotencyKey: "key"})
-			if err != nil || !dup.Duplicate || dup.JobID != res.JobID {
-				t.Fatalf("repeat: %+v, %v", dup, err)
-			}
-		})
+// TestEnqueueKeepsCopies: the engine keeps copies of the payload, custom
+// fields and key, never the caller's memory, so a caller may reuse or
+// change its buffers after Enqueue returns.
+func TestEnqueueKeepsCopies(t *testing.T) {
+	e := New(DefaultConfig())
+	payload := []byte("payload")
+	custom := map[string]string{"k": "v"}
+	// A key that shares a larger string's memory: kept as it is, it would
+	// pin the whole string.
+	key := strings.Repeat("key-", 4)[:3]
+	res, err := e.Enqueue(fromNanos(1), EnqueueParams{Queue: "q", JobType: "t", Payload: payload, Custom: custom, IdempotencyKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := e.jobs.get(res.JobID)
+	if &j.payload[0] == &payload[0] {
+		t.Fatal("the engine kept the caller's payload, not a copy")
+	}
+	if cap(j.payload) != len(j.payload) {
+		t.Fatalf("stored payload has spare capacity %d", cap(j.payload)-len(j.payload))
+	}
+	if unsafe.StringData(e.keys.at(0).key) == unsafe.StringData(key) {
+		t.Fatal("the engine kept the caller's key string, not a copy")
+	}
+	payload[0] = 'X'
+	custom["k2"] = "v2"
+	if string(j.payload) != "payload" {
+		t.Fatalf("stored payload %q changed with the caller's buffer", j.payload)
+	}
+	if got := len(j.ext.custom); got != 1 {
+		t.Fatalf("custom has %d fields after the caller's change, want 1", got)
+	}
+	dup, err := e.Enqueue(fromNanos(2), EnqueueParams{Queue: "q", JobType: "t", IdempotencyKey: "key"})
+	if err != nil || !dup.Duplicate || dup.JobID != res.JobID {
+		t.Fatalf("repeat: %+v, %v", dup, err)
 	}
 }
 
@@ -260,6 +262,7 @@ func BenchmarkIdemKeysWindow(b *testing.B) {
 // byte just outside the digit ranges, upper case and a wrong length stay
 // plain keys.
 func TestPackKey(t *testing.T) {
+	t.Parallel()
 	if b, ok := packKey(hexKey); !ok || string(b[:]) != packedBytesKey {
 		t.Fatalf("packKey(%q) = %x, %v", hexKey, b, ok)
 	}

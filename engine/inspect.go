@@ -28,10 +28,14 @@ func (e *Engine) view(j *job) Job {
 	case StateReserved:
 		v.WorkerID = e.workers[j.id]
 		v.LeaseDeadline = fromNanos(j.due)
+		if at, ok := e.started[j.id]; ok {
+			v.StartedAt = fromNanos(at)
+		}
 	}
 	if x := j.ext; x != nil {
 		v.ScheduledAt = fromNanos(x.scheduledAt)
 		v.LastReason = x.lastReason
+		v.ExpiresAtNanos = x.expiresAt
 		if len(x.custom) > 0 {
 			v.Custom = make(map[string]string, len(x.custom))
 			for k, val := range x.custom {
@@ -41,9 +45,10 @@ func (e *Engine) view(j *job) Job {
 		if len(x.history) > 0 {
 			v.History = make([]Attempt, len(x.history))
 			for i, h := range x.history {
-				v.History[i] = Attempt{Attempt: h.attempt, WorkerID: h.worker, At: fromNanos(h.at), Outcome: outcomeNames[h.outcome], Reason: h.reason}
+				v.History[i] = attemptView(h)
 			}
 		}
+		v.Origin = originView(x.origin)
 	}
 	return v
 }
@@ -94,27 +99,35 @@ func (e *Engine) ListJobs(queue string, state State, page Page) ([]Job, error) {
 	switch state {
 	case StateReady:
 		for prio := range q.ready {
-			level := &q.ready[prio]
-			// The ring is in id order: start after AfterID, stop after limit live jobs.
-			ring := &level.ring
-			lo, hi := 0, ring.Len()
-			for lo < hi {
-				mid := int(uint(lo+hi) >> 1)
-				if ring.At(mid).id <= page.AfterID {
-					lo = mid + 1
-				} else {
-					hi = mid
+			q.ready[prio].lines(func(level *readyLevel) {
+				// The ring is in id order: start after AfterID, stop after limit live jobs.
+				ring := &level.ring
+				lo, hi := 0, ring.Len()
+				for lo < hi {
+					mid := int(uint(lo+hi) >> 1)
+					if ring.At(mid).id <= page.AfterID {
+						lo = mid + 1
+					} else {
+						hi = mid
+					}
 				}
-			}
-			taken := 0
-			for i := lo; i < ring.Len() && taken < limit; i++ {
-				if j := ring.At(i); j.flags&flagInRing != 0 {
+				taken := 0
+				for i := lo; i < ring.Len() && taken < limit; i++ {
+					if j := ring.At(i); j.flags&flagInRing != 0 {
+						keep(j)
+						taken++
+					}
+				}
+				for _, j := range level.returns.items {
 					keep(j)
-					taken++
 				}
-			}
-			for _, j := range level.returns.items {
-				keep(j)
+			})
+		}
+		if q.keys != nil {
+			for _, h := range q.keys.parked { // kept, then sorted by id: order does not matter
+				for _, j := range h.items {
+					keep(j)
+				}
 			}
 		}
 	case StateScheduled:
@@ -210,21 +223,35 @@ func (e *Engine) queueStats(now time.Time, q *queue) QueueStats {
 		HeldBytes:    q.held,
 		Enqueued:     q.enqueued,
 		Acked:        q.acked,
-		DeadLettered: make(map[Cause]uint64, 4),
+		DeadLettered: make(map[Cause]uint64, int(maxCause)),
 		Dropped:      q.dropped,
 		DeadRequeued: q.deadRequeued,
 		DeadDrained:  q.deadDrained,
 		DeadDeleted:  q.deadDeleted,
 		DeadExpired:  q.deadExpired,
+		Purged:       q.purged,
+		Activity:     q.act,
 	}
 	s.MaxMemoryBytes = q.set.maxMemory
-	for c := CauseAttemptsExhausted; c <= CauseAdmin; c++ {
+	s.Limits = reserveLimitsView(q, e.queueConfig(q.name), t)
+	s.Fairness = fairnessView(q)
+	s.MaxWait = time.Duration(q.set.maxWait)
+	for c := CauseAttemptsExhausted; c <= maxCause; c++ {
 		s.DeadLettered[c] = q.deadLettered[c]
 	}
 	var oldest *job
 	for prio := range q.ready {
 		if j := q.ready[prio].peek(); j != nil && (oldest == nil || j.id < oldest.id) {
 			oldest = j
+		}
+	}
+	if q.keys != nil {
+		for _, h := range q.keys.parked { // a minimum: order does not matter
+			for _, j := range h.items { // O(parked): a stats read, like the listings
+				if oldest == nil || j.id < oldest.id {
+					oldest = j
+				}
+			}
 		}
 	}
 	if oldest != nil && t > oldest.enqueuedAt {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestClock_NeverRunsBackwards(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	if !e.Now().IsZero() {
@@ -30,6 +31,7 @@ func TestClock_NeverRunsBackwards(t *testing.T) {
 }
 
 func TestStatsAndListings(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	start := clock.Now()
@@ -89,6 +91,7 @@ func TestStatsAndListings(t *testing.T) {
 }
 
 func TestNextDeadline_EarliestOfAllTimers(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, et.WithRetention(10*time.Minute), func(c *engine.Config) { c.Limits.IdempotencyWindow = 20 * time.Minute })
 	if _, ok := e.NextDeadline(); ok {

@@ -18,9 +18,10 @@ const (
 	whereReadyHeap
 	whereScheduled
 	whereLeases
+	whereParked
 )
 
-var whereNames = [...]string{whereRing: "a ready ring", whereReadyHeap: "a ready heap", whereScheduled: "the scheduled set", whereLeases: "the leases"}
+var whereNames = [...]string{whereRing: "a ready ring", whereReadyHeap: "a ready heap", whereScheduled: "the scheduled set", whereLeases: "the leases", whereParked: "a concurrency key's parked jobs"}
 
 // sortSeen sorts the notes by id and reports a job noted twice.
 func sortSeen(seen []seenJob) error {
@@ -45,7 +46,7 @@ func sortSeen(seen []seenJob) error {
 // the structures agree with the counts and with each other, orders hold, and
 // per queue every job is accounted for:
 //
-//	Enqueued + DeadRequeued = Scheduled + Ready + Reserved + Acked + sum(DeadLettered)
+//	Enqueued + DeadRequeued = Scheduled + Ready + Reserved + Acked + sum(DeadLettered) + Purged
 //	sum(DeadLettered) = Dead + Dropped + DeadRequeued + DeadDrained + DeadDeleted + DeadExpired
 //
 // It is O(n) and reads only; tests call it after every step, Restore on
@@ -87,38 +88,57 @@ func (e *Engine) CheckInvariants() error {
 		}
 		got[q] = &counts{}
 		for prio := range q.ready {
-			level := &q.ready[prio]
-			live := 0
-			var last JobID
-			for i := 0; i < level.ring.Len(); i++ {
-				j := level.ring.At(i)
-				if i > 0 && j.id <= last {
-					return fmt.Errorf("queue %q priority %d: ring out of id order at %d", q.name, prio, j.id)
-				}
-				last = j.id
-				if j.flags&flagInRing == 0 {
-					continue
-				}
-				live++
-				mark(j, whereRing)
-				if j.state != StateReady || j.q != q || int(j.priority) != prio || j.heapIdx != -1 || j.due != 0 {
-					return fmt.Errorf("job %d: in queue %q priority %d ring but is %v/%q/%d", j.id, q.name, prio, j.state, j.q.name, j.priority)
-				}
+			if err := checkFairLevel(q, prio); err != nil {
+				return err
 			}
-			if live != level.live {
-				return fmt.Errorf("queue %q priority %d: ring holds %d live jobs, counted %d", q.name, prio, live, level.live)
-			}
-			if err := checkHeap(&level.returns); err != nil {
-				return fmt.Errorf("queue %q priority %d returns: %w", q.name, prio, err)
-			}
-			for _, j := range level.returns.items {
-				mark(j, whereReadyHeap)
-				if j.state != StateReady || j.q != q || int(j.priority) != prio || j.due != 0 {
-					return fmt.Errorf("job %d: in queue %q priority %d heap but is %v", j.id, q.name, prio, j.state)
+			var lineErr error
+			q.ready[prio].lines(func(level *readyLevel) {
+				if lineErr != nil {
+					return
 				}
+				lineErr = func() error {
+					live := 0
+					var last JobID
+					for i := 0; i < level.ring.Len(); i++ {
+						j := level.ring.At(i)
+						if i > 0 && j.id <= last {
+							return fmt.Errorf("queue %q priority %d: ring out of id order at %d", q.name, prio, j.id)
+						}
+						last = j.id
+						if j.flags&flagInRing == 0 {
+							continue
+						}
+						live++
+						mark(j, whereRing)
+						if j.state != StateReady || j.q != q || int(j.priority) != prio || j.heapIdx != -1 || j.due != 0 {
+							return fmt.Errorf("job %d: in queue %q priority %d ring but is %v/%q/%d", j.id, q.name, prio, j.state, j.q.name, j.priority)
+						}
+					}
+					if live != level.live {
+						return fmt.Errorf("queue %q priority %d: ring holds %d live jobs, counted %d", q.name, prio, live, level.live)
+					}
+					if err := checkHeap(&level.returns); err != nil {
+						return fmt.Errorf("queue %q priority %d returns: %w", q.name, prio, err)
+					}
+					for _, j := range level.returns.items {
+						mark(j, whereReadyHeap)
+						if j.state != StateReady || j.q != q || int(j.priority) != prio || j.due != 0 {
+							return fmt.Errorf("job %d: in queue %q priority %d heap but is %v", j.id, q.name, prio, j.state)
+						}
+					}
+					got[q].ready += level.len()
+					return nil
+				}()
+			})
+			if lineErr != nil {
+				return lineErr
 			}
-			got[q].ready += level.len()
 		}
+		parked, err := e.checkKeyLimits(q, mark)
+		if err != nil {
+			return err
+		}
+		got[q].ready += parked
 	}
 	if err := checkHeap(&e.sched); err != nil {
 		return fmt.Errorf("scheduled set: %w", err)
@@ -177,6 +197,9 @@ func (e *Engine) CheckInvariants() error {
 			return fmt.Errorf("worker recorded for job %d, which is not reserved", id)
 		}
 	}
+	if err := e.checkExpiry(); err != nil {
+		return err
+	}
 
 	// Dead letters: the global list, the per-queue lists, the map and the
 	// expiry heap hold the same records, in failed_at order.
@@ -195,7 +218,7 @@ func (e *Engine) CheckInvariants() error {
 		if _, live := slices.BinarySearchFunc(seen, r.j.id, func(s seenJob, id JobID) int { return cmp.Compare(s.id, id) }); live {
 			return fmt.Errorf("job %d is live and in the dead letters", r.j.id)
 		}
-		if r.j.state != StateDead || r.cause < CauseAttemptsExhausted || r.cause > CauseAdmin {
+		if r.j.state != StateDead || r.cause < CauseAttemptsExhausted || r.cause > maxCause {
 			return fmt.Errorf("dead record of job %d: state %v cause %v", r.j.id, r.j.state, r.cause)
 		}
 		if err := checkJob(r.j); err != nil {
@@ -244,9 +267,9 @@ func (e *Engine) CheckInvariants() error {
 		for _, v := range q.deadLettered {
 			died += v
 		}
-		if in, out := q.enqueued+q.deadRequeued, uint64(q.live())+q.acked+died; in != out {
-			return fmt.Errorf("queue %q: %d jobs in (enqueued %d + requeued %d), %d accounted for (live %d + acked %d + dead-lettered %d)",
-				q.name, in, q.enqueued, q.deadRequeued, out, q.live(), q.acked, died)
+		if in, out := q.enqueued+q.deadRequeued, uint64(q.live())+q.acked+died+q.purged; in != out {
+			return fmt.Errorf("queue %q: %d jobs in (enqueued %d + requeued %d), %d accounted for (live %d + acked %d + dead-lettered %d + purged %d)",
+				q.name, in, q.enqueued, q.deadRequeued, out, q.live(), q.acked, died, q.purged)
 		}
 		if gone := uint64(q.nDead) + q.dropped + q.deadRequeued + q.deadDrained + q.deadDeleted + q.deadExpired; gone != died {
 			return fmt.Errorf("queue %q: %d dead-lettered, %d accounted for", q.name, died, gone)
@@ -268,7 +291,13 @@ func (e *Engine) CheckInvariants() error {
 			return errors.New("reservation heap out of order")
 		}
 	}
+	if err := e.checkSchedules(); err != nil {
+		return err
+	}
 	// Held bytes: the incremental counts equal a count from scratch.
+	if err := e.checkUniqueIndex(); err != nil {
+		return err
+	}
 	return e.checkMemoryCounts()
 }
 
@@ -285,4 +314,81 @@ func checkHeap(h *jobHeap) error {
 		}
 	}
 	return nil
+}
+
+// checkFairLevel verifies a level's fairness layout: present exactly when
+// its queue names a fairness key, every live line in the rotation once,
+// filed under its value and holding Ready jobs of that value only, the
+// front live, and the counts right.
+func checkFairLevel(q *queue, prio int) error {
+	f := q.ready[prio].fair
+	if (f != nil) != (q.set.fairKey != "") {
+		return fmt.Errorf("queue %q priority %d: fair level present %v, fairness key %q", q.name, prio, f != nil, q.set.fairKey)
+	}
+	if f == nil {
+		return nil
+	}
+	if f.rot.Len() > 0 && !f.rot.Front().inRot {
+		return fmt.Errorf("queue %q priority %d: a stale line at the rotation's front", q.name, prio)
+	}
+	n, stale, live := 0, 0, 0
+	inRot := map[*fairKey]bool{}
+	for i := 0; i < f.rot.Len(); i++ {
+		k := f.rot.At(i)
+		if !k.inRot {
+			stale++
+			continue
+		}
+		if inRot[k] {
+			return fmt.Errorf("queue %q priority %d: line %q twice in the rotation", q.name, prio, k.value)
+		}
+		inRot[k] = true
+		live++
+		if k.lvl.len() == 0 {
+			return fmt.Errorf("queue %q priority %d: empty line %q in the rotation", q.name, prio, k.value)
+		}
+		if filed := f.line(k.lvl.peek(), false); filed != k {
+			return fmt.Errorf("queue %q priority %d: line %q holds a job of another key", q.name, prio, k.value)
+		}
+		n += k.lvl.len()
+	}
+	if stale != f.stale || n != f.n || live != len(f.keys)+btoi(f.none != nil) {
+		return fmt.Errorf("queue %q priority %d: rotation %d live, %d stale, %d jobs; counted %d lines, %d stale, %d jobs", q.name, prio, live, stale, n, len(f.keys)+btoi(f.none != nil), f.stale, f.n)
+	}
+	return nil
+}
+
+// checkExpiry verifies the expiry heap: a valid heap holding exactly the
+// waiting jobs with a deadline, each at its recorded position.
+func (e *Engine) checkExpiry() error {
+	for i, j := range e.expiry {
+		if j.ext == nil || int(j.ext.expPos) != i+1 || j.ext.expiresAt == 0 {
+			return fmt.Errorf("expiry heap: job %d at %d misfiled", j.id, i)
+		}
+		if i > 0 && e.expiry.Less(i, (i-1)/2) {
+			return errors.New("expiry heap out of order")
+		}
+		if j.state != StateReady && j.state != StateScheduled {
+			return fmt.Errorf("expiry heap: job %d is %v", j.id, j.state)
+		}
+		if e.jobs.get(j.id) != j {
+			return fmt.Errorf("expiry heap: job %d is not live", j.id)
+		}
+	}
+	n := 0
+	var err error
+	e.jobs.each(func(j *job) bool {
+		if hasDeadline(j) && j.state != StateReserved {
+			n++
+			if j.ext.expPos == 0 {
+				err = fmt.Errorf("job %d: %v with a deadline but not in the expiry heap", j.id, j.state)
+				return false
+			}
+		}
+		return true
+	})
+	if err == nil && n != len(e.expiry) {
+		err = fmt.Errorf("expiry heap holds %d jobs, %d wait with a deadline", len(e.expiry), n)
+	}
+	return err
 }

@@ -45,6 +45,12 @@ func (e *Engine) Reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
 	if q == nil || q.paused || q.nReady == 0 {
 		return nil, nil
 	}
+	limited := q.set.limits.set()
+	if limited {
+		if n = reserveAllowance(q, n, e.now); n == 0 {
+			return nil, nil
+		}
+	}
 	deadline := addSat(e.now, lease)
 	out := make([]Delivery, 0, min(n, q.nReady))
 	for prio := MaxPriority; prio >= 0 && len(out) < n; prio-- {
@@ -54,10 +60,17 @@ func (e *Engine) Reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
 			if j == nil {
 				break
 			}
+			if q.keys != nil && q.keys.keyFull(j) {
+				q.keys.park(j) // still Ready: back in its place when its key frees
+				continue
+			}
 			q.nReady--
 			e.deliver(j, deadline, p.WorkerID)
 			out = append(out, e.delivery(j))
 		}
+	}
+	if limited {
+		takeTokens(q, len(out), e.now)
 	}
 	if p.RequestID != "" {
 		r := &reservation{requestID: p.RequestID, expiresAt: deadline, ids: make([]JobID, len(out)), tokens: make([]LeaseToken, len(out))}
@@ -73,17 +86,29 @@ func (e *Engine) Reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
 
 // deliver leases a job taken off the Ready line.
 func (e *Engine) deliver(j *job, deadline int64, worker string) {
+	if j.ext != nil && j.ext.expPos != 0 {
+		e.unwatchDeadline(j) // a reserved job is never expired
+	}
 	j.attempt++
 	j.lease = LeaseToken(e.nextLease)
 	e.nextLease++
 	j.state = StateReserved
 	j.due = deadline
+	j.q.act.Reserved++
+	if j.attempt == 1 {
+		j.q.act.observeWait(time.Duration(e.now - j.enqueuedAt))
+	}
 	heap.Push(&e.leases, j)
 	if worker != "" {
 		e.workers[j.id] = worker
 		e.charge(j.q, workerCharge(worker))
 	}
+	if e.recordFields {
+		e.started[j.id] = e.now
+		e.charge(j.q, startedOverhead)
+	}
 	j.q.nReserved++
+	e.keyReserved(j)
 }
 
 func (e *Engine) delivery(j *job) Delivery {
@@ -153,9 +178,13 @@ func (e *Engine) Ack(now time.Time, ref LeaseRef) error {
 	if err != nil {
 		return err
 	}
+	if at, ok := e.started[j.id]; ok { // recorded once every member keeps attempt detail
+		j.q.act.observeRun(time.Duration(e.now - at))
+	}
 	e.detach(j)
 	e.jobs.del(j.id)
 	e.charge(j.q, -jobCharge(j))
+	e.uniqueAcked(j)
 	j.q.acked++
 	return nil
 }
@@ -188,11 +217,25 @@ func (e *Engine) Nack(now time.Time, p NackParams) (NackResult, error) {
 	if cause != CauseUnknown && !e.canRetainDead() {
 		return NackResult{}, e.deadStoreFull()
 	}
+	switch p.Directive {
+	case DirectiveDeadLetter:
+		j.q.act.NackedDeadLetter++
+	case DirectiveAfter:
+		j.q.act.NackedAfter++
+	default:
+		j.q.act.NackedDefault++
+	}
+	if cause == CauseUnknown {
+		j.q.act.Retried++
+	}
 	reason := cleanReason(p.Reason)
-	worker := e.workers[j.id]
+	rec := e.attemptOf(j)
+	if e.recordFields {
+		rec.directive = uint8(p.Directive) + 1
+	}
 	e.detach(j)
 	before := jobCharge(j)
-	e.recordAttempt(j, outcomeNack, worker, reason)
+	e.recordAttempt(j, rec, outcomeNack, reason)
 	j.extension().lastReason = reason
 	e.charge(j.q, jobCharge(j)-before)
 	if cause != CauseUnknown {
@@ -224,10 +267,11 @@ func (e *Engine) Release(now time.Time, ref LeaseRef) error {
 	if err != nil {
 		return err
 	}
-	worker := e.workers[j.id]
+	j.q.act.Released++
+	rec := e.attemptOf(j)
 	e.detach(j)
 	before := jobCharge(j)
-	e.recordAttempt(j, outcomeReleased, worker, "")
+	e.recordAttempt(j, rec, outcomeReleased, "")
 	e.charge(j.q, jobCharge(j)-before)
 	j.attempt--
 	e.makeReady(j)
@@ -326,19 +370,4 @@ func cleanReason(s string) string {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	return s
-}
-
-// recordAttempt appends to a job's bounded attempt history.
-func (e *Engine) recordAttempt(j *job, outcome uint8, worker, reason string) {
-	limit := e.lim.AttemptHistory
-	if limit <= 0 {
-		return
-	}
-	x := j.extension()
-	rec := attemptRecord{attempt: j.attempt, outcome: outcome, at: e.now, worker: worker, reason: reason}
-	if len(x.history) >= limit {
-		drop := len(x.history) - limit + 1
-		x.history = append(x.history[:0], x.history[drop:]...)
-	}
-	x.history = append(x.history, rec)
 }

@@ -12,6 +12,7 @@ import (
 
 // spec: LEA-1
 func TestLeaseExpiry_RequeuesReadyAtOnceNotPaced(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	// A long retry policy must not pace lease expiries.
 	e := et.New(t, func(c *engine.Config) { c.Limits.RetryDelay = time.Hour })
@@ -38,6 +39,7 @@ func TestLeaseExpiry_RequeuesReadyAtOnceNotPaced(t *testing.T) {
 // spec: LEA-2
 // spec: DLQ-1
 func TestLeaseExpiry_OnFinalAttemptDeadLetters(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, et.WithRetention(time.Hour))
 	p := et.Job("q")
@@ -55,6 +57,7 @@ func TestLeaseExpiry_OnFinalAttemptDeadLetters(t *testing.T) {
 }
 
 func TestLease_FencedOperations(t *testing.T) {
+	t.Parallel()
 	type step func(e *engine.Engine, now time.Time, ref engine.LeaseRef) error
 	ack := func(e *engine.Engine, now time.Time, ref engine.LeaseRef) error { return e.Ack(now, ref) }
 	nack := func(e *engine.Engine, now time.Time, ref engine.LeaseRef) error {
@@ -73,17 +76,20 @@ func TestLease_FencedOperations(t *testing.T) {
 		stale func(t *testing.T, e *engine.Engine, clock *et.Clock) engine.LeaseRef
 	}{
 		{name: "ExpiredLease", stale: func(t *testing.T, e *engine.Engine, clock *et.Clock) engine.LeaseRef {
+			t.Helper()
 			d := et.MustReserveOne(t, e, clock.Now(), "q")
 			clock.Advance(time.Hour) // no tick: the lapse alone fences it
 			return et.Ref(d)
 		}},
 		{name: "RedeliveredSince", stale: func(t *testing.T, e *engine.Engine, clock *et.Clock) engine.LeaseRef {
+			t.Helper()
 			d := et.MustReserveOne(t, e, clock.Now(), "q")
 			e.Tick(clock.Advance(time.Hour))
 			et.MustReserveOne(t, e, clock.Now(), "q")
 			return et.Ref(d)
 		}},
 		{name: "AckedAlready", stale: func(t *testing.T, e *engine.Engine, clock *et.Clock) engine.LeaseRef {
+			t.Helper()
 			d := et.MustReserveOne(t, e, clock.Now(), "q")
 			if err := e.Ack(clock.Now(), et.Ref(d)); err != nil {
 				t.Fatal(err)
@@ -91,6 +97,7 @@ func TestLease_FencedOperations(t *testing.T) {
 			return et.Ref(d)
 		}},
 		{name: "ReleasedAlready", stale: func(t *testing.T, e *engine.Engine, clock *et.Clock) engine.LeaseRef {
+			t.Helper()
 			d := et.MustReserveOne(t, e, clock.Now(), "q")
 			if err := e.Release(clock.Now(), et.Ref(d)); err != nil {
 				t.Fatal(err)
@@ -98,6 +105,7 @@ func TestLease_FencedOperations(t *testing.T) {
 			return et.Ref(d)
 		}},
 		{name: "WrongToken", stale: func(t *testing.T, e *engine.Engine, clock *et.Clock) engine.LeaseRef {
+			t.Helper()
 			d := et.MustReserveOne(t, e, clock.Now(), "q")
 			ref := et.Ref(d)
 			ref.LeaseToken += 1000
@@ -125,6 +133,7 @@ func TestLease_FencedOperations(t *testing.T) {
 }
 
 func TestLease_ExtendAndDurations(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, func(c *engine.Config) { c.Limits.DefaultLease = 30 * time.Second; c.Limits.MaxLease = time.Minute })
 	et.MustEnqueue(t, e, clock.Now(), et.Job("q"))
@@ -156,6 +165,7 @@ func TestLease_ExtendAndDurations(t *testing.T) {
 }
 
 func TestLease_ExtendAllLeasesAfterElection(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	for range 3 {
@@ -177,6 +187,7 @@ func TestLease_ExtendAllLeasesAfterElection(t *testing.T) {
 }
 
 func TestReserve_BatchPauseAndRequestID(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, func(c *engine.Config) { c.Limits.MaxReserveBatch = 3 })
 	for range 5 {
@@ -226,6 +237,7 @@ func TestReserve_BatchPauseAndRequestID(t *testing.T) {
 }
 
 func TestReserve_UnknownQueue(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	if ds, err := e.Reserve(clock.Now(), engine.ReserveParams{Queue: "nobody"}); err != nil || len(ds) != 0 {

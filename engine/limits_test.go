@@ -11,6 +11,7 @@ import (
 )
 
 func TestEnqueue_Limits(t *testing.T) {
+	t.Parallel()
 	small := func(c *engine.Config) {
 		c.Limits.MaxPayloadBytes = 10
 		c.Limits.MaxCustomFields = 2
@@ -63,6 +64,7 @@ func TestEnqueue_Limits(t *testing.T) {
 }
 
 func TestEnqueue_PayloadIsCopied(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	p := et.Job("q")
@@ -77,6 +79,7 @@ func TestEnqueue_PayloadIsCopied(t *testing.T) {
 }
 
 func TestEnqueueBatch(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, func(c *engine.Config) { c.Limits.MaxBatchSize = 3 })
 	if _, err := e.EnqueueBatch(clock.Now(), make([]engine.EnqueueParams, 4)); !errors.Is(err, engine.ErrInvalidArgument) || !strings.Contains(err.Error(), "limits.max_batch_size 3") {
@@ -94,6 +97,7 @@ func TestEnqueueBatch(t *testing.T) {
 }
 
 func TestQueueMaxLength_RefusesWhenFull(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, et.WithQueue(engine.QueueConfig{Name: "q", MaxLength: et.Ptr(2)}))
 	et.MustEnqueue(t, e, clock.Now(), et.Job("q"))
@@ -114,6 +118,7 @@ func TestQueueMaxLength_RefusesWhenFull(t *testing.T) {
 }
 
 func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, func(c *engine.Config) {
 		c.Limits.IdempotencyWindow = time.Hour
@@ -163,6 +168,7 @@ func TestIdempotencyKey(t *testing.T) {
 // repeat adds nothing); a key is forgotten by the tick that passes its
 // window, a request id by the one that passes the lease its reserve granted.
 func TestRememberedKeys(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, func(c *engine.Config) { c.Limits.IdempotencyWindow = time.Minute; c.Limits.MaxIdempotencyKeys = 10 })
 	want := func(step string, keys, requests int) {
@@ -200,6 +206,7 @@ func TestRememberedKeys(t *testing.T) {
 // A minimum above the window is valid and means the window (TestIdempotencyKey
 // runs with the two equal).
 func TestIdempotencyKeyStoreFull(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		minWindow time.Duration

@@ -67,6 +67,13 @@ const (
 	attemptOverhead     = 56  // an attemptRecord in its slice, with slack
 	deadRecordOverhead  = 128 // deadRecord (80), its dead-map entry and expiry-heap slot
 	workerOverhead      = 48  // a workers-map entry
+	// startedOverhead is a started-map entry (attempts.go).
+	startedOverhead = 32
+	// attemptDetailOverhead is what a history entry's detail fields
+	// (start, lease, directive) add to attemptOverhead.
+	attemptDetailOverhead = 24
+	// originOverhead is a jobOrigin (two string headers, id, times).
+	originOverhead      = 64
 	keyOverhead         = 80  // idemEntry (56) in the FIFO plus its index slots at 3/4 load
 	reservationOverhead = 160 // reservation, its map entry and heap slot
 	deliveryBytes       = 16  // a remembered (job id, lease token)
@@ -112,17 +119,25 @@ func customCharge(custom map[string]string) int64 {
 // jobCharge is the charge of j's content as the state holds it.
 func jobCharge(j *job) int64 {
 	n := int64(jobOverhead) + int64(len(j.payload)) + int64(len(*j.jobType))
-	if x := j.ext; x != nil && (x.scheduledAt != 0 || x.lastReason != "" || len(x.custom) > 0 || len(x.history) > 0) {
-		n += extOverhead + customCharge(x.custom) + int64(len(x.lastReason))
+	if x := j.ext; x != nil && (x.scheduledAt != 0 || x.lastReason != "" || len(x.custom) > 0 || len(x.history) > 0 || x.uniqueKey != "" || x.origin != nil || x.expiresAt != 0) {
+		n += extOverhead + customCharge(x.custom) + int64(len(x.lastReason)) + int64(len(x.uniqueKey))
 		for i := range x.history {
 			n += attemptCharge(&x.history[i])
 		}
+		n += originCharge(x.origin)
 	}
 	return n
 }
 
 func attemptCharge(h *attemptRecord) int64 {
-	return attemptOverhead + int64(len(h.worker)) + int64(len(h.reason))
+	n := attemptOverhead + int64(len(h.worker)) + int64(len(h.reason))
+	if h.lease != 0 || h.startedAt != 0 || h.directive != 0 {
+		// The detail fields take the record to the next size class; a
+		// record without them (written before recordFields) is charged
+		// as older binaries charge it, so budgets agree across a cluster.
+		n += attemptDetailOverhead
+	}
+	return n
 }
 
 func workerCharge(w string) int64 { return workerOverhead + int64(len(w)) }
@@ -208,6 +223,11 @@ func (e *Engine) recount() {
 			e.charge(j.q, workerCharge(w))
 		}
 	}
+	for id := range e.started { // sums: order does not matter
+		if j := e.jobs.get(id); j != nil {
+			e.charge(j.q, startedOverhead)
+		}
+	}
 	for r := e.deadHead; r != nil; r = r.next {
 		e.charge(r.j.q, jobCharge(r.j)+deadRecordOverhead)
 	}
@@ -217,6 +237,12 @@ func (e *Engine) recount() {
 	}
 	for _, r := range e.resHeap {
 		e.held += reservationCharge(r)
+	}
+	for _, ent := range e.unique { // sums: order does not matter
+		e.charge(ent.ref.q, uniqueEntryOverhead)
+	}
+	for _, ent := range e.uniqueDone {
+		e.charge(ent.ref.q, int64(len(ent.ref.key)))
 	}
 }
 
@@ -231,12 +257,25 @@ func (e *Engine) checkMemoryCounts() error {
 	for id, w := range e.workers {
 		perQueue[e.jobs.get(id).q] += workerCharge(w)
 	}
+	for id := range e.started {
+		if j := e.jobs.get(id); j != nil && j.state == StateReserved {
+			perQueue[j.q] += startedOverhead
+		} else {
+			return fmt.Errorf("job %d has a delivery start but is not reserved", id)
+		}
+	}
 	for r := e.deadHead; r != nil; r = r.next {
 		perQueue[r.j.q] += jobCharge(r.j) + deadRecordOverhead
 	}
 	for i := 0; i < e.keys.len(); i++ {
 		ent := e.keys.at(i)
 		perQueue[ent.q] += keyCharge(ent)
+	}
+	for _, ent := range e.unique {
+		perQueue[ent.ref.q] += uniqueEntryOverhead
+	}
+	for _, ent := range e.uniqueDone {
+		perQueue[ent.ref.q] += int64(len(ent.ref.key))
 	}
 	var total int64
 	for _, r := range e.resHeap {

@@ -46,6 +46,7 @@ func TestMemory_CountFollowsEveryTransition(t *testing.T) {
 	}{
 		{name: "EnqueueReserveAck", steps: []step{
 			{name: "enqueue", grows: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				p := et.Job("q")
 				p.Payload = kib(1)
 				p.Custom = map[string]string{"k": "v"}
@@ -53,6 +54,7 @@ func TestMemory_CountFollowsEveryTransition(t *testing.T) {
 				s.id = et.MustEnqueue(t, e, c.Now(), p)
 			}},
 			{name: "reserve with worker and request id", grows: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				ds, err := e.Reserve(c.Now(), engine.ReserveParams{Queue: "q", WorkerID: "w1", RequestID: "r1"})
 				if err != nil || len(ds) != 1 {
 					t.Fatalf("reserve: %v %v", ds, err)
@@ -60,42 +62,51 @@ func TestMemory_CountFollowsEveryTransition(t *testing.T) {
 				s.ref = engine.LeaseRef{JobID: ds[0].Job.ID, LeaseToken: ds[0].LeaseToken}
 			}},
 			{name: "ack", shrinks: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				if err := e.Ack(c.Now(), s.ref); err != nil {
 					t.Fatal(err)
 				}
 			}},
 			{name: "key and request id expire", base: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				e.Tick(c.Advance(time.Hour))
 			}},
 		}},
 		{name: "NackRetryReleaseExtend", steps: []step{
 			{name: "enqueue", grows: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				s.id = et.MustEnqueue(t, e, c.Now(), et.Job("q"))
 			}},
 			{name: "reserve", grows: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				d := et.MustReserveOne(t, e, c.Now(), "q")
 				s.ref = engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken}
 			}},
 			{name: "nack with reason: history and last reason", grows: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				if _, err := e.Nack(c.Now(), engine.NackParams{LeaseRef: s.ref, Reason: strings.Repeat("x", 500)}); err != nil {
 					t.Fatal(err)
 				}
 			}},
 			{name: "reserve again", do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				d := et.MustReserveOne(t, e, c.Now(), "q")
 				s.ref = engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken}
 			}},
 			{name: "extend", do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				if _, err := e.ExtendLease(c.Now(), engine.ExtendParams{LeaseRef: s.ref}); err != nil {
 					t.Fatal(err)
 				}
 			}},
 			{name: "release", grows: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				if err := e.Release(c.Now(), s.ref); err != nil {
 					t.Fatal(err)
 				}
 			}},
 			{name: "reserve and ack", base: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				d := et.MustReserveOne(t, e, c.Now(), "q")
 				if err := e.Ack(c.Now(), engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken}); err != nil {
 					t.Fatal(err)
@@ -107,6 +118,7 @@ func TestMemory_CountFollowsEveryTransition(t *testing.T) {
 			et.WithQueue(engine.QueueConfig{Name: "q", DeadLetterQueue: "dlq"}),
 		}, steps: []step{
 			{name: "enqueue three", grows: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				for range 3 {
 					p := et.Job("q")
 					p.Payload = kib(2)
@@ -114,6 +126,7 @@ func TestMemory_CountFollowsEveryTransition(t *testing.T) {
 				}
 			}},
 			{name: "dead-letter all three (records and forwarded copies)", grows: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				for range 3 {
 					d := et.MustReserveOne(t, e, c.Now(), "q")
 					if _, err := e.Nack(c.Now(), engine.NackParams{LeaseRef: engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken}, Directive: engine.DirectiveDeadLetter}); err != nil {
@@ -122,23 +135,27 @@ func TestMemory_CountFollowsEveryTransition(t *testing.T) {
 				}
 			}},
 			{name: "drain one", shrinks: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				if recs, err := e.DrainDeadLetters(c.Now(), engine.DrainParams{Queue: "q"}); err != nil || len(recs) != 1 {
 					t.Fatalf("drain: %v %v", recs, err)
 				}
 			}},
 			{name: "delete one", shrinks: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				recs, _ := e.ListDeadLetters("q", engine.Page{})
 				if res := e.DeleteDeadLetters(c.Now(), []engine.JobID{recs[0].Job.ID}); res[0].Err != nil {
 					t.Fatal(res[0].Err)
 				}
 			}},
 			{name: "requeue the last: the record's overhead goes", shrinks: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				recs, _ := e.ListDeadLetters("q", engine.Page{})
 				if res := e.RequeueDeadLetters(c.Now(), []engine.JobID{recs[0].Job.ID}); res[0].Err != nil {
 					t.Fatal(res[0].Err)
 				}
 			}},
 			{name: "admin dead-letter it, then the sweep", shrinks: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				jobs, _ := e.ListJobs("q", engine.StateReady, engine.Page{})
 				if res := e.DeadLetterJobs(c.Now(), []engine.JobID{jobs[0].ID}, "operator"); res[0].Err != nil {
 					t.Fatal(res[0].Err)
@@ -146,6 +163,7 @@ func TestMemory_CountFollowsEveryTransition(t *testing.T) {
 				e.Tick(c.Advance(2 * time.Minute))
 			}},
 			{name: "drain the forwarded copies", base: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				for {
 					ds, err := e.Reserve(c.Now(), engine.ReserveParams{Queue: "dlq", N: 10})
 					if err != nil {
@@ -164,12 +182,14 @@ func TestMemory_CountFollowsEveryTransition(t *testing.T) {
 		}},
 		{name: "LeaseExpiryToDeathWithoutRetention", steps: []step{
 			{name: "enqueue scheduled", grows: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				p := et.Job("q")
 				p.ScheduledAt = c.Now().Add(time.Second)
 				p.MaxAttempts = 1
 				et.MustEnqueue(t, e, c.Now(), p)
 			}},
 			{name: "promote and reserve", grows: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				c.Advance(2 * time.Second)
 				ds, err := e.Reserve(c.Now(), engine.ReserveParams{Queue: "q", WorkerID: "w", Lease: time.Second})
 				if err != nil || len(ds) != 1 {
@@ -177,6 +197,7 @@ func TestMemory_CountFollowsEveryTransition(t *testing.T) {
 				}
 			}},
 			{name: "the lease expires on the final attempt: dropped", base: true, do: func(t *testing.T, e *engine.Engine, c *et.Clock, s *state) {
+				t.Helper()
 				e.Tick(c.Advance(time.Minute))
 			}},
 		}},
@@ -414,7 +435,7 @@ func TestMemory_CountTracksTheHeap(t *testing.T) {
 			e := engine.New(engine.DefaultConfig())
 			now := et.Epoch
 			for i := range tt.n {
-				p := engine.EnqueueParams{Queue: "bench", JobType: "job", Payload: make([]byte, tt.payload), Owned: true}
+				p := engine.EnqueueParams{Queue: "bench", JobType: "job", Payload: make([]byte, tt.payload)}
 				if tt.key {
 					p.IdempotencyKey = fmt.Sprintf("%032x", i)
 				}
@@ -478,7 +499,7 @@ func snapshotOf1KiBJobs(t *testing.T, n int) ([]byte, int64) {
 	t.Helper()
 	src := engine.New(engine.DefaultConfig())
 	for i := range n {
-		p := engine.EnqueueParams{Queue: "q", JobType: "job", Payload: make([]byte, 1024), IdempotencyKey: fmt.Sprintf("%032x", i), Owned: true}
+		p := engine.EnqueueParams{Queue: "q", JobType: "job", Payload: make([]byte, 1024), IdempotencyKey: fmt.Sprintf("%032x", i)}
 		if _, err := src.Enqueue(et.Epoch, p); err != nil {
 			t.Fatal(err)
 		}

@@ -2,8 +2,10 @@ package engine_test
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"reflect"
 	"slices"
@@ -24,6 +26,21 @@ const (
 	modelRetention = time.Minute
 	modelWindow    = 30 * time.Second
 	modelBatch     = 4
+
+	// Queue "b" runs every reserve limit: at most modelMaxReserved
+	// reserved, modelRate reservations per second up to a burst of
+	// modelBurst, and one reserved job per value of the custom field
+	// modelKeyField.
+	modelMaxReserved = 3
+	modelRate        = 5
+	modelBurst       = 2
+	modelKeyField    = "customer"
+
+	// Queue "a" takes turns over the values of modelFairField within a
+	// priority level and expires a job not reserved modelMaxWait after it
+	// first became due; some jobs carry a ttl of their own.
+	modelFairField = "tenant"
+	modelMaxWait   = 9 * time.Second
 )
 
 type mJob struct {
@@ -38,6 +55,23 @@ type mJob struct {
 	custom   map[string]string
 	failedAt time.Time
 	cause    engine.Cause
+	// started is when the current delivery started; hist every ended
+	// attempt, oldest first (the engine keeps the last
+	// engine.DefaultAttemptHistory); origin the dead job a dlq copy was
+	// made from.
+	started time.Time
+	hist    []engine.Attempt
+	origin  engine.Origin
+	expires time.Time // the deadline to be reserved by; zero: none
+}
+
+// end records j's current attempt as ended now with outcome.
+func (m *model) end(j *mJob, outcome, directive, reason string) {
+	j.hist = append(j.hist, engine.Attempt{
+		Attempt: j.attempt, WorkerID: "w", StartedAt: j.started, At: m.now, Duration: m.now.Sub(j.started),
+		Outcome: outcome, Directive: directive, Reason: reason, LeaseToken: j.token,
+	})
+	j.started = time.Time{}
 }
 
 type mKey struct {
@@ -47,12 +81,60 @@ type mKey struct {
 }
 
 type model struct {
+	// bucket is queue b's rate limit as a classic token bucket: credit
+	// in nanoseconds of refill (a token costs a second / modelRate), full
+	// at modelBurst tokens, refilled by the time since bucketAt.
+	bucket   time.Duration
+	bucketAt time.Time
+	bucketOn bool
+
 	now       time.Time
 	nextID    engine.JobID
 	nextLease engine.LeaseToken
 	jobs      map[engine.JobID]*mJob
 	dead      []*mJob // failure order
 	keys      []mKey
+	// rot is queue a's turn order per priority level: the fairness keys
+	// with Ready jobs, a key joining at the back when it gets one.
+	rot [engine.MaxPriority + 1][]string
+	// scheds are the periodic schedules (schedule_model_test.go).
+	scheds map[string]*mSched
+}
+
+// fairKey is a job's fairness key in the model ("\x00" for none).
+func fairKey(j *mJob) string {
+	if v, ok := j.custom[modelFairField]; ok {
+		return v
+	}
+	return "\x00"
+}
+
+// prune drops queue a's keys without Ready jobs from the turn order.
+func (m *model) prune() {
+	for p := range m.rot {
+		m.rot[p] = slices.DeleteFunc(m.rot[p], func(k string) bool { return m.nextOf(uint32(p), k) == nil })
+	}
+}
+
+// nextOf is queue a's lowest-id Ready job of level p and key k, or nil.
+func (m *model) nextOf(p uint32, k string) *mJob {
+	var best *mJob
+	for _, j := range m.jobs {
+		if j.queue == "a" && j.state == engine.StateReady && j.prio == p && fairKey(j) == k && (best == nil || j.id < best.id) {
+			best = j
+		}
+	}
+	return best
+}
+
+// setReady makes j Ready; in queue a its key joins the turn order at the
+// back unless it holds Ready jobs already.
+func (m *model) setReady(j *mJob) {
+	m.prune()
+	j.state, j.due = engine.StateReady, time.Time{}
+	if j.queue == "a" && !slices.Contains(m.rot[j.prio], fairKey(j)) {
+		m.rot[j.prio] = append(m.rot[j.prio], fairKey(j))
+	}
 }
 
 func modelConfig() engine.Config {
@@ -63,7 +145,8 @@ func modelConfig() engine.Config {
 		c.Limits.DeadLetterRetention = modelRetention
 		c.Limits.IdempotencyWindow = modelWindow
 		c.Limits.MaxReserveBatch = modelBatch
-	}, et.WithQueue(engine.QueueConfig{Name: "a", DeadLetterQueue: "dlq"}),
+	}, et.WithQueue(engine.QueueConfig{Name: "a", DeadLetterQueue: "dlq", FairnessKey: modelFairField, MaxWait: modelMaxWait}),
+		et.WithQueue(engine.QueueConfig{Name: "b", MaxReserved: modelMaxReserved, RateLimit: modelRate, RateBurst: modelBurst, ConcurrencyKey: modelKeyField, MaxPerKey: 1}),
 		et.WithQueue(engine.QueueConfig{Name: "dlq", DefaultMaxAttempts: et.Ptr[uint32](2)}))
 }
 
@@ -71,10 +154,21 @@ func (m *model) advance(now time.Time) {
 	if now.After(m.now) {
 		m.now = now
 	}
+	byDue := func(a, b *mJob) int {
+		if c := a.due.Compare(b.due); c != 0 {
+			return c
+		}
+		return int(a.id) - int(b.id)
+	}
+	var due []*mJob
 	for _, j := range m.jobs {
 		if j.state == engine.StateScheduled && !j.due.After(m.now) {
-			j.state, j.due = engine.StateReady, time.Time{}
+			due = append(due, j)
 		}
+	}
+	slices.SortFunc(due, byDue)
+	for _, j := range due {
+		m.setReady(j)
 	}
 	var lapsed []*mJob
 	for _, j := range m.jobs {
@@ -89,24 +183,48 @@ func (m *model) advance(now time.Time) {
 		return int(a.id) - int(b.id)
 	})
 	for _, j := range lapsed {
+		m.end(j, "lease_expired", "", "")
 		j.token, j.due = 0, time.Time{}
 		if j.attempt >= j.max {
 			m.kill(j, engine.CauseLeaseExpired)
 		} else {
-			j.state = engine.StateReady
+			m.setReady(j)
 		}
 	}
+	var expired []*mJob
+	for _, j := range m.jobs {
+		if j.state != engine.StateReserved && !j.expires.IsZero() && !j.expires.After(m.now) {
+			expired = append(expired, j)
+		}
+	}
+	slices.SortFunc(expired, func(a, b *mJob) int {
+		if c := a.expires.Compare(b.expires); c != 0 {
+			return c
+		}
+		return int(a.id) - int(b.id)
+	})
+	for _, j := range expired {
+		m.kill(j, engine.CauseExpired)
+	}
+	m.prune()
 	m.dead = slices.DeleteFunc(m.dead, func(j *mJob) bool { return !j.failedAt.Add(modelRetention).After(m.now) })
 	m.keys = slices.DeleteFunc(m.keys, func(k mKey) bool { return !k.created.Add(modelWindow).After(m.now) })
 }
 
 func (m *model) add(queue string, prio, max uint32, custom map[string]string, runAt time.Time) *mJob {
-	j := &mJob{id: m.nextID, queue: queue, prio: prio, max: max, custom: custom, state: engine.StateReady}
+	j := &mJob{id: m.nextID, queue: queue, prio: prio, max: max, custom: custom}
 	m.nextID++
+	m.jobs[j.id] = j
+	first := m.now
 	if runAt.After(m.now) {
 		j.state, j.due = engine.StateScheduled, runAt
+		first = runAt
+	} else {
+		m.setReady(j)
 	}
-	m.jobs[j.id] = j
+	if queue == "a" {
+		j.expires = first.Add(modelMaxWait)
+	}
 	return j
 }
 
@@ -117,9 +235,14 @@ func (m *model) kill(j *mJob, cause engine.Cause) {
 		for k, v := range j.custom {
 			custom[k] = v
 		}
-		m.add("dlq", 0, 2, custom, time.Time{})
+		if len(custom) == 0 {
+			custom = nil
+		}
+		c := m.add("dlq", 0, 2, custom, time.Time{})
+		c.origin = engine.Origin{Queue: j.queue, JobID: j.id, Cause: cause, FailedAt: m.now, FinalAttempt: j.attempt}
 	}
 	j.state, j.token, j.due, j.cause, j.failedAt = engine.StateDead, 0, time.Time{}, cause, m.now
+	j.expires = time.Time{}
 	m.dead = append(m.dead, j)
 }
 
@@ -137,13 +260,83 @@ func (m *model) reserve(queue string, n int, lease time.Duration) []engine.JobID
 		return int(a.id) - int(b.id)
 	})
 	var ids []engine.JobID
+	if queue == "b" && len(ready) > 0 {
+		return m.reserveLimited(ready, n, lease)
+	}
+	if queue == "a" {
+		return m.reserveFair(n, lease)
+	}
 	for _, j := range ready[:min(n, len(ready))] {
 		j.attempt++
 		j.token = m.nextLease
 		m.nextLease++
-		j.state, j.due = engine.StateReserved, m.now.Add(lease)
+		j.state, j.due, j.started = engine.StateReserved, m.now.Add(lease), m.now
 		ids = append(ids, j.id)
 	}
+	return ids
+}
+
+// reserveFair is reserve on queue a: levels from the highest, and within
+// a level the key at the front of the turn order gives its lowest-id job
+// and goes to the back while it holds more.
+func (m *model) reserveFair(n int, lease time.Duration) []engine.JobID {
+	m.prune()
+	var ids []engine.JobID
+	for p := engine.MaxPriority; p >= 0 && len(ids) < n; p-- {
+		for len(ids) < n && len(m.rot[p]) > 0 {
+			k := m.rot[p][0]
+			m.rot[p] = m.rot[p][1:]
+			j := m.nextOf(uint32(p), k)
+			j.attempt++
+			j.token = m.nextLease
+			m.nextLease++
+			j.state, j.due, j.started = engine.StateReserved, m.now.Add(lease), m.now
+			ids = append(ids, j.id)
+			if m.nextOf(uint32(p), k) != nil {
+				m.rot[p] = append(m.rot[p], k)
+			}
+		}
+	}
+	return ids
+}
+
+// reserveLimited is reserve on queue b: the same order, stopped by the
+// reserved cap and the bucket, skipping jobs whose key is taken.
+func (m *model) reserveLimited(ready []*mJob, n int, lease time.Duration) []engine.JobID {
+	perToken := time.Second / modelRate
+	full := modelBurst * perToken
+	if !m.bucketOn {
+		m.bucket, m.bucketAt, m.bucketOn = full, m.now, true
+	}
+	m.bucket = min(full, m.bucket+m.now.Sub(m.bucketAt))
+	m.bucketAt = m.now
+	reserved, keys := 0, map[string]bool{}
+	for _, j := range m.jobs {
+		if j.queue == "b" && j.state == engine.StateReserved {
+			reserved++
+			if v, ok := j.custom[modelKeyField]; ok {
+				keys[v] = true
+			}
+		}
+	}
+	n = min(n, modelMaxReserved-reserved, int(m.bucket/perToken))
+	var ids []engine.JobID
+	for _, j := range ready {
+		if len(ids) == n {
+			break
+		}
+		v, keyed := j.custom[modelKeyField]
+		if keyed && keys[v] {
+			continue
+		}
+		keys[v] = keyed
+		j.attempt++
+		j.token = m.nextLease
+		m.nextLease++
+		j.state, j.due, j.started = engine.StateReserved, m.now.Add(lease), m.now
+		ids = append(ids, j.id)
+	}
+	m.bucket -= time.Duration(len(ids)) * perToken
 	return ids
 }
 
@@ -164,9 +357,13 @@ type modelRun struct {
 	clock  time.Time
 	issued []engine.Delivery
 	stats  map[string]int // operations run, by kind
+	// noSchedules draws the schedule operations' share but runs ticks
+	// instead (TestModel_FairnessRotationRepro).
+	noSchedules bool
 }
 
 func TestModel_RandomOperations(t *testing.T) {
+	t.Parallel()
 	steps := 4000
 	if testing.Short() {
 		steps = 1000
@@ -176,9 +373,9 @@ func TestModel_RandomOperations(t *testing.T) {
 			r := &modelRun{
 				t:     t,
 				rng:   rand.New(rand.NewSource(seed)),
-				e:     engine.New(modelConfig()),
-				twin:  engine.New(modelConfig()),
-				m:     &model{nextID: 1, nextLease: 1, jobs: map[engine.JobID]*mJob{}},
+				e:     recordingEngine(modelConfig()),
+				twin:  recordingEngine(modelConfig()),
+				m:     &model{now: et.Epoch, nextID: 1, nextLease: 1, jobs: map[engine.JobID]*mJob{}}, // the engines start at Epoch (EnableRecordFields)
 				clock: et.Epoch,
 				stats: map[string]int{},
 			}
@@ -191,6 +388,39 @@ func TestModel_RandomOperations(t *testing.T) {
 			t.Logf("ops: %v", r.stats)
 		})
 	}
+}
+
+// TestModel_FairnessRotationRepro is the model run of seed 1 without the
+// schedule operations, kept as a regression test: at step 748 a
+// set-priority to the same level of job 296, the only Ready job of its
+// (keyless) line in queue a, sent that line behind tenant t2's in the
+// engine, which re-lines the job (detach, then ready), while the model
+// kept the line's place, and the reserve of step 752 disagreed. The model
+// now re-lines the job as the engine does.
+func TestModel_FairnessRotationRepro(t *testing.T) {
+	t.Parallel()
+	r := &modelRun{
+		t:           t,
+		rng:         rand.New(rand.NewSource(1)),
+		e:           recordingEngine(modelConfig()),
+		twin:        recordingEngine(modelConfig()),
+		m:           &model{now: et.Epoch, nextID: 1, nextLease: 1, jobs: map[engine.JobID]*mJob{}}, // the engines start at Epoch (EnableRecordFields)
+		clock:       et.Epoch,
+		stats:       map[string]int{},
+		noSchedules: true,
+	}
+	for i := 0; i < 1000; i++ {
+		r.step(i)
+	}
+}
+
+// recordingEngine is a new engine running cfg with recordFields on, as a
+// cluster of this binary runs it: the model checks the attempt detail and
+// the forwarded origins.
+func recordingEngine(cfg engine.Config) *engine.Engine {
+	e := engine.New(cfg)
+	e.EnableRecordFields(et.Epoch)
+	return e
 }
 
 func (r *modelRun) now() time.Time {
@@ -261,6 +491,22 @@ func (r *modelRun) step(i int) {
 		if rng.Intn(3) == 0 {
 			p.Custom = map[string]string{"n": fmt.Sprint(i)}
 		}
+		if rng.Intn(2) == 0 {
+			if p.Custom == nil {
+				p.Custom = map[string]string{}
+			}
+			p.Custom[modelKeyField] = fmt.Sprint("c", rng.Intn(3))
+		}
+		if rng.Intn(2) == 0 {
+			if p.Custom == nil {
+				p.Custom = map[string]string{}
+			}
+			p.Custom[modelFairField] = fmt.Sprint("t", rng.Intn(4))
+		}
+		if rng.Intn(4) == 0 {
+			// a ttl of its own, ending after the job is due
+			p.Expiry = &engine.ExpiryOpts{TTL: max(p.ScheduledAt.Sub(m.now), 0) + time.Duration(1+rng.Intn(12000))*time.Millisecond}
+		}
 		res := both(func(e *engine.Engine) any {
 			res, err := e.Enqueue(now, p)
 			if err != nil {
@@ -289,6 +535,11 @@ func (r *modelRun) step(i int) {
 				maxA = 3
 			}
 			j := m.add(p.Queue, prio, maxA, p.Custom, p.ScheduledAt)
+			if p.Expiry != nil {
+				if at := m.now.Add(p.Expiry.TTL); j.expires.IsZero() || at.Before(j.expires) {
+					j.expires = at
+				}
+			}
 			if res.Duplicate || res.JobID != j.id || res.State != j.state {
 				t.Fatalf("step %d: enqueue: engine %+v, model id %d state %v", i, res, j.id, j.state)
 			}
@@ -311,10 +562,35 @@ func (r *modelRun) step(i int) {
 		m.advance(now)
 		want := m.reserve(q, min(n, modelBatch), lease)
 		if got := et.IDs(ds); !slices.Equal(got, want) {
+			for _, id := range append(got, want...) {
+				j := m.jobs[id]
+				gj, _ := r.e.GetJob(id)
+				t.Logf("job %d model %+v engine %v prio %d custom %v", id, *j, gj.State, gj.Priority, gj.Custom)
+			}
+			for _, j := range m.jobs {
+				if j.queue == q && j.state == engine.StateReserved {
+					t.Logf("reserved %d key %v", j.id, j.custom)
+				}
+			}
 			t.Fatalf("step %d: reserve %s n=%d: engine %v, model %v (priority/FIFO order)", i, q, n, got, want)
 		}
-		for _, d := range ds {
+		for k, d := range ds {
 			j := m.jobs[d.Job.ID]
+			// Invariants in their own right: strict priority across levels,
+			// each fairness key's FIFO, never an expired job.
+			if k > 0 && ds[k-1].Job.Priority < d.Job.Priority {
+				t.Fatalf("step %d: reserve handed priority %d after %d", i, d.Job.Priority, ds[k-1].Job.Priority)
+			}
+			if !d.Job.ExpiresAt().IsZero() && !d.Job.ExpiresAt().After(m.now) {
+				t.Fatalf("step %d: job %d delivered at %v past its deadline %v", i, d.Job.ID, m.now, d.Job.ExpiresAt())
+			}
+			if q == "a" {
+				for _, o := range m.jobs {
+					if o.queue == "a" && o.state == engine.StateReady && o.prio == j.prio && fairKey(o) == fairKey(j) && o.id < j.id {
+						t.Fatalf("step %d: job %d delivered before job %d of its key %q", i, j.id, o.id, fairKey(j))
+					}
+				}
+			}
 			if d.Attempt != j.attempt || d.LeaseToken != j.token || !d.LeaseDeadline.Equal(j.due) || d.MaxAttempts != j.max {
 				t.Fatalf("step %d: delivery %+v, model %+v", i, d, j)
 			}
@@ -343,6 +619,7 @@ func (r *modelRun) step(i int) {
 		if j == nil {
 			break
 		}
+		m.end(j, "nack", []string{"default", "after", "dead_letter"}[p.Directive], "")
 		j.token = 0
 		switch {
 		case p.Directive == engine.DirectiveDeadLetter:
@@ -356,7 +633,7 @@ func (r *modelRun) step(i int) {
 				delay = d - engine.RetryJitter(j.id, d)
 			}
 			if delay <= 0 {
-				j.state, j.due = engine.StateReady, time.Time{}
+				m.setReady(j)
 			} else {
 				j.state, j.due = engine.StateScheduled, m.now.Add(delay)
 			}
@@ -370,8 +647,10 @@ func (r *modelRun) step(i int) {
 		err, _ := both(func(e *engine.Engine) any { return e.Release(now, ref) }).(error)
 		m.advance(now)
 		if j := wantLease(ref, err); j != nil {
+			m.end(j, "released", "", "")
 			j.attempt--
-			j.state, j.token, j.due = engine.StateReady, 0, time.Time{}
+			j.token = 0
+			m.setReady(j)
 		}
 	case x < 83:
 		kind = "extend"
@@ -388,6 +667,96 @@ func (r *modelRun) step(i int) {
 			if !res[0].(time.Time).Equal(j.due) {
 				t.Fatalf("step %d: extend deadline %v, model %v", i, res[0], j.due)
 			}
+		}
+	case x < 86 && rng.Intn(3) == 0:
+		kind = "cancel"
+		id := r.pickRef().JobID // mostly a recent delivery, often still reserved
+		action := engine.JobActionCancel
+		if rng.Intn(2) == 0 {
+			action = engine.JobActionCancelDelete
+		}
+		res := both(func(e *engine.Engine) any {
+			res, err := e.ActOnJobs(now, engine.JobActionParams{Action: action, IDs: []engine.JobID{id}})
+			if err != nil {
+				t.Fatalf("step %d: cancel: %v", i, err)
+			}
+			return res
+		}).([]engine.ItemResult)
+		m.advance(now)
+		j := m.jobs[id]
+		switch {
+		case j != nil && j.state == engine.StateReserved:
+			if res[0].Err != nil {
+				t.Fatalf("step %d: cancel of a reserved job: %v", i, res[0].Err)
+			}
+			if action == engine.JobActionCancelDelete {
+				delete(m.jobs, id)
+			} else {
+				m.end(j, "cancelled", "", engine.DefaultCancelReason)
+				m.kill(j, engine.CauseCancelled)
+			}
+		case j != nil || slices.ContainsFunc(m.dead, func(d *mJob) bool { return d.id == id }):
+			if !errors.Is(res[0].Err, engine.ErrWrongState) {
+				t.Fatalf("step %d: cancel of a %v job: %v, want wrong state", i, j, res[0].Err)
+			}
+		default:
+			if !errors.Is(res[0].Err, engine.ErrNotFound) {
+				t.Fatalf("step %d: cancel of a gone job: %v", i, res[0].Err)
+			}
+		}
+	case x < 86 && rng.Intn(2) == 0:
+		// The actions on waiting jobs: delete, run now, reschedule and
+		// set priority, on a mostly live id.
+		action := []engine.JobAction{engine.JobActionDelete, engine.JobActionRunNow, engine.JobActionReschedule, engine.JobActionPriority}[rng.Intn(4)]
+		kind = action.String()
+		id := r.anyID()
+		if rng.Intn(2) == 0 {
+			id = r.pickRef().JobID
+		}
+		p := engine.JobActionParams{Action: action, IDs: []engine.JobID{id}, Priority: uint32(rng.Intn(10)),
+			RunAt: m.now.Add(time.Duration(rng.Intn(20000)-5000) * time.Millisecond)}
+		res := both(func(e *engine.Engine) any {
+			res, err := e.ActOnJobs(now, p)
+			if err != nil {
+				t.Fatalf("step %d: %v: %v", i, action, err)
+			}
+			return res
+		}).([]engine.ItemResult)
+		m.advance(now)
+		j := m.jobs[id]
+		var wantErr error
+		switch {
+		case j == nil && slices.ContainsFunc(m.dead, func(d *mJob) bool { return d.id == id }):
+			wantErr = engine.ErrWrongState
+		case j == nil:
+			wantErr = engine.ErrNotFound
+		case action == engine.JobActionPriority:
+			// Any live state; a Ready job takes its place by priority then
+			// id, and in queue a its key joins the new level's turn order
+			// at the back unless it holds other Ready jobs there already.
+			// The job leaves its line first, as the engine re-lines it:
+			// the only Ready job of its key sends the key to the back
+			// even when the priority is unchanged.
+			if j.state == engine.StateReady {
+				j.state = engine.StateScheduled // out of its line for the prune
+				m.prune()
+				j.prio = p.Priority
+				m.setReady(j)
+			}
+			j.prio = p.Priority
+		case j.state == engine.StateReserved:
+			wantErr = engine.ErrWrongState
+		case action == engine.JobActionDelete:
+			delete(m.jobs, id)
+		case action == engine.JobActionRunNow:
+			m.setReady(j)
+		case p.RunAt.After(m.now):
+			j.state, j.due = engine.StateScheduled, p.RunAt
+		default:
+			m.setReady(j)
+		}
+		if (wantErr == nil) != (res[0].Err == nil) || (wantErr != nil && !errors.Is(res[0].Err, wantErr)) {
+			t.Fatalf("step %d: %v of job %d (model %v): %v, want %v", i, action, id, j, res[0].Err, wantErr)
 		}
 	case x < 86:
 		kind = "admin-dead-letter"
@@ -437,7 +806,7 @@ func (r *modelRun) step(i int) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("step %d: drain %q max %d: engine %v, model %v (oldest first)", i, q, n, got, want)
 		}
-	case x < 92:
+	case x < 91:
 		kind = "requeue"
 		id := r.anyID()
 		if len(m.dead) > 0 && rng.Intn(2) == 0 {
@@ -452,15 +821,92 @@ func (r *modelRun) step(i int) {
 		if k >= 0 {
 			j := m.dead[k]
 			m.dead = slices.Delete(m.dead, k, k+1)
-			j.attempt, j.state = 0, engine.StateReady
+			j.attempt = 0
 			m.jobs[j.id] = j
+			m.setReady(j)
 		}
+	case x < 92:
+		// A redrive task started, stepped once and cancelled if not done:
+		// it requeues the lowest-id matching records, same id, attempt reset.
+		kind = "redrive"
+		q := []string{"", "a", "dlq"}[rng.Intn(3)]
+		n := 1 + rng.Intn(modelBatch)
+		res := both(func(e *engine.Engine) any {
+			task, err := e.StartRedrive(now, engine.RedriveParams{Selection: engine.RedriveSelection{Queue: q}})
+			if err != nil {
+				t.Fatalf("step %d: start redrive: %v", i, err)
+			}
+			if task, err = e.RedriveStep(now, task.ID, n); err != nil {
+				t.Fatalf("step %d: redrive step: %v", i, err)
+			}
+			if task.State == engine.RedriveRunning {
+				if _, err := e.CancelRedrive(now, task.ID, "model"); err != nil {
+					t.Fatalf("step %d: cancel redrive: %v", i, err)
+				}
+			}
+			return task
+		}).(engine.RedriveTask)
+		m.advance(now)
+		var matching []*mJob
+		for _, j := range m.dead {
+			if q == "" || j.queue == q {
+				matching = append(matching, j)
+			}
+		}
+		slices.SortFunc(matching, func(a, b *mJob) int { return cmp.Compare(a.id, b.id) })
+		moved := matching[:min(n, len(matching))]
+		for _, j := range moved {
+			m.dead = slices.DeleteFunc(m.dead, func(d *mJob) bool { return d == j })
+			j.attempt = 0
+			m.jobs[j.id] = j
+			m.setReady(j)
+		}
+		wantState := engine.RedriveRunning
+		if len(matching) <= n {
+			wantState = engine.RedriveDone
+		}
+		if res.Moved != uint64(len(moved)) || res.State != wantState || (len(moved) > 0 && res.Cursor != moved[len(moved)-1].id) {
+			t.Fatalf("step %d: redrive %q max %d: engine %+v, model moves %d of %d", i, q, n, res, len(moved), len(matching))
+		}
+	case x < 93:
+		kind = "purge"
+		target := []engine.PurgeTarget{engine.PurgeWaiting, engine.PurgeDeadLetters}[rng.Intn(2)]
+		res := both(func(e *engine.Engine) any {
+			n, err := e.PurgeQueue(now, "b", target)
+			return [2]any{n, err}
+		}).([2]any)
+		m.advance(now)
+		var want engine.QueueRemoval
+		if target == engine.PurgeWaiting {
+			for id, j := range m.jobs { // a count and deletes: order does not matter
+				if j.queue == "b" && j.state != engine.StateReserved {
+					delete(m.jobs, id)
+					want.Jobs++
+				}
+			}
+		} else {
+			m.dead = slices.DeleteFunc(m.dead, func(j *mJob) bool {
+				if j.queue == "b" {
+					want.DeadLetters++
+					return true
+				}
+				return false
+			})
+		}
+		if err, _ := res[1].(error); errors.Is(err, engine.ErrNotFound) && want == (engine.QueueRemoval{}) {
+			break // "b" not used yet: nothing to purge
+		} else if err != nil || res[0].(engine.QueueRemoval) != want {
+			t.Fatalf("step %d: purge %v of b: %v %v, model %+v", i, target, res[0], err, want)
+		}
+	case rng.Intn(3) > 0 && !r.noSchedules:
+		kind = r.schedule(i, now)
 	default:
 		kind = "tick"
 		both(func(e *engine.Engine) any { return e.Tick(now) })
 		m.advance(now)
 	}
 check:
+	m.prune()
 	r.stats[kind]++
 	r.compare(i)
 	if rng.Intn(100) == 0 {
@@ -486,12 +932,23 @@ check:
 	}
 }
 
+// both runs f on the engine and its twin and returns the engine's result,
+// failing when the twin's differs.
+func (r *modelRun) both(i int, f func(e *engine.Engine) any) any {
+	got := f(r.e)
+	if twin := f(r.twin); fmt.Sprint(got) != fmt.Sprint(twin) {
+		r.t.Fatalf("step %d: twin engines disagree: %v vs %v", i, got, twin)
+	}
+	return got
+}
+
 // compare checks the engine's whole visible state against the model.
 func (r *modelRun) compare(i int) {
 	t, m, e := r.t, r.m, r.e
 	if err := e.CheckInvariants(); err != nil {
 		t.Fatalf("step %d: %v", i, err)
 	}
+	r.compareSchedules(i)
 	if !e.Now().Equal(m.now) {
 		t.Fatalf("step %d: engine clock %v, model %v", i, e.Now(), m.now)
 	}
@@ -501,6 +958,22 @@ func (r *modelRun) compare(i int) {
 	}
 	if live != len(m.jobs) {
 		t.Fatalf("step %d: engine holds %d live jobs, model %d", i, live, len(m.jobs))
+	}
+	// Queue b's limits hold: never more than modelMaxReserved reserved,
+	// never two reserved jobs of one key.
+	reservedB, perKey := 0, map[string]int{}
+	for _, j := range m.jobs {
+		if j.queue == "b" && j.state == engine.StateReserved {
+			reservedB++
+			if v, ok := j.custom[modelKeyField]; ok {
+				if perKey[v]++; perKey[v] > 1 {
+					t.Fatalf("step %d: two reserved jobs of key %q", i, v)
+				}
+			}
+		}
+	}
+	if s, err := e.QueueStats(time.Time{}, "b"); err != nil || s.Reserved != reservedB || s.Reserved > modelMaxReserved {
+		t.Fatalf("step %d: queue b holds %d reserved (%v), model %d, cap %d", i, s.Reserved, err, reservedB, modelMaxReserved)
 	}
 	for id, j := range m.jobs {
 		got, err := e.GetJob(id)
@@ -521,6 +994,11 @@ func (r *modelRun) compare(i int) {
 		if j.attempt > j.max {
 			t.Fatalf("step %d: job %d attempt %d above max %d", i, id, j.attempt, j.max)
 		}
+		r.compareDetail(i, j, got)
+
+		if !got.ExpiresAt().Equal(j.expires) {
+			t.Fatalf("step %d: job %d expires at %v, model %v", i, id, got.ExpiresAt(), j.expires)
+		}
 	}
 	recs, err := e.ListDeadLetters("", engine.Page{Limit: 1000})
 	if err != nil || len(recs) != len(m.dead) {
@@ -531,5 +1009,38 @@ func (r *modelRun) compare(i int) {
 		if err != nil || rec.Cause != d.cause || !rec.FailedAt.Equal(d.failedAt) || rec.FinalAttempt != d.attempt {
 			t.Fatalf("step %d: record %d: %+v %v; model cause %v at %v attempt %d", i, d.id, rec, err, d.cause, d.failedAt, d.attempt)
 		}
+		r.compareDetail(i, d, rec.Job)
+	}
+}
+
+// compareDetail checks a job's attempt history (the last
+// engine.DefaultAttemptHistory of the model's), its current delivery's
+// start, its forwarded origin and its custom fields (the producer's
+// alone, a dlq copy's included).
+func (r *modelRun) compareDetail(i int, j *mJob, got engine.Job) {
+	t := r.t
+	want := j.hist[max(0, len(j.hist)-engine.DefaultAttemptHistory):]
+	if len(got.History) != len(want) {
+		t.Fatalf("step %d: job %d history has %d entries, model %d", i, j.id, len(got.History), len(want))
+	}
+	for k := range want {
+		g, w := got.History[k], want[k]
+		if g.Attempt != w.Attempt || g.Outcome != w.Outcome || g.Directive != w.Directive || g.Reason != w.Reason ||
+			!g.StartedAt.Equal(w.StartedAt) || !g.At.Equal(w.At) || g.Duration != w.Duration || g.LeaseToken != w.LeaseToken || g.WorkerID != w.WorkerID {
+			t.Fatalf("step %d: job %d attempt entry %d:\n engine %+v\n model  %+v", i, j.id, k, g, w)
+		}
+		if g.Duration < 0 || g.StartedAt.After(g.At) {
+			t.Fatalf("step %d: job %d attempt entry %d ends before it starts: %+v", i, j.id, k, g)
+		}
+	}
+	if !got.StartedAt.Equal(j.started) || (j.state == engine.StateReserved) == got.StartedAt.IsZero() {
+		t.Fatalf("step %d: job %d (%v) delivery start %v, model %v", i, j.id, j.state, got.StartedAt, j.started)
+	}
+	if o := got.Origin; o.Queue != j.origin.Queue || o.JobID != j.origin.JobID || o.Cause != j.origin.Cause ||
+		!o.FailedAt.Equal(j.origin.FailedAt) || o.FinalAttempt != j.origin.FinalAttempt {
+		t.Fatalf("step %d: job %d origin %+v, model %+v", i, j.id, o, j.origin)
+	}
+	if !maps.Equal(got.Custom, j.custom) {
+		t.Fatalf("step %d: job %d custom %v, model %v (a producer's keys as sent)", i, j.id, got.Custom, j.custom)
 	}
 }

@@ -36,6 +36,7 @@ func nackAt(t *testing.T, e *engine.Engine, clock *et.Clock, attempt int, p engi
 }
 
 func TestNack_RetryPolicy(t *testing.T) {
+	t.Parallel()
 	const sec = time.Second
 	tests := []struct {
 		name      string
@@ -140,6 +141,7 @@ func expo(base, cap time.Duration) func(*engine.Limits) {
 
 // spec: NAK-7
 func TestRetryJitter_BoundedDeterministicAndSpread(t *testing.T) {
+	t.Parallel()
 	const d = time.Hour
 	distinct := make(map[time.Duration]bool)
 	var maxSeen time.Duration
@@ -164,6 +166,7 @@ func TestRetryJitter_BoundedDeterministicAndSpread(t *testing.T) {
 
 // spec: NAK-7
 func TestNack_BatchFailingTogetherRetriesApart(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, func(c *engine.Config) { expo(time.Second, 10*time.Second)(&c.Limits) })
 	for range 20 {
@@ -194,6 +197,7 @@ func TestNack_BatchFailingTogetherRetriesApart(t *testing.T) {
 // spec: NAK-1
 // spec: NAK-12
 func TestNack_DirectiveAndReasonRecorded(t *testing.T) {
+	t.Parallel()
 	// A worker that never sets a directive is paced by the server's policy.
 	clock := et.NewClock()
 	e := et.New(t, func(c *engine.Config) { c.Limits.RetryDelay = 5 * time.Second })
@@ -214,6 +218,7 @@ func TestNack_DirectiveAndReasonRecorded(t *testing.T) {
 }
 
 func TestNack_RejectsBadInput(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		p    engine.NackParams

@@ -56,11 +56,13 @@ func (e *Engine) CanReserve(now time.Time, p ReserveParams) bool {
 	if j := e.leases.top(); j != nil && j.due <= t {
 		return true
 	}
-	return q != nil && q.nReady > 0
+	return q != nil && q.nReady-q.parkedCount() > 0 && (!q.set.limits.set() || reserveAllowance(q, 1, t) > 0)
 }
 
 // Reservable returns how many jobs of queue a Reserve could take as the
-// state stands: its Ready jobs, 0 when the queue is paused or unknown. It
+// state stands: its Ready jobs not parked behind a full concurrency key,
+// within what max_reserved and the rate limit allow at the engine's clock,
+// 0 when the queue is paused or unknown. It
 // does not look at transitions due at a later now: a waiting reserve is
 // woken by the tick that runs them.
 func (e *Engine) Reservable(queue string) int {
@@ -68,5 +70,9 @@ func (e *Engine) Reservable(queue string) int {
 	if q == nil || q.paused {
 		return 0
 	}
-	return q.nReady
+	n := q.nReady - q.parkedCount()
+	if q.set.limits.set() {
+		n = reserveAllowance(q, n, e.now)
+	}
+	return n
 }

@@ -13,6 +13,7 @@ import (
 // one that hands out a job or fails: each case checks its answer, then runs
 // the reserve it predicted.
 func TestCanReserve(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		cfg   []func(*engine.Config)
@@ -25,6 +26,7 @@ func TestCanReserve(t *testing.T) {
 		{name: "ReadyJob", setup: enqueued("q"), p: engine.ReserveParams{Queue: "q"}, want: true},
 		{name: "ReadyJobOfAnotherQueue", setup: enqueued("other"), p: engine.ReserveParams{Queue: "q"}, want: false},
 		{name: "PausedQueueWithReadyJob", setup: func(t *testing.T, e *engine.Engine, clock *et.Clock) {
+			t.Helper()
 			enqueued("q")(t, e, clock)
 			if err := e.PauseQueue(clock.Now(), "q"); err != nil {
 				t.Fatal(err)
@@ -32,19 +34,23 @@ func TestCanReserve(t *testing.T) {
 		}, p: engine.ReserveParams{Queue: "q"}, want: false},
 		{name: "ScheduledNotDue", setup: scheduled("q", time.Minute), p: engine.ReserveParams{Queue: "q"}, want: false},
 		{name: "ScheduledDueAtNow", setup: func(t *testing.T, e *engine.Engine, clock *et.Clock) {
+			t.Helper()
 			scheduled("q", time.Minute)(t, e, clock)
 			clock.Advance(time.Minute) // no tick: the reserve's advance promotes it
 		}, p: engine.ReserveParams{Queue: "q"}, want: true},
 		{name: "LeaseExpiredAtNow", setup: func(t *testing.T, e *engine.Engine, clock *et.Clock) {
+			t.Helper()
 			enqueued("q")(t, e, clock)
 			et.MustReserveOne(t, e, clock.Now(), "q")
 			clock.Advance(time.Hour) // past the default lease: the job is Ready again
 		}, p: engine.ReserveParams{Queue: "q"}, want: true},
 		{name: "LeaseRunning", setup: func(t *testing.T, e *engine.Engine, clock *et.Clock) {
+			t.Helper()
 			enqueued("q")(t, e, clock)
 			et.MustReserveOne(t, e, clock.Now(), "q")
 		}, p: engine.ReserveParams{Queue: "q"}, want: false},
 		{name: "RetryReplaysItsReservation", setup: func(t *testing.T, e *engine.Engine, clock *et.Clock) {
+			t.Helper()
 			enqueued("q")(t, e, clock)
 			if ds, err := e.Reserve(clock.Now(), engine.ReserveParams{Queue: "q", RequestID: "r-1"}); err != nil || len(ds) != 1 {
 				t.Fatal(ds, err)
@@ -53,6 +59,7 @@ func TestCanReserve(t *testing.T) {
 		{name: "NewRequestIDOnEmptyQueue", setup: drained("q"), p: engine.ReserveParams{Queue: "q", RequestID: "r-2"}, want: false},
 		{name: "RequestIDsAtCapacity", cfg: []func(*engine.Config){func(c *engine.Config) { c.Limits.MaxIdempotencyKeys = 1 }},
 			setup: func(t *testing.T, e *engine.Engine, clock *et.Clock) {
+				t.Helper()
 				enqueued("q")(t, e, clock)
 				if ds, err := e.Reserve(clock.Now(), engine.ReserveParams{Queue: "q", RequestID: "r-1"}); err != nil || len(ds) != 1 {
 					t.Fatal(ds, err)
@@ -89,6 +96,7 @@ func TestCanReserve(t *testing.T) {
 }
 
 func TestReservable(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	if n := e.Reservable("q"); n != 0 {
@@ -111,6 +119,7 @@ func TestReservable(t *testing.T) {
 
 func enqueued(queue string) func(*testing.T, *engine.Engine, *et.Clock) {
 	return func(t *testing.T, e *engine.Engine, clock *et.Clock) {
+		t.Helper()
 		et.MustEnqueue(t, e, clock.Now(), et.Job(queue))
 	}
 }
@@ -118,6 +127,7 @@ func enqueued(queue string) func(*testing.T, *engine.Engine, *et.Clock) {
 // drained leaves queue known and empty.
 func drained(queue string) func(*testing.T, *engine.Engine, *et.Clock) {
 	return func(t *testing.T, e *engine.Engine, clock *et.Clock) {
+		t.Helper()
 		et.MustEnqueue(t, e, clock.Now(), et.Job(queue))
 		if err := e.Ack(clock.Now(), et.Ref(et.MustReserveOne(t, e, clock.Now(), queue))); err != nil {
 			t.Fatal(err)
@@ -127,6 +137,7 @@ func drained(queue string) func(*testing.T, *engine.Engine, *et.Clock) {
 
 func scheduled(queue string, in time.Duration) func(*testing.T, *engine.Engine, *et.Clock) {
 	return func(t *testing.T, e *engine.Engine, clock *et.Clock) {
+		t.Helper()
 		p := et.Job(queue)
 		p.ScheduledAt = clock.Now().Add(in)
 		et.MustEnqueue(t, e, clock.Now(), p)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestPriority_ResolvesAndValidates(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		queueDef *uint32 // the queue's default_priority
@@ -70,6 +71,7 @@ func TestPriority_ResolvesAndValidates(t *testing.T) {
 // spec: PRI-4
 // spec: PRI-5
 func TestReserve_PriorityThenFIFOOrder(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	// Enqueue in an interleaved order; expect every 9 before any 8 and so on,
@@ -101,6 +103,7 @@ func TestReserve_PriorityThenFIFOOrder(t *testing.T) {
 }
 
 func TestReserve_RetriedJobKeepsOriginalPlace(t *testing.T) {
+	t.Parallel()
 	// spec: PRI-5
 	clock := et.NewClock()
 	e := et.New(t)
@@ -118,6 +121,7 @@ func TestReserve_RetriedJobKeepsOriginalPlace(t *testing.T) {
 }
 
 func TestScheduling(t *testing.T) {
+	t.Parallel()
 	const horizon = 30 * 24 * time.Hour
 	tests := []struct {
 		name        string
@@ -175,6 +179,7 @@ func TestScheduling(t *testing.T) {
 // spec: SCH-1
 // spec: SCH-2
 func TestScheduledJobInvisibleUntilPromoted(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	runAt := clock.Now().Add(time.Minute)
@@ -202,6 +207,7 @@ func TestScheduledJobInvisibleUntilPromoted(t *testing.T) {
 
 // spec: SCH-2
 func TestReserveSeesDueJobWithoutTick(t *testing.T) {
+	t.Parallel()
 	// The time is the earliest run time: any operation at or after it sees
 	// the job Ready, whether or not a tick was proposed in between.
 	clock := et.NewClock()
@@ -217,6 +223,7 @@ func TestReserveSeesDueJobWithoutTick(t *testing.T) {
 // spec: SCH-3
 // spec: SCH-8
 func TestPromotedJobTakesPlaceByPriorityAndEnqueueOrder(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	early := et.Job("q")
@@ -241,6 +248,7 @@ func TestPromotedJobTakesPlaceByPriorityAndEnqueueOrder(t *testing.T) {
 
 // spec: SCH-7
 func TestReadyJobWaitsBeyondHorizon(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, et.WithQueue(engine.QueueConfig{Name: "q", MaxScheduleHorizon: et.Ptr(time.Hour)}))
 	id := et.MustEnqueue(t, e, clock.Now(), et.Job("q"))

@@ -37,6 +37,7 @@ func withCRC(data []byte) []byte {
 // input's size is known, before any read or allocation for it, and is
 // refused anyway when it is not.
 func TestRestoreRefusesLengthsBeyondInput(t *testing.T) {
+	t.Parallel()
 	const marker = "PAYLOAD-MARKER-0123"
 	clock := et.NewClock()
 	e := et.New(t)
@@ -68,6 +69,7 @@ func TestRestoreRefusesLengthsBeyondInput(t *testing.T) {
 // The bound never refuses a valid snapshot, whose last item ends exactly at
 // the trailer: every reader kind restores the same state.
 func TestRestoreBoundKeepsValidSnapshots(t *testing.T) {
+	t.Parallel()
 	for _, src := range []*engine.Engine{engine.New(engine.DefaultConfig()), richEngine(t)} {
 		data := snapshotBytes(t, src)
 		for _, k := range readerKinds {

@@ -13,6 +13,7 @@ import (
 // queue and refuses a key twice, a key of no known queue, and a malformed
 // one, whichever way the snapshot is read.
 func TestRestoreChecksIdempotencyKeys(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
 	for _, k := range []string{"key-1", "key-2"} {
@@ -65,6 +66,7 @@ func TestRestoreChecksIdempotencyKeys(t *testing.T) {
 // Values longer than the decoder's 64 KiB buffer (payloads, custom fields,
 // reasons) take its other path; each comes back whole, whatever the reader.
 func TestRestoreLongValues(t *testing.T) {
+	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t, func(c *engine.Config) { c.Limits.MaxCustomFieldBytes = 300 << 10 })
 	long := func(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n) }
@@ -91,6 +93,7 @@ func TestRestoreLongValues(t *testing.T) {
 // the state restores to the same digest, and each key, packed or not, still
 // finds its own job and no other.
 func TestPackedIdempotencyKeysRoundTrip(t *testing.T) {
+	t.Parallel()
 	const hexKey = "00112233445566778899aabbccddeeff"
 	keys := []string{
 		hexKey,

@@ -35,8 +35,36 @@ const (
 	// limits.max_memory_bytes after it and each queue's max_memory_bytes
 	// after its dead_letter_queue; it is written only when a budget is
 	// set, so the snapshot of a state without one is the version 2
-	// stream an older binary reads and digests alike.
-	snapshotVersion = 3
+	// stream an older binary reads and digests alike. Version 4
+	// (snapshotVersionOperator) adds the operator section after the
+	// reserve request ids (snapshot_queues.go). Version 5
+	// (snapshotVersionReserveLimits) adds each queue's reserve limits after
+	// its max_memory_bytes and each queue's token bucket after its
+	// counters; it is written only when a queue sets a reserve limit.
+	// Version 6 (snapshotVersionSchedules) adds the periodic schedules
+	// after the reserve request ids; it is written only when a schedule
+	// exists.
+	// Version 7 (snapshotVersionUnique) adds each job's unique key at the
+	// end of its extension and, after the schedules, the holds of acked
+	// jobs' keys; it is written only while a key is held.
+	// Version 8 (snapshotVersionCancel) adds, after the unique keys' holds,
+	// the cancel section (snapshot_cancel.go); it is written once an
+	// operator cancelled a reserved job, whose record holds the cause and
+	// outcome cancelled that older layouts refuse.
+	// Version 9 (snapshotVersionRedrive) adds the redrive section after the
+	// cancel section (snapshot_redrive.go), written only while a redrive
+	// task or audit record exists.
+	// Version 10 (snapshotVersionExpiryFair) adds the expiry and fairness
+	// section after the redrive section. Version 11
+	// (snapshotVersionAttempts) adds the attempts section after that
+	// (snapshot_attempts.go), written once the cluster runs recordFields.
+	snapshotVersion = snapshotVersionAttempts
+	// snapshotVersionUnique is the layout with unique keys.
+	snapshotVersionUnique = 7
+	// snapshotVersionReserveLimits is the layout with reserve limits.
+	snapshotVersionReserveLimits = 5
+	// snapshotVersionSchedules is the layout with periodic schedules.
+	snapshotVersionSchedules = 6
 	// maxDecodeBytes bounds any one string or byte slice read from a
 	// snapshot, so a corrupt length cannot ask for a huge allocation.
 	maxDecodeBytes = 1 << 30
@@ -130,12 +158,15 @@ func (e *Engine) encode(c *encoder) {
 	if c.err == nil {
 		_, c.err = c.w.WriteString(snapshotMagic)
 	}
-	c.uvarint(snapshotVersionOf(e.cfg))
+	version := e.snapshotLayout()
+	c.uvarint(version)
 	c.varint(e.now)
 	c.uvarint(e.nextID)
 	c.uvarint(e.nextLease)
-	encodeConfig(c, e.cfg)
+	encodeConfig(c, e.cfg, version)
 
+	v5 := version >= snapshotVersionReserveLimits
+	v7 := version >= snapshotVersionUnique
 	qs := e.sortedQueues()
 	qindex := make(map[*queue]uint64, len(qs))
 	c.uvarint(uint64(len(qs)))
@@ -153,17 +184,20 @@ func (e *Engine) encode(c *encoder) {
 		c.uvarint(q.deadDrained)
 		c.uvarint(q.deadDeleted)
 		c.uvarint(q.deadExpired)
+		if v5 {
+			c.varint(q.rateTAT)
+		}
 	}
 
 	c.uvarint(uint64(e.jobs.len()))
 	e.jobs.each(func(j *job) bool { // in id order
-		e.encodeJob(c, j, qindex)
+		e.encodeJob(c, j, qindex, v7)
 		return c.err == nil
 	})
 
 	c.uvarint(uint64(len(e.dead)))
 	for r := e.deadHead; r != nil && c.err == nil; r = r.next {
-		e.encodeJob(c, r.j, qindex)
+		e.encodeJob(c, r.j, qindex, v7)
 		c.byte(uint8(r.cause))
 		c.varint(r.failedAt)
 		c.varint(r.expiresAt)
@@ -205,9 +239,37 @@ func (e *Engine) encode(c *encoder) {
 			c.uvarint(uint64(r.tokens[i]))
 		}
 	}
+	if version >= snapshotVersionOperator {
+		e.encodeOperatorSection(c, qs)
+	}
+	if version >= snapshotVersionSchedules {
+		e.encodeSchedules(c)
+	}
+	if v7 {
+		done := e.sortedUniqueDone()
+		c.uvarint(uint64(len(done)))
+		for _, ent := range done {
+			c.uvarint(qindex[ent.ref.q])
+			c.string(ent.ref.key)
+			c.uvarint(uint64(ent.jobID))
+			c.varint(ent.doneUntil)
+		}
+	}
+	if version >= snapshotVersionCancel {
+		e.encodeCancelSection(c, qs)
+	}
+	if version >= snapshotVersionRedrive {
+		e.encodeRedriveSection(c)
+	}
+	if version >= snapshotVersionExpiryFair {
+		e.encodeExpiryFairSection(c, qs)
+	}
+	if version >= snapshotVersionAttempts {
+		e.encodeAttemptsSection(c)
+	}
 }
 
-func encodeConfig(c *encoder, cfg Config) {
+func encodeConfig(c *encoder, cfg Config, version uint64) {
 	l := cfg.Limits
 	c.uvarint(uint64(l.DefaultPriority))
 	c.uvarint(uint64(l.DefaultMaxAttempts))
@@ -232,7 +294,8 @@ func encodeConfig(c *encoder, cfg Config) {
 	c.varint(int64(l.DeadLetterRetention))
 	c.bool(l.Strict)
 	c.varint(int64(l.IdempotencyMinWindow))
-	v3 := snapshotVersionOf(cfg) >= 3
+	v3 := version >= 3
+	v5 := version >= snapshotVersionReserveLimits
 	if v3 {
 		c.varint(l.MaxMemoryBytes)
 	}
@@ -250,12 +313,23 @@ func encodeConfig(c *encoder, cfg Config) {
 		if v3 {
 			encodeOpt(c, q.MaxMemoryBytes, func(v int64) { c.varint(v) })
 		}
+		if v5 {
+			c.varint(int64(q.MaxReserved))
+			c.varint(int64(q.RateLimit))
+			c.varint(int64(q.RatePeriod))
+			c.varint(int64(q.RateBurst))
+			c.string(q.ConcurrencyKey)
+			c.varint(int64(q.MaxPerKey))
+		}
 	}
 }
 
-// snapshotVersionOf is the layout a state running cfg is written in: 3
-// when a memory budget is set, else 2.
+// snapshotVersionOf is the layout a state running cfg is written in: 5
+// when a queue sets a reserve limit, 3 when a memory budget is set, else 2.
 func snapshotVersionOf(cfg Config) uint64 {
+	if HasReserveLimits(cfg) {
+		return snapshotVersionReserveLimits
+	}
 	if cfg.Limits.MaxMemoryBytes != 0 {
 		return 3
 	}
@@ -267,6 +341,9 @@ func snapshotVersionOf(cfg Config) uint64 {
 	return 2
 }
 
+// snapshotVersion is the layout the state is written in: 7 while a unique
+// key is held, else what its config needs.
+
 func encodeOpt[T any](c *encoder, p *T, put func(T)) {
 	c.bool(p != nil)
 	if p != nil {
@@ -274,7 +351,7 @@ func encodeOpt[T any](c *encoder, p *T, put func(T)) {
 	}
 }
 
-func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64) {
+func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64, v7 bool) {
 	c.uvarint(uint64(j.id))
 	c.uvarint(qindex[j.q])
 	c.string(*j.jobType)
@@ -291,7 +368,7 @@ func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64) {
 		c.string(e.workers[j.id])
 	}
 	x := j.ext
-	if x == nil || (x.scheduledAt == 0 && x.lastReason == "" && len(x.custom) == 0 && len(x.history) == 0) {
+	if x == nil || (x.scheduledAt == 0 && x.lastReason == "" && len(x.custom) == 0 && len(x.history) == 0 && x.uniqueKey == "") {
 		c.byte(0)
 		return
 	}
@@ -315,6 +392,13 @@ func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64) {
 		c.varint(h.at)
 		c.string(h.worker)
 		c.string(h.reason)
+	}
+	if v7 {
+		c.string(x.uniqueKey)
+		if x.uniqueKey != "" {
+			c.bool(x.uniqueDead)
+			c.varint(x.uniqueDoneFor)
+		}
 	}
 }
 
@@ -522,7 +606,7 @@ func (d *decoder) varint() int64 {
 }
 
 func eofIsUnexpected(err error) error {
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		return io.ErrUnexpectedEOF
 	}
 	return err
@@ -671,7 +755,7 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	if string(magic[:]) != snapshotMagic {
 		return nil, errors.New("not an engine snapshot (bad magic)")
 	}
-	if v := d.uvarint(); d.err == nil && (v < 1 || v > snapshotVersion) {
+	if v := d.uvarint(); d.err == nil && (v < 1 || v > snapshotVersion || !knownSnapshotLayout(v)) {
 		return nil, fmt.Errorf("unsupported snapshot version %d (this engine reads 1..%d)", v, snapshotVersion)
 	} else {
 		d.version = v
@@ -709,6 +793,9 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		q.deadDrained = d.uvarint()
 		q.deadDeleted = d.uvarint()
 		q.deadExpired = d.uvarint()
+		if d.version >= snapshotVersionReserveLimits {
+			q.rateTAT = d.varint()
+		}
 		qs = append(qs, q)
 		e.queues[q.name] = q
 	}
@@ -766,7 +853,7 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		if d.err != nil {
 			break
 		}
-		if j.state != StateDead || r.cause < CauseAttemptsExhausted || r.cause > CauseAdmin {
+		if j.state != StateDead || r.cause < CauseAttemptsExhausted || r.cause > d.maxCause() {
 			return nil, fmt.Errorf("dead-letter record of job %d: bad state or cause", j.id)
 		}
 		if e.jobs.get(j.id) != nil || e.dead[j.id] != nil {
@@ -833,6 +920,55 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
+	if d.version >= snapshotVersionOperator {
+		if err := d.decodeOperatorSection(e, qs); err != nil {
+			return nil, err
+		}
+	}
+	if d.err == nil && d.version >= snapshotVersionSchedules {
+		if err := d.decodeSchedules(e); err != nil {
+			return nil, err
+		}
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if d.version >= snapshotVersionUnique {
+		if err := d.decodeUniqueDone(e, qs); err != nil {
+			return nil, err
+		}
+	}
+	if d.version >= snapshotVersionCancel {
+		if err := d.decodeCancelSection(e, qs); err != nil {
+			return nil, err
+		}
+	}
+	if d.version >= snapshotVersionRedrive {
+		if err := d.decodeRedriveSection(e); err != nil {
+			return nil, err
+		}
+	}
+	if d.version >= snapshotVersionExpiryFair {
+		if err := d.decodeExpiryFairSection(e, qs); err != nil {
+			return nil, err
+		}
+	}
+	if d.version >= snapshotVersionAttempts {
+		if err := d.decodeAttemptsSection(e); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.rebuildUnique(); err != nil {
+		return nil, err
+	}
+	for _, q := range qs {
+		if q.rateTAT != 0 && q.set.limits.rateInterval == 0 {
+			return nil, fmt.Errorf("queue %q: a token bucket without a rate limit", q.name)
+		}
+		if q.keys != nil {
+			e.rebuildKeyLimits(q) // the leases were loaded after the config
+		}
+	}
 	e.recount()
 	return e, nil
 }
@@ -881,6 +1017,14 @@ func (d *decoder) decodeConfig() Config {
 		q.DeadLetterQueue = d.string()
 		if d.version >= 3 {
 			q.MaxMemoryBytes = decodeOpt(d, d.varint)
+		}
+		if d.version >= snapshotVersionReserveLimits {
+			q.MaxReserved = d.int()
+			q.RateLimit = d.int()
+			q.RatePeriod = time.Duration(d.varint())
+			q.RateBurst = d.int()
+			q.ConcurrencyKey = d.string()
+			q.MaxPerKey = d.int()
 		}
 		cfg.Queues = append(cfg.Queues, q)
 	}
@@ -964,10 +1108,56 @@ func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
 	nh := d.count(maxAttemptHistory)
 	for i := 0; i < nh && d.err == nil; i++ {
 		h := attemptRecord{attempt: d.u32(), outcome: d.byte(), at: d.varint(), worker: d.string(), reason: d.string()}
-		if d.err == nil && (h.outcome < outcomeNack || h.outcome > outcomeReleased) {
+		if d.err == nil && (h.outcome < outcomeNack || h.outcome > d.maxOutcome()) {
 			d.fail("job %d: bad attempt outcome %d", j.id, h.outcome)
 		}
 		x.history = append(x.history, h)
 	}
+	if d.version >= snapshotVersionUnique {
+		if x.uniqueKey = d.string(); x.uniqueKey != "" {
+			x.uniqueDead = d.bool()
+			x.uniqueDoneFor = d.varint()
+			if d.err == nil && x.uniqueDoneFor < 0 {
+				d.fail("job %d: negative unique hold after completion", j.id)
+			}
+		}
+	}
 	return j
+}
+
+// decodeUniqueDone reads the holds of acked jobs' unique keys, in
+// (doneUntil, id) order.
+func (d *decoder) decodeUniqueDone(e *Engine, qs []*queue) error {
+	n := d.count(1 << 40)
+	var prev *uniqueEntry
+	for i := 0; i < n && d.err == nil; i++ {
+		qi := d.uvarint()
+		key := d.string()
+		ent := &uniqueEntry{jobID: JobID(d.uvarint()), doneUntil: d.varint(), heapIdx: -1}
+		if d.err != nil {
+			break
+		}
+		switch {
+		case qi >= uint64(len(qs)) || key == "":
+			return fmt.Errorf("unique key hold %d: bad queue or empty key", i)
+		case ent.jobID == 0 || uint64(ent.jobID) >= e.nextID || ent.doneUntil <= 0:
+			return fmt.Errorf("unique key %s: bad job %d or hold end %d", quoteShort(key), ent.jobID, ent.doneUntil)
+		case e.jobs.get(ent.jobID) != nil || e.dead[ent.jobID] != nil:
+			return fmt.Errorf("unique key %s: acked job %d is still kept", quoteShort(key), ent.jobID)
+		case prev != nil && (ent.doneUntil < prev.doneUntil || (ent.doneUntil == prev.doneUntil && ent.jobID <= prev.jobID)):
+			return fmt.Errorf("unique key %s: holds out of order", quoteShort(key))
+		}
+		ent.ref = uniqueRef{qs[qi], key}
+		if e.unique[ent.ref] != nil {
+			return fmt.Errorf("unique key %s of queue %q held twice", quoteShort(key), qs[qi].name)
+		}
+		if e.unique == nil {
+			e.unique = make(map[uniqueRef]*uniqueEntry)
+		}
+		e.unique[ent.ref] = ent
+		ent.heapIdx = len(e.uniqueDone)
+		e.uniqueDone = append(e.uniqueDone, ent) // sorted: a valid heap
+		prev = ent
+	}
+	return d.err
 }

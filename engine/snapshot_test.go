@@ -26,6 +26,7 @@ var updateFuzzSeeds = flag.Bool("update-fuzz-seeds", false, "rewrite testdata/fu
 // worker ids, history, custom fields, dead-letter records, idempotency keys,
 // reserve request ids, a paused queue, per-queue config.
 func richEngine(t testing.TB, mutate ...func(*engine.Config)) *engine.Engine {
+	t.Helper()
 	clock := et.NewClock()
 	e := et.New(t, append([]func(*engine.Config){et.WithRetention(time.Hour),
 		et.WithQueue(engine.QueueConfig{Name: "a", DeadLetterQueue: "a.dead", DefaultPriority: et.Ptr[uint32](3), RetryDelay: et.Ptr(time.Second)}),
@@ -66,6 +67,7 @@ func snapshotBytes(t testing.TB, e *engine.Engine) []byte {
 }
 
 func TestSnapshot_RoundTripsExactly(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		e    *engine.Engine
@@ -102,6 +104,7 @@ func TestSnapshot_RoundTripsExactly(t *testing.T) {
 }
 
 func TestSnapshot_DigestTracksState(t *testing.T) {
+	t.Parallel()
 	a, b := richEngine(t), richEngine(t)
 	if a.Digest() != b.Digest() || !bytes.Equal(snapshotBytes(t, a), snapshotBytes(t, b)) {
 		t.Fatal("engines fed the same operations differ")
@@ -125,6 +128,7 @@ func TestSnapshot_DigestTracksState(t *testing.T) {
 }
 
 func TestRestore_RejectsCorruptInput(t *testing.T) {
+	t.Parallel()
 	good := snapshotBytes(t, richEngine(t))
 	cases := map[string][]byte{
 		"Empty":        nil,
@@ -165,6 +169,7 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 }
 
 func TestSnapshot_ReportsWriteErrors(t *testing.T) {
+	t.Parallel()
 	e := richEngine(t)
 	if err := e.Snapshot(&failingWriter{after: 100}); err == nil {
 		t.Fatal("a failing writer went unnoticed")
@@ -174,6 +179,11 @@ func TestSnapshot_ReportsWriteErrors(t *testing.T) {
 func FuzzRestore(f *testing.F) {
 	f.Add(snapshotBytes(f, engine.New(engine.DefaultConfig())))
 	f.Add(snapshotBytes(f, richEngine(f)))
+	f.Add(snapshotBytes(f, limitedEngine(f)))
+	f.Add(snapshotBytes(f, scheduledEngine(f)))
+	f.Add(snapshotBytes(f, uniqueEngine(f)))
+	f.Add(snapshotBytes(f, redrivingEngine(f)))
+	f.Add(snapshotBytes(f, expiryFairEngine(f)))
 	f.Add([]byte("SEPPENG\x00\x01"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		restoreFuzzed(t, data)
@@ -190,6 +200,7 @@ func FuzzRestore(f *testing.F) {
 // restoreFuzzed restores data: it must be rejected with ErrCorruptSnapshot
 // or accepted as a consistent state that round-trips.
 func restoreFuzzed(t *testing.T, data []byte) {
+	t.Helper()
 	e := engine.New(engine.DefaultConfig())
 	if err := e.Restore(bytes.NewReader(data)); err != nil {
 		if !errors.Is(err, engine.ErrCorruptSnapshot) {
@@ -213,14 +224,30 @@ func restoreFuzzed(t *testing.T, data []byte) {
 // TestFuzzSeedCorpus keeps the committed seeds valid; run with
 // -update-fuzz-seeds to rewrite them after a format change.
 func TestFuzzSeedCorpus(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("testdata", "fuzz", "FuzzRestore")
 	seeds := map[string][]byte{
 		"empty-engine": snapshotBytes(t, engine.New(engine.DefaultConfig())),
-		"rich-engine":  snapshotBytes(t, richEngine(t)),
+		"rich-engine":  snapshotBytes(t, richEngine(t, withHistory5)),
 		"header-only":  []byte("SEPPENG\x00\x01"),
-		"truncated":    snapshotBytes(t, richEngine(t))[:200],
+		"truncated":    snapshotBytes(t, richEngine(t, withHistory5))[:200],
 		// Layout version 3: a memory budget, global and per queue.
-		"budget-engine": snapshotBytes(t, richEngine(t, withBudgets)),
+		"budget-engine": snapshotBytes(t, richEngine(t, withBudgets, withHistory5)),
+		// Layout version 11: attempt detail and forwarded origins.
+		"attempts-engine": snapshotBytes(t, attemptsEngine(t)),
+		// Layout version 6: periodic schedules, one fired, one paused.
+		"scheduled-engine": snapshotBytes(t, scheduledEngine(t)),
+		// The golden snapshots of layouts 4, 5, 7, 8 and 9 (3 and 6 are
+		// above), read back by TestGoldenSnapshotLayouts.
+		"operator-engine": snapshotBytes(t, operatorEngine(t, withHistory5)),
+		"limited-engine":  snapshotBytes(t, limitedEngine(t, withHistory5)),
+		"unique-engine":   snapshotBytes(t, uniqueEngine(t, withHistory5)),
+		"cancel-engine":   snapshotBytes(t, cancelEngine(t, withHistory5)),
+		"redrive-engine":  snapshotBytes(t, redrivingEngine(t, withHistory5)),
+
+		// Layout version 10: expiry deadlines, an expired record, fairness
+		// turn orders.
+		"expiry-fair-engine": snapshotBytes(t, expiryFairEngine(t)),
 	}
 	for name, data := range seeds {
 		path := filepath.Join(dir, name)
@@ -247,6 +274,7 @@ func TestFuzzSeedCorpus(t *testing.T) {
 // config whose minimum window is 0, so its keys are never forgotten early,
 // as they were not then.
 func TestRestoreVersion1(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzRestore", "rich-engine-v1"))
 	if err != nil {
 		t.Fatal(err)
@@ -272,6 +300,7 @@ func TestRestoreVersion1(t *testing.T) {
 	want := richEngine(t, func(c *engine.Config) {
 		c.Limits.IdempotencyMinWindow = 0
 		c.Limits.MaxIdempotencyKeys = 2_000_000 // that engine's default
+		c.Limits.AttemptHistory = 5             // likewise
 	})
 	if e.Digest() != want.Digest() {
 		t.Error("the version 1 snapshot restored to another state than the one it was written from")
@@ -295,6 +324,7 @@ func withBudgets(c *engine.Config) {
 // in layout version 3 and restores with its budgets and count; one without
 // stays version 2, the bytes an older binary reads.
 func TestSnapshot_MemoryBudgetLayout(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name    string
 		mutate  []func(*engine.Config)
@@ -317,3 +347,143 @@ func TestSnapshot_MemoryBudgetLayout(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenSnapshotLayouts restores the committed snapshot of every layout
+// version (testdata/fuzz/FuzzRestore: rich-engine-v1 written by the version
+// 1 engine, rich-engine in layout 2, budget-engine 3, operator-engine 4,
+// limited-engine 5, scheduled-engine 6, unique-engine 7, cancel-engine 8,
+// redrive-engine 9; TestFuzzSeedCorpus writes them) and checks
+// that each gives the state it was written from, and that re-snapshotting
+// a layout this engine still writes gives the same bytes: what a node
+// restores from an older member's snapshot during a rolling upgrade.
+func TestGoldenSnapshotLayouts(t *testing.T) {
+	tests := []struct {
+		file    string
+		layout  byte
+		from    func(t *testing.T) *engine.Engine
+		rewrite bool // this engine still writes the layout
+	}{
+		{"rich-engine-v1", 1, func(t *testing.T) *engine.Engine {
+			t.Helper()
+			return richEngine(t, func(c *engine.Config) {
+				c.Limits.IdempotencyMinWindow = 0
+				c.Limits.MaxIdempotencyKeys = 2_000_000 // that engine's default
+				c.Limits.AttemptHistory = 5             // likewise
+			})
+		}, false},
+		{"rich-engine", 2, func(t *testing.T) *engine.Engine {
+			t.Helper()
+			return richEngine(t, withHistory5)
+		}, true},
+		{"budget-engine", 3, func(t *testing.T) *engine.Engine {
+			t.Helper()
+			return richEngine(t, withBudgets, withHistory5)
+		}, true},
+		{"operator-engine", 4, func(t *testing.T) *engine.Engine { t.Helper(); return operatorEngine(t, withHistory5) }, true},
+		{"limited-engine", 5, func(t *testing.T) *engine.Engine { t.Helper(); return limitedEngine(t, withHistory5) }, true},
+		{"scheduled-engine", 6, func(t *testing.T) *engine.Engine { t.Helper(); return scheduledEngine(t) }, true},
+		{"unique-engine", 7, func(t *testing.T) *engine.Engine { t.Helper(); return uniqueEngine(t, withHistory5) }, true},
+		{"cancel-engine", 8, func(t *testing.T) *engine.Engine { t.Helper(); return cancelEngine(t, withHistory5) }, true},
+		{"redrive-engine", 9, func(t *testing.T) *engine.Engine { t.Helper(); return redrivingEngine(t, withHistory5) }, true},
+		{"expiry-fair-engine", 10, func(t *testing.T) *engine.Engine { t.Helper(); return expiryFairEngine(t) }, true},
+		{"attempts-engine", 11, func(t *testing.T) *engine.Engine { t.Helper(); return attemptsEngine(t) }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			data := readFuzzSeed(t, filepath.Join("testdata", "fuzz", "FuzzRestore", tt.file))
+			if !strings.HasPrefix(data, "SEPPENG\x00") || len(data) < 9 || data[8] != tt.layout {
+				t.Fatalf("not a layout %d snapshot: % x", tt.layout, data[:min(9, len(data))])
+			}
+			e := engine.New(engine.DefaultConfig())
+			if err := e.Restore(strings.NewReader(data)); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.CheckInvariants(); err != nil {
+				t.Fatal(err)
+			}
+			if e.Digest() != tt.from(t).Digest() {
+				t.Fatal("the snapshot restored to another state than the one it was written from")
+			}
+			if got := string(snapshotBytes(t, e)); tt.rewrite && got != data {
+				t.Fatal("re-snapshotting the restored state gives other bytes than the golden file")
+			}
+		})
+	}
+}
+
+// readFuzzSeed returns the value of a one-value `go test fuzz v1` file.
+func readFuzzSeed(t *testing.T, path string) string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitN(string(raw), "\n", 3)
+	if len(lines) < 2 || lines[0] != "go test fuzz v1" || !strings.HasPrefix(lines[1], "[]byte(") {
+		t.Fatalf("%s is not a fuzz seed file", path)
+	}
+	data, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")"))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return data
+}
+
+// redrivingEngine holds a running and a cancelled redrive task, so the
+// fuzzer starts from a layout 9 snapshot.
+func redrivingEngine(tb testing.TB, opts ...func(*engine.Config)) *engine.Engine {
+	tb.Helper()
+	e := richEngine(tb, opts...)
+	now := e.Now().Add(time.Second)
+	a, err := e.StartRedrive(now, engine.RedriveParams{Selection: engine.RedriveSelection{Queue: "a", ReasonContains: "x", FailedAfter: et.Epoch}, Rate: 7, By: "alice"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := e.RedriveStep(now, a.ID, 1); err != nil {
+		tb.Fatal(err)
+	}
+	b, err := e.StartRedrive(now, engine.RedriveParams{Fresh: true, ToQueue: "b"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := e.CancelRedrive(now, b.ID, "bob"); err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
+// operatorEngine is richEngine after a purge and with a declared queue
+// (the operator section, layout 4).
+func operatorEngine(tb testing.TB, opts ...func(*engine.Config)) *engine.Engine {
+	tb.Helper()
+	e := richEngine(tb, opts...)
+	now := e.Now().Add(time.Second)
+	if _, err := e.PurgeQueue(now, "b", engine.PurgeWaiting); err != nil {
+		tb.Fatal(err)
+	}
+	if err := e.CreateQueue(now, engine.QueueConfig{Name: "made", MaxLength: et.Ptr(10)}, true); err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
+// cancelEngine is richEngine with a reserved job cancelled into the dead
+// letters (the cancel section, layout 8).
+func cancelEngine(tb testing.TB, opts ...func(*engine.Config)) *engine.Engine {
+	tb.Helper()
+	e := richEngine(tb, opts...)
+	now := e.Now().Add(time.Second)
+	ds, err := e.Reserve(now, engine.ReserveParams{Queue: "a", N: 1, WorkerID: "worker-9"})
+	if err != nil || len(ds) != 1 {
+		tb.Fatalf("reserve: %v %v", ds, err)
+	}
+	res, err := e.ActOnJobs(now, engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{ds[0].Job.ID}})
+	if err != nil || res[0].Err != nil {
+		tb.Fatalf("cancel: %+v %v", res, err)
+	}
+	return e
+}
+
+// withHistory5 is the attempt_history default the golden snapshots were
+// written with (before DefaultAttemptHistory became 25).
+func withHistory5(c *engine.Config) { c.Limits.AttemptHistory = 5 }

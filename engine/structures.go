@@ -38,6 +38,10 @@ const (
 	// flagRetryWait marks a Scheduled job waiting for a retry (its due time
 	// is NextAttemptAt, not a producer's scheduled_at).
 	flagRetryWait
+	// flagParked marks a Ready job set aside in its queue's key index
+	// while its concurrency key is full (limits_reserve.go); it is on no
+	// priority level meanwhile.
+	flagParked
 )
 
 // jobExt holds what most jobs never need.
@@ -46,6 +50,19 @@ type jobExt struct {
 	scheduledAt int64 // the producer's scheduled_at when the job was held back
 	lastReason  string
 	history     []attemptRecord
+	// uniqueKey is the unique key the job holds (unique.go), with the
+	// states beyond live that hold it.
+	uniqueKey     string
+	uniqueDead    bool
+	expPos        int32 // position+1 in Engine.expiry; 0: not in it (expiry.go)
+	uniqueDoneFor int64
+	// origin is where a job forwarded to a dead_letter_queue came from
+	// (attempts.go); nil for every other job.
+	origin *jobOrigin
+
+	// expiresAt is the deadline by which the job must be reserved; 0: none
+	// (expiry.go).
+	expiresAt int64
 }
 
 type attemptRecord struct {
@@ -54,6 +71,13 @@ type attemptRecord struct {
 	at      int64
 	worker  string
 	reason  string
+	// The detail recorded once the cluster runs recordFields (attempts.go,
+	// snapshot layout 11): when the delivery started (0: unknown), its
+	// lease token (0: not recorded) and, for a nack, its directive plus one
+	// (0: none).
+	startedAt int64
+	lease     LeaseToken
+	directive uint8
 }
 
 // Attempt outcomes as recorded in history.
@@ -61,9 +85,10 @@ const (
 	outcomeNack uint8 = iota + 1
 	outcomeLeaseExpired
 	outcomeReleased
+	outcomeCancelled // an operator cancelled the attempt (snapshot layout 8)
 )
 
-var outcomeNames = [...]string{outcomeNack: "nack", outcomeLeaseExpired: "lease_expired", outcomeReleased: "released"}
+var outcomeNames = [...]string{outcomeNack: "nack", outcomeLeaseExpired: "lease_expired", outcomeReleased: "released", outcomeCancelled: "cancelled"}
 
 func (j *job) extension() *jobExt {
 	if j.ext == nil {
@@ -86,17 +111,31 @@ type queue struct {
 	// are counted to hold (memory.go).
 	held int64
 
+	// rateTAT is the rate limit's token bucket: the theoretical arrival
+	// time of the next token (limits_reserve.go). Part of the state; 0
+	// while the queue has no rate limit.
+	rateTAT int64
+	// keys indexes the reserved and parked jobs per concurrency key value
+	// while the queue sets max_per_key; nil otherwise. Derived.
+	keys *keyLimits
+
 	// Retained dead-letter records of this queue, in failed_at order.
 	deadHead, deadTail *deadRecord
 	nDead              int
 
 	enqueued, acked uint64
-	deadLettered    [CauseAdmin + 1]uint64
+	deadLettered    [maxCause + 1]uint64
 	dropped         uint64
 	deadRequeued    uint64
 	deadDrained     uint64
 	deadDeleted     uint64
 	deadExpired     uint64
+	// purged counts live jobs an operator removed before they ran
+	// (PurgeQueue).
+	purged uint64
+	// act counts deliveries, nacks, releases and expiries since this engine
+	// created the queue or restored it. Not part of the state (activity.go).
+	act QueueActivity
 
 	// jobTypes interns job type strings so a million jobs of one type share
 	// one string, held through one pointer. Not part of the state.
@@ -140,15 +179,28 @@ func (q *queue) live() int { return q.nReady + q.nScheduled + q.nReserved }
 // retried, released, requeued) goes back to the ring when its id is above the
 // ring's last, else into a min-heap by id. The next job is the smaller of the
 // ring's front and the heap's top.
+//
+// When its queue sets a fairness key, the level's jobs sit instead in one
+// such line per key value, taking turns (fair, fairness.go).
 type readyLevel struct {
 	ring    deque[*job]
 	live    int // live jobs in ring
 	returns jobHeap
+	fair    *fairLevel
 }
 
-func (r *readyLevel) len() int { return r.live + r.returns.Len() }
+func (r *readyLevel) len() int {
+	if r.fair != nil {
+		return r.fair.n
+	}
+	return r.live + r.returns.Len()
+}
 
 func (r *readyLevel) push(j *job) {
+	if r.fair != nil {
+		r.fair.push(j)
+		return
+	}
 	j.state = StateReady
 	j.due = 0
 	if n := r.ring.Len(); n == 0 || r.ring.At(n-1).id < j.id {
@@ -170,6 +222,9 @@ func (r *readyLevel) dropTombstones() {
 
 // peek returns the next job without changing anything (read methods use it).
 func (r *readyLevel) peek() *job {
+	if r.fair != nil {
+		return r.fair.peek()
+	}
 	var front *job
 	for i := 0; i < r.ring.Len(); i++ {
 		if j := r.ring.At(i); j.flags&flagInRing != 0 {
@@ -187,6 +242,9 @@ func (r *readyLevel) peek() *job {
 
 // pop removes and returns the next job, or nil.
 func (r *readyLevel) pop() *job {
+	if r.fair != nil {
+		return r.fair.pop()
+	}
 	r.dropTombstones()
 	var front *job
 	if r.ring.Len() > 0 {
@@ -206,9 +264,29 @@ func (r *readyLevel) pop() *job {
 
 // remove takes j out of the level wherever it is.
 func (r *readyLevel) remove(j *job) {
+	if r.fair != nil {
+		r.fair.remove(j)
+		return
+	}
 	if j.flags&flagInRing != 0 {
 		j.flags &^= flagInRing // leaves a tombstone, dropped when it reaches the front
 		r.live--
+		// The slot gets a tombstone of its own: j may take the flag again
+		// in another level's ring (a priority change), which must not
+		// bring this slot back to life as a second place of j. The ring's
+		// ids increase, so the slot is found by binary search.
+		lo, hi := 0, r.ring.Len()
+		for lo < hi {
+			mid := int(uint(lo+hi) >> 1)
+			if r.ring.At(mid).id < j.id {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		if lo < r.ring.Len() && r.ring.At(lo) == j {
+			r.ring.Set(lo, &job{id: j.id, heapIdx: -1})
+		}
 		r.dropTombstones()
 		return
 	}
@@ -228,20 +306,7 @@ func (d *deque[T]) At(i int) T { return d.buf[(d.head+i)&(len(d.buf)-1)] }
 
 func (d *deque[T]) Front() T { return d.buf[d.head] }
 
-// ptr returns a pointer to the i-th element, valid until the next push or pop.
-func (d *deque[T]) ptr(i int) *T { return &d.buf[(d.head+i)&(len(d.buf)-1)] }
-
-// grow makes room for n elements in all.
-func (d *deque[T]) grow(n int) {
-	if n <= len(d.buf) {
-		return
-	}
-	size := max(16, len(d.buf))
-	for size < n {
-		size *= 2
-	}
-	d.resize(size)
-}
+func (d *deque[T]) Set(i int, v T) { d.buf[(d.head+i)&(len(d.buf)-1)] = v }
 
 func (d *deque[T]) PushBack(v T) {
 	if d.n == len(d.buf) {

@@ -15,7 +15,8 @@ func (e *Engine) Tick(now time.Time) TickResult {
 }
 
 // advance moves the clock to max(last, now) and applies what is due, in a
-// fixed order: promotions, lease expiries, retention, keys, reservations.
+// fixed order: promotions, lease expiries, expiry of waiting jobs past
+// their deadline, retention, keys, reservations.
 func (e *Engine) advance(now time.Time) TickResult {
 	t := e.tick(now)
 	var res TickResult
@@ -26,18 +27,21 @@ func (e *Engine) advance(now time.Time) TickResult {
 	}
 	for j := e.leases.top(); j != nil && j.due <= t; j = e.leases.top() {
 		res.LeasesExpired++
-		worker := e.workers[j.id]
+		j.q.act.LeaseExpired++
+		rec := e.attemptOf(j)
 		e.detach(j)
 		before := jobCharge(j)
-		e.recordAttempt(j, outcomeLeaseExpired, worker, "")
+		e.recordAttempt(j, rec, outcomeLeaseExpired, "")
 		e.charge(j.q, jobCharge(j)-before)
 		if j.attempt >= j.maxAttempts {
 			e.kill(j, CauseLeaseExpired)
 			res.DeadLettered++
 			continue
 		}
+		j.q.act.Retried++
 		e.makeReady(j)
 	}
+	e.expireDue(t, &res)
 	for len(e.deadExp) > 0 && e.deadExp[0].expiresAt <= t {
 		r := e.deadExp[0]
 		e.dropDead(r)
@@ -49,6 +53,7 @@ func (e *Engine) advance(now time.Time) TickResult {
 		e.popKey()
 		res.KeysExpired++
 	}
+	res.UniqueReleased = e.sweepUnique(t)
 	for len(e.resHeap) > 0 && e.resHeap[0].expiresAt <= t {
 		r := heap.Pop(&e.resHeap).(*reservation)
 		delete(e.reservations, r.requestID)
@@ -59,7 +64,9 @@ func (e *Engine) advance(now time.Time) TickResult {
 
 // NextDeadline is the earliest time at which Tick would change something:
 // the next scheduled run time, lease deadline, retention expiry, idempotency
-// key or reserve request id expiry. ok is false when nothing is pending.
+// key or reserve request id expiry, or the next token of a rate-limited queue
+// whose Ready jobs wait for one (the tick then wakes the waiting reserves).
+// ok is false when nothing is pending.
 func (e *Engine) NextDeadline() (t time.Time, ok bool) {
 	var next int64
 	consider := func(ns int64) {
@@ -76,11 +83,20 @@ func (e *Engine) NextDeadline() (t time.Time, ok bool) {
 	if len(e.deadExp) > 0 {
 		consider(e.deadExp[0].expiresAt)
 	}
+	if len(e.expiry) > 0 {
+		consider(e.expiry[0].ext.expiresAt)
+	}
+	if len(e.uniqueDone) > 0 {
+		consider(e.uniqueDone[0].doneUntil)
+	}
 	if e.keys.len() > 0 {
 		consider(addSat(e.keys.front().createdAt, int64(e.lim.IdempotencyWindow)))
 	}
 	if len(e.resHeap) > 0 {
 		consider(e.resHeap[0].expiresAt)
+	}
+	if at, wake := e.limitsWakeAt(); wake {
+		consider(at)
 	}
 	if !ok {
 		return time.Time{}, false

@@ -34,11 +34,29 @@ const (
 	//	   idempotency_min_window_nanos (SetConfigCommand).
 	//	4: version 3 plus a ConfigSet that sets a memory budget
 	//	   (limits.max_memory_bytes or a queue's max_memory_bytes).
+	//	5: version 4 plus the queue operations (QueueCreate, QueueUpdate,
+	//	   QueueDelete, QueuePurge), JobsAct and a declarative ConfigSet
+	//	   (ops_operator.go).
+	//	6: version 5 plus a ConfigSet that sets a queue's reserve limits
+	//	   (max_reserved, rate_limit, concurrency_key and max_per_key).
+	//	7: version 6 plus the periodic schedule operations (ScheduleUpsert,
+	//	   ScheduleDelete, SchedulePauseSet, ScheduleFire).
+	//	8: version 7 plus an enqueue whose params set unique.
+	//	9: version 8 plus a JobsAct that cancels a reserved job (action
+	//	   cancel or cancel-delete, with its reason): an older binary would
+	//	   refuse the action and keep the lease the others revoked.
+	//	10: version 9 plus the redrive tasks (RedriveStart, RedriveStep,
+	//	   RedriveSetState; ops_redrive.go).
+	//	11: version 10 plus expiry and fairness: an enqueue item's
+	//	   ttl_nanos or expires_at_unix_nano, a queue's max_wait_nanos or
+	//	   fairness_key (expiry.go).
+	//	12: version 11 plus a ConfigSet that sets record_fields (attempt
+	//	   detail and forwarded origins in their own fields; ops_attempts.go).
 	//
 	// A node replicates the version it applies in its NodeMeta, and the
 	// leader proposes a command of version N only while every member says
 	// it applies N (cluster).
-	CommandVersion = 4
+	CommandVersion = CommandVersionRecordFields
 )
 
 // Command versions, by the operations they introduced.
@@ -54,6 +72,17 @@ const (
 	// memory budget: an older binary would drop it and accept the enqueues
 	// the others refuse, so its state would split from theirs.
 	CommandVersionMemoryBudget = 4
+	// CommandVersionReserveLimits is the version of a ConfigSet that sets
+	// a queue's reserve limits: an older binary would drop them and hand
+	// out the jobs the others hold back.
+	CommandVersionReserveLimits = 6
+	// CommandVersionSchedules is the version of the schedule operations:
+	// an older binary does not know them and would stop at the entry.
+	CommandVersionSchedules = 7
+	// CommandVersionUnique is the version of an enqueue (single or batch)
+	// with an item that sets unique: an older binary would drop the field
+	// and add the jobs the others refuse as duplicates.
+	CommandVersionUnique = 8
 )
 
 const (
@@ -156,6 +185,9 @@ func checkDecodedCommand(i int, cmd *cmdpb.Command) error {
 		// checked against the members, so it must be honest.
 		return fmt.Errorf("%w: command %d has version %d, its operation needs %d", ErrDecode, i, v, since)
 	}
+	if a := cmd.GetJobsAct(); a != nil && v < jobsActVersion(engine.JobAction(a.GetAction())) {
+		return fmt.Errorf("%w: command %d has version %d, job action %v needs %d", ErrDecode, i, v, engine.JobAction(a.GetAction()), jobsActVersion(engine.JobAction(a.GetAction())))
+	}
 	if b := cmd.GetJobAckBatch(); b != nil && len(b.GetJobIds()) != len(b.GetLeaseTokens()) {
 		// Applying the shorter list, or padding it, would be a guess at
 		// the writer's intent: refuse the entry like any corrupt one.
@@ -205,8 +237,15 @@ func newCommand() *cmdpb.Command { return &cmdpb.Command{Version: commandV1} }
 
 // opVersion is the command version that introduced an operation.
 func opVersion(op any) uint32 {
-	if _, ok := op.(*cmdpb.Command_JobAckBatch); ok {
+	switch op.(type) {
+	case *cmdpb.Command_JobAckBatch:
 		return CommandVersionAckBatch
+	case *cmdpb.Command_QueueCreate, *cmdpb.Command_QueueUpdate, *cmdpb.Command_QueueDelete, *cmdpb.Command_QueuePurge, *cmdpb.Command_JobsAct:
+		return CommandVersionQueues
+	case *cmdpb.Command_ScheduleUpsert, *cmdpb.Command_ScheduleDelete, *cmdpb.Command_SchedulePauseSet, *cmdpb.Command_ScheduleFire:
+		return CommandVersionSchedules
+	case *cmdpb.Command_RedriveStart, *cmdpb.Command_RedriveStep, *cmdpb.Command_RedriveSetState:
+		return CommandVersionRedrive
 	}
 	return commandV1
 }
@@ -214,6 +253,12 @@ func opVersion(op any) uint32 {
 // EnqueueCommand builds a JobEnqueue.
 func EnqueueCommand(p engine.EnqueueParams) *cmdpb.Command {
 	c := newCommand()
+	if p.Unique != nil {
+		c.Version = CommandVersionUnique
+	}
+	if p.Expiry != nil {
+		atLeast(&c.Version, CommandVersionExpiryFairness)
+	}
 	c.Op = &cmdpb.Command_JobEnqueue{JobEnqueue: &cmdpb.JobEnqueue{Params: enqueueParamsToProto(p)}}
 	return c
 }
@@ -229,6 +274,12 @@ func EnqueueBatchCommand(items []engine.EnqueueParams) *cmdpb.Command {
 		pbItems[i] = &slab[i]
 	}
 	c := newCommand()
+	if HasUnique(items) {
+		c.Version = CommandVersionUnique
+	}
+	if HasExpiry(items) {
+		atLeast(&c.Version, CommandVersionExpiryFairness)
+	}
 	c.Op = &cmdpb.Command_JobEnqueueBatch{JobEnqueueBatch: &cmdpb.JobEnqueueBatch{Items: pbItems}}
 	return c
 }
@@ -352,7 +403,8 @@ func TickCommand() *cmdpb.Command {
 
 // SetConfigCommand builds a ConfigSet: of command version 1,
 // CommandVersionKeyMinWindow when the limits set idempotency_min_window, or
-// CommandVersionMemoryBudget when they set a memory budget (propose those
+// CommandVersionMemoryBudget when they set a memory budget, or
+// CommandVersionReserveLimits when a queue sets reserve limits (propose those
 // only to a cluster whose every member applies them).
 func SetConfigCommand(cfg engine.Config) *cmdpb.Command {
 	c := newCommand()
@@ -361,6 +413,12 @@ func SetConfigCommand(cfg engine.Config) *cmdpb.Command {
 	}
 	if HasMemoryBudget(cfg) {
 		c.Version = CommandVersionMemoryBudget
+	}
+	if engine.HasReserveLimits(cfg) {
+		c.Version = CommandVersionReserveLimits
+	}
+	if engine.HasExpiryFairness(cfg) {
+		c.Version = CommandVersionExpiryFairness
 	}
 	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: EngineConfigToProto(cfg)}}
 	return c
@@ -428,6 +486,27 @@ func setEnqueueParamsProto(m *cmdpb.EnqueueParams, p *engine.EnqueueParams) {
 	m.MaxAttempts = p.MaxAttempts
 	m.Custom = p.Custom
 	m.IdempotencyKey = p.IdempotencyKey
+	if x := p.Expiry; x != nil {
+		m.TtlNanos = int64(x.TTL)
+		m.ExpiresAtUnixNano = unixNano(x.At)
+	}
+	if u := p.Unique; u != nil {
+		m.Unique = &cmdpb.UniqueOptions{
+			Key: u.Key, Fields: u.Fields, CoverDead: u.CoverDead,
+			CompletedForNanos: int64(u.CompletedFor), Refuse: u.Refuse,
+		}
+	}
+}
+
+// HasUnique reports whether an item sets unique options, which take
+// CommandVersionUnique.
+func HasUnique(items []engine.EnqueueParams) bool {
+	for i := range items {
+		if items[i].Unique != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func enqueueParamsFromProto(p *cmdpb.EnqueueParams) engine.EnqueueParams {
@@ -439,16 +518,21 @@ func enqueueParamsFromProto(p *cmdpb.EnqueueParams) engine.EnqueueParams {
 		MaxAttempts:    p.GetMaxAttempts(),
 		Custom:         p.GetCustom(),
 		IdempotencyKey: p.GetIdempotencyKey(),
-		// Unmarshal gave these fields memory of their own (it copies out of
-		// the entry's bytes), and the decoded entry is dropped once applied:
-		// the engine keeps them as they are.
-		Owned: true,
+	}
+	if ttl, at := p.GetTtlNanos(), p.GetExpiresAtUnixNano(); ttl != 0 || at != 0 {
+		out.Expiry = &engine.ExpiryOpts{TTL: time.Duration(ttl), At: fromUnixNano(at)}
 	}
 	// A command without params (only a corrupt or hostile entry has none)
 	// becomes an empty enqueue that the engine rejects as a value.
 	if p != nil && p.Priority != nil {
 		prio := p.GetPriority()
 		out.Priority = &prio
+	}
+	if u := p.GetUnique(); u != nil {
+		out.Unique = &engine.UniqueOpts{
+			Key: u.GetKey(), Fields: u.GetFields(), CoverDead: u.GetCoverDead(),
+			CompletedFor: time.Duration(u.GetCompletedForNanos()), Refuse: u.GetRefuse(),
+		}
 	}
 	return out
 }
@@ -516,6 +600,14 @@ func EngineConfigToProto(cfg engine.Config) *cmdpb.EngineConfig {
 			MaxScheduleHorizonNanos: durationPtrToProto(q.MaxScheduleHorizon),
 			DeadLetterQueue:         q.DeadLetterQueue,
 			MaxMemoryBytes:          clonePtr(q.MaxMemoryBytes),
+			MaxReserved:             int64(q.MaxReserved),
+			RateLimit:               int64(q.RateLimit),
+			RatePeriodNanos:         int64(q.RatePeriod),
+			RateBurst:               int64(q.RateBurst),
+			ConcurrencyKey:          q.ConcurrencyKey,
+			MaxPerKey:               int64(q.MaxPerKey),
+			MaxWaitNanos:            int64(q.MaxWait),
+			FairnessKey:             q.FairnessKey,
 		}
 		if q.RetryBackoff != nil {
 			b := uint32(*q.RetryBackoff)
@@ -567,6 +659,14 @@ func EngineConfigFromProto(pc *cmdpb.EngineConfig) engine.Config {
 			MaxScheduleHorizon: durationPtrFromProto(pq.MaxScheduleHorizonNanos),
 			DeadLetterQueue:    pq.GetDeadLetterQueue(),
 			MaxMemoryBytes:     clonePtr(pq.MaxMemoryBytes),
+			MaxReserved:        int(pq.GetMaxReserved()),
+			RateLimit:          int(pq.GetRateLimit()),
+			RatePeriod:         time.Duration(pq.GetRatePeriodNanos()),
+			RateBurst:          int(pq.GetRateBurst()),
+			ConcurrencyKey:     pq.GetConcurrencyKey(),
+			MaxPerKey:          int(pq.GetMaxPerKey()),
+			MaxWait:            time.Duration(pq.GetMaxWaitNanos()),
+			FairnessKey:        pq.GetFairnessKey(),
 		}
 		if pq.DefaultPriority != nil {
 			v := pq.GetDefaultPriority()
@@ -606,11 +706,25 @@ func durationPtrFromProto(n *int64) *time.Duration {
 }
 
 func nodeMetaToProto(n NodeMeta) *cmdpb.NodeMetadata {
-	return &cmdpb.NodeMetadata{Id: n.ID, RaftAddr: n.RaftAddr, GrpcAddr: n.GRPCAddr, HttpAddr: n.HTTPAddr, MaxCommandVersion: n.MaxCommandVersion}
+	m := &cmdpb.NodeMetadata{Id: n.ID, RaftAddr: n.RaftAddr, GrpcAddr: n.GRPCAddr, HttpAddr: n.HTTPAddr, MaxCommandVersion: n.MaxCommandVersion}
+	if f := n.Facts; f.Reported {
+		m.FactsReported, m.FactsLegacy = true, f.Legacy
+		m.BinaryVersion, m.MinCommandVersion = f.BinaryVersion, f.MinCommandVersion
+		m.MemoryLimitBytes, m.MemoryLimitFrom = f.MemoryLimitBytes, f.MemoryLimitFrom
+		m.Gomaxprocs, m.StartUnixNano = f.GOMAXPROCS, f.StartUnixNano
+	}
+	return m
 }
 
 func nodeMetaFromProto(n *cmdpb.NodeMetadata) NodeMeta {
-	return NodeMeta{ID: n.GetId(), RaftAddr: n.GetRaftAddr(), GRPCAddr: n.GetGrpcAddr(), HTTPAddr: n.GetHttpAddr(), MaxCommandVersion: n.GetMaxCommandVersion()}
+	m := NodeMeta{ID: n.GetId(), RaftAddr: n.GetRaftAddr(), GRPCAddr: n.GetGrpcAddr(), HTTPAddr: n.GetHttpAddr(), MaxCommandVersion: n.GetMaxCommandVersion()}
+	if n.GetFactsReported() {
+		m.Facts = NodeFacts{Reported: true, Legacy: n.GetFactsLegacy(),
+			BinaryVersion: n.GetBinaryVersion(), MinCommandVersion: n.GetMinCommandVersion(),
+			MemoryLimitBytes: n.GetMemoryLimitBytes(), MemoryLimitFrom: n.GetMemoryLimitFrom(),
+			GOMAXPROCS: n.GetGomaxprocs(), StartUnixNano: n.GetStartUnixNano()}
+	}
+	return m
 }
 
 func clonePtr[T any](p *T) *T {

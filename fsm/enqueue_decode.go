@@ -49,12 +49,10 @@ func decodeEntryGeneral(data []byte) ([]entryCommand, error) {
 // applyJobEnqueueBatch then copy each into an engine.EnqueueParams; here
 // the params of every batch of the entry live in one slice, the queue and
 // job type strings are shared by the jobs that repeat them, and a job's
-// only allocations are its payload and idempotency key, which the engine
-// keeps as they are (Owned, as DecodeEntry's params are: each is its own
-// allocation of the same size as protobuf's, never a slice of the entry,
-// so a kept job pins no more memory than before). Other commands of the
-// entry are unmarshalled one by one, as proto.Unmarshal of the whole entry
-// would.
+// payload is a slice of the entry (the engine keeps a copy, so a kept job
+// pins no part of the entry); its only allocation here is its idempotency
+// key. Other commands of the entry are unmarshalled one by one, as
+// proto.Unmarshal of the whole entry would.
 //
 // It decodes only what it can decode exactly as DecodeEntry does: on
 // anything else (an unknown field, a wire type that does not match, a
@@ -303,9 +301,9 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
 			}
 		case enqueuePayloadField:
 			if len(v) > 0 {
-				// The engine keeps it: an allocation of its own, never a
-				// slice of the entry (which would pin the whole entry).
-				p.Payload = append([]byte(nil), v...)
+				// A slice of the entry: the engine copies what it keeps,
+				// before ApplyBatch returns the entry to raft.
+				p.Payload = v[:len(v):len(v)]
 			}
 		case enqueueCustomField:
 			if !wire.AddStringMapEntry(&p.Custom, v) {
@@ -320,8 +318,5 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
 			}
 		}
 	}
-	// Everything above is a copy: the engine keeps payload, custom and
-	// key as they are, as for DecodeEntry's params.
-	p.Owned = true
 	return true
 }

@@ -130,7 +130,7 @@ func sameParams(a, b engine.EnqueueParams) bool {
 	return a.Queue == b.Queue && a.JobType == b.JobType && bytes.Equal(a.Payload, b.Payload) &&
 		(a.Priority == nil) == (b.Priority == nil) && (a.Priority == nil || *a.Priority == *b.Priority) &&
 		a.ScheduledAt == b.ScheduledAt && a.MaxAttempts == b.MaxAttempts &&
-		maps.Equal(a.Custom, b.Custom) && a.IdempotencyKey == b.IdempotencyKey && a.Owned == b.Owned
+		maps.Equal(a.Custom, b.Custom) && a.IdempotencyKey == b.IdempotencyKey
 }
 
 func describeCommands(cmds []entryCommand) string {

@@ -26,6 +26,24 @@ type NodeMeta struct {
 	// binary older than the field, or metadata registered on the member's
 	// behalf) means version 1 only. See AppliesCommandVersion.
 	MaxCommandVersion uint32
+	// Facts are what the member last reported of itself to a leader
+	// (cluster/facts.go); the zero value, Reported false, until then.
+	Facts NodeFacts
+}
+
+// NodeFacts is a member's report of itself: its binary and the resources
+// it runs in. It steers only what a leader proposes (the memory budget, from
+// the smallest member's limit) and what status shows; nothing applies
+// differently for it, so it is left out of the digest.
+type NodeFacts struct {
+	Reported          bool
+	Legacy            bool // the member serves no facts call: only MaxCommandVersion is known
+	BinaryVersion     string
+	MinCommandVersion uint32
+	MemoryLimitBytes  int64
+	MemoryLimitFrom   string
+	GOMAXPROCS        uint32
+	StartUnixNano     int64
 }
 
 // AppliesCommandVersion reports whether the member is known to apply
@@ -46,9 +64,12 @@ type Result struct {
 	Deadline   time.Time                 // LeaseExtend
 	Extended   int                       // LeaseExtendAll: leases extended
 	Records    []engine.DeadLetterRecord // DeadLetterDrain
-	Items      []engine.ItemResult       // DeadLetterRequeue, DeadLetterDelete, JobDeadLetter
+	Items      []engine.ItemResult       // DeadLetterRequeue, DeadLetterDelete, JobDeadLetter, JobsAct
 	Tick       engine.TickResult         // Tick
 	Acks       []error                   // JobAckBatch: one per ref, in order, nil when acked
+	Removed    engine.QueueRemoval       // QueueDelete, QueuePurge
+	Fire       engine.FireResult         // ScheduleFire
+	Redrive    engine.RedriveTask        // RedriveStart, RedriveStep, RedriveSetState
 	Err        error
 }
 
@@ -193,6 +214,30 @@ func (f *FSM) applyCommand(index uint64, cmd *cmdpb.Command) Result {
 		return f.applyNodeMetadataSet(now, op.NodeMetadataSet)
 	case *cmdpb.Command_NodeMetadataDelete:
 		return f.applyNodeMetadataDelete(now, op.NodeMetadataDelete)
+	case *cmdpb.Command_QueueCreate:
+		return f.applyQueueCreate(now, op.QueueCreate)
+	case *cmdpb.Command_QueueUpdate:
+		return f.applyQueueUpdate(now, op.QueueUpdate)
+	case *cmdpb.Command_QueueDelete:
+		return f.applyQueueDelete(now, op.QueueDelete)
+	case *cmdpb.Command_QueuePurge:
+		return f.applyQueuePurge(now, op.QueuePurge)
+	case *cmdpb.Command_JobsAct:
+		return f.applyJobsAct(now, op.JobsAct)
+	case *cmdpb.Command_ScheduleUpsert:
+		return f.applyScheduleUpsert(now, op.ScheduleUpsert)
+	case *cmdpb.Command_ScheduleDelete:
+		return f.applyScheduleDelete(now, op.ScheduleDelete)
+	case *cmdpb.Command_SchedulePauseSet:
+		return f.applySchedulePauseSet(now, op.SchedulePauseSet)
+	case *cmdpb.Command_ScheduleFire:
+		return f.applyScheduleFire(now, op.ScheduleFire)
+	case *cmdpb.Command_RedriveStart:
+		return f.applyRedriveStart(now, op.RedriveStart)
+	case *cmdpb.Command_RedriveStep:
+		return f.applyRedriveStep(now, op.RedriveStep)
+	case *cmdpb.Command_RedriveSetState:
+		return f.applyRedriveSetState(now, op.RedriveSetState)
 	default:
 		// DecodeEntry rejects unknown operations, so this is a programming
 		// error: a oneof case added without its applier.
@@ -317,7 +362,16 @@ func (f *FSM) applyTick(now time.Time, _ *cmdpb.Tick) Result {
 }
 
 func (f *FSM) applyConfigSet(now time.Time, c *cmdpb.ConfigSet) Result {
-	return Result{Err: f.eng.SetConfig(now, EngineConfigFromProto(c.GetConfig()))}
+	var err error
+	if c.GetDeclarative() {
+		err = f.eng.ApplyDeclared(now, EngineConfigFromProto(c.GetConfig()))
+	} else {
+		err = f.eng.SetConfig(now, EngineConfigFromProto(c.GetConfig()))
+	}
+	if err == nil && c.GetRecordFields() {
+		f.eng.EnableRecordFields(now) // ops_attempts.go
+	}
+	return Result{Err: err}
 }
 
 func (f *FSM) applyNodeMetadataSet(_ time.Time, c *cmdpb.NodeMetadataSet) Result {

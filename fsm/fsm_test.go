@@ -76,7 +76,7 @@ func TestFSM_ApplyReturnsOneResultPerCommand(t *testing.T) {
 
 func TestFSM_TimeNeverRunsBackwards(t *testing.T) {
 	f := newTestFSM(t)
-	nows := []time.Time{t0, t0.Add(-time.Hour), t0.Add(time.Second), t0.Add(-time.Minute), time.Time{}}
+	nows := []time.Time{t0, t0.Add(-time.Hour), t0.Add(time.Second), t0.Add(-time.Minute), {}}
 	var last time.Time
 	for i, now := range nows {
 		cmd := EnqueueCommand(enqueueParams("q", i))

@@ -23,18 +23,51 @@ func seedEntries(t testing.TB) map[string][]byte {
 	t.Helper()
 	prio := uint32(3)
 	entries := map[string][]*cmdpb.Command{
-		"enqueue":         {EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("hello"), Priority: &prio, Custom: map[string]string{"a": "b"}, IdempotencyKey: "k"})},
-		"enqueue_batch":   {EnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t"}, {Queue: "r", JobType: "u", ScheduledAt: t0.Add(time.Hour)}})},
-		"ack_batch":       {AckBatchCommand([]engine.LeaseRef{{JobID: 1, LeaseToken: 1}, {JobID: 2, LeaseToken: 7}}), AckCommand(engine.LeaseRef{JobID: 3, LeaseToken: 1})},
-		"reserve_ack":     {ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 2, Lease: time.Minute, RequestID: "r1"}), AckCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1})},
-		"nack_release":    {NackCommand(engine.NackParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Directive: engine.DirectiveDeadLetter, Reason: "bad"}), ReleaseCommand(engine.LeaseRef{JobID: 2, LeaseToken: 2})},
-		"extend":          {ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Lease: time.Second}), ExtendAllLeasesCommand(5 * time.Second)},
-		"dead_letters":    {DrainCommand(engine.DrainParams{Max: 3}), RequeueDeadLettersCommand([]engine.JobID{1}), DeleteDeadLettersCommand([]engine.JobID{2}), DeadLetterJobsCommand([]engine.JobID{3}, "op")},
-		"queues":          {PauseQueueCommand("q"), ResumeQueueCommand("q")},
+		"enqueue":       {EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("hello"), Priority: &prio, Custom: map[string]string{"a": "b"}, IdempotencyKey: "k"})},
+		"enqueue_batch": {EnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t"}, {Queue: "r", JobType: "u", ScheduledAt: t0.Add(time.Hour)}})},
+		"ack_batch":     {AckBatchCommand([]engine.LeaseRef{{JobID: 1, LeaseToken: 1}, {JobID: 2, LeaseToken: 7}}), AckCommand(engine.LeaseRef{JobID: 3, LeaseToken: 1})},
+		"reserve_ack":   {ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 2, Lease: time.Minute, RequestID: "r1"}), AckCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1})},
+		"nack_release":  {NackCommand(engine.NackParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Directive: engine.DirectiveDeadLetter, Reason: "bad"}), ReleaseCommand(engine.LeaseRef{JobID: 2, LeaseToken: 2})},
+		"extend":        {ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Lease: time.Second}), ExtendAllLeasesCommand(5 * time.Second)},
+		"dead_letters":  {DrainCommand(engine.DrainParams{Max: 3}), RequeueDeadLettersCommand([]engine.JobID{1}), DeleteDeadLettersCommand([]engine.JobID{2}), DeadLetterJobsCommand([]engine.JobID{3}, "op")},
+		"queues":        {PauseQueueCommand("q"), ResumeQueueCommand("q")},
+		"managed_queues": {CreateQueueCommand(engine.QueueConfig{Name: "m", DefaultPriority: &prio}, true),
+			UpdateQueueCommand(engine.QueueUpdate{Name: "m", Inherit: []string{"default_priority"}, Paused: new(bool)}),
+			PurgeQueueCommand("m", engine.PurgeWaiting), DeleteQueueCommand("m", true),
+			JobsActCommand(engine.JobActionParams{Action: engine.JobActionReschedule, IDs: []engine.JobID{1, 2}, RunAt: t0.Add(time.Hour)}),
+			DeclaredConfigCommand(engine.Config{Limits: seedLimits(), Queues: []engine.QueueConfig{{Name: "d"}}})},
 		"tick":            {TickCommand()},
-		"config":          {SetConfigCommand(engine.Config{Limits: engine.DefaultLimits()})},
+		"config":          {SetConfigCommand(engine.Config{Limits: seedLimits()})},
 		"nodes":           {SetNodeCommand(NodeMeta{ID: "n1", RaftAddr: "127.0.0.1:1", GRPCAddr: "127.0.0.1:2"}), DeleteNodeCommand("n1")},
 		"nodes_versioned": {SetNodeCommand(NodeMeta{ID: "n2", RaftAddr: "127.0.0.1:3", MaxCommandVersion: CommandVersion})},
+		// The ConfigSet versions: a minimum key window (3), a memory budget (4),
+		"config_key_min_window": {SetConfigCommand(engine.Config{Limits: keyMinWindowLimits()})},
+		"config_memory_budget":  {SetConfigCommand(engine.Config{Limits: memoryBudgetLimits()})},
+		// Redrive tasks (10).
+		"redrive": {RedriveStartCommand(engine.RedriveParams{Selection: engine.RedriveSelection{Queue: "q", ReasonContains: "timeout"}, Fresh: true, ToQueue: "r", Rate: 5, By: "ops"}),
+			RedriveStepCommand(1, 10), RedriveSetStateCommand(1, engine.RedrivePaused, "ops")},
+		// Attempt detail and forwarded origins in their own fields (12).
+		"record_fields": {RecordFieldsConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "q", DeadLetterQueue: "q.dead"}}})},
+
+		// Expiry and fairness (11): a queue with max_wait and a fairness
+		// key, jobs with a ttl and an expires_at, a queue update dropping
+		// the fairness key.
+		"expiry_fairness": {SetConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "fair", MaxWait: time.Minute, FairnessKey: "tenant"}}}),
+			EnqueueCommand(engine.EnqueueParams{Queue: "fair", JobType: "t", Custom: map[string]string{"tenant": "a"}, Expiry: &engine.ExpiryOpts{TTL: 30 * time.Second}}),
+			EnqueueBatchCommand([]engine.EnqueueParams{{Queue: "fair", JobType: "t", Expiry: &engine.ExpiryOpts{At: t0.Add(time.Hour)}}, {Queue: "fair", JobType: "t", Custom: map[string]string{"tenant": "b"}}}),
+			UpdateQueueCommand(engine.QueueUpdate{Name: "fair", Inherit: []string{"fairness_key"}})},
+		// Cancelling a reserved job (9).
+		"cancel": {JobsActCommand(engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{1}, Reason: "stuck"})},
+		// Unique jobs (8).
+		"unique": {EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Unique: &engine.UniqueOpts{Key: "k", CoverDead: true, CompletedFor: time.Minute}}),
+			EnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t", Payload: []byte("p"), Unique: &engine.UniqueOpts{Fields: []string{"a"}, Refuse: true}}})},
+		// Periodic schedules (7).
+		"schedules": {UpsertScheduleCommand(engine.ScheduleParams{Name: "nightly", Kind: engine.ScheduleInterval, Interval: time.Hour,
+			Template: engine.JobTemplate{Queue: "q", JobType: "report"}, Overlap: engine.OverlapAllow, NextTick: t0.Add(time.Hour)}),
+			FireScheduleCommand("nightly", t0.Add(time.Hour), t0.Add(2*time.Hour), false), PauseScheduleCommand("nightly", true, time.Time{}),
+			DeleteScheduleCommand("nightly")},
+		// A queue's reserve limits (6).
+		"config_reserve_limits": {SetConfigCommand(engine.Config{Limits: seedLimits(), Queues: []engine.QueueConfig{{Name: "limited", MaxReserved: 2, ConcurrencyKey: "tenant", MaxPerKey: 1}}})},
 	}
 	out := make(map[string][]byte, len(entries))
 	for name, cmds := range entries {
@@ -45,6 +78,27 @@ func seedEntries(t testing.TB) map[string][]byte {
 		out[name] = data
 	}
 	return out
+}
+
+// seedLimits are the default limits the older seeds were written with
+// (attempt_history was 5 before engine.DefaultAttemptHistory), so those
+// seeds keep their bytes.
+func seedLimits() engine.Limits {
+	l := engine.DefaultLimits()
+	l.AttemptHistory = 5
+	return l
+}
+
+func keyMinWindowLimits() engine.Limits {
+	l := seedLimits()
+	l.IdempotencyMinWindow = 30 * time.Second
+	return l
+}
+
+func memoryBudgetLimits() engine.Limits {
+	l := seedLimits()
+	l.MaxMemoryBytes = 1 << 30
+	return l
 }
 
 // TestSeedCorpusIsCurrent keeps the committed corpus decodable and, with

@@ -246,7 +246,7 @@ func (f *FSM) digestLocked() [32]byte {
 	d := f.eng.Digest()
 	h.Write(d[:])
 	writeInt64(h, unixNano(f.lastNow))
-	// A member's MaxCommandVersion is left out: a binary older than the
+	// A member's MaxCommandVersion and Facts are left out: a binary older than the
 	// field drops it, and a digest must stay comparable across the binaries
 	// of a rolling upgrade, when comparing replicas matters most. It steers
 	// only which commands the leader proposes, which the log records.

@@ -131,9 +131,9 @@ func RequireInvariants(t testing.TB, e *engine.Engine) {
 			died += n
 		}
 		live := uint64(s.Scheduled + s.Ready + s.Reserved)
-		if s.Enqueued+s.DeadRequeued != live+s.Acked+died {
-			t.Fatalf("queue %q: enqueued %d + requeued %d != live %d + acked %d + dead-lettered %d",
-				s.Name, s.Enqueued, s.DeadRequeued, live, s.Acked, died)
+		if s.Enqueued+s.DeadRequeued != live+s.Acked+died+s.Purged {
+			t.Fatalf("queue %q: enqueued %d + requeued %d != live %d + acked %d + dead-lettered %d + purged %d",
+				s.Name, s.Enqueued, s.DeadRequeued, live, s.Acked, died, s.Purged)
 		}
 		if died != uint64(s.Dead)+s.Dropped+s.DeadRequeued+s.DeadDrained+s.DeadDeleted+s.DeadExpired {
 			t.Fatalf("queue %q: dead-lettered %d not accounted for: %+v", s.Name, died, s)

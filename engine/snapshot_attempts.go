@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// snapshotVersionAttempts is the engine snapshot layout that adds, after
+// the redrive section, the attempts section: the recordFields flag, each
+// reserved job's delivery start, and each job's attempt detail (start,
+// lease token, directive per history entry) and forwarded origin. It is
+// written once the cluster runs recordFields (EnableRecordFields), so an
+// engine that never did writes an older layout. Layout 10 belongs to
+// another feature this layout includes once both are merged.
+const snapshotVersionAttempts = 11
+
+// attemptDetail reports whether j holds anything only the attempts
+// section carries.
+func attemptDetail(j *job) bool {
+	x := j.ext
+	if x == nil {
+		return false
+	}
+	if x.origin != nil {
+		return true
+	}
+	return slices.ContainsFunc(x.history, func(h attemptRecord) bool {
+		return h.startedAt != 0 || h.lease != 0 || h.directive != 0
+	})
+}
+
+// encodeAttemptsSection writes the flags (bit 0: recordFields), the
+// delivery starts by job id, then, by job id, every live job and retained
+// record with detail: its history's detail, entry by entry, and its origin.
+func (e *Engine) encodeAttemptsSection(c *encoder) {
+	var flags uint64
+	if e.recordFields {
+		flags |= 1
+	}
+	c.uvarint(flags)
+	ids := make([]JobID, 0, len(e.started))
+	for id := range e.started {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	c.uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		c.uvarint(uint64(id))
+		c.varint(e.started[id])
+	}
+	var detailed []*job
+	e.jobs.each(func(j *job) bool {
+		if attemptDetail(j) {
+			detailed = append(detailed, j)
+		}
+		return true
+	})
+	for r := e.deadHead; r != nil; r = r.next {
+		if attemptDetail(r.j) {
+			detailed = append(detailed, r.j)
+		}
+	}
+	slices.SortFunc(detailed, func(a, b *job) int {
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	c.uvarint(uint64(len(detailed)))
+	for _, j := range detailed {
+		x := j.ext
+		c.uvarint(uint64(j.id))
+		c.uvarint(uint64(len(x.history)))
+		for _, h := range x.history {
+			c.varint(h.startedAt)
+			c.uvarint(uint64(h.lease))
+			c.byte(h.directive)
+		}
+		c.bool(x.origin != nil)
+		if o := x.origin; o != nil {
+			c.string(o.queue)
+			c.uvarint(uint64(o.jobID))
+			c.byte(uint8(o.cause))
+			c.varint(o.failedAt)
+			c.string(o.lastReason)
+			c.uvarint(uint64(o.finalAttempt))
+		}
+	}
+}
+
+func (d *decoder) decodeAttemptsSection(e *Engine) error {
+	switch flags := d.uvarint(); {
+	case d.err != nil:
+		return d.err
+	case flags&^1 != 0:
+		return fmt.Errorf("attempts section: unknown flags %#x", flags)
+	case flags&1 == 0:
+		return errors.New("attempts section: layout 11 written without recordFields")
+	}
+	e.recordFields = true
+	n := d.count(1 << 40)
+	var last JobID
+	for i := 0; i < n && d.err == nil; i++ {
+		id, at := JobID(d.uvarint()), d.varint()
+		if d.err != nil {
+			break
+		}
+		if id <= last {
+			return fmt.Errorf("attempts section: delivery start of job %d out of order", id)
+		}
+		last = id
+		if j := e.jobs.get(id); j == nil || j.state != StateReserved {
+			return fmt.Errorf("attempts section: delivery start of job %d, which is not reserved", id)
+		}
+		e.started[id] = at
+	}
+	n = d.count(1 << 40)
+	last = 0
+	for i := 0; i < n && d.err == nil; i++ {
+		id := JobID(d.uvarint())
+		nh := d.count(maxAttemptHistory)
+		if d.err != nil {
+			break
+		}
+		if id <= last {
+			return fmt.Errorf("attempts section: detail of job %d out of order", id)
+		}
+		last = id
+		j := e.jobs.get(id)
+		if j == nil {
+			if r := e.dead[id]; r != nil {
+				j = r.j
+			}
+		}
+		if j == nil {
+			return fmt.Errorf("attempts section: detail of job %d, which the snapshot does not hold", id)
+		}
+		x := j.extension()
+		if nh != len(x.history) {
+			return fmt.Errorf("attempts section: job %d has %d history entries, its detail %d", id, len(x.history), nh)
+		}
+		for k := range x.history {
+			h := &x.history[k]
+			h.startedAt = d.varint()
+			h.lease = LeaseToken(d.uvarint())
+			h.directive = d.byte()
+			if d.err == nil && int(h.directive) >= len(directiveNames) {
+				return fmt.Errorf("attempts section: job %d: unknown directive %d", id, h.directive)
+			}
+		}
+		if d.bool() {
+			o := &jobOrigin{queue: d.string(), jobID: JobID(d.uvarint()), cause: Cause(d.byte()), failedAt: d.varint(), lastReason: d.string(), finalAttempt: d.u32()}
+			if d.err != nil {
+				break
+			}
+			if o.cause == CauseUnknown || o.cause > d.maxCause() {
+				return fmt.Errorf("attempts section: job %d: unknown origin cause %d", id, o.cause)
+			}
+			if err := checkQueueName("origin", o.queue); err != nil {
+				return fmt.Errorf("attempts section: job %d: %w", id, err)
+			}
+			x.origin = o
+		}
+	}
+	return d.err
+}

@@ -1,0 +1,146 @@
+package fsm
+
+import (
+	"time"
+
+	"github.com/sepp-io/sepp/engine"
+	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+)
+
+// Queues as managed objects and actions on live jobs: the commands of
+// engine/queues.go and engine/jobactions.go. All are of
+// CommandVersionQueues; the leader proposes them only while every member
+// applies it (cluster), so an older member never meets one.
+
+// CommandVersionQueues is the version of QueueCreate, QueueUpdate,
+// QueueDelete, QueuePurge and a declarative ConfigSet: an older binary
+// would not know the operations, or would apply the declarative config as
+// a replacement and drop the queues created at runtime.
+const CommandVersionQueues = 5
+
+// CommandVersionCancel is the version of a JobsAct that cancels a reserved
+// job: an older binary refuses those actions, so its replica would keep a
+// lease the others revoked.
+const CommandVersionCancel = 9
+
+// jobsActVersion is the command version a JobsAct of action a needs.
+func jobsActVersion(a engine.JobAction) uint32 {
+	switch a {
+	case engine.JobActionCancel, engine.JobActionCancelDelete:
+		return CommandVersionCancel
+	}
+	return CommandVersionQueues
+}
+
+func queueCommand() *cmdpb.Command { return &cmdpb.Command{Version: CommandVersionQueues} }
+
+// CreateQueueCommand builds a QueueCreate.
+func CreateQueueCommand(qc engine.QueueConfig, paused bool) *cmdpb.Command {
+	c := queueCommand()
+	if expiryFairnessInQueue(qc, nil) {
+		c.Version = CommandVersionExpiryFairness
+	}
+	c.Op = &cmdpb.Command_QueueCreate{QueueCreate: &cmdpb.QueueCreate{Config: queueConfigToProto(qc), Paused: paused}}
+	return c
+}
+
+// UpdateQueueCommand builds a QueueUpdate.
+func UpdateQueueCommand(u engine.QueueUpdate) *cmdpb.Command {
+	set := u.Set
+	set.Name = u.Name
+	c := queueCommand()
+	if expiryFairnessInQueue(set, u.Inherit) {
+		c.Version = CommandVersionExpiryFairness
+	}
+	c.Op = &cmdpb.Command_QueueUpdate{QueueUpdate: &cmdpb.QueueUpdate{
+		Config:             queueConfigToProto(set),
+		SetDeadLetterQueue: u.SetDeadLetterQueue,
+		Inherit:            u.Inherit,
+		Paused:             clonePtr(u.Paused),
+	}}
+	return c
+}
+
+// DeleteQueueCommand builds a QueueDelete.
+func DeleteQueueCommand(queue string, force bool) *cmdpb.Command {
+	c := queueCommand()
+	c.Op = &cmdpb.Command_QueueDelete{QueueDelete: &cmdpb.QueueDelete{Queue: queue, Force: force}}
+	return c
+}
+
+// PurgeQueueCommand builds a QueuePurge.
+func PurgeQueueCommand(queue string, target engine.PurgeTarget) *cmdpb.Command {
+	c := queueCommand()
+	c.Op = &cmdpb.Command_QueuePurge{QueuePurge: &cmdpb.QueuePurge{Queue: queue, Target: uint32(target)}}
+	return c
+}
+
+// JobsActCommand builds a JobsAct.
+func JobsActCommand(p engine.JobActionParams) *cmdpb.Command {
+	c := &cmdpb.Command{Version: jobsActVersion(p.Action)}
+	c.Op = &cmdpb.Command_JobsAct{JobsAct: &cmdpb.JobsAct{
+		Action: uint32(p.Action), JobIds: jobIDsToProto(p.IDs), RunAtUnixNano: unixNano(p.RunAt), Priority: p.Priority, Reason: p.Reason,
+	}}
+	return c
+}
+
+// DeclaredConfigCommand builds a declarative ConfigSet: the node's file
+// config met with the running queues by engine.ApplyDeclared; of
+// CommandVersionReserveLimits when a queue sets reserve limits.
+func DeclaredConfigCommand(cfg engine.Config) *cmdpb.Command {
+	c := queueCommand()
+	if engine.HasReserveLimits(cfg) {
+		c.Version = CommandVersionReserveLimits
+	}
+	if engine.HasExpiryFairness(cfg) {
+		c.Version = CommandVersionExpiryFairness
+	}
+	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: EngineConfigToProto(cfg), Declarative: true}}
+	return c
+}
+
+func queueConfigToProto(qc engine.QueueConfig) *cmdpb.QueueConfig {
+	return EngineConfigToProto(engine.Config{Queues: []engine.QueueConfig{qc}}).GetQueues()[0]
+}
+
+func queueConfigFromProto(pq *cmdpb.QueueConfig) engine.QueueConfig {
+	if pq == nil {
+		return engine.QueueConfig{}
+	}
+	return EngineConfigFromProto(&cmdpb.EngineConfig{Queues: []*cmdpb.QueueConfig{pq}}).Queues[0]
+}
+
+func (f *FSM) applyQueueCreate(now time.Time, c *cmdpb.QueueCreate) Result {
+	return Result{Err: f.eng.CreateQueue(now, queueConfigFromProto(c.GetConfig()), c.GetPaused())}
+}
+
+func (f *FSM) applyQueueUpdate(now time.Time, c *cmdpb.QueueUpdate) Result {
+	set := queueConfigFromProto(c.GetConfig())
+	u := engine.QueueUpdate{
+		Name:               set.Name,
+		Set:                set,
+		SetDeadLetterQueue: c.GetSetDeadLetterQueue(),
+		Inherit:            c.GetInherit(),
+		Paused:             clonePtr(c.Paused),
+	}
+	u.Set.Name = ""
+	return Result{Err: f.eng.UpdateQueue(now, u)}
+}
+
+func (f *FSM) applyQueueDelete(now time.Time, c *cmdpb.QueueDelete) Result {
+	removed, err := f.eng.DeleteQueue(now, c.GetQueue(), c.GetForce())
+	return Result{Removed: removed, Err: err}
+}
+
+func (f *FSM) applyQueuePurge(now time.Time, c *cmdpb.QueuePurge) Result {
+	removed, err := f.eng.PurgeQueue(now, c.GetQueue(), engine.PurgeTarget(c.GetTarget()))
+	return Result{Removed: removed, Err: err}
+}
+
+func (f *FSM) applyJobsAct(now time.Time, c *cmdpb.JobsAct) Result {
+	items, err := f.eng.ActOnJobs(now, engine.JobActionParams{
+		Action: engine.JobAction(c.GetAction()), IDs: jobIDsFromProto(c.GetJobIds()),
+		RunAt: fromUnixNano(c.GetRunAtUnixNano()), Priority: c.GetPriority(), Reason: c.GetReason(),
+	})
+	return Result{Items: items, Err: err}
+}
