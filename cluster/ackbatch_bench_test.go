@@ -46,6 +46,7 @@ func BenchmarkAckBatch(b *testing.B) {
 var benchAckRuns atomic.Int64
 
 func benchAcks(b *testing.B, c *clustertest.Cluster, conc int) {
+	b.Helper()
 	const chunk = 100
 	leader := c.Node(c.WaitLeader())
 	// A queue of its own, so that what a failed run left behind does not

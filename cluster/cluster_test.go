@@ -467,6 +467,10 @@ func TestCluster_TransferLeadership(t *testing.T) {
 	c := clustertest.New(t, 3)
 	li := c.WaitLeader()
 	target := c.Node(others(c, li)[0])
+	// A node id of no voter is a definite "no such member", not a failure.
+	if err := c.Node(li).TransferLeadership(ctxT(t, 5*time.Second), "sepp-9"); !errors.Is(err, cluster.ErrUnknownMember) {
+		t.Fatalf("transfer to an unknown node: %v, want ErrUnknownMember", err)
+	}
 	if err := c.Node(li).TransferLeadership(ctxT(t, 5*time.Second), target.Self().ID); err != nil {
 		t.Fatalf("transfer: %v", err)
 	}

@@ -58,11 +58,29 @@ type Config struct {
 	// call an election at once instead of waiting out HeartbeatTimeout
 	// (crashwatch.go). It needs the TCP transport (plain or StreamLayer).
 	DetectLeaderCrash bool
+	// PeerFacts asks a member for its facts (its ClusterService
+	// GetMemberFacts, facts.go), which the leader records in the member's
+	// replicated metadata: the leader uses newer commands only once every
+	// member applies them, and sizes the memory budget from the smallest
+	// member. An error wrapping ErrFactsUnsupported (a binary older than
+	// the call) makes the leader ask PeerCommandVersion instead.
+	PeerFacts func(ctx context.Context, member NodeInfo) (MemberFacts, error)
 	// PeerCommandVersion asks a member the highest command version its
-	// binary applies (versions.go); the leader uses newer commands only
-	// once every member has answered that it applies them. nil: members'
-	// versions are known only from their own terms as leader.
+	// binary applies the older way, by the health service names it serves
+	// (versions.go): only for a member that serves no facts call, or when
+	// PeerFacts is nil. To be removed after the next release. Both nil:
+	// members' versions are known only from their own terms as leader.
 	PeerCommandVersion func(ctx context.Context, member NodeInfo) (uint32, error)
+	// Facts is this node's report of itself (binary version, memory limit,
+	// GOMAXPROCS, start time); the command versions and id are filled in
+	// (Node.SelfFacts).
+	Facts MemberFacts
+	// MemoryShare, when above 0 and Engine.Limits.MaxMemoryBytes is 0 (no
+	// explicit limits.max_memory_bytes), makes the leader propose a memory
+	// budget of this share of the smallest memory limit among the members'
+	// facts, and propose it again when the membership or the facts change
+	// (facts.go). An explicit Engine.Limits.MaxMemoryBytes always wins.
+	MemoryShare float64
 	// SnapshotThreshold is how many log entries since the last snapshot make
 	// raft take a new one (checked every SnapshotInterval); TrailingLogs is
 	// how many entries stay in the log after it (so a slightly lagging
@@ -150,15 +168,19 @@ const CommandOverheadBytes = 64 << 10
 // every tenth of HeartbeatTimeout (50ms: etcd's 10x ratio of election
 // timeout to heartbeat); a follower that hears nothing for HeartbeatTimeout
 // (checked at random intervals of one to two of it) runs a pre-vote, and a
-// leader that hears from no quorum for LeaderLeaseTimeout steps down. At
+// leader that hears from no
+// quorum for LeaderLeaseTimeout, nor from any of the three heartbeat rounds
+// it then sends (a quarter of the lease each), steps down (the patched raft tells a stall of the node's own process from
+// a silent peer: third_party/hashicorp/raft/SEPP-PATCH.md, fifth change). At
 // 100ms, three nodes beside `stress-ng --iomix 4 --cpu 8` on a 2-core host
 // changed leader 60 times in 2 minutes: both followers' contact with the
 // leader was 101-300ms old at once, the leader's whole process starved of
 // CPU (an idle cluster too; at nice -5 it changed none), so the leader's
 // lease ran out. At 500ms the same host saw 3-5 in 2 minutes (at a load
 // average of 30-45) and 32 in 10 minutes at load 75-80, at 1000ms 2 in 2
-// minutes (load 75, stalls to 1.8s): see DESIGN.md. 500ms keeps a frozen or
-// cut-off leader's replacement near 0.6-1.2s, under the 1.5s we promise;
+// minutes (load 75, stalls to 1.8s): see DESIGN.md. 500ms keeps a frozen
+// leader's replacement near 0.7-1.6s on a host at load 20-80 (DESIGN.md:
+// the 1.5s we promise holds on a quiet host, not with margin on a starved one);
 // a leader whose process died is still replaced in tens of milliseconds by
 // crash detection (crashwatch.go), whatever the timeouts.
 func DefaultConfig() Config {

@@ -18,8 +18,8 @@ import (
 //
 // Raft notices a dead leader only by its silence: a follower checks at
 // random intervals of one to two heartbeat timeouts, so a killed leader's
-// writes stop for 100-300 ms with the default timeouts before an election
-// even starts. But when a leader's process dies and its host lives on, the
+// writes would stop for 0.5-1.5 s with the default timeouts before an
+// election even starts. But when a leader's process dies and its host lives on, the
 // host's kernel closes the process's sockets at once, and every follower
 // reads the end of the leader's connections within a millisecond. A
 // follower that sees an inbound raft connection end asks the kernel of the

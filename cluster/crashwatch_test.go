@@ -137,6 +137,7 @@ func TestCrashWatch_WrongVerdictCostsOneElectionNotData(t *testing.T) {
 
 func TestProcessGone(t *testing.T) {
 	listen := func(t *testing.T) net.Listener {
+		t.Helper()
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -150,12 +151,14 @@ func TestProcessGone(t *testing.T) {
 		gone  bool
 	}{
 		{"nothing listens", func(t *testing.T) string {
+			t.Helper()
 			ln := listen(t)
 			addr := ln.Addr().String()
 			ln.Close()
 			return addr
 		}, true},
 		{"a live server that waits for a request", func(t *testing.T) string {
+			t.Helper()
 			ln := listen(t)
 			go func() {
 				for {
@@ -169,6 +172,7 @@ func TestProcessGone(t *testing.T) {
 			return ln.Addr().String()
 		}, false},
 		{"a listener that dies with the connection in its backlog", func(t *testing.T) string {
+			t.Helper()
 			ln := listen(t)
 			go func() {
 				if c, err := ln.Accept(); err == nil {

@@ -15,7 +15,7 @@ func TestDiskWatch(t *testing.T) {
 	// raft's LogCache flattens the store's error with %q; bolt's grow with %s.
 	flattened := fmt.Errorf("unable to store logs within log store, err: %q", enospc.Error())
 
-	if err := w.explain(ErrNoLeader); err != ErrNoLeader {
+	if err := w.explain(ErrNoLeader); err != ErrNoLeader { //nolint:errorlint // unchanged: the very error
 		t.Fatalf("explain with a healthy disk = %v, want the error unchanged", err)
 	}
 	if err := w.observe("store logs", errors.New("bolt: timeout"), 100, true); errors.Is(err, ErrDiskFull) || w.full.Load() != nil {
@@ -65,7 +65,7 @@ func TestDiskWatch(t *testing.T) {
 		t.Fatal("log writes smaller in total than the failed one cleared the disk-full state")
 	}
 	_ = w.observe("store logs", nil, 3, true)
-	if err := w.explain(ErrNoLeader); err != ErrNoLeader {
+	if err := w.explain(ErrNoLeader); err != ErrNoLeader { //nolint:errorlint // unchanged: the very error
 		t.Fatalf("after the log took 48 KiB again explain = %v, want the error unchanged", err)
 	}
 }

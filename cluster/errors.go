@@ -25,6 +25,9 @@ var (
 	ErrUnknownOutcome = errors.New("outcome unknown")
 	// ErrShutdown: the node is shutting down; nothing was proposed.
 	ErrShutdown = errors.New("node shutting down")
+	// ErrUnknownMember: the node id names no voter of the configuration
+	// (a leadership transfer to it cannot start). Nothing changed.
+	ErrUnknownMember = errors.New("no such member")
 )
 
 // NotLeaderError carries the leader's addresses for the client to follow.
@@ -72,4 +75,8 @@ type Member struct {
 	// ask the leader (client.ClusterStatus does) for everyone's.
 	Healthy     bool
 	LastContact string // duration since the leader last heard from it
+	// Facts are what the member last reported of itself, as the
+	// replicated state records them (this node's own: its own report);
+	// nil until a leader has heard from it (facts.go).
+	Facts *MemberFacts
 }

@@ -108,10 +108,22 @@ func (n *Node) leaderDuties(ctx context.Context) {
 	learned := make(chan struct{})
 	go func() {
 		defer close(learned)
-		n.learnMemberVersions(ctx) // versions.go
+		n.learnMemberFacts(ctx) // facts.go
+	}()
+	scheduled := make(chan struct{})
+	go func() {
+		defer close(scheduled)
+		n.runScheduler(ctx) // scheduler.go
+	}()
+	redrove := make(chan struct{})
+	go func() {
+		defer close(redrove)
+		n.runRedriver(ctx) // redrive.go
 	}()
 	n.runTicker(ctx)
 	<-learned
+	<-scheduled
+	<-redrove
 }
 
 // runDuty proposes one leader command, retrying an unknown outcome (every
@@ -215,9 +227,17 @@ func (n *Node) runTicker(ctx context.Context) {
 // apply it: without limits.idempotency_min_window until every member is
 // known to apply CommandVersionKeyMinWindow (a member of an older binary
 // would drop it and keep refusing the keys the others forget early).
-// learnMemberVersions sets the config again once the members are known.
+// learnMemberFacts sets the config again once the members are known.
+//
+// Without an explicit limits.max_memory_bytes (Engine.Limits.MaxMemoryBytes
+// 0) and with a Config.MemoryShare, the memory budget is that share of the
+// smallest memory limit among the members (memberMemoryBudget): a leader
+// in 8 GiB must not set a budget a follower in 512 MiB cannot hold.
 func (n *Node) membersConfig() engine.Config {
 	cfg := n.cfg.Engine
+	if cfg.Limits.MaxMemoryBytes == 0 && n.cfg.MemoryShare > 0 {
+		cfg.Limits.MaxMemoryBytes = n.memberMemoryBudget()
+	}
 	if cfg.Limits.IdempotencyMinWindow != 0 && !n.membersApply(fsm.CommandVersionKeyMinWindow) {
 		cfg.Limits.IdempotencyMinWindow = 0
 	}
@@ -230,16 +250,56 @@ func (n *Node) membersConfig() engine.Config {
 			cfg.Queues[i].MaxMemoryBytes = nil
 		}
 	}
+	if engine.HasReserveLimits(cfg) && !n.membersApply(fsm.CommandVersionReserveLimits) {
+		// An older member would drop the limits and hand out the jobs
+		// the others hold back: none until every member applies them.
+		cfg = engine.StripReserveLimits(cfg)
+	}
+	if engine.HasExpiryFairness(cfg) && !n.membersApply(fsm.CommandVersionExpiryFairness) {
+		// An older member would drop max_wait and fairness_key, keeping
+		// the jobs the others expire and reserving in another order.
+		cfg = engine.StripExpiryFairness(cfg)
+	}
 	return cfg
 }
 
 // setConfig proposes membersConfig when the cluster runs another config,
 // and reports false when leadership or the node ended first.
+//
+// Once every member applies fsm.CommandVersionQueues the config goes out
+// declaratively (engine.ApplyDeclared): the limits follow the file, each
+// [[queues]] definition is applied once, and queues managed at runtime
+// stay. Before that the config replaces the running one whole, as older
+// binaries apply it, unless the cluster already holds declarations (a
+// member of an older binary joined later): replacing the config then
+// would drop the queues managed at runtime, so it is left alone.
 func (n *Node) setConfig(ctx context.Context) bool {
 	want := n.membersConfig()
+	// Attempt detail and forwarded origins in their own fields wait for
+	// every member to apply them (fsm.CommandVersionRecordFields).
+	recordFields := n.membersApply(fsm.CommandVersionRecordFields)
 	var running engine.Config
-	_ = n.fsm.Read(func(e *engine.Engine) error { running = e.Config(); return nil })
+	var pending, declared bool
+	_ = n.fsm.Read(func(e *engine.Engine) error {
+		running = e.Config()
+		pending = e.DeclaredPending(want) || (recordFields && !e.RecordFields())
+		declared = len(e.Declarations()) > 0
+		return nil
+	})
+	if n.membersApply(fsm.CommandVersionQueues) {
+		if !pending {
+			return true
+		}
+		if recordFields {
+			return n.runDuty(ctx, "set config", fsm.RecordFieldsConfigCommand(want))
+		}
+		return n.runDuty(ctx, "set config", fsm.DeclaredConfigCommand(want))
+	}
 	if reflect.DeepEqual(running, want) {
+		return true
+	}
+	if declared {
+		n.log.Warn("a member does not apply the declarative config yet; the file's config waits for it, not to drop the queues managed at runtime")
 		return true
 	}
 	return n.runDuty(ctx, "set config", fsm.SetConfigCommand(want))

@@ -143,10 +143,16 @@ func TestLogStore_TruncatedTailSurvivesRestarts(t *testing.T) {
 	const small = 64 << 10
 	type step func(t *testing.T, s raft.LogStore, m *logModel)
 	appendRange := func(from, to, term uint64, size int) step {
-		return func(t *testing.T, s raft.LogStore, m *logModel) { m.append(t, s, from, to, term, size) }
+		return func(t *testing.T, s raft.LogStore, m *logModel) {
+			t.Helper()
+			m.append(t, s, from, to, term, size)
+		}
 	}
 	deleteRange := func(lo, hi uint64) step {
-		return func(t *testing.T, s raft.LogStore, m *logModel) { m.deleteRange(t, s, lo, hi) }
+		return func(t *testing.T, s raft.LogStore, m *logModel) {
+			t.Helper()
+			m.deleteRange(t, s, lo, hi)
+		}
 	}
 	for _, tc := range []struct {
 		name        string

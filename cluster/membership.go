@@ -115,6 +115,9 @@ func (n *Node) Announce(ctx context.Context, info NodeInfo, maxCommandVersion ui
 	}
 	meta := metaFromNodeInfo(info)
 	meta.MaxCommandVersion = maxCommandVersion
+	if old, ok := n.fsm.Node(info.ID); ok {
+		meta.Facts = old.Facts // what the member last reported stays
+	}
 	res, err := n.prop.propose(ctx, fsm.SetNodeCommand(meta))
 	if err != nil {
 		return fmt.Errorf("cluster: announce: replicate metadata of %s: %w", info.ID, err)
@@ -169,7 +172,7 @@ func (n *Node) TransferLeadership(ctx context.Context, toID string) error {
 			}
 		}
 		if addr == "" {
-			return fmt.Errorf("cluster: transfer leadership: %q is not a voter of the configuration", toID)
+			return fmt.Errorf("cluster: transfer leadership: %q is not a voter of the configuration: %w", toID, ErrUnknownMember)
 		}
 		f = n.raft.LeadershipTransferToServer(raft.ServerID(toID), addr)
 	}
@@ -202,6 +205,12 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		if meta, ok := n.fsm.Node(string(s.ID)); ok {
 			m.NodeInfo = nodeInfoFromMeta(meta)
 			m.RaftAddr = string(s.Address)
+		}
+		if m.ID == n.self.ID {
+			f := n.SelfFacts()
+			m.Facts = &f
+		} else if meta, ok := n.fsm.Node(string(s.ID)); ok {
+			m.Facts = factsFromMeta(meta)
 		}
 		m.Leader = m.ID == st.Leader.ID
 		switch {

@@ -65,11 +65,14 @@ func newNodeMetrics(crashElections func() uint64) *nodeMetrics {
 
 // Metrics returns the node's Prometheus collectors (sepp_raft_log_write_seconds,
 // sepp_raft_commit_seconds, sepp_raft_leader_changes_total,
-// sepp_raft_elections_total, sepp_raft_crash_elections_total); register
-// them once.
+// sepp_raft_elections_total, sepp_raft_crash_elections_total,
+// sepp_raft_follower_lag_entries, sepp_raft_apply_lag_entries,
+// sepp_raft_snapshot_seconds, sepp_raft_restore_seconds); register them
+// once.
 func (n *Node) Metrics() []prometheus.Collector {
 	m := n.metrics
-	return []prometheus.Collector{m.logWrite, m.commit, m.leaderChanges, m.elections, m.crashElections}
+	return []prometheus.Collector{m.logWrite, m.commit, m.leaderChanges, m.elections, m.crashElections,
+		newLagCollector(n), n.snapTimes.snapshot, n.snapTimes.restore}
 }
 
 // observe counts leader changes and elections. It is raft's observer

@@ -42,9 +42,13 @@ type Node struct {
 	stores    *raftStores // store.go
 	logStore  *diskFullLogStore
 	prop      *proposer
-	metrics   *nodeMetrics // metrics.go
-	disk      diskWatch    // diskfull.go: names a full disk in what clients see
-	crash     *crashWatch  // crashwatch.go; nil unless DetectLeaderCrash with TCP
+	metrics   *nodeMetrics     // metrics.go
+	snapTimes *snapshotMetrics // metrics_lag.go
+
+	budgetMu     sync.Mutex  // guards budgetLogged
+	budgetLogged memberLimit // the memory budget last logged (facts.go)
+	disk         diskWatch   // diskfull.go: names a full disk in what clients see
+	crash        *crashWatch // crashwatch.go; nil unless DetectLeaderCrash with TCP
 
 	// ready is the current leadership's readiness: closed once this node,
 	// as leader of term, has run its barrier and its first commands.
@@ -55,6 +59,10 @@ type Node struct {
 	observerCh    chan raft.Observation
 	healthMu      sync.Mutex
 	failing       map[raft.ServerID]time.Time // leader's view: peers missing heartbeats
+
+	// scheduleWriteMu serializes CreateSchedule and UpdateSchedule's
+	// check and proposal (schedule_api.go).
+	scheduleWriteMu sync.Mutex
 
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
@@ -86,6 +94,7 @@ func NewNode(cfg Config) (*Node, error) {
 		shutdownCh: make(chan struct{}),
 	}
 	n.metrics = newNodeMetrics(n.CrashElections)
+	n.snapTimes = newSnapshotMetrics()
 	n.disk.dir = cfg.DataDir
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
@@ -209,7 +218,7 @@ func NewNode(cfg Config) (*Node, error) {
 		logger.Info("bootstrapped cluster", "members", len(servers))
 	}
 
-	r, err := raft.NewRaft(rc, n.fsm, cached, stable, snaps, n.transport)
+	r, err := raft.NewRaft(rc, timedFSM{FSM: n.fsm, m: n.snapTimes}, cached, stable, snaps, n.transport)
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("cluster: start raft: %w", err)

@@ -18,6 +18,11 @@ import (
 
 // Enqueue adds one job.
 func (n *Node) Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.EnqueueResult, error) {
+	if p.Unique != nil || p.Expiry != nil {
+		if err := n.checkUniqueVersion([]engine.EnqueueParams{p}); err != nil {
+			return engine.EnqueueResult{}, err
+		}
+	}
 	res, err := n.propose(ctx, fsm.EnqueueCommand(p))
 	if err != nil {
 		return engine.EnqueueResult{}, err
@@ -30,6 +35,9 @@ func (n *Node) Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.Enqu
 // across commands (enqueueBatchSplit), so that no batch of valid items
 // fails whole for the size of its log entry.
 func (n *Node) EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) ([]engine.BatchItemResult, error) {
+	if err := n.checkUniqueVersion(items); err != nil {
+		return nil, err
+	}
 	if chunks := splitBatch(items, n.cfg.MaxEntryBytes); len(chunks) > 1 {
 		return n.enqueueBatchSplit(ctx, items, chunks)
 	}

@@ -67,7 +67,8 @@ type proposer struct {
 	// observeCommit, when set, is told how long each entry took from
 	// raft.Apply to its applied result (metrics.go).
 	observeCommit func(time.Duration)
-	selfID        string // this node's id, for vouch
+	selfID        string      // this node's id, for vouch
+	selfFacts     MemberFacts // this node's, for vouch
 
 	queue    chan *proposal
 	slots    chan struct{}
@@ -94,12 +95,14 @@ func newProposer(r applier, cfg *Config, clock func() time.Time, notLeader func(
 		applyTimeout:  cfg.ApplyEnqueueTimeout,
 		notLeader:     notLeader,
 		selfID:        cfg.NodeID,
+		selfFacts:     cfg.Facts,
 		queue:         make(chan *proposal, 4*cfg.MaxCommandsPerEntry*cfg.MaxEntriesInFlight),
 		slots:         make(chan struct{}, cfg.MaxEntriesInFlight),
 		inflight:      make(chan inflightEntry, cfg.MaxEntriesInFlight),
 		stop:          make(chan struct{}),
 		stopped:       make(chan struct{}),
 	}
+	p.selfFacts.MinCommandVersion, p.selfFacts.MaxCommandVersion = BinaryCommandVersions()
 	p.wg.Add(2)
 	go p.formEntries()
 	go p.collect()
@@ -171,7 +174,7 @@ func (p *proposer) enqueue(ctx context.Context, cmd *cmdpb.Command) (*proposal, 
 }
 
 // vouch sets, in this node's own metadata, the highest command version its
-// binary applies (fsm.CommandVersion), which the leader reads before it
+// binary applies (fsm.CommandVersion) and its facts (facts.go), which the leader reads before it
 // proposes a newer command (Node.membersApply). Only a node can say what its
 // binary applies, so metadata written on another member's behalf (Join,
 // static peers) is left as it is, without a version; this node writes its
@@ -179,6 +182,11 @@ func (p *proposer) enqueue(ctx context.Context, cmd *cmdpb.Command) (*proposal, 
 func (p *proposer) vouch(cmd *cmdpb.Command) {
 	if node := cmd.GetNodeMetadataSet().GetNode(); node != nil && node.GetId() == p.selfID {
 		node.MaxCommandVersion = fsm.CommandVersion
+		f := nodeFacts(p.selfFacts)
+		node.FactsReported, node.FactsLegacy = true, false
+		node.BinaryVersion, node.MinCommandVersion = f.BinaryVersion, f.MinCommandVersion
+		node.MemoryLimitBytes, node.MemoryLimitFrom = f.MemoryLimitBytes, f.MemoryLimitFrom
+		node.Gomaxprocs, node.StartUnixNano = f.GOMAXPROCS, f.StartUnixNano
 	}
 }
 

@@ -147,6 +147,7 @@ func TestNewNode_RefusesCorruptOrTruncatedSnapshot(t *testing.T) {
 		corrupt func(t *testing.T, state string)
 	}{
 		{"flipped", func(t *testing.T, state string) {
+			t.Helper()
 			data, err := os.ReadFile(state)
 			if err != nil {
 				t.Fatal(err)
@@ -157,6 +158,7 @@ func TestNewNode_RefusesCorruptOrTruncatedSnapshot(t *testing.T) {
 			}
 		}},
 		{"truncated", func(t *testing.T, state string) {
+			t.Helper()
 			fi, err := os.Stat(state)
 			if err != nil {
 				t.Fatal(err)
@@ -166,6 +168,7 @@ func TestNewNode_RefusesCorruptOrTruncatedSnapshot(t *testing.T) {
 			}
 		}},
 		{"meta", func(t *testing.T, state string) {
+			t.Helper()
 			if err := os.WriteFile(filepath.Join(filepath.Dir(state), "meta.json"), []byte("{\"ID\":"), 0o600); err != nil {
 				t.Fatal(err)
 			}

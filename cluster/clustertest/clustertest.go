@@ -26,12 +26,20 @@ type Option func(*options)
 
 type options struct {
 	inmem     bool
+	listen    bool
 	configure func(i int, cfg *cluster.Config)
 }
 
 // WithInmemTransport connects the nodes with raft's in-memory transport, so
 // that Partition and Heal can cut and restore links.
 func WithInmemTransport() Option { return func(o *options) { o.inmem = true } }
+
+// WithGRPCListeners opens a loopback listener for every node before the
+// nodes start and names its address as the node's gRPC address in every
+// node's configuration, so a test can serve the API on Listener(i) and a
+// follower names the leader's real address. rpctest.ServeCluster serves on
+// them. WithConfig still runs after, and may change the addresses.
+func WithGRPCListeners() Option { return func(o *options) { o.listen = true } }
 
 // WithConfig lets a test adjust node i's configuration before it starts.
 func WithConfig(fn func(i int, cfg *cluster.Config)) Option {
@@ -45,6 +53,8 @@ type Cluster struct {
 	log   *testLog
 	mu    sync.Mutex
 	slots []*slot
+	// listeners are the gRPC listeners of WithGRPCListeners, by node.
+	listeners []net.Listener
 }
 
 type slot struct {
@@ -53,6 +63,9 @@ type slot struct {
 	transport *raft.InmemTransport
 	addr      raft.ServerAddress
 	isolated  bool
+	// held is the raft listener opened when the address was chosen, kept
+	// open until the node's first start takes it (TCP transport only).
+	held net.Listener
 }
 
 // TestConfig is DefaultConfig with timeouts that survive a loaded CI machine
@@ -78,18 +91,40 @@ func New(t testing.TB, n int, opts ...Option) *Cluster {
 	}
 	t.Cleanup(c.log.close) // runs after the nodes' cleanup below
 	addrs := make([]string, n)
+	held := make([]net.Listener, n)
 	for i := range addrs {
 		if c.opts.inmem {
 			addrs[i] = fmt.Sprintf("inmem-n%d", i)
 		} else {
-			addrs[i] = freeLoopbackAddr(t)
+			held[i], addrs[i] = holdLoopbackAddr(t)
 		}
+	}
+	grpcAddrs := make([]string, n)
+	for i := range grpcAddrs {
+		grpcAddrs[i] = fmt.Sprintf("grpc-n%d:7000", i)
+	}
+	if c.opts.listen {
+		c.listeners = make([]net.Listener, n)
+		for i := range c.listeners {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatalf("clustertest: listen: %v", err)
+			}
+			c.listeners[i], grpcAddrs[i] = l, l.Addr().String()
+		}
+		// A listener no server took is closed here; closing one a server
+		// already stopped only returns an error.
+		t.Cleanup(func() {
+			for _, l := range c.listeners {
+				_ = l.Close()
+			}
+		})
 	}
 	for i := 0; i < n; i++ {
 		cfg := TestConfig()
 		cfg.NodeID = fmt.Sprintf("n%d", i)
 		cfg.RaftBindAddr = addrs[i]
-		cfg.GRPCAddr = fmt.Sprintf("grpc-n%d:7000", i)
+		cfg.GRPCAddr = grpcAddrs[i]
 		cfg.HTTPAddr = fmt.Sprintf("http-n%d:8000", i)
 		cfg.DataDir = t.TempDir()
 		cfg.Bootstrap = true
@@ -97,14 +132,12 @@ func New(t testing.TB, n int, opts ...Option) *Cluster {
 			if j != i {
 				cfg.Peers = append(cfg.Peers, cluster.NodeInfo{
 					ID: fmt.Sprintf("n%d", j), RaftAddr: addrs[j],
-					GRPCAddr: fmt.Sprintf("grpc-n%d:7000", j), HTTPAddr: fmt.Sprintf("http-n%d:8000", j),
+					GRPCAddr: grpcAddrs[j], HTTPAddr: fmt.Sprintf("http-n%d:8000", j),
 				})
 			}
 		}
-		if c.opts.configure != nil {
-			c.opts.configure(i, &cfg)
-		}
-		c.slots = append(c.slots, &slot{cfg: cfg, addr: raft.ServerAddress(addrs[i])})
+		held[i] = c.configure(i, &cfg, held[i])
+		c.slots = append(c.slots, &slot{cfg: cfg, addr: raft.ServerAddress(addrs[i]), held: held[i]})
 	}
 	t.Cleanup(c.shutdownAll)
 	for i := range c.slots {
@@ -121,19 +154,18 @@ func (c *Cluster) AddNode() int {
 	i := len(c.slots)
 	cfg := TestConfig()
 	cfg.NodeID = fmt.Sprintf("n%d", i)
+	var held net.Listener
 	if c.opts.inmem {
 		cfg.RaftBindAddr = fmt.Sprintf("inmem-n%d", i)
 	} else {
-		cfg.RaftBindAddr = freeLoopbackAddr(c.t)
+		held, cfg.RaftBindAddr = holdLoopbackAddr(c.t)
 	}
 	cfg.GRPCAddr = fmt.Sprintf("grpc-n%d:7000", i)
 	cfg.DataDir = c.t.TempDir()
 	cfg.Bootstrap = false
-	if c.opts.configure != nil {
-		c.opts.configure(i, &cfg)
-	}
+	held = c.configure(i, &cfg, held)
 	c.mu.Lock()
-	c.slots = append(c.slots, &slot{cfg: cfg, addr: raft.ServerAddress(cfg.RaftBindAddr)})
+	c.slots = append(c.slots, &slot{cfg: cfg, addr: raft.ServerAddress(cfg.RaftBindAddr), held: held})
 	c.mu.Unlock()
 	c.start(i)
 	return i
@@ -160,6 +192,14 @@ func (c *Cluster) start(i int) {
 		}
 		cfg.Transport = tr
 	}
+	if ln := s.held; ln != nil {
+		s.held = nil
+		if cfg.Transport == nil && cfg.StreamLayer == nil && cfg.RaftBindAddr == ln.Addr().String() {
+			cfg.StreamLayer = heldStream{ln}
+		} else {
+			_ = ln.Close() // the test's configure chose another transport
+		}
+	}
 	c.mu.Unlock()
 	node, err := cluster.NewNode(cfg)
 	if err != nil {
@@ -168,6 +208,27 @@ func (c *Cluster) start(i int) {
 	c.mu.Lock()
 	s.node = node
 	c.mu.Unlock()
+}
+
+// Listener returns node i's gRPC listener (WithGRPCListeners only).
+func (c *Cluster) Listener(i int) net.Listener {
+	c.t.Helper()
+	if i >= len(c.listeners) {
+		c.t.Fatalf("clustertest: no gRPC listener for n%d: start the cluster WithGRPCListeners", i)
+	}
+	return c.listeners[i]
+}
+
+// GRPCAddrs returns every node's gRPC address as the configurations name
+// it, by node index.
+func (c *Cluster) GRPCAddrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	addrs := make([]string, len(c.slots))
+	for i, s := range c.slots {
+		addrs[i] = s.cfg.GRPCAddr
+	}
+	return addrs
 }
 
 // Node returns node i (nil while killed).
@@ -382,15 +443,56 @@ func poll(timeout time.Duration, cond func() bool) bool {
 	}
 }
 
-func freeLoopbackAddr(t testing.TB) string {
+// holdLoopbackAddr opens a raft listener on a free loopback port and keeps
+// it open for the node's first start. Every node's address must be known
+// before any starts (each names the others in its bootstrap peers); a port
+// picked, closed and bound again later was taken in between by another
+// package's test running beside it, one CI run in a few ("bind: address
+// already in use"). A restarted node binds its address again, as a real one
+// does.
+func holdLoopbackAddr(t testing.TB) (net.Listener, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("clustertest: reserve a port: %v", err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
+	t.Cleanup(func() { _ = ln.Close() }) // a no-op once the node closed it
+	return ln, ln.Addr().String()
+}
+
+// configure runs the test's configure option, if any, on node i's config
+// and returns the raft listener to hold for the node's start. The configure
+// may bind the address itself (a TLS stream layer), so held is let go for
+// that moment and the address held again only if the node is to listen on
+// it plainly after all; nil if it is gone (the node's start then binds it
+// and says so if it cannot).
+func (c *Cluster) configure(i int, cfg *cluster.Config, held net.Listener) net.Listener {
+	c.t.Helper()
+	if c.opts.configure == nil {
+		return held
+	}
+	addr := cfg.RaftBindAddr
+	if held != nil {
+		_ = held.Close()
+	}
+	c.opts.configure(i, cfg)
+	if c.opts.inmem || cfg.Transport != nil || cfg.StreamLayer != nil || cfg.RaftBindAddr != addr {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil
+	}
+	c.t.Cleanup(func() { _ = ln.Close() })
+	return ln
+}
+
+// heldStream is a raft stream layer over a listener opened in advance; it
+// dials as the node's own TCP stream layer does.
+type heldStream struct{ net.Listener }
+
+func (h heldStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", string(address), timeout)
 }
 
 // testLog writes hclog output to t.Log until the test's cleanup ends, after
@@ -401,7 +503,10 @@ type testLog struct {
 	closed bool
 }
 
-func newTestLog(t testing.TB) *testLog { return &testLog{t: t} }
+func newTestLog(t testing.TB) *testLog {
+	t.Helper()
+	return &testLog{t: t}
+}
 
 func (l *testLog) Write(p []byte) (int, error) {
 	l.mu.Lock()

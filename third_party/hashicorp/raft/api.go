@@ -84,6 +84,10 @@ var (
 
 // Raft implements a Raft node.
 type Raft struct {
+	// seppCommitment is the leader's commitment while it leads, else nil
+	// (SEPP PATCH, sepp_match.go).
+	seppCommitment atomic.Pointer[commitment]
+
 	raftState
 
 	// protocolVersion is used to inter-operate with Raft servers running
@@ -141,6 +145,13 @@ type Raft struct {
 	// while they are already being replicated (sepp patch, see
 	// dispatchLogs).
 	unstored unstoredLogs
+
+	// leaseCheckHook runs at the start of each of the leader's lease checks
+	// when a test sets it (SEPP PATCH, sepp_lease.go).
+	leaseCheckHook leaseCheckHook
+	// followerCheckHook likewise runs at the start of each of a follower's
+	// heartbeat checks.
+	followerCheckHook leaseCheckHook
 
 	// candidateFromLeadershipTransfer is used to indicate that this server became
 	// candidate because the leader tries to transfer leadership. This flag is

@@ -161,7 +161,17 @@ func (r *Raft) runFollower() {
 	leaderAddr, leaderID := r.LeaderWithID()
 	r.logger.Info("entering follower state", "follower", r, "leader-address", leaderAddr, "leader-id", leaderID)
 	metrics.IncrCounter([]string{"raft", "state", "follower"}, 1)
-	heartbeatTimer := randomTimeout(r.config().HeartbeatTimeout)
+	// SEPP PATCH (sepp_lease.go): the follower remembers when its timer is
+	// due, to tell a late timer (its own process stalled) from a silent
+	// leader, and how many grace re-checks it made since it last heard one.
+	var heartbeatTimer <-chan time.Time
+	var heartbeatDue time.Time
+	graces := 0
+	armHeartbeat := func(d time.Duration) {
+		heartbeatDue = time.Now().Add(d)
+		heartbeatTimer = time.After(d)
+	}
+	armHeartbeat(randomDuration(r.config().HeartbeatTimeout))
 
 	for r.getState() == Follower {
 		r.mainThreadSaturation.sleeping()
@@ -209,19 +219,31 @@ func (r *Raft) runFollower() {
 			//  Ignore since we are not the leader
 
 		case <-r.followerNotifyCh:
-			heartbeatTimer = time.After(0)
+			armHeartbeat(0)
 
 		case <-heartbeatTimer:
 			r.mainThreadSaturation.working()
+			r.runFollowerCheckHook()
+			now, due := time.Now(), heartbeatDue
 			// Restart the heartbeat timer
 			hbTimeout := r.config().HeartbeatTimeout
-			heartbeatTimer = randomTimeout(hbTimeout)
+			armHeartbeat(randomDuration(hbTimeout))
 
 			// Check if we have had a successful contact
 			lastContact := r.LastContact()
-			if time.Since(lastContact) < hbTimeout {
+			if now.Sub(lastContact) < hbTimeout {
+				graces = 0
 				continue
 			}
+			// SEPP PATCH: re-check once after a grace (and again while the
+			// re-checks fire late) before standing for election.
+			if grace := followerGrace(hbTimeout); !followerSilenceVerdict(graces, due, now, grace) {
+				graces++
+				r.logger.Debug("leader silent for a heartbeat timeout, re-checking after a grace", "grace", grace, "round", graces, "last-contact", lastContact)
+				armHeartbeat(grace)
+				continue
+			}
+			graces = 0
 
 			// Heartbeat failed! Transition to the candidate state
 			lastLeaderAddr, lastLeaderID := r.LeaderWithID()
@@ -458,6 +480,7 @@ func (r *Raft) setupLeaderState() {
 	r.leaderState.commitment = newCommitment(r.leaderState.commitCh,
 		r.configurations.latest,
 		r.getLastIndex()+1 /* first index that may be committed in this term */)
+	r.seppCommitment.Store(r.leaderState.commitment) // SEPP PATCH (sepp_match.go)
 	r.leaderState.inflight = list.New()
 	r.leaderState.replState = make(map[ServerID]*followerReplication)
 	r.leaderState.notify = make(map[*verifyFuture]struct{})
@@ -527,6 +550,7 @@ func (r *Raft) runLeader() {
 
 		// Clear all the state
 		r.leaderState.commitCh = nil
+		r.seppCommitment.Store(nil) // SEPP PATCH (sepp_match.go)
 		r.leaderState.commitment = nil
 		r.leaderState.inflight = nil
 		r.leaderState.replState = nil
@@ -676,6 +700,9 @@ func (r *Raft) leaderLoop() {
 	// This is only used for the first lease check, we reload lease below
 	// based on the current config value.
 	lease := time.After(r.config().LeaderLeaseTimeout)
+	// probe is the lease check's state between a failed check and its
+	// verdict (SEPP PATCH, sepp_lease.go).
+	var probe leaseProbeState
 
 	for r.getState() == Leader {
 		r.mainThreadSaturation.sleeping()
@@ -934,8 +961,31 @@ func (r *Raft) leaderLoop() {
 
 		case <-lease:
 			r.mainThreadSaturation.working()
+			r.runLeaseCheckHook()
 			// Check if we've exceeded the lease, potentially stepping down
-			maxDiff := r.checkLeaderLease()
+			// (SEPP PATCH: only once the heartbeat rounds sent after a
+			// failed check have had their chance; see leaseVerdict).
+			now := time.Now()
+			maxDiff, quorum := r.checkLeaderLease(now)
+			window := leaseProbeWindow(r.config().LeaderLeaseTimeout)
+			switch leaseVerdict(quorum, probe) {
+			case leaseProbe:
+				probe.probes++
+				r.logger.Warn("no quorum heard from within the leader lease, sending a heartbeat round before stepping down",
+					"round", probe.probes, "window", window)
+				r.sendLeaseProbe()
+				lease = time.After(window)
+				continue
+			case leaseStepDown:
+				r.logger.Warn("failed to contact quorum of nodes, stepping down", "heartbeat-rounds", probe.probes)
+				r.setState(Follower)
+				metrics.IncrCounter([]string{"raft", "transition", "leader_lease_timeout"}, 1)
+			case leaseKeep:
+				if probe.probes > 0 {
+					r.logger.Info("a heartbeat round reached a quorum, staying leader", "rounds", probe.probes)
+				}
+			}
+			probe = leaseProbeState{}
 
 			// Next check interval should adjust for the last node we've
 			// contacted, without going negative
@@ -1033,8 +1083,10 @@ func (r *Raft) leadershipTransfer(id ServerID, address ServerAddress, repl *foll
 // checkLeaderLease is used to check if we can contact a quorum of nodes
 // within the last leader lease interval. If not, we need to step down,
 // as we may have lost connectivity. Returns the maximum duration without
-// contact. This must only be called from the main thread.
-func (r *Raft) checkLeaderLease() time.Duration {
+// contact, and whether a quorum was contacted (SEPP PATCH: the caller
+// decides whether to step down, see leaseVerdict). This must only be called
+// from the main thread.
+func (r *Raft) checkLeaderLease(now time.Time) (time.Duration, bool) {
 	// Track contacted nodes, we can always contact ourself
 	contacted := 0
 
@@ -1045,7 +1097,6 @@ func (r *Raft) checkLeaderLease() time.Duration {
 
 	// Check each follower
 	var maxDiff time.Duration
-	now := time.Now()
 	for _, server := range r.configurations.latest.Servers {
 		if server.Suffrage == Voter {
 			if server.ID == r.localID {
@@ -1072,13 +1123,7 @@ func (r *Raft) checkLeaderLease() time.Duration {
 	}
 
 	// Verify we can contact a quorum
-	quorum := r.quorumSize()
-	if contacted < quorum {
-		r.logger.Warn("failed to contact quorum of nodes, stepping down")
-		r.setState(Follower)
-		metrics.IncrCounter([]string{"raft", "transition", "leader_lease_timeout"}, 1)
-	}
-	return maxDiff
+	return maxDiff, contacted >= r.quorumSize()
 }
 
 // quorumSize is used to return the quorum size. This must only be called on

@@ -210,7 +210,7 @@ START:
 	// Prevent an excessive retry rate on errors
 	if s.failures > 0 {
 		select {
-		case <-time.After(backoff(failureWait, s.failures, maxFailureScale)):
+		case <-time.After(replicationRetryWait(r.config().HeartbeatTimeout, s.failures)): // sepp patch: capped (sepp_backoff.go)
 		case <-r.shutdownCh:
 		}
 	}

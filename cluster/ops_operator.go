@@ -1,0 +1,74 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/fsm"
+	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+)
+
+// ErrUpgradeInProgress: the operation needs a command version some member
+// of the cluster does not apply yet (a rolling upgrade is under way).
+// Nothing was proposed; retry once every member runs the new binary.
+var ErrUpgradeInProgress = errors.New("cluster upgrade in progress")
+
+// proposeVersioned proposes cmd once every member applies its version; on
+// a follower it proposes at once, so the caller gets the usual
+// not-the-leader answer to follow.
+func (n *Node) proposeVersioned(ctx context.Context, cmd *cmdpb.Command) (fsm.Result, error) {
+	if n.raft.State() == raft.Leader && !n.membersApply(cmd.GetVersion()) {
+		return fsm.Result{}, fmt.Errorf("%w: every member must apply command version %d for this operation", ErrUpgradeInProgress, cmd.GetVersion())
+	}
+	return n.propose(ctx, cmd)
+}
+
+// CreateQueue adds a configured queue.
+func (n *Node) CreateQueue(ctx context.Context, qc engine.QueueConfig, paused bool) error {
+	res, err := n.proposeVersioned(ctx, fsm.CreateQueueCommand(qc, paused))
+	if err != nil {
+		return err
+	}
+	return res.Err
+}
+
+// UpdateQueue changes a queue's settings.
+func (n *Node) UpdateQueue(ctx context.Context, u engine.QueueUpdate) error {
+	res, err := n.proposeVersioned(ctx, fsm.UpdateQueueCommand(u))
+	if err != nil {
+		return err
+	}
+	return res.Err
+}
+
+// DeleteQueue removes a queue, with its jobs when force is set.
+func (n *Node) DeleteQueue(ctx context.Context, queue string, force bool) (engine.QueueRemoval, error) {
+	res, err := n.proposeVersioned(ctx, fsm.DeleteQueueCommand(queue, force))
+	if err != nil {
+		return engine.QueueRemoval{}, err
+	}
+	return res.Removed, res.Err
+}
+
+// PurgeQueue removes a queue's waiting jobs or its dead letters.
+func (n *Node) PurgeQueue(ctx context.Context, queue string, target engine.PurgeTarget) (engine.QueueRemoval, error) {
+	res, err := n.proposeVersioned(ctx, fsm.PurgeQueueCommand(queue, target))
+	if err != nil {
+		return engine.QueueRemoval{}, err
+	}
+	return res.Removed, res.Err
+}
+
+// ActOnJobs applies an action to live jobs (delete, run now, reschedule,
+// priority) and answers per job.
+func (n *Node) ActOnJobs(ctx context.Context, p engine.JobActionParams) ([]engine.ItemResult, error) {
+	res, err := n.proposeVersioned(ctx, fsm.JobsActCommand(p))
+	if err != nil {
+		return nil, err
+	}
+	return res.Items, res.Err
+}
