@@ -128,37 +128,47 @@ func (a *Authorizer) lookup(token string) *Token {
 // Authorize decides one call of method with ctx's metadata: nil when
 // allowed, else a status error (Unauthenticated or PermissionDenied).
 func (a *Authorizer) Authorize(ctx context.Context, method string) error {
+	_, err := a.authorize(ctx, method)
+	return err
+}
+
+// authorize is Authorize that also names the token of an allowed call of an
+// operator or admin method (the actions an audit record names), else "".
+func (a *Authorizer) authorize(ctx context.Context, method string) (string, error) {
 	if isOpen(method) {
 		a.decisions.WithLabelValues(method, resultOpen, "").Inc()
-		return nil
+		return "", nil
 	}
 	tok, err := bearer(ctx)
 	if err != nil {
 		a.refuse(method, resultUnauthenticated, "")
-		return status.Error(codes.Unauthenticated, err.Error())
+		return "", status.Error(codes.Unauthenticated, err.Error())
 	}
 	if tok == "" {
 		a.refuse(method, resultUnauthenticated, "")
-		return status.Error(codes.Unauthenticated, `this server requires a bearer token: send "authorization: Bearer <token>" (the CLI: --token or SEPP_TOKEN)`)
+		return "", status.Error(codes.Unauthenticated, `this server requires a bearer token: send "authorization: Bearer <token>" (the CLI: --token or SEPP_TOKEN)`)
 	}
 	t := a.lookup(tok)
 	if t == nil {
 		a.refuse(method, resultUnauthenticated, "")
-		return status.Error(codes.Unauthenticated, "unknown token")
+		return "", status.Error(codes.Unauthenticated, "unknown token")
 	}
 	need, known := MethodRoles[method]
 	if !known {
 		a.refuse(method, resultDenied, t.Name)
-		return status.Errorf(codes.PermissionDenied, "no role may call %s", method)
+		return "", status.Errorf(codes.PermissionDenied, "no role may call %s", method)
 	}
 	for _, r := range t.Roles {
 		if r == need {
 			a.decisions.WithLabelValues(method, resultAllowed, t.Name).Inc()
-			return nil
+			if need == RoleOperator || need == RoleAdmin {
+				return t.Name, nil
+			}
+			return "", nil
 		}
 	}
 	a.refuse(method, resultDenied, t.Name)
-	return status.Errorf(codes.PermissionDenied, "token %q lacks role %q needed for %s", t.Name, need, method)
+	return "", status.Errorf(codes.PermissionDenied, "token %q lacks role %q needed for %s", t.Name, need, method)
 }
 
 func (a *Authorizer) refuse(method, result, name string) {
@@ -169,8 +179,12 @@ func (a *Authorizer) refuse(method, result, name string) {
 // UnaryInterceptor authorizes unary calls.
 func (a *Authorizer) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := a.Authorize(ctx, info.FullMethod); err != nil {
+		name, err := a.authorize(ctx, info.FullMethod)
+		if err != nil {
 			return nil, err
+		}
+		if name != "" {
+			ctx = withCaller(ctx, name)
 		}
 		return handler(ctx, req)
 	}

@@ -19,7 +19,9 @@ const (
 	RoleWorker Role = "worker"
 	// RoleViewer reads: server info, queue, job, dead-letter and cluster listings.
 	RoleViewer Role = "viewer"
-	// RoleOperator drains, requeues, deletes and dead-letters, pauses and resumes.
+	// RoleOperator drains, requeues, deletes and dead-letters, pauses and
+	// resumes, creates, updates, deletes and purges queues, and deletes,
+	// runs, reschedules and reprioritises live jobs.
 	RoleOperator Role = "operator"
 	// RoleAdmin changes the cluster: join, remove, transfer leadership.
 	RoleAdmin Role = "admin"
@@ -61,6 +63,12 @@ var MethodRoles = map[string]Role{
 	seppv1.AdminService_GetJob_FullMethodName:          RoleViewer,
 	seppv1.AdminService_ListDeadLetters_FullMethodName: RoleViewer,
 	seppv1.AdminService_GetDeadLetter_FullMethodName:   RoleViewer,
+	seppv1.AdminService_GetQueue_FullMethodName:        RoleViewer,
+	seppv1.AdminService_ListRedrives_FullMethodName:    RoleViewer,
+	seppv1.AdminService_GetRedrive_FullMethodName:      RoleViewer,
+	seppv1.AdminService_PreviewRedrive_FullMethodName:  RoleViewer,
+	seppv1.AdminService_GetSchedule_FullMethodName:     RoleViewer,
+	seppv1.AdminService_ListSchedules_FullMethodName:   RoleViewer,
 	seppv1.ClusterService_Status_FullMethodName:        RoleViewer,
 
 	seppv1.QueueService_DrainDeadLetters_FullMethodName:   RoleOperator,
@@ -69,6 +77,24 @@ var MethodRoles = map[string]Role{
 	seppv1.AdminService_DeadLetterJobs_FullMethodName:     RoleOperator,
 	seppv1.AdminService_PauseQueue_FullMethodName:         RoleOperator,
 	seppv1.AdminService_ResumeQueue_FullMethodName:        RoleOperator,
+	seppv1.AdminService_CreateQueue_FullMethodName:        RoleOperator,
+	seppv1.AdminService_UpdateQueue_FullMethodName:        RoleOperator,
+	seppv1.AdminService_DeleteQueue_FullMethodName:        RoleOperator,
+	seppv1.AdminService_PurgeQueue_FullMethodName:         RoleOperator,
+	seppv1.AdminService_DeleteJobs_FullMethodName:         RoleOperator,
+	seppv1.AdminService_CancelJobs_FullMethodName:         RoleOperator,
+	seppv1.AdminService_RunJobsNow_FullMethodName:         RoleOperator,
+	seppv1.AdminService_RescheduleJobs_FullMethodName:     RoleOperator,
+	seppv1.AdminService_SetJobsPriority_FullMethodName:    RoleOperator,
+	seppv1.AdminService_StartRedrive_FullMethodName:       RoleOperator,
+	seppv1.AdminService_PauseRedrive_FullMethodName:       RoleOperator,
+	seppv1.AdminService_ResumeRedrive_FullMethodName:      RoleOperator,
+	seppv1.AdminService_CancelRedrive_FullMethodName:      RoleOperator,
+	seppv1.AdminService_CreateSchedule_FullMethodName:     RoleOperator,
+	seppv1.AdminService_UpdateSchedule_FullMethodName:     RoleOperator,
+	seppv1.AdminService_DeleteSchedule_FullMethodName:     RoleOperator,
+	seppv1.AdminService_PauseSchedule_FullMethodName:      RoleOperator,
+	seppv1.AdminService_ResumeSchedule_FullMethodName:     RoleOperator,
 
 	seppv1.ClusterService_Join_FullMethodName:               RoleAdmin,
 	seppv1.ClusterService_Remove_FullMethodName:             RoleAdmin,
@@ -79,6 +105,9 @@ var MethodRoles = map[string]Role{
 // orchestrators, reflection for grpcurl. Neither reveals or changes jobs.
 var openServices = []string{
 	"/grpc.health.v1.Health/",
+	// A member's facts (binary and command versions, memory limit): the
+	// leader asks every member for them, and holds no token.
+	seppv1.ClusterService_GetMemberFacts_FullMethodName,
 	"/grpc.reflection.v1.ServerReflection/",
 	"/grpc.reflection.v1alpha.ServerReflection/",
 }

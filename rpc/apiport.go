@@ -413,7 +413,7 @@ func (handshakenTLS) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo
 }
 
 func (handshakenTLS) Info() credentials.ProtocolInfo {
-	return credentials.ProtocolInfo{SecurityProtocol: "tls", SecurityVersion: "1.2"}
+	return credentials.ProtocolInfo{SecurityProtocol: "tls"}
 }
 
 func (h handshakenTLS) Clone() credentials.TransportCredentials { return h }

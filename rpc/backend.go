@@ -29,6 +29,21 @@ type Backend interface {
 	DeadLetterJobs(ctx context.Context, ids []engine.JobID, reason string) ([]engine.ItemResult, error)
 	PauseQueue(ctx context.Context, queue string) error
 	ResumeQueue(ctx context.Context, queue string) error
+	CreateQueue(ctx context.Context, qc engine.QueueConfig, paused bool) error
+	UpdateQueue(ctx context.Context, u engine.QueueUpdate) error
+	DeleteQueue(ctx context.Context, queue string, force bool) (engine.QueueRemoval, error)
+	PurgeQueue(ctx context.Context, queue string, target engine.PurgeTarget) (engine.QueueRemoval, error)
+	ActOnJobs(ctx context.Context, p engine.JobActionParams) ([]engine.ItemResult, error)
+	StartRedrive(ctx context.Context, p engine.RedriveParams) (engine.RedriveTask, error)
+	SetRedriveState(ctx context.Context, id uint64, state engine.RedriveState, by string) (engine.RedriveTask, error)
+	// Periodic schedules (cluster/schedule_api.go): the leader parses the
+	// spec and proposes the first tick; a create of an existing name is
+	// engine.ErrAlreadyExists, an update or delete of an unknown one
+	// engine.ErrNotFound.
+	CreateSchedule(ctx context.Context, p engine.ScheduleParams) error
+	UpdateSchedule(ctx context.Context, p engine.ScheduleParams) error
+	DeleteSchedule(ctx context.Context, name string) error
+	SetSchedulePaused(ctx context.Context, name string, paused bool) error
 
 	// Read runs fn against the local engine under the state machine's read
 	// lock. With stale false the node first confirms it leads (VerifyLeader)
@@ -47,6 +62,10 @@ type Backend interface {
 	Self() cluster.NodeInfo
 	Leader() cluster.NodeInfo
 	Status(ctx context.Context) (cluster.Status, error)
+	// SelfFacts is this node's report of itself (binary version, command
+	// versions, memory limit, GOMAXPROCS, start time), which the leader
+	// asks every member for (ClusterService.GetMemberFacts).
+	SelfFacts() cluster.MemberFacts
 	// StateDigest is a hash of the whole replicated state and the index of
 	// the last log entry it includes: replicas at the same index must have
 	// the same digest. It encodes the whole state: not for hot paths.

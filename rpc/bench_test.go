@@ -3,7 +3,6 @@ package rpc_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -36,19 +35,9 @@ func benchCluster(b *testing.B) *client.Client {
 }
 
 // benchClusterNodes is benchCluster that also returns the nodes.
-func benchClusterNodes(b *testing.B) (*client.Client, *clustertest.Cluster) {
+func benchClusterNodes(b *testing.B) (*client.Client, *rpctest.ServedCluster) {
 	b.Helper()
-	const n = 3
-	lis := make([]net.Listener, n)
-	addrs := make([]string, n)
-	for i := range lis {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		lis[i], addrs[i] = l, l.Addr().String()
-	}
-	nodes := clustertest.New(b, n, clustertest.WithConfig(func(i int, cfg *cluster.Config) {
+	nodes := rpctest.ServeCluster(b, 3, nil, clustertest.WithConfig(func(i int, cfg *cluster.Config) {
 		d := cluster.DefaultConfig()
 		cfg.HeartbeatTimeout = d.HeartbeatTimeout
 		cfg.ElectionTimeout = d.ElectionTimeout
@@ -56,20 +45,8 @@ func benchClusterNodes(b *testing.B) (*client.Client, *clustertest.Cluster) {
 		cfg.LeaseGrace = d.LeaseGrace
 		cfg.TickMaxWait = d.TickMaxWait
 		cfg.SnapshotInterval = d.SnapshotInterval
-		cfg.GRPCAddr = addrs[i]
-		for p := range cfg.Peers {
-			var j int
-			if _, err := fmt.Sscanf(cfg.Peers[p].ID, "n%d", &j); err != nil {
-				b.Fatalf("peer id %q: %v", cfg.Peers[p].ID, err)
-			}
-			cfg.Peers[p].GRPCAddr = addrs[j]
-		}
 	}))
-	for i := range lis {
-		srv := rpc.NewGRPCServer(nodes.Node(i), rpc.Options{})
-		go func() { _ = srv.Serve(lis[i]) }()
-		b.Cleanup(srv.Stop)
-	}
+	addrs := nodes.Addrs()
 	nodes.WaitLeader()
 	cli, err := client.New(context.Background(), addrs)
 	if err != nil {

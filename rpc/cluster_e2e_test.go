@@ -13,6 +13,7 @@ import (
 	"github.com/sepp-io/sepp/cluster/clustertest"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 	"github.com/sepp-io/sepp/rpc"
+	"github.com/sepp-io/sepp/rpc/rpctest"
 )
 
 // TestThreeNodeCluster_ThroughGRPC runs the API over three real Raft nodes
@@ -24,12 +25,8 @@ func TestThreeNodeCluster_ThroughGRPC(t *testing.T) {
 		t.Skip("starts a three-node cluster")
 	}
 	const n = 3
-	nodes, lis, addrs := listenedCluster(t, n)
-	for i := range lis {
-		srv := rpc.NewGRPCServer(nodes.Node(i), rpc.Options{MaxReserveWait: 200 * time.Millisecond})
-		go func() { _ = srv.Serve(lis[i]) }()
-		t.Cleanup(srv.Stop)
-	}
+	nodes := rpctest.ServeCluster(t, n, func(int) rpc.Options { return rpc.Options{MaxReserveWait: 200 * time.Millisecond} })
+	addrs := nodes.Addrs()
 	leader := nodes.WaitLeader()
 	follower := (leader + 1) % n
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -64,6 +64,13 @@ func (s *clusterService) Remove(ctx context.Context, req *seppv1.RemoveRequest) 
 	return &seppv1.RemoveResponse{}, nil
 }
 
+// GetMemberFacts is this node's report of itself, which the leader asks
+// every member for (cluster/facts.go).
+func (s *clusterService) GetMemberFacts(context.Context, *seppv1.GetMemberFactsRequest) (*seppv1.GetMemberFactsResponse, error) {
+	f := s.b.SelfFacts()
+	return &seppv1.GetMemberFactsResponse{Facts: memberFactsToProto(&f)}, nil
+}
+
 func (s *clusterService) TransferLeadership(ctx context.Context, req *seppv1.TransferLeadershipRequest) (*seppv1.TransferLeadershipResponse, error) {
 	if err := validateName("to_node_id", req.GetToNodeId(), false); err != nil {
 		return nil, err

@@ -17,7 +17,6 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/sepp-io/sepp/internal/grpcbuf"
-	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
 // Go's protobuf rejects a proto3 string holding invalid UTF-8 while decoding,
@@ -49,24 +48,10 @@ func (c utf8Codec) Marshal(v any) (mem.BufferSlice, error) {
 	if _, ok := v.(proto.Message); !ok {
 		return c.base.Marshal(v)
 	}
-	if m, ok := v.(*seppv1.EnqueueBatchResponse); ok {
-		// The hot answer has an encoder of its own (encode_enqueue.go).
-		if data, ok := marshalEnqueueBatchResponse(m); ok {
-			return data, nil
-		}
-	}
 	return grpcbuf.Marshal(v)
 }
 
 func (c utf8Codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if m, ok := v.(*seppv1.EnqueueBatchRequest); ok {
-		// The hot request has a decoder of its own (decode.go); what it
-		// cannot decode exactly goes the general way below.
-		raw := data.Materialize()
-		if decodeEnqueueBatch(raw, m) {
-			return nil
-		}
-	}
 	err := c.base.Unmarshal(data, v)
 	if err == nil || !isInvalidUTF8(err) {
 		return err

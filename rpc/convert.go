@@ -59,6 +59,10 @@ func causeToProto(c engine.Cause) seppv1.DeadLetterCause {
 		return seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_LEASE_EXPIRED
 	case engine.CauseAdmin:
 		return seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_ADMIN
+	case engine.CauseCancelled:
+		return seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_CANCELLED
+	case engine.CauseExpired:
+		return seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_EXPIRED
 	}
 	return seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_UNSPECIFIED
 }
@@ -74,6 +78,10 @@ func causeLabel(c engine.Cause) string {
 		return "lease_expired"
 	case engine.CauseAdmin:
 		return "admin"
+	case engine.CauseCancelled:
+		return "cancelled"
+	case engine.CauseExpired:
+		return "expired"
 	}
 	return "unknown"
 }
@@ -126,14 +134,32 @@ func fillJob(out *seppv1.Job, j engine.Job, ts *timestamps) {
 	out.WorkerId = j.WorkerID
 	out.LeaseDeadline = ts.of(j.LeaseDeadline)
 	out.LastReason = j.LastReason
+	out.StartedAt = ts.of(j.StartedAt)
+
+	if j.ExpiresAtNanos != 0 {
+		out.ExpiresAt = ts.of(j.ExpiresAt())
+	}
 	for _, a := range j.History {
-		out.History = append(out.History, &seppv1.JobAttempt{
-			Attempt:  a.Attempt,
-			WorkerId: a.WorkerID,
-			EndedAt:  timestampOrNil(a.At),
-			Outcome:  a.Outcome,
-			Reason:   a.Reason,
-		})
+		pa := &seppv1.JobAttempt{
+			Attempt:    a.Attempt,
+			WorkerId:   a.WorkerID,
+			EndedAt:    timestampOrNil(a.At),
+			Outcome:    a.Outcome,
+			Reason:     a.Reason,
+			StartedAt:  timestampOrNil(a.StartedAt),
+			LeaseToken: uint64(a.LeaseToken),
+			Directive:  a.Directive,
+		}
+		if !a.StartedAt.IsZero() {
+			pa.Duration = durationpb.New(a.Duration)
+		}
+		out.History = append(out.History, pa)
+	}
+	if o := j.Origin; o.Queue != "" {
+		out.Origin = &seppv1.JobOrigin{
+			Queue: o.Queue, JobId: uint64(o.JobID), Cause: causeToProto(o.Cause),
+			FailedAt: timestampOrNil(o.FailedAt), LastReason: o.LastReason, FinalAttempt: o.FinalAttempt,
+		}
 	}
 }
 
@@ -144,7 +170,10 @@ func deliveriesToProto(ds []engine.Delivery, workerID string) []*seppv1.Reserved
 	reserved := make([]seppv1.ReservedJob, len(ds))
 	ctxs := make([]seppv1.JobContext, len(ds))
 	jobs := make([]seppv1.Job, len(ds))
-	ts := &timestamps{slab: make([]timestamppb.Timestamp, 0, 5*len(ds))}
+	// Up to seven timestamps a delivery: the context's lease deadline and
+	// the job's enqueued, scheduled, next-attempt, lease deadline, started
+	// and expiry times. A slab too small falls back to one allocation each.
+	ts := &timestamps{slab: make([]timestamppb.Timestamp, 0, 7*len(ds))}
 	for i, d := range ds {
 		c := &ctxs[i]
 		c.JobId = uint64(d.Job.ID)
@@ -210,9 +239,14 @@ func queueStatsToProto(q engine.QueueStats) *seppv1.QueueSummary {
 		EnqueuedTotal:  q.Enqueued,
 		AckedTotal:     q.Acked,
 		DroppedTotal:   q.Dropped,
+		RateTokens:     uint64(max(q.Limits.RateTokens, 0)),
+		KeysAtLimit:    uint64(q.Limits.KeysAtLimit),
+		HeldByKey:      uint64(q.Limits.Parked),
+		PurgedTotal:    q.Purged,
 	}
+	out.FairnessActiveKeys = uint64(q.Fairness.ActiveKeys)
 	// Fixed cause order: the map's iteration order must not reach the wire.
-	for _, c := range []engine.Cause{engine.CauseAttemptsExhausted, engine.CauseRejected, engine.CauseLeaseExpired, engine.CauseAdmin} {
+	for _, c := range engine.Causes() {
 		if n := q.DeadLettered[c]; n > 0 {
 			out.DeadLetteredTotal = append(out.DeadLetteredTotal, &seppv1.DeadLetterCount{Cause: causeToProto(c), Count: n})
 		}
@@ -225,6 +259,24 @@ func nodeInfoToProto(n cluster.NodeInfo) *seppv1.NodeInfo {
 		return nil
 	}
 	return &seppv1.NodeInfo{Id: n.ID, RaftAddr: n.RaftAddr, GrpcAddr: n.GRPCAddr, HttpAddr: n.HTTPAddr}
+}
+
+// memberFactsToProto is nil for nil (facts not known yet).
+func memberFactsToProto(f *cluster.MemberFacts) *seppv1.MemberFacts {
+	if f == nil {
+		return nil
+	}
+	return &seppv1.MemberFacts{
+		NodeId:            f.NodeID,
+		BinaryVersion:     f.BinaryVersion,
+		MinCommandVersion: f.MinCommandVersion,
+		MaxCommandVersion: f.MaxCommandVersion,
+		MemoryLimitBytes:  f.MemoryLimitBytes,
+		MemoryLimitFrom:   f.MemoryLimitFrom,
+		Gomaxprocs:        uint32(max(f.GOMAXPROCS, 0)),
+		StartTime:         timestampOrNil(f.Started),
+		Legacy:            f.Legacy,
+	}
 }
 
 func clusterStatusToProto(st cluster.Status) *seppv1.StatusResponse {
@@ -244,6 +296,7 @@ func clusterStatusToProto(st cluster.Status) *seppv1.StatusResponse {
 			Leader:      m.Leader,
 			Healthy:     m.Healthy,
 			LastContact: m.LastContact,
+			Facts:       memberFactsToProto(m.Facts),
 		})
 	}
 	return out
@@ -321,6 +374,22 @@ func queueLimitsToProto(q engine.QueueConfig, l engine.Limits) *seppv1.QueueLimi
 	}
 	if q.MaxMemoryBytes != nil {
 		out.MaxMemoryBytes = uint64(max(*q.MaxMemoryBytes, 0))
+	}
+	out.MaxReserved = uint64(max(q.MaxReserved, 0))
+	out.MaxPerKey = uint64(max(q.MaxPerKey, 0))
+	out.ConcurrencyKey = q.ConcurrencyKey
+	out.MaxWaitMs = q.MaxWait.Milliseconds()
+	out.FairnessKey = q.FairnessKey
+	if q.RateLimit > 0 {
+		out.RateLimit = uint64(q.RateLimit)
+		out.RatePeriodMs = q.RatePeriod.Milliseconds()
+		if out.RatePeriodMs == 0 {
+			out.RatePeriodMs = 1000
+		}
+		out.RateBurst = uint64(q.RateBurst)
+		if out.RateBurst == 0 {
+			out.RateBurst = out.RateLimit
+		}
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package rpc_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/cluster/clustertest"
 	"github.com/sepp-io/sepp/engine"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
@@ -146,27 +144,14 @@ func rpcOptions() rpc.Options { return rpc.Options{Version: "v-test"} }
 
 // listenedCluster starts n raft nodes whose configs name, for every peer,
 // the gRPC address of a loopback listener already open for it, so a test
-// can serve the API on lis[i] and followers name the leader's real address.
+// can serve the API on lis[i] with options of its own and followers name
+// the leader's real address. A test that serves every node alike uses
+// rpctest.ServeCluster instead.
 func listenedCluster(t *testing.T, n int) (nodes *clustertest.Cluster, lis []net.Listener, addrs []string) {
 	t.Helper()
-	lis = make([]net.Listener, n)
-	addrs = make([]string, n)
-	for i := range lis {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lis[i], addrs[i] = l, l.Addr().String()
+	nodes = clustertest.New(t, n, clustertest.WithGRPCListeners())
+	for i := range n {
+		lis = append(lis, nodes.Listener(i))
 	}
-	nodes = clustertest.New(t, n, clustertest.WithConfig(func(i int, cfg *cluster.Config) {
-		cfg.GRPCAddr = addrs[i]
-		for p := range cfg.Peers {
-			var j int
-			if _, err := fmt.Sscanf(cfg.Peers[p].ID, "n%d", &j); err != nil {
-				t.Fatalf("peer id %q: %v", cfg.Peers[p].ID, err)
-			}
-			cfg.Peers[p].GRPCAddr = addrs[j]
-		}
-	}))
-	return nodes, lis, addrs
+	return nodes, lis, nodes.GRPCAddrs()
 }

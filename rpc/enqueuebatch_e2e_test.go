@@ -11,7 +11,7 @@ import (
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
-// A batch in the shape the server decodes itself (decode.go), with items
+// A batch of many jobs of one queue, as producers send them, with items
 // that fail in the rpc layer and in the engine: each failed item names its
 // position and field, every result sits at its item's position, and the
 // jobs enqueued hold what was sent.

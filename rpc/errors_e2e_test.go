@@ -233,6 +233,7 @@ func TestBadInput(t *testing.T) {
 				return err
 			},
 			detail: func(t *testing.T, err error) {
+				t.Helper()
 				st := requireCode(t, err, codes.InvalidArgument)
 				d, ok := detail[*seppv1.ScheduledTooFar](st)
 				if !ok || d.GetHorizonMs() != 2592000000 || !d.GetRequestedAt().AsTime().Equal(env.Clock.Now().Add(31*24*time.Hour)) ||

@@ -18,6 +18,7 @@ import (
 	"github.com/sepp-io/sepp/cluster/clustertest"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 	"github.com/sepp-io/sepp/rpc"
+	"github.com/sepp-io/sepp/rpc/rpctest"
 )
 
 // metadataLog records the metadata of the calls a server received.
@@ -57,19 +58,18 @@ func TestFollowerForwardsToLeader(t *testing.T) {
 		t.Skip("starts a three-node cluster")
 	}
 	const n = 3
-	nodes, lis, addrs := listenedCluster(t, n)
 	received := make([]*metadataLog, n)
-	for i := range lis {
+	nodes := rpctest.ServeCluster(t, n, func(i int) rpc.Options {
 		received[i] = &metadataLog{}
 		fwd := rpc.NewForwarder(fmt.Sprintf("n%d", i), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		srv := rpc.NewGRPCServer(nodes.Node(i), rpc.Options{
+		t.Cleanup(func() { _ = fwd.Close() }) // after the servers stop
+		return rpc.Options{
 			MaxReserveWait:    200 * time.Millisecond,
 			Forwarder:         fwd,
 			UnaryInterceptors: []grpc.UnaryServerInterceptor{received[i].intercept},
-		})
-		go func() { _ = srv.Serve(lis[i]) }()
-		t.Cleanup(func() { srv.Stop(); fwd.Close() })
-	}
+		}
+	})
+	addrs := nodes.Addrs()
 	leader := nodes.WaitLeader()
 	follower := (leader + 1) % n
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

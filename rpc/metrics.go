@@ -110,6 +110,12 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.memHeld, c.memBudget, c.queueMemHeld, c.queueMemBudget} {
 		ch <- d
 	}
+	for _, d := range reserveLimitDescs {
+		ch <- d
+	}
+	for _, d := range scheduleDescs { // metrics_schedules.go
+		ch <- d
+	}
 }
 
 var raftStates = []string{"Leader", "Follower", "Candidate", "Shutdown"}
@@ -121,10 +127,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	var stats []engine.QueueStats
 	var keys engine.RememberedKeys
 	var held, budget int64
+	var schedules []engine.Schedule
 	if err := c.b.Read(ctx, true, func(e *engine.Engine) error {
 		stats = e.Stats(c.now())
 		keys = e.RememberedKeys()
 		held, budget = e.MemoryHeldTotal(), e.Config().Limits.MaxMemoryBytes
+		schedules = e.Schedules()
 		return nil
 	}); err != nil {
 		c.log.Warn("metrics: reading queue stats failed", "error", err)
@@ -135,6 +143,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.forgottenEarly, prometheus.CounterValue, float64(keys.ForgottenEarly))
 		ch <- prometheus.MustNewConstMetric(c.memHeld, prometheus.GaugeValue, float64(held))
 		ch <- prometheus.MustNewConstMetric(c.memBudget, prometheus.GaugeValue, float64(budget))
+		collectSchedules(ch, schedules)
 	}
 	for _, q := range stats {
 		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -157,10 +166,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			paused = 1
 		}
 		gauge(c.paused, paused)
+		collectReserveLimits(ch, q)
 		counter(c.enqueued, q.Enqueued)
 		counter(c.acked, q.Acked)
 		counter(c.dropped, q.Dropped)
-		for _, cause := range []engine.Cause{engine.CauseAttemptsExhausted, engine.CauseRejected, engine.CauseLeaseExpired, engine.CauseAdmin} {
+		for _, cause := range engine.Causes() {
 			counter(c.deadLettered, q.DeadLettered[cause], causeLabel(cause))
 		}
 	}

@@ -512,7 +512,24 @@ func (s *queueService) DrainDeadLetters(ctx context.Context, req *seppv1.DrainDe
 	if err != nil {
 		return nil, err
 	}
-	return &seppv1.DrainDeadLettersResponse{Records: deadLettersToProto(recs)}, nil
+	out := &seppv1.DrainDeadLettersResponse{Records: deadLettersToProto(recs)}
+	// Say whether an empty answer means "nothing dead" or "dead jobs are
+	// dropped", with the count dropped. The records are already drained, so
+	// a failed read must not lose them: it leaves the two fields unset.
+	_ = s.b.Read(ctx, false, func(e *engine.Engine) error {
+		out.DeadLetterRetentionEnabled = e.Config().Limits.DeadLetterRetention > 0
+		if p.Queue != "" {
+			if q, err := e.QueueStats(time.Time{}, p.Queue); err == nil {
+				out.DroppedTotal = q.Dropped
+			}
+			return nil
+		}
+		for _, q := range e.Stats(time.Time{}) {
+			out.DroppedTotal += q.Dropped
+		}
+		return nil
+	})
+	return out, nil
 }
 
 func (s *queueService) GetServerInfo(ctx context.Context, req *seppv1.GetServerInfoRequest) (*seppv1.GetServerInfoResponse, error) {
@@ -542,6 +559,14 @@ func (s *queueService) GetServerInfo(ctx context.Context, req *seppv1.GetServerI
 	out.Limits.MemoryHeldBytes = uint64(max(held, 0))
 	for _, q := range cfg.Queues {
 		out.Queues = append(out.Queues, queueLimitsToProto(q, l))
+	}
+	// Every member's facts, as this node's replicated state records them.
+	if st, err := s.b.Status(ctx); err == nil {
+		for _, m := range st.Members {
+			if f := memberFactsToProto(m.Facts); f != nil {
+				out.Members = append(out.Members, f)
+			}
+		}
 	}
 	return out, nil
 }

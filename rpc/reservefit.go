@@ -37,7 +37,10 @@ func deliveryBytesBound(d *engine.Delivery, worker string) int {
 		n += len(k) + len(v) + 12
 	}
 	for _, a := range j.History {
-		n += len(a.WorkerID) + len(a.Reason) + 48
+		n += len(a.WorkerID) + len(a.Reason) + len(a.Directive) + 96 // two timestamps, a duration, the lease token
+	}
+	if o := j.Origin; o.Queue != "" {
+		n += len(o.Queue) + len(o.LastReason) + 48
 	}
 	return n
 }

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sepp-io/sepp/cluster"
-	"github.com/sepp-io/sepp/fsm"
 	"github.com/sepp-io/sepp/internal/grpcbuf"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
@@ -136,7 +135,7 @@ func NewGRPCServer(b Backend, opts Options) *grpc.Server {
 	reflection.Register(gs)
 	if opts.Registerer != nil {
 		reg := prometheus.WrapRegistererWith(prometheus.Labels{"node": b.Self().ID}, opts.Registerer)
-		for _, c := range []prometheus.Collector{rpcMetrics, newStateCollector(b, opts.NowFunc, s.log)} {
+		for _, c := range []prometheus.Collector{rpcMetrics, newStateCollector(b, opts.NowFunc, s.log), newActivityCollector(b, s.log)} {
 			if err := reg.Register(c); err != nil {
 				s.log.Warn("metrics not registered", "error", err)
 			}
@@ -234,12 +233,7 @@ func (h *healthService) known(service string) bool {
 	}
 	// A leader asks its members which command versions their binaries
 	// apply (cluster/versions.go); an older binary answers NotFound.
-	for v := uint32(1); v <= fsm.CommandVersion; v++ {
-		if service == cluster.CommandVersionService(v) {
-			return true
-		}
-	}
-	return false
+	return cluster.IsCommandVersionService(service)
 }
 
 func (h *healthService) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {

@@ -139,6 +139,10 @@ func TestMetrics(t *testing.T) {
 	enqueue(t, env, &seppv1.EnqueueRequest{Queue: "emails"})
 	enqueue(t, env, &seppv1.EnqueueRequest{Queue: "emails", IdempotencyKey: "order-7"})
 	nack(t, env, reserveOne(t, env, "emails").GetCtx(), directiveDeadLetter(), "bad")
+	if _, err := env.Admin.CreateSchedule(ctxT(t), &seppv1.CreateScheduleRequest{Schedule: &seppv1.Schedule{
+		Name: "hourly", Cron: "@hourly", Template: &seppv1.JobTemplate{Queue: "emails", JobType: "digest"}}}); err != nil {
+		t.Fatal(err)
+	}
 
 	srv := httptest.NewServer(rpc.MetricsHandler(reg))
 	defer srv.Close()
@@ -168,6 +172,10 @@ func TestMetrics(t *testing.T) {
 		`sepp_memory_held_bytes{node="node-1"}`,
 		`sepp_queue_memory_held_bytes{node="node-1",queue="emails"}`,
 		`sepp_rpc_requests_total{code="OK",method="/sepp.v1.QueueService/Enqueue",node="node-1"} 2`,
+		`sepp_schedule_ticks_total{node="node-1",outcome="fired",schedule="hourly"} 0`,
+		`sepp_schedule_paused{node="node-1",schedule="hourly"} 0`,
+		// rpctest.Epoch is 2030-01-02 03:04:05 UTC: the next full hour is 04:00.
+		`sepp_schedule_next_fire_timestamp_seconds{node="node-1",schedule="hourly"} 1.8935568e+09`,
 		`sepp_rpc_duration_seconds_bucket{code="OK",method="/sepp.v1.QueueService/Nack",node="node-1"`,
 	} {
 		if !strings.Contains(text, want) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -24,11 +25,18 @@ import (
 //	cluster ErrNoLeader, ErrShutdown Unavailable: nothing was applied, retry later
 //	cluster *DiskFullError           ResourceExhausted "disk full on <data dir>" + ResourceInfo(disk)
 //	cluster ErrUnknownOutcome        Aborted + UnknownOutcome: may have been applied
+//	cluster ErrSchedulesUnavailable  FailedPrecondition + PreconditionFailure(UPGRADE)
 //	engine *ScheduledTooFarError     InvalidArgument + ScheduledTooFar + BadRequest
 //	engine ErrInvalidArgument        InvalidArgument + FieldViolation + BadRequest
 //	engine ErrLeaseLost              FailedPrecondition + PreconditionFailure(LEASE)
 //	engine ErrWrongState             FailedPrecondition + PreconditionFailure(STATE)
+//	cluster *CommandVersionError     FailedPrecondition + PreconditionFailure(VERSION)
+//	engine *UniqueConflictError      AlreadyExists + ResourceInfo(the holding job)
 //	engine ErrNotFound, ErrUnknownQueue  NotFound
+//	engine ErrAlreadyExists          AlreadyExists
+//	engine ErrQueueNotEmpty, ErrQueueInUse  FailedPrecondition + PreconditionFailure(QUEUE)
+//	cluster ErrUpgradeInProgress     FailedPrecondition + PreconditionFailure(VERSION)
+//	cluster ErrUnknownMember         NotFound (no such voter to transfer to)
 //	engine ErrQueueFull, ErrCapacity ResourceExhausted
 //	engine *MemoryFullError          ResourceExhausted + QuotaFailure(the budget's key)
 //	context.Canceled / DeadlineExceeded  Canceled / DeadlineExceeded
@@ -68,6 +76,8 @@ func statusFor(err error) *status.Status {
 	var diskFull *cluster.DiskFullError
 	var tooFar *engine.ScheduledTooFarError
 	var field *engine.FieldError
+	var version *cluster.CommandVersionError
+	var conflict *engine.UniqueConflictError
 	var memFull *engine.MemoryFullError
 	switch {
 	case errors.As(err, &notLeader):
@@ -89,6 +99,13 @@ func statusFor(err error) *status.Status {
 			&seppv1.UnknownOutcome{Reason: err.Error()})
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrShutdown):
 		return status.New(codes.Unavailable, err.Error())
+	case errors.Is(err, cluster.ErrSchedulesUnavailable):
+		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
+			Violations: []*errdetails.PreconditionFailure_Violation{{
+				Type: "UPGRADE", Subject: "cluster",
+				Description: "a member does not apply schedules yet; retry once every member runs this release",
+			}},
+		})
 
 	case errors.As(err, &tooFar):
 		return withDetails(codes.InvalidArgument, err.Error(),
@@ -120,8 +137,29 @@ func statusFor(err error) *status.Status {
 				Type: "STATE", Subject: "job", Description: err.Error(),
 			}},
 		})
-	case errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrUnknownQueue):
+	case errors.As(err, &version):
+		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
+			Violations: []*errdetails.PreconditionFailure_Violation{{
+				Type: "VERSION", Subject: fmt.Sprintf("command_version=%d", version.Version), Description: err.Error(),
+			}},
+		})
+	case errors.As(err, &conflict):
+		return withDetails(codes.AlreadyExists, err.Error(), &errdetails.ResourceInfo{
+			ResourceType: "job", ResourceName: strconv.FormatUint(uint64(conflict.Existing), 10),
+			Owner: conflict.Queue, Description: err.Error(),
+		})
+	case errors.Is(err, engine.ErrNotFound), errors.Is(err, engine.ErrUnknownQueue), errors.Is(err, cluster.ErrUnknownMember):
 		return fromFieldError(codes.NotFound, err)
+	case errors.Is(err, engine.ErrAlreadyExists):
+		return fromFieldError(codes.AlreadyExists, err)
+	case errors.Is(err, engine.ErrQueueNotEmpty), errors.Is(err, engine.ErrQueueInUse):
+		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
+			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "QUEUE", Subject: "queue", Description: err.Error()}},
+		})
+	case errors.Is(err, cluster.ErrUpgradeInProgress):
+		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
+			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "VERSION", Subject: "cluster", Description: err.Error()}},
+		})
 	case errors.As(err, &memFull):
 		// No request field is at fault: a QuotaFailure names the budget.
 		return withDetails(codes.ResourceExhausted, err.Error(), &errdetails.QuotaFailure{

@@ -7,7 +7,7 @@ import (
 
 	"github.com/sepp-io/sepp/client"
 	"github.com/sepp-io/sepp/cluster/clustertest"
-	"github.com/sepp-io/sepp/rpc"
+	"github.com/sepp-io/sepp/rpc/rpctest"
 )
 
 // TestClusterStatus_WhicheverNodeAnswers: `sepp cluster status` (the
@@ -19,12 +19,8 @@ func TestClusterStatus_WhicheverNodeAnswers(t *testing.T) {
 		t.Skip("starts a three-node cluster")
 	}
 	const n = 3
-	nodes, lis, addrs := listenedCluster(t, n)
-	for i := range lis {
-		srv := rpc.NewGRPCServer(nodes.Node(i), rpc.Options{})
-		go func() { _ = srv.Serve(lis[i]) }()
-		t.Cleanup(srv.Stop)
-	}
+	nodes := rpctest.ServeCluster(t, n, nil)
+	addrs := nodes.Addrs()
 	leader := nodes.WaitLeader()
 	follower := (leader + 1) % n
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

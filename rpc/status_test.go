@@ -49,6 +49,7 @@ func TestStatusFor(t *testing.T) {
 			err:  fmt.Errorf("propose enqueue: %w", &cluster.NotLeaderError{Leader: leader}),
 			code: codes.Unavailable, inMsg: "10.0.0.2:50051",
 			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
 				d, ok := detailOf[*seppv1.NotLeader](t, st)
 				if !ok || d.GetLeaderId() != "n2" || d.GetLeaderGrpcAddr() != "10.0.0.2:50051" || d.GetLeaderHttpAddr() != "10.0.0.2:8080" {
 					t.Errorf("NotLeader detail = %v, want leader n2 at 10.0.0.2:50051", d)
@@ -60,6 +61,7 @@ func TestStatusFor(t *testing.T) {
 			err:  &cluster.NotLeaderError{},
 			code: codes.Unavailable, inMsg: "leader unknown",
 			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
 				if d, ok := detailOf[*seppv1.NotLeader](t, st); !ok || d.GetLeaderGrpcAddr() != "" {
 					t.Errorf("NotLeader detail = %v, want an empty one", d)
 				}
@@ -67,6 +69,7 @@ func TestStatusFor(t *testing.T) {
 		},
 		{name: "BareErrNotLeader", err: cluster.ErrNotLeader, code: codes.Unavailable, inMsg: "not the leader",
 			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
 				if _, ok := detailOf[*seppv1.NotLeader](t, st); !ok {
 					t.Error("no NotLeader detail")
 				}
@@ -78,6 +81,7 @@ func TestStatusFor(t *testing.T) {
 			err:  fmt.Errorf("enqueue: %w", cluster.ErrUnknownOutcome),
 			code: codes.Aborted, inMsg: "same idempotency_key",
 			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
 				if _, ok := detailOf[*seppv1.UnknownOutcome](t, st); !ok {
 					t.Error("no UnknownOutcome detail")
 				}
@@ -94,6 +98,7 @@ func TestStatusFor(t *testing.T) {
 				Requested: requested, Latest: latest},
 			code: codes.InvalidArgument, inMsg: "max_schedule_horizon_ms=2592000000",
 			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
 				d, ok := detailOf[*seppv1.ScheduledTooFar](t, st)
 				if !ok {
 					t.Fatal("no ScheduledTooFar detail")
@@ -113,6 +118,7 @@ func TestStatusFor(t *testing.T) {
 			err:  fmt.Errorf("enqueue: %w", &engine.FieldError{Field: "priority", Reason: "must be 0..9, got 10", Err: engine.ErrInvalidArgument}),
 			code: codes.InvalidArgument, inMsg: "priority: must be 0..9, got 10",
 			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
 				fv, ok := detailOf[*seppv1.FieldViolation](t, st)
 				if !ok || fv.GetField() != "priority" || !strings.Contains(fv.GetDescription(), "0..9") {
 					t.Errorf("FieldViolation = %v, want priority naming 0..9", fv)
@@ -129,6 +135,7 @@ func TestStatusFor(t *testing.T) {
 			err:  invalidField("wait", ">= 0", "must be >= 0, got -1s"),
 			code: codes.InvalidArgument, inMsg: "wait: must be >= 0",
 			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
 				fv, ok := detailOf[*seppv1.FieldViolation](t, st)
 				if !ok || fv.GetField() != "wait" || fv.GetLimit() != ">= 0" {
 					t.Errorf("FieldViolation = %v, want wait with limit >= 0", fv)
@@ -140,6 +147,7 @@ func TestStatusFor(t *testing.T) {
 			err:  fmt.Errorf("ack job 7: %w", engine.ErrLeaseLost),
 			code: codes.FailedPrecondition, inMsg: "lease lost",
 			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
 				pf, ok := detailOf[*errdetails.PreconditionFailure](t, st)
 				if !ok || pf.GetViolations()[0].GetType() != "LEASE" {
 					t.Errorf("PreconditionFailure = %v, want type LEASE", pf)
@@ -151,6 +159,7 @@ func TestStatusFor(t *testing.T) {
 			err:  fmt.Errorf("job 7 is reserved: %w", engine.ErrWrongState),
 			code: codes.FailedPrecondition, inMsg: "reserved",
 			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
 				pf, ok := detailOf[*errdetails.PreconditionFailure](t, st)
 				if !ok || pf.GetViolations()[0].GetType() != "STATE" {
 					t.Errorf("PreconditionFailure = %v, want type STATE", pf)
@@ -158,11 +167,13 @@ func TestStatusFor(t *testing.T) {
 			},
 		},
 		{name: "NotFound", err: fmt.Errorf("job 9: %w", engine.ErrNotFound), code: codes.NotFound, inMsg: "job 9"},
+		{name: "UnknownMemberIsNotFound", err: fmt.Errorf(`transfer leadership: "sepp-9" is not a voter: %w`, cluster.ErrUnknownMember), code: codes.NotFound, inMsg: "sepp-9"},
 		{
 			name: "UnknownQueueIsNotFoundNamingQueue",
 			err:  &engine.FieldError{Field: "queue", Reason: `queue "x" is not configured and the server runs strict`, Err: engine.ErrUnknownQueue},
 			code: codes.NotFound, inMsg: "strict",
 			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
 				if fv, ok := detailOf[*seppv1.FieldViolation](t, st); !ok || fv.GetField() != "queue" {
 					t.Errorf("FieldViolation = %v, want queue", fv)
 				}
@@ -174,6 +185,7 @@ func TestStatusFor(t *testing.T) {
 		{name: "MemoryBudgetNamesTheLimit", err: &engine.MemoryFullError{Held: 100, Need: 10, Limit: 105},
 			code: codes.ResourceExhausted, inMsg: "limits.max_memory_bytes 105",
 			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
 				if qf, ok := detailOf[*errdetails.QuotaFailure](t, st); !ok || qf.GetViolations()[0].GetSubject() != "limits.max_memory_bytes" {
 					t.Errorf("QuotaFailure = %v, want limits.max_memory_bytes", qf)
 				}
@@ -181,6 +193,7 @@ func TestStatusFor(t *testing.T) {
 		{name: "QueueMemoryBudgetNamesTheQueue", err: &engine.MemoryFullError{Queue: "q", Held: 100, Need: 10, Limit: 105},
 			code: codes.ResourceExhausted, inMsg: `queue "q"`,
 			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
 				if qf, ok := detailOf[*errdetails.QuotaFailure](t, st); !ok || qf.GetViolations()[0].GetSubject() != `queues["q"].max_memory_bytes` {
 					t.Errorf("QuotaFailure = %v, want the queue's key", qf)
 				}
@@ -215,7 +228,7 @@ func TestStatusFor_EverySentinelMapped(t *testing.T) {
 	sentinels := []error{
 		engine.ErrInvalidArgument, engine.ErrNotFound, engine.ErrLeaseLost, engine.ErrScheduledTooFar,
 		engine.ErrQueueFull, engine.ErrUnknownQueue, engine.ErrWrongState, engine.ErrCapacity, engine.ErrMemoryFull,
-		cluster.ErrNotLeader, cluster.ErrNoLeader, cluster.ErrUnknownOutcome, cluster.ErrShutdown,
+		cluster.ErrNotLeader, cluster.ErrNoLeader, cluster.ErrUnknownOutcome, cluster.ErrShutdown, cluster.ErrUnknownMember, cluster.ErrSchedulesUnavailable,
 	}
 	for _, err := range sentinels {
 		if code := statusFor(fmt.Errorf("wrapped: %w", err)).Code(); code == codes.Internal || code == codes.OK {

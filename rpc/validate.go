@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"math"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -103,14 +104,36 @@ func fillEnqueueParams(p *engine.EnqueueParams, prefix string, r *seppv1.Enqueue
 	if err != nil {
 		return err
 	}
+	// Beyond this the duration overflows; the engine bounds it by the
+	// queue's horizon.
+	if ms := r.GetUnique().GetCompletedForMs(); ms > uint64(math.MaxInt64/int64(time.Millisecond)) {
+		return invalidField(prefix+"unique.completed_for_ms", "max_schedule_horizon_ms", "is %d, out of range", ms)
+	}
+	expiresAt, err := validateTimestamp(prefix+"expires_at", r.GetExpiresAt())
+	if err != nil {
+		return err
+	}
+	// The engine checks the deadline against its now and scheduled_at.
+	if ms := r.GetTtlMs(); ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+		return invalidField(prefix+"ttl_ms", ">= 1 (0 is none)", "is %d, out of range", ms)
+	}
 	p.Queue = r.GetQueue()
 	p.JobType = r.GetJobType()
 	p.Payload = r.GetPayload()
 	p.ScheduledAt = at
+	if !expiresAt.IsZero() || r.GetTtlMs() != 0 {
+		p.Expiry = &engine.ExpiryOpts{At: expiresAt, TTL: time.Duration(r.GetTtlMs()) * time.Millisecond}
+	}
 	p.MaxAttempts = r.GetMaxAttempts()
 	p.Custom = r.GetCustom()
 	p.IdempotencyKey = r.GetIdempotencyKey()
 	p.Priority = r.Priority // read, never written: no copy needed
+	if u := r.GetUnique(); u != nil {
+		p.Unique = &engine.UniqueOpts{
+			Key: u.GetKey(), Fields: u.GetFields(), CoverDead: u.GetCoverDead(),
+			CompletedFor: time.Duration(u.GetCompletedForMs()) * time.Millisecond, Refuse: u.GetRefuse(),
+		}
+	}
 	return nil
 }
 

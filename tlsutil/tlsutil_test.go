@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,12 +206,25 @@ func TestStreamLayer_OnlyClusterCertificatesReplicate(t *testing.T) {
 	// certificate is still not signed by it.
 	bad2 := raftTransport(t, load(intruder, caFile))
 
-	// a answers every AppendEntries it receives.
-	go func() {
-		for rpc := range a.Consumer() {
-			rpc.Respond(&raft.AppendEntriesResponse{Success: true, Term: 1}, nil)
-		}
-	}()
+	// answer makes tr answer every AppendEntries it receives until the test
+	// ends: a transport's Close does not close its consumer channel, so the
+	// goroutine stops on done instead.
+	done := make(chan struct{})
+	var answering sync.WaitGroup
+	t.Cleanup(func() { close(done); answering.Wait() })
+	answer := func(tr *raft.NetworkTransport, resp *raft.AppendEntriesResponse) {
+		answering.Go(func() {
+			for {
+				select {
+				case rpc := <-tr.Consumer():
+					rpc.Respond(resp, nil)
+				case <-done:
+					return
+				}
+			}
+		})
+	}
+	answer(a, &raft.AppendEntriesResponse{Success: true, Term: 1})
 	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("x"), Addr: []byte("x")}, Term: 1}
 	var resp raft.AppendEntriesResponse
 	if err := b.AppendEntries("a", a.LocalAddr(), req, &resp); err != nil || !resp.Success {
@@ -223,11 +237,7 @@ func TestStreamLayer_OnlyClusterCertificatesReplicate(t *testing.T) {
 		}
 	}
 	// And a member never completes a dial to the intruder's listener.
-	go func() {
-		for rpc := range bad2.Consumer() {
-			rpc.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
-		}
-	}()
+	answer(bad2, &raft.AppendEntriesResponse{Success: true})
 	if err := b.AppendEntries("i", bad2.LocalAddr(), req, &resp); err == nil {
 		t.Error("a member dialled a listener without the cluster certificate")
 	}

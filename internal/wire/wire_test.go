@@ -8,6 +8,7 @@ import (
 )
 
 func TestSharedString(t *testing.T) {
+	t.Parallel()
 	var s SharedString
 	first, ok := s.Of([]byte("queue"))
 	if !ok || first != "queue" {
@@ -29,6 +30,7 @@ func TestSharedString(t *testing.T) {
 }
 
 func TestStringMapEntry(t *testing.T) {
+	t.Parallel()
 	field := func(num protowire.Number, v string) []byte {
 		b := protowire.AppendTag(nil, num, protowire.BytesType)
 		return protowire.AppendString(b, v)
@@ -67,6 +69,7 @@ func TestStringMapEntry(t *testing.T) {
 }
 
 func TestAddStringMapEntry(t *testing.T) {
+	t.Parallel()
 	entry := func(k, v string) []byte {
 		b := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), k)
 		return protowire.AppendString(protowire.AppendTag(b, 2, protowire.BytesType), v)
@@ -86,6 +89,7 @@ func TestAddStringMapEntry(t *testing.T) {
 }
 
 func TestSlab_HandsOutStablePointersFromOneAllocation(t *testing.T) {
+	t.Parallel()
 	var s Slab[int]
 	a, b := s.Next(2), s.Next(2)
 	*a, *b = 1, 2
@@ -98,6 +102,7 @@ func TestSlab_HandsOutStablePointersFromOneAllocation(t *testing.T) {
 }
 
 func TestTimestamp(t *testing.T) {
+	t.Parallel()
 	varint := func(num protowire.Number, v uint64) []byte {
 		return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), v)
 	}
@@ -127,6 +132,7 @@ func TestTimestamp(t *testing.T) {
 }
 
 func TestCountRepeated(t *testing.T) {
+	t.Parallel()
 	field1 := func(vs ...string) []byte {
 		var b []byte
 		for _, v := range vs {

@@ -67,6 +67,15 @@ type Options struct {
 	ForwardClient *http.Client
 
 	Logger hclog.Logger
+	// Rates is the node's rate ring, sampled in the background by its
+	// Run; nil makes a ring of the default size that is sampled only when
+	// a page is loaded (charts then start with the first visit).
+	Rates *RateRing
+
+	// Version and StartedAt are shown on the node page.
+	Version   string
+	StartedAt time.Time
+
 	// Clock is the time source for sessions, ages and rates; nil means
 	// time.Now.
 	Clock func() time.Time
@@ -117,8 +126,13 @@ func New(b rpc.Backend, opts Options) (http.Handler, error) {
 		clock:   opts.Clock,
 		scheme:  opts.ForwardScheme,
 		client:  opts.ForwardClient,
-		rates:   newRateTracker(),
+		ring:    opts.Rates,
+		version: opts.Version,
+		started: opts.StartedAt,
 		revoked: newRevocations(),
+	}
+	if h.ring == nil {
+		h.ring = NewRateRing(0, 0)
 	}
 	if h.log == nil {
 		h.log = hclog.NewNullLogger()

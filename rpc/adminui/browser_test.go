@@ -66,6 +66,35 @@ func do(t *testing.T, tab context.Context, what string, steps ...chromedp.Action
 	}
 }
 
+// submit clicks sel, which submits a form or follows a link, and waits
+// until the page it loads shows want. Waiting for want alone races: the
+// page being left may show it too (the flash of the previous action), and
+// reading it while the browser swaps documents fails with "Cannot find
+// context with specified id". So the old document is marked first and the
+// wait is for an unmarked, loaded document holding want.
+func submit(sel, want string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tgt *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.Evaluate[bool](`window.__seppLeaving = true`)(ctx, tgt); err != nil {
+			return chromedp.Void{}, fmt.Errorf("mark the page before clicking %s: %w", sel, err)
+		}
+		if _, err := chromedp.Click(chromedp.CSS(sel))(ctx, tgt); err != nil {
+			return chromedp.Void{}, err
+		}
+		loaded := fmt.Sprintf(`!window.__seppLeaving && document.readyState === "complete" && document.querySelector(%q) !== null`, want)
+		for {
+			// An error here is the document being swapped; ask again.
+			if ok, err := chromedp.Evaluate[bool](loaded)(ctx, tgt); err == nil && ok {
+				return chromedp.WaitVisible(chromedp.CSS(want))(ctx, tgt)
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, fmt.Errorf("after clicking %s, no new page showing %s: %w", sel, want, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+}
+
 func text(t *testing.T, tab context.Context, sel string) string {
 	t.Helper()
 	s, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS(sel)))
@@ -97,6 +126,7 @@ func browserSignIn(t *testing.T, tab context.Context, base, name, pw string) {
 }
 
 func rowCount(t *testing.T, tab context.Context, form string) int {
+	t.Helper()
 	return eval[int](t, tab, fmt.Sprintf(`document.querySelectorAll(%q).length`, form+" tr[data-job]"))
 }
 
@@ -143,8 +173,7 @@ func TestBrowserOperatorRequeuesAndDeletes(t *testing.T) {
 	do(t, tab, "requeue the record",
 		chromedp.Click(chromedp.CSS("#requeue-one")),
 		chromedp.WaitVisible(chromedp.CSS("#confirm")),
-		chromedp.Click(chromedp.CSS("#confirm")),
-		chromedp.WaitVisible(chromedp.CSS("#flash")),
+		submit("#confirm", "#flash"),
 	)
 	if got := text(t, tab, "#flash"); !strings.Contains(got, fmt.Sprintf("Requeued 1 job #%d", rejected)) {
 		t.Fatalf("flash after requeue: %q", got)
@@ -164,8 +193,7 @@ func TestBrowserOperatorRequeuesAndDeletes(t *testing.T) {
 		t.Fatalf("confirmation lists %q, want job %d", got, exhausted)
 	}
 	do(t, tab, "confirm the delete",
-		chromedp.Click(chromedp.CSS("#confirm")),
-		chromedp.WaitVisible(chromedp.CSS("#flash")),
+		submit("#confirm", "#flash"),
 	)
 	if got := text(t, tab, "#flash"); !strings.Contains(got, fmt.Sprintf("Deleted 1 record #%d", exhausted)) {
 		t.Fatalf("flash after delete: %q", got)
@@ -276,8 +304,8 @@ func (n threeNodes) Status(context.Context) (cluster.Status, error) {
 	}, nil
 }
 
-// TestScreenshots writes docs/cluster.png, docs/queues.png, docs/queue.png
-// and docs/dead-letter.png. Run it with SEPP_SCREENSHOTS=1.
+// TestScreenshots writes docs/cluster.png, docs/queues.png, docs/queue.png,
+// docs/dead-letter.png and docs/queue-delete.png. Run it with SEPP_SCREENSHOTS=1.
 func TestScreenshots(t *testing.T) {
 	if os.Getenv("SEPP_SCREENSHOTS") != "1" {
 		t.Skip("set SEPP_SCREENSHOTS=1 to write the docs/ screenshots")
@@ -343,4 +371,16 @@ func TestScreenshots(t *testing.T) {
 		}
 		t.Logf("wrote docs/%s (%d bytes)", s.file, len(png))
 	}
+	// The confirmation of a queue delete, reached by a POST from the list.
+	do(t, tab, "ask to delete a queue", chromedp.Navigate(base+"/queues"), chromedp.WaitVisible(chromedp.CSS("#queues")),
+		chromedp.Click(chromedp.CSS(`tr[data-queue="reports"] button[data-action="delete-queue"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#confirm-form")))
+	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "queue-delete.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote docs/queue-delete.png (%d bytes)", len(png))
 }

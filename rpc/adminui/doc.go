@@ -1,6 +1,14 @@
 // Package adminui is sepp's admin web UI: server-rendered pages over a node's
-// rpc.Backend for the cluster, the queues and their jobs, and the dead-letter
-// records an operator inspects, requeues, deletes or creates.
+// rpc.Backend for the cluster, the node, the queues and their jobs, the
+// dead-letter records an operator inspects, requeues, deletes or creates,
+// and the bulk redrive tasks.
+//
+// A RateRing (ring.go) keeps each queue's counters as this node sampled
+// them (by default every 10 s for an hour); the Queues and queue pages draw
+// their rates and charts from it as inline SVG made on the server
+// (chart.go). Filters (filter.go) narrow a tab by scanning it within a read;
+// "act on all matching" (jobops.go) acts on what the filter matches, in
+// chunks of one Raft entry each, after a confirmation naming the count.
 //
 // It owns sign-in (bcrypt-hashed passwords from the config, HMAC-signed
 // HTTP-only SameSite=Strict session cookies), the viewer and operator roles,

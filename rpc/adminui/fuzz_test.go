@@ -105,7 +105,7 @@ func sessionCookie(t testing.TB, rec *httptest.ResponseRecorder) string {
 
 // fuzzUI builds the UI over a fresh LocalBackend, seeded with the jobs of
 // env.seed when seedT is not nil.
-func fuzzUI(t testing.TB, seedT *testing.T, auth bool, users []adminui.User) (http.Handler, *rpctest.LocalBackend) {
+func fuzzUI(t testing.TB, seedT *testing.T, auth bool, users []adminui.User) (http.Handler, *rpctest.LocalBackend) { //nolint:thelper // it does call t.Helper(); seedT is only a source of temp dirs
 	t.Helper()
 	clock := rpctest.NewClock(t0)
 	cfg := engine.DefaultConfig()

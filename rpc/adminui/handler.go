@@ -31,7 +31,9 @@ type handler struct {
 	clock     func() time.Time
 	scheme    string
 	client    *http.Client
-	rates     *rateTracker
+	ring      *RateRing
+	version   string
+	started   time.Time
 	revoked   *revocations
 	tpl       map[string]*template.Template
 	static    http.Handler
@@ -58,15 +60,25 @@ func (h *handler) routes() http.Handler {
 		http.Redirect(w, r, "/queues", http.StatusSeeOther)
 	}))
 	mux.HandleFunc("GET /cluster", h.with(accessView, h.clusterPage))
+	mux.HandleFunc("GET /node", h.with(accessView, h.nodePage))
+	mux.HandleFunc("GET /redrive", h.with(accessView, h.redrivePage))
+	mux.HandleFunc("POST /redrive/start", h.with(accessOperate, h.redriveStart))
+	mux.HandleFunc("POST /redrive/{id}/{verb}", h.with(accessOperate, h.redriveState))
 	mux.HandleFunc("GET /queues", h.with(accessView, h.queuesPage))
 	mux.HandleFunc("GET /queues/{queue}", h.with(accessView, h.queuePage))
 	mux.HandleFunc("GET /queues/{queue}/jobs/{id}", h.with(accessView, h.jobPage))
 	mux.HandleFunc("GET /queues/{queue}/dead-letters/{id}", h.with(accessView, h.deadLetterPage))
 	mux.HandleFunc("POST /queues/{queue}/pause", h.with(accessOperate, h.pause))
 	mux.HandleFunc("POST /queues/{queue}/resume", h.with(accessOperate, h.resume))
+	mux.HandleFunc("POST /queues/create", h.with(accessOperate, h.createQueue))
+	mux.HandleFunc("POST /queues/{queue}/purge", h.with(accessOperate, h.purgeQueue))
+	mux.HandleFunc("POST /queues/{queue}/delete", h.with(accessOperate, h.deleteQueue))
 	mux.HandleFunc("POST /queues/{queue}/dead-letters/requeue", h.with(accessOperate, h.requeue))
 	mux.HandleFunc("POST /queues/{queue}/dead-letters/delete", h.with(accessOperate, h.delete))
 	mux.HandleFunc("POST /queues/{queue}/jobs/dead-letter", h.with(accessOperate, h.deadLetter))
+	mux.HandleFunc("POST /queues/{queue}/jobs/act", h.with(accessOperate, h.jobsAct))
+	mux.HandleFunc("POST /queues/{queue}/dead-letters/act-all", h.with(accessOperate, h.deadActAll))
+	h.scheduleRoutes(mux) // schedules.go
 	mux.HandleFunc("/", h.with(accessView, func(w http.ResponseWriter, r *http.Request, q *request) {
 		h.fail(w, r, q, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
 	}))
@@ -118,7 +130,7 @@ func (h *handler) with(level access, fn routeFunc) http.HandlerFunc {
 		}
 		if level >= accessOperate && !q.canAct() {
 			h.log.Warn("admin action refused: viewer", "user", q.user, "path", r.URL.Path)
-			h.fail(w, r, q, http.StatusForbidden, "Your role is viewer: you can look at everything but not change anything. Requeue, delete, dead-letter, pause and resume need the operator role.")
+			h.fail(w, r, q, http.StatusForbidden, "Your role is viewer: you can look at everything but not change anything. Requeue, delete, dead-letter, pause and resume, and creating, purging and deleting queues need the operator role.")
 			return
 		}
 		fn(w, r, q)

@@ -3,6 +3,7 @@ package adminui
 import (
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -52,6 +53,8 @@ func (h *handler) clusterPage(w http.ResponseWriter, r *http.Request, q *request
 // --- queues ----------------------------------------------------------------
 
 type queuesView struct {
+	Charts    []chart // every queue summed, over the ring
+	Every     time.Duration
 	Queues    []queueRow
 	Retention time.Duration
 }
@@ -60,6 +63,7 @@ type queueRow struct {
 	engine.QueueStats
 	DeadLetteredTotal uint64
 	Rates             rates
+	Spark             template.HTML // enqueued/s over the ring
 }
 
 func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request, q *request) {
@@ -67,6 +71,7 @@ func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request, q *request)
 	var v queuesView
 	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
 		stats := e.Stats(now)
+		h.ring.maybeSample(now, stats)
 		v = queuesView{Retention: e.Config().Limits.DeadLetterRetention, Queues: make([]queueRow, 0, len(stats))}
 		for _, s := range stats {
 			v.Queues = append(v.Queues, queueRow{QueueStats: s, DeadLetteredTotal: sumCauses(s.DeadLettered)})
@@ -79,8 +84,19 @@ func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request, q *request)
 	}
 	for i := range v.Queues {
 		row := &v.Queues[i]
-		row.Rates = h.rates.observe(now, row.Name, counters{enqueued: row.Enqueued, acked: row.Acked, dead: row.DeadLetteredTotal})
+		row.Rates = h.ring.rates(row.Name, now, ringCounters{enqueued: row.Enqueued, reserved: row.Activity.Reserved, acked: row.Acked,
+			nacked: row.Activity.NackedDefault + row.Activity.NackedAfter + row.Activity.NackedDeadLetter, dead: row.DeadLetteredTotal})
+		s := h.ring.series(row.Name)
+		vals := make([]float64, 0, len(s))
+		for _, p := range s {
+			if p.Known {
+				vals = append(vals, p.Enqueued)
+			}
+		}
+		row.Spark = sparkline(vals)
 	}
+	v.Charts = rateCharts("all", h.ring.series(""))
+	v.Every = h.ring.Every()
 	p := h.newPage(r, q, "Queues", "queues", v)
 	p.Stale = stale
 	h.renderPage(w, http.StatusOK, "queues", p)
@@ -116,6 +132,7 @@ type tabLink struct {
 
 type queueView struct {
 	Stats     engine.QueueStats
+	Charts    []chart
 	Tab       string
 	Tabs      []tabLink
 	Jobs      []engine.Job
@@ -124,9 +141,17 @@ type queueView struct {
 	// AfterID is the cursor this page started from; NextURL and FirstURL
 	// page through the tab (empty when there is nowhere to go).
 	AfterID  engine.JobID
+	Offset   int
 	NextURL  string
 	FirstURL string
+	ClearURL string // the tab without a filter
 	Path     string // this page's URL, where actions return to
+	// Filter narrows the list; Matched counts what it matched among
+	// Scanned jobs (Truncated: the scan stopped at its bound).
+	Filter    jobFilter
+	Matched   int
+	Scanned   int
+	Truncated bool
 }
 
 func (q queueView) RetentionOff() bool { return q.Retention <= 0 }
@@ -149,15 +174,43 @@ func (h *handler) queuePage(w http.ResponseWriter, r *http.Request, q *request) 
 		h.fail(w, r, q, http.StatusBadRequest, err.Error())
 		return
 	}
+	offset, err := parseOffset(r.URL.Query().Get("offset"))
+	if err != nil {
+		h.fail(w, r, q, http.StatusBadRequest, err.Error())
+		return
+	}
+	filter, err := parseFilter(r.URL.Query())
+	if err != nil {
+		h.fail(w, r, q, http.StatusBadRequest, err.Error())
+		return
+	}
+	filter.State = tab
+	// Ready is listed in hand-out order and a filtered tab by position:
+	// both page by offset. The other tabs page by job id.
+	byOffset := filter.active() || state == engine.StateReady
 	now := h.clock()
 	var v queueView
 	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
-		v = queueView{Tab: tab, AfterID: after, Retention: e.Config().Limits.DeadLetterRetention}
+		v = queueView{Tab: tab, AfterID: after, Offset: offset, Filter: filter, Retention: e.Config().Limits.DeadLetterRetention}
 		st, err := e.QueueStats(now, name)
 		if err != nil {
 			return err
 		}
+		h.ring.maybeSample(now, e.Stats(now))
 		v.Stats = st
+		switch {
+		case filter.active():
+			sc, err := scan(e, name, state, filter, offset+pageSize+1)
+			if err != nil {
+				return err
+			}
+			v.Matched, v.Scanned, v.Truncated = sc.Matched, sc.Scanned, sc.Truncated
+			v.Jobs, v.Records = tail(sc.Jobs, offset), tail(sc.Records, offset)
+			return nil
+		case state == engine.StateReady:
+			v.Jobs, err = e.ListReadyInOrder(name, offset, pageSize+1)
+			return err
+		}
 		// One row more than shown tells whether a next page exists.
 		pg := engine.Page{AfterID: after, Limit: pageSize + 1}
 		if state == engine.StateDead {
@@ -172,7 +225,11 @@ func (h *handler) queuePage(w http.ResponseWriter, r *http.Request, q *request) 
 		return
 	}
 	base := queuePath(name) + "?tab=" + tab
+	if fq := filter.Query(); fq != "" {
+		base += "&" + fq
+	}
 	var last engine.JobID
+	more := len(v.Records) > pageSize || len(v.Jobs) > pageSize
 	if len(v.Records) > pageSize {
 		v.Records = v.Records[:pageSize]
 		last = v.Records[pageSize-1].Job.ID
@@ -181,13 +238,18 @@ func (h *handler) queuePage(w http.ResponseWriter, r *http.Request, q *request) 
 		v.Jobs = v.Jobs[:pageSize]
 		last = v.Jobs[pageSize-1].ID
 	}
-	if last != 0 {
+	switch {
+	case byOffset && more:
+		v.NextURL = base + "&offset=" + strconv.Itoa(offset+pageSize)
+	case !byOffset && last != 0:
 		v.NextURL = base + "&after=" + strconv.FormatUint(uint64(last), 10)
 	}
-	if after != 0 {
+	if after != 0 || offset != 0 {
 		v.FirstURL = base
 	}
+	v.ClearURL = queuePath(name) + "?tab=" + tab
 	v.Path = r.URL.RequestURI()
+	v.Charts = rateCharts("q", h.ring.series(name))
 	counts := map[string]int{"ready": v.Stats.Ready, "scheduled": v.Stats.Scheduled, "reserved": v.Stats.Reserved, "dead": v.Stats.Dead}
 	for _, t := range queueTabs {
 		v.Tabs = append(v.Tabs, tabLink{Key: t.Key, Label: t.Label, URL: queuePath(name) + "?tab=" + t.Key, Count: counts[t.Key], Active: t.Key == tab})
@@ -335,4 +397,11 @@ func (h *handler) renderJob(w http.ResponseWriter, r *http.Request, q *request, 
 	p := h.newPage(r, q, title, "queues", v)
 	p.Stale = stale
 	h.renderPage(w, http.StatusOK, "job", p)
+}
+
+func tail[T any](s []T, from int) []T {
+	if from >= len(s) {
+		return nil
+	}
+	return s[from:]
 }

@@ -67,6 +67,7 @@ func TestPagesRender(t *testing.T) {
 			`<span class="muted small">JSON`, "&#34;to&#34;: &#34;ada@example.com&#34;,\n  &#34;template&#34;", // indented JSON
 			"<th>tenant</th><td><code>acme</code></td>", "<th>trace_id</th>",
 			"Attempt history", "worker-7", "Kept until", "2026-03-21 09:30:00.000 UTC",
+			"<th class=\"num\">Ran for</th>", "<td>dead_letter</td>", // the attempt's detail: how long it ran, the nack's directive
 			`id="requeue-one"`, `id="delete-one"`,
 		}},
 		{"Dead-letter record with text payload", "/queues/emails/dead-letters/" + id(e.jobs.exhausted), []string{

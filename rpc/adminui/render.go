@@ -149,21 +149,21 @@ func humanDuration(d time.Duration) string {
 }
 
 var templateFuncs = template.FuncMap{
-	"ts":       timestamp,
-	"rel":      relative,
-	"dur":      humanDuration,
-	"preview":  preview,
-	"bytes":    byteSize,
-	"qpath":    queuePath,
-	"jobID":    func(id engine.JobID) string { return strconv.FormatUint(uint64(id), 10) },
-	"cause":    func(c engine.Cause) string { return c.String() },
-	"state":    func(s engine.State) string { return s.String() },
-	"isZero":   func(t time.Time) bool { return t.IsZero() },
-	"sumCause": sumCauses,
-	"count":    func(m map[engine.Cause]uint64, c engine.Cause) uint64 { return m[c] },
-	"causes": func() []engine.Cause {
-		return []engine.Cause{engine.CauseAttemptsExhausted, engine.CauseRejected, engine.CauseLeaseExpired, engine.CauseAdmin}
-	},
+	"ts":        timestamp,
+	"rel":       relative,
+	"dur":       humanDuration,
+	"preview":   preview,
+	"bytes":     byteSize,
+	"pair":      func(a, b string) []string { return []string{a, b} },
+	"bytes64":   func(n int64) string { return byteSize(int(n)) },
+	"qpath":     queuePath,
+	"jobID":     func(id engine.JobID) string { return strconv.FormatUint(uint64(id), 10) },
+	"cause":     func(c engine.Cause) string { return c.String() },
+	"state":     func(s engine.State) string { return s.String() },
+	"isZero":    func(t time.Time) bool { return t.IsZero() },
+	"sumCause":  sumCauses,
+	"count":     func(m map[engine.Cause]uint64, c engine.Cause) uint64 { return m[c] },
+	"causes":    engine.Causes,
 	"causeText": causeText,
 	// age is how long the oldest ready job has waited: a dash when none waits.
 	"age": func(ready int, d time.Duration) string {
@@ -216,6 +216,10 @@ func causeText(c engine.Cause) string {
 		return "its lease expired on the final attempt"
 	case engine.CauseAdmin:
 		return "an operator dead-lettered it"
+	case engine.CauseCancelled:
+		return "an operator cancelled it while a worker ran it"
+	case engine.CauseExpired:
+		return "it was not reserved by its deadline (ttl, expires_at or the queue's max_wait_ms)"
 	}
 	return ""
 }

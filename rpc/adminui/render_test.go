@@ -9,6 +9,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sepp-io/sepp/cluster"
+	"github.com/sepp-io/sepp/engine"
 	"github.com/sepp-io/sepp/rpc"
 )
 
@@ -85,16 +86,22 @@ func TestHumanDuration(t *testing.T) {
 	}
 }
 
+func statsAt(name string, enq, acked, dead uint64, ready int) []engine.QueueStats {
+	return []engine.QueueStats{{Name: name, Enqueued: enq, Acked: acked, Ready: ready,
+		DeadLettered: map[engine.Cause]uint64{engine.CauseAttemptsExhausted: dead}}}
+}
+
 func TestRates(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	rt := newRateTracker()
-	if r := rt.observe(start, "q", counters{enqueued: 100}); r.Known {
-		t.Fatalf("first sample gave a rate: %+v", r)
+	rg := NewRateRing(10*time.Second, time.Hour)
+	if r := rg.rates("q", start, ringCounters{enqueued: 100}); r.Known {
+		t.Fatalf("no sample gave a rate: %+v", r)
 	}
-	if r := rt.observe(start.Add(time.Second), "q", counters{enqueued: 150}); r.Known {
+	rg.Sample(start, statsAt("q", 100, 0, 0, 0))
+	if r := rg.rates("q", start.Add(time.Second), ringCounters{enqueued: 150}); r.Known {
 		t.Fatalf("a one-second span gave a rate: %+v", r)
 	}
-	r := rt.observe(start.Add(10*time.Second), "q", counters{enqueued: 300, acked: 50, dead: 10})
+	r := rg.rates("q", start.Add(10*time.Second), ringCounters{enqueued: 300, acked: 50, dead: 10})
 	if !r.Known || r.Enqueued != 20 || r.Acked != 5 || r.Dead != 1 || r.Span != 10*time.Second {
 		t.Fatalf("rates over 10s = %+v, want 20/5/1 per second", r)
 	}
@@ -104,14 +111,55 @@ func TestRates(t *testing.T) {
 	if got := r.Format(r.Dead); got != "1.00/s" {
 		t.Errorf("Format(1) = %q", got)
 	}
-	// Counters going backwards (a restore) start over instead of going negative.
-	if r := rt.observe(start.Add(20*time.Second), "q", counters{enqueued: 5}); r.Known {
+	// Counters going backwards (a restore) give no rate instead of a negative one.
+	if r := rg.rates("q", start.Add(20*time.Second), ringCounters{enqueued: 5}); r.Known {
 		t.Fatalf("rate across a counter reset: %+v", r)
 	}
-	// Samples older than the window are dropped.
-	rt.observe(start.Add(25*time.Second), "q", counters{enqueued: 10})
-	if r := rt.observe(start.Add(25*time.Second+rateWindow+time.Second), "q", counters{enqueued: 20}); r.Known {
-		t.Fatalf("rate from samples outside the window: %+v", r)
+	// Samples older than the rate span are not used.
+	if r := rg.rates("q", start.Add(rateSpan+time.Second), ringCounters{enqueued: 200}); r.Known {
+		t.Fatalf("rate from a sample outside the span: %+v", r)
+	}
+}
+
+// The ring is bounded, keeps samples oldest first, forgets a queue that is
+// gone, and gives no rate across a counter that went backwards.
+func TestRateRingSeries(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rg := NewRateRing(10*time.Second, time.Minute) // 6 samples
+	for i := range 10 {
+		rg.Sample(start.Add(time.Duration(i)*10*time.Second), statsAt("q", uint64(100*i), uint64(50*i), 0, i))
+	}
+	s := rg.series("q")
+	if len(s) != 6 {
+		t.Fatalf("ring holds %d samples, want 6", len(s))
+	}
+	if s[0].At != start.Add(40*time.Second) || s[5].At != start.Add(90*time.Second) {
+		t.Fatalf("ring spans %v..%v, want +40s..+90s", s[0].At, s[5].At)
+	}
+	if s[0].Known {
+		t.Errorf("the oldest sample has a rate: %+v", s[0])
+	}
+	for _, p := range s[1:] {
+		if !p.Known || p.Enqueued != 10 || p.Acked != 5 {
+			t.Errorf("point %v = %+v, want 10/s enqueued, 5/s acked", p.At, p)
+		}
+	}
+	if s[5].Ready != 9 {
+		t.Errorf("newest depth = %d, want 9", s[5].Ready)
+	}
+	// A restore to older state: the counters go back.
+	rg.Sample(start.Add(100*time.Second), statsAt("q", 3, 0, 0, 0))
+	if p := rg.series("q"); p[len(p)-1].Known {
+		t.Errorf("rate across a counter reset: %+v", p[len(p)-1])
+	}
+	rg.Sample(start.Add(110*time.Second), statsAt("other", 0, 0, 0, 0))
+	if s := rg.series("q"); s != nil {
+		t.Errorf("a deleted queue keeps its ring: %d samples", len(s))
+	}
+	// maybeSample keeps at most one sample per interval.
+	rg.maybeSample(start.Add(111*time.Second), statsAt("other", 1, 0, 0, 0))
+	if n := len(rg.series("other")); n != 1 {
+		t.Errorf("maybeSample within the interval added a sample: %d", n)
 	}
 }
 

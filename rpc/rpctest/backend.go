@@ -52,9 +52,13 @@ func NewLocalBackend(cfg engine.Config, self cluster.NodeInfo, now func() time.T
 	if self.ID == "" {
 		self.ID = "local"
 	}
+	eng := engine.New(cfg)
+	// A cluster of this binary alone turns recordFields on at its first
+	// leadership (fsm.CommandVersionRecordFields); the local node starts so.
+	eng.EnableRecordFields(now())
 	return &LocalBackend{
 		now:     now,
-		eng:     engine.New(cfg),
+		eng:     eng,
 		self:    self,
 		leader:  self,
 		members: []cluster.Member{{NodeInfo: self, Voter: true, Leader: true, Healthy: true}},
@@ -240,6 +244,44 @@ func (b *LocalBackend) ResumeQueue(ctx context.Context, queue string) error {
 	return b.write(ctx, "ResumeQueue", func(now time.Time) error { return b.eng.ResumeQueue(now, queue) })
 }
 
+func (b *LocalBackend) CreateQueue(ctx context.Context, qc engine.QueueConfig, paused bool) error {
+	return b.write(ctx, "CreateQueue", func(now time.Time) error { return b.eng.CreateQueue(now, qc, paused) })
+}
+
+func (b *LocalBackend) UpdateQueue(ctx context.Context, u engine.QueueUpdate) error {
+	return b.write(ctx, "UpdateQueue", func(now time.Time) error { return b.eng.UpdateQueue(now, u) })
+}
+
+func (b *LocalBackend) DeleteQueue(ctx context.Context, queue string, force bool) (engine.QueueRemoval, error) {
+	var res engine.QueueRemoval
+	err := b.write(ctx, "DeleteQueue", func(now time.Time) error {
+		var err error
+		res, err = b.eng.DeleteQueue(now, queue, force)
+		return err
+	})
+	return res, err
+}
+
+func (b *LocalBackend) PurgeQueue(ctx context.Context, queue string, target engine.PurgeTarget) (engine.QueueRemoval, error) {
+	var res engine.QueueRemoval
+	err := b.write(ctx, "PurgeQueue", func(now time.Time) error {
+		var err error
+		res, err = b.eng.PurgeQueue(now, queue, target)
+		return err
+	})
+	return res, err
+}
+
+func (b *LocalBackend) ActOnJobs(ctx context.Context, p engine.JobActionParams) ([]engine.ItemResult, error) {
+	var res []engine.ItemResult
+	err := b.write(ctx, "ActOnJobs", func(now time.Time) error {
+		var err error
+		res, err = b.eng.ActOnJobs(now, p)
+		return err
+	})
+	return res, err
+}
+
 // Read runs fn under the lock. A due tick is applied first (taking the
 // write lock for it), so reads see what the leader's ticker would have done.
 func (b *LocalBackend) Read(ctx context.Context, stale bool, fn func(e *engine.Engine) error) error {
@@ -265,6 +307,13 @@ func (b *LocalBackend) Applied() <-chan struct{} {
 }
 
 func (b *LocalBackend) Self() cluster.NodeInfo { return b.self }
+
+// SelfFacts is a fixed report: binary "test", this binary's command
+// versions, no memory limit known.
+func (b *LocalBackend) SelfFacts() cluster.MemberFacts {
+	lo, hi := cluster.BinaryCommandVersions()
+	return cluster.MemberFacts{NodeID: b.self.ID, BinaryVersion: "test", MinCommandVersion: lo, MaxCommandVersion: hi, GOMAXPROCS: 1}
+}
 
 // StateDigest is the engine's digest at the backend's operation count.
 func (b *LocalBackend) StateDigest() ([32]byte, uint64) {
@@ -332,8 +381,18 @@ func (b *LocalBackend) Remove(ctx context.Context, id string) error {
 // other node to hand leadership to.
 var ErrSingleNode = errors.New("rpctest: a local backend has no other node to transfer leadership to")
 
-func (b *LocalBackend) TransferLeadership(ctx context.Context, _ string) error {
-	return b.membership(ctx, "TransferLeadership", func() error { return ErrSingleNode })
+func (b *LocalBackend) TransferLeadership(ctx context.Context, toID string) error {
+	return b.membership(ctx, "TransferLeadership", func() error {
+		if toID == "" {
+			return ErrSingleNode
+		}
+		for _, m := range b.members {
+			if m.ID == toID {
+				return ErrSingleNode
+			}
+		}
+		return fmt.Errorf("rpctest: transfer leadership: %q is not a voter of the configuration: %w", toID, cluster.ErrUnknownMember)
+	})
 }
 
 func (b *LocalBackend) membership(ctx context.Context, op string, fn func() error) error {
@@ -346,4 +405,43 @@ func (b *LocalBackend) membership(ctx context.Context, op string, fn func() erro
 		return err
 	}
 	return fn()
+}
+
+func (b *LocalBackend) StartRedrive(ctx context.Context, p engine.RedriveParams) (engine.RedriveTask, error) {
+	var res engine.RedriveTask
+	err := b.write(ctx, "StartRedrive", func(now time.Time) error {
+		var err error
+		res, err = b.eng.StartRedrive(now, p)
+		return err
+	})
+	return res, err
+}
+
+func (b *LocalBackend) SetRedriveState(ctx context.Context, id uint64, state engine.RedriveState, by string) (engine.RedriveTask, error) {
+	var res engine.RedriveTask
+	err := b.write(ctx, "SetRedriveState", func(now time.Time) error {
+		var err error
+		switch state {
+		case engine.RedrivePaused:
+			res, err = b.eng.PauseRedrive(now, id)
+		case engine.RedriveRunning:
+			res, err = b.eng.ResumeRedrive(now, id)
+		default:
+			res, err = b.eng.CancelRedrive(now, id, by)
+		}
+		return err
+	})
+	return res, err
+}
+
+// RedriveStep moves up to max of task id's records, as the leader's paced
+// step does in a cluster; LocalBackend has no leader loop.
+func (b *LocalBackend) RedriveStep(ctx context.Context, id uint64, maxMoves int) (engine.RedriveTask, error) {
+	var res engine.RedriveTask
+	err := b.write(ctx, "RedriveStep", func(now time.Time) error {
+		var err error
+		res, err = b.eng.RedriveStep(now, id, maxMoves)
+		return err
+	})
+	return res, err
 }

@@ -104,6 +104,7 @@ func Start(t testing.TB, cfg *engine.Config, opts rpc.Options) *Env {
 
 // TestLogger returns an hclog.Logger writing to t.Log.
 func TestLogger(t testing.TB) hclog.Logger {
+	t.Helper()
 	return hclog.New(&hclog.LoggerOptions{
 		Name:   t.Name(),
 		Level:  hclog.Debug,

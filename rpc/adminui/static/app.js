@@ -46,3 +46,25 @@ document.addEventListener("DOMContentLoaded", function () {
     update();
   });
 });
+
+// Auto-refresh: a checkbox on the overview and queue pages reloads the page
+// every data-refresh seconds while ticked; the choice is remembered.
+document.addEventListener("DOMContentLoaded", function () {
+  var box = document.getElementById("auto-refresh");
+  if (!box) { return; }
+  var key = "sepp.autoRefresh";
+  var secs = parseInt(box.getAttribute("data-refresh"), 10) || 10;
+  var timer = null;
+  function arm() {
+    if (timer) { clearTimeout(timer); timer = null; }
+    if (box.checked) {
+      timer = setTimeout(function () { window.location.reload(); }, secs * 1000);
+    }
+  }
+  try { box.checked = window.localStorage.getItem(key) === "on"; } catch (e) { /* storage off */ }
+  box.addEventListener("change", function () {
+    try { window.localStorage.setItem(key, box.checked ? "on" : "off"); } catch (e) { /* storage off */ }
+    arm();
+  });
+  arm();
+});

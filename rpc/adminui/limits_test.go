@@ -1,0 +1,44 @@
+package adminui_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc/adminui"
+)
+
+// The queue page shows the queue's reserve limits and their use; a queue
+// without limits shows none.
+func TestQueuePageShowsReserveLimits(t *testing.T) {
+	e := newEnv(t, adminui.Options{}, time.Hour)
+	b := newBrowser(t, e.srv.URL)
+	mustNotContain(t, "queue without limits", b.get("/queues/emails").body, `id="reserve-limits"`)
+	e.backend.Engine(func(eng *engine.Engine) {
+		cfg := eng.Config()
+		cfg.Queues = append(cfg.Queues, engine.QueueConfig{Name: "emails", MaxReserved: 8, RateLimit: 20, RatePeriod: time.Minute, ConcurrencyKey: "customer", MaxPerKey: 2})
+		if err := eng.SetConfig(e.clock.Now(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	})
+	mustContain(t, "queue with limits", b.get("/queues/emails").body, `id="reserve-limits"`,
+		"at most <b>8</b> reserved at once", "<b>20</b> reservations per 1m0s, burst 20, <b>20</b> available now",
+		"at most <b>2</b> reserved per <code>customer</code>: 0 at the limit, <b>0</b> ready jobs waiting for their key")
+}
+
+// The queue page shows a queue's max_wait and fairness key, with the
+// number of key values taking turns; a queue without them shows neither.
+func TestQueuePageShowsExpiryAndFairness(t *testing.T) {
+	e := newEnv(t, adminui.Options{}, time.Hour)
+	b := newBrowser(t, e.srv.URL)
+	mustNotContain(t, "queue without expiry or fairness", b.get("/queues/emails").body, `id="expiry-fairness"`)
+	e.backend.Engine(func(eng *engine.Engine) {
+		cfg := eng.Config()
+		cfg.Queues = append(cfg.Queues, engine.QueueConfig{Name: "emails", MaxWait: 10 * time.Minute, FairnessKey: "tenant"})
+		if err := eng.SetConfig(e.clock.Now(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	})
+	mustContain(t, "queue with expiry and fairness", b.get("/queues/emails").body, `id="expiry-fairness"`,
+		"within <b>10m</b> of being due dies as <code>expired</code>", "fairness by <code>tenant</code>: <b>")
+}

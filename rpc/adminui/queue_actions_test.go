@@ -1,0 +1,115 @@
+package adminui_test
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc/adminui"
+)
+
+// The queue actions of the UI through HTTP: create, purge and delete, each
+// destructive one after its confirmation page, and a viewer refused.
+func TestQueueActions_CreatePurgeDelete(t *testing.T) {
+	e := newEnv(t, adminui.Options{Auth: true, Users: testUsers(t)}, week)
+	op := newBrowser(t, e.srv.URL)
+	op.signIn(operatorName, operatorPass)
+	csrf := op.csrf("/queues")
+	post := func(b *browser, path string, form url.Values) response {
+		t.Helper()
+		if form == nil {
+			form = url.Values{}
+		}
+		form.Set("csrf", csrf)
+		return b.post(path, form)
+	}
+	flash := func(r response) string {
+		t.Helper()
+		i := strings.Index(r.body, `class="flash`)
+		if i < 0 {
+			return ""
+		}
+		end := strings.Index(r.body[i:], "</")
+		if end < 0 {
+			return r.body[i:]
+		}
+		return r.body[i : i+end]
+	}
+
+	resp := post(op, "/queues/create", url.Values{"name": {"reports.daily"}, "default_priority": {"6"}, "max_length": {"10"}, "paused": {"yes"}})
+	if resp.status != http.StatusOK || !strings.Contains(resp.body, "Created queue reports.daily, paused") {
+		t.Fatalf("create: %d %s", resp.status, flash(resp))
+	}
+	var cfg engine.Config
+	var stats engine.QueueStats
+	read := func(name string) error {
+		return e.backend.Read(t.Context(), true, func(en *engine.Engine) error {
+			cfg = en.Config()
+			var err error
+			stats, err = en.QueueStats(e.clock.Now(), name)
+			return err
+		})
+	}
+	if err := read("reports.daily"); err != nil || !stats.Paused || !stats.Configured || *cfg.Queues[0].DefaultPriority != 6 || *cfg.Queues[0].MaxLength != 10 {
+		t.Fatalf("after create: %+v %+v %v", cfg.Queues, stats, err)
+	}
+	if resp := post(op, "/queues/create", url.Values{"name": {"reports.daily"}}); !strings.Contains(flash(resp), "already exists") {
+		t.Fatalf("second create: %s", flash(resp))
+	}
+	if resp := post(op, "/queues/create", url.Values{"name": {"x"}, "default_priority": {"high"}}); !strings.Contains(flash(resp), "default_priority must be a whole number") {
+		t.Fatalf("create with a bad field: %s", flash(resp))
+	}
+	if resp := post(op, "/queues/create", url.Values{"name": {"x"}, "default_priority": {"12"}}); !strings.Contains(flash(resp), `default_priority: must be 0..9, got 12`) {
+		t.Fatalf("create with priority 12: %s", flash(resp))
+	}
+
+	// Purge asks first, showing the counts; confirmed, it removes the
+	// waiting jobs of emails (the seeded queue) and leaves the reserved one.
+	if err := read("emails"); err != nil {
+		t.Fatal(err)
+	}
+	before := stats
+	page := post(op, "/queues/emails/purge", url.Values{"target": {"waiting"}})
+	if !strings.Contains(page.body, "Purge waiting jobs emails?") || !strings.Contains(page.body, `id="confirm-form"`) {
+		t.Fatalf("purge confirmation page:\n%s", page.body)
+	}
+	if err := read("emails"); err != nil || stats.Ready != before.Ready {
+		t.Fatalf("the confirmation page changed something: %+v", stats)
+	}
+	done := post(op, "/queues/emails/purge", url.Values{"target": {"waiting"}, "confirmed": {"yes"}})
+	if !strings.Contains(flash(done), "waiting job") || !strings.Contains(flash(done), "reserved jobs stay") {
+		t.Fatalf("purge: %s", flash(done))
+	}
+	if err := read("emails"); err != nil || stats.Ready != 0 || stats.Scheduled != 0 || stats.Reserved != before.Reserved {
+		t.Fatalf("after purge: %+v (before %+v)", stats, before)
+	}
+
+	// Delete without force is refused while the queue holds jobs; forced, it goes.
+	page = post(op, "/queues/emails/delete", nil)
+	if !strings.Contains(page.body, `id="force"`) {
+		t.Fatalf("delete confirmation of a queue holding jobs offers no force:\n%s", page.body)
+	}
+	if resp := post(op, "/queues/emails/delete", url.Values{"confirmed": {"yes"}}); !strings.Contains(flash(resp), "purge it first or delete with force") {
+		t.Fatalf("unforced delete: %s", flash(resp))
+	}
+	if resp := post(op, "/queues/emails/delete", url.Values{"confirmed": {"yes"}, "force": {"yes"}}); !strings.Contains(flash(resp), "Deleted queue emails") {
+		t.Fatalf("forced delete: %s", flash(resp))
+	}
+	if err := read("emails"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("the deleted queue is still there: %v", err)
+	}
+	// No ghost queues from a typo.
+	if resp := post(op, "/queues/nosuchqueue/pause", nil); !strings.Contains(flash(resp), "does not exist") {
+		t.Fatalf("pause of an unknown queue: %s", flash(resp))
+	}
+
+	viewer := newBrowser(t, e.srv.URL)
+	viewer.signIn(viewerName, viewerPass)
+	csrf = viewer.csrf("/queues")
+	if resp := post(viewer, "/queues/create", url.Values{"name": {"v"}}); resp.status != http.StatusForbidden {
+		t.Fatalf("viewer create: %d, want 403", resp.status)
+	}
+}
