@@ -54,6 +54,7 @@ func (m *cpuMeter) end() {
 }
 
 func (m *cpuMeter) report(b *testing.B) {
+	b.Helper()
 	if m.ok && b.N > 0 {
 		b.ReportMetric(float64(m.total)/float64(b.N), "cpu-ns/op")
 	}

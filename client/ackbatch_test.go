@@ -273,6 +273,7 @@ func TestClient_AckBatch_CtxEnd(t *testing.T) {
 			name: "CancelledWhileQueued",
 			held: 4,
 			cancel: func(t *testing.T, b *ackBatchBundle, cancel context.CancelFunc) {
+				t.Helper()
 				waitFor(t, "the list queued", func() bool { return client.QueuedAcks(b.client) == listed })
 				cancel()
 			},
@@ -283,6 +284,7 @@ func TestClient_AckBatch_CtxEnd(t *testing.T) {
 			name: "CancelledAfterSending",
 			held: 3,
 			cancel: func(t *testing.T, b *ackBatchBundle, cancel context.CancelFunc) {
+				t.Helper()
 				waitFor(t, "the list at the server", func() bool { return b.backend.count("Ack") > 3 })
 				cancel()
 			},
@@ -314,7 +316,7 @@ func TestClient_AckBatch_CtxEnd(t *testing.T) {
 				if !errors.Is(err, tt.wantErr) {
 					t.Errorf("delivery %d: err = %v, want %v", i, err, tt.wantErr)
 				}
-				if withdrawn := tt.wantErr == context.Canceled; withdrawn && err != ctx.Err() {
+				if withdrawn := tt.wantErr == context.Canceled; withdrawn && err != ctx.Err() { //nolint:errorlint // the very error, not one wrapping it
 					t.Errorf("delivery %d: err = %v, want ctx.Err() itself", i, err)
 				}
 			}

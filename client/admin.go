@@ -26,6 +26,43 @@ type QueueStats struct {
 	// DeadLetteredTotal counts the jobs ever dead-lettered, by cause.
 	DeadLetteredTotal map[DeadLetterCause]uint64
 	DroppedTotal      uint64 // dead jobs dropped because retention is off
+	// Use of the queue's reserve limits (ServerInfo's Queues give the
+	// limits themselves), zero when it has none: the reservations its rate
+	// limit lets through now, the concurrency key values at max_per_key,
+	// and the Ready jobs held back until their key frees.
+	RateTokens  uint64
+	KeysAtLimit uint64
+	HeldByKey   uint64
+	PurgedTotal uint64 // waiting jobs an operator purged
+	// FairnessActiveKeys counts, with a fairness key, the key values whose
+	// Ready jobs take turns now.
+	FairnessActiveKeys uint64
+}
+
+func queueStatsFromProto(q *seppv1.QueueSummary) QueueStats {
+	s := QueueStats{
+		Name:               q.GetName(),
+		Paused:             q.GetPaused(),
+		Configured:         q.GetConfigured(),
+		Scheduled:          q.GetScheduled(),
+		Ready:              q.GetReady(),
+		Reserved:           q.GetReserved(),
+		Dead:               q.GetDead(),
+		OldestReadyAge:     q.GetOldestReadyAge().AsDuration(),
+		EnqueuedTotal:      q.GetEnqueuedTotal(),
+		AckedTotal:         q.GetAckedTotal(),
+		DroppedTotal:       q.GetDroppedTotal(),
+		PurgedTotal:        q.GetPurgedTotal(),
+		RateTokens:         q.GetRateTokens(),
+		KeysAtLimit:        q.GetKeysAtLimit(),
+		HeldByKey:          q.GetHeldByKey(),
+		DeadLetteredTotal:  make(map[DeadLetterCause]uint64),
+		FairnessActiveKeys: q.GetFairnessActiveKeys(),
+	}
+	for _, dc := range q.GetDeadLetteredTotal() {
+		s.DeadLetteredTotal[DeadLetterCause(dc.GetCause())] += dc.GetCount()
+	}
+	return s
 }
 
 // ListQueues lists every known queue with its counts.
@@ -38,23 +75,7 @@ func (c *Client) ListQueues(ctx context.Context, stale bool) ([]QueueStats, erro
 		}
 		out = make([]QueueStats, 0, len(resp.GetQueues()))
 		for _, q := range resp.GetQueues() {
-			s := QueueStats{
-				Name:              q.GetName(),
-				Paused:            q.GetPaused(),
-				Configured:        q.GetConfigured(),
-				Scheduled:         q.GetScheduled(),
-				Ready:             q.GetReady(),
-				Reserved:          q.GetReserved(),
-				Dead:              q.GetDead(),
-				OldestReadyAge:    q.GetOldestReadyAge().AsDuration(),
-				EnqueuedTotal:     q.GetEnqueuedTotal(),
-				AckedTotal:        q.GetAckedTotal(),
-				DroppedTotal:      q.GetDroppedTotal(),
-				DeadLetteredTotal: make(map[DeadLetterCause]uint64),
-			}
-			for _, dc := range q.GetDeadLetteredTotal() {
-				s.DeadLetteredTotal[DeadLetterCause(dc.GetCause())] += dc.GetCount()
-			}
+			s := queueStatsFromProto(q)
 			out = append(out, s)
 		}
 		return nil
@@ -242,6 +263,37 @@ type ClusterMember struct {
 	Leader      bool
 	Healthy     bool   // the leader's view
 	LastContact string // as raft reports it
+	// Facts are what the member last reported of itself; nil until the
+	// leader has heard from it.
+	Facts *MemberFacts
+}
+
+// MemberFacts is a member's report of itself, as the replicated state
+// records it.
+type MemberFacts struct {
+	BinaryVersion     string
+	MinCommandVersion uint32
+	MaxCommandVersion uint32
+	MemoryLimitBytes  int64 // 0: none known
+	MemoryLimitFrom   string
+	GOMAXPROCS        int
+	Started           time.Time // zero when not known
+	// Legacy: a binary that serves no facts call; only MaxCommandVersion
+	// is known.
+	Legacy bool
+}
+
+func memberFactsFromProto(f *seppv1.MemberFacts) *MemberFacts {
+	if f == nil {
+		return nil
+	}
+	out := &MemberFacts{BinaryVersion: f.GetBinaryVersion(), MinCommandVersion: f.GetMinCommandVersion(),
+		MaxCommandVersion: f.GetMaxCommandVersion(), MemoryLimitBytes: f.GetMemoryLimitBytes(),
+		MemoryLimitFrom: f.GetMemoryLimitFrom(), GOMAXPROCS: int(f.GetGomaxprocs()), Legacy: f.GetLegacy()}
+	if f.GetStartTime() != nil {
+		out.Started = f.GetStartTime().AsTime()
+	}
+	return out
 }
 
 // ClusterStatus is one node's view of the cluster.
@@ -338,7 +390,7 @@ func clusterStatusFromProto(resp *seppv1.StatusResponse) *ClusterStatus {
 	for _, m := range resp.GetMembers() {
 		s.Members = append(s.Members, ClusterMember{
 			Node: nodeFromProto(m.GetNode()), Voter: m.GetVoter(), Leader: m.GetLeader(),
-			Healthy: m.GetHealthy(), LastContact: m.GetLastContact(),
+			Healthy: m.GetHealthy(), LastContact: m.GetLastContact(), Facts: memberFactsFromProto(m.GetFacts()),
 		})
 	}
 	return s

@@ -339,6 +339,9 @@ func classify(err error) (outcome, *NotLeaderError) {
 	}
 	switch st.Code() {
 	case codes.Unavailable:
+		if notSent(st) {
+			return outcomeNotApplied, nil
+		}
 		// Unavailable without a NotLeader detail is the server's "no leader"
 		// or a transport failure; the two cannot be told apart, and a
 		// transport failure may come after the request was sent.
@@ -352,6 +355,17 @@ func classify(err error) (outcome, *NotLeaderError) {
 	default:
 		return outcomeFinal, nil
 	}
+}
+
+// notSent reports an Unavailable that grpc-go raised while picking a
+// connection for the call, before any stream existed: the dial, or the TLS
+// handshake, failed (refused, no route, a bad certificate). grpc-go's picker
+// fails such calls with the connection's error, "connection error: desc =
+// ...", verbatim; a transport that breaks after a stream was opened reports
+// only the description, without that prefix. A call that failed this way
+// never reached a server, so its outcome is known: nothing applied.
+func notSent(st *status.Status) bool {
+	return strings.HasPrefix(st.Message(), "connection error: desc = ")
 }
 
 // call runs fn against the leader, retrying per policy with jittered

@@ -12,8 +12,8 @@ import (
 
 // protoCodec is gRPC's proto codec with one difference: messages are
 // encoded into and decoded from grpcbuf's buffer tiers, not gRPC's default
-// pool (see grpcbuf), and reserve and enqueue-batch answers have decoders
-// of their own.
+// pool (see grpcbuf), and reserve answers, most of what a worker
+// receives, have a decoder of their own (decode.go).
 type protoCodec struct{}
 
 func (protoCodec) Name() string { return "proto" }
@@ -30,9 +30,6 @@ func (protoCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	// Reserve responses are most of what the client decodes; the fast path
 	// copies out all it keeps, so buf may be freed after it.
 	if r, ok := m.(*seppv1.ReserveResponse); ok && decodeReserveResponse(buf.ReadOnlyData(), r) {
-		return nil
-	}
-	if r, ok := m.(*seppv1.EnqueueBatchResponse); ok && decodeEnqueueBatchResponse(buf.ReadOnlyData(), r) {
 		return nil
 	}
 	return proto.Unmarshal(buf.ReadOnlyData(), m)

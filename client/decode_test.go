@@ -81,6 +81,7 @@ func delivery(i int) *seppv1.ReservedJob {
 			EnqueuedAt: &timestamppb.Timestamp{Seconds: 1_893_456_000, Nanos: int32(i)},
 			Attempt:    1, MaxAttempts: 25, WorkerId: "worker-3f2a",
 			LeaseDeadline: &timestamppb.Timestamp{Seconds: 1_893_456_030, Nanos: 123_456_789},
+			StartedAt:     &timestamppb.Timestamp{Seconds: 1_893_456_000, Nanos: 987_654_321},
 		},
 	}
 }
@@ -101,6 +102,7 @@ func retried() *seppv1.ReservedJob {
 	d.Job.ScheduledAt = &timestamppb.Timestamp{Seconds: -62135596800}
 	d.Job.NextAttemptAt = &timestamppb.Timestamp{Seconds: 253402300799, Nanos: 999_999_999}
 	d.Job.LastReason = "débordement"
+	d.Job.ExpiresAt = &timestamppb.Timestamp{Seconds: 1_893_459_600}
 	d.Job.JobType = "tÿpe"
 	return d
 }
@@ -170,6 +172,13 @@ func TestDecodeReserveResponse_FallsBack(t *testing.T) {
 		{"FieldNumberZero", job([]byte{0x00, 0x01}), true},
 		{"CustomMap", job(msg(12, str(1, "k"), str(2, "v"))), true},
 		{"History", job(msg(16, varint(1, 2))), true},
+		{"Origin", job(msg(151, str(1, "q"))), true},
+		{"RepeatedStartedAt", job(msg(150), msg(150)), true},
+		{"RepeatedExpiresAt", job(msg(140, varint(1, 1)), msg(140)), true},
+		{"StartedAtAsVarint", job(varint(150, 1)), true},
+		{"UnknownWideJobField", job(msg(149)), true},
+		{"UnknownWideContextField", ctx(msg(150)), true},
+		{"WideFieldsOutOfOrder", job(msg(150, varint(1, 5)), str(2, "q"), msg(140, varint(2, 7))), false},
 		{"WrongWireTypeTop", varint(1, 1), true},
 		{"WrongWireTypeVarintAsBytes", ctx(str(1, "x")), true},
 		{"WrongWireTypeBytesAsVarint", job(varint(2, 1)), true},

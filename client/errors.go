@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,8 +32,14 @@ var (
 	// (it expired, or the job was redelivered, acked or released). The call
 	// changed nothing; the job belongs to someone else now.
 	ErrLeaseLost = errors.New("lease lost")
-	// ErrWrongState: the job is not in a state the operation accepts.
+	// ErrWrongState: the job is not in a state the operation accepts (or
+	// a queue to delete still holds jobs).
 	ErrWrongState = errors.New("wrong state")
+	// ErrAlreadyExists: CreateQueue named a queue that is configured
+	// already, or a unique job's key is held by another job of its queue
+	// and the request asked to be refused (Unique.Refuse; the
+	// *UniqueConflictError detail names that job).
+	ErrAlreadyExists = errors.New("already exists")
 	// ErrQueueFull: the queue is at its max length; nothing was added.
 	// It also matches ErrResourceExhausted.
 	ErrQueueFull = errors.New("queue full")
@@ -59,6 +66,15 @@ var (
 	ErrInternal = errors.New("internal server error")
 )
 
+// UniqueConflictError names the job holding a unique key.
+type UniqueConflictError struct {
+	Queue       string
+	JobID       uint64
+	Description string
+}
+
+func (e *UniqueConflictError) Error() string { return e.Description }
+
 // Error is a failed call: the operation, the gRPC status, its meaning (Kind,
 // one of the sentinels) and its typed detail when the server sent one.
 type Error struct {
@@ -66,7 +82,7 @@ type Error struct {
 	Code    codes.Code
 	Message string
 	Kinds   []error // the sentinels it matches
-	Detail  error   // *FieldError, *ScheduledTooFarError, *NotLeaderError or nil
+	Detail  error   // *FieldError, *ScheduledTooFarError, *NotLeaderError, *UniqueConflictError or nil
 	status  *status.Status
 }
 
@@ -217,6 +233,11 @@ func fromStatusValue(op string, st *status.Status) *Error {
 			e.Detail = &NotLeaderError{LeaderID: d.GetLeaderId(), LeaderAddr: d.GetLeaderGrpcAddr()}
 		case *errdetails.PreconditionFailure:
 			precondition = d
+		case *errdetails.ResourceInfo:
+			if d.GetResourceType() == "job" {
+				id, _ := strconv.ParseUint(d.GetResourceName(), 10, 64)
+				e.Detail = &UniqueConflictError{Queue: d.GetOwner(), JobID: id, Description: d.GetDescription()}
+			}
 		}
 	}
 	switch st.Code() {
@@ -233,6 +254,8 @@ func fromStatusValue(op string, st *status.Status) *Error {
 		} else {
 			e.Kinds = []error{ErrWrongState}
 		}
+	case codes.AlreadyExists:
+		e.Kinds = []error{ErrAlreadyExists}
 	case codes.ResourceExhausted:
 		e.Kinds = []error{ErrResourceExhausted}
 		if isQueueFull(st, e.Detail) {

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
 
 	"github.com/sepp-io/sepp/client"
 	"github.com/sepp-io/sepp/cluster"
@@ -19,70 +16,28 @@ import (
 )
 
 // grpcCluster is an in-process three-node Raft cluster with each node
-// served over gRPC on loopback, as `sepp serve` would.
+// served over gRPC on loopback, as `sepp serve` would (rpctest.ServeCluster).
 type grpcCluster struct {
-	t       *testing.T
-	nodes   *clustertest.Cluster
-	addrs   []string
-	mu      sync.Mutex
-	servers []*grpc.Server
+	t     *testing.T
+	nodes *rpctest.ServedCluster
+	addrs []string
 }
 
 func startGRPCCluster(t *testing.T) *grpcCluster {
 	t.Helper()
-	const n = 3
-	lis := make([]net.Listener, n)
-	addrs := make([]string, n)
-	for i := range lis {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lis[i], addrs[i] = l, l.Addr().String()
-	}
-	nodes := clustertest.New(t, n, clustertest.WithConfig(func(i int, cfg *cluster.Config) {
-		cfg.GRPCAddr = addrs[i]
-		for p := range cfg.Peers {
-			var j int
-			if _, err := fmt.Sscanf(cfg.Peers[p].ID, "n%d", &j); err != nil {
-				t.Fatalf("peer id %q: %v", cfg.Peers[p].ID, err)
-			}
-			cfg.Peers[p].GRPCAddr = addrs[j]
-		}
-	}))
-	gc := &grpcCluster{t: t, nodes: nodes, addrs: addrs, servers: make([]*grpc.Server, n)}
-	for i := range lis {
-		srv := rpc.NewGRPCServer(nodes.Node(i), rpc.Options{Logger: rpctest.TestLogger(t), MaxReserveWait: 200 * time.Millisecond})
-		gc.servers[i] = srv
-		go func() { _ = srv.Serve(lis[i]) }()
-	}
-	t.Cleanup(func() {
-		gc.mu.Lock()
-		defer gc.mu.Unlock()
-		for _, s := range gc.servers {
-			if s != nil {
-				s.Stop()
-			}
-		}
-	})
-	return gc
+	nodes := rpctest.ServeCluster(t, 3, func(int) rpc.Options { return rpc.Options{MaxReserveWait: 200 * time.Millisecond} })
+	return &grpcCluster{t: t, nodes: nodes, addrs: nodes.Addrs()}
 }
 
 // kill crashes node i: its gRPC server drops every connection and the Raft
 // node stops without handing over leadership.
-func (gc *grpcCluster) kill(i int) {
-	gc.mu.Lock()
-	srv := gc.servers[i]
-	gc.servers[i] = nil
-	gc.mu.Unlock()
-	srv.Stop()
-	gc.nodes.Kill(i)
-}
+func (gc *grpcCluster) kill(i int) { gc.nodes.Kill(i) }
 
 // failoverRun drives a producer and a worker through disrupt and checks
 // that every acknowledged enqueue was handled and acked, none twice except
 // after a real redelivery.
 func failoverRun(t *testing.T, disrupt func(gc *grpcCluster, c *client.Client)) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
 	}
@@ -121,7 +76,7 @@ func failoverRun(t *testing.T, disrupt func(gc *grpcCluster, c *client.Client)) 
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop(context.Background())
+	defer func() { _ = w.Stop(context.Background()) }()
 
 	var wg sync.WaitGroup
 	errs := make(chan error, producers)

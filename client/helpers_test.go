@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -226,5 +225,3 @@ func queueStats(t *testing.T, c *client.Client, queue string) client.QueueStats 
 	}
 	return client.QueueStats{Name: queue}
 }
-
-var errInjected = errors.New("injected")

@@ -290,33 +290,54 @@ type DrainOptions struct {
 // a timeout) the error matches ErrUnknownOutcome and those records may be
 // gone. Only a node's answer that it does not lead, which guarantees nothing
 // was applied, is followed to the leader. An empty result is also what a
-// server with retention off returns: check ServerInfo's
-// DeadLetterRetentionEnabled.
+// server with retention off returns: DrainDeadLettersReport says which.
 func (c *Client) DrainDeadLetters(ctx context.Context, opts DrainOptions) ([]DeadLetterRecord, error) {
+	r, err := c.DrainDeadLettersReport(ctx, opts)
+	return r.Records, err
+}
+
+// DrainReport is a drain's records and what an empty answer means.
+type DrainReport struct {
+	Records []DeadLetterRecord
+	// RetentionEnabled is false when the server drops dead jobs instead of
+	// keeping records (Records is then always empty). A server older than
+	// the field reads as false too: ServerInfo's DeadLetterRetentionEnabled
+	// settles it.
+	RetentionEnabled bool
+	// DroppedTotal counts dead jobs dropped without a record, in the queue
+	// drained (or every queue).
+	DroppedTotal uint64
+}
+
+// DrainDeadLettersReport is DrainDeadLetters with the server's word on
+// retention and the count of dead jobs it dropped.
+func (c *Client) DrainDeadLettersReport(ctx context.Context, opts DrainOptions) (DrainReport, error) {
 	if opts.Max < 0 {
-		return nil, &Error{Op: "drain dead letters", Kinds: []error{ErrInvalidArgument}, Detail: &FieldError{Field: "max", Description: fmt.Sprintf("max must not be negative, got %d", opts.Max)}}
+		return DrainReport{}, &Error{Op: "drain dead letters", Kinds: []error{ErrInvalidArgument}, Detail: &FieldError{Field: "max", Description: fmt.Sprintf("max must not be negative, got %d", opts.Max)}}
 	}
 	// Find a live leader first with a safe call, so the one drain attempt
 	// does not go to a node that is down.
 	if c.Leader() == "" {
 		if _, err := c.ServerInfo(ctx); err != nil {
-			return nil, err
+			return DrainReport{}, err
 		}
 	}
 	m := &seppv1.DrainDeadLettersRequest{Max: uint32(opts.Max)}
 	if opts.Queue != "" {
 		m.Queue = &opts.Queue
 	}
-	var out []DeadLetterRecord
+	var out DrainReport
 	err := c.call(ctx, "drain dead letters", retryNotSent, 0, func(ctx context.Context, a *attempt) error {
 		resp, err := c.queueService(a).DrainDeadLetters(ctx, m, c.opts.callOptions...)
 		if err != nil {
 			return err
 		}
-		out = make([]DeadLetterRecord, 0, len(resp.GetRecords()))
+		out.Records = make([]DeadLetterRecord, 0, len(resp.GetRecords()))
 		for _, r := range resp.GetRecords() {
-			out = append(out, deadLetterFromProto(r))
+			out.Records = append(out.Records, deadLetterFromProto(r))
 		}
+		out.RetentionEnabled = resp.GetDeadLetterRetentionEnabled()
+		out.DroppedTotal = resp.GetDroppedTotal()
 		return nil
 	})
 	return out, err
@@ -396,7 +417,7 @@ func renameItemField(err error, from, to string) error {
 	if !errors.As(err, &e) {
 		return err
 	}
-	fe, ok := e.Detail.(*FieldError)
+	fe, ok := e.Detail.(*FieldError) //nolint:errorlint // Detail is a field of its own, not a chain
 	if !ok || !strings.HasPrefix(fe.Field, from) {
 		return err
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -73,13 +74,17 @@ func ParseJobState(s string) (JobState, error) {
 // DeadLetterCause says why a job was dead-lettered.
 type DeadLetterCause int32
 
-// The four causes of the spec; exactly one per record.
+// The causes of a dead letter; exactly one per record.
 const (
 	CauseUnknown           DeadLetterCause = DeadLetterCause(seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_UNSPECIFIED)
 	CauseAttemptsExhausted DeadLetterCause = DeadLetterCause(seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED)
 	CauseRejected          DeadLetterCause = DeadLetterCause(seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_REJECTED)
 	CauseLeaseExpired      DeadLetterCause = DeadLetterCause(seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_LEASE_EXPIRED)
 	CauseAdmin             DeadLetterCause = DeadLetterCause(seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_ADMIN)
+	CauseCancelled         DeadLetterCause = DeadLetterCause(seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_CANCELLED)
+	// CauseExpired: the job was not reserved by its deadline (WithTTL,
+	// WithExpiresAt or the queue's max_wait_ms).
+	CauseExpired DeadLetterCause = DeadLetterCause(seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_EXPIRED)
 )
 
 func (c DeadLetterCause) String() string {
@@ -92,6 +97,10 @@ func (c DeadLetterCause) String() string {
 		return "lease_expired"
 	case CauseAdmin:
 		return "admin"
+	case CauseCancelled:
+		return "cancelled"
+	case CauseExpired:
+		return "expired"
 	default:
 		return "unknown"
 	}
@@ -115,6 +124,12 @@ type Job struct {
 	LeaseDeadline time.Time // while reserved
 	LastReason    string
 	History       []JobAttempt // the most recent ended attempts, oldest first
+	StartedAt     time.Time    // when the current delivery started, while reserved (zero: not recorded)
+	// Origin is set on a job forwarded to a dead_letter_queue: the job it
+	// was copied from. Custom stays the producer's, as sent.
+	Origin *JobOrigin
+
+	ExpiresAt time.Time // the deadline to be reserved by; zero: none
 }
 
 // JobAttempt is one ended delivery of a job.
@@ -122,8 +137,26 @@ type JobAttempt struct {
 	Attempt  uint32
 	WorkerID string
 	EndedAt  time.Time
-	Outcome  string // "nack", "lease_expired" or "released"
+	Outcome  string // "nack", "lease_expired", "released" or "cancelled"
 	Reason   string
+	// StartedAt is when the delivery was reserved and Duration how long it
+	// ran; zero when the server did not record them.
+	StartedAt  time.Time
+	Duration   time.Duration
+	LeaseToken uint64 // 0: not recorded
+	// Directive is a nack's: "default", "after" or "dead_letter"; empty
+	// for the other outcomes.
+	Directive string
+}
+
+// JobOrigin is where a forwarded job came from.
+type JobOrigin struct {
+	Queue        string // the queue the job died on
+	JobID        uint64 // its id there
+	Cause        DeadLetterCause
+	FailedAt     time.Time
+	LastReason   string
+	FinalAttempt uint32
 }
 
 // JobContext identifies one delivery. Ack, Nack, Release and ExtendLease
@@ -189,6 +222,51 @@ type EnqueueRequest struct {
 	MaxAttempts    uint32    // 0 takes the queue's default_max_attempts
 	Custom         map[string]string
 	IdempotencyKey string // empty: the client generates one per call
+	// Unique, when set, makes the job unique in its queue (WithUnique).
+	Unique *UniqueOptions
+	// ExpiresAt and TTL give the job a deadline by which it must be
+	// reserved, else it dies with CauseExpired (WithExpiresAt, WithTTL).
+	ExpiresAt time.Time
+	TTL       time.Duration
+}
+
+// WithTTL gives the job a deadline d after the server accepts it (whole
+// milliseconds, at least 1ms): not reserved by then, it is dead-lettered
+// with CauseExpired. A retried job keeps the deadline of its first
+// enqueue; a reserved job is never expired.
+func (r *EnqueueRequest) WithTTL(d time.Duration) *EnqueueRequest {
+	r.TTL = d
+	return r
+}
+
+// WithExpiresAt gives the job an absolute deadline t (after the server's
+// now and after the job's scheduled_at), like WithTTL.
+func (r *EnqueueRequest) WithExpiresAt(t time.Time) *EnqueueRequest {
+	r.ExpiresAt = t
+	return r
+}
+
+// UniqueOptions make a job unique in its queue: while another job holds
+// the same key, the enqueue returns that job (EnqueueResult.Duplicate) or,
+// with Refuse, fails with ErrAlreadyExists and a *UniqueConflictError.
+// The key is held while the job waits, is scheduled or is reserved.
+type UniqueOptions struct {
+	// Key is the uniqueness key (at most 256 bytes); empty derives one from
+	// the job type, the payload and the custom fields named in Fields.
+	Key    string
+	Fields []string
+	// CoverDead also holds the key while the job's dead-letter record is
+	// kept; CompletedFor also holds it this long after the ack (whole
+	// milliseconds, at most the queue's max_schedule_horizon_ms).
+	CoverDead    bool
+	CompletedFor time.Duration
+	Refuse       bool
+}
+
+// WithUnique makes the job unique in its queue.
+func (r *EnqueueRequest) WithUnique(u UniqueOptions) *EnqueueRequest {
+	r.Unique = &u
+	return r
 }
 
 // NewEnqueueRequest starts a request for a job of jobType on queue.
@@ -252,6 +330,14 @@ func (r *EnqueueRequest) validate(field string) error {
 		return &FieldError{Field: prefixField(field, "priority"), Limit: "0..9",
 			Description: fmt.Sprintf("priority must be 0..9, got %d", *r.Priority)}
 	}
+	if r.TTL != 0 && r.TTL < time.Millisecond {
+		return &FieldError{Field: prefixField(field, "ttl_ms"), Limit: ">= 1ms",
+			Description: fmt.Sprintf("ttl must be at least 1ms, got %s", r.TTL)}
+	}
+	if r.Unique != nil && r.Unique.CompletedFor < 0 {
+		return &FieldError{Field: prefixField(field, "unique.completed_for"), Limit: ">= 0",
+			Description: fmt.Sprintf("unique.completed_for must not be negative, got %s", r.Unique.CompletedFor)}
+	}
 	return nil
 }
 
@@ -278,6 +364,16 @@ func (r *EnqueueRequest) toProto(key string) *seppv1.EnqueueRequest {
 	if !r.ScheduledAt.IsZero() {
 		m.ScheduledAt = timestamppb.New(r.ScheduledAt)
 	}
+	if u := r.Unique; u != nil {
+		m.Unique = &seppv1.UniqueOptions{
+			Key: u.Key, Fields: slices.Clone(u.Fields), CoverDead: u.CoverDead,
+			CompletedForMs: uint64(u.CompletedFor / time.Millisecond), Refuse: u.Refuse,
+		}
+	}
+	if !r.ExpiresAt.IsZero() {
+		m.ExpiresAt = timestamppb.New(r.ExpiresAt)
+	}
+	m.TtlMs = int64(r.TTL / time.Millisecond)
 	return m
 }
 
@@ -377,15 +473,27 @@ func jobFromProto(m *seppv1.Job) Job {
 		WorkerID:      m.GetWorkerId(),
 		LeaseDeadline: timeFrom(m.GetLeaseDeadline()),
 		LastReason:    m.GetLastReason(),
+		ExpiresAt:     timeFrom(m.GetExpiresAt()),
 	}
+	j.StartedAt = timeFrom(m.GetStartedAt())
 	for _, a := range m.GetHistory() {
 		j.History = append(j.History, JobAttempt{
-			Attempt:  a.GetAttempt(),
-			WorkerID: a.GetWorkerId(),
-			EndedAt:  timeFrom(a.GetEndedAt()),
-			Outcome:  a.GetOutcome(),
-			Reason:   a.GetReason(),
+			Attempt:    a.GetAttempt(),
+			WorkerID:   a.GetWorkerId(),
+			EndedAt:    timeFrom(a.GetEndedAt()),
+			Outcome:    a.GetOutcome(),
+			Reason:     a.GetReason(),
+			StartedAt:  timeFrom(a.GetStartedAt()),
+			Duration:   a.GetDuration().AsDuration(),
+			LeaseToken: a.GetLeaseToken(),
+			Directive:  a.GetDirective(),
 		})
+	}
+	if o := m.GetOrigin(); o != nil {
+		j.Origin = &JobOrigin{
+			Queue: o.GetQueue(), JobID: o.GetJobId(), Cause: DeadLetterCause(o.GetCause()),
+			FailedAt: timeFrom(o.GetFailedAt()), LastReason: o.GetLastReason(), FinalAttempt: o.GetFinalAttempt(),
+		}
 	}
 	return j
 }

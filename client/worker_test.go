@@ -50,6 +50,7 @@ func TestWorker_HandlerOutcomes(t *testing.T) {
 			handler: func(*client.Delivery) error { return nil },
 			settled: func(c *client.Client, id uint64) bool { return jobGone(c, id) },
 			check: func(t *testing.T, c *client.Client, id uint64, attempts []uint32) {
+				t.Helper()
 				if len(attempts) != 1 {
 					t.Fatalf("attempts = %v, want one", attempts)
 				}
@@ -61,6 +62,7 @@ func TestWorker_HandlerOutcomes(t *testing.T) {
 			handler: func(*client.Delivery) error { return errors.New("smtp timeout") },
 			settled: deadLettered,
 			check: func(t *testing.T, c *client.Client, id uint64, attempts []uint32) {
+				t.Helper()
 				requireDeadLetter(t, c, id, client.CauseAttemptsExhausted, 3, "smtp timeout")
 				if fmt.Sprint(attempts) != "[1 2 3]" {
 					t.Fatalf("attempts = %v, want [1 2 3]", attempts)
@@ -72,6 +74,7 @@ func TestWorker_HandlerOutcomes(t *testing.T) {
 			handler: func(*client.Delivery) error { return client.Retry(errors.New("flaky")) },
 			settled: deadLettered,
 			check: func(t *testing.T, c *client.Client, id uint64, attempts []uint32) {
+				t.Helper()
 				requireDeadLetter(t, c, id, client.CauseAttemptsExhausted, 2, "flaky")
 			},
 		},
@@ -84,6 +87,7 @@ func TestWorker_HandlerOutcomes(t *testing.T) {
 				return err == nil && j.State == client.StateScheduled
 			},
 			check: func(t *testing.T, c *client.Client, id uint64, attempts []uint32) {
+				t.Helper()
 				j, err := c.GetJob(context.Background(), id, false)
 				if err != nil {
 					t.Fatal(err)
@@ -99,6 +103,7 @@ func TestWorker_HandlerOutcomes(t *testing.T) {
 			handler: func(*client.Delivery) error { return client.Permanent(errors.New("bad address")) },
 			settled: deadLettered,
 			check: func(t *testing.T, c *client.Client, id uint64, attempts []uint32) {
+				t.Helper()
 				requireDeadLetter(t, c, id, client.CauseRejected, 1, "bad address")
 			},
 		},
@@ -107,6 +112,7 @@ func TestWorker_HandlerOutcomes(t *testing.T) {
 			handler: func(*client.Delivery) error { panic("boom") },
 			settled: deadLettered,
 			check: func(t *testing.T, c *client.Client, id uint64, attempts []uint32) {
+				t.Helper()
 				requireDeadLetter(t, c, id, client.CauseAttemptsExhausted, 2, "panic: boom")
 			},
 		},
@@ -368,7 +374,58 @@ func TestWorker_NoHandlerForTypeFailsTheAttempt(t *testing.T) {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop(testContext(t))
+	defer func() { _ = w.Stop(testContext(t)) }()
 	waitFor(t, "the dead letter", func() bool { return deadLettered(c, res.JobID) })
 	requireDeadLetter(t, c, res.JobID, client.CauseAttemptsExhausted, 1, `no handler registered for job type "unknown_type"`)
+}
+
+// An operator's cancel reaches a running handler through its heartbeat: the
+// next lease extension after the cancel is lease-lost and cancels the
+// handler's context, and the job is a dead letter with cause cancelled.
+func TestWorker_OperatorCancelCancelsHandler(t *testing.T) {
+	n := startNode(t, "n1", withRetention)
+	c := newClient(t, []string{n.addr})
+	res, err := c.Enqueue(testContext(t), client.NewEnqueueRequest("q", "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	causes := make(chan error, 1)
+	startWorker(t, c, client.WorkerOptions{Lease: 300 * time.Millisecond}, "q", func(ctx context.Context, d *client.Delivery) error {
+		close(started)
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	})
+	select {
+	case <-started:
+	case <-testContext(t).Done():
+		t.Fatal("the handler never started")
+	}
+	got, err := c.CancelJobs(testContext(t), []uint64{res.JobID}, client.CancelJobsOptions{Reason: "operator stop"})
+	if err != nil || len(got) != 1 || got[0].Err != nil {
+		t.Fatalf("CancelJobs: %+v %v", got, err)
+	}
+	// An extension that entered before the cancel returned may still have
+	// applied first; the one after it is the heartbeat that learns.
+	extendsAtCancel := n.backend.count("ExtendLease")
+	var cause error
+	select {
+	case cause = <-causes:
+	case <-testContext(t).Done():
+		t.Fatal("handler was never cancelled")
+	}
+	if !errors.Is(cause, client.ErrLeaseLost) {
+		t.Fatalf("handler context cause = %v, want ErrLeaseLost", cause)
+	}
+	if extra := n.backend.count("ExtendLease") - extendsAtCancel; extra > 1 {
+		t.Fatalf("%d heartbeats after the cancel before the handler was cancelled, want at most 1", extra)
+	}
+	r, err := c.GetDeadLetter(testContext(t), res.JobID, false)
+	if err != nil || r.Cause != client.CauseCancelled || r.LastReason != "operator stop" || r.Cause.String() != "cancelled" {
+		t.Fatalf("dead letter %+v %v", r, err)
+	}
+	if a, nk := n.backend.count("Ack"), n.backend.count("Nack"); a != 0 || nk != 0 {
+		t.Fatalf("acks %d, nacks %d after a cancel; want none", a, nk)
+	}
 }
