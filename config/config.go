@@ -31,20 +31,40 @@ type Config struct {
 
 // Server is this node's identity, listeners and files.
 type Server struct {
-	NodeID   string `toml:"node_id"`
+	// NodeID names this node, unique within the cluster (1..128 bytes of
+	// UTF-8).
+	NodeID string `toml:"node_id"`
+	// GRPCAddr is where the API listens: gRPC, Connect and gRPC-Web for
+	// clients, workers and operators.
 	GRPCAddr string `toml:"grpc_addr"`
+	// HTTPAddr is where /metrics, /healthz (liveness), /readyz (readiness) and
+	// the admin UI listen.
 	HTTPAddr string `toml:"http_addr"`
+	// RaftAddr is where this node listens for replication from the other
+	// nodes.
 	RaftAddr string `toml:"raft_addr"`
 	// RaftAdvertise is the address other nodes dial; defaults to RaftAddr.
 	RaftAdvertise string `toml:"raft_advertise"`
 	// GRPCAdvertise and HTTPAdvertise are what followers hand to clients as
 	// the leader's address; they default to the listen addresses.
 	GRPCAdvertise string `toml:"grpc_advertise"`
+	// HTTPAdvertise is the HTTP address followers name as the leader's;
+	// defaults to HTTPAddr.
 	HTTPAdvertise string `toml:"http_advertise"`
-	DataDir       string `toml:"data_dir"`
-	LogLevel      string `toml:"log_level"`
-	LogJSON       bool   `toml:"log_json"`
-	// MaxMessageBytes bounds one gRPC message in either direction.
+	// DataDir holds the Raft log, the stable store and the snapshots. Back it
+	// up as described in docs/backup-and-restore.md.
+	DataDir string `toml:"data_dir"`
+	// LogLevel is one of trace, debug, info, warn, error, off.
+	LogLevel string `toml:"log_level"`
+	// LogJSON writes the log as JSON lines instead of text.
+	LogJSON bool `toml:"log_json"`
+	// MaxMessageBytes bounds one gRPC message in either direction
+	// (advertised). It must exceed the largest job the [limits] allow
+	// (payload, every custom field, names, attempt history) by 64 KiB, so a
+	// job of exactly max_payload_bytes always goes through Enqueue and
+	// EnqueueBatch. A reserve or a dead-letter drain answers with as many jobs
+	// as fit: reserved jobs that do not fit are released at once, a drain
+	// takes only the records that fit.
 	MaxMessageBytes int `toml:"max_message_bytes"`
 	// MaxLongPolls caps reserves waiting for work at once on this node.
 	MaxLongPolls int `toml:"max_long_polls"`
@@ -168,9 +188,13 @@ func ParseSize(s string) (int64, error) {
 
 // Peer is one member of a static cluster.
 type Peer struct {
-	ID       string `toml:"id"`
+	// ID is the member's server.node_id.
+	ID string `toml:"id"`
+	// RaftAddr is the member's replication address.
 	RaftAddr string `toml:"raft_addr"`
+	// GRPCAddr is the member's API address, which followers name to clients.
 	GRPCAddr string `toml:"grpc_addr"`
+	// HTTPAddr is the member's HTTP address (admin UI, metrics).
 	HTTPAddr string `toml:"http_addr"`
 }
 
@@ -182,24 +206,51 @@ type Cluster struct {
 	// Bootstrap forms the cluster from Peers on first start (a node with
 	// existing state never bootstraps again). Set it false on a node that
 	// joins a running cluster instead.
-	Bootstrap            *bool `toml:"bootstrap"`
-	HeartbeatTimeoutMS   int64 `toml:"heartbeat_timeout_ms"`
-	ElectionTimeoutMS    int64 `toml:"election_timeout_ms"`
+	Bootstrap *bool `toml:"bootstrap"`
+	// HeartbeatTimeoutMS is how long a follower hears nothing from the leader
+	// before it runs a pre-vote; the leader sends heartbeats every tenth of
+	// it. Lower values elect on the CPU stalls of a busy host
+	// (cluster/DESIGN.md, "Timeouts").
+	HeartbeatTimeoutMS int64 `toml:"heartbeat_timeout_ms"`
+	// ElectionTimeoutMS is how long a candidate waits for votes before it
+	// tries again.
+	ElectionTimeoutMS int64 `toml:"election_timeout_ms"`
+	// LeaderLeaseTimeoutMS is how long a leader may hear from no quorum
+	// before it sends three quick heartbeat rounds (a quarter of this each)
+	// and, if none reaches a quorum, steps down; at most HeartbeatTimeoutMS.
 	LeaderLeaseTimeoutMS int64 `toml:"leader_lease_timeout_ms"`
-	CommitTimeoutMS      int64 `toml:"commit_timeout_ms"`
-	SnapshotThreshold    int64 `toml:"snapshot_threshold"`
-	SnapshotIntervalMS   int64 `toml:"snapshot_interval_ms"`
-	LeaseGraceMS         int64 `toml:"lease_grace_ms"`
-	StoreWriteTimeoutMS  int64 `toml:"store_write_timeout_ms"`
-	MaxCommandsPerEntry  int   `toml:"max_commands_per_entry"`
-	MaxEntriesInFlight   int   `toml:"max_entries_in_flight"`
+	// CommitTimeoutMS is how long the leader waits, with nothing new to send,
+	// before it tells the followers the commit index.
+	CommitTimeoutMS int64 `toml:"commit_timeout_ms"`
+	// SnapshotThreshold is how many log entries accumulate before the node
+	// takes a snapshot and trims its log.
+	SnapshotThreshold int64 `toml:"snapshot_threshold"`
+	// SnapshotIntervalMS is how often the node checks SnapshotThreshold.
+	SnapshotIntervalMS int64 `toml:"snapshot_interval_ms"`
+	// LeaseGraceMS is how much a new leader extends every live lease before it
+	// serves, so an election does not redeliver jobs in flight.
+	LeaseGraceMS int64 `toml:"lease_grace_ms"`
+	// StoreWriteTimeoutMS is how long a leader's log write may stall before
+	// the leader steps down.
+	StoreWriteTimeoutMS int64 `toml:"store_write_timeout_ms"`
+	// MaxCommandsPerEntry is how many operations group commit merges into one
+	// log entry at most.
+	MaxCommandsPerEntry int `toml:"max_commands_per_entry"`
+	// MaxEntriesInFlight is how many log entries the proposer keeps being
+	// replicated at once (fewer, larger entries: cluster/DESIGN.md).
+	MaxEntriesInFlight int `toml:"max_entries_in_flight"`
 	// MaxEntryBytes is where group commit stops merging operations into
 	// one log entry, and the size an EnqueueBatch above it is split into.
 	// Not a limit on requests: one larger operation gets an entry of its
 	// own, up to server.max_message_bytes.
-	MaxEntryBytes          int   `toml:"max_entry_bytes"`
-	SnapshotsRetained      int   `toml:"snapshots_retained"`
-	TrailingLogs           int64 `toml:"trailing_logs"`
+	MaxEntryBytes int `toml:"max_entry_bytes"`
+	// SnapshotsRetained is how many snapshots the data directory keeps.
+	SnapshotsRetained int `toml:"snapshots_retained"`
+	// TrailingLogs is how many log entries a snapshot leaves behind for
+	// followers that lag.
+	TrailingLogs int64 `toml:"trailing_logs"`
+	// ShutdownTransferWaitMS is how long a leader that is stopping waits for
+	// another node to take over before it stops anyway.
 	ShutdownTransferWaitMS int64 `toml:"shutdown_transfer_wait_ms"`
 	// DetectLeaderCrash lets a follower that sees the leader's raft
 	// connections end, and the leader's raft address refuse connections,
@@ -211,39 +262,77 @@ type Cluster struct {
 
 // Limits is the [limits] table: the spec's producer and retry settings.
 type Limits struct {
-	DefaultPriority      uint32 `toml:"default_priority"`
-	DefaultMaxAttempts   uint32 `toml:"default_max_attempts"`
-	MaxAttemptsCeiling   uint32 `toml:"max_attempts_ceiling"`
-	RetryDelayMS         int64  `toml:"retry_delay_ms"`
-	RetryBackoff         string `toml:"retry_backoff"`
-	RetryDelayMaxMS      int64  `toml:"retry_delay_max_ms"`
-	MaxScheduleHorizonMS int64  `toml:"max_schedule_horizon_ms"`
-	MaxReserveBatch      int    `toml:"max_reserve_batch"`
-	DefaultLeaseMS       int64  `toml:"default_lease_ms"`
-	MaxLeaseMS           int64  `toml:"max_lease_ms"`
-	MaxPayloadBytes      int    `toml:"max_payload_bytes"`
-	MaxBatchSize         int    `toml:"max_batch_size"`
-	MaxCustomFields      int    `toml:"max_custom_fields"`
-	MaxCustomFieldBytes  int    `toml:"max_custom_field_bytes"`
-	MaxJobTypeBytes      int    `toml:"max_job_type_bytes"`
-	IdempotencyWindowMS  int64  `toml:"idempotency_window_ms"`
-	MaxIdempotencyKeys   int    `toml:"max_idempotency_keys"`
+	// DefaultPriority is the priority of a job that sets none: 0..9, 9
+	// highest.
+	DefaultPriority uint32 `toml:"default_priority"`
+	// DefaultMaxAttempts is how many deliveries a job that sets no
+	// max_attempts gets before it dies; at most MaxAttemptsCeiling.
+	DefaultMaxAttempts uint32 `toml:"default_max_attempts"`
+	// MaxAttemptsCeiling clamps a job's max_attempts: a larger value is
+	// lowered to it, not rejected.
+	MaxAttemptsCeiling uint32 `toml:"max_attempts_ceiling"`
+	// RetryDelayMS is the base delay of a Default nack; 0 makes the job Ready
+	// again at once.
+	RetryDelayMS int64 `toml:"retry_delay_ms"`
+	// RetryBackoff is "none" (every retry waits RetryDelayMS) or "exponential"
+	// (the delay doubles per attempt, up to RetryDelayMaxMS), with up to 25%
+	// jitter derived from the job id.
+	RetryBackoff string `toml:"retry_backoff"`
+	// RetryDelayMaxMS caps the exponential backoff's delay.
+	RetryDelayMaxMS int64 `toml:"retry_delay_max_ms"`
+	// MaxScheduleHorizonMS is how far ahead scheduled_at may be: later is
+	// rejected with ScheduledTooFar; retry delays are clamped to it.
+	MaxScheduleHorizonMS int64 `toml:"max_schedule_horizon_ms"`
+	// MaxReserveBatch is the most jobs one reserve or one dead-letter drain
+	// returns (advertised in GetServerInfo).
+	MaxReserveBatch int `toml:"max_reserve_batch"`
+	// DefaultLeaseMS is the lease of a reserve that names none.
+	DefaultLeaseMS int64 `toml:"default_lease_ms"`
+	// MaxLeaseMS is the longest lease; a longer one is clamped to it.
+	MaxLeaseMS int64 `toml:"max_lease_ms"`
+	// MaxPayloadBytes is the largest job payload (advertised); one byte more
+	// is InvalidArgument naming payload.
+	MaxPayloadBytes int `toml:"max_payload_bytes"`
+	// MaxBatchSize is the most jobs in one EnqueueBatch (advertised).
+	MaxBatchSize int `toml:"max_batch_size"`
+	// MaxCustomFields is the most custom fields on one job.
+	MaxCustomFields int `toml:"max_custom_fields"`
+	// MaxCustomFieldBytes bounds the key and value of one custom field
+	// together.
+	MaxCustomFieldBytes int `toml:"max_custom_field_bytes"`
+	// MaxJobTypeBytes bounds a job type's name.
+	MaxJobTypeBytes int `toml:"max_job_type_bytes"`
+	// IdempotencyWindowMS is how long an idempotency key is remembered: an
+	// enqueue repeating it within the window returns the first job instead of
+	// adding one, which covers client retries through a failover.
+	IdempotencyWindowMS int64 `toml:"idempotency_window_ms"`
+	// MaxIdempotencyKeys is how many idempotency keys a node holds at most,
+	// about 75 bytes each; once full, IdempotencyMinWindowMS decides between
+	// forgetting the oldest early and refusing the new key.
+	MaxIdempotencyKeys int `toml:"max_idempotency_keys"`
 	// IdempotencyMinWindowMS is how long a key is kept at least once
 	// max_idempotency_keys are held: a new key then makes the oldest be
 	// forgotten early if it is this old, and is refused otherwise. 0 never
 	// forgets early (every new key past the limit is refused); above
 	// idempotency_window_ms it is the window.
 	IdempotencyMinWindowMS int64 `toml:"idempotency_min_window_ms"`
-	MaxQueueLength         int   `toml:"max_queue_length"`
+	// MaxQueueLength is the most jobs one queue holds; a full queue refuses
+	// enqueues with ResourceExhausted and never drops a job. 0 is unbounded;
+	// per queue: max_length.
+	MaxQueueLength int `toml:"max_queue_length"`
 	// MaxMemoryBytes is the budget of bytes the queues may hold (jobs,
 	// payloads, custom fields, keys, dead-letter records, as the engine
 	// counts them): above it enqueues are refused with ResourceExhausted
 	// while workers drain. 0 (the default) derives it: max_memory_share of
-	// the node's memory limit (the cgroup's, GOMEMLIMIT or
-	// server.memory_limit when set, else physical memory).
+	// the smallest memory limit among the cluster's members (each member's
+	// cgroup limit, GOMEMLIMIT or server.memory_limit when set, else its
+	// physical memory, as it reports them to the leader; `sepp cluster
+	// status` shows them), so that every member can restart with the state
+	// it holds; the leader proposes it again when a member's limit or the
+	// membership changes.
 	MaxMemoryBytes int64 `toml:"max_memory_bytes"`
-	// MaxMemoryShare is the share of the node's memory limit the default
-	// budget takes, 0..0.9: the rest is for the collector's headroom
+	// MaxMemoryShare is the share of the smallest member's memory limit
+	// the default budget takes, 0..0.9: the rest is for the collector's headroom
 	// (gc_percent), a snapshot being restored beside the running state (a
 	// follower's InstallSnapshot holds both until the swap: twice the
 	// budget), the Raft log and requests. Default 0.33, so that doubling
@@ -252,11 +341,18 @@ type Limits struct {
 	// 1 KiB jobs at a peak RSS of 226-230 MiB, and restarted at 210-216:
 	// the collector uses the room up to the soft limit (gc_min_headroom),
 	// so the RSS follows that limit, not the budget. 0 with
-	// max_memory_bytes 0:
-	// unbounded (the behaviour before issue 22).
+	// max_memory_bytes 0 leaves the queues unbounded.
 	MaxMemoryShare *float64 `toml:"max_memory_share"`
-	MaxDeadLetters int      `toml:"max_dead_letters"`
-	AttemptHistory int      `toml:"attempt_history"`
+	// MaxDeadLetters is how many dead-letter records are retained at most; a
+	// full store refuses, it never drops a record silently.
+	MaxDeadLetters int `toml:"max_dead_letters"`
+	// AttemptHistory is how many past attempts each job remembers, 0..1000
+	// (start, end, duration, worker, lease token, outcome, nack directive,
+	// reason); the oldest go first. An entry holds up to about 4.4 KB (a
+	// 256-byte worker id, a 4 KiB reason): it counts against
+	// max_memory_bytes, and server.max_message_bytes must hold a job with
+	// a full history.
+	AttemptHistory int `toml:"attempt_history"`
 	// Strict rejects enqueues to queues that no [[queues]] entry names.
 	Strict bool `toml:"strict"`
 }
@@ -277,27 +373,70 @@ type Storage struct {
 
 // Queue is one [[queues]] entry; unset keys inherit [limits].
 type Queue struct {
-	Name                 string  `toml:"name"`
-	DefaultPriority      *uint32 `toml:"default_priority"`
-	DefaultMaxAttempts   *uint32 `toml:"default_max_attempts"`
-	RetryDelayMS         *int64  `toml:"retry_delay_ms"`
-	RetryBackoff         *string `toml:"retry_backoff"`
-	RetryDelayMaxMS      *int64  `toml:"retry_delay_max_ms"`
-	MaxScheduleHorizonMS *int64  `toml:"max_schedule_horizon_ms"`
-	MaxLength            *int    `toml:"max_length"`
+	// Name is the queue the entry configures.
+	Name string `toml:"name"`
+	// DefaultPriority overrides the [limits] default_priority for this queue.
+	DefaultPriority *uint32 `toml:"default_priority"`
+	// DefaultMaxAttempts overrides the [limits] default_max_attempts for this
+	// queue.
+	DefaultMaxAttempts *uint32 `toml:"default_max_attempts"`
+	// RetryDelayMS overrides the [limits] retry_delay_ms for this queue.
+	RetryDelayMS *int64 `toml:"retry_delay_ms"`
+	// RetryBackoff overrides the [limits] retry_backoff for this queue.
+	RetryBackoff *string `toml:"retry_backoff"`
+	// RetryDelayMaxMS overrides the [limits] retry_delay_max_ms for this
+	// queue.
+	RetryDelayMaxMS *int64 `toml:"retry_delay_max_ms"`
+	// MaxScheduleHorizonMS overrides the [limits] max_schedule_horizon_ms for
+	// this queue.
+	MaxScheduleHorizonMS *int64 `toml:"max_schedule_horizon_ms"`
+	// MaxLength is the most jobs this queue holds (the [limits]
+	// max_queue_length by default).
+	MaxLength *int `toml:"max_length"`
 	// MaxMemoryBytes is the queue's own budget of held bytes, under the
 	// global one.
-	MaxMemoryBytes  *int64 `toml:"max_memory_bytes"`
+	MaxMemoryBytes *int64 `toml:"max_memory_bytes"`
+	// DeadLetterQueue, when set, also enqueues every job that dies in this
+	// queue onto that queue as a new job.
 	DeadLetterQueue string `toml:"dead_letter_queue"`
+	// MaxReserved is the most jobs of the queue reserved at once, across
+	// all workers; a waiting reserve waits past it (0: no limit).
+	MaxReserved int `toml:"max_reserved"`
+	// RateLimit is the most reservations per RatePeriodMS, a token bucket
+	// on the leader's clock that every replica replays alike (0: no limit).
+	RateLimit int `toml:"rate_limit"`
+	// RatePeriodMS is RateLimit's period in milliseconds (default 1000).
+	RatePeriodMS int64 `toml:"rate_period_ms"`
+	// RateBurst is the most reservations the bucket grants at once
+	// (default RateLimit).
+	RateBurst int `toml:"rate_burst"`
+	// ConcurrencyKey names the custom field whose value MaxPerKey limits,
+	// e.g. one job at a time per customer.
+	ConcurrencyKey string `toml:"concurrency_key"`
+	// MaxPerKey is the most jobs reserved at once per value of
+	// ConcurrencyKey (0: no limit).
+	MaxPerKey int `toml:"max_per_key"`
+	// MaxWaitMS expires a job not reserved this many milliseconds after it
+	// first became due: it dies with the dead-letter cause expired (0:
+	// none). A job's own ttl or expires_at may set an earlier deadline.
+	MaxWaitMS int64 `toml:"max_wait_ms"`
+	// FairnessKey names the custom field whose values take turns within a
+	// priority level, e.g. tenant: reserve rotates over the values with
+	// Ready jobs so one value's burst cannot starve the others. Jobs
+	// without the field share one turn. Not combined with max_per_key.
+	FairnessKey string `toml:"fairness_key"`
 }
 
 // Admin is the [admin] table: the web UI's sign-in.
 type Admin struct {
 	// Auth turns sign-in on. Off, the UI listens on loopback only unless
 	// AllowUnauthenticatedRemote is set.
-	Auth                       bool        `toml:"auth"`
-	AllowUnauthenticatedRemote bool        `toml:"allow_unauthenticated_remote"`
-	Users                      []AdminUser `toml:"users"`
+	Auth bool `toml:"auth"`
+	// AllowUnauthenticatedRemote serves the UI without sign-in beyond loopback
+	// (not advised).
+	AllowUnauthenticatedRemote bool `toml:"allow_unauthenticated_remote"`
+	// Users are the sign-ins of the UI when Auth is on.
+	Users []AdminUser `toml:"users"`
 	// SessionKey signs session cookies (at least 32 bytes). Give every node
 	// the same key so one sign-in works on all of them and a follower can
 	// forward actions to the leader; empty: a random key per start.
@@ -308,9 +447,14 @@ type Admin struct {
 
 // AdminUser is one sign-in: a bcrypt-style password hash and a role.
 type AdminUser struct {
-	Name         string `toml:"name"`
+	// Name is what the user types to sign in.
+	Name string `toml:"name"`
+	// PasswordHash is the bcrypt hash `sepp hash-password` prints; never the
+	// password.
 	PasswordHash string `toml:"password_hash"`
-	Role         string `toml:"role"` // "viewer" or "operator"
+	// Role is "viewer" (read only) or "operator" (requeue, delete, dead-
+	// letter, pause, resume).
+	Role string `toml:"role"`
 }
 
 // TLS is the [tls] table: PEM file paths, reread on SIGHUP. Empty paths
@@ -319,7 +463,8 @@ type TLS struct {
 	// CertFile and KeyFile are the server certificate of the gRPC API and
 	// (with HTTP) of the HTTP listener.
 	CertFile string `toml:"cert_file"`
-	KeyFile  string `toml:"key_file"`
+	// KeyFile is the private key of CertFile.
+	KeyFile string `toml:"key_file"`
 	// ClientCAFile, when set, turns on mutual TLS on the gRPC API: every
 	// client must present a certificate signed by one of these CAs.
 	ClientCAFile string `toml:"client_ca_file"`
@@ -330,8 +475,11 @@ type TLS struct {
 	// nodes: the node presents its cluster certificate and accepts only
 	// peers whose certificate the cluster CA signed. All three or none.
 	RaftCertFile string `toml:"raft_cert_file"`
-	RaftKeyFile  string `toml:"raft_key_file"`
-	RaftCAFile   string `toml:"raft_ca_file"`
+	// RaftKeyFile is the private key of RaftCertFile.
+	RaftKeyFile string `toml:"raft_key_file"`
+	// RaftCAFile is the cluster CA: only nodes whose certificate it signed can
+	// join or replicate.
+	RaftCAFile string `toml:"raft_ca_file"`
 }
 
 // APIEnabled reports whether the gRPC API is served over TLS.
@@ -344,16 +492,24 @@ func (t TLS) RaftEnabled() bool { return t.RaftCertFile != "" }
 type Auth struct {
 	// Enabled requires a token with the right role on every call except
 	// health and reflection.
-	Enabled bool        `toml:"enabled"`
-	Tokens  []AuthToken `toml:"tokens"`
+	Enabled bool `toml:"enabled"`
+	// Tokens are the accepted API tokens and their roles.
+	Tokens []AuthToken `toml:"tokens"`
 }
 
 // AuthToken is one [[auth.tokens]] entry. The token itself is never in the
 // file: only its SHA-256 (`sepp hash-token`).
 type AuthToken struct {
-	Name   string   `toml:"name"`
-	SHA256 string   `toml:"sha256"`
-	Roles  []string `toml:"roles"`
+	// Name identifies the token in metrics and logs; the token itself never
+	// appears.
+	Name string `toml:"name"`
+	// SHA256 is the token's SHA-256 in hex, as `sepp hash-token` prints it.
+	SHA256 string `toml:"sha256"`
+	// Roles are what the token may do: producer (enqueue), worker (reserve,
+	// ack, nack, release, extend), viewer (info and listings), operator
+	// (drain, requeue, delete, dead-letter, pause, resume), admin (cluster
+	// join, remove, transfer).
+	Roles []string `toml:"roles"`
 }
 
 // TokenRoles lists the role names a token may hold.
@@ -485,6 +641,14 @@ func describeDecodeError(err error) error {
 func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	for _, q := range c.Queues {
+		// Checked in milliseconds before the conversion, which would
+		// overflow for a huge value and could wrap into the range.
+		if q.RatePeriodMS < 0 || q.RatePeriodMS > 3_600_000 {
+			add("queues[%q].rate_period_ms: must be 0..3600000 (0 is 1000), got %d", q.Name, q.RatePeriodMS)
+		}
+	}
 
 	s := c.Server
 	if s.NodeID == "" || !utf8.ValidString(s.NodeID) || len(s.NodeID) > 128 {
@@ -800,6 +964,14 @@ func (c Config) EngineConfig() (engine.Config, error) {
 			MaxLength:          q.MaxLength,
 			MaxMemoryBytes:     q.MaxMemoryBytes,
 			DeadLetterQueue:    q.DeadLetterQueue,
+			MaxReserved:        q.MaxReserved,
+			RateLimit:          q.RateLimit,
+			RatePeriod:         ms(q.RatePeriodMS),
+			RateBurst:          q.RateBurst,
+			ConcurrencyKey:     q.ConcurrencyKey,
+			MaxPerKey:          q.MaxPerKey,
+			MaxWait:            ms(q.MaxWaitMS),
+			FairnessKey:        q.FairnessKey,
 		}
 		if q.RetryDelayMS != nil {
 			d := ms(*q.RetryDelayMS)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestDefault_MatchesTheSpecDefaults(t *testing.T) {
+	t.Parallel()
 	cfg, err := Parse(nil)
 	if err != nil {
 		t.Fatalf("empty file: %v", err)
@@ -43,6 +44,7 @@ func TestDefault_MatchesTheSpecDefaults(t *testing.T) {
 }
 
 func TestParse_Overrides(t *testing.T) {
+	t.Parallel()
 	cfg, err := Parse([]byte(`
 [server]
 node_id = "n2"
@@ -99,6 +101,7 @@ name = "emails.dead"
 }
 
 func TestParse_Rejects(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		toml string
@@ -142,6 +145,7 @@ func TestParse_Rejects(t *testing.T) {
 }
 
 func TestLoad_NamesTheFile(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "sepp.toml")
 	if err := os.WriteFile(p, []byte("[limits]\nbogus = 1\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -156,6 +160,7 @@ func TestLoad_NamesTheFile(t *testing.T) {
 }
 
 func TestExampleConfigLoads(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{"../deploy/sepp.example.toml"} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("example config %s missing: %v", p, err)
@@ -177,6 +182,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("[tls]\ncert_file = \"a.pem\"\nkey_file = \"a-key.pem\"\nclient_ca_file = \"ca.pem\"\nraft_cert_file = \"a.pem\"\nraft_key_file = \"a-key.pem\"\nraft_ca_file = \"ca.pem\"\n"))
 	f.Add([]byte("[auth]\nenabled = true\n[[auth.tokens]]\nname = \"ci\"\nsha256 = \"" + strings.Repeat("ab", 32) + "\"\nroles = [\"producer\", \"admin\"]\n"))
 	f.Add([]byte("[server]\nmax_long_polls_per_conn = 2\n"))
+	f.Add([]byte("[[queues]]\nname = \"q\"\nmax_reserved = 3\nrate_limit = 5\nrate_period_ms = 200\nconcurrency_key = \"c\"\nmax_per_key = 1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse(data)
 		if err != nil {
@@ -194,6 +200,7 @@ func FuzzParse(f *testing.F) {
 // TestLimits_MemoryBudget: the budget a node proposes, from the config and
 // the memory limit it runs in.
 func TestLimits_MemoryBudget(t *testing.T) {
+	t.Parallel()
 	share := func(v float64) *float64 { return &v }
 	tests := []struct {
 		name  string

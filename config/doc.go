@@ -7,3 +7,7 @@
 // behaviour) and the node's own settings (addresses, data dir, Raft timing).
 // It imports engine for the types it fills; nothing below cmd imports it.
 package config
+
+// docs/configuration.md is written from this package's doc comments and
+// Default; configdoc's test fails while the committed page is stale.
+//go:generate go run ./configdoc -src . -out ../docs/configuration.md

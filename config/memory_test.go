@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    int64
@@ -39,6 +40,7 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestMemorySettings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		toml      string

@@ -8,6 +8,7 @@ import (
 )
 
 func TestParse_TLSAndAuth(t *testing.T) {
+	t.Parallel()
 	hash := strings.Repeat("ab", 32)
 	cfg, err := Parse([]byte(`
 [server]
@@ -45,6 +46,7 @@ roles = ["producer", "viewer"]
 }
 
 func TestDefault_SecurityOff(t *testing.T) {
+	t.Parallel()
 	d := Default()
 	if d.TLS.APIEnabled() || d.TLS.RaftEnabled() || !d.TLS.HTTP || d.Auth.Enabled || d.Server.MaxLongPollsPerConn != 64 {
 		t.Errorf("defaults: tls %+v auth %+v per-conn %d", d.TLS, d.Auth, d.Server.MaxLongPollsPerConn)
@@ -52,6 +54,7 @@ func TestDefault_SecurityOff(t *testing.T) {
 }
 
 func TestValidate_TLSAndAuthErrorsNameTheKey(t *testing.T) {
+	t.Parallel()
 	good := strings.Repeat("0f", 32)
 	cases := []struct {
 		name, toml, want string
@@ -83,6 +86,7 @@ func TestValidate_TLSAndAuthErrorsNameTheKey(t *testing.T) {
 // TestExampleConfigNamesEveryKey keeps deploy/sepp.example.toml complete:
 // every key of Config appears in it, set or commented out.
 func TestExampleConfigNamesEveryKey(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../deploy/sepp.example.toml")
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestStorageAndForwardingKeys(t *testing.T) {
+	t.Parallel()
 	def, err := Parse(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,12 +20,15 @@ import (
 
 // mountAdminUI serves the admin UI at / on the HTTP listener. With auth off
 // it answers loopback clients only unless the config allows otherwise.
-func mountAdminUI(mux *http.ServeMux, b rpc.Backend, cfg config.Config, sec *security, log hclog.Logger) error {
+func mountAdminUI(ctx context.Context, mux *http.ServeMux, b rpc.Backend, cfg config.Config, sec *security, log hclog.Logger) error {
 	opts := adminui.Options{
 		Auth:       cfg.Admin.Auth,
 		SessionKey: []byte(cfg.Admin.SessionKey),
 		SessionTTL: time.Duration(cfg.Admin.SessionTTLMS) * time.Millisecond,
 		Logger:     log.Named("adminui"),
+		Rates:      adminui.NewRateRing(adminui.DefaultSampleEvery, adminui.DefaultSampleKeep),
+		Version:    version,
+		StartedAt:  time.Now(),
 	}
 	if sec != nil && sec.httpTLS != nil {
 		// Over HTTPS the session cookie never leaves TLS, and a follower
@@ -40,6 +44,9 @@ func mountAdminUI(mux *http.ServeMux, b rpc.Backend, cfg config.Config, sec *sec
 	if err != nil {
 		return err
 	}
+	// Every node samples its own applied state for the UI's rates and
+	// charts, until the node stops.
+	go opts.Rates.Run(ctx, b, nil)
 	if !cfg.Admin.Auth && !cfg.Admin.AllowUnauthenticatedRemote {
 		h = loopbackOnly(h)
 	}

@@ -29,6 +29,7 @@ func main() {
 	}
 	root.AddCommand(serveCommand(), devCommand(), hashPasswordCommand(), hashTokenCommand(), probeCommand(), bench.Command())
 	root.AddCommand(cli.Commands()...)
+	usageRoot(root)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "sepp:", err)
 		var coded interface{ ExitCode() int }

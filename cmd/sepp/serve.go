@@ -11,6 +11,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/config"
 	"github.com/sepp-io/sepp/fsm"
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 	"github.com/sepp-io/sepp/rpc"
 )
 
@@ -192,8 +194,18 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	limit, limitFrom := nodeMemoryLimit(mem, cgroupMemoryLimit, physicalMemory)
 	budget, budgetFrom := cfg.Limits.MemoryBudget(limit)
-	nc.Engine.Limits.MaxMemoryBytes = budget
-	log.Info("memory budget", "max_memory_bytes", budget, "from", budgetFrom, "node_memory_limit", limit, "limit_from", limitFrom)
+	// An explicit limits.max_memory_bytes is the cluster's budget; else,
+	// when this node leads, the share of the smallest member's memory
+	// limit (cluster/facts.go: a member in less memory than this node must
+	// be able to restart with the state it holds).
+	nc.Engine.Limits.MaxMemoryBytes = cfg.Limits.MaxMemoryBytes
+	if cfg.Limits.MaxMemoryBytes <= 0 {
+		nc.MemoryShare = cfg.Limits.MemoryShare()
+	}
+	nc.Facts = cluster.MemberFacts{BinaryVersion: version, MemoryLimitBytes: limit, MemoryLimitFrom: limitFrom,
+		GOMAXPROCS: runtime.GOMAXPROCS(0), Started: time.Now()}
+	log.Info("memory budget", "max_memory_bytes", budget, "from", budgetFrom, "node_memory_limit", limit, "limit_from", limitFrom,
+		"note", "as leader, the share applies to the smallest member's memory limit")
 	grpcLis, err := net.Listen("tcp", cfg.Server.GRPCAddr)
 	if err != nil {
 		return fmt.Errorf("grpc listener: %w", err)
@@ -215,7 +227,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	if sec.grpcForwardDial != nil {
-		nc.PeerCommandVersion = askCommandVersion(sec.grpcForwardDial)
+		nc.PeerFacts = askMemberFacts(sec.grpcForwardDial)
+		nc.PeerCommandVersion = askCommandVersion(sec.grpcForwardDial) // legacy: members that serve no facts call
 	}
 	if sec.httpTLS != nil {
 		httpLis = tls.NewListener(httpLis, sec.httpTLS)
@@ -276,7 +289,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		fmt.Fprintf(w, "ok %s %s leader=%s\n", st.Self.ID, st.State, st.Leader.ID)
 	})
 	mux.HandleFunc("/readyz", readyzHandler(node, cfg.Server.ReadyMaxApplyLag))
-	if err := mountAdminUI(mux, node, cfg, sec, log); err != nil {
+	if err := mountAdminUI(ctx, mux, node, cfg, sec, log); err != nil {
 		node.Close()
 		return err
 	}
@@ -556,9 +569,41 @@ func logReplay(ctx context.Context, node *cluster.Node, opening time.Time, log h
 		"total", time.Since(opening).Round(time.Millisecond), "applied_index", st.AppliedIndex)
 }
 
+// askMemberFacts asks a member's ClusterService.GetMemberFacts, open to
+// any caller, for its facts; a member whose binary predates the call
+// (Unimplemented) gives cluster.ErrFactsUnsupported, and the leader asks
+// askCommandVersion's question instead.
+func askMemberFacts(dial []grpc.DialOption) func(context.Context, cluster.NodeInfo) (cluster.MemberFacts, error) {
+	return func(ctx context.Context, m cluster.NodeInfo) (cluster.MemberFacts, error) {
+		cc, err := grpc.NewClient(m.GRPCAddr, dial...)
+		if err != nil {
+			return cluster.MemberFacts{}, err
+		}
+		defer cc.Close()
+		resp, err := seppv1.NewClusterServiceClient(cc).GetMemberFacts(ctx, &seppv1.GetMemberFactsRequest{})
+		switch {
+		case status.Code(err) == codes.Unimplemented:
+			return cluster.MemberFacts{}, fmt.Errorf("%s: %w", m.ID, cluster.ErrFactsUnsupported)
+		case err != nil:
+			return cluster.MemberFacts{}, err
+		}
+		f := resp.GetFacts()
+		out := cluster.MemberFacts{NodeID: m.ID, BinaryVersion: f.GetBinaryVersion(),
+			MinCommandVersion: f.GetMinCommandVersion(), MaxCommandVersion: f.GetMaxCommandVersion(),
+			MemoryLimitBytes: f.GetMemoryLimitBytes(), MemoryLimitFrom: f.GetMemoryLimitFrom(),
+			GOMAXPROCS: int(f.GetGomaxprocs())}
+		if f.GetStartTime() != nil {
+			out.Started = f.GetStartTime().AsTime()
+		}
+		return out, nil
+	}
+}
+
 // askCommandVersion asks a member's gRPC health service, open to any
 // caller, for the highest command version its binary applies
-// (cluster.CommandVersionService); 1 when it serves none newer.
+// (cluster.CommandVersionService); 1 when it serves none newer. Legacy:
+// only for a member that serves no GetMemberFacts; to be removed after the
+// next release.
 func askCommandVersion(dial []grpc.DialOption) func(context.Context, cluster.NodeInfo) (uint32, error) {
 	return func(ctx context.Context, m cluster.NodeInfo) (uint32, error) {
 		cc, err := grpc.NewClient(m.GRPCAddr, dial...)

@@ -40,7 +40,7 @@ func TestAskCommandVersion(t *testing.T) {
 	}
 	old := grpc.NewServer()
 	healthpb.RegisterHealthServer(old, health.NewServer())
-	go old.Serve(ln)
+	go func() { _ = old.Serve(ln) }()
 	t.Cleanup(old.Stop)
 	if v, err := ask(ctx, cluster.NodeInfo{ID: "old", GRPCAddr: ln.Addr().String()}); err != nil || v != 1 {
 		t.Fatalf("older binary: version %d, %v; want 1", v, err)

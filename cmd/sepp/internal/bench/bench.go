@@ -185,7 +185,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer c.Stop()
+		defer func() { _ = c.Stop() }()
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err = c.WaitServing(wctx)
 		cancel()

@@ -62,9 +62,16 @@ func TestRequireEmptyDir(t *testing.T) {
 		wantErr bool
 	}{
 		{"no --dir: a temporary folder", func(*testing.T) string { return "" }, false},
-		{"a folder not made yet", func(t *testing.T) string { return t.TempDir() + "/new" }, false},
-		{"an empty folder", func(t *testing.T) string { return t.TempDir() }, false},
+		{"a folder not made yet", func(t *testing.T) string {
+			t.Helper()
+			return t.TempDir() + "/new"
+		}, false},
+		{"an empty folder", func(t *testing.T) string {
+			t.Helper()
+			return t.TempDir()
+		}, false},
 		{"an earlier run's folder", func(t *testing.T) string {
+			t.Helper()
 			dir := t.TempDir()
 			if err := os.Mkdir(dir+"/sepp-1", 0o755); err != nil {
 				t.Fatal(err)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -488,7 +489,7 @@ func (r *runner) failover(ctx context.Context) error {
 	var integrity error
 	for _, mode := range []string{"kill", "transfer"} {
 		if err := r.failoverRound(ctx, mode); err != nil {
-			if err == ErrIntegrity {
+			if errors.Is(err, ErrIntegrity) {
 				integrity = err
 				continue
 			}
@@ -530,7 +531,7 @@ func (r *runner) freezeLeader(ctx context.Context) error {
 		thawed = true
 		return r.cluster.Signal(leader, syscall.SIGCONT)
 	}
-	defer thaw()
+	defer func() { _ = thaw() }()
 	wctx, cancel := context.WithTimeout(ctx, freezeTimeout)
 	defer cancel()
 	var replaced time.Duration

@@ -26,13 +26,18 @@ func parseIDs(args []string) ([]uint64, error) {
 }
 
 func (e *env) queuesCommand() *cobra.Command {
-	var stale bool
+	var (
+		stale bool
+		watch watchFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "queues",
 		Short: "List queues with their counts",
-		Args:  cobra.NoArgs,
+		Long: `List queues with their counts. --watch prints the list again every
+--interval until Ctrl-C (or --count times); with --json, one JSON array per line.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+			return e.runWatched(cmd, watch, func(ctx context.Context, c *client.Client, out io.Writer) error {
 				qs, err := c.ListQueues(ctx, stale)
 				if err != nil {
 					return err
@@ -51,6 +56,9 @@ func (e *env) queuesCommand() *cobra.Command {
 						AckedTotal        uint64            `json:"acked_total"`
 						DeadLetteredTotal map[string]uint64 `json:"dead_lettered_total"`
 						DroppedTotal      uint64            `json:"dropped_total"`
+						RateTokens        uint64            `json:"rate_tokens"`
+						KeysAtLimit       uint64            `json:"keys_at_limit"`
+						HeldByKey         uint64            `json:"held_by_key"`
 					}
 					views := make([]view, 0, len(qs))
 					for _, q := range qs {
@@ -59,7 +67,8 @@ func (e *env) queuesCommand() *cobra.Command {
 							dl[cause.String()] = n
 						}
 						views = append(views, view{q.Name, q.Paused, q.Configured, q.Scheduled, q.Ready, q.Reserved, q.Dead,
-							q.OldestReadyAge.Milliseconds(), q.EnqueuedTotal, q.AckedTotal, dl, q.DroppedTotal})
+							q.OldestReadyAge.Milliseconds(), q.EnqueuedTotal, q.AckedTotal, dl, q.DroppedTotal,
+							q.RateTokens, q.KeysAtLimit, q.HeldByKey})
 					}
 					return e.printJSON(out, views)
 				}
@@ -71,7 +80,7 @@ func (e *env) queuesCommand() *cobra.Command {
 					}
 					rows = append(rows, []string{q.Name, strconv.FormatBool(q.Paused),
 						strconv.FormatUint(q.Scheduled, 10), strconv.FormatUint(q.Ready, 10), strconv.FormatUint(q.Reserved, 10),
-						strconv.FormatUint(q.Dead, 10), q.OldestReadyAge.String(), strconv.FormatUint(q.EnqueuedTotal, 10),
+						strconv.FormatUint(q.Dead, 10), HumanDuration(q.OldestReadyAge), strconv.FormatUint(q.EnqueuedTotal, 10),
 						strconv.FormatUint(q.AckedTotal, 10), strconv.FormatUint(dead, 10)})
 				}
 				return table(out, "QUEUE\tPAUSED\tSCHEDULED\tREADY\tRESERVED\tDEAD\tOLDEST_READY\tENQUEUED\tACKED\tDEAD_LETTERED", rows)
@@ -79,6 +88,8 @@ func (e *env) queuesCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&stale, "stale", false, "let any node answer from its own state (may lag)")
+	cmd.AddCommand(e.queueSubcommands()...)
+	watch.register(cmd)
 	return cmd
 }
 
@@ -102,6 +113,7 @@ func (e *env) jobsCommand() *cobra.Command {
 		limit        int
 		stale        bool
 		getStale     bool
+		getRaw       bool
 		reason       string
 		listAllPages bool
 	)
@@ -111,7 +123,8 @@ func (e *env) jobsCommand() *cobra.Command {
 		Long: `List a queue's live jobs in one state (ready, scheduled or reserved), by
 job id. Prints the next page's --after when there is one; --all follows
 every page.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completeQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := client.ParseJobState(state)
 			if err != nil || st == client.StateDead {
@@ -136,6 +149,7 @@ every page.`,
 		},
 	}
 	list.Flags().StringVar(&state, "state", "ready", "ready, scheduled or reserved")
+	_ = list.RegisterFlagCompletionFunc("state", completeLiveStates)
 	list.Flags().Uint64Var(&after, "after", 0, "start after this job id")
 	list.Flags().IntVar(&limit, "limit", 100, "page size (the server clamps to 1000)")
 	list.Flags().BoolVar(&listAllPages, "all", false, "follow every page")
@@ -155,6 +169,13 @@ every page.`,
 				if err != nil {
 					return err
 				}
+				if getRaw {
+					if e.json {
+						return usageErrorf("--raw and --json are exclusive")
+					}
+					_, err := out.Write(j.Payload)
+					return err
+				}
 				if e.json {
 					return e.printJSON(out, viewJob(*j))
 				}
@@ -163,6 +184,7 @@ every page.`,
 		},
 	}
 	get.Flags().BoolVar(&getStale, "stale", false, "let any node answer from its own state (may lag)")
+	get.Flags().BoolVar(&getRaw, "raw", false, "print only the payload's bytes, unescaped (for files and pipes)")
 
 	deadLetter := &cobra.Command{
 		Use:   "dead-letter JOB_ID...",
@@ -185,6 +207,7 @@ every page.`,
 	deadLetter.Flags().StringVar(&reason, "reason", "", "recorded as the records' last reason")
 
 	cmd.AddCommand(list, get, deadLetter)
+	cmd.AddCommand(e.jobActionCommands()...)
 	return cmd
 }
 
@@ -212,10 +235,50 @@ func printJobDetail(out io.Writer, j client.Job) error {
 	for _, k := range keys {
 		rows = append(rows, []string{"custom." + k, j.Custom[k]})
 	}
-	for _, a := range j.History {
-		rows = append(rows, []string{fmt.Sprintf("attempt %d", a.Attempt), fmt.Sprintf("%s by %s at %s: %s", a.Outcome, orDash(a.WorkerID), fmtTime(a.EndedAt), orDash(a.Reason))})
+	if o := j.Origin; o != nil {
+		rows = append(rows,
+			[]string{"origin.queue", o.Queue},
+			[]string{"origin.job_id", strconv.FormatUint(o.JobID, 10)},
+			[]string{"origin.cause", o.Cause.String()},
+			[]string{"origin.failed_at", fmtTime(o.FailedAt)},
+			[]string{"origin.final_attempt", strconv.FormatUint(uint64(o.FinalAttempt), 10)},
+			[]string{"origin.last_reason", orDash(o.LastReason)})
 	}
-	return table(out, "FIELD\tVALUE", rows)
+	if !j.StartedAt.IsZero() {
+		rows = append(rows, []string{"started_at", fmtTime(j.StartedAt)})
+	}
+	if err := table(out, "FIELD\tVALUE", rows); err != nil {
+		return err
+	}
+	if len(j.History) == 0 {
+		return nil
+	}
+	fmt.Fprintln(out)
+	return table(out, attemptHeader, attemptRows(j.History))
+}
+
+const attemptHeader = "ATTEMPT\tSTARTED\tENDED\tDURATION\tWORKER\tLEASE\tOUTCOME\tREASON"
+
+// attemptRows is the attempt history table: one row per ended attempt,
+// oldest first; a nack's outcome names its directive.
+func attemptRows(h []client.JobAttempt) [][]string {
+	rows := make([][]string, 0, len(h))
+	for _, a := range h {
+		outcome := a.Outcome
+		if a.Directive != "" {
+			outcome += " (" + a.Directive + ")"
+		}
+		dur, lease := "-", "-"
+		if !a.StartedAt.IsZero() {
+			dur = a.Duration.String()
+		}
+		if a.LeaseToken != 0 {
+			lease = strconv.FormatUint(a.LeaseToken, 10)
+		}
+		rows = append(rows, []string{strconv.FormatUint(uint64(a.Attempt), 10), fmtTime(a.StartedAt), fmtTime(a.EndedAt), dur,
+			orDash(a.WorkerID), lease, outcome, orDash(strings.ReplaceAll(a.Reason, "\n", " "))})
+	}
+	return rows
 }
 
 func deadLetterRows(rs []client.DeadLetterRecord) [][]string {
@@ -241,6 +304,7 @@ func (e *env) deadLettersCommand() *cobra.Command {
 		limit    int
 		stale    bool
 		getStale bool
+		getRaw   bool
 		drainMax int
 	)
 	list := &cobra.Command{
@@ -253,11 +317,18 @@ func (e *env) deadLettersCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printPage(e, out, "records", rs, viewDeadLetter, deadLetterHeader, deadLetterRows, next)
+				if err := printPage(e, out, "records", rs, viewDeadLetter, deadLetterHeader, deadLetterRows, next); err != nil {
+					return err
+				}
+				if len(rs) == 0 && after == 0 {
+					return e.explainNoDeadLetters(ctx, c, cmd.ErrOrStderr(), out, queue, false, 0, false)
+				}
+				return nil
 			})
 		},
 	}
 	list.Flags().StringVar(&queue, "queue", "", "only this queue (default all)")
+	_ = list.RegisterFlagCompletionFunc("queue", e.completeQueueFlag)
 	list.Flags().Uint64Var(&after, "after", 0, "start after this job id")
 	list.Flags().IntVar(&limit, "limit", 100, "page size (the server clamps to 1000)")
 	list.Flags().BoolVar(&stale, "stale", false, "let any node answer from its own state (may lag)")
@@ -276,6 +347,13 @@ func (e *env) deadLettersCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if getRaw {
+					if e.json {
+						return usageErrorf("--raw and --json are exclusive")
+					}
+					_, err := out.Write(r.Job.Payload)
+					return err
+				}
 				if e.json {
 					return e.printJSON(out, viewDeadLetter(*r))
 				}
@@ -285,6 +363,7 @@ func (e *env) deadLettersCommand() *cobra.Command {
 		},
 	}
 	get.Flags().BoolVar(&getStale, "stale", false, "let any node answer from its own state (may lag)")
+	get.Flags().BoolVar(&getRaw, "raw", false, "print only the payload's bytes, unescaped (for files and pipes)")
 
 	var drainQueue string
 	drain := &cobra.Command{
@@ -301,10 +380,11 @@ if its answer is lost, the command exits 5 and those records may be gone.`,
 				return usageErrorf("--max must not be negative, got %d", drainMax)
 			}
 			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
-				rs, err := c.DrainDeadLetters(ctx, client.DrainOptions{Queue: drainQueue, Max: drainMax})
+				rep, err := c.DrainDeadLettersReport(ctx, client.DrainOptions{Queue: drainQueue, Max: drainMax})
 				if err != nil {
 					return err
 				}
+				rs := rep.Records
 				if e.json {
 					views := make([]deadLetterView, 0, len(rs))
 					for _, r := range rs {
@@ -313,14 +393,14 @@ if its answer is lost, the command exits 5 and those records may be gone.`,
 					return e.printJSON(out, views)
 				}
 				if len(rs) == 0 {
-					fmt.Fprintln(out, "no dead letters (check `sepp info`: dead_letter_retention_enabled)")
-					return nil
+					return e.explainNoDeadLetters(ctx, c, cmd.ErrOrStderr(), out, drainQueue, rep.RetentionEnabled, rep.DroppedTotal, true)
 				}
 				return table(out, deadLetterHeader, deadLetterRows(rs))
 			})
 		},
 	}
 	drain.Flags().StringVar(&drainQueue, "queue", "", "only this queue (default all)")
+	_ = drain.RegisterFlagCompletionFunc("queue", e.completeQueueFlag)
 	drain.Flags().IntVar(&drainMax, "max", 1, "records to drain (the server clamps to max_reserve_batch)")
 
 	requeue := &cobra.Command{
@@ -359,15 +439,16 @@ if its answer is lost, the command exits 5 and those records may be gone.`,
 			})
 		},
 	}
-	cmd.AddCommand(list, get, drain, requeue, del)
+	cmd.AddCommand(list, get, drain, requeue, del, e.redriveCommand())
 	return cmd
 }
 
 func (e *env) pauseCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "pause QUEUE",
-		Short: "Stop handing out a queue's jobs (enqueues are still accepted)",
-		Args:  cobra.ExactArgs(1),
+		Use:               "pause QUEUE",
+		Short:             "Stop handing out a queue's jobs (enqueues are still accepted)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completeQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
 				if err := c.PauseQueue(ctx, args[0]); err != nil {
@@ -385,9 +466,10 @@ func (e *env) pauseCommand() *cobra.Command {
 
 func (e *env) resumeCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "resume QUEUE",
-		Short: "Resume handing out a paused queue's jobs",
-		Args:  cobra.ExactArgs(1),
+		Use:               "resume QUEUE",
+		Short:             "Resume handing out a paused queue's jobs",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completeQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
 				if err := c.ResumeQueue(ctx, args[0]); err != nil {
@@ -435,10 +517,11 @@ func (e *env) clusterCommand() *cobra.Command {
 						Leader      bool   `json:"leader"`
 						Healthy     bool   `json:"healthy"`
 						LastContact string `json:"last_contact,omitempty"`
+						Facts       *facts `json:"facts,omitempty"`
 					}
 					ms := make([]member, 0, len(s.Members))
 					for _, m := range s.Members {
-						ms = append(ms, member{m.Node.ID, m.Node.RaftAddr, m.Node.GRPCAddr, m.Node.HTTPAddr, m.Voter, m.Leader, m.Healthy, m.LastContact})
+						ms = append(ms, member{m.Node.ID, m.Node.RaftAddr, m.Node.GRPCAddr, m.Node.HTTPAddr, m.Voter, m.Leader, m.Healthy, m.LastContact, factsJSON(m.Facts)})
 					}
 					return e.printJSON(out, map[string]any{
 						"self": s.Self.ID, "leader": s.Leader.ID, "leader_grpc_addr": s.Leader.GRPCAddr, "state": s.State, "term": s.Term,
@@ -455,9 +538,10 @@ func (e *env) clusterCommand() *cobra.Command {
 					} else if m.Voter {
 						role = "voter"
 					}
-					rows = append(rows, []string{m.Node.ID, role, strconv.FormatBool(m.Healthy), orDash(m.LastContact), m.Node.GRPCAddr, m.Node.RaftAddr})
+					version, cmds, memory, procs := factsColumns(m.Facts)
+					rows = append(rows, []string{m.Node.ID, role, strconv.FormatBool(m.Healthy), orDash(m.LastContact), m.Node.GRPCAddr, m.Node.RaftAddr, version, cmds, memory, procs})
 				}
-				return table(out, "NODE\tROLE\tHEALTHY\tLAST_CONTACT\tGRPC\tRAFT", rows)
+				return table(out, "NODE\tROLE\tHEALTHY\tLAST_CONTACT\tGRPC\tRAFT\tVERSION\tCOMMANDS\tMEMORY\tPROCS", rows)
 			})
 		},
 	}

@@ -23,16 +23,17 @@ const (
 	ExitNotFound    = 3 // no such job, dead letter or queue
 	ExitLeaseLost   = 4 // lease lost or the job is in the wrong state (failed precondition)
 	ExitUnavailable = 5 // no leader reachable in time, or the outcome is unknown
-	ExitRejected    = 6 // the server rejected the input (invalid field, too far ahead, queue full)
+	ExitRejected    = 6 // the server rejected the input (invalid field, too far ahead, queue full, unique key held)
 )
 
 const exitCodesHelp = `Exit codes:
   0  success
-  1  error not listed below
+  1  error not listed below (TLS/certificate, permission denied, server error)
   2  usage error (unknown flag, wrong arguments)
   3  not found (job, dead letter or queue)
   4  lease lost or job in the wrong state (failed precondition)
-  5  unavailable (no leader reached within --timeout) or outcome unknown
+  5  unreachable or unavailable (no leader reached within --timeout), or
+     unknown outcome (a write that may have applied)
   6  input rejected by the server (invalid field, scheduled too far, queue full)`
 
 // CodeError is a command failure with the exit code main should use.
@@ -51,46 +52,25 @@ func usageErrorf(format string, args ...any) error {
 	return &CodeError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
 }
 
-// exitCodeFor maps a client error onto the documented exit codes. An
-// unknown outcome is checked first: it may wrap the error a retry saw.
+// exitCodeFor maps a client error onto the documented exit codes
+// (errors_cli.go classifies it).
 func exitCodeFor(err error) int {
-	var ee *CodeError
-	switch {
-	case err == nil:
-		return ExitOK
-	case errors.As(err, &ee):
-		return ee.Code
-	case errors.Is(err, client.ErrUnknownOutcome), errors.Is(err, client.ErrUnavailable),
-		errors.Is(err, context.DeadlineExceeded):
-		return ExitUnavailable
-	case errors.Is(err, client.ErrNotFound):
-		return ExitNotFound
-	case errors.Is(err, client.ErrLeaseLost), errors.Is(err, client.ErrWrongState):
-		return ExitLeaseLost
-	case errors.Is(err, client.ErrInvalidArgument), errors.Is(err, client.ErrResourceExhausted):
-		return ExitRejected
-	default:
-		return ExitError
-	}
-}
-
-func withExitCode(err error) error {
 	if err == nil {
-		return nil
+		return ExitOK
 	}
-	var ee *CodeError
-	if errors.As(err, &ee) {
-		return err
-	}
-	return &CodeError{Code: exitCodeFor(err), Err: err}
+	_, code := classify(err, true)
+	return code
 }
 
 // env is the state the global flags fill in, shared by every command.
 type env struct {
-	addrs   []string
-	json    bool
-	timeout time.Duration
-	sec     securityFlags
+	addrs       []string
+	contextName string
+	json        bool
+	// jsonLines prints --json output compact, one value a line (--watch).
+	jsonLines bool
+	timeout   time.Duration
+	sec       securityFlags
 }
 
 // Commands returns the operator subcommands for the sepp root command. Each
@@ -106,20 +86,26 @@ func Commands() []*cobra.Command {
 		e.queuesCommand(),
 		e.jobsCommand(),
 		e.deadLettersCommand(),
+		e.redrivesCommand(),
+		e.schedulesCommand(),
 		e.pauseCommand(),
 		e.resumeCommand(),
 		e.clusterCommand(),
 		e.infoCommand(),
+		e.contextCommand(),
 	}
 	for _, c := range cmds {
 		pf := c.PersistentFlags()
-		pf.StringSliceVar(&e.addrs, "addr", []string{"localhost:50051"}, "node gRPC addresses, comma-separated or repeated; the client finds the leader")
+		pf.StringSliceVar(&e.addrs, "addr", nil, "node gRPC addresses, comma-separated or repeated; the client finds the leader (default $"+EnvAddr+", the current context, or "+defaultAddr+")")
+		pf.StringVar(&e.contextName, "context", "", "use this saved context (sepp context ls) instead of the current one")
+		_ = c.RegisterFlagCompletionFunc("context", completeContextNames)
 		pf.BoolVar(&e.json, "json", false, "print JSON for scripts instead of tables")
 		pf.DurationVar(&e.timeout, "timeout", 30*time.Second, "give up after this long, retries through a failover included")
 		e.sec.register(pf)
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &CodeError{Code: ExitUsage, Err: err} })
 		decorate(c)
 	}
+	markReadOnly(cmds)
 	return cmds
 }
 
@@ -165,19 +151,41 @@ func (e *env) run(cmd *cobra.Command, fn func(ctx context.Context, c *client.Cli
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), e.timeout)
 	defer cancel()
-	secOpts, err := e.sec.clientOptions(e.addrs)
+	c, finish, err := e.connect(ctx, cmd)
 	if err != nil {
-		return &CodeError{Code: ExitUsage, Err: err}
-	}
-	c, err := client.New(ctx, e.addrs, append([]client.Option{client.WithRetryTimeout(e.timeout)}, secOpts...)...)
-	if err != nil {
-		return &CodeError{Code: ExitUsage, Err: err}
+		return err
 	}
 	defer c.Close()
-	return withExitCode(fn(ctx, c, cmd.OutOrStdout()))
+	return finish(fn(ctx, c, cmd.OutOrStdout()))
+}
+
+// connect makes the client for cmd from the resolved flags, variables and
+// context, and returns with it the function that classifies the command's
+// failure (errors_cli.go).
+func (e *env) connect(ctx context.Context, cmd *cobra.Command) (*client.Client, func(error) error, error) {
+	addrs, sec, err := e.resolve(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	secOpts, tlsCfg, err := sec.clientOptionsTLS(addrs)
+	if err != nil {
+		return nil, nil, &CodeError{Code: ExitUsage, Err: err}
+	}
+	c, err := client.New(ctx, addrs, append([]client.Option{client.WithRetryTimeout(e.timeout)}, secOpts...)...)
+	if err != nil {
+		return nil, nil, &CodeError{Code: ExitUsage, Err: err}
+	}
+	write := cmd.Annotations[annotReadOnly] == ""
+	finish := func(err error) error {
+		return diagnoseTLS(cmd.Context(), fail(err, write), addrs, tlsCfg)
+	}
+	return c, finish, nil
 }
 
 func (e *env) printJSON(out io.Writer, v any) error {
+	if e.jsonLines {
+		return printJSONLine(out, v)
+	}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,6 +36,14 @@ func startServer(t *testing.T) string {
 // returns stdout and the exit code main would use.
 func sepp(t *testing.T, addr string, args ...string) (string, int) {
 	t.Helper()
+	out, code, _ := seppErr(t, addr, args...)
+	return out, code
+}
+
+// seppErr is sepp that also returns the error main would print after its
+// "sepp: " prefix.
+func seppErr(t *testing.T, addr string, args ...string) (string, int, error) {
+	t.Helper()
 	root := &cobra.Command{Use: "sepp", SilenceErrors: true, SilenceUsage: true}
 	root.AddCommand(Commands()...)
 	var out, errOut bytes.Buffer
@@ -56,7 +65,7 @@ func sepp(t *testing.T, addr string, args ...string) (string, int) {
 		}
 		t.Logf("sepp %s: %v (exit %d)", strings.Join(args, " "), err, code)
 	}
-	return out.String(), code
+	return out.String(), code, err
 }
 
 func mustRun(t *testing.T, addr string, args ...string) string {
@@ -249,5 +258,46 @@ func TestCLI_HelpDocumentsExitCodes(t *testing.T) {
 		if !strings.Contains(c.Long, "Exit codes:") {
 			t.Errorf("help of %q does not document the exit codes", c.Name())
 		}
+	}
+}
+
+// `sepp jobs get` and `sepp dead-letters get` show the attempt history as
+// a table (start, end, duration, worker, lease, outcome with a nack's
+// directive, reason), and --json carries the same fields.
+func TestCLI_AttemptHistoryTable(t *testing.T) {
+	addr := startServer(t)
+	mustRun(t, addr, "enqueue", "q", "t", "--payload", "p")
+	ds := decode[[]map[string]any](t, mustRun(t, addr, "reserve", "q", "--json", "--worker-id", "w-7"))
+	id := strconv.FormatFloat(ds[0]["job_id"].(float64), 'f', 0, 64)
+	token := strconv.FormatFloat(ds[0]["lease_token"].(float64), 'f', 0, 64)
+	mustRun(t, addr, "nack", id, token, "--dead-letter", "--reason", "broken input")
+
+	for _, args := range [][]string{{"jobs", "get", id}, {"dead-letters", "get", id}} {
+		out := mustRun(t, addr, args...)
+		lines := strings.Split(out, "\n")
+		hdr := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "ATTEMPT") })
+		if hdr < 0 || hdr+1 >= len(lines) {
+			t.Fatalf("%v: no attempt table in %q", args, out)
+		}
+		for _, col := range []string{"STARTED", "ENDED", "DURATION", "WORKER", "LEASE", "OUTCOME", "REASON"} {
+			if !strings.Contains(lines[hdr], col) {
+				t.Errorf("%v: attempt table header %q lacks %s", args, lines[hdr], col)
+			}
+		}
+		row := lines[hdr+1]
+		for _, want := range []string{"w-7", token, "nack (dead_letter)", "broken input"} {
+			if !strings.Contains(row, want) {
+				t.Errorf("%v: attempt row %q lacks %q", args, row, want)
+			}
+		}
+	}
+	job := decode[map[string]any](t, mustRun(t, addr, "jobs", "get", id, "--json"))
+	h, _ := job["history"].([]any)
+	if len(h) != 1 {
+		t.Fatalf("jobs get --json history = %v", job["history"])
+	}
+	a := h[0].(map[string]any)
+	if a["directive"] != "dead_letter" || a["worker_id"] != "w-7" || a["started_at"] == nil || a["duration_ms"] == nil || a["lease_token"] == nil {
+		t.Fatalf("jobs get --json attempt = %v", a)
 	}
 }

@@ -12,14 +12,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sepp-io/sepp/client"
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
 func (e *env) enqueueCommand() *cobra.Command {
 	var (
 		payload, payloadFile, scheduledAt, key string
+		expiresAt                              string
 		priority                               int
+		delay, ttl                             time.Duration
 		maxAttempts                            uint32
 		custom                                 []string
+		unique                                 uniqueFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "enqueue QUEUE JOB_TYPE",
@@ -27,12 +31,29 @@ func (e *env) enqueueCommand() *cobra.Command {
 		Long: `Add one job to a queue and print its id.
 
 The payload comes from --payload, or from --payload-file (- reads stdin).
---scheduled-at takes an absolute RFC 3339 time (there is no delay
-parameter). Without --idempotency-key a random key is generated, so the
-client's retries through a failover never add the job twice.`,
+--scheduled-at takes an absolute RFC 3339 time, --delay a time from now
+(10m, 1h30m; computed on this machine's clock). Without --idempotency-key a random key is generated, so the
+client's retries through a failover never add the job twice.
+
+--unique makes the job unique in its queue: while another job holding the
+same key waits, is scheduled or is reserved, the enqueue returns that job
+(--unique-conflict refuse fails instead, exit code 6). The key is
+--unique-key, or derived from the job type, the payload and the
+--unique-field custom fields. --unique-cover-dead also holds it while the
+dead-letter record is kept, --unique-completed-for for that long after
+the ack.
+
+--ttl (a time from the server's accepting the job) or --expires-at (an
+absolute RFC 3339 time) gives the job a deadline: not reserved by then, it
+is dead-lettered with the cause expired. A retried job keeps its first
+deadline; a reserved job is never expired.`,
 		Example: `  sepp enqueue emails welcome --payload '{"user":42}' --priority 9
-  sepp enqueue reports daily_rollup --scheduled-at 2030-01-02T03:04:05Z --json`,
-		Args: cobra.ExactArgs(2),
+  sepp enqueue reports daily_rollup --scheduled-at 2030-01-02T03:04:05Z --json
+  sepp enqueue reports daily_rollup --delay 10m
+  sepp enqueue reports rebuild --payload '{"tenant":"acme"}' --unique --unique-completed-for 10m
+  sepp enqueue emails digest --ttl 15m --custom tenant=acme`,
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: e.completeQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := client.NewEnqueueRequest(args[0], args[1])
 			switch {
@@ -59,12 +80,34 @@ client's retries through a failover never add the job twice.`,
 				}
 				req.WithPriority(client.Priority(priority))
 			}
+			if cmd.Flags().Changed("delay") {
+				if scheduledAt != "" {
+					return usageErrorf("--delay and --scheduled-at are exclusive")
+				}
+				if delay < 0 {
+					return usageErrorf("--delay must not be negative, got %s", delay)
+				}
+				req.WithScheduledAt(time.Now().Add(delay))
+			}
 			if scheduledAt != "" {
 				t, err := time.Parse(time.RFC3339Nano, scheduledAt)
 				if err != nil {
 					return usageErrorf("--scheduled-at must be an RFC 3339 time like 2030-01-02T03:04:05Z: %v", err)
 				}
 				req.WithScheduledAt(t)
+			}
+			if cmd.Flags().Changed("ttl") {
+				if ttl < time.Millisecond {
+					return usageErrorf("--ttl must be at least 1ms, got %s", ttl)
+				}
+				req.WithTTL(ttl)
+			}
+			if expiresAt != "" {
+				t, err := time.Parse(time.RFC3339Nano, expiresAt)
+				if err != nil {
+					return usageErrorf("--expires-at must be an RFC 3339 time like 2030-01-02T03:04:05Z: %v", err)
+				}
+				req.WithExpiresAt(t)
 			}
 			req.WithMaxAttempts(maxAttempts)
 			for _, kv := range custom {
@@ -75,6 +118,9 @@ client's retries through a failover never add the job twice.`,
 				req.WithCustom(k, v)
 			}
 			req.WithIdempotencyKey(key)
+			if err := unique.apply(cmd, req); err != nil {
+				return err
+			}
 			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
 				res, err := c.Enqueue(ctx, req)
 				if err != nil {
@@ -84,6 +130,10 @@ client's retries through a failover never add the job twice.`,
 					return e.printJSON(out, map[string]any{
 						"job_id": res.JobID, "state": res.State.String(), "duplicate": res.Duplicate, "idempotency_key": res.IdempotencyKey,
 					})
+				}
+				if res.Duplicate && req.Unique != nil {
+					fmt.Fprintf(out, "duplicate: job %d (%s) holds this unique key or idempotency key\n", res.JobID, res.State)
+					return nil
 				}
 				if res.Duplicate {
 					fmt.Fprintf(out, "duplicate: job %d (%s) already has this idempotency key\n", res.JobID, res.State)
@@ -99,9 +149,13 @@ client's retries through a failover never add the job twice.`,
 	f.StringVar(&payloadFile, "payload-file", "", "read the payload from this file (- for stdin)")
 	f.IntVar(&priority, "priority", 0, "priority 0 (lowest) to 9 (highest); unset takes the queue's default")
 	f.StringVar(&scheduledAt, "scheduled-at", "", "earliest run time, RFC 3339 (e.g. 2030-01-02T03:04:05Z)")
+	f.DurationVar(&delay, "delay", 0, "run no sooner than this long from now (e.g. 10m); exclusive with --scheduled-at")
+	f.DurationVar(&ttl, "ttl", 0, "dead-letter the job (cause expired) unless reserved within this long (e.g. 15m)")
+	f.StringVar(&expiresAt, "expires-at", "", "dead-letter the job (cause expired) unless reserved by this RFC 3339 time")
 	f.Uint32Var(&maxAttempts, "max-attempts", 0, "deliveries allowed; 0 takes the queue's default")
 	f.StringArrayVar(&custom, "custom", nil, "custom field key=value (repeatable)")
 	f.StringVar(&key, "idempotency-key", "", "idempotency key; default a random one")
+	unique.register(f)
 	return cmd
 }
 
@@ -119,7 +173,8 @@ and lease token that ack and nack take. Prints nothing (or [] with --json)
 when no job was ready within --wait; that is not an error.`,
 		Example: `  sepp reserve emails --max 10 --lease 1m --json
   sepp reserve emails --wait 20s`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completeQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if max < 0 {
 				return usageErrorf("--max must not be negative, got %d", max)
@@ -239,12 +294,27 @@ remaining attempts. Prints whether the job was dead-lettered.`,
 				if err != nil {
 					return err
 				}
-				if e.json {
-					return e.printJSON(out, map[string]any{"job_id": jc.JobID, "dead_lettered": dead})
-				}
+				// A dead job leaves a record only where retention is on;
+				// say so rather than let "dead-lettered" suggest one.
+				// The nack has applied: a failed question leaves kept unknown
+				// (nil) rather than failing the command.
+				var kept *bool
 				if dead {
+					if info, err := c.ServerInfoStale(ctx); err == nil {
+						kept = &info.DeadLetterRetentionEnabled
+					}
+				}
+				if e.json {
+					return e.printJSON(out, map[string]any{"job_id": jc.JobID, "dead_lettered": dead, "record_kept": kept})
+				}
+				switch {
+				case dead && kept == nil:
 					fmt.Fprintf(out, "nacked job %d: dead-lettered\n", jc.JobID)
-				} else {
+				case dead && *kept:
+					fmt.Fprintf(out, "nacked job %d: dead-lettered (sepp dead-letters get %d)\n", jc.JobID, jc.JobID)
+				case dead:
+					fmt.Fprintf(out, "nacked job %d: dead-lettered and dropped: dead-letter retention is off ([storage] dead_letter_retention_ms = 0), no record is kept\n", jc.JobID)
+				default:
 					fmt.Fprintf(out, "nacked job %d: will be retried (%s)\n", jc.JobID, directive)
 				}
 				return nil
@@ -286,8 +356,8 @@ func (e *env) infoCommand() *cobra.Command {
 						"dead_letter_retention_ms":      info.DeadLetterRetention.Milliseconds(),
 						"max_reserve_batch":             info.MaxReserveBatch,
 						"max_schedule_horizon_ms":       info.MaxScheduleHorizon.Milliseconds(),
-						"limits":                        info.Limits,
-						"queues":                        info.Queues,
+						"limits":                        protoView(info.Limits),
+						"queues":                        queueLimitViews(info.Queues),
 					})
 				}
 				rows := [][]string{
@@ -296,24 +366,28 @@ func (e *env) infoCommand() *cobra.Command {
 					{"leader", fmt.Sprintf("%s (%s)", orDash(info.LeaderID), orDash(info.LeaderAddr))},
 					{"stale", strconv.FormatBool(info.Stale)},
 					{"dead_letter_retention_enabled", strconv.FormatBool(info.DeadLetterRetentionEnabled)},
-					{"dead_letter_retention", info.DeadLetterRetention.String()},
+					{"dead_letter_retention", HumanDuration(info.DeadLetterRetention)},
 					{"max_reserve_batch", strconv.FormatUint(uint64(info.MaxReserveBatch), 10)},
-					{"max_schedule_horizon", info.MaxScheduleHorizon.String()},
+					{"max_schedule_horizon", HumanDuration(info.MaxScheduleHorizon)},
 				}
 				if l := info.Limits; l != nil {
 					rows = append(rows,
 						[]string{"default_priority", strconv.FormatUint(uint64(l.GetDefaultPriority()), 10)},
 						[]string{"default_max_attempts", strconv.FormatUint(uint64(l.GetDefaultMaxAttempts()), 10)},
 						[]string{"max_attempts_ceiling", strconv.FormatUint(uint64(l.GetMaxAttemptsCeiling()), 10)},
-						[]string{"default_lease", (time.Duration(l.GetDefaultLeaseMs()) * time.Millisecond).String()},
+						[]string{"default_lease", HumanDuration(time.Duration(l.GetDefaultLeaseMs()) * time.Millisecond)},
 						[]string{"max_payload_bytes", strconv.FormatUint(l.GetMaxPayloadBytes(), 10)},
 						[]string{"max_batch_size", strconv.FormatUint(uint64(l.GetMaxBatchSize()), 10)},
 						[]string{"strict", strconv.FormatBool(l.GetStrict())},
 					)
 				}
 				for _, q := range info.Queues {
-					rows = append(rows, []string{"queue " + q.GetName(), fmt.Sprintf("default_priority=%d default_max_attempts=%d max_schedule_horizon=%s",
-						q.GetDefaultPriority(), q.GetDefaultMaxAttempts(), time.Duration(q.GetMaxScheduleHorizonMs())*time.Millisecond)})
+					line := fmt.Sprintf("default_priority=%d default_max_attempts=%d max_schedule_horizon=%s",
+						q.GetDefaultPriority(), q.GetDefaultMaxAttempts(), HumanDuration(time.Duration(q.GetMaxScheduleHorizonMs())*time.Millisecond))
+					if limits := reserveLimitsText(q); limits != "" {
+						line += " " + limits
+					}
+					rows = append(rows, []string{"queue " + q.GetName(), line})
 				}
 				return table(out, "FIELD\tVALUE", rows)
 			})
@@ -321,4 +395,12 @@ func (e *env) infoCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&stale, "stale", false, "let any node answer from its own state (may lag)")
 	return cmd
+}
+
+func queueLimitViews(qs []*seppv1.QueueLimits) []map[string]any {
+	out := make([]map[string]any, 0, len(qs))
+	for _, q := range qs {
+		out = append(out, protoView(q))
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -51,31 +52,37 @@ func orEnv(v, env string) string {
 	return os.Getenv(env)
 }
 
-// clientOptions turns the flags (and their variables) into client options.
-// A token is sent only over TLS, or to loopback addresses.
-func (s *securityFlags) clientOptions(addrs []string) ([]client.Option, error) {
+// clientOptionsTLS turns the flags (and their variables) into client
+// options, and returns the TLS config (nil without TLS) for diagnosing a
+// failed handshake (diagnoseTLS). A token is sent only over TLS, or to
+// loopback addresses.
+func (s *securityFlags) clientOptionsTLS(addrs []string) ([]client.Option, *tls.Config, error) {
 	token := strings.TrimSpace(orEnv(s.token, EnvToken))
 	ca, cert, key := orEnv(s.ca, EnvCA), orEnv(s.cert, EnvCert), orEnv(s.key, EnvKey)
 	useTLS := s.tls || ca != "" || cert != ""
-	var opts []client.Option
+	var (
+		opts   []client.Option
+		tlsCfg *tls.Config
+	)
 	if useTLS {
 		cfg, err := tlsutil.ClientConfig(ca, cert, key, orEnv(s.serverName, EnvServerName))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		tlsCfg = cfg
 		opts = append(opts, client.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(cfg))))
 	}
 	if token != "" {
 		if !useTLS {
 			for _, a := range addrs {
 				if !loopbackAddr(a) {
-					return nil, fmt.Errorf("--token: refusing to send a token in plaintext to %s; use --ca (or --tls) so the connection is encrypted", a)
+					return nil, nil, fmt.Errorf("--token: refusing to send a token in plaintext to %s; use --ca (or --tls) so the connection is encrypted", a)
 				}
 			}
 		}
 		opts = append(opts, client.WithDialOptions(grpc.WithPerRPCCredentials(bearerToken{token: token, tls: useTLS})))
 	}
-	return opts, nil
+	return opts, tlsCfg, nil
 }
 
 func loopbackAddr(addr string) bool {

@@ -30,14 +30,29 @@ type jobView struct {
 	LeaseDeadline *time.Time        `json:"lease_deadline,omitempty"`
 	LastReason    string            `json:"last_reason,omitempty"`
 	History       []attemptView     `json:"history,omitempty"`
+	StartedAt     *time.Time        `json:"started_at,omitempty"`
+	Origin        *originView       `json:"origin,omitempty"`
 }
 
 type attemptView struct {
-	Attempt  uint32     `json:"attempt"`
-	WorkerID string     `json:"worker_id,omitempty"`
-	EndedAt  *time.Time `json:"ended_at,omitempty"`
-	Outcome  string     `json:"outcome"`
-	Reason   string     `json:"reason,omitempty"`
+	Attempt    uint32     `json:"attempt"`
+	WorkerID   string     `json:"worker_id,omitempty"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	DurationMS *int64     `json:"duration_ms,omitempty"`
+	LeaseToken uint64     `json:"lease_token,omitempty"`
+	Outcome    string     `json:"outcome"`
+	Directive  string     `json:"directive,omitempty"`
+	Reason     string     `json:"reason,omitempty"`
+}
+
+type originView struct {
+	Queue        string     `json:"queue"`
+	JobID        uint64     `json:"job_id"`
+	Cause        string     `json:"cause"`
+	FailedAt     *time.Time `json:"failed_at,omitempty"`
+	LastReason   string     `json:"last_reason,omitempty"`
+	FinalAttempt uint32     `json:"final_attempt"`
 }
 
 func optTime(t time.Time) *time.Time {
@@ -61,8 +76,18 @@ func viewJob(j client.Job) jobView {
 	} else {
 		v.PayloadBase64 = base64.StdEncoding.EncodeToString(j.Payload)
 	}
+	v.StartedAt = optTime(j.StartedAt)
 	for _, a := range j.History {
-		v.History = append(v.History, attemptView{Attempt: a.Attempt, WorkerID: a.WorkerID, EndedAt: optTime(a.EndedAt), Outcome: a.Outcome, Reason: a.Reason})
+		av := attemptView{Attempt: a.Attempt, WorkerID: a.WorkerID, StartedAt: optTime(a.StartedAt), EndedAt: optTime(a.EndedAt),
+			LeaseToken: a.LeaseToken, Outcome: a.Outcome, Directive: a.Directive, Reason: a.Reason}
+		if !a.StartedAt.IsZero() {
+			ms := a.Duration.Milliseconds()
+			av.DurationMS = &ms
+		}
+		v.History = append(v.History, av)
+	}
+	if o := j.Origin; o != nil {
+		v.Origin = &originView{Queue: o.Queue, JobID: o.JobID, Cause: o.Cause.String(), FailedAt: optTime(o.FailedAt), LastReason: o.LastReason, FinalAttempt: o.FinalAttempt}
 	}
 	return v
 }

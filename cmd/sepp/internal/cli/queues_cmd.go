@@ -1,0 +1,313 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sepp-io/sepp/client"
+)
+
+// queueSubcommands are `sepp queues create|get|update|delete|purge`: queues
+// as managed objects, kept in the replicated state.
+func (e *env) queueSubcommands() []*cobra.Command {
+	return []*cobra.Command{e.queueCreateCommand(), e.queueGetCommand(), e.queueUpdateCommand(), e.queueDeleteCommand(), e.queuePurgeCommand()}
+}
+
+// settingsFlags registers the flags of a queue's settings; read reports
+// the ones given on the command line (an unset flag stays nil).
+type settingsFlags struct {
+	priority, attempts        uint32
+	retryDelay, retryDelayMax time.Duration
+	horizon                   time.Duration
+	backoff, deadLetterQueue  string
+	maxLength, maxMemoryBytes uint64
+	maxWait                   time.Duration
+	fairnessKey               string
+}
+
+func (f *settingsFlags) register(fs *pflag.FlagSet) {
+	fs.Uint32Var(&f.priority, "default-priority", 0, "priority 0..9 of jobs enqueued without one")
+	fs.Uint32Var(&f.attempts, "default-max-attempts", 0, "attempts of jobs enqueued without max_attempts")
+	fs.DurationVar(&f.retryDelay, "retry-delay", 0, "base delay before a failed job is retried (whole milliseconds)")
+	fs.StringVar(&f.backoff, "retry-backoff", "", "none or exponential")
+	fs.DurationVar(&f.retryDelayMax, "retry-delay-max", 0, "cap of the exponential backoff")
+	fs.DurationVar(&f.horizon, "max-schedule-horizon", 0, "how far ahead scheduled_at may lie")
+	fs.Uint64Var(&f.maxLength, "max-length", 0, "live jobs the queue holds at most (0: unbounded)")
+	fs.Uint64Var(&f.maxMemoryBytes, "max-memory-bytes", 0, "the queue's own budget of held bytes (0: none)")
+	fs.StringVar(&f.deadLetterQueue, "dead-letter-queue", "", "queue that receives a copy of every job that dies here (\"\" on update: none)")
+	fs.DurationVar(&f.maxWait, "max-wait", 0, "dead-letter (cause expired) a job not reserved this long after it became due (drop: --inherit max_wait_ms)")
+	fs.StringVar(&f.fairnessKey, "fairness-key", "", "custom field whose values take turns within a priority level, e.g. tenant (drop: --inherit fairness_key)")
+}
+
+func (f *settingsFlags) read(fs *pflag.FlagSet) client.QueueSettings {
+	var s client.QueueSettings
+	set := fs.Changed
+	if set("default-priority") {
+		s.DefaultPriority = &f.priority
+	}
+	if set("default-max-attempts") {
+		s.DefaultMaxAttempts = &f.attempts
+	}
+	if set("retry-delay") {
+		s.RetryDelay = &f.retryDelay
+	}
+	if set("retry-backoff") {
+		s.RetryBackoff = &f.backoff
+	}
+	if set("retry-delay-max") {
+		s.RetryDelayMax = &f.retryDelayMax
+	}
+	if set("max-schedule-horizon") {
+		s.MaxScheduleHorizon = &f.horizon
+	}
+	if set("max-length") {
+		s.MaxLength = &f.maxLength
+	}
+	if set("max-memory-bytes") {
+		s.MaxMemoryBytes = &f.maxMemoryBytes
+	}
+	if set("dead-letter-queue") {
+		s.DeadLetterQueue = &f.deadLetterQueue
+	}
+	if set("max-wait") {
+		s.MaxWait = &f.maxWait
+	}
+	if set("fairness-key") {
+		s.FairnessKey = &f.fairnessKey
+	}
+	return s
+}
+
+// settingsView is a queue's settings as JSON: unset ones are left out.
+type settingsView struct {
+	DefaultPriority    *uint32 `json:"default_priority,omitempty"`
+	DefaultMaxAttempts *uint32 `json:"default_max_attempts,omitempty"`
+	RetryDelayMS       *int64  `json:"retry_delay_ms,omitempty"`
+	RetryBackoff       *string `json:"retry_backoff,omitempty"`
+	RetryDelayMaxMS    *int64  `json:"retry_delay_max_ms,omitempty"`
+	MaxScheduleHorizon *int64  `json:"max_schedule_horizon_ms,omitempty"`
+	MaxLength          *uint64 `json:"max_length,omitempty"`
+	MaxMemoryBytes     *uint64 `json:"max_memory_bytes,omitempty"`
+	DeadLetterQueue    *string `json:"dead_letter_queue,omitempty"`
+	MaxWaitMS          *int64  `json:"max_wait_ms,omitempty"`
+	FairnessKey        *string `json:"fairness_key,omitempty"`
+}
+
+func viewSettings(s client.QueueSettings) settingsView {
+	ms := func(d *time.Duration) *int64 {
+		if d == nil {
+			return nil
+		}
+		v := d.Milliseconds()
+		return &v
+	}
+	v := settingsView{s.DefaultPriority, s.DefaultMaxAttempts, ms(s.RetryDelay), s.RetryBackoff, ms(s.RetryDelayMax),
+		ms(s.MaxScheduleHorizon), s.MaxLength, s.MaxMemoryBytes, s.DeadLetterQueue, nil, nil}
+	// Shown only when set (the effective settings hold 0 and "" for none).
+	if s.MaxWait != nil && *s.MaxWait != 0 {
+		v.MaxWaitMS = ms(s.MaxWait)
+	}
+	if s.FairnessKey != nil && *s.FairnessKey != "" {
+		v.FairnessKey = s.FairnessKey
+	}
+	return v
+}
+
+// printSettings prints the effective settings, one per line.
+func printSettings(out io.Writer, s client.QueueSettings) error {
+	val := func(p any) string {
+		switch v := p.(type) {
+		case *uint32:
+			return strconv.FormatUint(uint64(*v), 10)
+		case *uint64:
+			return strconv.FormatUint(*v, 10)
+		case *time.Duration:
+			return v.String()
+		case *string:
+			if *v == "" {
+				return "-"
+			}
+			return *v
+		}
+		return "-"
+	}
+	rows := [][]string{
+		{"default_priority", val(s.DefaultPriority)},
+		{"default_max_attempts", val(s.DefaultMaxAttempts)},
+		{"retry_delay", val(s.RetryDelay)},
+		{"retry_backoff", val(s.RetryBackoff)},
+		{"retry_delay_max", val(s.RetryDelayMax)},
+		{"max_schedule_horizon", val(s.MaxScheduleHorizon)},
+		{"max_length", val(s.MaxLength)},
+		{"max_memory_bytes", val(s.MaxMemoryBytes)},
+		{"dead_letter_queue", val(s.DeadLetterQueue)},
+	}
+	// Expiry and fairness: shown when the queue runs them.
+	if s.MaxWait != nil && *s.MaxWait != 0 {
+		rows = append(rows, []string{"max_wait", val(s.MaxWait)})
+	}
+	if s.FairnessKey != nil && *s.FairnessKey != "" {
+		rows = append(rows, []string{"fairness_key", val(s.FairnessKey)})
+	}
+	return table(out, "SETTING\tVALUE", rows)
+}
+
+func (e *env) queueCreateCommand() *cobra.Command {
+	var f settingsFlags
+	var paused bool
+	cmd := &cobra.Command{
+		Use:   "create QUEUE",
+		Short: "Create a queue with its settings (kept in the cluster's state)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s := f.read(cmd.Flags())
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				eff, err := c.CreateQueue(ctx, args[0], s, paused)
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(out, map[string]any{"queue": args[0], "paused": paused, "effective": viewSettings(eff)})
+				}
+				fmt.Fprintf(out, "created queue %s\n", args[0])
+				return printSettings(out, eff)
+			})
+		},
+	}
+	f.register(cmd.Flags())
+	cmd.Flags().BoolVar(&paused, "paused", false, "create it paused: it accepts jobs but hands none out until resumed")
+	return cmd
+}
+
+func (e *env) queueGetCommand() *cobra.Command {
+	var stale bool
+	cmd := &cobra.Command{
+		Use:   "get QUEUE",
+		Short: "Show a queue's counts, its own settings and the effective ones",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				q, err := c.GetQueue(ctx, args[0], stale)
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(out, map[string]any{
+						"queue": args[0], "paused": q.Stats.Paused, "configured": q.Stats.Configured,
+						"scheduled": q.Stats.Scheduled, "ready": q.Stats.Ready, "reserved": q.Stats.Reserved, "dead": q.Stats.Dead,
+						"purged_total": q.Stats.PurgedTotal,
+						"settings":     viewSettings(q.Settings), "effective": viewSettings(q.Effective),
+					})
+				}
+				fmt.Fprintf(out, "queue %s: paused %v, configured %v; scheduled %d, ready %d, reserved %d, dead %d\n",
+					args[0], q.Stats.Paused, q.Stats.Configured, q.Stats.Scheduled, q.Stats.Ready, q.Stats.Reserved, q.Stats.Dead)
+				return printSettings(out, q.Effective)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&stale, "stale", false, "let any node answer from its own state (may lag)")
+	return cmd
+}
+
+func (e *env) queueUpdateCommand() *cobra.Command {
+	var f settingsFlags
+	var inherit []string
+	var paused bool
+	cmd := &cobra.Command{
+		Use:   "update QUEUE",
+		Short: "Change some of a queue's settings; the others stay",
+		Long: "Change some of a queue's settings; the others stay. --inherit drops settings " +
+			"(default_priority, default_max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, " +
+			"max_schedule_horizon_ms, max_length, max_memory_bytes, dead_letter_queue) so the queue takes the global value again.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u := client.QueueUpdate{Settings: f.read(cmd.Flags()), Inherit: inherit}
+			if cmd.Flags().Changed("paused") {
+				u.Paused = &paused
+			}
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				eff, err := c.UpdateQueue(ctx, args[0], u)
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(out, map[string]any{"queue": args[0], "effective": viewSettings(eff)})
+				}
+				fmt.Fprintf(out, "updated queue %s\n", args[0])
+				return printSettings(out, eff)
+			})
+		},
+	}
+	f.register(cmd.Flags())
+	cmd.Flags().StringSliceVar(&inherit, "inherit", nil, "settings to drop so the queue inherits the global value, comma-separated")
+	cmd.Flags().BoolVar(&paused, "paused", false, "pause (true) or resume (false) the queue")
+	return cmd
+}
+
+func (e *env) queueDeleteCommand() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "delete QUEUE",
+		Short: "Delete a queue (refused while it holds jobs unless --force)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				res, err := c.DeleteQueue(ctx, args[0], force)
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(out, map[string]any{"queue": args[0], "jobs_removed": res.Jobs, "dead_letters_removed": res.DeadLetters})
+				}
+				fmt.Fprintf(out, "deleted queue %s (%d jobs and %d dead letters removed)\n", args[0], res.Jobs, res.DeadLetters)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "delete the queue's jobs and dead letters with it")
+	return cmd
+}
+
+func (e *env) queuePurgeCommand() *cobra.Command {
+	var waiting, deadLetters bool
+	cmd := &cobra.Command{
+		Use:   "purge QUEUE (--waiting | --dead-letters)",
+		Short: "Remove a queue's waiting jobs or its dead letters",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var target client.PurgeTarget
+			switch {
+			case waiting && !deadLetters:
+				target = client.PurgeWaiting
+			case deadLetters && !waiting:
+				target = client.PurgeDeadLetters
+			default:
+				return &CodeError{Code: ExitUsage, Err: fmt.Errorf("purge needs exactly one of --waiting or --dead-letters")}
+			}
+			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
+				res, err := c.PurgeQueue(ctx, args[0], target)
+				if err != nil {
+					return err
+				}
+				if e.json {
+					return e.printJSON(out, map[string]any{"queue": args[0], "jobs_removed": res.Jobs, "dead_letters_removed": res.DeadLetters})
+				}
+				if target == client.PurgeWaiting {
+					fmt.Fprintf(out, "purged %d waiting jobs from queue %s\n", res.Jobs, args[0])
+				} else {
+					fmt.Fprintf(out, "purged %d dead letters from queue %s\n", res.DeadLetters, args[0])
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&waiting, "waiting", false, "remove the Ready and Scheduled jobs (reserved ones stay)")
+	cmd.Flags().BoolVar(&deadLetters, "dead-letters", false, "remove the retained dead letters")
+	return cmd
+}

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// sepp schedules create|list|get|update|pause|resume|delete against a real
+// server (a LocalBackend on the wall clock, which has no scheduler loop:
+// nothing fires here), with the exit codes of bad input, duplicates and
+// unknown names.
+func TestSchedulesCommands(t *testing.T) {
+	addr := startServer(t)
+	out := mustRun(t, addr, "schedules", "create", "nightly", "reports", "build", "--cron", "0 3 * * *", "--tz", "Europe/Berlin", "--payload", `{"k":1}`, "--custom", "tenant=acme")
+	if !strings.Contains(out, "schedule nightly: cron 0 3 * * * (Europe/Berlin), active") || !strings.Contains(out, "job: queue reports, type build") ||
+		strings.Count(out, "T02:00:00Z") != 5 {
+		t.Fatalf("create: %q", out)
+	}
+	mustRun(t, addr, "schedules", "create", "heartbeat", "health", "ping", "--every", "30s", "--overlap", "allow", "--catch-up", "skip", "--paused")
+
+	list := decode[map[string]any](t, mustRun(t, addr, "schedules", "list", "--json"))["schedules"].([]any)
+	if len(list) != 2 {
+		t.Fatalf("list: %v", list)
+	}
+	hb := list[0].(map[string]any)
+	if hb["name"] != "heartbeat" || hb["interval_ms"].(float64) != 30000 || hb["overlap"] != "allow" || hb["catch_up"] != "skip" || hb["paused"] != true || len(hb["next_fire_times"].([]any)) != 0 {
+		t.Fatalf("heartbeat: %v", hb)
+	}
+	if out := mustRun(t, addr, "schedules", "list"); !strings.Contains(out, "every 30s") || !strings.Contains(out, "cron 0 3 * * * (Europe/Berlin)") {
+		t.Fatalf("list table: %q", out)
+	}
+	g := decode[map[string]any](t, mustRun(t, addr, "schedules", "get", "nightly", "--next", "3", "--json"))
+	next := g["next_fire_times"].([]any)
+	if len(next) != 3 || g["payload"] != `{"k":1}` || g["custom"].(map[string]any)["tenant"] != "acme" {
+		t.Fatalf("get: %v", g)
+	}
+	first, err := time.Parse(time.RFC3339, next[0].(string))
+	if err != nil || first.In(mustZone(t, "Europe/Berlin")).Hour() != 3 || !first.After(time.Now()) {
+		t.Fatalf("first fire time %v (%v), want 03:00 Berlin, in the future", first, err)
+	}
+
+	// Schedule names complete (the address goes before the word completed).
+	lines := strings.Split(mustRun(t, "", "__complete", "schedules", "--addr", addr, "pause", "ni"), "\n")
+	if !contains(lines, "nightly") || contains(lines, "heartbeat") {
+		t.Fatalf("completion of a schedule name: %q", lines)
+	}
+
+	if out := mustRun(t, addr, "schedules", "resume", "heartbeat"); !strings.Contains(out, "active") || !strings.Contains(out, "next: 20") {
+		t.Fatalf("resume: %q", out)
+	}
+	if out := mustRun(t, addr, "schedules", "pause", "heartbeat"); !strings.Contains(out, "paused") || !strings.Contains(out, "next: -") {
+		t.Fatalf("pause: %q", out)
+	}
+	if out := mustRun(t, addr, "schedules", "update", "nightly", "reports", "build", "--every", "1h"); !strings.Contains(out, "every 1h") {
+		t.Fatalf("update: %q", out)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"create", "x", "q", "t"}, ExitUsage},                                        // neither --cron nor --every
+		{[]string{"create", "x", "q", "t", "--cron", "@daily", "--every", "1m"}, ExitUsage},   // both
+		{[]string{"create", "x", "q", "t", "--every", "1m", "--overlap", "never"}, ExitUsage}, // unknown policy
+		{[]string{"create", "x", "q", "t", "--cron", "61 * * * *"}, ExitRejected},             // bad cron
+		{[]string{"create", "x", "q", "t", "--cron", "@daily", "--tz", "Mars/Olympus"}, ExitRejected},
+		{[]string{"create", "x", "q", "t", "--every", "0s"}, ExitRejected},
+		{[]string{"create", "nightly", "q", "t", "--every", "1m"}, ExitRejected}, // exists
+		{[]string{"get", "nosuch"}, ExitNotFound},
+		{[]string{"update", "nosuch", "q", "t", "--every", "1m"}, ExitNotFound},
+		{[]string{"pause", "nosuch"}, ExitNotFound},
+		{[]string{"delete", "nosuch"}, ExitNotFound},
+	} {
+		if out, code := sepp(t, addr, append([]string{"schedules"}, tc.args...)...); code != tc.code {
+			t.Errorf("schedules %v: exit %d, want %d (%q)", tc.args, code, tc.code, out)
+		}
+	}
+	if out := mustRun(t, addr, "schedules", "delete", "nightly"); !strings.Contains(out, "schedule nightly deleted") {
+		t.Fatalf("delete: %q", out)
+	}
+	if list := decode[map[string]any](t, mustRun(t, addr, "schedules", "list", "--json"))["schedules"].([]any); len(list) != 1 {
+		t.Fatalf("after the delete: %v", list)
+	}
+}
+
+func mustZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	l, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}

@@ -1,0 +1,299 @@
+// Command configdoc writes docs/configuration.md, the configuration
+// reference, from the config package itself: every key comes from a toml
+// tag, its default from config.Default, and its meaning from the field's doc
+// comment in the package's source. `go generate ./config/...` (or
+// `make generate`) runs it; its test fails while the committed page differs
+// from what it would write, so the page cannot drift from the code.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sepp-io/sepp/config"
+)
+
+func main() {
+	src := flag.String("src", ".", "the config package's source directory")
+	out := flag.String("out", "../docs/configuration.md", "the page to write")
+	flag.Parse()
+	page, err := render(*src)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "configdoc:", err)
+		os.Exit(1)
+	}
+	if err := os.WriteFile(*out, page, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "configdoc:", err)
+		os.Exit(1)
+	}
+}
+
+// fieldDocs maps a struct type's name to its fields' doc comments, by Go
+// field name, as written in the package's non-test source files.
+type fieldDocs map[string]map[string]string
+
+func parseDocs(dir string) (fieldDocs, error) {
+	fset := token.NewFileSet()
+	matches, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	docs := fieldDocs{}
+	for _, path := range matches {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				return false
+			}
+			m := map[string]string{}
+			for _, fld := range st.Fields.List {
+				text := ""
+				if fld.Doc != nil {
+					text = fld.Doc.Text()
+				} else if fld.Comment != nil {
+					text = fld.Comment.Text()
+				}
+				for _, name := range fld.Names {
+					m[name.Name] = strings.Join(strings.Fields(text), " ")
+				}
+			}
+			docs[ts.Name.Name] = m
+			return false
+		})
+	}
+	return docs, nil
+}
+
+// key is one documented setting.
+type key struct {
+	name, def, meaning string
+}
+
+// table is one TOML table of the page: [name] or, for repeated entries,
+// [[name]].
+type table struct {
+	name     string
+	repeated bool
+	doc      string
+	keys     []key
+}
+
+func render(dir string) ([]byte, error) {
+	docs, err := parseDocs(dir)
+	if err != nil {
+		return nil, err
+	}
+	typeDocs, err := parseTypeDocs(dir)
+	if err != nil {
+		return nil, err
+	}
+	var tables []table
+	var missing []string
+	var walk func(prefix string, t reflect.Type, v reflect.Value, repeated bool)
+	walk = func(prefix string, t reflect.Type, v reflect.Value, repeated bool) {
+		tb := table{name: prefix, repeated: repeated, doc: typeDocs[t.Name()]}
+		goToKey := map[string]string{}
+		for i := range t.NumField() {
+			if tag := tomlName(t.Field(i)); tag != "" {
+				goToKey[t.Field(i).Name] = tag
+			}
+		}
+		var nested []func()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name := tomlName(f)
+			if name == "" {
+				continue
+			}
+			full := name
+			if prefix != "" {
+				full = prefix + "." + name
+			}
+			ft := f.Type
+			if ft.Kind() == reflect.Struct {
+				nested = append(nested, func() { walk(full, ft, v.Field(i), false) })
+				continue
+			}
+			if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct {
+				et := ft.Elem()
+				nested = append(nested, func() { walk(full, et, reflect.Value{}, true) })
+				if prefix == "" {
+					continue
+				}
+			}
+			meaning := docs[t.Name()][f.Name]
+			if meaning == "" {
+				missing = append(missing, t.Name()+"."+f.Name)
+			}
+			def := "none"
+			if v.IsValid() {
+				def = formatDefault(v.Field(i))
+			} else if t.Name() == "Queue" && f.Name != "Name" && f.Name != "DeadLetterQueue" {
+				def = "[limits]'s"
+			}
+			tb.keys = append(tb.keys, key{name: name, def: def, meaning: withoutSubject(keyNames(meaning, goToKey), name)})
+		}
+		if prefix != "" {
+			tables = append(tables, tb)
+		}
+		for _, n := range nested {
+			n()
+		}
+	}
+	walk("", reflect.TypeFor[config.Config](), reflect.ValueOf(config.Default()), false)
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("fields without a doc comment (the page's meaning column comes from it): %s", strings.Join(missing, ", "))
+	}
+	var b bytes.Buffer
+	b.WriteString(header)
+	for _, tb := range tables {
+		if tb.repeated {
+			fmt.Fprintf(&b, "\n## [[%s]]\n\n", tb.name)
+		} else {
+			fmt.Fprintf(&b, "\n## [%s]\n\n", tb.name)
+		}
+		if tb.doc != "" {
+			b.WriteString(tb.doc + "\n\n")
+		}
+		b.WriteString("| key | default | meaning |\n| --- | --- | --- |\n")
+		for _, k := range tb.keys {
+			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.name, k.def, escapeCell(k.meaning))
+		}
+	}
+	return b.Bytes(), nil
+}
+
+const header = `# Configuration reference
+
+<!-- Generated by config/configdoc from the config package; do not edit.
+     Change the field's doc comment in config/ and run ` + "`go generate ./config/...`" + `. -->
+
+` + "`sepp serve --config sepp.toml`" + ` reads one TOML file. Every key is optional: a key left
+out keeps the default below. An unknown key is an error naming its line, and contradictions
+(a ` + "`default_max_attempts`" + ` above ` + "`max_attempts_ceiling`" + `, a lease timeout above the
+heartbeat, ...) are refused before anything starts. Keys ending in ` + "`_ms`" + ` are whole
+milliseconds. [deploy/sepp.example.toml](../deploy/sepp.example.toml) is a commented file with
+every key. The ` + "`sepp serve`" + ` flags ` + "`--data-dir`, `--grpc-addr`, `--http-addr`" + ` and
+` + "`--log-level`" + ` override the file's ` + "`[server]`" + ` keys.
+`
+
+// parseTypeDocs maps a struct type's name to its type doc comment, which
+// introduces its table on the page.
+func parseTypeDocs(dir string) (map[string]string, error) {
+	fset := token.NewFileSet()
+	matches, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, path := range matches {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.TYPE {
+				continue
+			}
+			for _, s := range gd.Specs {
+				ts := s.(*ast.TypeSpec)
+				doc := ts.Doc
+				if doc == nil && len(gd.Specs) == 1 {
+					doc = gd.Doc
+				}
+				if doc != nil {
+					out[ts.Name.Name] = strings.Join(strings.Fields(doc.Text()), " ")
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func tomlName(f reflect.StructField) string {
+	tag, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+	if tag == "-" {
+		return ""
+	}
+	return tag
+}
+
+func formatDefault(v reflect.Value) string {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "unset"
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return "`" + strconv.Quote(v.String()) + "`"
+	case reflect.Bool:
+		return "`" + strconv.FormatBool(v.Bool()) + "`"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "`" + strconv.FormatInt(v.Int(), 10) + "`"
+	case reflect.Uint, reflect.Uint64, reflect.Uint32:
+		return "`" + strconv.FormatUint(v.Uint(), 10) + "`"
+	case reflect.Float64:
+		return "`" + strconv.FormatFloat(v.Float(), 'g', -1, 64) + "`"
+	case reflect.Slice:
+		if v.Len() == 0 {
+			return "empty"
+		}
+	}
+	return "`" + fmt.Sprint(v.Interface()) + "`"
+}
+
+var identifier = regexp.MustCompile(`\b[A-Z][A-Za-z0-9]*\b`)
+
+// keyNames replaces the Go names of a table's fields in a comment with
+// their TOML keys, which are what a user writes.
+func keyNames(s string, goToKey map[string]string) string {
+	return identifier.ReplaceAllStringFunc(s, func(w string) string {
+		if k, ok := goToKey[w]; ok {
+			return "`" + k + "`"
+		}
+		return w
+	})
+}
+
+// withoutSubject drops a comment's leading "`key` is" (the row already
+// names the key), so "`max_lease_ms` is the longest lease" reads "The
+// longest lease".
+func withoutSubject(s, name string) string {
+	for _, verb := range []string{" is ", " are "} {
+		if rest, ok := strings.CutPrefix(s, "`"+name+"`"+verb); ok && rest != "" {
+			return strings.ToUpper(rest[:1]) + rest[1:]
+		}
+	}
+	return s
+}
+
+func escapeCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
