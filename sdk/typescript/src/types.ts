@@ -30,7 +30,7 @@ export type Priority = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
 export type JobId = string;
 
 export type JobState = "unspecified" | "scheduled" | "ready" | "reserved" | "dead";
-export type DeadLetterCause = "unspecified" | "attempts_exhausted" | "rejected" | "lease_expired" | "admin";
+export type DeadLetterCause = "unspecified" | "attempts_exhausted" | "rejected" | "lease_expired" | "admin" | "cancelled" | "expired";
 
 function jobState(v: unknown): JobState {
   switch (v) {
@@ -64,6 +64,12 @@ function deadLetterCause(v: unknown): DeadLetterCause {
     case "DEAD_LETTER_CAUSE_ADMIN":
     case 4:
       return "admin";
+    case "DEAD_LETTER_CAUSE_CANCELLED":
+    case 5:
+      return "cancelled";
+    case "DEAD_LETTER_CAUSE_EXPIRED":
+    case 6:
+      return "expired";
   }
   return "unspecified";
 }

@@ -1,0 +1,37 @@
+//! `sepp_rs`: the Rust client and worker of the sepp job queue.
+//!
+//! ```no_run
+//! use sepp_rs::client::SeppClient;
+//! use sepp_rs::{EnqueueRequest, Priority};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = SeppClient::connect("http://localhost:50051").await?;
+//! let request = EnqueueRequest::new("emails", "password_reset")?.with_priority(Priority::MAX);
+//! client.enqueue(request).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The crate owns the client side of the public API (`proto/sepp/v1`): the
+//! calls ([`client::SeppClient`]), the values they take and return, the
+//! typed [`Error`] built from the server's status details, and the
+//! [`worker::Worker`] that runs handlers. It speaks the Connect protocol
+//! (binary protobuf over HTTP/1.1) to the API port; `transport` is the only
+//! module that knows it.
+
+pub mod client;
+mod error;
+mod transport;
+mod types;
+pub mod worker;
+
+/// The public API's messages as prost generates them from `proto/sepp/v1`.
+pub mod pb {
+    #![allow(clippy::all)]
+    include!(concat!(env!("OUT_DIR"), "/sepp.v1.rs"));
+}
+
+pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient};
+pub use error::{Code, Error};
+pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, Priority, ServerInfo};
+pub use worker::{BoxError, HandlerError, RunningWorker, Worker, WorkerOptions};

@@ -1,0 +1,508 @@
+//! The values a caller builds and gets back, in Rust's idioms: ids are
+//! `u64`, times `SystemTime`, durations `Duration`, payloads bytes.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::error::Error;
+use crate::pb;
+
+/// A job's priority, 0 (lowest) to 9 (highest). Higher priorities are
+/// handed out first; within one priority, first in first out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Priority(u8);
+
+impl Priority {
+    pub const P0: Priority = Priority(0);
+    pub const P1: Priority = Priority(1);
+    pub const P2: Priority = Priority(2);
+    pub const P3: Priority = Priority(3);
+    pub const P4: Priority = Priority(4);
+    pub const P5: Priority = Priority(5);
+    pub const P6: Priority = Priority(6);
+    pub const P7: Priority = Priority(7);
+    pub const P8: Priority = Priority(8);
+    pub const P9: Priority = Priority(9);
+    /// The lowest priority, [`Priority::P0`].
+    pub const MIN: Priority = Priority::P0;
+    /// The highest priority, [`Priority::P9`].
+    pub const MAX: Priority = Priority::P9;
+
+    /// The priority of level n; an error above 9.
+    pub fn new(level: u32) -> Result<Priority, Error> {
+        if level > 9 {
+            return Err(Error::invalid("enqueue", "priority", "0..9", &format!("must be 0..9, got {}", level)));
+        }
+        Ok(Priority(level as u8))
+    }
+
+    /// The level, 0..=9.
+    pub fn level(self) -> u32 {
+        u32::from(self.0)
+    }
+}
+
+/// A job to add. `new` checks the names; the `with_` methods set the
+/// optional fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnqueueRequest {
+    pub(crate) queue: String,
+    pub(crate) job_type: String,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) priority: Option<Priority>,
+    pub(crate) scheduled_at: Option<SystemTime>,
+    pub(crate) max_attempts: u32,
+    pub(crate) custom: BTreeMap<String, String>,
+    pub(crate) idempotency_key: Option<String>,
+}
+
+impl EnqueueRequest {
+    /// A job of job_type for queue; both must be non-empty.
+    pub fn new(queue: impl Into<String>, job_type: impl Into<String>) -> Result<EnqueueRequest, Error> {
+        let queue = queue.into();
+        let job_type = job_type.into();
+        if queue.is_empty() {
+            return Err(Error::invalid("enqueue", "queue", "", "must not be empty"));
+        }
+        if job_type.is_empty() {
+            return Err(Error::invalid("enqueue", "job_type", "", "must not be empty"));
+        }
+        Ok(EnqueueRequest {
+            queue,
+            job_type,
+            payload: Vec::new(),
+            priority: None,
+            scheduled_at: None,
+            max_attempts: 0,
+            custom: BTreeMap::new(),
+            idempotency_key: None,
+        })
+    }
+
+    /// The job's bytes, handed to the worker as they are.
+    pub fn with_payload(mut self, payload: impl Into<Vec<u8>>) -> Self {
+        self.payload = payload.into();
+        self
+    }
+
+    /// Without it the job takes the queue's default priority.
+    pub fn with_priority(mut self, priority: Priority) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// Holds the job back (Scheduled) until at; the absolute time, so add
+    /// to `SystemTime::now()` for a delay. At most the queue's schedule
+    /// horizon ahead, or the enqueue fails with [`Error::ScheduledTooFar`].
+    pub fn with_scheduled_at(mut self, at: SystemTime) -> Self {
+        self.scheduled_at = Some(at);
+        self
+    }
+
+    /// Deliveries before the job is dead-lettered; without it (or with 0)
+    /// the queue's default_max_attempts. The server clamps it to its
+    /// max_attempts_ceiling.
+    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = max_attempts;
+        self
+    }
+
+    /// One custom field, handed to the worker with the job.
+    pub fn with_custom(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.custom.insert(key.into(), value.into());
+        self
+    }
+
+    /// The key that makes a resend within the server's idempotency window
+    /// return the first job instead of adding another. Without it the
+    /// client makes one per call, which covers its own retries.
+    pub fn with_idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
+    pub fn queue(&self) -> &str {
+        &self.queue
+    }
+
+    pub fn job_type(&self) -> &str {
+        &self.job_type
+    }
+
+    pub fn payload(&self) -> &[u8] {
+        &self.payload
+    }
+
+    pub fn priority(&self) -> Option<Priority> {
+        self.priority
+    }
+
+    pub fn scheduled_at(&self) -> Option<SystemTime> {
+        self.scheduled_at
+    }
+
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    pub fn custom(&self) -> &BTreeMap<String, String> {
+        &self.custom
+    }
+
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.idempotency_key.as_deref()
+    }
+
+    pub(crate) fn to_wire(&self, key: &str) -> pb::EnqueueRequest {
+        pb::EnqueueRequest {
+            queue: self.queue.clone(),
+            job_type: self.job_type.clone(),
+            payload: self.payload.clone(),
+            priority: self.priority.map(Priority::level),
+            scheduled_at: self.scheduled_at.map(timestamp),
+            max_attempts: self.max_attempts,
+            custom: self.custom.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            idempotency_key: key.to_string(),
+            unique: None,
+            // The Rust SDK sets no deadline yet (expiry: docs/expiry-and-fairness.md).
+            expires_at: None,
+            ttl_ms: 0,
+        }
+    }
+}
+
+/// Where a job is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JobState {
+    Unspecified,
+    Scheduled,
+    Ready,
+    Reserved,
+    Dead,
+}
+
+impl JobState {
+    pub(crate) fn from_wire(v: i32) -> JobState {
+        match pb::JobState::from_i32(v) {
+            Some(pb::JobState::Scheduled) => JobState::Scheduled,
+            Some(pb::JobState::Ready) => JobState::Ready,
+            Some(pb::JobState::Reserved) => JobState::Reserved,
+            Some(pb::JobState::Dead) => JobState::Dead,
+            _ => JobState::Unspecified,
+        }
+    }
+
+    pub(crate) fn to_wire(self) -> pb::JobState {
+        match self {
+            JobState::Unspecified => pb::JobState::Unspecified,
+            JobState::Scheduled => pb::JobState::Scheduled,
+            JobState::Ready => pb::JobState::Ready,
+            JobState::Reserved => pb::JobState::Reserved,
+            JobState::Dead => pb::JobState::Dead,
+        }
+    }
+}
+
+/// Why a job was dead-lettered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeadLetterCause {
+    Unspecified,
+    /// The failing attempt reached max_attempts.
+    AttemptsExhausted,
+    /// A worker nacked with [`RetryDirective::DeadLetter`](crate::client::RetryDirective::DeadLetter).
+    Rejected,
+    /// The lease expired on the final attempt.
+    LeaseExpired,
+    /// An operator dead-lettered it.
+    Admin,
+}
+
+impl DeadLetterCause {
+    fn from_wire(v: i32) -> DeadLetterCause {
+        match pb::DeadLetterCause::from_i32(v) {
+            Some(pb::DeadLetterCause::AttemptsExhausted) => DeadLetterCause::AttemptsExhausted,
+            Some(pb::DeadLetterCause::Rejected) => DeadLetterCause::Rejected,
+            Some(pb::DeadLetterCause::LeaseExpired) => DeadLetterCause::LeaseExpired,
+            Some(pb::DeadLetterCause::Admin) => DeadLetterCause::Admin,
+            _ => DeadLetterCause::Unspecified,
+        }
+    }
+}
+
+/// A job as the server holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Job {
+    pub id: u64,
+    pub queue: String,
+    pub job_type: String,
+    pub payload: Vec<u8>,
+    pub priority: u32,
+    pub state: JobState,
+    pub enqueued_at: Option<SystemTime>,
+    pub scheduled_at: Option<SystemTime>,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub custom: BTreeMap<String, String>,
+    /// The reason of the last nack, if a worker gave one.
+    pub last_reason: Option<String>,
+}
+
+impl Job {
+    pub(crate) fn from_wire(j: pb::Job) -> Job {
+        Job {
+            id: j.id,
+            queue: j.queue,
+            job_type: j.job_type,
+            payload: j.payload,
+            priority: j.priority,
+            state: JobState::from_wire(j.state),
+            enqueued_at: j.enqueued_at.and_then(system_time),
+            scheduled_at: j.scheduled_at.and_then(system_time),
+            attempt: j.attempt,
+            max_attempts: j.max_attempts,
+            custom: j.custom.into_iter().collect(),
+            last_reason: non_empty(j.last_reason),
+        }
+    }
+}
+
+/// One delivery's handle: what ack, nack, release and extend_lease need.
+/// `attempt` counts from 1; on `attempt == max_attempts` a failure
+/// dead-letters the job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobContext {
+    pub job_id: u64,
+    pub lease_token: u64,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub lease_deadline: Option<SystemTime>,
+    pub queue: String,
+    pub worker_id: String,
+}
+
+impl JobContext {
+    pub(crate) fn from_wire(c: pb::JobContext) -> JobContext {
+        JobContext {
+            job_id: c.job_id,
+            lease_token: c.lease_token,
+            attempt: c.attempt,
+            max_attempts: c.max_attempts,
+            lease_deadline: c.lease_deadline.and_then(system_time),
+            queue: c.queue,
+            worker_id: c.worker_id,
+        }
+    }
+
+    pub(crate) fn to_wire(&self) -> pb::JobContext {
+        pb::JobContext {
+            job_id: self.job_id,
+            lease_token: self.lease_token,
+            attempt: self.attempt,
+            max_attempts: self.max_attempts,
+            lease_deadline: self.lease_deadline.map(timestamp),
+            queue: self.queue.clone(),
+            worker_id: self.worker_id.clone(),
+        }
+    }
+}
+
+/// A reserved job: its lease handle and the job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub ctx: JobContext,
+    pub job: Job,
+}
+
+/// What an enqueue did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnqueueResult {
+    pub job_id: u64,
+    pub state: JobState,
+    /// True when the idempotency key matched an earlier enqueue of the
+    /// caller's (never for this call's own retries).
+    pub duplicate: bool,
+    /// The key the enqueue carried (the caller's, or the one the client
+    /// made).
+    pub idempotency_key: String,
+}
+
+/// A dead-lettered job as a drain returns it (and removes it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeadLetterRecord {
+    pub job_id: u64,
+    /// The job as it was when it died.
+    pub job: Job,
+    pub cause: DeadLetterCause,
+    pub failed_at: Option<SystemTime>,
+    pub final_attempt: u32,
+    /// The last nack's reason, when a worker gave one.
+    pub last_reason: Option<String>,
+}
+
+impl DeadLetterRecord {
+    pub(crate) fn from_wire(r: pb::DeadLetterRecord) -> DeadLetterRecord {
+        let job = Job::from_wire(r.job.unwrap_or_default());
+        DeadLetterRecord {
+            job_id: job.id,
+            job,
+            cause: DeadLetterCause::from_wire(r.cause),
+            failed_at: r.failed_at.and_then(system_time),
+            final_attempt: r.final_attempt,
+            last_reason: non_empty(r.last_reason),
+        }
+    }
+
+    /// A fresh enqueue of the same job (queue, type, payload, priority,
+    /// max_attempts, custom fields): the server gives it a new id and
+    /// attempt 1. Not its old schedule, which has passed.
+    pub fn to_enqueue_request(&self) -> EnqueueRequest {
+        EnqueueRequest {
+            queue: self.job.queue.clone(),
+            job_type: self.job.job_type.clone(),
+            payload: self.job.payload.clone(),
+            priority: Priority::new(self.job.priority).ok(),
+            scheduled_at: None,
+            max_attempts: self.job.max_attempts,
+            custom: self.job.custom.clone(),
+            idempotency_key: None,
+        }
+    }
+}
+
+/// What the answering node says about itself and the cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerInfo {
+    pub version: String,
+    pub node_id: String,
+    pub leader_id: String,
+    /// The leader's API address (host:port); empty when none is known.
+    pub leader_addr: String,
+    pub dead_letter_retention_enabled: bool,
+    pub max_reserve_batch: u32,
+    pub max_schedule_horizon: Duration,
+}
+
+pub(crate) fn non_empty(s: String) -> Option<String> {
+    if s.is_empty() {
+        None
+    } else {
+        Some(s)
+    }
+}
+
+pub(crate) fn timestamp(t: SystemTime) -> prost_types::Timestamp {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => prost_types::Timestamp {
+            seconds: d.as_secs() as i64,
+            nanos: d.subsec_nanos() as i32,
+        },
+        Err(before) => {
+            let d = before.duration();
+            let mut seconds = -(d.as_secs() as i64);
+            let mut nanos = -(d.subsec_nanos() as i32);
+            if nanos < 0 {
+                seconds -= 1;
+                nanos += 1_000_000_000;
+            }
+            prost_types::Timestamp { seconds, nanos }
+        }
+    }
+}
+
+/// The time of a timestamp; `None` for one out of range.
+pub(crate) fn system_time(t: prost_types::Timestamp) -> Option<SystemTime> {
+    if !(0..1_000_000_000).contains(&t.nanos) {
+        return None;
+    }
+    if t.seconds >= 0 {
+        UNIX_EPOCH.checked_add(Duration::new(t.seconds as u64, t.nanos as u32))
+    } else {
+        UNIX_EPOCH
+            .checked_sub(Duration::from_secs(t.seconds.unsigned_abs()))?
+            .checked_add(Duration::from_nanos(t.nanos as u64))
+    }
+}
+
+pub(crate) fn duration(d: Duration) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: d.as_secs().min(i64::MAX as u64) as i64,
+        nanos: d.subsec_nanos() as i32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priority_levels() {
+        let cases: Vec<(u32, Option<Priority>)> = vec![(0, Some(Priority::MIN)), (5, Some(Priority::P5)), (9, Some(Priority::MAX)), (10, None), (u32::MAX, None)];
+        for (level, want) in cases {
+            let got = Priority::new(level).ok();
+            assert_eq!(got, want, "level {}", level);
+        }
+        assert_eq!(Priority::MAX.level(), 9);
+        assert!(Priority::P9 > Priority::P8);
+    }
+
+    #[test]
+    fn enqueue_request_checks_names() {
+        let cases = vec![("", "t", Some("queue")), ("q", "", Some("job_type")), ("q", "t", None)];
+        for (queue, job_type, bad_field) in cases {
+            match (EnqueueRequest::new(queue, job_type), bad_field) {
+                (Ok(_), None) => {}
+                (Err(Error::InvalidArgument { field, .. }), Some(want)) => assert_eq!(field, want),
+                (other, want) => panic!("{:?}/{:?}: got {:?}, want field {:?}", queue, job_type, other, want),
+            }
+        }
+    }
+
+    #[test]
+    fn timestamps_round_trip() {
+        let cases = vec![
+            UNIX_EPOCH,
+            UNIX_EPOCH + Duration::new(1_764_000_000, 123_456_789),
+            UNIX_EPOCH - Duration::new(5, 250_000_000),
+        ];
+        for t in cases {
+            assert_eq!(system_time(timestamp(t)), Some(t), "{:?}", t);
+        }
+        assert_eq!(system_time(prost_types::Timestamp { seconds: 1, nanos: -1 }), None);
+        assert_eq!(system_time(prost_types::Timestamp { seconds: 1, nanos: 1_000_000_000 }), None);
+    }
+
+    #[test]
+    fn dead_letter_record_replays_the_job_fields() {
+        let mut custom = std::collections::HashMap::new();
+        custom.insert("tenant".to_string(), "acme".to_string());
+        let record = DeadLetterRecord::from_wire(pb::DeadLetterRecord {
+            job: Some(pb::Job {
+                id: 42,
+                queue: "emails".into(),
+                job_type: "welcome".into(),
+                payload: b"hi".to_vec(),
+                priority: 7,
+                max_attempts: 5,
+                attempt: 5,
+                custom,
+                scheduled_at: Some(timestamp(UNIX_EPOCH + Duration::from_secs(10))),
+                ..Default::default()
+            }),
+            cause: pb::DeadLetterCause::AttemptsExhausted as i32,
+            failed_at: None,
+            final_attempt: 5,
+            last_reason: String::new(),
+        });
+        assert_eq!(record.job_id, 42);
+        assert_eq!(record.cause, DeadLetterCause::AttemptsExhausted);
+        assert_eq!(record.last_reason, None);
+        let replay = record.to_enqueue_request();
+        let want = EnqueueRequest::new("emails", "welcome")
+            .unwrap()
+            .with_payload(b"hi".to_vec())
+            .with_priority(Priority::P7)
+            .with_max_attempts(5)
+            .with_custom("tenant", "acme");
+        assert_eq!(replay, want);
+    }
+}

@@ -1,0 +1,397 @@
+//! [`Worker`]: reserves jobs, runs the handler registered for each, keeps
+//! its lease alive while it runs, and answers for it: ack on `Ok`, a nack
+//! whose directive the [`HandlerError`] picks on `Err`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinHandle;
+
+use crate::client::{ReserveOptions, RetryDirective, SeppClient};
+use crate::error::Error;
+use crate::types::Delivery;
+
+/// Any error a handler's work produced.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a handler failed, and so what the worker's nack asks for. `?` on any
+/// error in a handler gives [`HandlerError::Retry`].
+pub enum HandlerError {
+    /// Try again on the queue's retry policy ([`RetryDirective::Default`]).
+    Retry(BoxError),
+    /// Try again, not before the delay ([`RetryDirective::After`]).
+    RetryAfter(Duration, BoxError),
+    /// Never again: dead-letter it now ([`RetryDirective::DeadLetter`]).
+    Permanent(BoxError),
+}
+
+impl HandlerError {
+    pub fn retry(err: impl Into<BoxError>) -> HandlerError {
+        HandlerError::Retry(err.into())
+    }
+
+    pub fn retry_after(delay: Duration, err: impl Into<BoxError>) -> HandlerError {
+        HandlerError::RetryAfter(delay, err.into())
+    }
+
+    pub fn permanent(err: impl Into<BoxError>) -> HandlerError {
+        HandlerError::Permanent(err.into())
+    }
+
+    /// The nack directive this failure asks for.
+    pub fn directive(&self) -> RetryDirective {
+        match self {
+            HandlerError::Retry(_) => RetryDirective::Default,
+            HandlerError::RetryAfter(d, _) => RetryDirective::After(*d),
+            HandlerError::Permanent(_) => RetryDirective::DeadLetter,
+        }
+    }
+
+    fn cause(&self) -> &BoxError {
+        match self {
+            HandlerError::Retry(e) | HandlerError::RetryAfter(_, e) | HandlerError::Permanent(e) => e,
+        }
+    }
+}
+
+impl fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self.cause(), f)
+    }
+}
+
+impl fmt::Debug for HandlerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HandlerError::Retry(e) => write!(f, "Retry({:?})", e),
+            HandlerError::RetryAfter(d, e) => write!(f, "RetryAfter({:?}, {:?})", d, e),
+            HandlerError::Permanent(e) => write!(f, "Permanent({:?})", e),
+        }
+    }
+}
+
+// HandlerError is deliberately not a std::error::Error itself, so that this
+// blanket conversion (what `?` uses) does not overlap From<T> for T.
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for HandlerError {
+    fn from(err: E) -> Self {
+        HandlerError::Retry(Box::new(err))
+    }
+}
+
+type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send>>;
+type Handler = Arc<dyn Fn(Delivery) -> HandlerFuture + Send + Sync>;
+type ErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
+
+/// How a worker reserves and runs. `Default`: 10 at once, 30 s leases,
+/// 5 s long polls.
+#[derive(Clone)]
+pub struct WorkerOptions {
+    /// Handlers running at once (at least 1).
+    pub concurrency: usize,
+    /// The lease each job is reserved with and extended to every
+    /// `lease / 3` while its handler runs.
+    pub lease: Duration,
+    /// How long a reserve waits for a job. `stop` waits for a reserve in
+    /// flight, so keep it below the grace you stop with.
+    pub wait: Duration,
+    /// Names the worker in listings and attempt history.
+    pub worker_id: String,
+    /// Sees every error of the worker's own calls (a reserve during a
+    /// failover, an ack whose lease was lost). The worker carries on
+    /// regardless; the default drops them.
+    pub on_error: Option<ErrorHook>,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions {
+            concurrency: 10,
+            lease: Duration::from_secs(30),
+            wait: Duration::from_secs(5),
+            worker_id: String::new(),
+            on_error: None,
+        }
+    }
+}
+
+impl fmt::Debug for WorkerOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerOptions")
+            .field("concurrency", &self.concurrency)
+            .field("lease", &self.lease)
+            .field("wait", &self.wait)
+            .field("worker_id", &self.worker_id)
+            .finish()
+    }
+}
+
+/// Runs handlers for the jobs of some queues.
+///
+/// While a handler runs, the worker extends its lease every `lease / 3`. A
+/// lease the server reports lost, or one that lapses by the local clock
+/// while extensions keep failing, ends the handler (its future is dropped)
+/// and the worker answers nothing for that job: another worker may have it
+/// now. A job of a type no handler takes is nacked with the default
+/// directive.
+pub struct Worker {
+    client: SeppClient,
+    opts: WorkerOptions,
+    /// (queue, job type) → handler; job type "" takes the queue's others.
+    handlers: HashMap<(String, String), Handler>,
+}
+
+impl Worker {
+    pub fn new(client: SeppClient, opts: WorkerOptions) -> Worker {
+        Worker {
+            client,
+            opts,
+            handlers: HashMap::new(),
+        }
+    }
+
+    /// Registers handler for job_type on queue (`""`: every type of the
+    /// queue without a handler of its own).
+    pub fn handle<F, Fut>(&mut self, queue: &str, job_type: &str, handler: F) -> &mut Self
+    where
+        F: Fn(Delivery) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+    {
+        let h: Handler = Arc::new(move |d| Box::pin(handler(d)));
+        self.handlers.insert((queue.to_string(), job_type.to_string()), h);
+        self
+    }
+
+    /// Starts reserving on every queue with a handler; the returned handle
+    /// stops it. Must run inside a tokio runtime. An error when no handler
+    /// is registered.
+    pub fn start(self) -> Result<RunningWorker, Error> {
+        if self.handlers.is_empty() {
+            return Err(Error::invalid("worker", "handlers", "", "no handler registered; call handle before start"));
+        }
+        let mut queues: Vec<String> = self.handlers.keys().map(|(q, _)| q.clone()).collect();
+        queues.sort();
+        queues.dedup();
+        let concurrency = self.opts.concurrency.max(1);
+        let shared = Arc::new(Shared {
+            client: self.client,
+            opts: self.opts,
+            handlers: self.handlers,
+            slots: Arc::new(Semaphore::new(concurrency)),
+        });
+        let (stopping_tx, stopping) = watch::channel(false);
+        let (abort_tx, aborting) = watch::channel(false);
+        let loops = queues
+            .into_iter()
+            .map(|q| tokio::spawn(reserve_loop(shared.clone(), q, stopping.clone(), aborting.clone())))
+            .collect();
+        Ok(RunningWorker {
+            shared,
+            concurrency,
+            stopping: stopping_tx,
+            abort: abort_tx,
+            loops,
+        })
+    }
+}
+
+struct Shared {
+    client: SeppClient,
+    opts: WorkerOptions,
+    handlers: HashMap<(String, String), Handler>,
+    /// One permit per handler that may run; a job holds one from its
+    /// reserve to its answer.
+    slots: Arc<Semaphore>,
+}
+
+impl Shared {
+    fn report(&self, err: &Error) {
+        if let Some(hook) = &self.opts.on_error {
+            hook(err);
+        }
+    }
+
+    fn handler_for(&self, d: &Delivery) -> Option<Handler> {
+        self.handlers
+            .get(&(d.ctx.queue.clone(), d.job.job_type.clone()))
+            .or_else(|| self.handlers.get(&(d.ctx.queue.clone(), String::new())))
+            .cloned()
+    }
+}
+
+/// A started [`Worker`].
+pub struct RunningWorker {
+    shared: Arc<Shared>,
+    concurrency: usize,
+    stopping: watch::Sender<bool>,
+    abort: watch::Sender<bool>,
+    loops: Vec<JoinHandle<()>>,
+}
+
+impl RunningWorker {
+    /// Stops reserving, waits for reserves in flight (their jobs are
+    /// released, no attempt burned) and for running handlers to finish and
+    /// be answered. If grace runs out first, the handlers still running
+    /// are dropped and their jobs released; then it returns false.
+    pub async fn stop(self, grace: Duration) -> bool {
+        let _ = self.stopping.send(true);
+        let deadline = tokio::time::Instant::now() + grace;
+        let all = self.concurrency as u32;
+        let drained = tokio::time::timeout_at(deadline, async {
+            for l in self.loops {
+                let _ = l.await;
+            }
+            self.shared.slots.acquire_many(all).await.map(drop)
+        })
+        .await;
+        if matches!(drained, Ok(Ok(()))) {
+            return true;
+        }
+        let _ = self.abort.send(true);
+        // The dropped handlers' releases are quick calls; bound them by the
+        // client's own retry budget.
+        let _ = tokio::time::timeout(Duration::from_secs(30), self.shared.slots.acquire_many(all)).await;
+        false
+    }
+}
+
+async fn wait_true(rx: &mut watch::Receiver<bool>) {
+    loop {
+        if *rx.borrow() {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            // The sender is gone: the flag can never turn true.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+async fn reserve_loop(shared: Arc<Shared>, queue: String, mut stopping: watch::Receiver<bool>, aborting: watch::Receiver<bool>) {
+    let mut failures: u32 = 0;
+    loop {
+        if *stopping.borrow() {
+            return;
+        }
+        // One free slot at least, then as many more as are free now.
+        let first = tokio::select! {
+            p = shared.slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return },
+            _ = wait_true(&mut stopping) => return,
+        };
+        let mut permits = vec![first];
+        while let Ok(p) = shared.slots.clone().try_acquire_owned() {
+            permits.push(p);
+        }
+        let opts = ReserveOptions {
+            worker_id: shared.opts.worker_id.clone(),
+            max: permits.len() as u32,
+            lease: Some(shared.opts.lease),
+            wait: shared.opts.wait,
+        };
+        // A reserve is not abandoned on stop: its answer may hold leased
+        // jobs, which are released below rather than left to expire.
+        let deliveries = match shared.client.reserve(&queue, opts).await {
+            Ok(d) => {
+                failures = 0;
+                d
+            }
+            Err(e) => {
+                shared.report(&e);
+                drop(permits);
+                failures = failures.saturating_add(1);
+                let pause = Duration::from_millis(50 * u64::from(failures.min(20)));
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = wait_true(&mut stopping) => return,
+                }
+                continue;
+            }
+        };
+        let stop_now = *stopping.borrow();
+        for d in deliveries {
+            let permit = permits.pop().expect("a reserve returns at most max deliveries");
+            if stop_now {
+                if let Err(e) = shared.client.release(&d.ctx).await {
+                    shared.report(&e);
+                }
+                drop(permit);
+                continue;
+            }
+            let shared = shared.clone();
+            let aborting = aborting.clone();
+            tokio::spawn(async move {
+                run_one(&shared, d, aborting).await;
+                drop(permit);
+            });
+        }
+    }
+}
+
+enum Outcome {
+    Done(Result<(), HandlerError>),
+    LeaseLost,
+    Aborted,
+}
+
+async fn run_one(shared: &Arc<Shared>, d: Delivery, mut aborting: watch::Receiver<bool>) {
+    let ctx = d.ctx.clone();
+    let handler = match shared.handler_for(&d) {
+        Some(h) => h,
+        None => {
+            let reason = format!("no handler registered for job type {:?} on queue {:?}", d.job.job_type, ctx.queue);
+            if let Err(e) = shared.client.nack(&ctx, RetryDirective::Default, reason).await {
+                shared.report(&e);
+            }
+            return;
+        }
+    };
+    let (lost_tx, mut lost) = watch::channel(false);
+    let heartbeat = tokio::spawn(keep_lease(shared.clone(), ctx.clone(), lost_tx));
+    let outcome = tokio::select! {
+        r = handler(d) => Outcome::Done(r),
+        _ = wait_true(&mut lost) => Outcome::LeaseLost,
+        _ = wait_true(&mut aborting) => Outcome::Aborted,
+    };
+    heartbeat.abort();
+    let answered = match outcome {
+        Outcome::Done(Ok(())) => shared.client.ack(&ctx).await,
+        Outcome::Done(Err(he)) => shared.client.nack(&ctx, he.directive(), he.to_string()).await.map(drop),
+        Outcome::LeaseLost => Ok(()),
+        Outcome::Aborted => shared.client.release(&ctx).await,
+    };
+    if let Err(e) = answered {
+        shared.report(&e);
+    }
+}
+
+/// Extends ctx's lease every lease/3 until aborted; flags lost when the
+/// server says the lease is gone, or when by the local clock it lapsed
+/// while extensions failed.
+async fn keep_lease(shared: Arc<Shared>, ctx: crate::types::JobContext, lost: watch::Sender<bool>) {
+    let lease = shared.opts.lease;
+    let every = (lease / 3).max(Duration::from_millis(10));
+    let mut held_until = Instant::now() + lease;
+    loop {
+        tokio::time::sleep(every).await;
+        let asked = Instant::now();
+        match shared.client.extend_lease(&ctx, lease).await {
+            Ok(_) => held_until = asked + lease,
+            Err(e @ Error::LeaseLost { .. }) | Err(e @ Error::NotFound { .. }) => {
+                shared.report(&e);
+                let _ = lost.send(true);
+                return;
+            }
+            Err(e) => {
+                shared.report(&e);
+                if Instant::now() >= held_until {
+                    let _ = lost.send(true);
+                    return;
+                }
+            }
+        }
+    }
+}

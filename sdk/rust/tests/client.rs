@@ -1,0 +1,422 @@
+//! Each behaviour of the client and the worker, against a real local
+//! three-node cluster (one for the whole file, each test with queues of its
+//! own), and the retry rules against a fake server that drops answers.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use prost::Message;
+use sepp_rs::client::{ReserveOptions, RetryDirective, SeppClient};
+use sepp_rs::{pb, ClientOptions, DeadLetterCause, EnqueueRequest, Error, HandlerError, JobState, Priority, Worker, WorkerOptions};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn reserve_opts(max: u32) -> ReserveOptions {
+    ReserveOptions {
+        worker_id: "rs-test".into(),
+        max,
+        lease: Some(Duration::from_secs(60)),
+        wait: Duration::from_secs(2),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn priority_orders_reserves_and_fifo_within_a_level() {
+    let client = common::shared().client().await;
+    let q = "rs-priority";
+    let mut ids = Vec::new();
+    for (i, p) in [Priority::P0, Priority::MAX, Priority::P5, Priority::P5].iter().enumerate() {
+        let r = client
+            .enqueue(EnqueueRequest::new(q, "t").unwrap().with_priority(*p).with_payload(vec![i as u8]))
+            .await
+            .unwrap();
+        assert_eq!(r.state, JobState::Ready);
+        assert!(!r.duplicate);
+        ids.push(r.job_id);
+    }
+    let got = client.reserve(q, reserve_opts(4)).await.unwrap();
+    let order: Vec<(u32, u64)> = got.iter().map(|d| (d.job.priority, d.ctx.job_id)).collect();
+    assert_eq!(order, vec![(9, ids[1]), (5, ids[2]), (5, ids[3]), (0, ids[0])]);
+    for d in &got {
+        assert_eq!(d.ctx.attempt, 1);
+        assert_eq!(d.ctx.max_attempts, 3, "the global default_max_attempts");
+        client.ack(&d.ctx).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduled_too_far_carries_the_horizon_and_the_time_asked_for() {
+    let client = common::shared().client().await;
+    let asked = SystemTime::now() + Duration::from_secs(31 * 24 * 3600);
+    let err = client
+        .enqueue(EnqueueRequest::new("rs-horizon", "t").unwrap().with_scheduled_at(asked))
+        .await
+        .unwrap_err();
+    match &err {
+        Error::ScheduledTooFar {
+            queue,
+            horizon,
+            requested,
+            latest_allowed,
+            ..
+        } => {
+            assert_eq!(queue, "rs-horizon");
+            assert_eq!(*horizon, Duration::from_secs(30 * 24 * 3600));
+            let off = requested.duration_since(asked).unwrap_or_else(|e| e.duration());
+            assert!(off < Duration::from_millis(1), "requested {:?}, asked {:?}", requested, asked);
+            assert!(*latest_allowed < asked && *latest_allowed > SystemTime::now());
+        }
+        other => panic!("want ScheduledTooFar, got {:?}", other),
+    }
+    assert!(err.to_string().contains("horizon 2592000000 ms"), "{}", err);
+
+    // Within the horizon the job waits, Scheduled.
+    let r = client
+        .enqueue(EnqueueRequest::new("rs-horizon", "t").unwrap().with_scheduled_at(SystemTime::now() + Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    assert_eq!(r.state, JobState::Scheduled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_arguments_name_the_field() {
+    let client = common::shared().client().await;
+    let long = "q".repeat(10_000);
+    match client.enqueue(EnqueueRequest::new(long.as_str(), "t").unwrap()).await {
+        Err(Error::InvalidArgument { field, .. }) => assert_eq!(field, "queue"),
+        other => panic!("want InvalidArgument on queue, got {:?}", other),
+    }
+    match EnqueueRequest::new("q", "") {
+        Err(Error::InvalidArgument { field, .. }) => assert_eq!(field, "job_type"),
+        other => panic!("want InvalidArgument on job_type, got {:?}", other),
+    }
+    let results = client
+        .enqueue_batch(vec![EnqueueRequest::new("rs-batch", "t").unwrap(), EnqueueRequest::new(long.as_str(), "t").unwrap()])
+        .await
+        .unwrap();
+    assert_eq!(results.len(), 2);
+    assert!(results[0].is_ok(), "{:?}", results[0]);
+    match &results[1] {
+        Err(Error::InvalidArgument { field, .. }) => assert!(field.ends_with("queue"), "{}", field),
+        other => panic!("want InvalidArgument, got {:?}", other),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idempotency_key_returns_the_first_job() {
+    let client = common::shared().client().await;
+    let req = EnqueueRequest::new("rs-idem", "t").unwrap().with_idempotency_key("rs-key-1");
+    let first = client.enqueue(req.clone()).await.unwrap();
+    let again = client.enqueue(req).await.unwrap();
+    assert_eq!(again.job_id, first.job_id);
+    assert!(!first.duplicate);
+    assert!(again.duplicate);
+    assert_eq!(again.idempotency_key, "rs-key-1");
+    let made = client.enqueue(EnqueueRequest::new("rs-idem", "t").unwrap()).await.unwrap();
+    assert_eq!(made.idempotency_key.len(), 32);
+    assert_ne!(made.job_id, first.job_id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_ack_release_extend_and_lease_lost() {
+    let client = common::shared().client().await;
+    let q = "rs-lease";
+    client.enqueue(EnqueueRequest::new(q, "t").unwrap()).await.unwrap();
+    let d = client.reserve(q, reserve_opts(1)).await.unwrap().remove(0);
+    let deadline = client.extend_lease(&d.ctx, Duration::from_secs(120)).await.unwrap();
+    assert!(deadline > SystemTime::now() + Duration::from_secs(100));
+
+    // A release burns no attempt.
+    client.release(&d.ctx).await.unwrap();
+    let again = client.reserve(q, reserve_opts(1)).await.unwrap().remove(0);
+    assert_eq!(again.ctx.job_id, d.ctx.job_id);
+    assert_eq!(again.ctx.attempt, 1);
+    match client.ack(&d.ctx).await {
+        Err(Error::LeaseLost { op, .. }) => assert_eq!(op, "ack"),
+        other => panic!("the released delivery's lease: want LeaseLost, got {:?}", other),
+    }
+    client.ack(&again.ctx).await.unwrap();
+    match client.ack(&again.ctx).await {
+        Err(Error::LeaseLost { .. }) => {}
+        other => panic!("a second ack: want LeaseLost, got {:?}", other),
+    }
+    match client.get_job(again.ctx.job_id).await {
+        Err(Error::NotFound { .. }) => {}
+        other => panic!("an acked job: want NotFound, got {:?}", other),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nack_directives_dead_letters_drain_and_replay() {
+    let client = common::shared().client().await;
+    let q = "rs-nack";
+    assert!(client.server_info().await.unwrap().dead_letter_retention_enabled);
+    let exhausted = client.enqueue(EnqueueRequest::new(q, "exhaust").unwrap().with_max_attempts(2).with_payload(b"x".to_vec())).await.unwrap();
+    let d = client.reserve(q, reserve_opts(1)).await.unwrap().remove(0);
+    assert_eq!(d.ctx.job_id, exhausted.job_id);
+    assert_eq!((d.ctx.attempt, d.ctx.max_attempts), (1, 2));
+    assert!(!client.nack(&d.ctx, RetryDirective::Default, "first").await.unwrap());
+    let d = client.reserve(q, reserve_opts(1)).await.unwrap().remove(0);
+    assert_eq!(d.ctx.attempt, 2);
+    assert!(client.nack(&d.ctx, RetryDirective::Default, "second").await.unwrap(), "the last attempt's nack dead-letters");
+
+    let rejected = client.enqueue(EnqueueRequest::new(q, "reject").unwrap()).await.unwrap();
+    let d = client.reserve(q, reserve_opts(1)).await.unwrap().remove(0);
+    assert_eq!(d.ctx.job_id, rejected.job_id);
+    assert!(client.nack(&d.ctx, RetryDirective::DeadLetter, "bad").await.unwrap());
+
+    let later = client.enqueue(EnqueueRequest::new(q, "later").unwrap()).await.unwrap();
+    let d = client.reserve(q, reserve_opts(1)).await.unwrap().remove(0);
+    assert!(!client.nack(&d.ctx, RetryDirective::After(Duration::from_secs(3600)), "not yet").await.unwrap());
+    let job = client.get_job(later.job_id).await.unwrap();
+    assert_eq!(job.state, JobState::Scheduled);
+    assert_eq!(job.last_reason.as_deref(), Some("not yet"));
+
+    let records = client.drain_dead_letters(Some(q), 100).await.unwrap();
+    let got: Vec<(u64, DeadLetterCause, u32, Option<&str>)> = records.iter().map(|r| (r.job_id, r.cause, r.final_attempt, r.last_reason.as_deref())).collect();
+    assert_eq!(
+        got,
+        vec![
+            (exhausted.job_id, DeadLetterCause::AttemptsExhausted, 2, Some("second")),
+            (rejected.job_id, DeadLetterCause::Rejected, 1, Some("bad")),
+        ]
+    );
+    assert!(client.drain_dead_letters(Some(q), 100).await.unwrap().is_empty(), "a drain removes what it returns");
+    let replay = client.enqueue(records[0].to_enqueue_request()).await.unwrap();
+    assert_ne!(replay.job_id, exhausted.job_id);
+    let d = client.reserve(q, reserve_opts(1)).await.unwrap().remove(0);
+    assert_eq!((d.ctx.job_id, d.ctx.attempt, d.ctx.max_attempts), (replay.job_id, 1, 2));
+    assert_eq!(d.job.payload, b"x");
+    client.ack(&d.ctx).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follows_the_leader_from_a_follower() {
+    let cluster = common::shared();
+    let leader = cluster.client().await.server_info().await.unwrap().leader_addr;
+    let follower = cluster.addrs().into_iter().find(|a| !a.ends_with(&leader)).unwrap();
+    let client = SeppClient::connect(&follower).await.unwrap();
+    assert_eq!(client.leader_addr().as_deref(), Some(format!("http://{}", leader).as_str()));
+    let r = client.enqueue(EnqueueRequest::new("rs-follow", "t").unwrap()).await.unwrap();
+    assert_eq!(r.state, JobState::Ready);
+    assert!(client.addrs().len() >= 2, "the leader joined the known nodes: {:?}", client.addrs());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_answers_per_handler_error() {
+    let client = common::shared().client().await;
+    let q = "rs-worker";
+    let ok = client.enqueue(EnqueueRequest::new(q, "ok").unwrap()).await.unwrap();
+    let flaky = client.enqueue(EnqueueRequest::new(q, "flaky").unwrap()).await.unwrap();
+    let later = client.enqueue(EnqueueRequest::new(q, "later").unwrap()).await.unwrap();
+    let doomed = client.enqueue(EnqueueRequest::new(q, "doomed").unwrap()).await.unwrap();
+    let stray = client.enqueue(EnqueueRequest::new(q, "stray").unwrap().with_max_attempts(1)).await.unwrap();
+    let attempts: Arc<Mutex<Vec<(String, u32)>>> = Arc::default();
+    let mut worker = Worker::new(
+        client.clone(),
+        WorkerOptions {
+            concurrency: 4,
+            lease: Duration::from_secs(30),
+            wait: Duration::from_millis(200),
+            ..WorkerOptions::default()
+        },
+    );
+    let seen = attempts.clone();
+    worker.handle(q, "", move |d| {
+        let seen = seen.clone();
+        async move {
+            seen.lock().unwrap().push((d.job.job_type.clone(), d.ctx.attempt));
+            match (d.job.job_type.as_str(), d.ctx.attempt) {
+                ("ok", _) | ("flaky", 2) => Ok(()),
+                ("flaky", _) => Err(HandlerError::retry("flaky the first time")),
+                ("later", _) => Err(HandlerError::retry_after(Duration::from_secs(3600), "rate limited")),
+                _ => Err(HandlerError::permanent("bad address")),
+            }
+        }
+    });
+    worker.handle(q, "stray", |_d| async { Err::<(), _>(std::io::Error::new(std::io::ErrorKind::Other, "disk on fire").into()) });
+    let running = worker.start().unwrap();
+    common::wait_for("the worker to answer every job", Duration::from_secs(30), || {
+        let attempts = attempts.clone();
+        async move { attempts.lock().unwrap().len() >= 4 }
+    })
+    .await;
+    let (ok, flaky, later, doomed, stray) = (ok.job_id, flaky.job_id, later.job_id, doomed.job_id, stray.job_id);
+    let c = client.clone();
+    common::wait_for("flaky's retry, later's delay, the dead letters", Duration::from_secs(30), || {
+        let c = c.clone();
+        async move {
+            matches!(c.get_job(ok).await, Err(Error::NotFound { .. }))
+                && matches!(c.get_job(flaky).await, Err(Error::NotFound { .. }))
+                && matches!(c.get_job(later).await, Ok(j) if j.state == JobState::Scheduled)
+                && is_dead(c.get_job(doomed).await)
+                && is_dead(c.get_job(stray).await)
+        }
+    })
+    .await;
+    assert!(running.stop(Duration::from_secs(10)).await, "a graceful stop");
+    let mut seen = attempts.lock().unwrap().clone();
+    seen.sort();
+    assert_eq!(seen, vec![("doomed".to_string(), 1), ("flaky".to_string(), 1), ("flaky".to_string(), 2), ("later".to_string(), 1), ("ok".to_string(), 1)]);
+    let records = client.drain_dead_letters(Some(q), 10).await.unwrap();
+    let mut got: Vec<(u64, DeadLetterCause, Option<String>)> = records.into_iter().map(|r| (r.job_id, r.cause, r.last_reason)).collect();
+    got.sort_by_key(|r| r.0);
+    assert_eq!(
+        got,
+        vec![
+            (doomed, DeadLetterCause::Rejected, Some("bad address".to_string())),
+            // `?` on any error is a plain retry: on its only attempt, exhausted.
+            (stray, DeadLetterCause::AttemptsExhausted, Some("disk on fire".to_string())),
+        ]
+    );
+}
+
+/// A dead-lettered job: kept as Dead while retention holds it.
+fn is_dead(r: Result<sepp_rs::Job, Error>) -> bool {
+    matches!(r, Ok(ref j) if j.state == JobState::Dead) || matches!(r, Err(Error::NotFound { .. }))
+}
+
+/// The path and body of each request a fake server received.
+type Requests = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A fake API port: answers GetServerInfo, and each other call with what
+/// `answer` returns for the n-th such request (None: read it, then close the
+/// connection without a word). Records the request bodies.
+async fn fake_server(answer: fn(usize, &[u8]) -> Option<Vec<u8>>) -> (String, Requests) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = format!("http://{}", listener.local_addr().unwrap());
+    let seen: Requests = Arc::default();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let log = log.clone();
+            let calls = calls.clone();
+            tokio::spawn(async move {
+                loop {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    let head_end = loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                        match conn.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+                    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                        .unwrap_or(0);
+                    while buf.len() < head_end + len {
+                        match conn.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let body = buf[head_end..head_end + len].to_vec();
+                    let reply = if path.ends_with("/GetServerInfo") {
+                        Some(pb::GetServerInfoResponse::default().encode_to_vec())
+                    } else {
+                        log.lock().unwrap().push((path, body.clone()));
+                        answer(calls.fetch_add(1, Ordering::SeqCst), &body)
+                    };
+                    match reply {
+                        Some(bytes) => {
+                            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/proto\r\ncontent-length: {}\r\n\r\n", bytes.len());
+                            conn.write_all(head.as_bytes()).await.unwrap();
+                            conn.write_all(&bytes).await.unwrap();
+                        }
+                        None => return,
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+fn quick_retries() -> ClientOptions {
+    ClientOptions {
+        retry_timeout: Duration::from_secs(5),
+        attempt_timeout: Duration::from_secs(2),
+        ..ClientOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn a_lost_enqueue_is_retried_with_its_one_idempotency_key() {
+    let (addr, seen) = fake_server(|n, _| {
+        if n == 0 {
+            None
+        } else {
+            Some(
+                pb::EnqueueResponse {
+                    job_id: 7,
+                    state: pb::JobState::Ready as i32,
+                    duplicate: true,
+                }
+                .encode_to_vec(),
+            )
+        }
+    })
+    .await;
+    let client = SeppClient::connect_with(&[addr.as_str()], quick_retries()).await.unwrap();
+    let r = client.enqueue(EnqueueRequest::new("q", "t").unwrap()).await.unwrap();
+    assert_eq!(r.job_id, 7);
+    assert!(!r.duplicate, "the server's duplicate is this call's own first attempt");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "one lost attempt, one retry");
+    let keys: Vec<String> = seen.iter().map(|(_, b)| pb::EnqueueRequest::decode(b.as_slice()).unwrap().idempotency_key).collect();
+    assert_eq!(keys[0], keys[1]);
+    assert_eq!(keys[0], r.idempotency_key);
+}
+
+#[tokio::test]
+async fn a_lost_drain_is_not_retried() {
+    let (addr, seen) = fake_server(|_, _| None).await;
+    let client = SeppClient::connect_with(&[addr.as_str()], quick_retries()).await.unwrap();
+    match client.drain_dead_letters(Some("emails"), 100).await {
+        Err(Error::UnknownOutcome { op, cause, .. }) => {
+            assert_eq!(op, "drain dead letters");
+            assert!(matches!(*cause, Error::Unavailable { .. }), "{:?}", cause);
+        }
+        other => panic!("want UnknownOutcome, got {:?}", other),
+    }
+    assert_eq!(seen.lock().unwrap().len(), 1, "exactly one attempt");
+}
+
+#[tokio::test]
+async fn a_lost_reserve_is_retried_with_its_one_request_id() {
+    let (addr, seen) = fake_server(|n, _| if n == 0 { None } else { Some(pb::ReserveResponse::default().encode_to_vec()) }).await;
+    let client = SeppClient::connect_with(&[addr.as_str()], quick_retries()).await.unwrap();
+    assert!(client.reserve("q", ReserveOptions::default()).await.unwrap().is_empty());
+    let seen = seen.lock().unwrap();
+    let ids: Vec<String> = seen.iter().map(|(_, b)| pb::ReserveRequest::decode(b.as_slice()).unwrap().request_id).collect();
+    assert_eq!(ids.len(), 2);
+    assert_eq!(ids[0], ids[1]);
+}
+
+#[tokio::test]
+async fn nothing_listening_is_unavailable() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let opts = ClientOptions {
+        retry_timeout: Duration::from_millis(300),
+        ..ClientOptions::default()
+    };
+    let addr = format!("127.0.0.1:{}", port);
+    match SeppClient::connect_with(&[addr.as_str()], opts).await {
+        Err(Error::Unavailable { .. }) => {}
+        other => panic!("want Unavailable, got {:?}", other),
+    }
+    match SeppClient::connect("https://localhost:50051").await {
+        Err(Error::InvalidArgument { field, .. }) => assert_eq!(field, "addrs"),
+        other => panic!("want InvalidArgument, got {:?}", other),
+    }
+}
