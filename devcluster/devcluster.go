@@ -37,6 +37,10 @@ type Options struct {
 	Dir string
 	// ExtraTOML is appended to every node's config ([limits], [[queues]] ...).
 	ExtraTOML string
+	// DeadLetterRetention, when positive, keeps dead letters this long
+	// ([storage] dead_letter_retention_ms) unless ExtraTOML sets the key
+	// itself; zero leaves the server's default (dead jobs dropped).
+	DeadLetterRetention time.Duration
 	// Output, when set, receives the nodes' logs line by line, prefixed.
 	Output io.Writer
 	// Host is the loopback address to bind (default 127.0.0.1).
@@ -181,7 +185,7 @@ func Start(opts Options) (*Cluster, error) {
 	}
 	for i := range c.Nodes {
 		if err := c.StartNode(i); err != nil {
-			c.Stop()
+			_ = c.Stop() // the start error is the one to report
 			return nil, err
 		}
 	}
@@ -271,6 +275,16 @@ func (c *Cluster) configFor(n *Node) string {
 		extra = extra[:i] + peers.String() + extra[i:]
 	} else {
 		b.WriteString("[cluster]\n" + peers.String() + "\n")
+	}
+	// Dead-letter retention goes into an extra [storage] table when there
+	// is one (TOML allows a table only once); the extra's own key wins.
+	if r := c.opts.DeadLetterRetention; r > 0 && !strings.Contains(extra, "dead_letter_retention_ms") {
+		line := fmt.Sprintf("dead_letter_retention_ms = %d\n", r.Milliseconds())
+		if i := tableBody(extra, "storage"); i >= 0 {
+			extra = extra[:i] + line + extra[i:]
+		} else {
+			b.WriteString("[storage]\n" + line + "\n")
+		}
 	}
 	// One sign-in for every node, and a follower can forward admin actions
 	// to the leader, when the nodes share a session key.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sepp-io/sepp/config"
 )
@@ -50,23 +51,28 @@ func TestEarlierNodes(t *testing.T) {
 	}{
 		{name: "an empty folder starts a new cluster", prepare: func(*testing.T, string) *Cluster { return nil }},
 		{name: "a folder that does not exist yet starts a new cluster", prepare: func(t *testing.T, dir string) *Cluster {
+			t.Helper()
 			if err := os.Remove(dir); err != nil {
 				t.Fatal(err)
 			}
 			return nil
 		}},
 		{name: "every node's config is reused", prepare: func(t *testing.T, dir string) *Cluster {
+			t.Helper()
 			return writeEarlierCluster(t, dir, 3, nil)
 		}},
 		{name: "a missing node is named", wantErr: "without sepp-2", prepare: func(t *testing.T, dir string) *Cluster {
+			t.Helper()
 			writeEarlierCluster(t, dir, 3, map[string]bool{"sepp-1": true, "sepp-3": true})
 			return nil
 		}},
 		{name: "a larger earlier cluster is refused", wantErr: "more than 3 nodes", prepare: func(t *testing.T, dir string) *Cluster {
+			t.Helper()
 			writeEarlierCluster(t, dir, 5, nil)
 			return nil
 		}},
 		{name: "a config that does not load is reported", wantErr: "does not load", prepare: func(t *testing.T, dir string) *Cluster {
+			t.Helper()
 			writeEarlierCluster(t, dir, 3, nil)
 			if err := os.WriteFile(filepath.Join(dir, "sepp-2", "sepp.toml"), []byte("[server\n"), 0o644); err != nil {
 				t.Fatal(err)
@@ -152,7 +158,7 @@ func TestStart_NodeHostsAndLaunch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Stop()
+	defer func() { _ = c.Stop() }()
 	for i, n := range c.Nodes {
 		want := fmt.Sprintf("%s:%d", hosts[i], NodePorts[0])
 		if n.GRPCAddr != want || n.RaftAddr != fmt.Sprintf("%s:%d", hosts[i], NodePorts[2]) {
@@ -191,11 +197,13 @@ func TestConfigForMergesAnExtraClusterTable(t *testing.T) {
 		{"a cluster table", "[limits]\nmax_payload_bytes = 2048\n\n[cluster]\ncommit_timeout_ms = 7\n"},
 		{"a cluster table without a final newline", "[cluster]\ncommit_timeout_ms = 7"},
 		{"an indented header", "  [cluster]  \ncommit_timeout_ms = 7\n"},
+		{"a storage table", "[storage]\nlog_store = \"wal\"\n"},
+		{"its own retention", "[storage]\ndead_letter_retention_ms = 1000\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			c := &Cluster{opts: Options{ExtraTOML: tt.extra, Dir: dir}, sessionKey: strings.Repeat("k", 64)}
+			c := &Cluster{opts: Options{ExtraTOML: tt.extra, Dir: dir, DeadLetterRetention: 7 * 24 * time.Hour}, sessionKey: strings.Repeat("k", 64)}
 			for i := range 3 {
 				c.Nodes = append(c.Nodes, &Node{ID: nodeID(i), GRPCAddr: fmt.Sprintf("127.0.0.1:%d", 5000+i),
 					HTTPAddr: fmt.Sprintf("127.0.0.1:%d", 6000+i), RaftAddr: fmt.Sprintf("127.0.0.1:%d", 7000+i), Dir: filepath.Join(dir, nodeID(i))})
@@ -210,6 +218,13 @@ func TestConfigForMergesAnExtraClusterTable(t *testing.T) {
 			}
 			if len(cfg.Cluster.Peers) != 3 {
 				t.Fatalf("%d peers, want 3", len(cfg.Cluster.Peers))
+			}
+			wantRetention := int64(7 * 24 * time.Hour / time.Millisecond)
+			if strings.Contains(tt.extra, "dead_letter_retention_ms = 1000") {
+				wantRetention = 1000
+			}
+			if cfg.Storage.DeadLetterRetentionMS != wantRetention {
+				t.Fatalf("dead_letter_retention_ms %d, want %d", cfg.Storage.DeadLetterRetentionMS, wantRetention)
 			}
 			if strings.Contains(tt.extra, "commit_timeout_ms = 7") && cfg.Cluster.CommitTimeoutMS != 7 {
 				t.Fatalf("commit_timeout_ms %d, want the extra's 7", cfg.Cluster.CommitTimeoutMS)

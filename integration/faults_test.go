@@ -87,6 +87,10 @@ type faultEnv struct {
 type injectFunc func(ctx context.Context, env *faultEnv) (healed int, healAt time.Time)
 
 // runFault drives the workload through one fault and checks everything.
+// faultJobBudget is the most jobs a fault test's producers enqueue: at
+// their pace (3 producers, producerPace apart) about two minutes' worth.
+const faultJobBudget = 40_000
+
 func runFault(t *testing.T, name string, tc testCluster, inject injectFunc) {
 	t.Helper()
 	defer dumpLogs(t, tc)
@@ -95,7 +99,10 @@ func runFault(t *testing.T, name string, tc testCluster, inject injectFunc) {
 	insp := newClient(ctx, t, tc.Addrs())
 	leader := waitLeader(ctx, t, insp, tc, 20*time.Second, -1)
 
-	w := startWorkload(ctx, t, workloadOptions{Addrs: tc.Addrs(), Producers: 3, Workers: 3, MaxJobs: 4000, Backlog: 60})
+	// The job budget outlasts any fault: a slow fault (a container engine
+	// that takes seconds to kill and start one) must not leave the
+	// producers without jobs before the check that writes resumed.
+	w := startWorkload(ctx, t, workloadOptions{Addrs: tc.Addrs(), Producers: 3, Workers: 3, MaxJobs: faultJobBudget, Backlog: 60})
 	stopped := false
 	defer w.stopUnlessStopped(cancel, &stopped) // a t.Fatal below: end the goroutines before returning
 	w.awaitGoing(ctx, t)
@@ -113,6 +120,9 @@ func runFault(t *testing.T, name string, tc testCluster, inject injectFunc) {
 	if err := waitFor(ctx, 20*time.Second, func(context.Context) (bool, error) {
 		return w.okCount(history.KindEnqueue, caughtUp) >= 150, nil
 	}); err != nil {
+		if w.produced.Load() >= faultJobBudget {
+			t.Fatalf("writes did not resume after the heal: the producers spent their budget of %d jobs: %v", faultJobBudget, err)
+		}
 		t.Fatalf("writes did not resume after the heal: %v", err)
 	}
 	loadEnd := time.Now()

@@ -91,9 +91,9 @@ func TestTruncatedTailRestart(t *testing.T) {
 // and their restarts are restarts the test needs anyway.
 func truncatedTail(ctx context.Context, t *testing.T, c localCluster, insp *client.Client) int {
 	t.Helper()
-	// The leader steps down about a lease timeout (500 ms) after it loses
-	// its followers, and only a leader appends: the enqueue has to land
-	// inside that. If it did not, start over.
+	// The leader steps down about 875 ms (a lease and three heartbeat
+	// rounds) after it loses its followers, and only a leader appends: the
+	// enqueue has to land inside that. If it did not, start over.
 	for try := 1; ; try++ {
 		leader := waitLeader(ctx, t, insp, c, 20*time.Second, -1)
 		direct := newClient(ctx, t, []string{c.Addrs()[leader]})
