@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -496,7 +498,85 @@ func (c *Cluster) Stop() error {
 // Dir is the folder holding the nodes' configs, data and logs.
 func (c *Cluster) Dir() string { return c.opts.Dir }
 
+// freePorts picks n ports that are free on host now. They come from below
+// the kernel's ephemeral range: the kernel hands out ports from that range
+// for every outgoing connection and every listen on port 0, so a port picked
+// there and released could be taken by any socket on the machine before the
+// node binds it (a clustertest run once lost its raft port that way). Below
+// the range only a program asking for that very port can take it. The scan
+// starts at a random port so that clusters started side by side (test
+// packages, a `sepp dev` beside them) seldom probe the same ones.
 func freePorts(host string, n int) ([]int, error) {
+	lo, hi := ephemeralRange("/proc/sys/net/ipv4/ip_local_port_range")
+	first, last := pickRange(lo, hi, n)
+	if first == 0 {
+		return kernelPorts(host, n)
+	}
+	return scanPorts(host, first, last, mrand.IntN(last-first+1), n)
+}
+
+// scanPorts binds n ports of first-last on host, from first+start round to
+// where it began, skipping any it cannot bind, and releases them on return.
+func scanPorts(host string, first, last, start, n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	span := last - first + 1
+	for i := 0; i < span && len(ports) < n; i++ {
+		port := first + (start+i)%span
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			continue // in use, or refused: the next one
+		}
+		ls = append(ls, l)
+		ports = append(ports, port)
+	}
+	if len(ports) < n {
+		return nil, fmt.Errorf("devcluster: find %d free ports in %d-%d on %s: found %d", n, first, last, host, len(ports))
+	}
+	return ports, nil
+}
+
+// lowestPickedPort is where freePorts' range starts: above the ports that
+// well-known services are configured on.
+const lowestPickedPort = 20000
+
+// pickRange is the range freePorts scans for n ports given the kernel's
+// ephemeral range lo-hi: below it when there is room, above it otherwise,
+// 0, 0 when neither has room for four times n.
+func pickRange(lo, hi, n int) (first, last int) {
+	switch {
+	case lo-lowestPickedPort >= 4*n:
+		return lowestPickedPort, lo - 1
+	case 65535-hi >= 4*n:
+		return hi + 1, 65535
+	}
+	return 0, 0
+}
+
+// ephemeralRange reads the kernel's ephemeral port range from path (Linux's
+// ip_local_port_range); elsewhere, or unreadable, it is the IANA range that
+// BSDs, macOS and Windows use.
+func ephemeralRange(path string) (lo, hi int) {
+	lo, hi = 49152, 65535
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return lo, hi
+	}
+	var l, h int
+	if _, err := fmt.Sscan(string(b), &l, &h); err != nil || l < 1 || h < l || h > 65535 {
+		return lo, hi
+	}
+	return l, h
+}
+
+// kernelPorts lets the kernel choose, for a machine whose ephemeral range
+// leaves no room outside it.
+func kernelPorts(host string, n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
