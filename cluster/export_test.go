@@ -28,3 +28,7 @@ func CurrentTermForTest(n *Node) uint64 { return n.raft.CurrentTerm() }
 
 // ProcessGoneForTest is the crash probe with its production timeout.
 func ProcessGoneForTest(addr string) bool { return processGone(addr, crashProbeTimeout) }
+
+// VersionWaitsForTest counts n's client requests that waited for its first
+// round of asking the members their facts (membersApplyFor).
+func VersionWaitsForTest(n *Node) uint64 { return n.versionWaits.Load() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -115,8 +116,13 @@ const (
 	factsRecheck = 10 * time.Second
 )
 
-// learnMemberFacts runs while this node leads and its duties are done.
-func (n *Node) learnMemberFacts(ctx context.Context) {
+// learnMemberFacts runs while this node leads and its duties are done. It
+// closes firstRound once its first round of questions is over (or it ends
+// before one), for the requests that wait on it (membersApplyFor).
+func (n *Node) learnMemberFacts(ctx context.Context, firstRound chan struct{}) {
+	var once sync.Once
+	firstRoundOver := func() { once.Do(func() { close(firstRound) }) }
+	defer firstRoundOver()
 	if n.cfg.PeerFacts == nil && n.cfg.PeerCommandVersion == nil {
 		return
 	}
@@ -129,6 +135,7 @@ func (n *Node) learnMemberFacts(ctx context.Context) {
 		case <-t.C:
 		}
 		allKnown := n.askMemberFacts(ctx)
+		firstRoundOver()
 		// The config follows what is now known: one held back for an
 		// older member (membersConfig) can go out once every member
 		// applies it, and the memory budget follows the smallest member.

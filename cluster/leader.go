@@ -60,7 +60,7 @@ func (n *Node) startLeaderDuties() func() {
 // every commit of the previous leader, and leases live through the election.
 func (n *Node) leaderDuties(ctx context.Context) {
 	term := n.raft.CurrentTerm()
-	lr := &leaderReady{term: term, ch: make(chan struct{})}
+	lr := &leaderReady{term: term, ch: make(chan struct{}), factsAsked: make(chan struct{})}
 	n.ready.Store(lr)
 	log := n.log.With("term", term)
 
@@ -108,7 +108,7 @@ func (n *Node) leaderDuties(ctx context.Context) {
 	learned := make(chan struct{})
 	go func() {
 		defer close(learned)
-		n.learnMemberFacts(ctx) // facts.go
+		n.learnMemberFacts(ctx, lr.factsAsked) // facts.go
 	}()
 	scheduled := make(chan struct{})
 	go func() {

@@ -53,6 +53,9 @@ type Node struct {
 	// ready is the current leadership's readiness: closed once this node,
 	// as leader of term, has run its barrier and its first commands.
 	ready atomic.Pointer[leaderReady]
+	// versionWaits counts client requests that waited for the first facts
+	// round before a command-version check (membersApplyFor).
+	versionWaits atomic.Uint64
 
 	observer      *raft.Observer
 	countObserver *raft.Observer // metrics.go: leader changes, elections
@@ -73,6 +76,10 @@ type Node struct {
 type leaderReady struct {
 	term uint64
 	ch   chan struct{}
+	// factsAsked is closed once this term's first round of asking the
+	// members for their facts is over (learnMemberFacts): what the leader
+	// knows of their command versions is then as good as it gets for now.
+	factsAsked chan struct{}
 }
 
 // NewNode opens (or creates) the node's data directory, starts Raft and, for

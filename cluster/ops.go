@@ -19,7 +19,7 @@ import (
 // Enqueue adds one job.
 func (n *Node) Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.EnqueueResult, error) {
 	if p.Unique != nil || p.Expiry != nil {
-		if err := n.checkUniqueVersion([]engine.EnqueueParams{p}); err != nil {
+		if err := n.checkUniqueVersion(ctx, []engine.EnqueueParams{p}); err != nil {
 			return engine.EnqueueResult{}, err
 		}
 	}
@@ -35,7 +35,7 @@ func (n *Node) Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.Enqu
 // across commands (enqueueBatchSplit), so that no batch of valid items
 // fails whole for the size of its log entry.
 func (n *Node) EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) ([]engine.BatchItemResult, error) {
-	if err := n.checkUniqueVersion(items); err != nil {
+	if err := n.checkUniqueVersion(ctx, items); err != nil {
 		return nil, err
 	}
 	if chunks := splitBatch(items, n.cfg.MaxEntryBytes); len(chunks) > 1 {
@@ -146,23 +146,72 @@ func ackRefsPerCommand(maxEntryBytes int) int {
 // MaxCommandVersion of its replicated metadata. A server without metadata
 // is not known to.
 func (n *Node) membersApply(v uint32) bool {
+	return n.memberLacking(v) == ""
+}
+
+// factsFirstRoundWait bounds how long a request waits for a new leader's
+// first round of asking the members their facts (membersApplyFor). A round
+// asks each member for at most factsAskTimeout; one that hangs is what
+// makes a round long, and a request then gets its refusal after this long.
+const factsFirstRoundWait = 3 * time.Second
+
+// membersApplyFor is membersApply for a client request that needs command
+// version v. An answer that is not yet yes may only mean that this node has
+// not learned yet what its members apply: a new cluster's leader asks them
+// within its first moments, and a newly elected leader's state holds what
+// earlier terms recorded only once it is ready. So it then waits for this
+// node to be a ready leader and for its term's first round of questions
+// (bounded by factsFirstRoundWait and ctx), and asks again: a request in a
+// new cluster's first second, or just after a failover, is not refused
+// for want of what the leader is about to know. err is the answer of a
+// node that is not the leader (or shuts down) to follow instead.
+func (n *Node) membersApplyFor(ctx context.Context, v uint32) (bool, error) {
+	if n.membersApply(v) {
+		return true, nil
+	}
+	if err := n.waitReady(ctx); err != nil {
+		return false, err
+	}
+	if lr := n.ready.Load(); lr != nil && lr.factsAsked != nil && !closed(lr.factsAsked) {
+		n.versionWaits.Add(1)
+		t := time.NewTimer(factsFirstRoundWait)
+		defer t.Stop()
+		select {
+		case <-lr.factsAsked:
+		case <-t.C:
+		case <-ctx.Done():
+		case <-n.shutdownCh:
+			return false, ErrShutdown
+		}
+	}
+	return n.membersApply(v), nil
+}
+
+// memberLacking says which member keeps v from being applied everywhere,
+// and why; "" when every member applies v.
+func (n *Node) memberLacking(v uint32) string {
 	if v > fsm.CommandVersion {
-		return false
+		return fmt.Sprintf("this node's binary applies up to command version %d", fsm.CommandVersion)
 	}
 	cf := n.raft.GetConfiguration()
 	if cf.Error() != nil {
-		return false
+		return "the cluster's membership cannot be read: " + cf.Error().Error()
 	}
 	for _, s := range cf.Configuration().Servers {
 		if string(s.ID) == n.self.ID {
 			continue
 		}
 		meta, ok := n.fsm.Node(string(s.ID))
-		if !ok || !meta.AppliesCommandVersion(v) {
-			return false
+		switch {
+		case ok && meta.AppliesCommandVersion(v):
+			continue
+		case !ok || (meta.MaxCommandVersion == 0 && !meta.Facts.Reported):
+			return fmt.Sprintf("member %s has not yet told the leader which command versions it applies (is it down?)", s.ID)
+		default:
+			return fmt.Sprintf("member %s applies up to command version %d", s.ID, max(meta.MaxCommandVersion, 1))
 		}
 	}
-	return true
+	return ""
 }
 
 // Nack fails a delivery.

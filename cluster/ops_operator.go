@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/sepp-io/sepp/engine"
 	"github.com/sepp-io/sepp/fsm"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
@@ -21,8 +19,12 @@ var ErrUpgradeInProgress = errors.New("cluster upgrade in progress")
 // a follower it proposes at once, so the caller gets the usual
 // not-the-leader answer to follow.
 func (n *Node) proposeVersioned(ctx context.Context, cmd *cmdpb.Command) (fsm.Result, error) {
-	if n.raft.State() == raft.Leader && !n.membersApply(cmd.GetVersion()) {
-		return fsm.Result{}, fmt.Errorf("%w: every member must apply command version %d for this operation", ErrUpgradeInProgress, cmd.GetVersion())
+	ok, err := n.membersApplyFor(ctx, cmd.GetVersion())
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	if !ok {
+		return fsm.Result{}, fmt.Errorf("%w: every member must apply command version %d for this operation (%s)", ErrUpgradeInProgress, cmd.GetVersion(), n.memberLacking(cmd.GetVersion()))
 	}
 	return n.propose(ctx, cmd)
 }

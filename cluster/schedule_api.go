@@ -34,7 +34,7 @@ func (n *Node) UpdateSchedule(ctx context.Context, p engine.ScheduleParams) erro
 }
 
 func (n *Node) writeSchedule(ctx context.Context, p engine.ScheduleParams, update bool) error {
-	if err := n.schedulesAvailable(); err != nil {
+	if err := n.schedulesAvailable(ctx); err != nil {
 		return err
 	}
 	n.scheduleWriteMu.Lock()

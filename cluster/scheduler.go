@@ -27,9 +27,13 @@ const scheduleGrace = time.Second
 // definition applied without waking it is noticed.
 const schedulerMaxWait = 5 * time.Second
 
-func (n *Node) schedulesAvailable() error {
-	if !n.membersApply(fsm.CommandVersionSchedules) {
-		return fmt.Errorf("%w (command version %d)", ErrSchedulesUnavailable, fsm.CommandVersionSchedules)
+func (n *Node) schedulesAvailable(ctx context.Context) error {
+	ok, err := n.membersApplyFor(ctx, fsm.CommandVersionSchedules)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w (command version %d: %s)", ErrSchedulesUnavailable, fsm.CommandVersionSchedules, n.memberLacking(fsm.CommandVersionSchedules))
 	}
 	return nil
 }
@@ -37,7 +41,7 @@ func (n *Node) schedulesAvailable() error {
 // UpsertSchedule creates or replaces a schedule. The spec is parsed here,
 // on the leader, and the first tick after now is carried in the command.
 func (n *Node) UpsertSchedule(ctx context.Context, p engine.ScheduleParams) error {
-	if err := n.schedulesAvailable(); err != nil {
+	if err := n.schedulesAvailable(ctx); err != nil {
 		return err
 	}
 	spec, err := schedspec.Parse(p)
@@ -59,7 +63,7 @@ func (n *Node) UpsertSchedule(ctx context.Context, p engine.ScheduleParams) erro
 
 // DeleteSchedule removes a schedule.
 func (n *Node) DeleteSchedule(ctx context.Context, name string) error {
-	if err := n.schedulesAvailable(); err != nil {
+	if err := n.schedulesAvailable(ctx); err != nil {
 		return err
 	}
 	res, err := n.propose(ctx, fsm.DeleteScheduleCommand(name))
@@ -72,7 +76,7 @@ func (n *Node) DeleteSchedule(ctx context.Context, name string) error {
 // SetSchedulePaused pauses or resumes a schedule; a resumed schedule next
 // fires at its first tick after now (the paused ticks are not caught up).
 func (n *Node) SetSchedulePaused(ctx context.Context, name string, paused bool) error {
-	if err := n.schedulesAvailable(); err != nil {
+	if err := n.schedulesAvailable(ctx); err != nil {
 		return err
 	}
 	var next time.Time
