@@ -237,7 +237,7 @@ func (r *Raft) runFollower() {
 			}
 			// SEPP PATCH: re-check once after a grace (and again while the
 			// re-checks fire late) before standing for election.
-			if grace := followerGrace(hbTimeout); !followerSilenceVerdict(graces, due, now, grace) {
+			if grace := followerGrace(hbTimeout); !followerSilenceVerdict(!lastContact.IsZero(), graces, due, now, grace) {
 				graces++
 				r.logger.Debug("leader silent for a heartbeat timeout, re-checking after a grace", "grace", grace, "round", graces, "last-contact", lastContact)
 				armHeartbeat(grace)

@@ -144,9 +144,14 @@ func followerGrace(heartbeatTimeout time.Duration) time.Duration {
 // silent for a whole heartbeat timeout stands for election now (true), or
 // re-checks after followerGrace first (false). graces is how many re-checks
 // it made since it last heard from a leader, due when the current timer was
-// meant to fire.
-func followerSilenceVerdict(graces int, due, now time.Time, grace time.Duration) bool {
+// meant to fire. heard is whether this node has heard from any leader
+// since it started: until it has, there is no leader a stall could make it
+// depose, and it stands at once, as upstream does (a new cluster's, or a
+// restarted node's, first election is not delayed).
+func followerSilenceVerdict(heard bool, graces int, due, now time.Time, grace time.Duration) bool {
 	switch {
+	case !heard:
+		return true
 	case graces == 0:
 		return false
 	case now.Sub(due) > grace && graces < maxFollowerGraces:

@@ -41,18 +41,20 @@ func TestSeppFollowerSilenceVerdict(t *testing.T) {
 	const grace = 50 * time.Millisecond
 	for _, tc := range []struct {
 		name   string
+		heard  bool
 		graces int
 		now    time.Time
 		stand  bool
 	}{
-		{"first silence re-checks", 0, due.Add(time.Hour), false},
-		{"re-check on time stands", 1, due.Add(grace / 2), true},
-		{"re-check exactly a grace late stands", 1, due.Add(grace), true},
-		{"re-check more than a grace late re-checks", 1, due.Add(grace + time.Millisecond), false},
-		{"late at the last grace stands", maxFollowerGraces, due.Add(time.Hour), true},
+		{"first silence re-checks", true, 0, due.Add(time.Hour), false},
+		{"re-check on time stands", true, 1, due.Add(grace / 2), true},
+		{"re-check exactly a grace late stands", true, 1, due.Add(grace), true},
+		{"re-check more than a grace late re-checks", true, 1, due.Add(grace + time.Millisecond), false},
+		{"late at the last grace stands", true, maxFollowerGraces, due.Add(time.Hour), true},
+		{"no leader heard since start: stands at once", false, 0, due.Add(time.Hour), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := followerSilenceVerdict(tc.graces, due, tc.now, grace); got != tc.stand {
+			if got := followerSilenceVerdict(tc.heard, tc.graces, due, tc.now, grace); got != tc.stand {
 				t.Fatalf("followerSilenceVerdict = %v, want %v", got, tc.stand)
 			}
 		})
