@@ -116,6 +116,17 @@ async def test_unique_in_the_batch_path(client: SeppClient) -> None:
     assert job.expires_at is not None
 
 
+async def test_unique_through_the_producer(client: SeppClient) -> None:
+    queue, key = q(), "p-" + secrets.token_hex(4)
+    async with client.producer(linger=timedelta(milliseconds=20)) as producer:
+        first = await producer.enqueue(EnqueueRequest(queue, "x", unique=UniqueOptions(key=key)))
+        again = await producer.enqueue(EnqueueRequest(queue, "x", unique=UniqueOptions(key=key)))
+        with pytest.raises(UniqueConflict) as e:
+            await producer.enqueue(EnqueueRequest(queue, "x", unique=UniqueOptions(key=key, refuse=True)))
+    assert (again.job_id, again.duplicate, first.duplicate) == (first.job_id, True, False)
+    assert e.value.job_id == first.job_id
+
+
 async def test_unique_completed_for_holds_the_key_after_the_ack(client: SeppClient) -> None:
     queue, key = q(), "c-" + secrets.token_hex(4)
     u = UniqueOptions(key=key, completed_for=timedelta(minutes=5))
