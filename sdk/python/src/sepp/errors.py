@@ -9,6 +9,8 @@ caller catches what it can act on::
         await client.enqueue(request)
     except ScheduledTooFar as e:
         print(e.horizon, e.requested_at, e.latest_allowed)
+    except UniqueConflict as e:
+        print("held by job", e.job_id)
     except InvalidField as e:
         print(e.field, e.limit)
 """
