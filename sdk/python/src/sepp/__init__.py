@@ -10,13 +10,14 @@ and sepp.googlerpc (the google.rpc status and error details).
 """
 
 from sepp.client import SeppClient, new_key
-from sepp.errors import (ClientClosed, InternalError, InvalidArgument, InvalidField, LeaseLost, NotFound, NotLeader,
-                         PermissionDenied, QueueFull, ResourceExhausted, ScheduledTooFar, SeppError, Unauthenticated,
-                         Unavailable, UnknownOutcome, WrongState)
+from sepp.errors import (AlreadyExists, ClientClosed, InternalError, InvalidArgument, InvalidField, LeaseLost, NotFound,
+                         NotLeader, PermissionDenied, QueueFull, ResourceExhausted, ScheduledTooFar, SeppError,
+                         Unauthenticated, Unavailable, UniqueConflict, UnknownOutcome, WrongState)
 from sepp.producer import Producer
 from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterCause, DeadLetterRecord,
-                        Delivery, EnqueueRequest, EnqueueResult, Job, JobAttempt, JobContext, JobState, NodeInfo,
-                        Priority, QueueStats, RetryDirective, ServerInfo)
+                        Delivery, EnqueueRequest, EnqueueResult, Job, JobAttempt, JobContext, JobState, JobTemplate,
+                        NodeInfo, Priority, QueueStats, RetryDirective, Schedule, ScheduleCatchUp, ScheduleDefinition,
+                        ScheduleOverlap, ServerInfo, UniqueOptions)
 from sepp.worker import Handler, HandlerError, Permanent, Retry, RetryAfter, Worker
 
 __version__ = "0.1.0"
@@ -25,8 +26,10 @@ __all__ = [
     "SeppClient", "new_key", "Producer", "Worker", "Handler", "HandlerError", "Retry", "RetryAfter", "Permanent",
     "EnqueueRequest", "EnqueueResult", "BatchResult", "Priority", "JobState", "DeadLetterCause", "RetryDirective",
     "Job", "JobAttempt", "JobContext", "Delivery", "DeadLetterRecord", "ServerInfo", "QueueStats", "ActionResult",
-    "NodeInfo", "ClusterMember", "ClusterStatus",
-    "SeppError", "InvalidArgument", "InvalidField", "ScheduledTooFar", "NotFound", "LeaseLost", "WrongState",
+    "NodeInfo", "ClusterMember", "ClusterStatus", "UniqueOptions", "JobTemplate", "ScheduleDefinition", "Schedule",
+    "ScheduleOverlap", "ScheduleCatchUp",
+    "SeppError", "InvalidArgument", "InvalidField", "ScheduledTooFar", "NotFound", "AlreadyExists", "UniqueConflict",
+    "LeaseLost", "WrongState",
     "ResourceExhausted", "QueueFull", "Unavailable", "NotLeader", "UnknownOutcome", "PermissionDenied",
     "Unauthenticated", "ClientClosed", "InternalError",
 ]

@@ -29,7 +29,7 @@ from sepp.errors import (ClientClosed, InternalError, InvalidField, LeaseLost, S
                          from_item_error, from_rpc_error, not_leader_hint)
 from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterCause, DeadLetterRecord,
                         Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, NodeInfo, QueueStats,
-                        RetryDirective, ServerInfo, _from_ts, _to_duration)
+                        RetryDirective, Schedule, ScheduleDefinition, ServerInfo, _from_ts, _to_duration)
 from sepp.v1 import admin_service_pb2 as apb
 from sepp.v1 import admin_service_pb2_grpc as agrpc
 from sepp.v1 import cluster_service_pb2 as cpb
@@ -674,11 +674,16 @@ class SeppClient:
 
     # -- admin calls --------------------------------------------------------
 
-    async def _admin(self, op: str, method: str, req: Any) -> Any:
+    async def _admin(self, op: str, method: str, req: Any, policy: _Policy = _Policy.SAFE) -> Any:
+        if policy is _Policy.NOT_SENT and not self._leader:
+            # Find a live leader with a safe call first, so the one attempt
+            # that may not be retried does not go to a node that is down.
+            await self.server_info()
+
         async def attempt(a: _Attempt) -> Any:
             return await self._unary(a, getattr(_admin_stub(a.channel), method), req)
 
-        return await self._call(op, _Policy.SAFE, attempt)
+        return await self._call(op, policy, attempt)
 
     async def list_queues(self, *, stale: bool = False) -> list[QueueStats]:
         """Every queue's counts."""
@@ -744,6 +749,63 @@ class SeppClient:
     async def resume_queue(self, queue: str) -> None:
         """Undo pause_queue."""
         await self._admin("resume queue", "ResumeQueue", apb.ResumeQueueRequest(queue=queue))
+
+    # -- schedules ----------------------------------------------------------
+
+    async def create_schedule(self, definition: ScheduleDefinition) -> Schedule:
+        """Add a periodic schedule. One of that name existing raises
+        AlreadyExists; a bad spec, zone or template InvalidField naming the
+        field. Not retried once it may have reached the server (the retry
+        would be AlreadyExists): UnknownOutcome then, and get_schedule
+        settles it."""
+        r = await self._admin("create schedule", "CreateSchedule",
+                              apb.CreateScheduleRequest(schedule=definition.to_proto()), _Policy.NOT_SENT)
+        return Schedule.from_proto(r.schedule)
+
+    async def update_schedule(self, definition: ScheduleDefinition) -> Schedule:
+        """Replace the named schedule's definition (``paused`` is ignored:
+        it keeps its paused state, counters and last fired tick, so no tick
+        fires twice). An unknown name raises NotFound."""
+        r = await self._admin("update schedule", "UpdateSchedule",
+                              apb.UpdateScheduleRequest(schedule=definition.to_proto()))
+        return Schedule.from_proto(r.schedule)
+
+    async def delete_schedule(self, name: str) -> None:
+        """Remove a schedule; the jobs it fired stay. An unknown name raises
+        NotFound. Not retried once it may have reached the server."""
+        await self._admin("delete schedule", "DeleteSchedule", apb.DeleteScheduleRequest(name=name),
+                          _Policy.NOT_SENT)
+
+    async def get_schedule(self, name: str, *, next_fire_times: int = 0, stale: bool = False) -> Schedule:
+        """One schedule with up to ``next_fire_times`` next ticks (0..100;
+        0: the server's 5). An unknown name raises NotFound."""
+        if not 0 <= next_fire_times <= 100:
+            raise InvalidField("next_fire_times", f"next_fire_times must be 0..100, got {next_fire_times}",
+                               "0..100", op="get schedule")
+        r = await self._admin("get schedule", "GetSchedule", apb.GetScheduleRequest(
+            name=name, next_fire_times=next_fire_times, allow_stale=stale))
+        return Schedule.from_proto(r.schedule)
+
+    async def list_schedules(self, *, next_fire_times: int = 0, stale: bool = False) -> list[Schedule]:
+        """Every schedule by name, each with up to ``next_fire_times`` next
+        ticks (0..100; 0: the server's 1)."""
+        if not 0 <= next_fire_times <= 100:
+            raise InvalidField("next_fire_times", f"next_fire_times must be 0..100, got {next_fire_times}",
+                               "0..100", op="list schedules")
+        r = await self._admin("list schedules", "ListSchedules", apb.ListSchedulesRequest(
+            next_fire_times=next_fire_times, allow_stale=stale))
+        return [Schedule.from_proto(x) for x in r.schedules]
+
+    async def pause_schedule(self, name: str) -> Schedule:
+        """Stop a schedule firing (pausing twice is pausing)."""
+        r = await self._admin("pause schedule", "PauseSchedule", apb.PauseScheduleRequest(name=name))
+        return Schedule.from_proto(r.schedule)
+
+    async def resume_schedule(self, name: str) -> Schedule:
+        """Restart a paused schedule from its first tick after now (the
+        paused ticks are not caught up)."""
+        r = await self._admin("resume schedule", "ResumeSchedule", apb.ResumeScheduleRequest(name=name))
+        return Schedule.from_proto(r.schedule)
 
     async def cluster_status(self) -> ClusterStatus:
         """The cluster as the node the client talks to sees it: members,

@@ -9,6 +9,8 @@ caller catches what it can act on::
         await client.enqueue(request)
     except ScheduledTooFar as e:
         print(e.horizon, e.requested_at, e.latest_allowed)
+    except UniqueConflict as e:
+        print("held by job", e.job_id)
     except InvalidField as e:
         print(e.field, e.limit)
 """
@@ -31,6 +33,8 @@ __all__ = [
     "InvalidField",
     "ScheduledTooFar",
     "NotFound",
+    "AlreadyExists",
+    "UniqueConflict",
     "LeaseLost",
     "WrongState",
     "ResourceExhausted",
@@ -106,6 +110,26 @@ class ScheduledTooFar(InvalidArgument):
 
 class NotFound(SeppError):
     """No such job, dead-letter record or queue."""
+
+
+class AlreadyExists(SeppError):
+    """What the call would add exists already (a schedule of that name, a
+    configured queue); nothing changed."""
+
+
+class UniqueConflict(AlreadyExists):
+    """A unique enqueue with ``refuse`` found its key held by another job of
+    the queue: ``job_id`` names that job, ``queue`` its queue. Nothing was
+    added."""
+
+    def __init__(self, queue: str, job_id: int, description: str, op: str = "",
+                 code: grpc.StatusCode = grpc.StatusCode.UNKNOWN, server_message: str = "") -> None:
+        super().__init__(description or f"job {job_id} of queue {queue!r} holds the unique key",
+                         op=op, code=code, server_message=server_message)
+        self.queue = queue
+        #: The job holding the uniqueness key.
+        self.job_id = job_id
+        self.description = description
 
 
 class LeaseLost(SeppError):
@@ -190,6 +214,7 @@ class _Details:
     too_far: Optional[ScheduledTooFar] = None
     not_leader: Optional[errors_pb2.NotLeader] = None
     precondition_is_lease: bool = False
+    conflict: Optional[UniqueConflict] = None
 
 
 def _ts(ts: timestamp_pb2.Timestamp) -> datetime:
@@ -211,6 +236,7 @@ def _decode_details(details: Sequence[any_pb2.Any], kw: _Kw) -> _Details:
     too_far: Optional[ScheduledTooFar] = None
     not_leader: Optional[errors_pb2.NotLeader] = None
     lease = False
+    conflict: Optional[UniqueConflict] = None
     for d in details:
         name = _type_name(d)
         if name == "sepp.v1.FieldViolation" and field is None:
@@ -231,7 +257,15 @@ def _decode_details(details: Sequence[any_pb2.Any], kw: _Kw) -> _Details:
         elif name == "google.rpc.PreconditionFailure":
             pf = error_details_pb2.PreconditionFailure.FromString(d.value)
             lease = lease or any("lease" in v.type.lower() for v in pf.violations)
-    return _Details(field, too_far, not_leader, lease)
+        elif name == "google.rpc.ResourceInfo":
+            ri = error_details_pb2.ResourceInfo.FromString(d.value)
+            if ri.resource_type == "job":
+                try:
+                    job_id = int(ri.resource_name)
+                except ValueError:
+                    job_id = 0
+                conflict = UniqueConflict(ri.owner, job_id, ri.description, **kw.as_dict())
+    return _Details(field, too_far, not_leader, lease, conflict)
 
 
 def status_details(err: grpc.RpcError) -> list[any_pb2.Any]:
@@ -267,6 +301,10 @@ def from_status(op: str, code: grpc.StatusCode, message: str,
         if op in _LEASE_OPS:
             return LeaseLost(message, **kw.as_dict())
         return NotFound(message, **kw.as_dict())
+    if code == C.ALREADY_EXISTS:
+        if d.conflict is not None:
+            return d.conflict
+        return AlreadyExists(message, **kw.as_dict())
     if code == C.FAILED_PRECONDITION:
         if op in _LEASE_OPS or d.precondition_is_lease:
             return LeaseLost(message, **kw.as_dict())

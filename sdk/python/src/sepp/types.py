@@ -5,11 +5,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from google.protobuf import duration_pb2, empty_pb2, timestamp_pb2
 
 from sepp.errors import InvalidField, SeppError
+from sepp.v1 import admin_service_pb2 as apb
 from sepp.v1 import queue_service_pb2 as qpb
 from sepp.v1 import types_pb2 as tpb
 
@@ -18,6 +19,7 @@ __all__ = [
     "JobState",
     "DeadLetterCause",
     "EnqueueRequest",
+    "UniqueOptions",
     "EnqueueResult",
     "BatchResult",
     "RetryDirective",
@@ -32,6 +34,11 @@ __all__ = [
     "NodeInfo",
     "ClusterMember",
     "ClusterStatus",
+    "ScheduleOverlap",
+    "ScheduleCatchUp",
+    "JobTemplate",
+    "ScheduleDefinition",
+    "Schedule",
 ]
 
 
@@ -113,6 +120,36 @@ def _item_field(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
+def _whole_ms(d: timedelta) -> int:
+    return d // timedelta(milliseconds=1)
+
+
+@dataclass(frozen=True)
+class UniqueOptions:
+    """Make a job unique in its queue: while another job holds the same
+    uniqueness key, the enqueue returns that job (``duplicate`` True) or,
+    with ``refuse``, raises :class:`~sepp.errors.UniqueConflict` naming it.
+    The key is held while the job waits, is scheduled or is reserved.
+
+    ``key`` is the uniqueness key (at most 256 bytes); empty derives one
+    from the job type, the payload and the custom fields named in
+    ``fields``. ``cover_dead`` also holds the key while the job's
+    dead-letter record is kept; ``completed_for`` also holds it this long
+    after the ack (whole milliseconds, at most the queue's
+    max_schedule_horizon_ms).
+    """
+
+    key: str = ""
+    fields: Sequence[str] = ()
+    cover_dead: bool = False
+    completed_for: timedelta = timedelta(0)
+    refuse: bool = False
+
+    def to_proto(self) -> qpb.UniqueOptions:
+        return qpb.UniqueOptions(key=self.key, fields=list(self.fields), cover_dead=self.cover_dead,
+                                 completed_for_ms=_whole_ms(self.completed_for), refuse=self.refuse)
+
+
 @dataclass
 class EnqueueRequest:
     """One job to add.
@@ -123,6 +160,14 @@ class EnqueueRequest:
     ``idempotency_key`` the client generates one per call and reuses it on
     every retry of that call, so a retry through a failover never adds a
     second job.
+
+    ``unique`` makes the job unique in its queue (see UniqueOptions).
+    ``expires_at`` (timezone-aware, after the server's now and after
+    ``scheduled_at``) and ``ttl`` (counted from the enqueue on the server's
+    clock, whole milliseconds, at least 1ms) give the job a deadline by
+    which it must be reserved, else it is dead-lettered with the cause
+    EXPIRED; with both (or the queue's max_wait_ms) the earliest applies.
+    A reserved job never expires.
     """
 
     queue: str
@@ -133,6 +178,9 @@ class EnqueueRequest:
     max_attempts: int = 0
     custom: dict[str, str] = field(default_factory=dict)
     idempotency_key: str = ""
+    unique: Optional[UniqueOptions] = None
+    expires_at: Optional[datetime] = None
+    ttl: Optional[timedelta] = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -152,6 +200,17 @@ class EnqueueRequest:
         if self.max_attempts < 0:
             raise InvalidField(_item_field(prefix, "max_attempts"),
                                f"max_attempts must not be negative, got {self.max_attempts}", op="enqueue")
+        if self.expires_at is not None and self.expires_at.tzinfo is None:
+            raise InvalidField(_item_field(prefix, "expires_at"),
+                               "expires_at must be timezone-aware (e.g. datetime.now(timezone.utc))",
+                               op="enqueue")
+        if self.ttl is not None and self.ttl != timedelta(0) and self.ttl < timedelta(milliseconds=1):
+            raise InvalidField(_item_field(prefix, "ttl_ms"), f"ttl must be at least 1ms, got {self.ttl}",
+                               ">= 1ms", op="enqueue")
+        if self.unique is not None and self.unique.completed_for < timedelta(0):
+            raise InvalidField(_item_field(prefix, "unique.completed_for"),
+                               f"unique.completed_for must not be negative, got {self.unique.completed_for}",
+                               ">= 0", op="enqueue")
 
     def to_proto(self, key: str) -> qpb.EnqueueRequest:
         m = qpb.EnqueueRequest(queue=self.queue, job_type=self.job_type, payload=bytes(self.payload),
@@ -161,6 +220,12 @@ class EnqueueRequest:
             m.priority = int(self.priority)
         if self.scheduled_at is not None:
             m.scheduled_at.CopyFrom(_to_ts(self.scheduled_at))
+        if self.unique is not None:
+            m.unique.CopyFrom(self.unique.to_proto())
+        if self.expires_at is not None:
+            m.expires_at.CopyFrom(_to_ts(self.expires_at))
+        if self.ttl is not None:
+            m.ttl_ms = _whole_ms(self.ttl)
         return m
 
 
@@ -169,7 +234,9 @@ class EnqueueResult:
     """What an enqueue did.
 
     ``duplicate`` is True when the idempotency key matched an enqueue made
-    by an earlier call, so nothing was added. A retry inside one call whose
+    by an earlier call, or another job holds the request's uniqueness key,
+    so nothing was added and ``job_id`` is that job (its ``state`` is
+    UNKNOWN once it was acked). A retry inside one call whose
     earlier attempt may have applied never reports a duplicate: the job the
     server found is this call's own.
     """
@@ -254,6 +321,9 @@ class Job:
     lease_deadline: Optional[datetime]
     last_reason: str
     history: tuple[JobAttempt, ...]
+    #: The deadline to be reserved by (EnqueueRequest.ttl or expires_at, or
+    #: the queue's max_wait_ms); None: none.
+    expires_at: Optional[datetime] = None
 
     @classmethod
     def from_proto(cls, m: tpb.Job) -> Job:
@@ -266,6 +336,7 @@ class Job:
             last_reason=m.last_reason,
             history=tuple(JobAttempt(a.attempt, a.worker_id, _from_ts(a.ended_at), a.outcome, a.reason)
                           for a in m.history),
+            expires_at=_from_ts(m.expires_at),
         )
 
 
@@ -427,3 +498,135 @@ class ClusterStatus:
     applied_index: int
     last_log_index: int
     members: tuple[ClusterMember, ...]
+
+
+class ScheduleOverlap(enum.IntEnum):
+    """What a tick does while the job the schedule fired last is still
+    waiting (Ready or Scheduled) or reserved."""
+
+    #: The tick fires no job (it counts as skipped). The default.
+    SKIP = apb.SCHEDULE_OVERLAP_SKIP
+    #: Every tick fires a job.
+    ALLOW = apb.SCHEDULE_OVERLAP_ALLOW
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def _missing_(cls, value: object) -> ScheduleOverlap:
+        # Unset on the wire means skip.
+        return cls.SKIP
+
+
+class ScheduleCatchUp(enum.IntEnum):
+    """What the ticks missed while no leader could fire them (the whole
+    cluster down, say) make once a leader is back."""
+
+    #: One job for all the missed ticks, at the latest of them. The default.
+    ONCE = apb.SCHEDULE_CATCH_UP_ONCE
+    #: No job for the missed ticks; the schedule moves on.
+    SKIP = apb.SCHEDULE_CATCH_UP_SKIP
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def _missing_(cls, value: object) -> ScheduleCatchUp:
+        return cls.ONCE
+
+
+@dataclass(frozen=True)
+class JobTemplate:
+    """The job each tick of a schedule enqueues. Every fired job also
+    carries the custom fields ``sepp_schedule`` (the schedule's name) and
+    ``sepp_schedule_tick`` (the tick in unix nanoseconds, decimal).
+    ``priority`` None and ``max_attempts`` 0 take the queue's defaults."""
+
+    queue: str
+    job_type: str
+    payload: bytes = b""
+    priority: Optional[int] = None
+    custom: Mapping[str, str] = field(default_factory=dict)
+    max_attempts: int = 0
+
+    def to_proto(self) -> apb.JobTemplate:
+        m = apb.JobTemplate(queue=self.queue, job_type=self.job_type, payload=bytes(self.payload),
+                            custom=dict(self.custom), max_attempts=self.max_attempts)
+        if self.priority is not None:
+            m.priority = int(self.priority)
+        return m
+
+    @classmethod
+    def from_proto(cls, m: apb.JobTemplate) -> JobTemplate:
+        return cls(m.queue, m.job_type, bytes(m.payload), m.priority if m.HasField("priority") else None,
+                   dict(m.custom), m.max_attempts)
+
+
+@dataclass(frozen=True)
+class ScheduleDefinition:
+    """What defines a periodic schedule. Set exactly one of ``cron`` and
+    ``interval``.
+
+    ``cron`` is a cron expression (five fields: minute hour day-of-month
+    month day-of-week; six with leading seconds; or a descriptor such as
+    ``@hourly``) read in ``time_zone`` (an IANA name; "" is UTC).
+    ``interval`` (at least 1s) ticks at the multiples of it since the unix
+    epoch. ``paused`` creates the schedule paused (create_schedule only).
+    The server checks the spec, the zone and the template and names the
+    field it refuses (InvalidField).
+    """
+
+    name: str
+    template: JobTemplate
+    cron: str = ""
+    interval: Optional[timedelta] = None
+    time_zone: str = ""
+    overlap: ScheduleOverlap = ScheduleOverlap.SKIP
+    catch_up: ScheduleCatchUp = ScheduleCatchUp.ONCE
+    paused: bool = False
+
+    def to_proto(self) -> apb.Schedule:
+        m = apb.Schedule(name=self.name, cron=self.cron, time_zone=self.time_zone,
+                         template=self.template.to_proto(),
+                         overlap=apb.ScheduleOverlap.Name(int(self.overlap)),
+                         catch_up=apb.ScheduleCatchUp.Name(int(self.catch_up)), paused=self.paused)
+        if self.interval is not None:
+            m.interval.CopyFrom(_to_duration(self.interval))
+        return m
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A schedule as the server holds it: its definition and, read only,
+    what it did and will do."""
+
+    definition: ScheduleDefinition
+    #: The next ticks, soonest first; empty while paused.
+    next_fire_times: tuple[datetime, ...]
+    #: The latest tick fired (None before the first), and the job it
+    #: enqueued (0 when none did: skipped for overlap, missed, or refused).
+    last_fire_time: Optional[datetime]
+    last_job_id: int
+    #: Ticks that enqueued a job, and ticks that did not.
+    fired: int
+    skipped: int
+    created_at: Optional[datetime]
+    updated_at: Optional[datetime]
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def paused(self) -> bool:
+        return self.definition.paused
+
+    @classmethod
+    def from_proto(cls, m: apb.Schedule) -> Schedule:
+        d = ScheduleDefinition(
+            name=m.name, template=JobTemplate.from_proto(m.template), cron=m.cron,
+            interval=m.interval.ToTimedelta() if m.HasField("interval") else None, time_zone=m.time_zone,
+            overlap=ScheduleOverlap(m.overlap), catch_up=ScheduleCatchUp(m.catch_up), paused=m.paused)
+        return cls(d, tuple(t for t in (_from_ts(ts) for ts in m.next_fire_times) if t is not None),
+                   _from_ts(m.last_fire_time), m.last_job_id, m.fired, m.skipped, _from_ts(m.created_at),
+                   _from_ts(m.updated_at))
