@@ -129,7 +129,9 @@ export interface EnqueueResult {
   state: JobState;
   /** The idempotency key matched an earlier enqueue, or another job holds
    * the uniqueness key: no new job was added and jobId is that job (its
-   * state is "unspecified" once it was acked). */
+   * state is "unspecified" once it was acked). A call retried after an
+   * attempt that may have applied never reports it, as in the Go client:
+   * the job the server found is taken for the call's own. */
   duplicate: boolean;
   /** The key the job was enqueued with (the caller's or a generated one). */
   idempotencyKey: string;
