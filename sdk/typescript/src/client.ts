@@ -24,6 +24,9 @@ import {
   jobFromJSON,
   jobStateFromJSON,
   RetryDirective,
+  Schedule,
+  ScheduleDefinition,
+  scheduleFromJSON,
   ServerInfo,
   serverInfoFromJSON,
   Job,
@@ -89,6 +92,15 @@ export interface ReserveOptions extends CallOptions {
   /** Makes a retried reserve return the first one's deliveries; absent:
    * generated per call and reused on its retries. */
   requestId?: string;
+}
+
+/** Options of getSchedule and listSchedules. */
+export interface ScheduleReadOptions extends CallOptions {
+  /** Next fire times to compute per schedule, 0..100; absent or 0 takes
+   * the server's default (5 for getSchedule, 1 for listSchedules). */
+  nextFireTimes?: number;
+  /** Let the answering node reply from its own, possibly stale, state. */
+  stale?: boolean;
 }
 
 /** One item's outcome of enqueueBatch. */
@@ -209,9 +221,9 @@ function itemError(op: string, v: unknown): SeppError {
 }
 
 function validateEnqueue(r: EnqueueRequest, field: string): SeppError | undefined {
-  const bad = (f: string, desc: string) =>
+  const bad = (f: string, desc: string, limit = "") =>
     new InvalidArgumentError("enqueue", "invalid_argument", `${field}${f}: ${desc}`, [
-      { type: "sepp.v1.FieldViolation", field: field + f, limit: "", description: desc },
+      { type: "sepp.v1.FieldViolation", field: field + f, limit, description: desc },
     ]);
   if (!r || typeof r.queue !== "string" || r.queue === "") return bad("queue", "queue must not be empty");
   if (typeof r.jobType !== "string" || r.jobType === "") return bad("job_type", "job_type must not be empty");
@@ -221,10 +233,31 @@ function validateEnqueue(r: EnqueueRequest, field: string): SeppError | undefine
   if (r.maxAttempts !== undefined && !(Number.isInteger(r.maxAttempts) && r.maxAttempts >= 0)) {
     return bad("max_attempts", `must be a non-negative integer, got ${r.maxAttempts}`);
   }
-  if (r.scheduledAt !== undefined && !(r.scheduledAt instanceof Date && !Number.isNaN(r.scheduledAt.getTime()))) {
+  if (r.scheduledAt !== undefined && !validDate(r.scheduledAt)) {
     return bad("scheduled_at", "must be a valid Date");
   }
+  if (r.expiresAt !== undefined && !validDate(r.expiresAt)) {
+    return bad("expires_at", "must be a valid Date");
+  }
+  // As the Go client: a ttl, when set, is at least 1 ms (0 is none).
+  if (r.ttlMs !== undefined && r.ttlMs !== 0 && !(Number.isFinite(r.ttlMs) && r.ttlMs >= 1)) {
+    return bad("ttl_ms", `must be at least 1 ms (0 is none), got ${r.ttlMs}`, ">= 1");
+  }
+  const u = r.unique;
+  if (u !== undefined) {
+    if (typeof u !== "object" || u === null) return bad("unique", "must be an object of UniqueOptions");
+    if (u.completedForMs !== undefined && !(Number.isFinite(u.completedForMs) && u.completedForMs >= 0)) {
+      return bad("unique.completed_for_ms", `must not be negative, got ${u.completedForMs}`, ">= 0");
+    }
+    if (u.fields !== undefined && !(Array.isArray(u.fields) && u.fields.every((f) => typeof f === "string"))) {
+      return bad("unique.fields", "must be an array of custom field names");
+    }
+  }
   return undefined;
+}
+
+function validDate(d: unknown): boolean {
+  return d instanceof Date && !Number.isNaN(d.getTime());
 }
 
 function enqueueToJSON(r: EnqueueRequest, key: string): JSONObject {
@@ -235,6 +268,51 @@ function enqueueToJSON(r: EnqueueRequest, key: string): JSONObject {
   if (r.scheduledAt) m.scheduledAt = r.scheduledAt.toISOString();
   if (r.maxAttempts) m.maxAttempts = r.maxAttempts;
   if (r.custom && Object.keys(r.custom).length > 0) m.custom = r.custom;
+  if (r.unique) {
+    const u = r.unique;
+    const um: JSONObject = {};
+    if (u.key) um.key = u.key;
+    if (u.fields && u.fields.length > 0) um.fields = [...u.fields];
+    if (u.coverDead) um.coverDead = true;
+    // uint64: a string in the JSON mapping; whole milliseconds.
+    if (u.completedForMs) um.completedForMs = String(Math.floor(u.completedForMs));
+    if (u.refuse) um.refuse = true;
+    m.unique = um;
+  }
+  if (r.expiresAt) m.expiresAt = r.expiresAt.toISOString();
+  if (r.ttlMs) m.ttlMs = String(Math.floor(r.ttlMs));
+  return m;
+}
+
+function scheduleToJSON(op: string, d: ScheduleDefinition): JSONObject {
+  if (!d || typeof d !== "object") {
+    throw new InvalidArgumentError(op, "invalid_argument", "schedule: must be a ScheduleDefinition", [
+      { type: "sepp.v1.FieldViolation", field: "schedule", limit: "", description: "must be a ScheduleDefinition" },
+    ]);
+  }
+  const m: JSONObject = { name: d.name };
+  if (d.cron) m.cron = d.cron;
+  if (d.intervalMs !== undefined && d.intervalMs !== 0) {
+    if (!(Number.isFinite(d.intervalMs) && d.intervalMs > 0)) {
+      const desc = `must be a positive number of milliseconds, got ${d.intervalMs}`;
+      throw new InvalidArgumentError(op, "invalid_argument", `interval: ${desc}`, [
+        { type: "sepp.v1.FieldViolation", field: "interval", limit: "", description: desc },
+      ]);
+    }
+    m.interval = durationJSON(d.intervalMs);
+  }
+  if (d.timeZone) m.timeZone = d.timeZone;
+  const t = d.template ?? { queue: "", jobType: "" };
+  const tm: JSONObject = { queue: t.queue, jobType: t.jobType };
+  const p = payloadBytes(t.payload);
+  if (p && p.length > 0) tm.payload = bytesToBase64(p);
+  if (t.priority !== undefined) tm.priority = t.priority;
+  if (t.custom && Object.keys(t.custom).length > 0) tm.custom = t.custom;
+  if (t.maxAttempts) tm.maxAttempts = t.maxAttempts;
+  m.template = tm;
+  if (d.overlap) m.overlap = d.overlap === "allow" ? "SCHEDULE_OVERLAP_ALLOW" : "SCHEDULE_OVERLAP_SKIP";
+  if (d.catchUp) m.catchUp = d.catchUp === "skip" ? "SCHEDULE_CATCH_UP_SKIP" : "SCHEDULE_CATCH_UP_ONCE";
+  if (d.paused) m.paused = true;
   return m;
 }
 
@@ -776,6 +854,75 @@ export class SeppClient {
   async getJob(id: string, opts: CallOptions = {}): Promise<Job> {
     const m = await this.call("get job", "sepp.v1.AdminService/GetJob", { jobId: id }, "safe", 0, opts);
     return jobFromJSON(m.job);
+  }
+
+  // ---- periodic schedules ----
+
+  /**
+   * Creates a schedule. A schedule of that name existing rejects with
+   * AlreadyExistsError; a bad spec, zone or template with
+   * InvalidArgumentError naming the field ("cron", "interval",
+   * "time_zone", "template.queue", ...). Not retried once it may have been
+   * applied (the retry would find its own schedule): that rejects with
+   * UnknownOutcomeError.
+   */
+  async createSchedule(def: ScheduleDefinition, opts: CallOptions = {}): Promise<Schedule> {
+    const body = { schedule: scheduleToJSON("create schedule", def) };
+    const m = await this.call("create schedule", "sepp.v1.AdminService/CreateSchedule", body, "not_sent", 0, opts);
+    return scheduleFromJSON(m.schedule);
+  }
+
+  /**
+   * Replaces a schedule's whole definition (def.paused is ignored: the
+   * schedule keeps its paused state). It keeps the last fired tick, so no
+   * tick fires twice. An unknown name rejects with NotFoundError. Retried:
+   * the same definition applied twice is applied once.
+   */
+  async updateSchedule(def: ScheduleDefinition, opts: CallOptions = {}): Promise<Schedule> {
+    const body = { schedule: scheduleToJSON("update schedule", def) };
+    const m = await this.call("update schedule", "sepp.v1.AdminService/UpdateSchedule", body, "safe", 0, opts);
+    return scheduleFromJSON(m.schedule);
+  }
+
+  /** Removes a schedule (the jobs it fired stay); an unknown name rejects
+   * with NotFoundError. Not retried once it may have been applied. */
+  async deleteSchedule(name: string, opts: CallOptions = {}): Promise<void> {
+    await this.call("delete schedule", "sepp.v1.AdminService/DeleteSchedule", { name }, "not_sent", 0, opts);
+  }
+
+  /** One schedule with its next fire times (opts.nextFireTimes, default 5);
+   * an unknown name rejects with NotFoundError. */
+  async getSchedule(name: string, opts: ScheduleReadOptions = {}): Promise<Schedule> {
+    const body: JSONObject = { name };
+    if (opts.nextFireTimes) body.nextFireTimes = opts.nextFireTimes;
+    if (opts.stale) body.allowStale = true;
+    const m = await this.call("get schedule", "sepp.v1.AdminService/GetSchedule", body, "safe", 0, opts);
+    return scheduleFromJSON(m.schedule);
+  }
+
+  /** Every schedule, by name, each with its next fire times
+   * (opts.nextFireTimes, default 1). */
+  async listSchedules(opts: ScheduleReadOptions = {}): Promise<Schedule[]> {
+    const body: JSONObject = {};
+    if (opts.nextFireTimes) body.nextFireTimes = opts.nextFireTimes;
+    if (opts.stale) body.allowStale = true;
+    const m = await this.call("list schedules", "sepp.v1.AdminService/ListSchedules", body, "safe", 0, opts);
+    return arr(m.schedules).map(scheduleFromJSON);
+  }
+
+  /** Stops a schedule firing; its nextFireTimes are empty while paused.
+   * Retried: pausing twice is pausing. */
+  async pauseSchedule(name: string, opts: CallOptions = {}): Promise<Schedule> {
+    const m = await this.call("pause schedule", "sepp.v1.AdminService/PauseSchedule", { name }, "safe", 0, opts);
+    return scheduleFromJSON(m.schedule);
+  }
+
+  /** Restarts a paused schedule from its first tick after now (the paused
+   * ticks are not caught up). Retried: a second resume only recomputes the
+   * next tick. */
+  async resumeSchedule(name: string, opts: CallOptions = {}): Promise<Schedule> {
+    const m = await this.call("resume schedule", "sepp.v1.AdminService/ResumeSchedule", { name }, "safe", 0, opts);
+    return scheduleFromJSON(m.schedule);
   }
 }
 

@@ -120,9 +120,40 @@ export class ScheduledTooFarError extends InvalidArgumentError {
   }
 }
 
-/** No such job, dead-letter record or queue. */
+/** No such job, dead-letter record, queue or schedule. */
 export class NotFoundError extends SeppError {
   override name = "NotFoundError";
+}
+
+/** What the call would create exists already: a queue or a schedule of
+ * that name, or (UniqueConflictError) a job holding the uniqueness key. */
+export class AlreadyExistsError extends SeppError {
+  override name = "AlreadyExistsError";
+}
+
+/** A unique enqueue with `unique.refuse` found its key held by another job
+ * of the queue; nothing was added. `jobId` and `queue` name the holder. */
+export class UniqueConflictError extends AlreadyExistsError {
+  override name = "UniqueConflictError";
+  /** The queue of the job that holds the key. */
+  readonly queue: string;
+  /** The id of the job that holds the key. */
+  readonly jobId: string;
+  readonly description: string;
+  constructor(op: string, code: Code, message: string, details: ErrorDetail[]) {
+    super(op, code, message, details);
+    const d = uniqueHolder(details);
+    this.queue = d?.owner ?? "";
+    this.jobId = d?.resourceName ?? "";
+    this.description = d?.description || message;
+  }
+}
+
+function uniqueHolder(details: ErrorDetail[]): Extract<ErrorDetail, { type: "google.rpc.ResourceInfo" }> | undefined {
+  for (const d of details) {
+    if (d.type === "google.rpc.ResourceInfo" && "resourceType" in d && d.resourceType === "job") return d;
+  }
+  return undefined;
 }
 
 /** The delivery's lease is no longer the job's current one (it expired, or
@@ -234,6 +265,10 @@ export function errorFor(op: string, code: Code, message: string, details: Error
       return leaseOps.has(op) || preconditionIsLease(details)
         ? new LeaseLostError(op, code, message, details)
         : new WrongStateError(op, code, message, details);
+    case "already_exists":
+      return uniqueHolder(details)
+        ? new UniqueConflictError(op, code, message, details)
+        : new AlreadyExistsError(op, code, message, details);
     case "resource_exhausted":
       return isQueueFull(message, details)
         ? new QueueFullError(op, code, message, details)

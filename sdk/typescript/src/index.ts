@@ -1,7 +1,7 @@
 // sepp: a TypeScript client for the sepp job queue over the Connect
 // protocol (unary JSON POSTs over fetch). No run-time dependencies.
 export { SeppClient, Producer } from "./client.js";
-export type { ClientOptions, CallOptions, ReserveOptions, BatchResult, ProducerOptions } from "./client.js";
+export type { ClientOptions, CallOptions, ReserveOptions, ScheduleReadOptions, BatchResult, ProducerOptions } from "./client.js";
 export { Worker, HandlerError, retry, retryAfter, permanent } from "./worker.js";
 export type { Handler, HandlerErrorKind, WorkerOptions } from "./worker.js";
 export { Priority, RetryDirective, DeadLetterRecord } from "./types.js";
@@ -11,17 +11,25 @@ export type {
   DeadLetterCause,
   EnqueueRequest,
   EnqueueResult,
+  UniqueOptions,
   Job,
   JobAttempt,
   JobContext,
   Delivery,
   ServerInfo,
+  JobTemplate,
+  ScheduleDefinition,
+  Schedule,
+  ScheduleOverlap,
+  ScheduleCatchUp,
 } from "./types.js";
 export {
   SeppError,
   InvalidArgumentError,
   ScheduledTooFarError,
   NotFoundError,
+  AlreadyExistsError,
+  UniqueConflictError,
   LeaseLostError,
   WrongStateError,
   ResourceExhaustedError,

@@ -1,4 +1,4 @@
-import { arr, base64ToBytes, JSONObject, num, obj, str, timeFrom, u64 } from "./wire.js";
+import { arr, base64ToBytes, durationFrom, JSONObject, num, obj, str, timeFrom, u64 } from "./wire.js";
 
 /**
  * Job priority 0 (lowest) to 9 (highest); the server hands out higher
@@ -89,13 +89,49 @@ export interface EnqueueRequest {
   custom?: Record<string, string>;
   /** Absent: the client generates one per call, reused on its retries. */
   idempotencyKey?: string;
+  /** Makes the job unique in its queue: while another job holds the same
+   * uniqueness key, the enqueue returns that job (duplicate: true) or, with
+   * refuse, rejects with UniqueConflictError naming it. */
+  unique?: UniqueOptions;
+  /** A deadline by which the job must be reserved, else it is
+   * dead-lettered with the cause "expired". Must lie after the server's
+   * now and after scheduledAt. */
+  expiresAt?: Date;
+  /** The same deadline counted from the enqueue on the server's clock, in
+   * whole milliseconds (at least 1; 0 or absent: none). With expiresAt, or
+   * the queue's max_wait_ms, the earliest deadline applies. */
+  ttlMs?: number;
+}
+
+/**
+ * What makes a job unique in its queue and for how long. The key is held
+ * while the job waits, is scheduled or is reserved.
+ */
+export interface UniqueOptions {
+  /** The uniqueness key (at most 256 bytes); absent or empty derives one
+   * from the job type, the payload and the custom fields named in fields. */
+  key?: string;
+  /** Custom fields the derived key includes; must be empty when key is set. */
+  fields?: string[];
+  /** Also hold the key while the job's dead-letter record is kept. */
+  coverDead?: boolean;
+  /** Also hold the key this long after the job was acked, in whole
+   * milliseconds (at most the queue's max_schedule_horizon_ms). */
+  completedForMs?: number;
+  /** A conflict rejects with UniqueConflictError instead of returning the
+   * holding job as a duplicate. */
+  refuse?: boolean;
 }
 
 export interface EnqueueResult {
   jobId: JobId;
   /** "ready" or "scheduled". */
   state: JobState;
-  /** The key matched an earlier enqueue: no new job was added. */
+  /** The idempotency key matched an earlier enqueue, or another job holds
+   * the uniqueness key: no new job was added and jobId is that job (its
+   * state is "unspecified" once it was acked). A call retried after an
+   * attempt that may have applied never reports it, as in the Go client:
+   * the job the server found is taken for the call's own. */
   duplicate: boolean;
   /** The key the job was enqueued with (the caller's or a generated one). */
   idempotencyKey: string;
@@ -127,6 +163,8 @@ export interface Job {
   leaseDeadline?: Date;
   lastReason: string;
   history: JobAttempt[];
+  /** The deadline by which the job must be reserved; absent: none. */
+  expiresAt?: Date;
 }
 
 /**
@@ -218,6 +256,126 @@ export interface ServerInfo {
   raw: JSONObject;
 }
 
+// ---- periodic schedules ----
+
+/** What a tick does while the schedule's previous job is still waiting or
+ * reserved: "skip" (the default) fires no job, "allow" fires one anyway. */
+export type ScheduleOverlap = "skip" | "allow";
+
+/** What the ticks missed while no leader could fire them make once one is
+ * back: "once" (the default) fires one job for all of them, "skip" none. */
+export type ScheduleCatchUp = "once" | "skip";
+
+/**
+ * The job each tick of a schedule enqueues. Every fired job also carries
+ * the custom fields sepp_schedule (the schedule's name) and
+ * sepp_schedule_tick (the tick in unix nanoseconds).
+ */
+export interface JobTemplate {
+  queue: string;
+  jobType: string;
+  /** Bytes, or text sent as its UTF-8 bytes. */
+  payload?: Uint8Array | string;
+  /** 0..9; absent takes the queue's default_priority. */
+  priority?: Priority | number;
+  custom?: Record<string, string>;
+  /** 0 or absent takes the queue's default_max_attempts. */
+  maxAttempts?: number;
+}
+
+/** What defines a schedule. Set exactly one of cron and intervalMs. */
+export interface ScheduleDefinition {
+  /** 1..200 bytes; the schedule's identity. */
+  name: string;
+  /** A cron expression (five fields, six with leading seconds, or a
+   * descriptor such as "@hourly"), read in timeZone. */
+  cron?: string;
+  /** A fixed interval in milliseconds, at least 1000: ticks at the
+   * multiples of it since the unix epoch. */
+  intervalMs?: number;
+  /** An IANA zone name ("Europe/Berlin"); absent or empty is UTC. */
+  timeZone?: string;
+  template: JobTemplate;
+  overlap?: ScheduleOverlap;
+  catchUp?: ScheduleCatchUp;
+  /** createSchedule only: create it paused. */
+  paused?: boolean;
+}
+
+/** A schedule as the server holds it. It is a ScheduleDefinition too: edit
+ * one and hand it to updateSchedule. */
+export interface Schedule {
+  name: string;
+  /** Empty for an interval schedule. */
+  cron: string;
+  /** 0 for a cron schedule. */
+  intervalMs: number;
+  /** Empty is UTC. */
+  timeZone: string;
+  template: {
+    queue: string;
+    jobType: string;
+    payload: Uint8Array;
+    /** Absent: the queue's default_priority. */
+    priority?: number;
+    custom: Record<string, string>;
+    maxAttempts: number;
+  };
+  overlap: ScheduleOverlap;
+  catchUp: ScheduleCatchUp;
+  paused: boolean;
+  /** The next ticks, soonest first; empty while paused. */
+  nextFireTimes: Date[];
+  /** The latest tick fired; absent before the first. */
+  lastFireTime?: Date;
+  /** The job the latest tick enqueued; "0" when it enqueued none. */
+  lastJobId: JobId;
+  /** Ticks that enqueued a job. */
+  fired: number;
+  /** Ticks that did not (overlap, missed, or the enqueue refused). */
+  skipped: number;
+  createdAt?: Date;
+  updatedAt?: Date;
+}
+
+export function scheduleFromJSON(v: unknown): Schedule {
+  const m = obj(v);
+  const t = obj(m.template);
+  const custom: Record<string, string> = {};
+  for (const [k, x] of Object.entries(obj(t.custom))) custom[k] = str(x);
+  const template: Schedule["template"] = {
+    queue: str(t.queue),
+    jobType: str(t.jobType),
+    payload: base64ToBytes(str(t.payload)),
+    custom,
+    maxAttempts: num(t.maxAttempts),
+  };
+  if (t.priority !== undefined && t.priority !== null) template.priority = num(t.priority);
+  const s: Schedule = {
+    name: str(m.name),
+    cron: str(m.cron),
+    intervalMs: durationFrom(m.interval),
+    timeZone: str(m.timeZone),
+    template,
+    overlap: m.overlap === "SCHEDULE_OVERLAP_ALLOW" || m.overlap === 2 ? "allow" : "skip",
+    catchUp: m.catchUp === "SCHEDULE_CATCH_UP_SKIP" || m.catchUp === 2 ? "skip" : "once",
+    paused: m.paused === true,
+    nextFireTimes: arr(m.nextFireTimes)
+      .map(timeFrom)
+      .filter((d): d is Date => d !== undefined),
+    lastJobId: u64(m.lastJobId),
+    fired: num(m.fired),
+    skipped: num(m.skipped),
+  };
+  const last = timeFrom(m.lastFireTime);
+  if (last) s.lastFireTime = last;
+  const created = timeFrom(m.createdAt);
+  if (created) s.createdAt = created;
+  const updated = timeFrom(m.updatedAt);
+  if (updated) s.updatedAt = updated;
+  return s;
+}
+
 // ---- from the JSON mapping ----
 
 export function jobFromJSON(v: unknown): Job {
@@ -250,6 +408,7 @@ export function jobFromJSON(v: unknown): Job {
         reason: str(a.reason),
       };
     }),
+    expiresAt: timeFrom(m.expiresAt),
   };
 }
 

@@ -42,6 +42,15 @@ export function durationJSON(ms: number): string {
   return `${(Math.round(ms) / 1000).toFixed(3)}s`;
 }
 
+/** google.protobuf.Duration's JSON ("30s", "1.500s") in milliseconds; absent or unparsable is 0. */
+export function durationFrom(v: unknown): number {
+  if (typeof v !== "string") return 0;
+  const m = /^(-?)(\d+)(?:\.(\d{1,9}))?s$/.exec(v);
+  if (!m) return 0;
+  const ms = Number(m[2]) * 1000 + Math.floor(Number((m[3] ?? "").padEnd(9, "0")) / 1e6);
+  return m[1] === "-" ? -ms : ms;
+}
+
 /** google.protobuf.Timestamp's JSON (RFC 3339) as a Date; null/absent/zero is undefined. */
 export function timeFrom(v: unknown): Date | undefined {
   if (typeof v !== "string" || v === "") return undefined;
