@@ -9,6 +9,7 @@ use prost::Message;
 
 use crate::error::{from_status, Detail, Error};
 use crate::pb;
+use crate::schedule::{Schedule, ScheduleDefinition};
 use crate::transport::{AttemptError, Transport};
 use crate::types::{duration, system_time, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, ServerInfo};
 
@@ -369,6 +370,7 @@ impl SeppClient {
     /// client makes) rides on every retry, so a retry through a failover
     /// never adds a second job.
     pub async fn enqueue(&self, request: EnqueueRequest) -> Result<EnqueueResult, Error> {
+        request.validate("enqueue", "")?;
         let key = match &request.idempotency_key {
             Some(k) => k.clone(),
             None => new_key()?,
@@ -391,33 +393,46 @@ impl SeppClient {
         if requests.is_empty() {
             return Ok(Vec::new());
         }
+        // Items the client refuses never go out; each gets its own error,
+        // naming it (jobs[i].field), in its place.
+        let mut out: Vec<Option<Result<EnqueueResult, Error>>> = Vec::with_capacity(requests.len());
         let mut keys = Vec::with_capacity(requests.len());
         let mut jobs = Vec::with_capacity(requests.len());
-        for r in &requests {
+        for (i, r) in requests.iter().enumerate() {
+            if let Err(e) = r.validate("enqueue batch", &format!("jobs[{}]", i)) {
+                out.push(Some(Err(e)));
+                continue;
+            }
             let key = match &r.idempotency_key {
                 Some(k) => k.clone(),
                 None => new_key()?,
             };
             jobs.push(r.to_wire(&key));
             keys.push(key);
+            out.push(None);
+        }
+        if jobs.is_empty() {
+            return Ok(out.into_iter().flatten().collect());
         }
         let (resp, retried): (pb::EnqueueBatchResponse, bool) = self.call("enqueue batch", "sepp.v1.QueueService/EnqueueBatch", &pb::EnqueueBatchRequest { jobs }, Policy::Safe, Duration::ZERO).await?;
         if resp.results.len() != keys.len() {
             return Err(Error::internal("enqueue batch", format!("the server answered {} results for {} jobs", resp.results.len(), keys.len())));
         }
-        Ok(resp
-            .results
+        let mut sent = resp.results.into_iter().zip(keys).map(|(r, key)| match r.outcome {
+            Some(pb::enqueue_batch_result::Outcome::Enqueued(e)) => Ok(EnqueueResult {
+                job_id: e.job_id,
+                state: JobState::from_wire(e.state),
+                duplicate: e.duplicate && !retried,
+                idempotency_key: key,
+            }),
+            Some(pb::enqueue_batch_result::Outcome::Error(e)) => Err(item_error("enqueue", e)),
+            None => Err(Error::internal("enqueue", "the server answered an empty batch result")),
+        });
+        Ok(out
             .into_iter()
-            .zip(keys)
-            .map(|(r, key)| match r.outcome {
-                Some(pb::enqueue_batch_result::Outcome::Enqueued(e)) => Ok(EnqueueResult {
-                    job_id: e.job_id,
-                    state: JobState::from_wire(e.state),
-                    duplicate: e.duplicate && !retried,
-                    idempotency_key: key,
-                }),
-                Some(pb::enqueue_batch_result::Outcome::Error(e)) => Err(item_error("enqueue", e)),
-                None => Err(Error::internal("enqueue", "the server answered an empty batch result")),
+            .map(|slot| match slot {
+                Some(refused) => refused,
+                None => sent.next().unwrap_or_else(|| Err(Error::internal("enqueue", "a batch result went missing"))),
             })
             .collect())
     }
@@ -512,6 +527,80 @@ impl SeppClient {
         Ok(resp.records.into_iter().map(DeadLetterRecord::from_wire).collect())
     }
 
+    // ---- schedules ----
+
+    /// Creates a schedule. A name that exists is [`Error::AlreadyExists`];
+    /// a bad spec, zone or template [`Error::InvalidArgument`] naming the
+    /// field. Not retried once it may have applied (the retry would find
+    /// it existing): [`Error::UnknownOutcome`] then.
+    pub async fn create_schedule(&self, definition: &ScheduleDefinition) -> Result<Schedule, Error> {
+        let req = pb::CreateScheduleRequest {
+            schedule: Some(definition.to_wire()),
+        };
+        let (r, _): (pb::CreateScheduleResponse, bool) = self.call("create schedule", "sepp.v1.AdminService/CreateSchedule", &req, Policy::NotSent, Duration::ZERO).await?;
+        schedule_of("create schedule", r.schedule)
+    }
+
+    /// Replaces a schedule's definition (`definition.paused` is ignored:
+    /// the schedule stays paused or running); the last fired tick is kept, so no tick
+    /// fires twice. An unknown name is [`Error::NotFound`]. Retried:
+    /// applying the same definition twice is applying it once.
+    pub async fn update_schedule(&self, definition: &ScheduleDefinition) -> Result<Schedule, Error> {
+        let req = pb::UpdateScheduleRequest {
+            schedule: Some(definition.to_wire()),
+        };
+        let (r, _): (pb::UpdateScheduleResponse, bool) = self.call("update schedule", "sepp.v1.AdminService/UpdateSchedule", &req, Policy::Safe, Duration::ZERO).await?;
+        schedule_of("update schedule", r.schedule)
+    }
+
+    /// Removes a schedule (the jobs it fired stay). An unknown name is
+    /// [`Error::NotFound`]. Not retried once it may have applied.
+    pub async fn delete_schedule(&self, name: &str) -> Result<(), Error> {
+        let req = pb::DeleteScheduleRequest { name: name.to_string() };
+        let _: (pb::DeleteScheduleResponse, bool) = self.call("delete schedule", "sepp.v1.AdminService/DeleteSchedule", &req, Policy::NotSent, Duration::ZERO).await?;
+        Ok(())
+    }
+
+    /// One schedule as the leader holds it, with up to `next_fire_times`
+    /// next ticks (0: the server's 5; at most 100).
+    pub async fn get_schedule(&self, name: &str, next_fire_times: u32) -> Result<Schedule, Error> {
+        let req = pb::GetScheduleRequest {
+            name: name.to_string(),
+            next_fire_times,
+            allow_stale: false,
+        };
+        let (r, _): (pb::GetScheduleResponse, bool) = self.call("get schedule", "sepp.v1.AdminService/GetSchedule", &req, Policy::Safe, Duration::ZERO).await?;
+        schedule_of("get schedule", r.schedule)
+    }
+
+    /// Every schedule, by name, each with up to `next_fire_times` next
+    /// ticks (0: the server's 1).
+    pub async fn list_schedules(&self, next_fire_times: u32) -> Result<Vec<Schedule>, Error> {
+        let req = pb::ListSchedulesRequest {
+            next_fire_times,
+            allow_stale: false,
+        };
+        let (r, _): (pb::ListSchedulesResponse, bool) = self.call("list schedules", "sepp.v1.AdminService/ListSchedules", &req, Policy::Safe, Duration::ZERO).await?;
+        Ok(r.schedules.into_iter().map(Schedule::from_wire).collect())
+    }
+
+    /// Stops a schedule firing: paused, with no next fire times. Retried:
+    /// pausing twice is pausing.
+    pub async fn pause_schedule(&self, name: &str) -> Result<Schedule, Error> {
+        let req = pb::PauseScheduleRequest { name: name.to_string() };
+        let (r, _): (pb::PauseScheduleResponse, bool) = self.call("pause schedule", "sepp.v1.AdminService/PauseSchedule", &req, Policy::Safe, Duration::ZERO).await?;
+        schedule_of("pause schedule", r.schedule)
+    }
+
+    /// Restarts a paused schedule from its first tick after now (the
+    /// paused ticks are not caught up). Retried: a second resume only
+    /// recomputes the next tick.
+    pub async fn resume_schedule(&self, name: &str) -> Result<Schedule, Error> {
+        let req = pb::ResumeScheduleRequest { name: name.to_string() };
+        let (r, _): (pb::ResumeScheduleResponse, bool) = self.call("resume schedule", "sepp.v1.AdminService/ResumeSchedule", &req, Policy::Safe, Duration::ZERO).await?;
+        schedule_of("resume schedule", r.schedule)
+    }
+
     // ---- reading ----
 
     /// The leader's view of the server and its limits.
@@ -551,6 +640,10 @@ impl SeppClient {
         let (r, _): (pb::ListJobsResponse, bool) = self.call("list jobs", "sepp.v1.AdminService/ListJobs", &req, Policy::Safe, Duration::ZERO).await?;
         Ok(r.jobs.into_iter().map(Job::from_wire).collect())
     }
+}
+
+fn schedule_of(op: &'static str, s: Option<pb::Schedule>) -> Result<Schedule, Error> {
+    s.map(Schedule::from_wire).ok_or_else(|| Error::internal(op, "the server answered no schedule"))
 }
 
 fn unavailable(op: &'static str, message: String) -> Error {

@@ -125,8 +125,20 @@ pub enum Error {
         latest_allowed: SystemTime,
         message: String,
     },
-    /// No such job, record or queue.
+    /// No such job, record, queue or schedule.
     NotFound { op: &'static str, message: String },
+    /// Another job of the queue holds the uniqueness key and the enqueue
+    /// asked to be refused ([`UniqueOptions::with_refuse`](crate::UniqueOptions::with_refuse));
+    /// nothing was added. `job_id` is the holding job, `queue` its queue.
+    UniqueConflict {
+        op: &'static str,
+        queue: String,
+        job_id: u64,
+        message: String,
+    },
+    /// What the call creates exists already (a schedule or queue of that
+    /// name).
+    AlreadyExists { op: &'static str, message: String },
     /// The delivery's lease is not the job's current one (it expired, or
     /// the job was redelivered, acked or released). Nothing changed.
     LeaseLost { op: &'static str, message: String },
@@ -174,6 +186,8 @@ impl Error {
             Error::InvalidArgument { op, .. }
             | Error::ScheduledTooFar { op, .. }
             | Error::NotFound { op, .. }
+            | Error::UniqueConflict { op, .. }
+            | Error::AlreadyExists { op, .. }
             | Error::LeaseLost { op, .. }
             | Error::WrongState { op, .. }
             | Error::QueueFull { op, .. }
@@ -193,6 +207,8 @@ impl Error {
             Error::InvalidArgument { message, .. }
             | Error::ScheduledTooFar { message, .. }
             | Error::NotFound { message, .. }
+            | Error::UniqueConflict { message, .. }
+            | Error::AlreadyExists { message, .. }
             | Error::LeaseLost { message, .. }
             | Error::WrongState { message, .. }
             | Error::QueueFull { message, .. }
@@ -211,6 +227,7 @@ impl Error {
         match self {
             Error::InvalidArgument { .. } | Error::ScheduledTooFar { .. } => Code::InvalidArgument,
             Error::NotFound { .. } => Code::NotFound,
+            Error::UniqueConflict { .. } | Error::AlreadyExists { .. } => Code::AlreadyExists,
             Error::LeaseLost { .. } | Error::WrongState { .. } => Code::FailedPrecondition,
             Error::QueueFull { .. } | Error::ResourceExhausted { .. } => Code::ResourceExhausted,
             Error::Unavailable { .. } => Code::Unavailable,
@@ -288,6 +305,22 @@ pub(crate) enum Detail {
     /// google.rpc.PreconditionFailure: the violations' types ("LEASE",
     /// "STATE").
     Precondition(Vec<String>),
+    /// google.rpc.ResourceInfo: what a conflict or a limit is about (for a
+    /// unique conflict, resource_type "job", its id and its queue).
+    Resource(ResourceInfo),
+}
+
+/// google.rpc.ResourceInfo.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct ResourceInfo {
+    #[prost(string, tag = "1")]
+    pub(crate) resource_type: String,
+    #[prost(string, tag = "2")]
+    pub(crate) resource_name: String,
+    #[prost(string, tag = "3")]
+    pub(crate) owner: String,
+    #[prost(string, tag = "4")]
+    pub(crate) description: String,
 }
 
 /// google.rpc.PreconditionFailure, the part of it this client reads.
@@ -317,6 +350,7 @@ impl Detail {
             "google.rpc.PreconditionFailure" => PreconditionFailure::decode(value)
                 .ok()
                 .map(|p| Detail::Precondition(p.violations.into_iter().map(|v| v.r#type).collect())),
+            "google.rpc.ResourceInfo" => ResourceInfo::decode(value).ok().map(Detail::Resource),
             _ => None,
         }
     }
@@ -364,6 +398,16 @@ pub(crate) fn from_status(op: &'static str, code: Code, message: String, details
                 field,
                 limit,
                 message,
+            }
+        }
+        Code::AlreadyExists => {
+            let holder = details.iter().find_map(|d| match d {
+                Detail::Resource(r) if r.resource_type == "job" => r.resource_name.parse::<u64>().ok().map(|id| (r.owner.clone(), id)),
+                _ => None,
+            });
+            match holder {
+                Some((queue, job_id)) => Error::UniqueConflict { op, queue, job_id, message },
+                None => Error::AlreadyExists { op, message },
             }
         }
         Code::NotFound if is_lease_op(op) => Error::LeaseLost { op, message },
@@ -431,5 +475,57 @@ pub(crate) fn from_status(op: &'static str, code: Code, message: String, details
             code: other,
             message,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn already_exists_is_a_unique_conflict_when_a_job_holds_the_key() {
+        let job = |name: &str| {
+            Detail::Resource(ResourceInfo {
+                resource_type: "job".into(),
+                resource_name: name.into(),
+                owner: "reports".into(),
+                description: "held".into(),
+            })
+        };
+        let cases = vec![
+            ("a holding job", vec![job("42")], Some(("reports".to_string(), 42u64))),
+            ("no detail (a schedule's name)", vec![], None),
+            ("an id that is no number", vec![job("x")], None),
+            (
+                "another resource",
+                vec![Detail::Resource(ResourceInfo {
+                    resource_type: "schedule".into(),
+                    resource_name: "7".into(),
+                    ..ResourceInfo::default()
+                })],
+                None,
+            ),
+        ];
+        for (name, details, want) in cases {
+            let err = from_status("enqueue", Code::AlreadyExists, "m".into(), &details);
+            assert_eq!(err.code(), Code::AlreadyExists, "{}", name);
+            match (err, want) {
+                (Error::UniqueConflict { queue, job_id, .. }, Some(w)) => assert_eq!((queue, job_id), w, "{}", name),
+                (Error::AlreadyExists { .. }, None) => {}
+                (got, want) => panic!("{}: got {:?}, want {:?}", name, got, want),
+            }
+        }
+    }
+
+    #[test]
+    fn resource_info_decodes() {
+        use prost::Message;
+        let r = ResourceInfo {
+            resource_type: "job".into(),
+            resource_name: "9".into(),
+            owner: "q".into(),
+            description: "d".into(),
+        };
+        assert_eq!(Detail::decode("type.googleapis.com/google.rpc.ResourceInfo", &r.encode_to_vec()), Some(Detail::Resource(r)));
     }
 }

@@ -21,6 +21,7 @@
 
 pub mod client;
 mod error;
+mod schedule;
 mod transport;
 mod types;
 pub mod worker;
@@ -33,5 +34,6 @@ pub mod pb {
 
 pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient};
 pub use error::{Code, Error};
-pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, Priority, ServerInfo};
+pub use schedule::{JobTemplate, Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ScheduleSpec};
+pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, Priority, ServerInfo, UniqueOptions};
 pub use worker::{BoxError, HandlerError, RunningWorker, Worker, WorkerOptions};

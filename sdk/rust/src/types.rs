@@ -54,6 +54,9 @@ pub struct EnqueueRequest {
     pub(crate) max_attempts: u32,
     pub(crate) custom: BTreeMap<String, String>,
     pub(crate) idempotency_key: Option<String>,
+    pub(crate) unique: Option<UniqueOptions>,
+    pub(crate) expires_at: Option<SystemTime>,
+    pub(crate) ttl: Option<Duration>,
 }
 
 impl EnqueueRequest {
@@ -76,6 +79,9 @@ impl EnqueueRequest {
             max_attempts: 0,
             custom: BTreeMap::new(),
             idempotency_key: None,
+            unique: None,
+            expires_at: None,
+            ttl: None,
         })
     }
 
@@ -121,6 +127,36 @@ impl EnqueueRequest {
         self
     }
 
+    /// Makes the job unique in its queue: while another job holds the
+    /// same uniqueness key, the enqueue adds nothing and returns that job
+    /// ([`EnqueueResult::duplicate`]), or with
+    /// [`UniqueOptions::with_refuse`] fails with
+    /// [`Error::UniqueConflict`] naming it.
+    pub fn with_unique(mut self, unique: UniqueOptions) -> Self {
+        self.unique = Some(unique);
+        self
+    }
+
+    /// A deadline ttl after the server accepts the job (whole
+    /// milliseconds, at least 1 ms; `Duration::ZERO` means none): not
+    /// reserved by then, it is dead-lettered with
+    /// [`DeadLetterCause::Expired`]. A retried job keeps the deadline of
+    /// its first enqueue; a reserved job is never expired. With
+    /// [`with_expires_at`](Self::with_expires_at) (or the queue's
+    /// max_wait_ms) the earliest deadline applies.
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// An absolute deadline to be reserved by, like
+    /// [`with_ttl`](Self::with_ttl); the server refuses one not after its
+    /// now or not after the job's scheduled_at.
+    pub fn with_expires_at(mut self, at: SystemTime) -> Self {
+        self.expires_at = Some(at);
+        self
+    }
+
     pub fn queue(&self) -> &str {
         &self.queue
     }
@@ -153,6 +189,31 @@ impl EnqueueRequest {
         self.idempotency_key.as_deref()
     }
 
+    pub fn unique(&self) -> Option<&UniqueOptions> {
+        self.unique.as_ref()
+    }
+
+    pub fn ttl(&self) -> Option<Duration> {
+        self.ttl
+    }
+
+    pub fn expires_at(&self) -> Option<SystemTime> {
+        self.expires_at
+    }
+
+    /// What the Go client checks before a round trip (field prefixed with
+    /// `prefix.` in a batch): a ttl under 1 ms other than zero. The rest
+    /// is the server's to judge.
+    pub(crate) fn validate(&self, op: &'static str, prefix: &str) -> Result<(), Error> {
+        let field = |f: &str| if prefix.is_empty() { f.to_string() } else { format!("{}.{}", prefix, f) };
+        if let Some(ttl) = self.ttl {
+            if !ttl.is_zero() && ttl < Duration::from_millis(1) {
+                return Err(Error::invalid(op, &field("ttl_ms"), ">= 1ms", &format!("ttl must be at least 1ms, got {:?}", ttl)));
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) fn to_wire(&self, key: &str) -> pb::EnqueueRequest {
         pb::EnqueueRequest {
             queue: self.queue.clone(),
@@ -163,10 +224,90 @@ impl EnqueueRequest {
             max_attempts: self.max_attempts,
             custom: self.custom.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             idempotency_key: key.to_string(),
-            unique: None,
-            // The Rust SDK sets no deadline yet (expiry: docs/expiry-and-fairness.md).
-            expires_at: None,
-            ttl_ms: 0,
+            unique: self.unique.as_ref().map(UniqueOptions::to_wire),
+            expires_at: self.expires_at.map(timestamp),
+            ttl_ms: self.ttl.map_or(0, |d| d.as_millis().min(i64::MAX as u128) as i64),
+        }
+    }
+}
+
+/// What makes a job unique in its queue (see docs/scheduling.md, "Unique
+/// jobs"). The key is held while the job waits, is scheduled or is
+/// reserved; `cover_dead` and `completed_for` hold it longer. Keys are per
+/// queue.
+///
+/// ```
+/// use std::time::Duration;
+/// use sepp_rs::UniqueOptions;
+///
+/// // One rebuild per tenant at a time, and none again within 10 minutes.
+/// let unique = UniqueOptions::by_fields(["tenant"]).with_completed_for(Duration::from_secs(600));
+/// // An explicit key; a conflict fails instead of returning the holder.
+/// let strict = UniqueOptions::by_key("rebuild-acme").with_refuse(true);
+/// # let _ = (unique, strict);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UniqueOptions {
+    /// The uniqueness key (at most 256 bytes); empty derives one from the
+    /// job type, the payload and the custom fields named in `fields`.
+    pub key: String,
+    /// The custom fields the derived key includes (must be empty when
+    /// `key` is set).
+    pub fields: Vec<String>,
+    /// Also hold the key while the job's dead-letter record is kept.
+    pub cover_dead: bool,
+    /// Also hold the key this long after the ack (whole milliseconds, at
+    /// most the queue's max_schedule_horizon_ms); zero frees it at the ack.
+    pub completed_for: Duration,
+    /// A conflict fails with [`Error::UniqueConflict`] instead of
+    /// returning the holding job.
+    pub refuse: bool,
+}
+
+impl UniqueOptions {
+    /// Uniqueness by an explicit key.
+    pub fn by_key(key: impl Into<String>) -> UniqueOptions {
+        UniqueOptions {
+            key: key.into(),
+            ..UniqueOptions::default()
+        }
+    }
+
+    /// Uniqueness by a key the server derives from the job type, the
+    /// payload and these custom fields (none: type and payload alone).
+    pub fn by_fields<I, S>(fields: I) -> UniqueOptions
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        UniqueOptions {
+            fields: fields.into_iter().map(Into::into).collect(),
+            ..UniqueOptions::default()
+        }
+    }
+
+    pub fn with_cover_dead(mut self, cover_dead: bool) -> Self {
+        self.cover_dead = cover_dead;
+        self
+    }
+
+    pub fn with_completed_for(mut self, completed_for: Duration) -> Self {
+        self.completed_for = completed_for;
+        self
+    }
+
+    pub fn with_refuse(mut self, refuse: bool) -> Self {
+        self.refuse = refuse;
+        self
+    }
+
+    pub(crate) fn to_wire(&self) -> pb::UniqueOptions {
+        pb::UniqueOptions {
+            key: self.key.clone(),
+            fields: self.fields.clone(),
+            cover_dead: self.cover_dead,
+            completed_for_ms: self.completed_for.as_millis().min(u64::MAX as u128) as u64,
+            refuse: self.refuse,
         }
     }
 }
@@ -215,6 +356,11 @@ pub enum DeadLetterCause {
     LeaseExpired,
     /// An operator dead-lettered it.
     Admin,
+    /// An operator cancelled it while a worker held its lease.
+    Cancelled,
+    /// It was not reserved by its deadline (`with_ttl`, `with_expires_at`
+    /// or the queue's max_wait_ms).
+    Expired,
 }
 
 impl DeadLetterCause {
@@ -224,6 +370,8 @@ impl DeadLetterCause {
             Some(pb::DeadLetterCause::Rejected) => DeadLetterCause::Rejected,
             Some(pb::DeadLetterCause::LeaseExpired) => DeadLetterCause::LeaseExpired,
             Some(pb::DeadLetterCause::Admin) => DeadLetterCause::Admin,
+            Some(pb::DeadLetterCause::Cancelled) => DeadLetterCause::Cancelled,
+            Some(pb::DeadLetterCause::Expired) => DeadLetterCause::Expired,
             _ => DeadLetterCause::Unspecified,
         }
     }
@@ -245,6 +393,8 @@ pub struct Job {
     pub custom: BTreeMap<String, String>,
     /// The reason of the last nack, if a worker gave one.
     pub last_reason: Option<String>,
+    /// The deadline by which the job must be reserved, if it has one.
+    pub expires_at: Option<SystemTime>,
 }
 
 impl Job {
@@ -262,6 +412,7 @@ impl Job {
             max_attempts: j.max_attempts,
             custom: j.custom.into_iter().collect(),
             last_reason: non_empty(j.last_reason),
+            expires_at: j.expires_at.and_then(system_time),
         }
     }
 }
@@ -318,8 +469,11 @@ pub struct Delivery {
 pub struct EnqueueResult {
     pub job_id: u64,
     pub state: JobState,
-    /// True when the idempotency key matched an earlier enqueue of the
-    /// caller's (never for this call's own retries).
+    /// True when nothing was added: the idempotency key matched an earlier
+    /// enqueue of the caller's, or another job holds the uniqueness key
+    /// ([`EnqueueRequest::with_unique`]); `job_id` is then that job (and
+    /// `state` Unspecified once it was acked). Never for this call's own
+    /// retries.
     pub duplicate: bool,
     /// The key the enqueue carried (the caller's, or the one the client
     /// made).
@@ -365,6 +519,9 @@ impl DeadLetterRecord {
             max_attempts: self.job.max_attempts,
             custom: self.job.custom.clone(),
             idempotency_key: None,
+            unique: None,
+            expires_at: None,
+            ttl: None,
         }
     }
 }
@@ -455,6 +612,59 @@ mod tests {
                 (other, want) => panic!("{:?}/{:?}: got {:?}, want field {:?}", queue, job_type, other, want),
             }
         }
+    }
+
+    #[test]
+    fn enqueue_request_checks_the_ttl_as_the_go_client_does() {
+        let cases: Vec<(Duration, Option<i64>)> = vec![
+            (Duration::ZERO, Some(0)),
+            (Duration::from_micros(999), None),
+            (Duration::from_nanos(1), None),
+            (Duration::from_millis(1), Some(1)),
+            (Duration::from_micros(1500), Some(1)),
+            (Duration::from_secs(900), Some(900_000)),
+            (Duration::MAX, Some(i64::MAX)),
+        ];
+        for (ttl, want_ms) in cases {
+            let r = EnqueueRequest::new("q", "t").unwrap().with_ttl(ttl);
+            match (r.validate("enqueue batch", "jobs[2]"), want_ms) {
+                (Ok(()), Some(ms)) => assert_eq!(r.to_wire("k").ttl_ms, ms, "{:?}", ttl),
+                (Err(Error::InvalidArgument { field, limit, .. }), None) => {
+                    assert_eq!(field, "jobs[2].ttl_ms", "{:?}", ttl);
+                    assert_eq!(limit, ">= 1ms");
+                }
+                (got, want) => panic!("{:?}: got {:?}, want {:?}", ttl, got, want),
+            }
+        }
+        match EnqueueRequest::new("q", "t").unwrap().with_ttl(Duration::from_nanos(5)).validate("enqueue", "") {
+            Err(Error::InvalidArgument { field, .. }) => assert_eq!(field, "ttl_ms"),
+            other => panic!("{:?}", other),
+        }
+    }
+
+    #[test]
+    fn unique_and_expiry_go_on_the_wire() {
+        let at = UNIX_EPOCH + Duration::from_secs(2_000_000_000);
+        let r = EnqueueRequest::new("q", "t")
+            .unwrap()
+            .with_unique(UniqueOptions::by_fields(["tenant", "region"]).with_cover_dead(true).with_completed_for(Duration::from_millis(60_500)).with_refuse(true))
+            .with_expires_at(at);
+        let w = r.to_wire("k");
+        assert_eq!(
+            w.unique,
+            Some(pb::UniqueOptions {
+                key: String::new(),
+                fields: vec!["tenant".into(), "region".into()],
+                cover_dead: true,
+                completed_for_ms: 60_500,
+                refuse: true,
+            })
+        );
+        assert_eq!(w.expires_at, Some(timestamp(at)));
+        assert_eq!(w.ttl_ms, 0);
+        let plain = EnqueueRequest::new("q", "t").unwrap().to_wire("k");
+        assert_eq!((plain.unique, plain.expires_at, plain.ttl_ms), (None, None, 0));
+        assert_eq!(UniqueOptions::by_key("k1").to_wire().key, "k1");
     }
 
     #[test]
