@@ -693,12 +693,13 @@ class SeppClient:
                            {DeadLetterCause(c.cause): c.count for c in q.dead_lettered_total}, q.dropped_total)
                 for q in r.queues]
 
-    async def list_jobs(self, queue: str, *, state: Optional[JobState] = None, after_job_id: int = 0,
+    async def list_jobs(self, queue: str, *, state: JobState, after_job_id: int = 0,
                         limit: int = 0, stale: bool = False) -> tuple[list[Job], int]:
-        """A page of the queue's live jobs (optionally of one state) and the
-        after_job_id of the next page (0: no more)."""
+        """A page of the queue's live jobs in one state (SCHEDULED, READY or
+        RESERVED; the server lists one state at a time) and the after_job_id
+        of the next page (0: no more)."""
         r = await self._admin("list jobs", "ListJobs", apb.ListJobsRequest(
-            queue=queue, state=tpb.JobState.Name(int(state or 0)), after_job_id=after_job_id, limit=limit,
+            queue=queue, state=tpb.JobState.Name(int(state)), after_job_id=after_job_id, limit=limit,
             allow_stale=stale))
         return [Job.from_proto(j) for j in r.jobs], int(r.next_after_job_id)
 
