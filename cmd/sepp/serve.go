@@ -30,6 +30,7 @@ import (
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/config"
 	"github.com/sepp-io/sepp/fsm"
+	"github.com/sepp-io/sepp/internal/cgroupmem"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 	"github.com/sepp-io/sepp/rpc"
 )
@@ -174,6 +175,9 @@ func firstNonEmpty(vs ...string) string {
 // serve runs a node until ctx ends, then stops it gracefully.
 func serve(ctx context.Context, cfg config.Config) error {
 	log := newLogger(cfg.Server)
+	if l, ok := cgroupmem.Find(os.DirFS("/"), "proc/self"); ok {
+		log.Info("cgroup memory limit", "bytes", l.Bytes, "file", "/"+l.File)
+	}
 	mem := applyMemorySettings(cfg.Server, os.LookupEnv, cgroupMemoryLimit, log)
 	if headroom, err := cfg.Server.GCMinHeadroomBytes(); err == nil {
 		startGCTuner(ctx, mem, uint64(headroom), log) // gctune.go
@@ -491,30 +495,12 @@ func physicalMemory() (int64, bool) {
 	return 0, false
 }
 
-// cgroupMemoryLimit reads the memory limit of the cgroup this process runs in
-// (cgroup v2, then v1); false when there is none.
+// cgroupMemoryLimit is the memory limit the kernel enforces on this
+// process: the smallest of its own cgroup's and every ancestor's, cgroup v1
+// or v2 (internal/cgroupmem); false when there is none.
 func cgroupMemoryLimit() (int64, bool) {
-	return readCgroupLimit([]string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"})
-}
-
-func readCgroupLimit(paths []string) (int64, bool) {
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		v := strings.TrimSpace(string(data))
-		if v == "max" {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		// cgroup v1 reports "no limit" as a huge page-rounded number.
-		if err != nil || n <= 0 || n >= 1<<60 {
-			return 0, false
-		}
-		return n, true
-	}
-	return 0, false
+	l, ok := cgroupmem.Find(os.DirFS("/"), "proc/self")
+	return l.Bytes, ok
 }
 
 // startPprof serves net/http/pprof on addr (SEPP_PPROF_ADDR) and returns a

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -225,38 +224,6 @@ func TestDecideMemorySettings(t *testing.T) {
 			}
 			if m.limit != tc.wantLimit || m.gcPercent != tc.wantGC {
 				t.Fatalf("limit %d gc %d, want %d %d (%+v)", m.limit, m.gcPercent, tc.wantLimit, tc.wantGC, m)
-			}
-		})
-	}
-}
-
-func TestReadCgroupLimit(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	tests := []struct {
-		name   string
-		paths  []string
-		want   int64
-		wantOK bool
-	}{
-		{"v2 limit", []string{write("v2", "1073741824\n")}, 1 << 30, true},
-		{"v2 max", []string{write("v2max", "max\n")}, 0, false},
-		{"v1 unlimited", []string{filepath.Join(dir, "missing"), write("v1", "9223372036854771712\n")}, 0, false},
-		{"v1 limit after a missing v2 file", []string{filepath.Join(dir, "missing"), write("v1b", "536870912")}, 512 << 20, true},
-		{"garbage", []string{write("bad", "lots")}, 0, false},
-		{"no files", []string{filepath.Join(dir, "missing")}, 0, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := readCgroupLimit(tc.paths)
-			if got != tc.want || ok != tc.wantOK {
-				t.Fatalf("got %d %v, want %d %v", got, ok, tc.want, tc.wantOK)
 			}
 		})
 	}
