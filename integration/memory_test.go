@@ -41,13 +41,33 @@ func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
 	insp := newClient(ctx, t, c.Addrs())
 	waitLeader(ctx, t, insp, c, 60*time.Second, -1)
 
-	budget := serverBudget(ctx, t, c.Addrs()[0])
-	report(t, "memory budget_default", budget>>20, "MiB")
-	share := config.DefaultMaxMemoryShare // a variable: the product is not an integer constant
-	if want := int64(float64(memLimitMiB<<20) * share); budget < want*9/10 || budget > want*11/10 {
-		t.Fatalf("default budget %d bytes, want about %.2f of the %d MiB limit (%d)", budget, config.DefaultMaxMemoryShare, memLimitMiB, want)
-	}
+	requireDefaultBudget(ctx, t, c.Addrs()[0])
 
+	floodRestartDrain(ctx, t, dockerBudgeted{c}, insp)
+}
+
+// budgetedCluster is a cluster whose nodes each run under a memory limit,
+// with the operations floodRestartDrain needs beyond testCluster's.
+type budgetedCluster interface {
+	testCluster
+	// killAll kills every node at once (SIGKILL) and startAll starts them
+	// again under the same limits.
+	killAll(ctx context.Context, t *testing.T)
+	startAll(ctx context.Context, t *testing.T)
+	// requireAlive fails t unless every node runs and none was OOM-killed.
+	requireAlive(ctx context.Context, t *testing.T, when string)
+	// reportPeaks reports each node's peak resident memory.
+	reportPeaks(ctx context.Context, t *testing.T, name string)
+}
+
+// floodRestartDrain pushes 1 KiB jobs until the refusals are as many as the
+// jobs accepted (issue 22): no node may be killed, producers must get
+// ResourceExhausted; every node must come back within its limit after all
+// three are killed at once with the full state (snapshot restore and log
+// replay), and workers must then drain every job that was acknowledged,
+// unchanged, and nothing else.
+func floodRestartDrain(ctx context.Context, t *testing.T, c budgetedCluster, insp *client.Client) {
+	t.Helper()
 	// Producers push until the refusals are as many as the jobs the budget
 	// holds: well past it. (Batches of 100 jobs: a Raft entry is capped at
 	// 512 KiB, issue 22 part 3.)
@@ -124,29 +144,21 @@ func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
 	if otherErrs > 20*batch {
 		t.Fatalf("%d enqueues failed with neither success nor ResourceExhausted (last: %v)", otherErrs, lastOther)
 	}
-	requireAlive(ctx, t, c, "after the push")
-	reportPeaks(ctx, t, c, "memory peak_at_budget")
+	c.requireAlive(ctx, t, "after the push")
+	c.reportPeaks(ctx, t, "memory peak_at_budget")
 
 	// All three killed at once and started again in the same limit: each
 	// restores its snapshot and replays its log with the full state.
-	for _, name := range c.containers {
-		if _, err := docker(ctx, "kill", name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.killAll(ctx, t)
 	restart := time.Now()
-	for _, name := range c.containers {
-		if _, err := docker(ctx, "start", name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.startAll(ctx, t)
 	waitLeader(ctx, t, insp, c, 90*time.Second, -1)
 	if _, err := waitReplicasAgree(ctx, c, 90*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	report(t, "memory restart_all_to_agreed", ms(time.Since(restart)), "ms")
-	requireAlive(ctx, t, c, "after the restart")
-	reportPeaks(ctx, t, c, "memory peak_restart")
+	c.requireAlive(ctx, t, "after the restart")
+	c.reportPeaks(ctx, t, "memory peak_restart")
 
 	// Workers drain: every acknowledged job comes back once, unchanged.
 	drainStart := time.Now()
@@ -217,7 +229,19 @@ func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
 	if _, err := insp.Enqueue(ctx, &client.EnqueueRequest{Queue: "mem", JobType: "fill", Payload: make([]byte, payloadBytes)}); err != nil {
 		t.Fatalf("enqueue after the drain: %v", err)
 	}
-	requireAlive(ctx, t, c, "after the drain")
+	c.requireAlive(ctx, t, "after the drain")
+}
+
+// requireDefaultBudget fails t unless the budget the cluster advertises is
+// the default share of memLimitMiB.
+func requireDefaultBudget(ctx context.Context, t *testing.T, addr string) {
+	t.Helper()
+	budget := serverBudget(ctx, t, addr)
+	report(t, "memory budget_default", budget>>20, "MiB")
+	share := config.DefaultMaxMemoryShare // a variable: the product is not an integer constant
+	if want := int64(float64(memLimitMiB<<20) * share); budget < want*9/10 || budget > want*11/10 {
+		t.Fatalf("default budget %d bytes, want about %.2f of the %d MiB limit (%d)", budget, config.DefaultMaxMemoryShare, memLimitMiB, want)
+	}
 }
 
 // serverBudget is limits.max_memory_bytes as GetServerInfo advertises it.
@@ -242,9 +266,31 @@ func serverBudget(ctx context.Context, t *testing.T, addr string) int64 {
 	return budget
 }
 
+// dockerBudgeted runs floodRestartDrain on containers started with
+// --memory.
+type dockerBudgeted struct{ *dockerCluster }
+
+func (c dockerBudgeted) killAll(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for _, name := range c.containers {
+		if _, err := docker(ctx, "kill", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (c dockerBudgeted) startAll(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for _, name := range c.containers {
+		if _, err := docker(ctx, "start", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // requireAlive fails t unless every container runs, was never OOM-killed
 // and its cgroup counts no OOM kill.
-func requireAlive(ctx context.Context, t *testing.T, c *dockerCluster, when string) {
+func (c dockerBudgeted) requireAlive(ctx context.Context, t *testing.T, when string) {
 	t.Helper()
 	for i, name := range c.containers {
 		out, err := docker(ctx, "inspect", "-f", "{{.State.Running}} {{.State.OOMKilled}} {{.State.ExitCode}}", name)
@@ -256,11 +302,7 @@ func requireAlive(ctx context.Context, t *testing.T, c *dockerCluster, when stri
 		}
 		// cgroup v2 memory.events, v1 memory.oom_control: "oom_kill N".
 		if events, ok := cgroupFile(ctx, name, "memory.events", "memory.oom_control"); ok {
-			for _, line := range strings.Split(events, "\n") {
-				if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" && f[1] != "0" {
-					t.Fatalf("%s: %s: the cgroup counts %s OOM kills", when, c.ids[i], f[1])
-				}
-			}
+			requireNoOOMKill(t, events, when, c.ids[i])
 		}
 	}
 }
@@ -269,23 +311,40 @@ func requireAlive(ctx context.Context, t *testing.T, c *dockerCluster, when stri
 // container's sepp process since it started, when the host shows it. (The
 // cgroup's own peak counts the page cache of the Raft log's writes, which
 // fills any limit and is reclaimed, not killed for.)
-func reportPeaks(ctx context.Context, t *testing.T, c *dockerCluster, name string) {
+func (c dockerBudgeted) reportPeaks(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
 	for i, cn := range c.containers {
 		pid, err := docker(ctx, "inspect", "-f", "{{.State.Pid}}", cn)
 		if err != nil {
 			continue
 		}
-		status, err := os.ReadFile("/proc/" + pid + "/status")
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(status), "\n") {
-			if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
-				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-					report(t, fmt.Sprintf("%s_rss_%s", name, c.ids[i]), kb>>10, fmt.Sprintf("MiB of %d", memLimitMiB))
-				}
+		reportPeak(t, pid, fmt.Sprintf("%s_rss_%s", name, c.ids[i]))
+	}
+}
+
+// reportPeak reports the peak resident memory (VmHWM) of process pid.
+func reportPeak(t *testing.T, pid, name string) {
+	t.Helper()
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				report(t, name, kb>>10, fmt.Sprintf("MiB of %d", memLimitMiB))
 			}
+		}
+	}
+}
+
+// requireNoOOMKill fails t when a cgroup's memory.events (v2) or
+// memory.oom_control (v1) counts an OOM kill ("oom_kill N").
+func requireNoOOMKill(t *testing.T, events, when, node string) {
+	t.Helper()
+	for _, line := range strings.Split(events, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" && f[1] != "0" {
+			t.Fatalf("%s: %s: the cgroup counts %s OOM kills", when, node, f[1])
 		}
 	}
 }
