@@ -98,6 +98,17 @@ nemesis: ## Randomized fault campaign (integration/nemesis*): SEEDS=N seeds (def
 		$(GO) test -count=1 -timeout 0 -run 'TestNemesis$$' ./integration/
 	@echo "table rows: $(NEMESIS_TABLE)"
 
+# make soak: DURATION of the run (default 1h); samples and chart in
+# SOAK_OUT; the chart is copied to docs/soak.png.
+DURATION ?= 1h
+SOAK_OUT ?= $(CURDIR)/.cache/soak
+
+.PHONY: soak
+soak: ## Soak (integration/soak_test.go): mixed load and a fault every minute or two for DURATION (default 1h), each node's memory, goroutines, open files and disk sampled, then drawn into docs/soak.png (gnuplot: apt-get install gnuplot-nox).
+	@mkdir -p $(SOAK_OUT)
+	SEPP_SOAK_DURATION=$(DURATION) SEPP_SOAK_OUT=$(SOAK_OUT) $(GO) test -count=1 -timeout 0 -run 'TestSoak$$' -v ./integration/ | tee $(SOAK_OUT)/soak.log
+	gnuplot -e "csv='$(SOAK_OUT)/soak.csv'; out='docs/soak.png'" scripts/soak-chart.gp
+
 .PHONY: raft-fork
 raft-fork: ## Tests of the patched hashicorp/raft and raft-wal in third_party: each patch's tests under -race, then upstream's whole suites but the skip lists (RAFT_SKIP, WAL_SKIP), and raft's fuzzy/ partition suite.
 	cd third_party/hashicorp/raft && $(GO) test -count=3 -race -run 'TestSepp' .

@@ -150,6 +150,15 @@ type campaignOptions struct {
 	// PlantedLoss says the schedule makes a job vanish on purpose: the
 	// history's violations are the caller's to assert, not errors.
 	PlantedLoss bool
+	// Launch, when set and the nodes run without network namespaces,
+	// turns a node's command line into the one started (devcluster's
+	// Options.Launch): the rolling upgrade picks each node's binary with it.
+	Launch func(node int, argv []string) []string
+	// MaxJobs bounds the workload's distinct jobs (default 200,000).
+	MaxJobs int
+	// During, when set, starts with the workload and is stopped, by the
+	// function it returns, once the schedule is over (the soak's sampler).
+	During func(ctx context.Context, c localCluster) (stop func())
 }
 
 // restartFailure is a start of a node's process that did not come up and
@@ -277,7 +286,7 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 	ctx, cancel := context.WithTimeout(context.Background(), sched.End()+4*time.Minute)
 	defer cancel()
 
-	dopts := devcluster.Options{Binary: bin, Nodes: 3, Dir: t.TempDir(), ExtraTOML: clusterTOML}
+	dopts := devcluster.Options{Binary: bin, Nodes: 3, Dir: t.TempDir(), ExtraTOML: clusterTOML, Launch: o.Launch}
 	var nn *nodeNet
 	if o.Partitions {
 		var err error
@@ -324,7 +333,11 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 		t.Logf("nemesis recipe with %s leading: %s", c.Nodes[leader].ID, sched)
 	}
 
-	w := startWorkload(ctx, t, workloadOptions{Addrs: c.Addrs(), Producers: 2, Workers: 2, MaxJobs: 200_000, Backlog: 40})
+	maxJobs := o.MaxJobs
+	if maxJobs == 0 {
+		maxJobs = 200_000
+	}
+	w := startWorkload(ctx, t, workloadOptions{Addrs: c.Addrs(), Producers: 2, Workers: 2, MaxJobs: maxJobs, Backlog: 40})
 	closeRaw := startRawWorkload(ctx, w, c.Addrs(), 1, 1)
 	defer closeRaw()
 	stopped := false
@@ -345,6 +358,11 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 			pause(ctx, time.Until(n.start.Add(f.At)))
 			n.inject(ctx, f)
 		}()
+	}
+	if o.During != nil {
+		stopDuring := o.During(ctx, c)
+		wg.Wait()
+		stopDuring()
 	}
 	wg.Wait()
 	end := time.Now()
