@@ -148,6 +148,11 @@ type Config struct {
 	// write timeout and cache are applied; fault-injection tests use it to
 	// stall a disk.
 	LogStoreWrapper func(raft.LogStore) raft.LogStore
+	// OnStoreFailure, when set, is called once, on its own goroutine, when
+	// the disk failed a write to the Raft log or stable store for another
+	// reason than a lack of space (failstop.go); sepp serve exits. Unset,
+	// the node closes.
+	OnStoreFailure func(error)
 }
 
 // DefaultMaxCommandBytes is the default MaxCommandBytes: the gRPC layer's

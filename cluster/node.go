@@ -67,6 +67,11 @@ type Node struct {
 	// check and proposal (schedule_api.go).
 	scheduleWriteMu sync.Mutex
 
+	// storeFailOnce and storeFailure: the write the disk failed, which
+	// stopped the node (failstop.go).
+	storeFailOnce sync.Once
+	storeFailure  atomic.Pointer[error]
+
 	shutdownCh   chan struct{}
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -169,6 +174,7 @@ func NewNode(cfg Config) (*Node, error) {
 	if cfg.LogStoreWrapper != nil {
 		logStore = cfg.LogStoreWrapper(logStore)
 	}
+	logStore = &failStopLogStore{LogStore: logStore, fail: n.failStop}
 	logStore = &timedLogStore{LogStore: logStore, observe: func(d time.Duration) { n.metrics.logWrite.Observe(d.Seconds()) }}
 	logStore = newTimeoutLogStore(logStore, cfg.LogStoreWriteTimeout)
 	cache, err := raft.NewLogCache(logCacheEntries, logStore)
@@ -178,7 +184,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	cached := &diskFullLogStore{LogStore: cache, w: &n.disk}
 	n.logStore = cached
-	stable := &diskFullStableStore{StableStore: stores.stable, w: &n.disk}
+	stable := &diskFullStableStore{StableStore: &failStopStableStore{StableStore: stores.stable, fail: n.failStop}, w: &n.disk}
 	snapDir := filepath.Join(cfg.DataDir, "snapshots")
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, logger.Named("snapshots"))
 	if err != nil {

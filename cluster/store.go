@@ -138,6 +138,7 @@ func openStores(dir, configured string, segmentSize int, logger hclog.Logger) (*
 		unlock()
 		return nil, fmt.Errorf("cluster config: log_store: %q is not %q or %q", kind, LogStoreWAL, LogStoreBolt)
 	}
+	injectDiskFaults(s, dir)                        // faultinject.go: a no-op outside a test build
 	if err := plantRestartBug(s, dir); err != nil { // plantedbug.go: a no-op outside a test build
 		s.Close()
 		return nil, err

@@ -663,9 +663,11 @@ func lastLogError(dir string) string {
 func (n *nemesis) wipe(ctx context.Context, i int, who string) {
 	node := n.c.Nodes[i]
 	n.logf("wipe %s: SIGKILL, remove, delete its data, start empty, join", who)
-	if err := n.c.Kill(i); err != nil {
-		n.problem("wipe: kill %s: %v", node.ID, err)
-		return
+	if n.c.Running(i) { // a node that refused its data has exited already
+		if err := n.c.Kill(i); err != nil {
+			n.problem("wipe: kill %s: %v", node.ID, err)
+			return
+		}
 	}
 	if lost := n.failedNodes(i); len(lost) > 0 {
 		// Two voters left besides this one, and one of them will never

@@ -172,6 +172,10 @@ func firstNonEmpty(vs ...string) string {
 	return ""
 }
 
+// exitStoreFailure is sepp serve's exit code after the disk failed a write
+// to the Raft store (sysexits' EX_IOERR).
+const exitStoreFailure = 74
+
 // serve runs a node until ctx ends, then stops it gracefully.
 func serve(ctx context.Context, cfg config.Config) error {
 	log := newLogger(cfg.Server)
@@ -205,6 +209,13 @@ func serve(ctx context.Context, cfg config.Config) error {
 	nc.Engine.Limits.MaxMemoryBytes = cfg.Limits.MaxMemoryBytes
 	if cfg.Limits.MaxMemoryBytes <= 0 {
 		nc.MemoryShare = cfg.Limits.MemoryShare()
+	}
+	// A write the disk failed (not a full disk) ends the process at once,
+	// with a code a supervisor sees: the restart recovers from what the
+	// disk holds (cluster/failstop.go).
+	nc.OnStoreFailure = func(err error) {
+		log.Error("exiting: the disk failed a write to the Raft store", "error", err, "exit_code", exitStoreFailure)
+		os.Exit(exitStoreFailure)
 	}
 	nc.Facts = cluster.MemberFacts{BinaryVersion: version, MemoryLimitBytes: limit, MemoryLimitFrom: limitFrom,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), Started: time.Now()}

@@ -1,0 +1,270 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sepp-io/sepp/client"
+	"github.com/sepp-io/sepp/devcluster"
+)
+
+// buildTagged builds cmd/sepp with a test build tag into a temporary
+// folder.
+func buildTagged(t *testing.T, tag string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sepp-"+tag)
+	build := exec.Command("go", "build", "-tags", tag, "-o", bin, "./cmd/sepp")
+	build.Dir = repoRoot
+	build.Env = append(build.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build with -tags %s: %v\n%s", tag, err, out)
+	}
+	return bin
+}
+
+// A leader whose disk fails a log write (EIO, as a failed fsync reports)
+// exits with code 74 instead of stepping down and retrying; the others go
+// on under the nemesis's workload, the node restarts on a healthy disk and
+// catches up, and the history holds: nothing acknowledged lost or
+// duplicated (issue 36). The binary is built with the tag
+// sepp_fault_inject, whose log store fails every write while the data dir
+// holds the file inject-eio (cluster/faultinject_on.go).
+func TestDiskFault_FailedFsyncStopsTheLeader(t *testing.T) {
+	requireLong(t)
+	bin := buildTagged(t, "sepp_fault_inject")
+	var faultErr error
+	var story []string
+	r := runCampaign(t, campaignOptions{
+		Schedule: schedule{}, Name: "failed-fsync", Binary: bin,
+		During: func(ctx context.Context, c localCluster) func() {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				insp := newClient(ctx, t, c.Addrs())
+				pause(ctx, 2*time.Second)
+				li, err := leaderIndex(ctx, insp, c)
+				if err != nil {
+					faultErr = err
+					return
+				}
+				node := c.Nodes[li]
+				trigger := filepath.Join(node.Dir, "data", "inject-eio")
+				start := time.Now()
+				if err := os.WriteFile(trigger, nil, 0o644); err != nil {
+					faultErr = err
+					return
+				}
+				if err := waitFor(ctx, 20*time.Second, func(context.Context) (bool, error) {
+					return !c.Running(li), fmt.Errorf("%s still runs", node.ID)
+				}); err != nil {
+					faultErr = fmt.Errorf("the leader whose disk failed a write did not exit: %w", err)
+					return
+				}
+				story = append(story, fmt.Sprintf("%s exited %s after its disk began failing", node.ID, time.Since(start).Round(time.Millisecond)))
+				logTail := tail(filepath.Join(node.Dir, "sepp.log"), 40)
+				if !strings.Contains(logTail, "exiting: the disk failed a write to the Raft store") || !strings.Contains(logTail, "exit_code=74") {
+					faultErr = fmt.Errorf("%s's log does not say why it exited:\n%s", node.ID, logTail)
+					return
+				}
+				nl := waitLeader(ctx, t, insp, c, 20*time.Second, li)
+				story = append(story, fmt.Sprintf("%s leads", c.Nodes[nl].ID))
+				pause(ctx, 2*time.Second) // load on two nodes
+				if err := os.Remove(trigger); err != nil {
+					faultErr = err
+					return
+				}
+				if err := c.StartNode(li); err != nil {
+					faultErr = err
+					return
+				}
+				if err := waitNodeServes(ctx, c, li, 30*time.Second); err != nil {
+					faultErr = fmt.Errorf("%s after the disk fault: %w\n%s", node.ID, err, c.LogTail(li))
+					return
+				}
+				if err := waitCaughtUp(ctx, insp, c, li, 30*time.Second); err != nil {
+					faultErr = err
+					return
+				}
+				story = append(story, fmt.Sprintf("%s restarted and caught up", node.ID))
+			}()
+			return func() { <-done }
+		},
+	})
+	r.print(t)
+	if faultErr != nil {
+		t.Fatalf("failed fsync: %v", faultErr)
+	}
+	t.Logf("failed fsync: %s", strings.Join(story, "; "))
+	for _, p := range r.Liveness {
+		t.Errorf("liveness: %s", p)
+	}
+	if !r.Checked {
+		t.Fatal("the history was not checked")
+	}
+}
+
+// A byte flipped in a sealed segment of a follower's Raft log between two
+// runs: the node refuses to start and names the file; the operator's way
+// back (docs/backup-and-restore.md: remove the member, delete its data,
+// start it empty, join it) brings it back with every job (issue 36).
+func TestDiskFault_FlippedByteInASealedSegment(t *testing.T) {
+	requireLong(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dc, err := devcluster.Start(devcluster.Options{Binary: seppBinary, Nodes: 3, Dir: t.TempDir(),
+		ExtraTOML: strings.Replace(clusterTOML, "[storage]\n", "[storage]\nwal_segment_mb = 1\n", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dc.Stop() })
+	c := localCluster{dc}
+	defer dumpLogs(t, c)
+	if err := dc.WaitServing(ctx); err != nil {
+		t.Fatal(err)
+	}
+	insp := newClient(ctx, t, c.Addrs())
+	li := waitLeader(ctx, t, insp, c, 20*time.Second, -1)
+	// Three 1 MiB segments' worth of jobs: the first segments are sealed.
+	var ids []uint64
+	for b := 0; b < 30; b++ {
+		reqs := make([]*client.EnqueueRequest, 100)
+		for i := range reqs {
+			reqs[i] = client.NewEnqueueRequest("corrupt", "fill").WithPayload(make([]byte, 1024))
+		}
+		res, err := insp.EnqueueBatch(ctx, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			ids = append(ids, r.Result.JobID)
+		}
+	}
+	f := followerOf(li)
+	node := c.Nodes[f]
+	if err := waitCaughtUp(ctx, insp, c, f, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StopNode(f, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(node.Dir, "data", "wal", "*.wal"))
+	slices.Sort(segs)
+	if len(segs) < 2 {
+		t.Fatalf("want a sealed segment and the open one, found %v", segs)
+	}
+	sealed := segs[0]
+	data, err := os.ReadFile(sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/3] ^= 0x20
+	if err := os.WriteFile(sealed, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartNode(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		return !c.Running(f), fmt.Errorf("%s still runs on a corrupt segment", node.ID)
+	}); err != nil {
+		t.Fatalf("%v\n%s", err, c.LogTail(f))
+	}
+	why := lastLogError(node.Dir)
+	if !strings.Contains(why, "corrupt data on disk") || !strings.Contains(why, filepath.Join(node.Dir, "data", "wal")) {
+		t.Fatalf("%s refused to start without naming the corrupt log: %q", node.ID, why)
+	}
+	t.Logf("%s refused to start: %s", node.ID, why)
+
+	// The operator's way back: remove, wipe, start empty, join.
+	n := &nemesis{t: t, c: c, insp: insp, start: time.Now(), nodeMu: make([]sync.Mutex, 3)}
+	n.wipe(ctx, f, node.ID)
+	if len(n.problems) > 0 || len(n.failed) > 0 {
+		t.Fatalf("wipe and rejoin: %v %v", n.problems, n.failed)
+	}
+	if err := waitCaughtUp(ctx, insp, c, f, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waitReplicasAgree(ctx, c, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Every job is there, on the rejoined node too.
+	cc := newClient(ctx, t, []string{node.GRPCAddr})
+	for _, id := range []uint64{ids[0], ids[len(ids)/2], ids[len(ids)-1]} {
+		if _, err := cc.GetJob(ctx, id, true); err != nil {
+			t.Fatalf("job %d on the rejoined %s: %v", id, node.ID, err)
+		}
+	}
+}
+
+// A torn write at the tail of a follower's Raft log (the last record of
+// its open segment cut mid-way, as a power loss during the write leaves
+// it): the node restarts, drops only that unfinished tail, and catches up
+// from the leader (issue 36).
+func TestDiskFault_TornWriteAtTheLogTail(t *testing.T) {
+	requireLong(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := startLocal(t)
+	defer dumpLogs(t, c)
+	insp := newClient(ctx, t, c.Addrs())
+	li := waitLeader(ctx, t, insp, c, 20*time.Second, -1)
+	for i := 0; i < 200; i++ {
+		if _, err := insp.Enqueue(ctx, client.NewEnqueueRequest("torn", "t").WithPayload([]byte(fmt.Sprintf("job %d", i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := followerOf(li)
+	node := c.Nodes[f]
+	if err := waitCaughtUp(ctx, insp, c, f, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Kill(f); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(node.Dir, "data", "wal", "*.wal"))
+	slices.Sort(segs)
+	if len(segs) == 0 {
+		t.Fatal("no WAL segment")
+	}
+	open := segs[len(segs)-1]
+	data, err := os.ReadFile(open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := len(data)
+	for end > 0 && data[end-1] == 0 { // the segment is preallocated: written data ends at the last non-zero byte
+		end--
+	}
+	if end < 64 {
+		t.Fatalf("%s holds no records", open)
+	}
+	for i := end - 24; i < end; i++ { // the last record's tail never reached the disk
+		data[i] = 0
+	}
+	if err := os.WriteFile(open, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartNode(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitNodeServes(ctx, c, f, 30*time.Second); err != nil {
+		t.Fatalf("%s did not restart after a torn tail write: %v\n%s", node.ID, err, c.LogTail(f))
+	}
+	if err := waitCaughtUp(ctx, insp, c, f, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waitReplicasAgree(ctx, c, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
