@@ -189,3 +189,27 @@ func TestScanFindsLinksAndAnchors(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexListsEveryPage: docs/README.md is the index, so a page it does not
+// link is a page nobody finds.
+func TestIndexListsEveryPage(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	links, _ := scan(string(b))
+	listed := map[string]bool{}
+	for _, l := range links {
+		path, _, _ := strings.Cut(l.target, "#")
+		listed[path] = true
+	}
+	names, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if n != "README.md" && !listed[n] {
+			t.Errorf("docs/%s is not linked from docs/README.md", n)
+		}
+	}
+}
