@@ -5,7 +5,7 @@ GO        ?= go
 # error and CI runs as root; TestRaft_ProtocolVersion_Upgrade_1_2,
 # TestRaft_HasExistingState and
 # TestNetworkTransport_AppendEntriesPipeline_CloseStreams fail now and then on
-# unpatched v1.7.3 on this machine too;
+# unpatched v1.7.3 too on a loaded 2-core VM;
 # TestRaft_ClusterCanRegainStability_WhenNonVoterWithHigherTermJoin allows a
 # no-leader gap of 105 ms, which the follower grace (fifth change) exceeds in
 # 4 runs of 10 (third_party/hashicorp/raft/SEPP-PATCH.md, "Tests").
@@ -176,7 +176,7 @@ sdk-python: build ## Python SDK (sdk/python): generated-code check, mypy --stric
 	cd sdk/python && ./generate.sh --check
 	cd sdk/python && $(PYTHON) -m mypy src tests bench.py
 	cd sdk/python && $(PYTHON) -m flake8 src tests bench.py
-	cd sdk/python && SEPP_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider
+	cd sdk/python && SEPP_BIN=$(CURDIR)/$(BIN) SEPP_SPEC_DIR="$(SPEC_DIR)" $(PYTHON) -m pytest -q -p no:cacheprovider
 
 .PHONY: sdk-python-bench
 sdk-python-bench: build ## Python SDK throughput (enqueue, Producer, Worker) against a local 3-node `sepp dev` cluster, printed.
@@ -204,7 +204,7 @@ bench-ab: ## sepp bench alternately with OLD (a git rev) and the working tree, R
 	scripts/bench-ab.sh $(OLD) $(ROUNDS) -- $(BENCH_FLAGS)
 
 .PHONY: bench-nats
-bench-nats: build ## sepp bench and NATS JetStream (3 replicas, fsync always and NATS's default lazy fsync; go-installed into .cache/peers) alternately on this machine, ROUNDS times.
+bench-nats: build ## sepp bench and NATS JetStream (3 replicas, fsync always and NATS's default lazy fsync; go-installed into .cache/peers) alternately on the same host, ROUNDS times.
 	scripts/bench-nats.sh $(ROUNDS)
 
 .PHONY: elections
@@ -220,10 +220,14 @@ bench/cluster: ## Throughput and failover through a real 3-node loopback cluster
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./cluster/...
 
 # The TypeScript SDK (sdk/typescript): Debian's tsc (node-typescript) and
-# node (nodejs, Node 18 or later); SPEC_DIR holds the spec pages whose
-# samples sdk-typescript-samples copies.
+# node (nodejs, Node 18 or later).
+# SPEC_DIR is the folder of the spec pages (*.txt) whose code samples the
+# SDKs carry verbatim. The pages are not part of the repository, so it has no
+# default: sdk-typescript-samples requires it, and sdk-python and sdk-rust
+# pass it on as SEPP_SPEC_DIR, whose tests then check their copies against
+# the pages (without it they check the copies alone).
 TS_DIR   ?= sdk/typescript
-SPEC_DIR ?= /work/shared/spec
+SPEC_DIR ?=
 
 .PHONY: sdk-typescript
 sdk-typescript: ## Build the TypeScript SDK (tsc, strict) and run its node --test suite against a local three-node sepp dev cluster.
@@ -236,6 +240,7 @@ sdk-typescript: ## Build the TypeScript SDK (tsc, strict) and run its node --tes
 
 .PHONY: sdk-typescript-samples
 sdk-typescript-samples: ## Copy the spec pages' TypeScript samples (SPEC_DIR) into sdk/typescript/test/spec-samples.
+	@test -n "$(SPEC_DIR)" || { echo "sdk-typescript-samples: set SPEC_DIR to the folder of the spec pages (make sdk-typescript-samples SPEC_DIR=path/to/spec)" >&2; exit 2; }
 	node $(TS_DIR)/scripts/extract-samples.mjs $(SPEC_DIR)
 
 # The Rust SDK (sdk/rust): Debian's rustc 1.63, cargo and clippy (apt-get
@@ -250,7 +255,7 @@ CARGO_JOBS ?= 2
 .PHONY: sdk-rust
 sdk-rust: build ## Rust SDK (sdk/rust): clippy -D warnings, then cargo test (every spec sample, the failover) against local three-node clusters of bin/sepp; offline, Debian's toolchain.
 	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) cargo clippy --offline --all-targets -- -D warnings
-	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) SEPP_BIN="$(CURDIR)/$(BIN)" cargo test --offline --no-fail-fast
+	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) SEPP_BIN="$(CURDIR)/$(BIN)" SEPP_SPEC_DIR="$(SPEC_DIR)" cargo test --offline --no-fail-fast
 
 .PHONY: image
 image: ## Build the sepp:$(TAG) container image (TAG=dev by default) FROM scratch around the static binary.

@@ -51,7 +51,7 @@ type Options struct {
 	// over TLS: the gRPC API with client certificates required, the HTTP
 	// listener, and mutual TLS between nodes. Cluster.PKI names the files.
 	TLS bool
-	// GoMaxProcs is each node's GOMAXPROCS. Zero splits this machine's
+	// GoMaxProcs is each node's GOMAXPROCS. Zero splits the host's
 	// CPUs among the nodes (at least one each) unless GOMAXPROCS is set in
 	// the environment, which the nodes then inherit; negative leaves every
 	// node the Go default (all CPUs). See nodeGoMaxProcs.

@@ -2,7 +2,7 @@
 # bench-nats.sh [ROUNDS]
 #
 # Runs `sepp bench` and the same workloads against NATS JetStream, the
-# fastest replicated peer, alternately on this machine, ROUNDS times (default
+# fastest replicated peer, alternately on the same host, ROUNDS times (default
 # 2): a shared VM's speed moves by a factor of two from day to day, so a
 # peer's figure only means something measured in the same minutes as sepp's.
 #
@@ -25,7 +25,7 @@
 # sepp side: `bin/sepp bench --scenarios produce,latency,consume,mixed`
 # (build it first with `make build`).
 #
-# Both are Go programs, and both get the same share of this machine's CPUs,
+# Both are Go programs, and both get the same share of the host's CPUs,
 # as `sepp bench` gives its own processes: each server GOMAXPROCS
 # nproc/3, the benchmark client nproc/4 (at least 1). GOMAXPROCS set in the
 # environment applies to every process of both instead (GOMAXPROCS=$(nproc)

@@ -50,7 +50,7 @@ fi
 [[ $faults =~ ^[0-9]+$ ]] || { echo "elections.sh: -f must be a whole number of seconds" >&2; exit 2; }
 ((faults && down)) && { echo "elections.sh: -f and -m do not go together" >&2; exit 2; }
 
-work=$(mktemp -d /tmp/sepp-elections.XXXXXX)
+work=$(mktemp -d -t sepp-elections.XXXXXX) # under $TMPDIR
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done

@@ -36,7 +36,7 @@ done
 case $kind in stop | kill) ;; *) echo "failover-dist.sh: -k must be stop or kill" >&2; exit 2 ;; esac
 case $neighbour in none | iomix) ;; *) echo "failover-dist.sh: -n must be none or iomix" >&2; exit 2 ;; esac
 
-work=$(mktemp -d /tmp/sepp-failover-dist.XXXXXX)
+work=$(mktemp -d -t sepp-failover-dist.XXXXXX) # under $TMPDIR
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done

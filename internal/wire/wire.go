@@ -1,9 +1,10 @@
-// Package wire holds the protobuf wire-format helpers that sepp's
-// hand-written decoders share (the server's EnqueueBatch decoder, the state
-// machine's enqueue decoder, the client's reserve and enqueue-batch answer
-// decoders). Each decodes
-// exactly what proto.Unmarshal would, or reports that it cannot, so that
-// its caller can fall back to proto.Unmarshal.
+// Package wire holds the protobuf wire-format helpers that sepp's two
+// hand-written decoders share: the state machine's log-entry decoder
+// (fsm/enqueue_decode.go) and the Go client's Reserve-response decoder
+// (client/decode.go). Each decodes exactly what proto.Unmarshal would, or
+// reports that it cannot, so that its caller can fall back to
+// proto.Unmarshal. Why only these two remain is in fsm/DESIGN.md
+// ("Hand-written codecs, measured").
 package wire
 
 import (

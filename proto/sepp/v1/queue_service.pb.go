@@ -44,7 +44,7 @@ type EnqueueRequest struct {
 	IdempotencyKey string `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// Makes the job unique in its queue: while another job holds the same
 	// uniqueness key, the enqueue returns that job (duplicate = true) or,
-	// with refuse, fails with ALREADY_EXISTS naming it. See docs/scheduling.md.
+	// with refuse, fails with ALREADY_EXISTS naming it. See docs/unique-jobs.md.
 	Unique *UniqueOptions `protobuf:"bytes,110,opt,name=unique,proto3" json:"unique,omitempty"`
 	// A deadline by which the job must be reserved, else it dies with the
 	// dead-letter cause EXPIRED. Must lie after now and after scheduled_at.

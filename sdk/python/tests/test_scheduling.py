@@ -183,7 +183,7 @@ async def test_ttl_job_nobody_reserves_is_dead_lettered_expired(client: SeppClie
 
     rec = await poll("the ttl job's dead letter", dead)
     assert rec.cause == DeadLetterCause.EXPIRED
-    # Dead at its deadline (the server's clock is this machine's), not before.
+    # Dead at its deadline (the servers run on the test's host, on its clock), not before.
     assert rec.failed_at is not None
     assert before + timedelta(milliseconds=150) < rec.failed_at < before + timedelta(seconds=10)
     # The other job's deadline is far off: it is still there to reserve.

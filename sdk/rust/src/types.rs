@@ -231,10 +231,9 @@ impl EnqueueRequest {
     }
 }
 
-/// What makes a job unique in its queue (see docs/scheduling.md, "Unique
-/// jobs"). The key is held while the job waits, is scheduled or is
-/// reserved; `cover_dead` and `completed_for` hold it longer. Keys are per
-/// queue.
+/// What makes a job unique in its queue (see docs/unique-jobs.md). The key
+/// is held while the job waits, is scheduled or is reserved; `cover_dead`
+/// and `completed_for` hold it longer. Keys are per queue.
 ///
 /// ```
 /// use std::time::Duration;
