@@ -358,6 +358,32 @@ type ServerInfo struct {
 	// and default, and each configured queue's effective settings.
 	Limits *seppv1.Limits
 	Queues []*seppv1.QueueLimits
+	// Members are every member's facts (version, command versions, memory
+	// limit) as the cluster's state records them.
+	Members []*seppv1.MemberFacts
+	// Capabilities are the features the answering server supports, oldest
+	// first; see Supports.
+	Capabilities []Capability
+}
+
+// Capability is one feature of the server: a stable name, the command
+// version that introduced it, and whether every member of the cluster
+// applies that version, so requests using it are served now.
+type Capability struct {
+	Name           string
+	CommandVersion uint32
+	ClusterReady   bool
+}
+
+// Supports reports whether the server knows feature name and the whole
+// cluster can use it now (false during a rolling upgrade that brings it).
+func (s *ServerInfo) Supports(name string) bool {
+	for _, c := range s.Capabilities {
+		if c.Name == name {
+			return c.ClusterReady
+		}
+	}
+	return false
 }
 
 // ScheduleHorizon is the schedule horizon of queue: its override when it
@@ -404,6 +430,10 @@ func (c *Client) serverInfo(ctx context.Context, stale bool) (*ServerInfo, error
 			MaxScheduleHorizon:         time.Duration(resp.GetMaxScheduleHorizonMs()) * time.Millisecond,
 			Limits:                     resp.GetLimits(),
 			Queues:                     resp.GetQueues(),
+			Members:                    resp.GetMembers(),
+		}
+		for _, c := range resp.GetCapabilities() {
+			out.Capabilities = append(out.Capabilities, Capability{Name: c.GetName(), CommandVersion: c.GetCommandVersion(), ClusterReady: c.GetClusterReady()})
 		}
 		return nil
 	})

@@ -44,6 +44,9 @@ const (
 	StateReady     JobState = JobState(seppv1.JobState_JOB_STATE_READY)
 	StateReserved  JobState = JobState(seppv1.JobState_JOB_STATE_RESERVED)
 	StateDead      JobState = JobState(seppv1.JobState_JOB_STATE_DEAD)
+	// StateCompleted: acked. Only a unique-key duplicate reports it, of a
+	// holder that keeps its key for UniqueOptions.CompletedFor.
+	StateCompleted JobState = JobState(seppv1.JobState_JOB_STATE_COMPLETED)
 )
 
 func (s JobState) String() string {
@@ -56,6 +59,8 @@ func (s JobState) String() string {
 		return "reserved"
 	case StateDead:
 		return "dead"
+	case StateCompleted:
+		return "completed"
 	default:
 		return "unknown"
 	}

@@ -282,3 +282,27 @@ func (n *Node) memberMemoryBudget() int64 {
 	}
 	return budget
 }
+
+// Feature is a capability of this binary with the command version that
+// introduced it (fsm.Features).
+type Feature = fsm.Feature
+
+// Features lists this binary's features, oldest first (GetServerInfo's
+// capabilities).
+func Features() []Feature { return append([]Feature(nil), fsm.Features...) }
+
+// ClusterCommandVersion is the highest command version every member of
+// members applies, by their facts: 0 when a member has not reported yet,
+// so no feature counts as usable by the whole cluster before all have.
+func ClusterCommandVersion(members []Member) uint32 {
+	var v uint32
+	for i, m := range members {
+		if m.Facts == nil {
+			return 0
+		}
+		if i == 0 || m.Facts.MaxCommandVersion < v {
+			v = m.Facts.MaxCommandVersion
+		}
+	}
+	return v
+}

@@ -278,11 +278,14 @@ func (n *Node) setConfig(ctx context.Context) bool {
 	// Attempt detail and forwarded origins in their own fields wait for
 	// every member to apply them (fsm.CommandVersionRecordFields).
 	recordFields := n.membersApply(fsm.CommandVersionRecordFields)
+	// Likewise forwarded jobs keeping their priority
+	// (fsm.CommandVersionDeadLetterEdges).
+	keepPriority := n.membersApply(fsm.CommandVersionDeadLetterEdges)
 	var running engine.Config
 	var pending, declared bool
 	_ = n.fsm.Read(func(e *engine.Engine) error {
 		running = e.Config()
-		pending = e.DeclaredPending(want) || (recordFields && !e.RecordFields())
+		pending = e.DeclaredPending(want) || (recordFields && !e.RecordFields()) || (keepPriority && !e.ForwardKeepsPriority())
 		declared = len(e.Declarations()) > 0
 		return nil
 	})
@@ -290,7 +293,10 @@ func (n *Node) setConfig(ctx context.Context) bool {
 		if !pending {
 			return true
 		}
-		if recordFields {
+		switch {
+		case keepPriority:
+			return n.runDuty(ctx, "set config", fsm.ForwardKeepsPriorityConfigCommand(fsm.RecordFieldsConfigCommand(want)))
+		case recordFields:
 			return n.runDuty(ctx, "set config", fsm.RecordFieldsConfigCommand(want))
 		}
 		return n.runDuty(ctx, "set config", fsm.DeclaredConfigCommand(want))

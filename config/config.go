@@ -397,7 +397,8 @@ type Queue struct {
 	// global one.
 	MaxMemoryBytes *int64 `toml:"max_memory_bytes"`
 	// DeadLetterQueue, when set, also enqueues every job that dies in this
-	// queue onto that queue as a new job.
+	// queue onto that queue as a new job. It must name another [[queues]]
+	// entry of the file.
 	DeadLetterQueue string `toml:"dead_letter_queue"`
 	// MaxReserved is the most jobs of the queue reserved at once, across
 	// all workers; a waiting reserve waits past it (0: no limit).
@@ -642,7 +643,17 @@ func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
+	declared := make(map[string]bool, len(c.Queues))
 	for _, q := range c.Queues {
+		declared[q.Name] = true
+	}
+	for _, q := range c.Queues {
+		// A typo would send dead jobs to a queue nobody watches: the
+		// target must be one of the file's queues (a queue that names
+		// itself is refused with the engine's checks).
+		if t := q.DeadLetterQueue; t != "" && t != q.Name && !declared[t] {
+			add("queues[%q].dead_letter_queue: queue %q is not declared in this file; add a [[queues]] entry named %q", q.Name, t, t)
+		}
 		// Checked in milliseconds before the conversion, which would
 		// overflow for a huge value and could wrap into the range.
 		if q.RatePeriodMS < 0 || q.RatePeriodMS > 3_600_000 {

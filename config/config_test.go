@@ -129,6 +129,7 @@ func TestParse_Rejects(t *testing.T) {
 		{"MemoryShareAboveNineTenths", "[limits]\nmax_memory_share = 0.95\n", "limits.max_memory_share"},
 		{"NegativeMemoryShare", "[limits]\nmax_memory_share = -0.1\n", "limits.max_memory_share"},
 		{"NegativeMemoryBudget", "[limits]\nmax_memory_bytes = -1\n", "limits.max_memory_bytes"},
+		{"UndeclaredDeadLetterQueue", "[[queues]]\nname = \"src\"\ndead_letter_queue = \"does-not-exist\"\n", `queues["src"].dead_letter_queue: queue "does-not-exist" is not declared in this file`},
 		{"NegativeQueueMemoryBudget", "[[queues]]\nname = \"q\"\nmax_memory_bytes = -5\n", "max_memory_bytes"},
 	}
 	for _, c := range cases {

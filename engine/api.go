@@ -23,6 +23,10 @@ const (
 	StateReady
 	StateReserved
 	StateDead
+	// StateCompleted is never a held job's state: it is what a unique-key
+	// conflict reports of a holder that was acked and keeps its key for
+	// UniqueOpts.CompletedFor (unique.go).
+	StateCompleted
 )
 
 // Cause says why a job was dead-lettered. Exactly one per record.

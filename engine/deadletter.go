@@ -50,6 +50,7 @@ var stateNames = [...]string{
 	StateReady:     "ready",
 	StateReserved:  "reserved",
 	StateDead:      "dead",
+	StateCompleted: "completed",
 }
 
 func (s State) String() string {
@@ -163,10 +164,11 @@ func (e *Engine) dropDead(r *deadRecord) {
 // forward enqueues a copy of a dying job onto its queue's dead_letter_queue:
 // same type, payload, priority and custom fields, plus fields naming the
 // origin, the cause, the last reason and the final attempt. The copy is a
-// new job with that queue's max attempts; it keeps the dying job's priority
-// unless that queue sets a default_priority of its own (once the cluster
-// runs forwardAsArrived, see ApplyDeclared). It is internal, so the queue's max length and the
-// custom-field limits do not refuse it: a death is never lost.
+// new job with that queue's max attempts; it keeps the dying job's
+// priority (once the cluster runs forwardKeepsPriority; before, unless that
+// queue set a default_priority of its own, see ApplyDeclared). It is
+// internal, so the queue's max length and the custom-field limits do not
+// refuse it: a death is never lost.
 func (e *Engine) forward(j *job, cause Cause) {
 	name := j.q.set.deadLetterQueue
 	if name == "" {
@@ -195,7 +197,7 @@ func (e *Engine) forward(j *job, cause Cause) {
 	// cluster runs forwardAsArrived (an older binary may be a member), the
 	// copy takes that queue's default priority as those binaries do.
 	prio := dq.set.defaultPriority
-	if e.forwardAsArrived && !dq.set.ownPriority {
+	if e.forwardKeepsPriority || (e.forwardAsArrived && !dq.set.ownPriority) {
 		prio = j.priority
 	}
 	if e.recordFields {
@@ -426,4 +428,33 @@ func (r DeadLetterRecord) ToEnqueue() EnqueueParams {
 		MaxAttempts: r.Job.MaxAttempts,
 		Custom:      custom,
 	}
+}
+
+// ForwardKeepsPriority reports whether a forwarded job keeps its priority
+// whatever its dead_letter_queue's default_priority
+// (EnableForwardKeepsPriority).
+func (e *Engine) ForwardKeepsPriority() bool { return e.forwardKeepsPriority }
+
+// EnableForwardKeepsPriority turns forwardKeepsPriority on: from now on a
+// job forwarded to a dead_letter_queue arrives with the priority it had,
+// as the subscriber spec forwards a job "as it arrived"; that queue's
+// default_priority applies only to jobs enqueued without one. The leader
+// proposes it (a ConfigSet of fsm.CommandVersionDeadLetterEdges) only once
+// every member applies it. Enabling twice changes nothing.
+func (e *Engine) EnableForwardKeepsPriority(now time.Time) {
+	e.advance(now)
+	e.forwardKeepsPriority = true
+}
+
+// CheckDeadLetterTarget refuses, with ErrNotFound naming it, a
+// dead_letter_queue that names no existing queue: a typo would otherwise
+// send dead jobs to a queue nobody watches, created by the first death.
+// Empty (no forwarding) passes. The fsm calls it for a QueueCreate or
+// QueueUpdate of fsm.CommandVersionDeadLetterEdges; older entries keep
+// their old behaviour.
+func (e *Engine) CheckDeadLetterTarget(field, target string) error {
+	if target == "" || e.queues[target] != nil {
+		return nil
+	}
+	return &FieldError{Field: field, Reason: fmt.Sprintf("queue %q does not exist; create it first (a dead_letter_queue must name an existing queue)", target), Err: ErrNotFound}
 }

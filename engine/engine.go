@@ -59,6 +59,11 @@ type Engine struct {
 	// only once every member applies it, so replicas of older binaries,
 	// which forward with the queue's default priority, never disagree.
 	forwardAsArrived bool
+	// forwardKeepsPriority: a job forwarded to a dead_letter_queue keeps
+	// its priority whatever that queue's default_priority (deadletter.go).
+	// Set by a ConfigSet of fsm.CommandVersionDeadLetterEdges, which the
+	// leader proposes only once every member applies it.
+	forwardKeepsPriority bool
 
 	// schedules are the periodic schedules by name (schedule.go).
 	schedules map[string]*schedule

@@ -88,11 +88,14 @@ type RedriveParams struct {
 
 // RedriveTask is a view of a task (running, paused, or an audit record).
 type RedriveTask struct {
-	ID        uint64
-	Params    RedriveParams
-	State     RedriveState
-	Moved     uint64
-	Remaining int    // matching records still after the cursor
+	ID     uint64
+	Params RedriveParams
+	State  RedriveState
+	Moved  uint64
+	// Remaining counts the matching records still after the cursor: of a
+	// cancelled task, those it left unmoved (as they are now: a record
+	// drained or deleted since is no longer counted); 0 once done.
+	Remaining int
 	Cursor    JobID  // highest record id handled
 	LastError string // why the last step stopped short, if it did
 	CreatedAt time.Time
@@ -151,7 +154,7 @@ func (e *Engine) checkRedriveParams(p *RedriveParams) error {
 			return fmt.Errorf("selection.queue %q: %w", s.Queue, ErrNotFound)
 		}
 	}
-	if s.Cause > CauseAdmin {
+	if s.Cause > maxCause {
 		return invalid("selection.cause", "unknown cause %d", s.Cause)
 	}
 	if len(s.ReasonContains) > maxReasonBytes {
@@ -453,7 +456,7 @@ func (e *Engine) redriveView(t *redriveTask) RedriveTask {
 	if t.endedAt != 0 {
 		v.EndedAt = fromNanos(t.endedAt)
 	}
-	if !t.state.Ended() {
+	if t.state != RedriveDone {
 		for r := e.deadHead; r != nil; r = r.next {
 			if t.matches(r) {
 				v.Remaining++

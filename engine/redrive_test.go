@@ -372,3 +372,48 @@ func TestRedrive_SnapshotRoundTripAndLayout(t *testing.T) {
 		t.Fatal("layout changed without a redrive task")
 	}
 }
+
+// TestRedrive_SelectsCancelledAndExpired: a redrive selects the dead
+// letters an operator's cancel and an expiry produce by their cause, and a
+// cancelled task's record counts the matching records it left unmoved.
+func TestRedrive_SelectsCancelledAndExpired(t *testing.T) {
+	clock := et.NewClock()
+	e := et.New(t, et.WithRetention(24*time.Hour))
+	// expired: a job not reserved within its ttl.
+	p := et.Job("q")
+	p.Expiry = &engine.ExpiryOpts{TTL: time.Second}
+	expired := et.MustEnqueue(t, e, clock.Now(), p)
+	// cancelled: an operator cancels a reserved job.
+	cancelled := et.MustEnqueue(t, e, clock.Now(), et.Job("r"))
+	et.MustReserveOne(t, e, clock.Now(), "r")
+	if res, err := e.ActOnJobs(clock.Now(), engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{cancelled}}); err != nil || res[0].Err != nil {
+		t.Fatalf("cancel: %+v %v", res, err)
+	}
+	clock.Advance(2 * time.Second)
+	e.Tick(clock.Now())
+	for _, tc := range []struct {
+		cause engine.Cause
+		want  engine.JobID
+	}{
+		{engine.CauseExpired, expired},
+		{engine.CauseCancelled, cancelled},
+	} {
+		t.Run(tc.cause.String(), func(t *testing.T) {
+			n, recs, err := e.RedriveDryRun(clock.Now(), engine.RedriveParams{Selection: engine.RedriveSelection{Cause: tc.cause}}, 10)
+			if err != nil || n != 1 || len(recs) != 1 || recs[0].Job.ID != tc.want {
+				t.Fatalf("dry run of cause %v: %d %+v %v; want job %d", tc.cause, n, recs, err, tc.want)
+			}
+		})
+	}
+	task, err := e.StartRedrive(clock.Now(), engine.RedriveParams{Selection: engine.RedriveSelection{Cause: engine.CauseExpired}, By: "alice"})
+	if err != nil || task.Remaining != 1 {
+		t.Fatalf("start: %+v %v", task, err)
+	}
+	if task, err = e.CancelRedrive(clock.Now(), task.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if audit, err := e.GetRedrive(task.ID); err != nil || audit.State != engine.RedriveCancelled || audit.Moved != 0 || audit.Remaining != 1 {
+		t.Fatalf("audit of a task cancelled before its first step: %+v %v; want 0 moved, 1 remaining", audit, err)
+	}
+	et.RequireInvariants(t, e)
+}

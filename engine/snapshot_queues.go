@@ -37,7 +37,7 @@ func (e *Engine) snapshotLayout() uint64 {
 	if v >= snapshotVersionOperator {
 		return v // every later layout has the operator section too
 	}
-	if len(e.declared) > 0 || e.forwardAsArrived {
+	if len(e.declared) > 0 || e.forwardAsArrived || e.forwardKeepsPriority {
 		return snapshotVersionOperator
 	}
 	for _, q := range e.queues { // any: order does not matter
@@ -48,13 +48,18 @@ func (e *Engine) snapshotLayout() uint64 {
 	return v
 }
 
-// encodeOperatorSection writes the flags (bit 0: forwardAsArrived), each
+// encodeOperatorSection writes the flags (bit 0: forwardAsArrived, bit 1:
+// forwardKeepsPriority, which only a cluster whose every member reads it
+// sets), each
 // queue's purged count, in the queues' (name) order, then the applied
 // declarations by queue name.
 func (e *Engine) encodeOperatorSection(c *encoder, qs []*queue) {
 	var flags uint64
 	if e.forwardAsArrived {
 		flags |= 1
+	}
+	if e.forwardKeepsPriority {
+		flags |= 2
 	}
 	c.uvarint(flags)
 	c.uvarint(uint64(len(qs)))
@@ -81,10 +86,11 @@ func (d *decoder) decodeOperatorSection(e *Engine, qs []*queue) error {
 	switch flags := d.uvarint(); {
 	case d.err != nil:
 		return d.err
-	case flags&^1 != 0:
+	case flags&^3 != 0:
 		return fmt.Errorf("operator section: unknown flags %#x", flags)
 	default:
 		e.forwardAsArrived = flags&1 != 0
+		e.forwardKeepsPriority = flags&2 != 0
 	}
 	if n := d.count(1 << 32); d.err == nil && n != len(qs) {
 		return fmt.Errorf("operator section: %d purged counts for %d queues", n, len(qs))
@@ -118,7 +124,7 @@ func (d *decoder) decodeOperatorSection(e *Engine, qs []*queue) error {
 	}
 	// Layout 4 is written only for this section; a later layout carries it
 	// whether or not it holds anything.
-	if d.version == snapshotVersionOperator && len(e.declared) == 0 && !e.forwardAsArrived && !slices.ContainsFunc(qs, func(q *queue) bool { return q.purged != 0 }) {
+	if d.version == snapshotVersionOperator && len(e.declared) == 0 && !e.forwardAsArrived && !e.forwardKeepsPriority && !slices.ContainsFunc(qs, func(q *queue) bool { return q.purged != 0 }) {
 		return errors.New("operator section: layout 4 written without anything it holds")
 	}
 	return nil

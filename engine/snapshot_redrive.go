@@ -77,7 +77,7 @@ func (d *decoder) decodeRedriveSection(e *Engine) error {
 			return fmt.Errorf("redrive section: task %d: id %d out of order or above the last given %d", i, t.id, e.nextRedrive)
 		case t.state == RedriveUnknown || t.state > RedriveDone:
 			return fmt.Errorf("redrive section: task %d: unknown state %d", t.id, t.state)
-		case s.Cause > CauseAdmin:
+		case s.Cause > maxCause:
 			return fmt.Errorf("redrive section: task %d: unknown cause %d", t.id, s.Cause)
 		case t.p.Rate < 1 || t.p.Rate > MaxRedriveRate:
 			return fmt.Errorf("redrive section: task %d: rate %d out of range", t.id, t.p.Rate)

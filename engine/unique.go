@@ -55,7 +55,7 @@ type UniqueConflictError struct {
 	Queue    string
 	Key      string
 	Existing JobID
-	State    State // StateUnknown when the holder was acked (CompletedFor)
+	State    State // StateCompleted when the holder was acked (CompletedFor)
 }
 
 func (e *UniqueConflictError) Error() string {
@@ -196,7 +196,7 @@ func (e *Engine) uniqueHolder(q *queue, key string) *uniqueEntry {
 
 // uniqueConflict is the answer to an enqueue whose key ent holds.
 func (e *Engine) uniqueConflict(ent *uniqueEntry, u *UniqueOpts) (EnqueueResult, error) {
-	state := StateUnknown
+	state := StateCompleted // acked, its key held for CompletedFor
 	if ent.doneUntil == 0 {
 		state = e.stateOf(ent.jobID)
 	}

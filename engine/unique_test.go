@@ -18,6 +18,8 @@ type uniqueStep struct {
 	wantNew     bool
 	wantHolder  engine.JobID
 	wantRefused bool
+	// wantState, when set, is the state the conflict reports of the holder.
+	wantState   engine.State
 	reserveAck  bool // reserve one job of q and ack it
 	reserveDead bool // reserve one job of q and nack it to the dead letters
 	drainDead   bool // drain the dead letters of q
@@ -55,7 +57,7 @@ func TestUnique_Scenarios(t *testing.T) {
 	}{
 		{name: "ExplicitKeyReturnsWaitingHolder", steps: []uniqueStep{
 			{enqueue: uniqueJob(key), wantNew: true},
-			{enqueue: uniqueJob(key), wantHolder: 1},
+			{enqueue: uniqueJob(key), wantHolder: 1, wantState: engine.StateReady},
 		}},
 		{name: "RefuseNamesHolder", steps: []uniqueStep{
 			{enqueue: uniqueJob(key), wantNew: true},
@@ -80,7 +82,8 @@ func TestUnique_Scenarios(t *testing.T) {
 			{enqueue: uniqueJob(engine.UniqueOpts{Key: "k", CompletedFor: time.Minute}), wantNew: true},
 			{reserveAck: true},
 			{advance: 59 * time.Second},
-			{enqueue: uniqueJob(key), wantHolder: 1},
+			{enqueue: uniqueJob(key), wantHolder: 1, wantState: engine.StateCompleted},
+			{enqueue: uniqueJob(engine.UniqueOpts{Key: "k", Refuse: true}), wantHolder: 1, wantRefused: true, wantState: engine.StateCompleted},
 			{advance: time.Second},
 			{enqueue: uniqueJob(key), wantNew: true},
 		}},
@@ -149,9 +152,15 @@ func TestUnique_Scenarios(t *testing.T) {
 						if !errors.As(err, &ce) || !errors.Is(err, engine.ErrAlreadyExists) || ce.Existing != s.wantHolder {
 							t.Fatalf("step %d: err = %v; want a conflict with job %d", i, err, s.wantHolder)
 						}
+						if s.wantState != engine.StateUnknown && ce.State != s.wantState {
+							t.Fatalf("step %d: conflict reports the holder %v, want %v", i, ce.State, s.wantState)
+						}
 					default:
 						if err != nil || !res.Duplicate || res.JobID != s.wantHolder {
 							t.Fatalf("step %d: enqueue = %+v, %v; want duplicate of job %d", i, res, err, s.wantHolder)
+						}
+						if s.wantState != engine.StateUnknown && res.State != s.wantState {
+							t.Fatalf("step %d: duplicate reports the holder %v, want %v", i, res.State, s.wantState)
 						}
 					}
 					if !s.wantNew && totalEnqueued(e.Stats(now)) != totalEnqueued(before) {

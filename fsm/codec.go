@@ -52,11 +52,15 @@ const (
 	//	   fairness_key (expiry.go).
 	//	12: version 11 plus a ConfigSet that sets record_fields (attempt
 	//	   detail and forwarded origins in their own fields; ops_attempts.go).
+	//	13: version 12 plus the dead-letter edges (edges.go): a RedriveStart
+	//	   selecting cause cancelled or expired, a QueueCreate or QueueUpdate
+	//	   whose dead_letter_queue must name an existing queue, and a
+	//	   ConfigSet that sets forward_keeps_priority.
 	//
 	// A node replicates the version it applies in its NodeMeta, and the
 	// leader proposes a command of version N only while every member says
 	// it applies N (cluster).
-	CommandVersion = CommandVersionRecordFields
+	CommandVersion = CommandVersionDeadLetterEdges
 )
 
 // Command versions, by the operations they introduced.

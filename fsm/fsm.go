@@ -215,9 +215,9 @@ func (f *FSM) applyCommand(index uint64, cmd *cmdpb.Command) Result {
 	case *cmdpb.Command_NodeMetadataDelete:
 		return f.applyNodeMetadataDelete(now, op.NodeMetadataDelete)
 	case *cmdpb.Command_QueueCreate:
-		return f.applyQueueCreate(now, op.QueueCreate)
+		return f.applyQueueCreate(now, cmd.GetVersion(), op.QueueCreate)
 	case *cmdpb.Command_QueueUpdate:
-		return f.applyQueueUpdate(now, op.QueueUpdate)
+		return f.applyQueueUpdate(now, cmd.GetVersion(), op.QueueUpdate)
 	case *cmdpb.Command_QueueDelete:
 		return f.applyQueueDelete(now, op.QueueDelete)
 	case *cmdpb.Command_QueuePurge:
@@ -233,7 +233,7 @@ func (f *FSM) applyCommand(index uint64, cmd *cmdpb.Command) Result {
 	case *cmdpb.Command_ScheduleFire:
 		return f.applyScheduleFire(now, op.ScheduleFire)
 	case *cmdpb.Command_RedriveStart:
-		return f.applyRedriveStart(now, op.RedriveStart)
+		return f.applyRedriveStart(now, cmd.GetVersion(), op.RedriveStart)
 	case *cmdpb.Command_RedriveStep:
 		return f.applyRedriveStep(now, op.RedriveStep)
 	case *cmdpb.Command_RedriveSetState:
@@ -370,6 +370,9 @@ func (f *FSM) applyConfigSet(now time.Time, c *cmdpb.ConfigSet) Result {
 	}
 	if err == nil && c.GetRecordFields() {
 		f.eng.EnableRecordFields(now) // ops_attempts.go
+	}
+	if err == nil && c.GetForwardKeepsPriority() {
+		f.eng.EnableForwardKeepsPriority(now) // edges.go
 	}
 	return Result{Err: err}
 }

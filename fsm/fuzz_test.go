@@ -48,6 +48,12 @@ func seedEntries(t testing.TB) map[string][]byte {
 			RedriveStepCommand(1, 10), RedriveSetStateCommand(1, engine.RedrivePaused, "ops")},
 		// Attempt detail and forwarded origins in their own fields (12).
 		"record_fields": {RecordFieldsConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "q", DeadLetterQueue: "q.dead"}}})},
+		// The dead-letter edges (13): forwarded jobs keep their priority, a
+		// queue created with an existing dead_letter_queue, a redrive of
+		// the expired.
+		"dead_letter_edges": {ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "q.dead"}}})),
+			CreateQueueCommand(engine.QueueConfig{Name: "q", DeadLetterQueue: "q.dead"}, false),
+			RedriveStartCommand(engine.RedriveParams{Selection: engine.RedriveSelection{Cause: engine.CauseExpired}, By: "anonymous (127.0.0.1:5000)"})},
 
 		// Expiry and fairness (11): a queue with max_wait and a fairness
 		// key, jobs with a ttl and an expires_at, a queue update dropping

@@ -40,6 +40,9 @@ func CreateQueueCommand(qc engine.QueueConfig, paused bool) *cmdpb.Command {
 	if expiryFairnessInQueue(qc, nil) {
 		c.Version = CommandVersionExpiryFairness
 	}
+	if qc.DeadLetterQueue != "" {
+		c.Version = CommandVersionDeadLetterEdges // the target is checked
+	}
 	c.Op = &cmdpb.Command_QueueCreate{QueueCreate: &cmdpb.QueueCreate{Config: queueConfigToProto(qc), Paused: paused}}
 	return c
 }
@@ -51,6 +54,9 @@ func UpdateQueueCommand(u engine.QueueUpdate) *cmdpb.Command {
 	c := queueCommand()
 	if expiryFairnessInQueue(set, u.Inherit) {
 		c.Version = CommandVersionExpiryFairness
+	}
+	if u.SetDeadLetterQueue && set.DeadLetterQueue != "" {
+		c.Version = CommandVersionDeadLetterEdges // the target is checked
 	}
 	c.Op = &cmdpb.Command_QueueUpdate{QueueUpdate: &cmdpb.QueueUpdate{
 		Config:             queueConfigToProto(set),
@@ -110,11 +116,18 @@ func queueConfigFromProto(pq *cmdpb.QueueConfig) engine.QueueConfig {
 	return EngineConfigFromProto(&cmdpb.EngineConfig{Queues: []*cmdpb.QueueConfig{pq}}).Queues[0]
 }
 
-func (f *FSM) applyQueueCreate(now time.Time, c *cmdpb.QueueCreate) Result {
-	return Result{Err: f.eng.CreateQueue(now, queueConfigFromProto(c.GetConfig()), c.GetPaused())}
+func (f *FSM) applyQueueCreate(now time.Time, version uint32, c *cmdpb.QueueCreate) Result {
+	qc := queueConfigFromProto(c.GetConfig())
+	if version >= CommandVersionDeadLetterEdges {
+		// Older entries created the target on the first death (edges.go).
+		if err := f.eng.CheckDeadLetterTarget("dead_letter_queue", qc.DeadLetterQueue); err != nil {
+			return Result{Err: err}
+		}
+	}
+	return Result{Err: f.eng.CreateQueue(now, qc, c.GetPaused())}
 }
 
-func (f *FSM) applyQueueUpdate(now time.Time, c *cmdpb.QueueUpdate) Result {
+func (f *FSM) applyQueueUpdate(now time.Time, version uint32, c *cmdpb.QueueUpdate) Result {
 	set := queueConfigFromProto(c.GetConfig())
 	u := engine.QueueUpdate{
 		Name:               set.Name,
@@ -124,6 +137,11 @@ func (f *FSM) applyQueueUpdate(now time.Time, c *cmdpb.QueueUpdate) Result {
 		Paused:             clonePtr(c.Paused),
 	}
 	u.Set.Name = ""
+	if version >= CommandVersionDeadLetterEdges && u.SetDeadLetterQueue {
+		if err := f.eng.CheckDeadLetterTarget("dead_letter_queue", u.Set.DeadLetterQueue); err != nil {
+			return Result{Err: err}
+		}
+	}
 	return Result{Err: f.eng.UpdateQueue(now, u)}
 }
 

@@ -22,6 +22,9 @@ func redriveCommand() *cmdpb.Command { return &cmdpb.Command{Version: CommandVer
 func RedriveStartCommand(p engine.RedriveParams) *cmdpb.Command {
 	s := p.Selection
 	c := redriveCommand()
+	if s.Cause > engine.CauseAdmin {
+		c.Version = CommandVersionDeadLetterEdges // cancelled, expired
+	}
 	c.Op = &cmdpb.Command_RedriveStart{RedriveStart: &cmdpb.RedriveStart{
 		Selection: &cmdpb.RedriveSelection{
 			Queue: s.Queue, Cause: uint32(s.Cause), JobType: s.JobType, ReasonContains: s.ReasonContains,
@@ -68,8 +71,13 @@ func intFromUint32(v uint32) int {
 	return int(v)
 }
 
-func (f *FSM) applyRedriveStart(now time.Time, c *cmdpb.RedriveStart) Result {
+func (f *FSM) applyRedriveStart(now time.Time, version uint32, c *cmdpb.RedriveStart) Result {
 	s := c.GetSelection()
+	if version < CommandVersionDeadLetterEdges && s.GetCause() > uint32(engine.CauseAdmin) {
+		// What binaries before the dead-letter edges answered: an older
+		// entry must apply as it did then.
+		return Result{Err: &engine.FieldError{Field: "selection.cause", Reason: fmt.Sprintf("unknown cause %d", s.GetCause()), Err: engine.ErrInvalidArgument}}
+	}
 	task, err := f.eng.StartRedrive(now, engine.RedriveParams{
 		Selection: engine.RedriveSelection{
 			Queue: s.GetQueue(), Cause: engine.Cause(min(s.GetCause(), 255)), JobType: s.GetJobType(), ReasonContains: s.GetReasonContains(),

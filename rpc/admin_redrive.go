@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sepp-io/sepp/auth"
@@ -19,12 +20,25 @@ import (
 
 const defaultRedriveSample = 10
 
+// auditActor is who an audit record names: the caller's token name, or,
+// with admin auth off (no token), "anonymous" and the address the call
+// came from (a follower's, when it forwarded the call to the leader).
+func auditActor(ctx context.Context) string {
+	if name := auth.Caller(ctx); name != "" {
+		return name
+	}
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return "anonymous (" + p.Addr.String() + ")"
+	}
+	return "anonymous"
+}
+
 func (s *adminService) StartRedrive(ctx context.Context, req *seppv1.StartRedriveRequest) (*seppv1.StartRedriveResponse, error) {
 	p, err := redriveParamsFromProto(req)
 	if err != nil {
 		return nil, err
 	}
-	p.By = auth.Caller(ctx)
+	p.By = auditActor(ctx)
 	task, err := s.b.StartRedrive(ctx, p)
 	if err != nil {
 		return nil, err
@@ -109,7 +123,7 @@ func (s *adminService) CancelRedrive(ctx context.Context, req *seppv1.CancelRedr
 }
 
 func (s *adminService) setRedriveState(ctx context.Context, id uint64, state engine.RedriveState) (*seppv1.RedriveTask, error) {
-	task, err := s.b.SetRedriveState(ctx, id, state, auth.Caller(ctx))
+	task, err := s.b.SetRedriveState(ctx, id, state, auditActor(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +147,10 @@ func redriveParamsFromProto(req *seppv1.StartRedriveRequest) (engine.RedrivePara
 		p.Selection.Cause = engine.CauseLeaseExpired
 	case seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_ADMIN:
 		p.Selection.Cause = engine.CauseAdmin
+	case seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_CANCELLED:
+		p.Selection.Cause = engine.CauseCancelled
+	case seppv1.DeadLetterCause_DEAD_LETTER_CAUSE_EXPIRED:
+		p.Selection.Cause = engine.CauseExpired
 	default:
 		return p, &engine.FieldError{Field: "selection.cause", Reason: fmt.Sprintf("unknown cause %d", c), Err: engine.ErrInvalidArgument}
 	}

@@ -92,7 +92,12 @@ func NewAPIServer(gs *grpc.Server, opts APIOptions) (*APIServer, error) {
 	tc, err := vanguardgrpc.NewTranscoder(gs,
 		vanguard.WithDefaultServiceOptions(vanguard.WithMaxMessageBufferBytes(uint32(opts.MaxMessageBytes))),
 		vanguard.WithCodec(func(res vanguard.TypeResolver) vanguard.Codec {
-			return badInputCodec{vanguard.NewJSONCodec(res)}
+			c := vanguard.NewJSONCodec(res)
+			// Strict, as the TOML config is: a misspelt or newer field
+			// ("prio" for "priority") would otherwise be dropped and the
+			// request served without it, silently.
+			c.UnmarshalOptions.DiscardUnknown = false
+			return badInputCodec{c}
 		}),
 	)
 	if err != nil {
@@ -291,12 +296,17 @@ func connectByDefault(next http.Handler) http.Handler {
 }
 
 // badInputCodec is vanguard's JSON codec whose decode errors are the
-// caller's: malformed JSON is InvalidArgument (HTTP 400), where vanguard
-// would answer unknown (500).
+// caller's: malformed JSON and a field the request message does not have
+// are InvalidArgument (HTTP 400), where vanguard would answer unknown (500).
 type badInputCodec struct{ *vanguard.JSONCodec }
 
 func (c badInputCodec) Unmarshal(data []byte, msg proto.Message) error {
 	if err := c.JSONCodec.Unmarshal(data, msg); err != nil {
+		if strings.Contains(err.Error(), "unknown field") {
+			// protojson names the field and its position; say whose it is
+			// not, and why the request is refused rather than served.
+			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("request body: %w: %s has no such field (unknown fields are refused, not ignored; check the spelling, or the server is older than the client)", err, msg.ProtoReflect().Descriptor().FullName()))
+		}
 		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("request body: %w", err))
 	}
 	return nil

@@ -225,6 +225,56 @@ func TestConnectJSON_ErrorDetails(t *testing.T) {
 	}
 }
 
+// TestConnectJSON_UnknownFieldsRefused: a JSON field the request message
+// does not have is refused with InvalidArgument naming it, as curl would
+// send it, and nothing is enqueued; the proto and JSON names of a field are
+// both accepted.
+func TestConnectJSON_UnknownFieldsRefused(t *testing.T) {
+	env := start(t, nil)
+	base := "http://" + env.Addr
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+
+	for _, tc := range []struct {
+		name, body, wantField string
+	}{
+		{"misspelt priority", `{"queue":"q","job_type":"t","prio":1}`, `"prio"`},
+		{"nested unknown", `{"queue":"q","jobType":"t","unique":{"key":"k","nope":true}}`, `"nope"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := postJSON(t, hc, base, "sepp.v1.QueueService/Enqueue", tc.body, nil)
+			ce := mustError(t, code, body, http.StatusBadRequest, "invalid_argument")
+			if !strings.Contains(ce.Message, tc.wantField) || !strings.Contains(ce.Message, "unknown field") {
+				t.Fatalf("message %q does not name the unknown field %s", ce.Message, tc.wantField)
+			}
+		})
+	}
+	code, body := postJSON(t, hc, base, "sepp.v1.QueueService/Reserve", `{"queue":"q","max":10}`, nil)
+	var res struct {
+		Jobs []json.RawMessage `json:"jobs"`
+	}
+	mustOK(t, code, body, &res)
+	if len(res.Jobs) != 0 {
+		t.Fatalf("a refused request enqueued %d jobs: %s", len(res.Jobs), body)
+	}
+
+	// Both spellings of a known field still work.
+	code, body = postJSON(t, hc, base, "sepp.v1.QueueService/Enqueue", `{"queue":"q","job_type":"t","priority":7}`, nil)
+	mustOK(t, code, body, &struct{}{})
+	code, body = postJSON(t, hc, base, "sepp.v1.QueueService/Reserve", `{"queue":"q","max":1}`, nil)
+	var got struct {
+		Jobs []struct {
+			Job struct {
+				Priority int `json:"priority"`
+			} `json:"job"`
+		} `json:"jobs"`
+	}
+	mustOK(t, code, body, &got)
+	if len(got.Jobs) != 1 || got.Jobs[0].Job.Priority != 7 {
+		t.Fatalf("reserve %s: want the one job at priority 7", body)
+	}
+}
+
 // TestConnect_BinaryAndGRPCWeb: Connect's binary protobuf and gRPC-Web reach
 // the same services.
 func TestConnect_BinaryAndGRPCWeb(t *testing.T) {

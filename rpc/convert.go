@@ -31,6 +31,8 @@ func jobStateToProto(s engine.State) seppv1.JobState {
 		return seppv1.JobState_JOB_STATE_RESERVED
 	case engine.StateDead:
 		return seppv1.JobState_JOB_STATE_DEAD
+	case engine.StateCompleted:
+		return seppv1.JobState_JOB_STATE_COMPLETED
 	}
 	return seppv1.JobState_JOB_STATE_UNSPECIFIED
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/engine"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
@@ -560,13 +561,22 @@ func (s *queueService) GetServerInfo(ctx context.Context, req *seppv1.GetServerI
 	for _, q := range cfg.Queues {
 		out.Queues = append(out.Queues, queueLimitsToProto(q, l))
 	}
-	// Every member's facts, as this node's replicated state records them.
+	// Every member's facts, as this node's replicated state records them,
+	// and from their command versions which features the whole cluster
+	// can use now.
+	var clusterVersion uint32
 	if st, err := s.b.Status(ctx); err == nil {
 		for _, m := range st.Members {
 			if f := memberFactsToProto(m.Facts); f != nil {
 				out.Members = append(out.Members, f)
 			}
 		}
+		clusterVersion = cluster.ClusterCommandVersion(st.Members)
+	}
+	for _, f := range cluster.Features() {
+		out.Capabilities = append(out.Capabilities, &seppv1.Capability{
+			Name: f.Name, CommandVersion: f.Version, ClusterReady: f.Version <= clusterVersion,
+		})
 	}
 	return out, nil
 }

@@ -47,7 +47,11 @@ func TestAdminQueues_CreateUpdateDeletePurge(t *testing.T) {
 		t.Fatalf("GetQueue: %v %v", got, err)
 	}
 
-	// Update: a new retry delay, priority back to the global default, paused.
+	// Update: a new retry delay, priority back to the global default, paused,
+	// and a dead_letter_queue (which must exist).
+	if _, err := env.Admin.CreateQueue(ctx, &seppv1.CreateQueueRequest{Name: "emails.dead"}); err != nil {
+		t.Fatal(err)
+	}
 	upd, err := env.Admin.UpdateQueue(ctx, &seppv1.UpdateQueueRequest{Name: "emails",
 		Settings: &seppv1.QueueSettings{RetryDelayMs: i64(2000), DeadLetterQueue: str("emails.dead")},
 		Inherit:  []string{"default_priority"}, Paused: yes()})

@@ -18,6 +18,12 @@ func TestRedrivePage(t *testing.T) {
 	b.signIn(operatorName, operatorPass)
 	pv := b.get("/redrive?preview=1&queue=emails&cause=rejected")
 	mustContain(t, "preview", pv.body, `id="preview-count">1<`, "send_welcome", `id="start-redrive"`)
+	// Every cause can be selected, cancelled and expired included.
+	for _, cause := range []string{"cancelled", "expired"} {
+		pc := b.get("/redrive?preview=1&queue=emails&cause=" + cause)
+		mustContain(t, "preview of cause "+cause, pc.body, `<option value="`+cause+`" selected>`, `id="preview-count">0<`)
+		mustNotContain(t, "preview of cause "+cause, pc.body, `id="redrive-error"`)
+	}
 	all := b.get("/redrive?preview=1&queue=emails")
 	mustContain(t, "preview all", all.body, `id="preview-count">4<`)
 	bad := b.get("/redrive?preview=1&queue=emails&to_queue=other")

@@ -245,11 +245,25 @@ func (b *LocalBackend) ResumeQueue(ctx context.Context, queue string) error {
 }
 
 func (b *LocalBackend) CreateQueue(ctx context.Context, qc engine.QueueConfig, paused bool) error {
-	return b.write(ctx, "CreateQueue", func(now time.Time) error { return b.eng.CreateQueue(now, qc, paused) })
+	return b.write(ctx, "CreateQueue", func(now time.Time) error {
+		// As the state machine applies a QueueCreate of this binary's
+		// command version (fsm.CommandVersionDeadLetterEdges).
+		if err := b.eng.CheckDeadLetterTarget("dead_letter_queue", qc.DeadLetterQueue); err != nil {
+			return err
+		}
+		return b.eng.CreateQueue(now, qc, paused)
+	})
 }
 
 func (b *LocalBackend) UpdateQueue(ctx context.Context, u engine.QueueUpdate) error {
-	return b.write(ctx, "UpdateQueue", func(now time.Time) error { return b.eng.UpdateQueue(now, u) })
+	return b.write(ctx, "UpdateQueue", func(now time.Time) error {
+		if u.SetDeadLetterQueue {
+			if err := b.eng.CheckDeadLetterTarget("dead_letter_queue", u.Set.DeadLetterQueue); err != nil {
+				return err
+			}
+		}
+		return b.eng.UpdateQueue(now, u)
+	})
 }
 
 func (b *LocalBackend) DeleteQueue(ctx context.Context, queue string, force bool) (engine.QueueRemoval, error) {
@@ -343,6 +357,12 @@ func (b *LocalBackend) Status(ctx context.Context) (cluster.Status, error) {
 		AppliedIndex: b.index,
 		LastLogIndex: b.index,
 		Members:      append([]cluster.Member(nil), b.members...),
+	}
+	for i, m := range st.Members {
+		if m.ID == b.self.ID && m.Facts == nil {
+			f := b.SelfFacts() // what a leader records of itself
+			st.Members[i].Facts = &f
+		}
 	}
 	switch {
 	case b.shutdown:

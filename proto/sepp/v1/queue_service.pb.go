@@ -1418,7 +1418,11 @@ type GetServerInfoResponse struct {
 	Queues []*QueueLimits `protobuf:"bytes,11,rep,name=queues,proto3" json:"queues,omitempty"`
 	// Every member's facts as the replicated state records them (members
 	// the leader has not heard from yet are left out), by node id.
-	Members       []*MemberFacts `protobuf:"bytes,160,rep,name=members,proto3" json:"members,omitempty"`
+	Members []*MemberFacts `protobuf:"bytes,160,rep,name=members,proto3" json:"members,omitempty"`
+	// The features this server's binary applies, each with the command
+	// version that introduced it, and whether the whole cluster can use it
+	// now (every member applies that version), oldest first.
+	Capabilities  []*Capability `protobuf:"bytes,170,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1537,6 +1541,79 @@ func (x *GetServerInfoResponse) GetMembers() []*MemberFacts {
 	return nil
 }
 
+func (x *GetServerInfoResponse) GetCapabilities() []*Capability {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
+}
+
+// Capability is one feature a server supports.
+type Capability struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A stable name: "ack_batch", "unique_jobs", "expiry", "redrive" ...
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The command version that introduced it.
+	CommandVersion uint32 `protobuf:"varint,2,opt,name=command_version,json=commandVersion,proto3" json:"command_version,omitempty"`
+	// True when every member of the cluster applies command_version, so a
+	// request using the feature is served; false during a rolling upgrade
+	// (it is refused with FailedPrecondition until the last member runs it).
+	ClusterReady  bool `protobuf:"varint,3,opt,name=cluster_ready,json=clusterReady,proto3" json:"cluster_ready,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Capability) Reset() {
+	*x = Capability{}
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Capability) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Capability) ProtoMessage() {}
+
+func (x *Capability) ProtoReflect() protoreflect.Message {
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Capability.ProtoReflect.Descriptor instead.
+func (*Capability) Descriptor() ([]byte, []int) {
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Capability) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Capability) GetCommandVersion() uint32 {
+	if x != nil {
+		return x.CommandVersion
+	}
+	return 0
+}
+
+func (x *Capability) GetClusterReady() bool {
+	if x != nil {
+		return x.ClusterReady
+	}
+	return false
+}
+
 // Limits are the server's global limits and defaults ([limits], [storage]).
 type Limits struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
@@ -1582,7 +1659,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[24]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1594,7 +1671,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[24]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1607,7 +1684,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{24}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Limits) GetMinPriority() uint32 {
@@ -1825,7 +1902,7 @@ type QueueLimits struct {
 
 func (x *QueueLimits) Reset() {
 	*x = QueueLimits{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[25]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +1914,7 @@ func (x *QueueLimits) String() string {
 func (*QueueLimits) ProtoMessage() {}
 
 func (x *QueueLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[25]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +1927,7 @@ func (x *QueueLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueLimits.ProtoReflect.Descriptor instead.
 func (*QueueLimits) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{25}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *QueueLimits) GetName() string {
@@ -2071,7 +2148,7 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\rdropped_total\x18Q \x01(\x04R\fdroppedTotal\"7\n" +
 	"\x14GetServerInfoRequest\x12\x1f\n" +
 	"\vallow_stale\x18\x01 \x01(\bR\n" +
-	"allowStale\"\x8e\x04\n" +
+	"allowStale\"\xc8\x04\n" +
 	"\x15GetServerInfoResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x1b\n" +
@@ -2085,7 +2162,13 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x06limits\x18\n" +
 	" \x01(\v2\x0f.sepp.v1.LimitsR\x06limits\x12,\n" +
 	"\x06queues\x18\v \x03(\v2\x14.sepp.v1.QueueLimitsR\x06queues\x12/\n" +
-	"\amembers\x18\xa0\x01 \x03(\v2\x14.sepp.v1.MemberFactsR\amembers\"\xd3\b\n" +
+	"\amembers\x18\xa0\x01 \x03(\v2\x14.sepp.v1.MemberFactsR\amembers\x128\n" +
+	"\fcapabilities\x18\xaa\x01 \x03(\v2\x13.sepp.v1.CapabilityR\fcapabilities\"n\n" +
+	"\n" +
+	"Capability\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
+	"\x0fcommand_version\x18\x02 \x01(\rR\x0ecommandVersion\x12#\n" +
+	"\rcluster_ready\x18\x03 \x01(\bR\fclusterReady\"\xd3\b\n" +
 	"\x06Limits\x12!\n" +
 	"\fmin_priority\x18\x01 \x01(\rR\vminPriority\x12!\n" +
 	"\fmax_priority\x18\x02 \x01(\rR\vmaxPriority\x12)\n" +
@@ -2161,7 +2244,7 @@ func file_sepp_v1_queue_service_proto_rawDescGZIP() []byte {
 	return file_sepp_v1_queue_service_proto_rawDescData
 }
 
-var file_sepp_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_sepp_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_sepp_v1_queue_service_proto_goTypes = []any{
 	(*EnqueueRequest)(nil),           // 0: sepp.v1.EnqueueRequest
 	(*UniqueOptions)(nil),            // 1: sepp.v1.UniqueOptions
@@ -2187,78 +2270,80 @@ var file_sepp_v1_queue_service_proto_goTypes = []any{
 	(*DrainDeadLettersResponse)(nil), // 21: sepp.v1.DrainDeadLettersResponse
 	(*GetServerInfoRequest)(nil),     // 22: sepp.v1.GetServerInfoRequest
 	(*GetServerInfoResponse)(nil),    // 23: sepp.v1.GetServerInfoResponse
-	(*Limits)(nil),                   // 24: sepp.v1.Limits
-	(*QueueLimits)(nil),              // 25: sepp.v1.QueueLimits
-	nil,                              // 26: sepp.v1.EnqueueRequest.CustomEntry
-	(*timestamppb.Timestamp)(nil),    // 27: google.protobuf.Timestamp
-	(JobState)(0),                    // 28: sepp.v1.JobState
-	(*ItemError)(nil),                // 29: sepp.v1.ItemError
-	(*durationpb.Duration)(nil),      // 30: google.protobuf.Duration
-	(*ReservedJob)(nil),              // 31: sepp.v1.ReservedJob
-	(*JobContext)(nil),               // 32: sepp.v1.JobContext
-	(*emptypb.Empty)(nil),            // 33: google.protobuf.Empty
-	(*DeadLetterRecord)(nil),         // 34: sepp.v1.DeadLetterRecord
-	(*MemberFacts)(nil),              // 35: sepp.v1.MemberFacts
-	(RetryBackoff)(0),                // 36: sepp.v1.RetryBackoff
+	(*Capability)(nil),               // 24: sepp.v1.Capability
+	(*Limits)(nil),                   // 25: sepp.v1.Limits
+	(*QueueLimits)(nil),              // 26: sepp.v1.QueueLimits
+	nil,                              // 27: sepp.v1.EnqueueRequest.CustomEntry
+	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
+	(JobState)(0),                    // 29: sepp.v1.JobState
+	(*ItemError)(nil),                // 30: sepp.v1.ItemError
+	(*durationpb.Duration)(nil),      // 31: google.protobuf.Duration
+	(*ReservedJob)(nil),              // 32: sepp.v1.ReservedJob
+	(*JobContext)(nil),               // 33: sepp.v1.JobContext
+	(*emptypb.Empty)(nil),            // 34: google.protobuf.Empty
+	(*DeadLetterRecord)(nil),         // 35: sepp.v1.DeadLetterRecord
+	(*MemberFacts)(nil),              // 36: sepp.v1.MemberFacts
+	(RetryBackoff)(0),                // 37: sepp.v1.RetryBackoff
 }
 var file_sepp_v1_queue_service_proto_depIdxs = []int32{
-	27, // 0: sepp.v1.EnqueueRequest.scheduled_at:type_name -> google.protobuf.Timestamp
-	26, // 1: sepp.v1.EnqueueRequest.custom:type_name -> sepp.v1.EnqueueRequest.CustomEntry
+	28, // 0: sepp.v1.EnqueueRequest.scheduled_at:type_name -> google.protobuf.Timestamp
+	27, // 1: sepp.v1.EnqueueRequest.custom:type_name -> sepp.v1.EnqueueRequest.CustomEntry
 	1,  // 2: sepp.v1.EnqueueRequest.unique:type_name -> sepp.v1.UniqueOptions
-	27, // 3: sepp.v1.EnqueueRequest.expires_at:type_name -> google.protobuf.Timestamp
-	28, // 4: sepp.v1.EnqueueResponse.state:type_name -> sepp.v1.JobState
+	28, // 3: sepp.v1.EnqueueRequest.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 4: sepp.v1.EnqueueResponse.state:type_name -> sepp.v1.JobState
 	0,  // 5: sepp.v1.EnqueueBatchRequest.jobs:type_name -> sepp.v1.EnqueueRequest
 	5,  // 6: sepp.v1.EnqueueBatchResponse.results:type_name -> sepp.v1.EnqueueBatchResult
 	2,  // 7: sepp.v1.EnqueueBatchResult.enqueued:type_name -> sepp.v1.EnqueueResponse
-	29, // 8: sepp.v1.EnqueueBatchResult.error:type_name -> sepp.v1.ItemError
-	30, // 9: sepp.v1.ReserveRequest.lease:type_name -> google.protobuf.Duration
-	30, // 10: sepp.v1.ReserveRequest.wait:type_name -> google.protobuf.Duration
-	31, // 11: sepp.v1.ReserveResponse.jobs:type_name -> sepp.v1.ReservedJob
-	32, // 12: sepp.v1.AckRequest.ctx:type_name -> sepp.v1.JobContext
-	32, // 13: sepp.v1.AckBatchRequest.ctxs:type_name -> sepp.v1.JobContext
+	30, // 8: sepp.v1.EnqueueBatchResult.error:type_name -> sepp.v1.ItemError
+	31, // 9: sepp.v1.ReserveRequest.lease:type_name -> google.protobuf.Duration
+	31, // 10: sepp.v1.ReserveRequest.wait:type_name -> google.protobuf.Duration
+	32, // 11: sepp.v1.ReserveResponse.jobs:type_name -> sepp.v1.ReservedJob
+	33, // 12: sepp.v1.AckRequest.ctx:type_name -> sepp.v1.JobContext
+	33, // 13: sepp.v1.AckBatchRequest.ctxs:type_name -> sepp.v1.JobContext
 	12, // 14: sepp.v1.AckBatchResponse.results:type_name -> sepp.v1.AckBatchResult
-	29, // 15: sepp.v1.AckBatchResult.error:type_name -> sepp.v1.ItemError
-	32, // 16: sepp.v1.ReleaseRequest.ctx:type_name -> sepp.v1.JobContext
-	33, // 17: sepp.v1.RetryDirective.default:type_name -> google.protobuf.Empty
-	30, // 18: sepp.v1.RetryDirective.after:type_name -> google.protobuf.Duration
-	33, // 19: sepp.v1.RetryDirective.dead_letter:type_name -> google.protobuf.Empty
-	32, // 20: sepp.v1.NackRequest.ctx:type_name -> sepp.v1.JobContext
+	30, // 15: sepp.v1.AckBatchResult.error:type_name -> sepp.v1.ItemError
+	33, // 16: sepp.v1.ReleaseRequest.ctx:type_name -> sepp.v1.JobContext
+	34, // 17: sepp.v1.RetryDirective.default:type_name -> google.protobuf.Empty
+	31, // 18: sepp.v1.RetryDirective.after:type_name -> google.protobuf.Duration
+	34, // 19: sepp.v1.RetryDirective.dead_letter:type_name -> google.protobuf.Empty
+	33, // 20: sepp.v1.NackRequest.ctx:type_name -> sepp.v1.JobContext
 	15, // 21: sepp.v1.NackRequest.directive:type_name -> sepp.v1.RetryDirective
-	27, // 22: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
-	32, // 23: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
-	30, // 24: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
-	27, // 25: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
-	34, // 26: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
-	24, // 27: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
-	25, // 28: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
-	35, // 29: sepp.v1.GetServerInfoResponse.members:type_name -> sepp.v1.MemberFacts
-	36, // 30: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	36, // 31: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	0,  // 32: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
-	3,  // 33: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
-	6,  // 34: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
-	8,  // 35: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
-	10, // 36: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
-	13, // 37: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
-	16, // 38: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
-	18, // 39: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
-	20, // 40: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
-	22, // 41: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
-	2,  // 42: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
-	4,  // 43: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
-	7,  // 44: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
-	9,  // 45: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
-	11, // 46: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
-	14, // 47: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
-	17, // 48: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
-	19, // 49: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
-	21, // 50: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
-	23, // 51: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
-	42, // [42:52] is the sub-list for method output_type
-	32, // [32:42] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	28, // 22: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
+	33, // 23: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
+	31, // 24: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
+	28, // 25: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
+	35, // 26: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
+	25, // 27: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
+	26, // 28: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
+	36, // 29: sepp.v1.GetServerInfoResponse.members:type_name -> sepp.v1.MemberFacts
+	24, // 30: sepp.v1.GetServerInfoResponse.capabilities:type_name -> sepp.v1.Capability
+	37, // 31: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	37, // 32: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	0,  // 33: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
+	3,  // 34: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
+	6,  // 35: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
+	8,  // 36: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
+	10, // 37: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
+	13, // 38: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
+	16, // 39: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
+	18, // 40: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
+	20, // 41: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
+	22, // 42: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
+	2,  // 43: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
+	4,  // 44: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
+	7,  // 45: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
+	9,  // 46: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
+	11, // 47: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
+	14, // 48: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
+	17, // 49: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
+	19, // 50: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
+	21, // 51: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
+	23, // 52: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
+	43, // [43:53] is the sub-list for method output_type
+	33, // [33:43] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_queue_service_proto_init() }
@@ -2284,7 +2369,7 @@ func file_sepp_v1_queue_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sepp_v1_queue_service_proto_rawDesc), len(file_sepp_v1_queue_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,6 +38,9 @@ const (
 	JobState_JOB_STATE_RESERVED JobState = 3
 	// Dead-lettered and retained.
 	JobState_JOB_STATE_DEAD JobState = 4
+	// Acked. Only a unique-key duplicate reports it, of a holder that keeps
+	// its key for completed_for after its ack; completed jobs are not kept.
+	JobState_JOB_STATE_COMPLETED JobState = 5
 )
 
 // Enum value maps for JobState.
@@ -48,6 +51,7 @@ var (
 		2: "JOB_STATE_READY",
 		3: "JOB_STATE_RESERVED",
 		4: "JOB_STATE_DEAD",
+		5: "JOB_STATE_COMPLETED",
 	}
 	JobState_value = map[string]int32{
 		"JOB_STATE_UNSPECIFIED": 0,
@@ -55,6 +59,7 @@ var (
 		"JOB_STATE_READY":       2,
 		"JOB_STATE_RESERVED":    3,
 		"JOB_STATE_DEAD":        4,
+		"JOB_STATE_COMPLETED":   5,
 	}
 )
 
@@ -1251,13 +1256,14 @@ const file_sepp_v1_types_proto_rawDesc = "" +
 	"gomaxprocs\x129\n" +
 	"\n" +
 	"start_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12\x16\n" +
-	"\x06legacy\x18\t \x01(\bR\x06legacy*\x7f\n" +
+	"\x06legacy\x18\t \x01(\bR\x06legacy*\x98\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13JOB_STATE_SCHEDULED\x10\x01\x12\x13\n" +
 	"\x0fJOB_STATE_READY\x10\x02\x12\x16\n" +
 	"\x12JOB_STATE_RESERVED\x10\x03\x12\x12\n" +
-	"\x0eJOB_STATE_DEAD\x10\x04*\x80\x02\n" +
+	"\x0eJOB_STATE_DEAD\x10\x04\x12\x17\n" +
+	"\x13JOB_STATE_COMPLETED\x10\x05*\x80\x02\n" +
 	"\x0fDeadLetterCause\x12!\n" +
 	"\x1dDEAD_LETTER_CAUSE_UNSPECIFIED\x10\x00\x12(\n" +
 	"$DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED\x10\x01\x12\x1e\n" +

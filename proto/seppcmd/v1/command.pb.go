@@ -1752,9 +1752,14 @@ type ConfigSet struct {
 	// dead_letter_queue carries its origin in its own fields instead of
 	// sepp.* custom keys; jobs forwarded before are converted
 	// (engine.EnableRecordFields). Never turned off.
-	RecordFields  bool `protobuf:"varint,150,opt,name=record_fields,json=recordFields,proto3" json:"record_fields,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RecordFields bool `protobuf:"varint,150,opt,name=record_fields,json=recordFields,proto3" json:"record_fields,omitempty"`
+	// forward_keeps_priority (command version 13): once applied, a job
+	// forwarded to a dead_letter_queue keeps its priority whatever that
+	// queue's default_priority (engine.EnableForwardKeepsPriority). Never
+	// turned off.
+	ForwardKeepsPriority bool `protobuf:"varint,170,opt,name=forward_keeps_priority,json=forwardKeepsPriority,proto3" json:"forward_keeps_priority,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ConfigSet) Reset() {
@@ -1804,6 +1809,13 @@ func (x *ConfigSet) GetDeclarative() bool {
 func (x *ConfigSet) GetRecordFields() bool {
 	if x != nil {
 		return x.RecordFields
+	}
+	return false
+}
+
+func (x *ConfigSet) GetForwardKeepsPriority() bool {
+	if x != nil {
+		return x.ForwardKeepsPriority
 	}
 	return false
 }
@@ -3584,11 +3596,12 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"#\n" +
 	"\vQueueResume\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x06\n" +
-	"\x04Tick\"\x85\x01\n" +
+	"\x04Tick\"\xbc\x01\n" +
 	"\tConfigSet\x120\n" +
 	"\x06config\x18\x01 \x01(\v2\x18.seppcmd.v1.EngineConfigR\x06config\x12 \n" +
 	"\vdeclarative\x18( \x01(\bR\vdeclarative\x12$\n" +
-	"\rrecord_fields\x18\x96\x01 \x01(\bR\frecordFields\"V\n" +
+	"\rrecord_fields\x18\x96\x01 \x01(\bR\frecordFields\x125\n" +
+	"\x16forward_keeps_priority\x18\xaa\x01 \x01(\bR\x14forwardKeepsPriority\"V\n" +
 	"\vQueueCreate\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.seppcmd.v1.QueueConfigR\x06config\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\"\xb3\x01\n" +

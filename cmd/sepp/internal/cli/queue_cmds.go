@@ -358,6 +358,8 @@ func (e *env) infoCommand() *cobra.Command {
 						"max_schedule_horizon_ms":       info.MaxScheduleHorizon.Milliseconds(),
 						"limits":                        protoView(info.Limits),
 						"queues":                        queueLimitViews(info.Queues),
+						"members":                       memberViews(info.Members),
+						"capabilities":                  capabilityViews(info.Capabilities),
 					})
 				}
 				rows := [][]string{
@@ -370,16 +372,9 @@ func (e *env) infoCommand() *cobra.Command {
 					{"max_reserve_batch", strconv.FormatUint(uint64(info.MaxReserveBatch), 10)},
 					{"max_schedule_horizon", HumanDuration(info.MaxScheduleHorizon)},
 				}
-				if l := info.Limits; l != nil {
-					rows = append(rows,
-						[]string{"default_priority", strconv.FormatUint(uint64(l.GetDefaultPriority()), 10)},
-						[]string{"default_max_attempts", strconv.FormatUint(uint64(l.GetDefaultMaxAttempts()), 10)},
-						[]string{"max_attempts_ceiling", strconv.FormatUint(uint64(l.GetMaxAttemptsCeiling()), 10)},
-						[]string{"default_lease", HumanDuration(time.Duration(l.GetDefaultLeaseMs()) * time.Millisecond)},
-						[]string{"max_payload_bytes", strconv.FormatUint(l.GetMaxPayloadBytes(), 10)},
-						[]string{"max_batch_size", strconv.FormatUint(uint64(l.GetMaxBatchSize()), 10)},
-						[]string{"strict", strconv.FormatBool(l.GetStrict())},
-					)
+				// Every limit, in the order the API declares them.
+				for _, kv := range limitRows(info.Limits) {
+					rows = append(rows, []string{"limits." + kv[0], kv[1]})
 				}
 				for _, q := range info.Queues {
 					line := fmt.Sprintf("default_priority=%d default_max_attempts=%d max_schedule_horizon=%s",
@@ -389,12 +384,73 @@ func (e *env) infoCommand() *cobra.Command {
 					}
 					rows = append(rows, []string{"queue " + q.GetName(), line})
 				}
+				for _, m := range info.Members {
+					rows = append(rows, []string{"member " + m.GetNodeId(), memberText(m)})
+				}
+				for _, c := range info.Capabilities {
+					ready := "cluster-wide"
+					if !c.ClusterReady {
+						ready = "not every member yet"
+					}
+					rows = append(rows, []string{"capability " + c.Name, fmt.Sprintf("command version %d, %s", c.CommandVersion, ready)})
+				}
 				return table(out, "FIELD\tVALUE", rows)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&stale, "stale", false, "let any node answer from its own state (may lag)")
 	return cmd
+}
+
+// limitRows are every field of the server's limits, name and value, in
+// declaration order (zero values included: 0 is a setting too).
+func limitRows(l *seppv1.Limits) [][2]string {
+	if l == nil {
+		return nil
+	}
+	r := l.ProtoReflect()
+	fields := r.Descriptor().Fields()
+	out := make([][2]string, 0, fields.Len())
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		v := r.Get(fd)
+		text := v.String()
+		if fd.Enum() != nil {
+			if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
+				text = string(ev.Name())
+			}
+		}
+		out = append(out, [2]string{string(fd.Name()), text})
+	}
+	return out
+}
+
+// memberText is one member's facts on a line.
+func memberText(m *seppv1.MemberFacts) string {
+	if m.GetLegacy() {
+		return fmt.Sprintf("older binary, command versions up to %d", m.GetMaxCommandVersion())
+	}
+	s := fmt.Sprintf("version %s, command versions %d..%d, GOMAXPROCS %d", orDash(m.GetBinaryVersion()), m.GetMinCommandVersion(), m.GetMaxCommandVersion(), m.GetGomaxprocs())
+	if m.GetMemoryLimitBytes() > 0 {
+		s += fmt.Sprintf(", memory limit %d bytes (%s)", m.GetMemoryLimitBytes(), m.GetMemoryLimitFrom())
+	}
+	return s
+}
+
+func memberViews(ms []*seppv1.MemberFacts) []map[string]any {
+	out := make([]map[string]any, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, protoView(m))
+	}
+	return out
+}
+
+func capabilityViews(cs []client.Capability) []map[string]any {
+	out := make([]map[string]any, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, map[string]any{"name": c.Name, "command_version": c.CommandVersion, "cluster_ready": c.ClusterReady})
+	}
+	return out
 }
 
 func queueLimitViews(qs []*seppv1.QueueLimits) []map[string]any {

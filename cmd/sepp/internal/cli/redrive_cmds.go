@@ -50,22 +50,41 @@ func viewRedrive(t client.RedriveTask) redriveView {
 	return v
 }
 
-var causesByName = map[string]client.DeadLetterCause{
-	"attempts_exhausted": client.CauseAttemptsExhausted,
-	"rejected":           client.CauseRejected,
-	"lease_expired":      client.CauseLeaseExpired,
-	"admin":              client.CauseAdmin,
+// redriveCauses are the causes --cause takes, in the order help and
+// completion list them: every cause a dead letter can have.
+var redriveCauses = []client.DeadLetterCause{
+	client.CauseAttemptsExhausted, client.CauseRejected, client.CauseLeaseExpired,
+	client.CauseAdmin, client.CauseCancelled, client.CauseExpired,
+}
+
+// causeNames is "attempts_exhausted, rejected, ... or expired".
+func causeNames() string {
+	names := make([]string, len(redriveCauses))
+	for i, c := range redriveCauses {
+		names[i] = c.String()
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func parseCause(s string) (client.DeadLetterCause, error) {
 	if s == "" {
 		return client.CauseUnknown, nil
 	}
-	c, ok := causesByName[s]
-	if !ok {
-		return 0, usageErrorf("--cause: %q is not attempts_exhausted, rejected, lease_expired or admin", s)
+	for _, c := range redriveCauses {
+		if c.String() == s {
+			return c, nil
+		}
 	}
-	return c, nil
+	return 0, usageErrorf("--cause: %q is not %s", s, causeNames())
+}
+
+// completeCauses completes --cause.
+func completeCauses(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	names := make([]string, len(redriveCauses))
+	for i, c := range redriveCauses {
+		names[i] = c.String()
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
 }
 
 func parseOptionalTime(flag, s string) (time.Time, error) {
@@ -152,7 +171,8 @@ with "sepp redrives get ID"; pause, resume or cancel it there.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&queue, "queue", "", "only records of this queue")
-	f.StringVar(&cause, "cause", "", "only this cause: attempts_exhausted, rejected, lease_expired or admin")
+	f.StringVar(&cause, "cause", "", "only this cause: "+causeNames())
+	_ = cmd.RegisterFlagCompletionFunc("cause", completeCauses)
 	f.StringVar(&jobType, "type", "", "only this job type")
 	f.StringVar(&reason, "reason-contains", "", "only records whose last reason contains this text")
 	f.StringVar(&after, "failed-after", "", "only records that failed at or after this time (RFC 3339)")
@@ -281,7 +301,12 @@ func (e *env) printRedrive(out io.Writer, t client.RedriveTask) error {
 	if e.json {
 		return e.printJSON(out, viewRedrive(t))
 	}
-	fmt.Fprintf(out, "redrive %d: %s, %d moved, %d remaining, %d/s\n", t.ID, t.State, t.Moved, t.Remaining, t.Options.Rate)
+	left := fmt.Sprintf("%d remaining", t.Remaining)
+	if t.State == client.RedriveCancelled {
+		// What the task left: the matching records it never moved.
+		left = fmt.Sprintf("%d not moved", t.Remaining)
+	}
+	fmt.Fprintf(out, "redrive %d: %s, %d moved, %s, %d/s\n", t.ID, t.State, t.Moved, left, t.Options.Rate)
 	fmt.Fprintf(out, "selection: %s\n", describeSelection(t))
 	fmt.Fprintf(out, "created %s by %s", fmtTime(t.CreatedAt), orDash(t.CreatedBy))
 	if !t.EndedAt.IsZero() {

@@ -62,3 +62,38 @@ func TestRedriveCommands(t *testing.T) {
 		t.Fatalf("get of an unknown redrive: exit %d, want %d", code, ExitNotFound)
 	}
 }
+
+// TestRedriveCommands_CancelledAndExpiredCauses: --cause takes every cause
+// a dead letter can have (cancelled and expired included), help and
+// completion list them, and a cancelled task's record says what it left
+// and who acted with auth off.
+func TestRedriveCommands_CancelledAndExpiredCauses(t *testing.T) {
+	addr := startServer(t)
+	id := decode[map[string]any](t, mustRun(t, addr, "enqueue", "q", "email", "--json"))["job_id"].(float64)
+	mustRun(t, addr, "reserve", "q")
+	mustRun(t, addr, "jobs", "cancel", strconv.Itoa(int(id)))
+
+	dry := decode[map[string]any](t, mustRun(t, addr, "dead-letters", "redrive", "--cause", "cancelled", "--dry-run", "--json"))
+	if dry["matching"].(float64) != 1 {
+		t.Fatalf("dry run of cause cancelled: %v", dry)
+	}
+	if out := mustRun(t, addr, "dead-letters", "redrive", "--cause", "expired", "--dry-run"); !strings.Contains(out, "0 dead letters match") {
+		t.Fatalf("dry run of cause expired: %q", out)
+	}
+	_, code, err := seppErr(t, addr, "dead-letters", "redrive", "--cause", "nosuch")
+	if code != ExitUsage || err == nil || err.Error() != `--cause: "nosuch" is not attempts_exhausted, rejected, lease_expired, admin, cancelled or expired` {
+		t.Fatalf("bad cause: exit %d, %v", code, err)
+	}
+	if out := mustRun(t, "", "dead-letters", "redrive", "--help"); !strings.Contains(out, "only this cause: attempts_exhausted, rejected, lease_expired, admin, cancelled or expired") {
+		t.Fatalf("help does not list every cause:\n%s", out)
+	}
+	if out := mustRun(t, "", "__complete", "dead-letters", "redrive", "--cause", ""); !strings.Contains(out, "cancelled\nexpired\n") {
+		t.Fatalf("completion of --cause:\n%s", out)
+	}
+
+	mustRun(t, addr, "dead-letters", "redrive", "--cause", "cancelled")
+	out := mustRun(t, addr, "redrives", "cancel", "1")
+	if !strings.Contains(out, "redrive 1: cancelled, 0 moved, 1 not moved") || !strings.Contains(out, "by anonymous (127.0.0.1:") {
+		t.Fatalf("cancelled task's record: %q", out)
+	}
+}

@@ -37,6 +37,16 @@ class AckResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
+class Capability(_message.Message):
+    __slots__ = ["cluster_ready", "command_version", "name"]
+    CLUSTER_READY_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_VERSION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    cluster_ready: bool
+    command_version: int
+    name: str
+    def __init__(self, name: _Optional[str] = ..., command_version: _Optional[int] = ..., cluster_ready: bool = ...) -> None: ...
+
 class DrainDeadLettersRequest(_message.Message):
     __slots__ = ["max", "queue"]
     MAX_FIELD_NUMBER: _ClassVar[int]
@@ -139,7 +149,8 @@ class GetServerInfoRequest(_message.Message):
     def __init__(self, allow_stale: bool = ...) -> None: ...
 
 class GetServerInfoResponse(_message.Message):
-    __slots__ = ["dead_letter_retention_enabled", "dead_letter_retention_ms", "leader_grpc_addr", "leader_id", "limits", "max_reserve_batch", "max_schedule_horizon_ms", "members", "node_id", "queues", "stale", "version"]
+    __slots__ = ["capabilities", "dead_letter_retention_enabled", "dead_letter_retention_ms", "leader_grpc_addr", "leader_id", "limits", "max_reserve_batch", "max_schedule_horizon_ms", "members", "node_id", "queues", "stale", "version"]
+    CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTER_RETENTION_ENABLED_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTER_RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     LEADER_GRPC_ADDR_FIELD_NUMBER: _ClassVar[int]
@@ -152,6 +163,7 @@ class GetServerInfoResponse(_message.Message):
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     STALE_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    capabilities: _containers.RepeatedCompositeFieldContainer[Capability]
     dead_letter_retention_enabled: bool
     dead_letter_retention_ms: int
     leader_grpc_addr: str
@@ -164,7 +176,7 @@ class GetServerInfoResponse(_message.Message):
     queues: _containers.RepeatedCompositeFieldContainer[QueueLimits]
     stale: bool
     version: str
-    def __init__(self, version: _Optional[str] = ..., node_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_grpc_addr: _Optional[str] = ..., stale: bool = ..., dead_letter_retention_enabled: bool = ..., dead_letter_retention_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., queues: _Optional[_Iterable[_Union[QueueLimits, _Mapping]]] = ..., members: _Optional[_Iterable[_Union[_types_pb2.MemberFacts, _Mapping]]] = ...) -> None: ...
+    def __init__(self, version: _Optional[str] = ..., node_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_grpc_addr: _Optional[str] = ..., stale: bool = ..., dead_letter_retention_enabled: bool = ..., dead_letter_retention_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., queues: _Optional[_Iterable[_Union[QueueLimits, _Mapping]]] = ..., members: _Optional[_Iterable[_Union[_types_pb2.MemberFacts, _Mapping]]] = ..., capabilities: _Optional[_Iterable[_Union[Capability, _Mapping]]] = ...) -> None: ...
 
 class Limits(_message.Message):
     __slots__ = ["default_lease_ms", "default_max_attempts", "default_priority", "idempotency_window_ms", "max_attempts_ceiling", "max_batch_size", "max_custom_field_bytes", "max_custom_fields", "max_job_type_bytes", "max_lease_ms", "max_memory_bytes", "max_message_bytes", "max_payload_bytes", "max_priority", "max_queue_length", "max_queue_name_bytes", "max_reserve_batch", "max_reserve_wait_ms", "max_schedule_horizon_ms", "memory_held_bytes", "min_priority", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "strict"]

@@ -1,0 +1,28 @@
+package fsm
+
+import (
+	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+)
+
+// CommandVersionDeadLetterEdges is the version of the dead-letter edges,
+// each of which an older binary would apply otherwise, so the leader
+// proposes them only while every member applies it:
+//
+//   - a RedriveStart selecting cause cancelled or expired (an older binary
+//     refuses the cause);
+//   - a QueueCreate or QueueUpdate that sets a dead_letter_queue, which
+//     must name an existing queue (an older binary accepts any name and
+//     creates the queue on the first death);
+//   - a ConfigSet that sets forward_keeps_priority (a job forwarded to a
+//     dead_letter_queue keeps its priority; an older binary gives it that
+//     queue's default_priority when the queue sets one).
+const CommandVersionDeadLetterEdges = 13
+
+// ForwardKeepsPriorityConfigCommand builds the declarative ConfigSet of
+// cmd (DeclaredConfigCommand or RecordFieldsConfigCommand) that also turns
+// forwardKeepsPriority on.
+func ForwardKeepsPriorityConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
+	cmd.Version = CommandVersionDeadLetterEdges
+	cmd.GetConfigSet().ForwardKeepsPriority = true
+	return cmd
+}
