@@ -60,6 +60,9 @@ func (n *Node) Readiness(maxLag uint64) Readiness {
 	default:
 		return notReady("%s of term %d: no leader", r.State, r.Term)
 	}
+	if skewed, reason := n.clockSkewed(); skewed {
+		return notReady("%s", reason)
+	}
 	if r.CommitIndex > r.AppliedIndex+maxLag {
 		return notReady("applied index %d is %d entries behind commit index %d (more than %d): catching up",
 			r.AppliedIndex, r.CommitIndex-r.AppliedIndex, r.CommitIndex, maxLag)
