@@ -48,6 +48,10 @@ func (n *Node) Readiness(maxLag uint64) Readiness {
 		return notReady("shutting down")
 	default:
 	}
+	if skewed, reason := n.clockSkewed(); skewed {
+		// A skewed node hands over any lead it wins (clock.go).
+		return notReady("%s", reason)
+	}
 	switch st {
 	case raft.Leader:
 		if lr := n.ready.Load(); lr == nil || lr.term != r.Term || !closed(lr.ch) {
@@ -59,9 +63,6 @@ func (n *Node) Readiness(maxLag uint64) Readiness {
 		}
 	default:
 		return notReady("%s of term %d: no leader", r.State, r.Term)
-	}
-	if skewed, reason := n.clockSkewed(); skewed {
-		return notReady("%s", reason)
 	}
 	if r.CommitIndex > r.AppliedIndex+maxLag {
 		return notReady("applied index %d is %d entries behind commit index %d (more than %d): catching up",
