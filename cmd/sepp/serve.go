@@ -153,6 +153,7 @@ func nodeConfig(cfg config.Config, log hclog.Logger) (cluster.Config, error) {
 	// Every command carries at most one request the gRPC server accepted.
 	nc.MaxCommandBytes = max(cfg.Server.MaxMessageBytes+cluster.CommandOverheadBytes, nc.MaxEntryBytes)
 	nc.LeaseGrace = ms(cl.LeaseGraceMS)
+	nc.MaxClockSkew = ms(cl.MaxClockSkewMS)
 	nc.LogStoreWriteTimeout = ms(cl.StoreWriteTimeoutMS)
 	nc.DetectLeaderCrash = cl.DetectLeaderCrash
 	nc.LogStore = cfg.Storage.LogStore
