@@ -596,6 +596,9 @@ func askMemberFacts(dial []grpc.DialOption) func(context.Context, cluster.NodeIn
 		if f.GetStartTime() != nil {
 			out.Started = f.GetStartTime().AsTime()
 		}
+		if resp.GetClock() != nil {
+			out.Clock = resp.GetClock().AsTime() // the clock checks (cluster/clock.go)
+		}
 		return out, nil
 	}
 }
