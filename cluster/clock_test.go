@@ -109,6 +109,18 @@ func TestClockFaults_SkewedLeaderHandsOver(t *testing.T) {
 			if r := old.Readiness(64); r.Ready || !strings.Contains(r.Reason, "max_clock_skew") {
 				t.Fatalf("old leader's readiness %+v, want not ready for its clock", r)
 			}
+			status, err := old.Status(ctxT(t, 5*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(status.ClockSkew, "max_clock_skew") || status.MaxClockSkew != bound {
+				t.Fatalf("old leader's status says clock skew %q (bound %s), want the reason", status.ClockSkew, status.MaxClockSkew)
+			}
+			for _, m := range status.Members {
+				if m.ID != old.Self().ID && (m.Clock == nil || (m.Clock.Offset+tt.shift).Abs() > bound) {
+					t.Fatalf("old leader's status of %s: clock %+v, want an offset near %s", m.ID, m.Clock, -tt.shift)
+				}
+			}
 			for i := range 3 {
 				if i != leader && c.Node(i).ClockStatus().Skewed {
 					t.Fatalf("node %d, whose clock is right, reports itself skewed: %+v", i, c.Node(i).ClockStatus())
