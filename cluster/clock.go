@@ -401,7 +401,10 @@ func (n *Node) checkClock(ctx context.Context) {
 		ahead = -v.median - v.medianErr
 	}
 	n.stamp.setAhead(ahead)
-	if v.medianKnown && !v.skewed && ahead == 0 && (v.median.Abs() <= bound) {
+	// The wall clock is trusted again (a jump was a correction) only when
+	// no member measured disagrees with it: with two voters, a majority
+	// cannot tell which clock jumped.
+	if v.medianKnown && len(v.disagree) == 0 && ahead == 0 {
 		n.stamp.trustWall()
 	}
 
