@@ -266,6 +266,12 @@ type ClusterMember struct {
 	// Facts are what the member last reported of itself; nil until the
 	// leader has heard from it.
 	Facts *MemberFacts
+	// ClockOffset is the member's clock minus the answering node's, within
+	// ClockError (half the round trip of the question); ClockMeasured is
+	// false for the answering node itself and members it could not ask
+	// recently.
+	ClockOffset, ClockError time.Duration
+	ClockMeasured           bool
 }
 
 // MemberFacts is a member's report of itself, as the replicated state
@@ -306,6 +312,11 @@ type ClusterStatus struct {
 	AppliedIndex uint64
 	LastLogIndex uint64
 	Members      []ClusterMember
+	// MaxClockSkew is how far a member's clock may be off the others'
+	// (cluster.max_clock_skew_ms); ClockSkew, when set, says why the
+	// answering node's clock is off the members' (it does not lead then).
+	MaxClockSkew time.Duration
+	ClockSkew    string
 	// StateDigest and DigestIndex are set by StateDigestOf only.
 	StateDigest string
 	DigestIndex uint64
@@ -386,12 +397,18 @@ func clusterStatusFromProto(resp *seppv1.StatusResponse) *ClusterStatus {
 		LastLogIndex: resp.GetLastLogIndex(),
 		StateDigest:  resp.GetStateDigest(),
 		DigestIndex:  resp.GetDigestIndex(),
+		MaxClockSkew: resp.GetMaxClockSkew().AsDuration(),
+		ClockSkew:    resp.GetClockSkew(),
 	}
 	for _, m := range resp.GetMembers() {
-		s.Members = append(s.Members, ClusterMember{
+		cm := ClusterMember{
 			Node: nodeFromProto(m.GetNode()), Voter: m.GetVoter(), Leader: m.GetLeader(),
 			Healthy: m.GetHealthy(), LastContact: m.GetLastContact(), Facts: memberFactsFromProto(m.GetFacts()),
-		})
+		}
+		if c := m.GetClock(); c != nil {
+			cm.ClockOffset, cm.ClockError, cm.ClockMeasured = c.GetOffset().AsDuration(), c.GetError().AsDuration(), true
+		}
+		s.Members = append(s.Members, cm)
 	}
 	return s
 }

@@ -134,8 +134,17 @@ type Config struct {
 	// Logger; nil discards.
 	Logger hclog.Logger
 	// Clock stamps commands on the leader and drives the ticker; nil means
-	// time.Now. Nothing else in the node reads time for the state machine.
-	Clock func() time.Time
+	// the system clock. Nothing else in the node reads time for the state
+	// machine. Monotonic, with a Clock, is the monotonic clock the stamp
+	// clock checks it against (clock.go); nil with a Clock set means no
+	// jump guard (a test's clock that moves as the test says).
+	Clock     func() time.Time
+	Monotonic func() time.Duration
+	// MaxClockSkew is how far this node's clock may be off the other
+	// members' before it may not lead, and the largest jump of the wall
+	// clock the stamp clock follows (clock.go); 0 means
+	// DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
 
 	// Transport replaces the TCP transport (tests use raft's in-memory one
 	// for partitions). The node closes it on shutdown if it is an io.Closer.
@@ -263,6 +272,8 @@ func (c *Config) Validate() error {
 		return bad("tick_min_interval", "must be positive, got %s", c.TickMinInterval)
 	case c.TickMaxWait < c.TickMinInterval:
 		return bad("tick_max_wait", "must be at least tick_min_interval (%s), got %s", c.TickMinInterval, c.TickMaxWait)
+	case c.MaxClockSkew < 0:
+		return bad("max_clock_skew", "must not be negative, got %s", c.MaxClockSkew)
 	case c.LogStoreWriteTimeout < 0:
 		return bad("log_store_write_timeout", "must not be negative, got %s", c.LogStoreWriteTimeout)
 	}

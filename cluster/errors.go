@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Errors of a running node. The gRPC layer maps them in its one status table.
@@ -62,6 +63,10 @@ type Status struct {
 	AppliedIndex uint64
 	LastLogIndex uint64
 	Members      []Member
+	// MaxClockSkew is the bound on members' clocks; ClockSkew says why this
+	// node's clock is off the members' ("" when it is not: clock.go).
+	MaxClockSkew time.Duration
+	ClockSkew    string
 }
 
 // Member is one voter or non-voter of the configuration.
@@ -79,4 +84,7 @@ type Member struct {
 	// replicated state records them (this node's own: its own report);
 	// nil until a leader has heard from it (facts.go).
 	Facts *MemberFacts
+	// Clock is the member's clock as this node last measured it; nil for
+	// this node and for members not measured recently (clock.go).
+	Clock *ClockOffset
 }

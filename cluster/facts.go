@@ -55,6 +55,10 @@ type MemberFacts struct {
 	MemoryLimitFrom  string
 	GOMAXPROCS       int
 	Started          time.Time
+	// Clock is the member's wall clock when it answered (zero when its
+	// binary does not say): the clock checks compare it (clock.go). Not
+	// recorded in the replicated metadata.
+	Clock time.Time
 	// Legacy: the member serves no facts call (a binary older than it), so
 	// only MaxCommandVersion is known, from the health-name question.
 	Legacy bool
@@ -76,6 +80,7 @@ func (n *Node) SelfFacts() MemberFacts {
 	f.NodeID = n.self.ID
 	f.MinCommandVersion, f.MaxCommandVersion = BinaryCommandVersions()
 	f.Legacy = false
+	f.Clock = n.wall()
 	return f
 }
 

@@ -64,6 +64,12 @@ func (n *Node) leaderDuties(ctx context.Context) {
 	n.ready.Store(lr)
 	log := n.log.With("term", term)
 
+	// A node whose clock is known to be off the others' hands the term
+	// over before it stamps anything (clock.go).
+	if n.handOverIfSkewed() {
+		return
+	}
+
 	// The term's first entry: every live lease gains the grace (so the
 	// election does not redeliver jobs whose workers could not reach a
 	// leader), and this node's metadata (so followers can name it), in one

@@ -198,6 +198,8 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		return st, n.raftError("status", err)
 	}
 	isLeader := n.raft.State() == raft.Leader
+	clocks := n.ClockStatus()
+	st.MaxClockSkew, st.ClockSkew = clocks.MaxSkew, clocks.Reason
 	n.healthMu.Lock()
 	defer n.healthMu.Unlock()
 	for _, s := range cf.Configuration().Servers {
@@ -213,6 +215,9 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 			m.Facts = factsFromMeta(meta)
 		}
 		m.Leader = m.ID == st.Leader.ID
+		if off, ok := clocks.Offsets[m.ID]; ok {
+			m.Clock = &off
+		}
 		switch {
 		case m.ID == n.self.ID && isLeader:
 			m.Healthy = true

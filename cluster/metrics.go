@@ -29,6 +29,12 @@ type nodeMetrics struct {
 	crashElections prometheus.CounterFunc
 	// leaderTerm is the last term counted in leaderChanges.
 	leaderTerm atomic.Uint64
+	// The clock checks (clock.go): whether this node's clock is off the
+	// members', each member's clock minus this node's, and the jumps of
+	// the wall clock the stamp clock caught.
+	clockSkewExceeded prometheus.Gauge
+	clockOffset       *prometheus.GaugeVec
+	clockJumps        prometheus.Counter
 }
 
 // latencyBuckets run from 50µs to ~3.3s: an fsync on a fast disk takes
@@ -50,6 +56,18 @@ func newNodeMetrics(crashElections func() uint64) *nodeMetrics {
 			Name: "sepp_raft_crash_elections_total",
 			Help: "Elections this node called at once because the leader's process was gone (its raft address refused connections).",
 		}, func() float64 { return float64(crashElections()) }),
+		clockSkewExceeded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sepp_clock_skew_exceeded",
+			Help: "1 while this node's clock is off a majority of the members' by more than max_clock_skew (it does not lead then), else 0.",
+		}),
+		clockOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sepp_clock_offset_seconds",
+			Help: "Each member's clock minus this node's, as last measured (within half the question's round trip); members not measured recently are left out.",
+		}, []string{"member"}),
+		clockJumps: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sepp_clock_jumps_total",
+			Help: "Jumps of this node's wall clock away from its monotonic clock by more than max_clock_skew; stamped time follows the monotonic clock across them.",
+		}),
 		logWrite: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sepp_raft_log_write_seconds",
 			Help:    "Time of one write to this node's Raft log store, fsync included.",
@@ -67,12 +85,27 @@ func newNodeMetrics(crashElections func() uint64) *nodeMetrics {
 // sepp_raft_commit_seconds, sepp_raft_leader_changes_total,
 // sepp_raft_elections_total, sepp_raft_crash_elections_total,
 // sepp_raft_follower_lag_entries, sepp_raft_apply_lag_entries,
-// sepp_raft_snapshot_seconds, sepp_raft_restore_seconds); register them
-// once.
+// sepp_raft_snapshot_seconds, sepp_raft_restore_seconds,
+// sepp_clock_skew_exceeded, sepp_clock_offset_seconds,
+// sepp_clock_jumps_total); register them once.
 func (n *Node) Metrics() []prometheus.Collector {
 	m := n.metrics
 	return []prometheus.Collector{m.logWrite, m.commit, m.leaderChanges, m.elections, m.crashElections,
-		newLagCollector(n), n.snapTimes.snapshot, n.snapTimes.restore}
+		newLagCollector(n), n.snapTimes.snapshot, n.snapTimes.restore,
+		m.clockSkewExceeded, m.clockOffset, m.clockJumps}
+}
+
+// setClock exports a round of clock checks.
+func (m *nodeMetrics) setClock(skewed bool, offsets map[string]clockSample) {
+	if skewed {
+		m.clockSkewExceeded.Set(1)
+	} else {
+		m.clockSkewExceeded.Set(0)
+	}
+	m.clockOffset.Reset()
+	for id, s := range offsets {
+		m.clockOffset.WithLabelValues(id).Set(s.offset.Seconds())
+	}
 }
 
 // observe counts leader changes and elections. It is raft's observer

@@ -33,8 +33,13 @@ const logCacheEntries = 128
 type Node struct {
 	cfg   Config
 	log   hclog.Logger
-	clock func() time.Time
+	clock func() time.Time // the stamp clock (clock.go): what the leader stamps and ticks by
+	wall  func() time.Time // the wall clock, as members compare it (clock.go)
+	mono  func() time.Duration
+	stamp *stampClock
 	self  NodeInfo
+	// clocks is the state of this node's clock checks (clock.go).
+	clocks clockWatch
 
 	raft      *raft.Raft
 	fsm       *fsm.FSM
@@ -94,18 +99,34 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	logger := cfg.logger().Named("cluster").With("node", cfg.NodeID)
-	clock := cfg.Clock
-	if clock == nil {
-		clock = time.Now
+	if cfg.MaxClockSkew == 0 {
+		cfg.MaxClockSkew = DefaultMaxClockSkew
+	}
+	started := time.Now()
+	processMono := func() time.Duration { return time.Since(started) }
+	wall, guardMono := cfg.Clock, cfg.Monotonic
+	if wall == nil {
+		// The system clock (or, in a build with the tag sepp_test_clock,
+		// one a test shifts: testclock_on.go), guarded by this process's
+		// monotonic clock.
+		wall, guardMono = systemClock(cfg.NodeID), processMono
 	}
 	n := &Node{
 		cfg:        cfg,
 		log:        logger,
-		clock:      clock,
+		wall:       wall,
+		mono:       processMono,
 		failing:    make(map[raft.ServerID]time.Time),
 		shutdownCh: make(chan struct{}),
 	}
 	n.metrics = newNodeMetrics(n.CrashElections)
+	n.stamp = newStampClock(wall, guardMono, cfg.MaxClockSkew)
+	n.stamp.onJump = func(d time.Duration) {
+		n.metrics.clockJumps.Inc()
+		n.log.Warn("clock jump: the wall clock moved away from the monotonic clock; stamped time goes on by the monotonic clock until the members confirm the wall clock",
+			"jump", d.Round(time.Millisecond).String(), "max_clock_skew", cfg.MaxClockSkew)
+	}
+	n.clock = n.stamp.Now
 	n.snapTimes = newSnapshotMetrics()
 	n.disk.dir = cfg.DataDir
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
@@ -239,7 +260,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n.raft = r
 	// Raft's "not the leader" for a command taken just as the leader stepped
 	// down (as it does when a log write fails) also names a full disk.
-	n.prop = newProposer(r, &n.cfg, clock, func() error { return n.disk.explain(n.notLeaderError()) },
+	n.prop = newProposer(r, &n.cfg, n.clock, func() error { return n.disk.explain(n.notLeaderError()) },
 		func(d time.Duration) { n.metrics.commit.Observe(d.Seconds()) })
 
 	n.observerCh = make(chan raft.Observation, 64)
@@ -263,9 +284,10 @@ func NewNode(cfg Config) (*Node, error) {
 	})
 	r.RegisterObserver(n.countObserver)
 
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.watchHealth()
+	go n.watchClocks() // clock.go
 	if n.crash != nil {
 		n.wg.Add(1)
 		go n.watchLeaderCrash()

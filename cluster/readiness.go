@@ -48,6 +48,10 @@ func (n *Node) Readiness(maxLag uint64) Readiness {
 		return notReady("shutting down")
 	default:
 	}
+	if skewed, reason := n.clockSkewed(); skewed {
+		// A skewed node hands over any lead it wins (clock.go).
+		return notReady("%s", reason)
+	}
 	switch st {
 	case raft.Leader:
 		if lr := n.ready.Load(); lr == nil || lr.term != r.Term || !closed(lr.ch) {

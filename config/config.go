@@ -230,6 +230,15 @@ type Cluster struct {
 	// LeaseGraceMS is how much a new leader extends every live lease before it
 	// serves, so an election does not redeliver jobs in flight.
 	LeaseGraceMS int64 `toml:"lease_grace_ms"`
+	// MaxClockSkewMS is how far this node's clock may be off the other
+	// members' before it may not lead: the members compare clocks every
+	// second, and a node whose clock a majority of them finds off by more
+	// hands leadership over, and is not ready, until its clock agrees
+	// again. It is also the largest jump of the wall clock whose time the
+	// leader stamps: across a larger one, stamped time follows the
+	// monotonic clock. Keep clocks synchronised (NTP); 1000 leaves room for
+	// a slow answer on a loaded host (docs/fault-testing.md, clock faults).
+	MaxClockSkewMS int64 `toml:"max_clock_skew_ms"`
 	// StoreWriteTimeoutMS is how long a leader's log write may stall before
 	// the leader steps down.
 	StoreWriteTimeoutMS int64 `toml:"store_write_timeout_ms"`
@@ -549,6 +558,7 @@ func Default() Config {
 			SnapshotThreshold:      65536,
 			SnapshotIntervalMS:     30000,
 			LeaseGraceMS:           5000,
+			MaxClockSkewMS:         1000, // cluster.DefaultMaxClockSkew says why
 			StoreWriteTimeoutMS:    5000,
 			MaxCommandsPerEntry:    128,
 			MaxEntriesInFlight:     4,
@@ -757,6 +767,9 @@ func (c Config) Validate() error {
 	}
 	if cl.LeaseGraceMS < 0 {
 		add("cluster.lease_grace_ms: must not be negative, got %d", cl.LeaseGraceMS)
+	}
+	if cl.MaxClockSkewMS < 10 || cl.MaxClockSkewMS > 3_600_000 {
+		add("cluster.max_clock_skew_ms: must be 10..3600000 (10ms..1h), got %d", cl.MaxClockSkewMS)
 	}
 	if cl.TrailingLogs < 0 {
 		add("cluster.trailing_logs: must not be negative, got %d", cl.TrailingLogs)

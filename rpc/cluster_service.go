@@ -68,7 +68,7 @@ func (s *clusterService) Remove(ctx context.Context, req *seppv1.RemoveRequest) 
 // every member for (cluster/facts.go).
 func (s *clusterService) GetMemberFacts(context.Context, *seppv1.GetMemberFactsRequest) (*seppv1.GetMemberFactsResponse, error) {
 	f := s.b.SelfFacts()
-	return &seppv1.GetMemberFactsResponse{Facts: memberFactsToProto(&f)}, nil
+	return &seppv1.GetMemberFactsResponse{Facts: memberFactsToProto(&f), Clock: timestampOrNil(f.Clock)}, nil
 }
 
 func (s *clusterService) TransferLeadership(ctx context.Context, req *seppv1.TransferLeadershipRequest) (*seppv1.TransferLeadershipResponse, error) {

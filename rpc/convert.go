@@ -290,16 +290,24 @@ func clusterStatusToProto(st cluster.Status) *seppv1.StatusResponse {
 		CommitIndex:  st.CommitIndex,
 		AppliedIndex: st.AppliedIndex,
 		LastLogIndex: st.LastLogIndex,
+		ClockSkew:    st.ClockSkew,
+	}
+	if st.MaxClockSkew > 0 {
+		out.MaxClockSkew = durationpb.New(st.MaxClockSkew)
 	}
 	for _, m := range st.Members {
-		out.Members = append(out.Members, &seppv1.ClusterMember{
+		pm := &seppv1.ClusterMember{
 			Node:        nodeInfoToProto(m.NodeInfo),
 			Voter:       m.Voter,
 			Leader:      m.Leader,
 			Healthy:     m.Healthy,
 			LastContact: m.LastContact,
 			Facts:       memberFactsToProto(m.Facts),
-		})
+		}
+		if m.Clock != nil {
+			pm.Clock = &seppv1.ClockOffset{Offset: durationpb.New(m.Clock.Offset), Error: durationpb.New(m.Clock.Error)}
+		}
+		out.Members = append(out.Members, pm)
 	}
 	return out
 }

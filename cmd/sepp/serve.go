@@ -154,6 +154,7 @@ func nodeConfig(cfg config.Config, log hclog.Logger) (cluster.Config, error) {
 	// Every command carries at most one request the gRPC server accepted.
 	nc.MaxCommandBytes = max(cfg.Server.MaxMessageBytes+cluster.CommandOverheadBytes, nc.MaxEntryBytes)
 	nc.LeaseGrace = ms(cl.LeaseGraceMS)
+	nc.MaxClockSkew = ms(cl.MaxClockSkewMS)
 	nc.LogStoreWriteTimeout = ms(cl.StoreWriteTimeoutMS)
 	nc.DetectLeaderCrash = cl.DetectLeaderCrash
 	nc.LogStore = cfg.Storage.LogStore
@@ -591,6 +592,9 @@ func askMemberFacts(dial []grpc.DialOption) func(context.Context, cluster.NodeIn
 			GOMAXPROCS: int(f.GetGomaxprocs())}
 		if f.GetStartTime() != nil {
 			out.Started = f.GetStartTime().AsTime()
+		}
+		if resp.GetClock() != nil {
+			out.Clock = resp.GetClock().AsTime() // the clock checks (cluster/clock.go)
 		}
 		return out, nil
 	}

@@ -9,6 +9,8 @@ package seppv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -81,8 +83,15 @@ type StatusResponse struct {
 	Members      []*ClusterMember `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
 	// With include_digest: the SHA-256 of the replicated state (hex) and the
 	// index of the last log entry it includes.
-	StateDigest   string `protobuf:"bytes,9,opt,name=state_digest,json=stateDigest,proto3" json:"state_digest,omitempty"`
-	DigestIndex   uint64 `protobuf:"varint,10,opt,name=digest_index,json=digestIndex,proto3" json:"digest_index,omitempty"`
+	StateDigest string `protobuf:"bytes,9,opt,name=state_digest,json=stateDigest,proto3" json:"state_digest,omitempty"`
+	DigestIndex uint64 `protobuf:"varint,10,opt,name=digest_index,json=digestIndex,proto3" json:"digest_index,omitempty"`
+	// How far a member's clock may be off the others' before it may not
+	// lead (cluster.max_clock_skew_ms).
+	MaxClockSkew *durationpb.Duration `protobuf:"bytes,210,opt,name=max_clock_skew,json=maxClockSkew,proto3" json:"max_clock_skew,omitempty"`
+	// Set while this node's clock is off a majority of the members' by more
+	// than max_clock_skew: why, with the members' offsets. Such a node does
+	// not lead and is not ready.
+	ClockSkew     string `protobuf:"bytes,211,opt,name=clock_skew,json=clockSkew,proto3" json:"clock_skew,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -187,6 +196,20 @@ func (x *StatusResponse) GetDigestIndex() uint64 {
 	return 0
 }
 
+func (x *StatusResponse) GetMaxClockSkew() *durationpb.Duration {
+	if x != nil {
+		return x.MaxClockSkew
+	}
+	return nil
+}
+
+func (x *StatusResponse) GetClockSkew() string {
+	if x != nil {
+		return x.ClockSkew
+	}
+	return ""
+}
+
 // ClusterMember is one voter or non-voter of the configuration.
 type ClusterMember struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -199,7 +222,10 @@ type ClusterMember struct {
 	LastContact string `protobuf:"bytes,5,opt,name=last_contact,json=lastContact,proto3" json:"last_contact,omitempty"`
 	// What the member last reported of itself, as the replicated state
 	// records it; unset until the leader has heard from it.
-	Facts         *MemberFacts `protobuf:"bytes,160,opt,name=facts,proto3" json:"facts,omitempty"`
+	Facts *MemberFacts `protobuf:"bytes,160,opt,name=facts,proto3" json:"facts,omitempty"`
+	// The member's clock as the answering node last measured it; unset for
+	// the node itself and for members it could not ask recently.
+	Clock         *ClockOffset `protobuf:"bytes,210,opt,name=clock,proto3" json:"clock,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -276,6 +302,68 @@ func (x *ClusterMember) GetFacts() *MemberFacts {
 	return nil
 }
 
+func (x *ClusterMember) GetClock() *ClockOffset {
+	if x != nil {
+		return x.Clock
+	}
+	return nil
+}
+
+// ClockOffset is one member's clock measured against the answering node's.
+type ClockOffset struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The member's clock minus the answering node's.
+	Offset *durationpb.Duration `protobuf:"bytes,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	// The measurement's error bound: half the question's round trip.
+	Error         *durationpb.Duration `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClockOffset) Reset() {
+	*x = ClockOffset{}
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClockOffset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClockOffset) ProtoMessage() {}
+
+func (x *ClockOffset) ProtoReflect() protoreflect.Message {
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClockOffset.ProtoReflect.Descriptor instead.
+func (*ClockOffset) Descriptor() ([]byte, []int) {
+	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ClockOffset) GetOffset() *durationpb.Duration {
+	if x != nil {
+		return x.Offset
+	}
+	return nil
+}
+
+func (x *ClockOffset) GetError() *durationpb.Duration {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 type JoinRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          *NodeInfo              `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
@@ -285,7 +373,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[3]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -297,7 +385,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[3]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -310,7 +398,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{3}
+	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *JoinRequest) GetNode() *NodeInfo {
@@ -328,7 +416,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[4]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -340,7 +428,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[4]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -353,7 +441,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{4}
+	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{5}
 }
 
 type RemoveRequest struct {
@@ -365,7 +453,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[5]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -377,7 +465,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[5]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -390,7 +478,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{5}
+	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RemoveRequest) GetNodeId() string {
@@ -408,7 +496,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[6]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +508,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[6]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +521,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{6}
+	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{7}
 }
 
 type TransferLeadershipRequest struct {
@@ -446,7 +534,7 @@ type TransferLeadershipRequest struct {
 
 func (x *TransferLeadershipRequest) Reset() {
 	*x = TransferLeadershipRequest{}
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[7]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +546,7 @@ func (x *TransferLeadershipRequest) String() string {
 func (*TransferLeadershipRequest) ProtoMessage() {}
 
 func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[7]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +559,7 @@ func (x *TransferLeadershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{7}
+	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TransferLeadershipRequest) GetToNodeId() string {
@@ -489,7 +577,7 @@ type TransferLeadershipResponse struct {
 
 func (x *TransferLeadershipResponse) Reset() {
 	*x = TransferLeadershipResponse{}
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[8]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +589,7 @@ func (x *TransferLeadershipResponse) String() string {
 func (*TransferLeadershipResponse) ProtoMessage() {}
 
 func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[8]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +602,7 @@ func (x *TransferLeadershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeadershipResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeadershipResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{8}
+	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{9}
 }
 
 type GetMemberFactsRequest struct {
@@ -525,7 +613,7 @@ type GetMemberFactsRequest struct {
 
 func (x *GetMemberFactsRequest) Reset() {
 	*x = GetMemberFactsRequest{}
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[9]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -537,7 +625,7 @@ func (x *GetMemberFactsRequest) String() string {
 func (*GetMemberFactsRequest) ProtoMessage() {}
 
 func (x *GetMemberFactsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[9]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -550,19 +638,22 @@ func (x *GetMemberFactsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMemberFactsRequest.ProtoReflect.Descriptor instead.
 func (*GetMemberFactsRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{9}
+	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{10}
 }
 
 type GetMemberFactsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Facts         *MemberFacts           `protobuf:"bytes,1,opt,name=facts,proto3" json:"facts,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Facts *MemberFacts           `protobuf:"bytes,1,opt,name=facts,proto3" json:"facts,omitempty"`
+	// The member's wall clock when it answered: the other members compare
+	// their clocks with it.
+	Clock         *timestamppb.Timestamp `protobuf:"bytes,210,opt,name=clock,proto3" json:"clock,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetMemberFactsResponse) Reset() {
 	*x = GetMemberFactsResponse{}
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[10]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -574,7 +665,7 @@ func (x *GetMemberFactsResponse) String() string {
 func (*GetMemberFactsResponse) ProtoMessage() {}
 
 func (x *GetMemberFactsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_cluster_service_proto_msgTypes[10]
+	mi := &file_sepp_v1_cluster_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -587,7 +678,7 @@ func (x *GetMemberFactsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMemberFactsResponse.ProtoReflect.Descriptor instead.
 func (*GetMemberFactsResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{10}
+	return file_sepp_v1_cluster_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetMemberFactsResponse) GetFacts() *MemberFacts {
@@ -597,13 +688,20 @@ func (x *GetMemberFactsResponse) GetFacts() *MemberFacts {
 	return nil
 }
 
+func (x *GetMemberFactsResponse) GetClock() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Clock
+	}
+	return nil
+}
+
 var File_sepp_v1_cluster_service_proto protoreflect.FileDescriptor
 
 const file_sepp_v1_cluster_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1dsepp/v1/cluster_service.proto\x12\asepp.v1\x1a\x13sepp/v1/types.proto\"6\n" +
+	"\x1dsepp/v1/cluster_service.proto\x12\asepp.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13sepp/v1/types.proto\"6\n" +
 	"\rStatusRequest\x12%\n" +
-	"\x0einclude_digest\x18\x01 \x01(\bR\rincludeDigest\"\xf2\x02\n" +
+	"\x0einclude_digest\x18\x01 \x01(\bR\rincludeDigest\"\xd4\x03\n" +
 	"\x0eStatusResponse\x12%\n" +
 	"\x04self\x18\x01 \x01(\v2\x11.sepp.v1.NodeInfoR\x04self\x12)\n" +
 	"\x06leader\x18\x02 \x01(\v2\x11.sepp.v1.NodeInfoR\x06leader\x12\x14\n" +
@@ -615,14 +713,21 @@ const file_sepp_v1_cluster_service_proto_rawDesc = "" +
 	"\amembers\x18\b \x03(\v2\x16.sepp.v1.ClusterMemberR\amembers\x12!\n" +
 	"\fstate_digest\x18\t \x01(\tR\vstateDigest\x12!\n" +
 	"\fdigest_index\x18\n" +
-	" \x01(\x04R\vdigestIndex\"\xce\x01\n" +
+	" \x01(\x04R\vdigestIndex\x12@\n" +
+	"\x0emax_clock_skew\x18\xd2\x01 \x01(\v2\x19.google.protobuf.DurationR\fmaxClockSkew\x12\x1e\n" +
+	"\n" +
+	"clock_skew\x18\xd3\x01 \x01(\tR\tclockSkew\"\xfb\x01\n" +
 	"\rClusterMember\x12%\n" +
 	"\x04node\x18\x01 \x01(\v2\x11.sepp.v1.NodeInfoR\x04node\x12\x14\n" +
 	"\x05voter\x18\x02 \x01(\bR\x05voter\x12\x16\n" +
 	"\x06leader\x18\x03 \x01(\bR\x06leader\x12\x18\n" +
 	"\ahealthy\x18\x04 \x01(\bR\ahealthy\x12!\n" +
 	"\flast_contact\x18\x05 \x01(\tR\vlastContact\x12+\n" +
-	"\x05facts\x18\xa0\x01 \x01(\v2\x14.sepp.v1.MemberFactsR\x05facts\"4\n" +
+	"\x05facts\x18\xa0\x01 \x01(\v2\x14.sepp.v1.MemberFactsR\x05facts\x12+\n" +
+	"\x05clock\x18\xd2\x01 \x01(\v2\x14.sepp.v1.ClockOffsetR\x05clock\"q\n" +
+	"\vClockOffset\x121\n" +
+	"\x06offset\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x06offset\x12/\n" +
+	"\x05error\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05error\"4\n" +
 	"\vJoinRequest\x12%\n" +
 	"\x04node\x18\x01 \x01(\v2\x11.sepp.v1.NodeInfoR\x04node\"\x0e\n" +
 	"\fJoinResponse\"(\n" +
@@ -633,9 +738,10 @@ const file_sepp_v1_cluster_service_proto_rawDesc = "" +
 	"\n" +
 	"to_node_id\x18\x01 \x01(\tR\btoNodeId\"\x1c\n" +
 	"\x1aTransferLeadershipResponse\"\x17\n" +
-	"\x15GetMemberFactsRequest\"D\n" +
+	"\x15GetMemberFactsRequest\"w\n" +
 	"\x16GetMemberFactsResponse\x12*\n" +
-	"\x05facts\x18\x01 \x01(\v2\x14.sepp.v1.MemberFactsR\x05facts2\xed\x02\n" +
+	"\x05facts\x18\x01 \x01(\v2\x14.sepp.v1.MemberFactsR\x05facts\x121\n" +
+	"\x05clock\x18\xd2\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05clock2\xed\x02\n" +
 	"\x0eClusterService\x129\n" +
 	"\x06Status\x12\x16.sepp.v1.StatusRequest\x1a\x17.sepp.v1.StatusResponse\x123\n" +
 	"\x04Join\x12\x14.sepp.v1.JoinRequest\x1a\x15.sepp.v1.JoinResponse\x129\n" +
@@ -655,45 +761,53 @@ func file_sepp_v1_cluster_service_proto_rawDescGZIP() []byte {
 	return file_sepp_v1_cluster_service_proto_rawDescData
 }
 
-var file_sepp_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_sepp_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_sepp_v1_cluster_service_proto_goTypes = []any{
 	(*StatusRequest)(nil),              // 0: sepp.v1.StatusRequest
 	(*StatusResponse)(nil),             // 1: sepp.v1.StatusResponse
 	(*ClusterMember)(nil),              // 2: sepp.v1.ClusterMember
-	(*JoinRequest)(nil),                // 3: sepp.v1.JoinRequest
-	(*JoinResponse)(nil),               // 4: sepp.v1.JoinResponse
-	(*RemoveRequest)(nil),              // 5: sepp.v1.RemoveRequest
-	(*RemoveResponse)(nil),             // 6: sepp.v1.RemoveResponse
-	(*TransferLeadershipRequest)(nil),  // 7: sepp.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 8: sepp.v1.TransferLeadershipResponse
-	(*GetMemberFactsRequest)(nil),      // 9: sepp.v1.GetMemberFactsRequest
-	(*GetMemberFactsResponse)(nil),     // 10: sepp.v1.GetMemberFactsResponse
-	(*NodeInfo)(nil),                   // 11: sepp.v1.NodeInfo
-	(*MemberFacts)(nil),                // 12: sepp.v1.MemberFacts
+	(*ClockOffset)(nil),                // 3: sepp.v1.ClockOffset
+	(*JoinRequest)(nil),                // 4: sepp.v1.JoinRequest
+	(*JoinResponse)(nil),               // 5: sepp.v1.JoinResponse
+	(*RemoveRequest)(nil),              // 6: sepp.v1.RemoveRequest
+	(*RemoveResponse)(nil),             // 7: sepp.v1.RemoveResponse
+	(*TransferLeadershipRequest)(nil),  // 8: sepp.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 9: sepp.v1.TransferLeadershipResponse
+	(*GetMemberFactsRequest)(nil),      // 10: sepp.v1.GetMemberFactsRequest
+	(*GetMemberFactsResponse)(nil),     // 11: sepp.v1.GetMemberFactsResponse
+	(*NodeInfo)(nil),                   // 12: sepp.v1.NodeInfo
+	(*durationpb.Duration)(nil),        // 13: google.protobuf.Duration
+	(*MemberFacts)(nil),                // 14: sepp.v1.MemberFacts
+	(*timestamppb.Timestamp)(nil),      // 15: google.protobuf.Timestamp
 }
 var file_sepp_v1_cluster_service_proto_depIdxs = []int32{
-	11, // 0: sepp.v1.StatusResponse.self:type_name -> sepp.v1.NodeInfo
-	11, // 1: sepp.v1.StatusResponse.leader:type_name -> sepp.v1.NodeInfo
+	12, // 0: sepp.v1.StatusResponse.self:type_name -> sepp.v1.NodeInfo
+	12, // 1: sepp.v1.StatusResponse.leader:type_name -> sepp.v1.NodeInfo
 	2,  // 2: sepp.v1.StatusResponse.members:type_name -> sepp.v1.ClusterMember
-	11, // 3: sepp.v1.ClusterMember.node:type_name -> sepp.v1.NodeInfo
-	12, // 4: sepp.v1.ClusterMember.facts:type_name -> sepp.v1.MemberFacts
-	11, // 5: sepp.v1.JoinRequest.node:type_name -> sepp.v1.NodeInfo
-	12, // 6: sepp.v1.GetMemberFactsResponse.facts:type_name -> sepp.v1.MemberFacts
-	0,  // 7: sepp.v1.ClusterService.Status:input_type -> sepp.v1.StatusRequest
-	3,  // 8: sepp.v1.ClusterService.Join:input_type -> sepp.v1.JoinRequest
-	5,  // 9: sepp.v1.ClusterService.Remove:input_type -> sepp.v1.RemoveRequest
-	7,  // 10: sepp.v1.ClusterService.TransferLeadership:input_type -> sepp.v1.TransferLeadershipRequest
-	9,  // 11: sepp.v1.ClusterService.GetMemberFacts:input_type -> sepp.v1.GetMemberFactsRequest
-	1,  // 12: sepp.v1.ClusterService.Status:output_type -> sepp.v1.StatusResponse
-	4,  // 13: sepp.v1.ClusterService.Join:output_type -> sepp.v1.JoinResponse
-	6,  // 14: sepp.v1.ClusterService.Remove:output_type -> sepp.v1.RemoveResponse
-	8,  // 15: sepp.v1.ClusterService.TransferLeadership:output_type -> sepp.v1.TransferLeadershipResponse
-	10, // 16: sepp.v1.ClusterService.GetMemberFacts:output_type -> sepp.v1.GetMemberFactsResponse
-	12, // [12:17] is the sub-list for method output_type
-	7,  // [7:12] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	13, // 3: sepp.v1.StatusResponse.max_clock_skew:type_name -> google.protobuf.Duration
+	12, // 4: sepp.v1.ClusterMember.node:type_name -> sepp.v1.NodeInfo
+	14, // 5: sepp.v1.ClusterMember.facts:type_name -> sepp.v1.MemberFacts
+	3,  // 6: sepp.v1.ClusterMember.clock:type_name -> sepp.v1.ClockOffset
+	13, // 7: sepp.v1.ClockOffset.offset:type_name -> google.protobuf.Duration
+	13, // 8: sepp.v1.ClockOffset.error:type_name -> google.protobuf.Duration
+	12, // 9: sepp.v1.JoinRequest.node:type_name -> sepp.v1.NodeInfo
+	14, // 10: sepp.v1.GetMemberFactsResponse.facts:type_name -> sepp.v1.MemberFacts
+	15, // 11: sepp.v1.GetMemberFactsResponse.clock:type_name -> google.protobuf.Timestamp
+	0,  // 12: sepp.v1.ClusterService.Status:input_type -> sepp.v1.StatusRequest
+	4,  // 13: sepp.v1.ClusterService.Join:input_type -> sepp.v1.JoinRequest
+	6,  // 14: sepp.v1.ClusterService.Remove:input_type -> sepp.v1.RemoveRequest
+	8,  // 15: sepp.v1.ClusterService.TransferLeadership:input_type -> sepp.v1.TransferLeadershipRequest
+	10, // 16: sepp.v1.ClusterService.GetMemberFacts:input_type -> sepp.v1.GetMemberFactsRequest
+	1,  // 17: sepp.v1.ClusterService.Status:output_type -> sepp.v1.StatusResponse
+	5,  // 18: sepp.v1.ClusterService.Join:output_type -> sepp.v1.JoinResponse
+	7,  // 19: sepp.v1.ClusterService.Remove:output_type -> sepp.v1.RemoveResponse
+	9,  // 20: sepp.v1.ClusterService.TransferLeadership:output_type -> sepp.v1.TransferLeadershipResponse
+	11, // 21: sepp.v1.ClusterService.GetMemberFacts:output_type -> sepp.v1.GetMemberFactsResponse
+	17, // [17:22] is the sub-list for method output_type
+	12, // [12:17] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_cluster_service_proto_init() }
@@ -708,7 +822,7 @@ func file_sepp_v1_cluster_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sepp_v1_cluster_service_proto_rawDesc), len(file_sepp_v1_cluster_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

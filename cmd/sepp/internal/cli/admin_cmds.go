@@ -518,18 +518,32 @@ func (e *env) clusterCommand() *cobra.Command {
 						Healthy     bool   `json:"healthy"`
 						LastContact string `json:"last_contact,omitempty"`
 						Facts       *facts `json:"facts,omitempty"`
+						// The member's clock minus the answering node's, and
+						// the measurement's error, in milliseconds.
+						ClockOffsetMS *float64 `json:"clock_offset_ms,omitempty"`
+						ClockErrorMS  *float64 `json:"clock_error_ms,omitempty"`
 					}
 					ms := make([]member, 0, len(s.Members))
 					for _, m := range s.Members {
-						ms = append(ms, member{m.Node.ID, m.Node.RaftAddr, m.Node.GRPCAddr, m.Node.HTTPAddr, m.Voter, m.Leader, m.Healthy, m.LastContact, factsJSON(m.Facts)})
+						mm := member{ID: m.Node.ID, RaftAddr: m.Node.RaftAddr, GRPCAddr: m.Node.GRPCAddr, HTTPAddr: m.Node.HTTPAddr, Voter: m.Voter,
+							Leader: m.Leader, Healthy: m.Healthy, LastContact: m.LastContact, Facts: factsJSON(m.Facts)}
+						if m.ClockMeasured {
+							off, er := msFloat(m.ClockOffset), msFloat(m.ClockError)
+							mm.ClockOffsetMS, mm.ClockErrorMS = &off, &er
+						}
+						ms = append(ms, mm)
 					}
 					return e.printJSON(out, map[string]any{
 						"self": s.Self.ID, "leader": s.Leader.ID, "leader_grpc_addr": s.Leader.GRPCAddr, "state": s.State, "term": s.Term,
 						"commit_index": s.CommitIndex, "applied_index": s.AppliedIndex, "last_log_index": s.LastLogIndex, "members": ms,
+						"max_clock_skew_ms": msFloat(s.MaxClockSkew), "clock_skew": s.ClockSkew,
 					})
 				}
 				fmt.Fprintf(out, "node %s is %s; leader %s; term %d; commit %d, applied %d, last log %d\n",
 					s.Self.ID, s.State, orDash(s.Leader.ID), s.Term, s.CommitIndex, s.AppliedIndex, s.LastLogIndex)
+				if s.ClockSkew != "" {
+					fmt.Fprintf(out, "CLOCK SKEW: %s\n", s.ClockSkew)
+				}
 				rows := make([][]string, 0, len(s.Members))
 				for _, m := range s.Members {
 					role := "nonvoter"
@@ -539,9 +553,13 @@ func (e *env) clusterCommand() *cobra.Command {
 						role = "voter"
 					}
 					version, cmds, memory, procs := factsColumns(m.Facts)
-					rows = append(rows, []string{m.Node.ID, role, strconv.FormatBool(m.Healthy), orDash(m.LastContact), m.Node.GRPCAddr, m.Node.RaftAddr, version, cmds, memory, procs})
+					clock := "-"
+					if m.ClockMeasured {
+						clock = fmt.Sprintf("%+dms±%d", m.ClockOffset.Milliseconds(), m.ClockError.Milliseconds())
+					}
+					rows = append(rows, []string{m.Node.ID, role, strconv.FormatBool(m.Healthy), orDash(m.LastContact), m.Node.GRPCAddr, m.Node.RaftAddr, version, cmds, memory, procs, clock})
 				}
-				return table(out, "NODE\tROLE\tHEALTHY\tLAST_CONTACT\tGRPC\tRAFT\tVERSION\tCOMMANDS\tMEMORY\tPROCS", rows)
+				return table(out, "NODE\tROLE\tHEALTHY\tLAST_CONTACT\tGRPC\tRAFT\tVERSION\tCOMMANDS\tMEMORY\tPROCS\tCLOCK", rows)
 			})
 		},
 	}

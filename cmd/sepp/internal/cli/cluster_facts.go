@@ -50,3 +50,6 @@ func factsColumns(f *client.MemberFacts) (version, commands, memory, procs strin
 	}
 	return version, commands, memory, procs
 }
+
+// msFloat is d in milliseconds, for JSON output.
+func msFloat(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

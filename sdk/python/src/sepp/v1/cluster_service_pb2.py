@@ -11,10 +11,12 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from sepp.v1 import types_pb2 as sepp_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dsepp/v1/cluster_service.proto\x12\x07sepp.v1\x1a\x13sepp/v1/types.proto\"\'\n\rStatusRequest\x12\x16\n\x0einclude_digest\x18\x01 \x01(\x08\"\x8b\x02\n\x0eStatusResponse\x12\x1f\n\x04self\x18\x01 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\x12!\n\x06leader\x18\x02 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\x12\r\n\x05state\x18\x03 \x01(\t\x12\x0c\n\x04term\x18\x04 \x01(\x04\x12\x14\n\x0c\x63ommit_index\x18\x05 \x01(\x04\x12\x15\n\rapplied_index\x18\x06 \x01(\x04\x12\x16\n\x0elast_log_index\x18\x07 \x01(\x04\x12\'\n\x07members\x18\x08 \x03(\x0b\x32\x16.sepp.v1.ClusterMember\x12\x14\n\x0cstate_digest\x18\t \x01(\t\x12\x14\n\x0c\x64igest_index\x18\n \x01(\x04\"\x9c\x01\n\rClusterMember\x12\x1f\n\x04node\x18\x01 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\x12\r\n\x05voter\x18\x02 \x01(\x08\x12\x0e\n\x06leader\x18\x03 \x01(\x08\x12\x0f\n\x07healthy\x18\x04 \x01(\x08\x12\x14\n\x0clast_contact\x18\x05 \x01(\t\x12$\n\x05\x66\x61\x63ts\x18\xa0\x01 \x01(\x0b\x32\x14.sepp.v1.MemberFacts\".\n\x0bJoinRequest\x12\x1f\n\x04node\x18\x01 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\"\x0e\n\x0cJoinResponse\" \n\rRemoveRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\t\"\x10\n\x0eRemoveResponse\"/\n\x19TransferLeadershipRequest\x12\x12\n\nto_node_id\x18\x01 \x01(\t\"\x1c\n\x1aTransferLeadershipResponse\"\x17\n\x15GetMemberFactsRequest\"=\n\x16GetMemberFactsResponse\x12#\n\x05\x66\x61\x63ts\x18\x01 \x01(\x0b\x32\x14.sepp.v1.MemberFacts2\xed\x02\n\x0e\x43lusterService\x12\x39\n\x06Status\x12\x16.sepp.v1.StatusRequest\x1a\x17.sepp.v1.StatusResponse\x12\x33\n\x04Join\x12\x14.sepp.v1.JoinRequest\x1a\x15.sepp.v1.JoinResponse\x12\x39\n\x06Remove\x12\x16.sepp.v1.RemoveRequest\x1a\x17.sepp.v1.RemoveResponse\x12]\n\x12TransferLeadership\x12\".sepp.v1.TransferLeadershipRequest\x1a#.sepp.v1.TransferLeadershipResponse\x12Q\n\x0eGetMemberFacts\x12\x1e.sepp.v1.GetMemberFactsRequest\x1a\x1f.sepp.v1.GetMemberFactsResponseB.Z,github.com/sepp-io/sepp/proto/sepp/v1;seppv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dsepp/v1/cluster_service.proto\x12\x07sepp.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13sepp/v1/types.proto\"\'\n\rStatusRequest\x12\x16\n\x0einclude_digest\x18\x01 \x01(\x08\"\xd4\x02\n\x0eStatusResponse\x12\x1f\n\x04self\x18\x01 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\x12!\n\x06leader\x18\x02 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\x12\r\n\x05state\x18\x03 \x01(\t\x12\x0c\n\x04term\x18\x04 \x01(\x04\x12\x14\n\x0c\x63ommit_index\x18\x05 \x01(\x04\x12\x15\n\rapplied_index\x18\x06 \x01(\x04\x12\x16\n\x0elast_log_index\x18\x07 \x01(\x04\x12\'\n\x07members\x18\x08 \x03(\x0b\x32\x16.sepp.v1.ClusterMember\x12\x14\n\x0cstate_digest\x18\t \x01(\t\x12\x14\n\x0c\x64igest_index\x18\n \x01(\x04\x12\x32\n\x0emax_clock_skew\x18\xd2\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x13\n\nclock_skew\x18\xd3\x01 \x01(\t\"\xc2\x01\n\rClusterMember\x12\x1f\n\x04node\x18\x01 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\x12\r\n\x05voter\x18\x02 \x01(\x08\x12\x0e\n\x06leader\x18\x03 \x01(\x08\x12\x0f\n\x07healthy\x18\x04 \x01(\x08\x12\x14\n\x0clast_contact\x18\x05 \x01(\t\x12$\n\x05\x66\x61\x63ts\x18\xa0\x01 \x01(\x0b\x32\x14.sepp.v1.MemberFacts\x12$\n\x05\x63lock\x18\xd2\x01 \x01(\x0b\x32\x14.sepp.v1.ClockOffset\"b\n\x0b\x43lockOffset\x12)\n\x06offset\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12(\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\".\n\x0bJoinRequest\x12\x1f\n\x04node\x18\x01 \x01(\x0b\x32\x11.sepp.v1.NodeInfo\"\x0e\n\x0cJoinResponse\" \n\rRemoveRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\t\"\x10\n\x0eRemoveResponse\"/\n\x19TransferLeadershipRequest\x12\x12\n\nto_node_id\x18\x01 \x01(\t\"\x1c\n\x1aTransferLeadershipResponse\"\x17\n\x15GetMemberFactsRequest\"i\n\x16GetMemberFactsResponse\x12#\n\x05\x66\x61\x63ts\x18\x01 \x01(\x0b\x32\x14.sepp.v1.MemberFacts\x12*\n\x05\x63lock\x18\xd2\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp2\xed\x02\n\x0e\x43lusterService\x12\x39\n\x06Status\x12\x16.sepp.v1.StatusRequest\x1a\x17.sepp.v1.StatusResponse\x12\x33\n\x04Join\x12\x14.sepp.v1.JoinRequest\x1a\x15.sepp.v1.JoinResponse\x12\x39\n\x06Remove\x12\x16.sepp.v1.RemoveRequest\x1a\x17.sepp.v1.RemoveResponse\x12]\n\x12TransferLeadership\x12\".sepp.v1.TransferLeadershipRequest\x1a#.sepp.v1.TransferLeadershipResponse\x12Q\n\x0eGetMemberFacts\x12\x1e.sepp.v1.GetMemberFactsRequest\x1a\x1f.sepp.v1.GetMemberFactsResponseB.Z,github.com/sepp-io/sepp/proto/sepp/v1;seppv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'sepp.v1.cluster_service_pb2', globals())
@@ -22,28 +24,30 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z,github.com/sepp-io/sepp/proto/sepp/v1;seppv1'
-  _STATUSREQUEST._serialized_start=63
-  _STATUSREQUEST._serialized_end=102
-  _STATUSRESPONSE._serialized_start=105
-  _STATUSRESPONSE._serialized_end=372
-  _CLUSTERMEMBER._serialized_start=375
-  _CLUSTERMEMBER._serialized_end=531
-  _JOINREQUEST._serialized_start=533
-  _JOINREQUEST._serialized_end=579
-  _JOINRESPONSE._serialized_start=581
-  _JOINRESPONSE._serialized_end=595
-  _REMOVEREQUEST._serialized_start=597
-  _REMOVEREQUEST._serialized_end=629
-  _REMOVERESPONSE._serialized_start=631
-  _REMOVERESPONSE._serialized_end=647
-  _TRANSFERLEADERSHIPREQUEST._serialized_start=649
-  _TRANSFERLEADERSHIPREQUEST._serialized_end=696
-  _TRANSFERLEADERSHIPRESPONSE._serialized_start=698
-  _TRANSFERLEADERSHIPRESPONSE._serialized_end=726
-  _GETMEMBERFACTSREQUEST._serialized_start=728
-  _GETMEMBERFACTSREQUEST._serialized_end=751
-  _GETMEMBERFACTSRESPONSE._serialized_start=753
-  _GETMEMBERFACTSRESPONSE._serialized_end=814
-  _CLUSTERSERVICE._serialized_start=817
-  _CLUSTERSERVICE._serialized_end=1182
+  _STATUSREQUEST._serialized_start=128
+  _STATUSREQUEST._serialized_end=167
+  _STATUSRESPONSE._serialized_start=170
+  _STATUSRESPONSE._serialized_end=510
+  _CLUSTERMEMBER._serialized_start=513
+  _CLUSTERMEMBER._serialized_end=707
+  _CLOCKOFFSET._serialized_start=709
+  _CLOCKOFFSET._serialized_end=807
+  _JOINREQUEST._serialized_start=809
+  _JOINREQUEST._serialized_end=855
+  _JOINRESPONSE._serialized_start=857
+  _JOINRESPONSE._serialized_end=871
+  _REMOVEREQUEST._serialized_start=873
+  _REMOVEREQUEST._serialized_end=905
+  _REMOVERESPONSE._serialized_start=907
+  _REMOVERESPONSE._serialized_end=923
+  _TRANSFERLEADERSHIPREQUEST._serialized_start=925
+  _TRANSFERLEADERSHIPREQUEST._serialized_end=972
+  _TRANSFERLEADERSHIPRESPONSE._serialized_start=974
+  _TRANSFERLEADERSHIPRESPONSE._serialized_end=1002
+  _GETMEMBERFACTSREQUEST._serialized_start=1004
+  _GETMEMBERFACTSREQUEST._serialized_end=1027
+  _GETMEMBERFACTSRESPONSE._serialized_start=1029
+  _GETMEMBERFACTSRESPONSE._serialized_end=1134
+  _CLUSTERSERVICE._serialized_start=1137
+  _CLUSTERSERVICE._serialized_end=1502
 # @@protoc_insertion_point(module_scope)
