@@ -52,11 +52,13 @@ const (
 	//	   fairness_key (expiry.go).
 	//	12: version 11 plus a ConfigSet that sets record_fields (attempt
 	//	   detail and forwarded origins in their own fields; ops_attempts.go).
+	//	16: a JobReserve with a request id whose id outlives its leases
+	//	   (engine ReserveParams.RetryWindow; ops_reserve.go).
 	//
 	// A node replicates the version it applies in its NodeMeta, and the
 	// leader proposes a command of version N only while every member says
 	// it applies N (cluster).
-	CommandVersion = CommandVersionRecordFields
+	CommandVersion = CommandVersionReserveRetry
 )
 
 // Command versions, by the operations they introduced.
@@ -284,9 +286,13 @@ func EnqueueBatchCommand(items []engine.EnqueueParams) *cmdpb.Command {
 	return c
 }
 
-// ReserveCommand builds a JobReserve.
+// ReserveCommand builds a JobReserve; one with RetryWindow (and a request
+// id) takes CommandVersionReserveRetry.
 func ReserveCommand(p engine.ReserveParams) *cmdpb.Command {
 	c := newCommand()
+	if p.RetryWindow && p.RequestID != "" {
+		c.Version = CommandVersionReserveRetry
+	}
 	c.Op = &cmdpb.Command_JobReserve{JobReserve: &cmdpb.JobReserve{
 		Queue: p.Queue, WorkerId: p.WorkerID, N: int64(p.N), LeaseNanos: int64(p.Lease), RequestId: p.RequestID,
 	}}
