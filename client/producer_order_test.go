@@ -95,6 +95,7 @@ func TestProducer_KeepsOrderAcrossBatches(t *testing.T) {
 // Under concurrency (run it with -race): each of several goroutines hands
 // its jobs to one shared producer in sequence, and each goroutine's jobs
 // come back with increasing ids and are delivered in that order.
+// spec: PRI-5
 func TestProducer_KeepsEachGoroutinesOrder(t *testing.T) {
 	n := startNode(t, "n1", nil)
 	c := newClient(t, []string{n.addr})
