@@ -40,13 +40,8 @@ func TestStart_WorkerAgainstARealNode(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	select {
-	case got := <-handled:
-		if got != id {
-			t.Fatalf("handled job %d, want %d", got, id)
-		}
-	case <-ctx.Done():
-		t.Fatal("the handler never ran")
+	if got := receive(t, handled, "the handler to run"); got != id {
+		t.Fatalf("handled job %d, want %d", got, id)
 	}
 	waitFor(t, "the ack", func() bool {
 		_, err := s.Client().GetJob(ctx, id, false)
@@ -226,10 +221,10 @@ func TestRunHandler_AgreesWithTheWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range payloads {
-		<-handled
+		receive(t, handled, "the first attempts")
 	}
 	// The flaky job comes back at once for attempt 2 and is parked.
-	<-handled
+	receive(t, handled, "the flaky job's second attempt")
 	if err := w.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -250,6 +245,20 @@ func TestRunHandler_AgreesWithTheWorker(t *testing.T) {
 		if got != want[p] {
 			t.Errorf("payload %q: job ends %v, RunHandler said %v", p, got, want[p])
 		}
+	}
+}
+
+// receive waits for a value on ch, failing the test after 20s.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	timer := time.NewTimer(20 * time.Second)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
 	}
 }
 
