@@ -11,6 +11,13 @@
 // DrainDeadLetters is destructive and is never retried once it may have
 // reached the server: a lost drain response is reported, not repeated.
 //
+// A Producer keeps the order of the jobs handed to it (see Producer).
+//
+// To test code that uses the client, package sepptest (client/sepptest)
+// runs a real single-node server inside a test (sepptest.Start) and runs a
+// handler against a crafted delivery, returning the Outcome a Worker would
+// send (sepptest.RunHandler, built on RunHandler here).
+//
 // Errors are typed: test them with errors.Is against the sentinels
 // (ErrNotFound, ErrLeaseLost, ErrInvalidArgument, ErrUnknownOutcome, ...)
 // and with errors.As for the details (*FieldError, *ScheduledTooFarError,

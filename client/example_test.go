@@ -5,32 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
 	"time"
 
 	"github.com/sepp-io/sepp/client"
-	"github.com/sepp-io/sepp/cluster"
-	"github.com/sepp-io/sepp/engine"
-	"github.com/sepp-io/sepp/rpc"
-	"github.com/sepp-io/sepp/rpc/rpctest"
+	"github.com/sepp-io/sepp/client/sepptest"
 )
 
-// exampleServer serves a single in-memory node with dead-letter retention on
-// 127.0.0.1, standing in for a cluster at localhost:50051.
+// exampleServer runs a single sepp node in-process (sepptest) with
+// dead-letter retention, standing in for a cluster at localhost:50051.
 func exampleServer() (addr string, stop func()) {
-	cfg := engine.DefaultConfig()
-	cfg.Limits.DeadLetterRetention = time.Hour
-	b, err := rpctest.NewLocalBackend(cfg, cluster.NodeInfo{ID: "example"}, nil)
+	s, err := sepptest.NewServer(sepptest.WithConfig(`
+[storage]
+dead_letter_retention_ms = 3600000
+`))
 	if err != nil {
 		log.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	srv := rpc.NewGRPCServer(b, rpc.Options{MaxReserveWait: 100 * time.Millisecond})
-	go func() { _ = srv.Serve(lis) }()
-	return lis.Addr().String(), srv.Stop
+	return s.Addr(), func() { _ = s.Close() }
 }
 
 // Producing: build a request field by field and enqueue it. The client
@@ -90,6 +81,8 @@ func Example_producer() {
 	}
 	defer c.Close()
 
+	// One producer keeps the order of its jobs: they get increasing ids
+	// and, on one queue and priority, are delivered in that order.
 	p := c.NewProducer(client.ProducerOptions{Linger: time.Millisecond, MaxBatch: 100})
 	var pending []*client.PendingEnqueue
 	for i := range 3 {

@@ -2,7 +2,9 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 )
 
@@ -85,4 +87,64 @@ type deliveryKey struct{}
 func DeliveryFromContext(ctx context.Context) (*Delivery, bool) {
 	d, ok := ctx.Value(deliveryKey{}).(*Delivery)
 	return d, ok
+}
+
+// Outcome is how a Worker answers a delivery once its handler has returned:
+// an ack, or a nack with a directive and a reason. RunHandler returns it,
+// so a test can check what a handler chooses without a server (see the
+// sepptest package).
+type Outcome struct {
+	// Ack is true when the handler returned nil: the Worker acks the job.
+	Ack bool
+	// Directive is the nack's directive when Ack is false: DefaultRetry
+	// for a plain error, a panic or Retry, After(d) for RetryAfter(d, err),
+	// DeadLetter for Permanent.
+	Directive RetryDirective
+	// Reason is the text the nack carries (the error's message); a Worker
+	// cuts it to WorkerOptions.MaxReasonBytes.
+	Reason string
+	// Err is what the handler returned; a recovered panic is an error
+	// whose message starts with "panic: ".
+	Err error
+}
+
+// String names the answer, e.g. "ack", "nack default", "nack after(1m0s)".
+func (o Outcome) String() string {
+	if o.Ack {
+		return "ack"
+	}
+	return "nack " + o.Directive.String()
+}
+
+// RunHandler runs h on d as a Worker does, in the calling goroutine: d is
+// in the handler's context (DeliveryFromContext), a panic is recovered as a
+// failure, and the returned error is mapped to an ack or a nack directive
+// by the Worker's own rule. It answers nothing to any server: the Worker
+// sends the Outcome; a test inspects it.
+func RunHandler(ctx context.Context, h HandlerFunc, d *Delivery) Outcome {
+	err := invokeHandler(context.WithValue(ctx, deliveryKey{}, d), h, d)
+	return outcomeOf(err)
+}
+
+// invokeHandler calls h, turning a panic into a *panicError.
+func invokeHandler(ctx context.Context, h HandlerFunc, d *Delivery) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{value: r, stack: debug.Stack()}
+		}
+	}()
+	return h(ctx, d)
+}
+
+// outcomeOf maps a handler's result to the Worker's answer.
+func outcomeOf(err error) Outcome {
+	if err == nil {
+		return Outcome{Ack: true}
+	}
+	directive := DefaultRetry()
+	var he *HandlerError
+	if errors.As(err, &he) {
+		directive = he.Directive()
+	}
+	return Outcome{Directive: directive, Reason: err.Error(), Err: err}
 }

@@ -38,7 +38,14 @@ type ProducerOptions struct {
 	// MaxBatchBytes caps the encoded size of one batch (default 1 MiB; keep
 	// it below the server's max_message_bytes).
 	MaxBatchBytes int
-	// MaxInFlight caps the batches sent at once (default 4).
+	// MaxInFlight caps the batches sent at once (default 1). At 1 the
+	// producer keeps order: a batch leaves once the one before it has its
+	// result, so jobs are enqueued (and get their ids, and wait on their
+	// queue) in the order they were handed to the producer; jobs handed
+	// over meanwhile gather into the next batch, so under load batches
+	// fill up to MaxBatch instead. Above 1, batches travel concurrently and
+	// the server may apply a later batch first: more throughput on a
+	// high-latency link, no order between batches.
 	MaxInFlight int
 }
 
@@ -47,6 +54,13 @@ type ProducerOptions struct {
 // it jobs, and each gets its own result. It is safe for concurrent use.
 // Retries and idempotency are those of Client.EnqueueBatch: every job has
 // its own idempotency key, so a retried batch adds no job twice.
+//
+// Order: with the default MaxInFlight of 1, jobs are enqueued in the order
+// they were handed over, so two EnqueueAsync calls made one after the other
+// give the first the lower id and, on one queue and priority, the earlier
+// delivery. Jobs handed over concurrently by several goroutines take the
+// order in which the producer received them. A job that fails leaves no
+// gap in the order of the others.
 type Producer struct {
 	c    *Client
 	opts ProducerOptions
@@ -117,7 +131,7 @@ func (c *Client) NewProducer(opts ProducerOptions) *Producer {
 		opts.MaxBatchBytes = 1 << 20
 	}
 	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = 4
+		opts.MaxInFlight = 1
 	}
 	p := &Producer{
 		c:        c,

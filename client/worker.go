@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -321,7 +320,7 @@ func (w *Worker) run(d Delivery) {
 		defer close(keeperDone)
 		w.keepLease(hctx, handlerDone, d, cancel)
 	}()
-	err := w.invoke(hctx, h, &d)
+	out := w.invoke(hctx, h, &d)
 	close(handlerDone)
 	<-keeperDone
 
@@ -329,7 +328,7 @@ func (w *Worker) run(d Delivery) {
 	switch {
 	case errors.Is(cause, ErrLeaseLost):
 		w.report(fmt.Errorf("sepp worker: job %d: lease lost while its handler ran; not answering for it: %w", d.Ctx.JobID, cause))
-	case err == nil:
+	case out.Ack:
 		ctx, c := context.WithTimeout(context.Background(), w.opts.Lease)
 		defer c()
 		if err := w.c.Ack(ctx, d.Ctx); err != nil {
@@ -340,12 +339,7 @@ func (w *Worker) run(d Delivery) {
 		// the job failed: hand it back without burning the attempt.
 		w.releaseAll([]Delivery{d})
 	default:
-		directive := DefaultRetry()
-		var he *HandlerError
-		if errors.As(err, &he) {
-			directive = he.Directive()
-		}
-		w.nack(d, directive, err.Error())
+		w.nack(d, out.Directive, out.Reason)
 	}
 }
 
@@ -368,15 +362,15 @@ type panicError struct {
 
 func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
 
-func (w *Worker) invoke(ctx context.Context, h HandlerFunc, d *Delivery) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			pe := &panicError{value: r, stack: debug.Stack()}
-			w.report(fmt.Errorf("sepp worker: job %d: handler panicked: %v\n%s", d.Ctx.JobID, r, pe.stack))
-			err = pe
-		}
-	}()
-	return h(ctx, d)
+// invoke runs the handler (its context already carries d) and maps its
+// result to the answer, as RunHandler does; a panic is also reported.
+func (w *Worker) invoke(ctx context.Context, h HandlerFunc, d *Delivery) Outcome {
+	out := outcomeOf(invokeHandler(ctx, h, d))
+	var pe *panicError
+	if errors.As(out.Err, &pe) {
+		w.report(fmt.Errorf("sepp worker: job %d: handler panicked: %v\n%s", d.Ctx.JobID, pe.value, pe.stack))
+	}
+	return out
 }
 
 // keepLease extends the delivery's lease every Lease/3 until the handler

@@ -50,6 +50,10 @@ func (n *Node) EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) (
 
 // Reserve leases up to p.N jobs.
 func (n *Node) Reserve(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error) {
+	// A request id outlives its leases once every member applies that
+	// (fsm.CommandVersionReserveRetry); until then reserves keep the
+	// older form, which every member applies alike.
+	p.RetryWindow = p.RequestID != "" && n.membersApply(fsm.CommandVersionReserveRetry)
 	res, err := n.propose(ctx, fsm.ReserveCommand(p))
 	if err != nil {
 		return nil, err

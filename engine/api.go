@@ -213,6 +213,17 @@ type ReserveParams struct {
 	// RequestID, when set, makes a retried reserve return the deliveries of
 	// the first one (while their leases are live) instead of new jobs.
 	RequestID string
+	// RetryWindow (with a RequestID) keeps the request id past the leases'
+	// deadline, for limits.idempotency_window_ms, so that a retry whose
+	// first answer was lost costs no attempt even once the leases lapsed:
+	// a delivery whose lease expires while the id is remembered is held on
+	// its last attempt (not dead-lettered) until the id is forgotten, and
+	// on an earlier attempt goes back to Ready as usual; the retry then
+	// gets those jobs back, held ones with a renewed lease, returned ones
+	// (still Ready, not delivered since) on the same attempt number again.
+	// The fsm sets it from the command's version (CommandVersionReserveRetry),
+	// so replicas of older binaries never see such a reservation.
+	RetryWindow bool
 }
 
 // Delivery is one reserved job with its context.

@@ -41,6 +41,9 @@ type Engine struct {
 
 	reservations map[string]*reservation
 	resHeap      reservationHeap
+	// resByLease indexes the live lease tokens of RetryWindow reservations,
+	// for lease expiry. Derived from the reservations; Restore rebuilds it.
+	resByLease map[LeaseToken]*reservation
 
 	// held is the bytes the state is counted to hold: the queues' held
 	// bytes plus the reservations' (memory.go). Derived from the state,
@@ -117,6 +120,7 @@ func newEmpty() *Engine {
 		sched:        jobHeap{},
 		dead:         make(map[JobID]*deadRecord),
 		reservations: make(map[string]*reservation),
+		resByLease:   make(map[LeaseToken]*reservation),
 		schedules:    make(map[string]*schedule),
 	}
 }

@@ -291,6 +291,24 @@ func (e *Engine) CheckInvariants() error {
 			return errors.New("reservation heap out of order")
 		}
 	}
+	// The RetryWindow index holds exactly their live tokens.
+	liveTokens := 0
+	for _, r := range e.resHeap {
+		if !r.retryWindow() {
+			continue
+		}
+		for _, t := range r.tokens {
+			if liveToken(t) {
+				if e.resByLease[t] != r {
+					return fmt.Errorf("reservation %q: token %d not indexed", r.requestID, t)
+				}
+				liveTokens++
+			}
+		}
+	}
+	if liveTokens != len(e.resByLease) {
+		return fmt.Errorf("reservation index holds %d tokens, the reservations %d", len(e.resByLease), liveTokens)
+	}
 	if err := e.checkSchedules(); err != nil {
 		return err
 	}

@@ -13,7 +13,8 @@ import (
 // and, within a priority, in original enqueue order, each under a new lease.
 // A paused queue, or one not seen yet, hands out nothing. A reserve repeating
 // the RequestID of an earlier one returns that reserve's deliveries whose
-// leases are still current, and reserves nothing new.
+// leases are still current, and reserves nothing new; with RetryWindow also
+// the jobs whose leases lapsed unseen since (ReserveParams.RetryWindow).
 func (e *Engine) Reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
 	if err := checkQueueName("queue", p.Queue); err != nil {
 		return nil, err
@@ -36,6 +37,9 @@ func (e *Engine) Reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
 	e.advance(now)
 	if p.RequestID != "" {
 		if r := e.reservations[p.RequestID]; r != nil {
+			if p.RetryWindow && r.retryWindow() {
+				return e.recoverReservation(r, addSat(e.now, lease), p.WorkerID), nil
+			}
 			return e.replayReservation(r), nil
 		}
 		if len(e.reservations) >= e.lim.MaxIdempotencyKeys {
@@ -76,6 +80,11 @@ func (e *Engine) Reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
 		r := &reservation{requestID: p.RequestID, expiresAt: deadline, ids: make([]JobID, len(out)), tokens: make([]LeaseToken, len(out))}
 		for i := range out {
 			r.ids[i], r.tokens[i] = out[i].Job.ID, out[i].LeaseToken
+		}
+		if p.RetryWindow {
+			r.expiresAt = addSat(deadline, int64(e.lim.IdempotencyWindow))
+			r.ids, r.tokens = append(r.ids, 0), append(r.tokens, retryWindowMark)
+			e.indexReservation(r)
 		}
 		e.reservations[r.requestID] = r
 		heap.Push(&e.resHeap, r)
@@ -129,6 +138,90 @@ func (e *Engine) replayReservation(r *reservation) []Delivery {
 		}
 	}
 	return out
+}
+
+// recoverReservation answers the retry of a RetryWindow reserve: the
+// deliveries still under their first lease (renewed to deadline if it ends
+// sooner: a lease held past its lapse may have little left) and, back on
+// the line, the jobs whose lease expired unseen and that nobody reserved
+// since, delivered again on the attempt they lost, under a new lease
+// recorded in the reservation (so a retry of the retry finds it too). A
+// job of a paused queue, or of one with reserve limits or concurrency keys,
+// is left Ready: handing it out would pass those rules.
+func (e *Engine) recoverReservation(r *reservation, deadline int64, worker string) []Delivery {
+	var out []Delivery
+	for i, id := range r.ids {
+		j := e.jobs.get(id)
+		if j == nil {
+			continue
+		}
+		tok := r.tokens[i]
+		switch {
+		case liveToken(tok) && j.state == StateReserved && j.lease == tok:
+			if j.due < deadline {
+				j.due = deadline
+				heap.Fix(&e.leases, int(j.heapIdx))
+			}
+		case tok != retryWindowMark && tok&expiredSlot != 0 && j.state == StateReady &&
+			j.attempt == uint32(tok&^expiredSlot) && j.attempt > 0 &&
+			!j.q.paused && j.q.keys == nil && !j.q.set.limits.set():
+			e.detach(j)
+			j.attempt-- // the lapsed delivery never reached a worker
+			e.deliver(j, deadline, worker)
+			r.tokens[i] = j.lease
+			e.resByLease[j.lease] = r
+		default:
+			continue
+		}
+		out = append(out, e.delivery(j))
+	}
+	return out
+}
+
+// indexReservation indexes a RetryWindow reservation's live tokens.
+func (e *Engine) indexReservation(r *reservation) {
+	for _, t := range r.tokens {
+		if liveToken(t) {
+			e.resByLease[t] = r
+		}
+	}
+}
+
+// unindexReservation drops r's tokens from the index.
+func (e *Engine) unindexReservation(r *reservation) {
+	for _, t := range r.tokens {
+		if e.resByLease[t] == r {
+			delete(e.resByLease, t)
+		}
+	}
+}
+
+// holdUnseen handles the expiry, at t, of a lease handed out by a
+// RetryWindow reserve whose request id is still remembered: the answer may
+// never have reached the worker, and a retry would show it. On the job's
+// last attempt the lease is held until the id is forgotten (true: the job
+// stays Reserved), instead of the job being dead-lettered unseen. On an
+// earlier attempt the slot records the attempt (false: the expiry proceeds
+// and the job goes back to Ready), so that a retry can hand the job back on
+// that attempt if nobody reserved it since.
+func (e *Engine) holdUnseen(j *job, t int64) bool {
+	r := e.resByLease[j.lease]
+	if r == nil || r.expiresAt <= t {
+		return false
+	}
+	if j.attempt >= j.maxAttempts {
+		j.due = r.expiresAt
+		heap.Fix(&e.leases, int(j.heapIdx))
+		return true
+	}
+	for i, tok := range r.tokens {
+		if tok == j.lease && r.ids[i] == j.id {
+			r.tokens[i] = expiredSlot | LeaseToken(j.attempt)
+			break
+		}
+	}
+	delete(e.resByLease, j.lease)
+	return false
 }
 
 // leaseDuration resolves a requested lease: 0 takes DefaultLease, longer

@@ -916,6 +916,9 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		}
 		e.reservations[r.requestID] = r
 		heap.Push(&e.resHeap, r)
+		if r.retryWindow() {
+			e.indexReservation(r)
+		}
 	}
 	if d.err != nil {
 		return nil, d.err

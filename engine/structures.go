@@ -428,6 +428,13 @@ func (h *deadExpiryHeap) Pop() any {
 
 // reservation remembers a reserve's request id and what it handed out, so a
 // retried reserve returns the same deliveries while their leases are live.
+//
+// A reservation made with ReserveParams.RetryWindow ends with the pair
+// (0, retryWindowMark) (no job has id 0), is remembered until its leases'
+// deadline plus the idempotency window, and its slots record what became
+// of a delivery whose lease expired unseen: its token is replaced by
+// expiredSlot|attempt (lease.go). The mark and the slots are plain ids and
+// tokens, so the snapshot layout is unchanged.
 type reservation struct {
 	requestID string
 	expiresAt int64 // the lease deadline granted by that reserve
@@ -435,6 +442,24 @@ type reservation struct {
 	tokens    []LeaseToken
 	idx       int
 }
+
+// retryWindowMark is the token of a RetryWindow reservation's last pair;
+// expiredSlot flags a slot whose lease expired unseen, the low bits holding
+// the attempt it expired on.
+const (
+	retryWindowMark LeaseToken = 1<<64 - 1
+	expiredSlot     LeaseToken = 1 << 63
+)
+
+// retryWindow reports whether r was made with ReserveParams.RetryWindow.
+func (r *reservation) retryWindow() bool {
+	n := len(r.ids)
+	return n > 0 && r.ids[n-1] == 0 && r.tokens[n-1] == retryWindowMark
+}
+
+// liveToken reports whether a slot's token is a lease handed out (not the
+// mark, not an expired slot).
+func liveToken(t LeaseToken) bool { return t != 0 && t&expiredSlot == 0 }
 
 type reservationHeap []*reservation
 

@@ -26,6 +26,9 @@ func (e *Engine) advance(now time.Time) TickResult {
 		res.Promoted++
 	}
 	for j := e.leases.top(); j != nil && j.due <= t; j = e.leases.top() {
+		if len(e.resByLease) > 0 && e.holdUnseen(j, t) {
+			continue
+		}
 		res.LeasesExpired++
 		j.q.act.LeaseExpired++
 		rec := e.attemptOf(j)
@@ -57,6 +60,9 @@ func (e *Engine) advance(now time.Time) TickResult {
 	for len(e.resHeap) > 0 && e.resHeap[0].expiresAt <= t {
 		r := heap.Pop(&e.resHeap).(*reservation)
 		delete(e.reservations, r.requestID)
+		if r.retryWindow() {
+			e.unindexReservation(r)
+		}
 		e.held -= reservationCharge(r)
 	}
 	return res

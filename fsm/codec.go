@@ -56,11 +56,13 @@ const (
 	//	   selecting cause cancelled or expired, a QueueCreate or QueueUpdate
 	//	   whose dead_letter_queue must name an existing queue, and a
 	//	   ConfigSet that sets forward_keeps_priority.
+	//	14: a JobReserve with a request id whose id outlives its leases
+	//	   (engine ReserveParams.RetryWindow; ops_reserve.go).
 	//
 	// A node replicates the version it applies in its NodeMeta, and the
 	// leader proposes a command of version N only while every member says
 	// it applies N (cluster).
-	CommandVersion = CommandVersionDeadLetterEdges
+	CommandVersion = CommandVersionReserveRetry
 )
 
 // Command versions, by the operations they introduced.
@@ -288,9 +290,13 @@ func EnqueueBatchCommand(items []engine.EnqueueParams) *cmdpb.Command {
 	return c
 }
 
-// ReserveCommand builds a JobReserve.
+// ReserveCommand builds a JobReserve; one with RetryWindow (and a request
+// id) takes CommandVersionReserveRetry.
 func ReserveCommand(p engine.ReserveParams) *cmdpb.Command {
 	c := newCommand()
+	if p.RetryWindow && p.RequestID != "" {
+		c.Version = CommandVersionReserveRetry
+	}
 	c.Op = &cmdpb.Command_JobReserve{JobReserve: &cmdpb.JobReserve{
 		Queue: p.Queue, WorkerId: p.WorkerID, N: int64(p.N), LeaseNanos: int64(p.Lease), RequestId: p.RequestID,
 	}}

@@ -30,4 +30,5 @@ var Features = []Feature{
 	{"redrive_cancelled_expired", CommandVersionDeadLetterEdges},
 	{"dead_letter_queue_checked", CommandVersionDeadLetterEdges},
 	{"forward_keeps_priority", CommandVersionDeadLetterEdges},
+	{"reserve_retry_window", CommandVersionReserveRetry},
 }

@@ -181,7 +181,7 @@ func (f *FSM) applyCommand(index uint64, cmd *cmdpb.Command) Result {
 	case *cmdpb.Command_JobEnqueueBatch:
 		return f.applyJobEnqueueBatch(now, op.JobEnqueueBatch)
 	case *cmdpb.Command_JobReserve:
-		return f.applyJobReserve(now, op.JobReserve)
+		return f.applyJobReserve(now, op.JobReserve, cmd.GetVersion() >= CommandVersionReserveRetry)
 	case *cmdpb.Command_JobAck:
 		return f.applyJobAck(now, op.JobAck)
 	case *cmdpb.Command_JobAckBatch:
@@ -278,13 +278,14 @@ func (f *FSM) applyEnqueueItems(now time.Time, items []engine.EnqueueParams) Res
 	return Result{Batch: res, Err: err}
 }
 
-func (f *FSM) applyJobReserve(now time.Time, c *cmdpb.JobReserve) Result {
+func (f *FSM) applyJobReserve(now time.Time, c *cmdpb.JobReserve, retryWindow bool) Result {
 	res, err := f.eng.Reserve(now, engine.ReserveParams{
-		Queue:     c.GetQueue(),
-		WorkerID:  c.GetWorkerId(),
-		N:         int(c.GetN()),
-		Lease:     time.Duration(c.GetLeaseNanos()),
-		RequestID: c.GetRequestId(),
+		Queue:       c.GetQueue(),
+		WorkerID:    c.GetWorkerId(),
+		N:           int(c.GetN()),
+		Lease:       time.Duration(c.GetLeaseNanos()),
+		RequestID:   c.GetRequestId(),
+		RetryWindow: retryWindow && c.GetRequestId() != "",
 	})
 	return Result{Deliveries: res, Err: err}
 }

@@ -46,6 +46,10 @@ func seedEntries(t testing.TB) map[string][]byte {
 		// Redrive tasks (10).
 		"redrive": {RedriveStartCommand(engine.RedriveParams{Selection: engine.RedriveSelection{Queue: "q", ReasonContains: "timeout"}, Fresh: true, ToQueue: "r", Rate: 5, By: "ops"}),
 			RedriveStepCommand(1, 10), RedriveSetStateCommand(1, engine.RedrivePaused, "ops")},
+		// A reserve whose request id outlives its leases, and its retry (16).
+		"reserve_retry": {EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t"}),
+			ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 1, Lease: time.Second, RequestID: "r2", RetryWindow: true}),
+			ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 1, Lease: time.Second, RequestID: "r2", RetryWindow: true})},
 		// Attempt detail and forwarded origins in their own fields (12).
 		"record_fields": {RecordFieldsConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "q", DeadLetterQueue: "q.dead"}}})},
 		// The dead-letter edges (13): forwarded jobs keep their priority, a

@@ -173,6 +173,7 @@ func (b *LocalBackend) EnqueueBatch(ctx context.Context, items []engine.EnqueueP
 }
 
 func (b *LocalBackend) Reserve(ctx context.Context, p engine.ReserveParams) (ds []engine.Delivery, err error) {
+	p.RetryWindow = p.RequestID != "" // a node whose every member applies it (cluster.Node.Reserve)
 	err = b.write(ctx, "Reserve", func(now time.Time) error {
 		ds, err = b.eng.Reserve(now, p)
 		return err
