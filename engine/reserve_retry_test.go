@@ -9,7 +9,7 @@ import (
 )
 
 // A reserve whose answer was lost is retried with its request id. With
-// RetryWindow (command version 16) the id outlives the leases, so a retry
+// RetryWindow (command version 14) the id outlives the leases, so a retry
 // that comes after they lapsed still gets the jobs, on the attempt they
 // lost: no job is used up, let alone dead-lettered, unseen.
 func TestReserve_RetryWindowRecoversLapsedLeases(t *testing.T) {
