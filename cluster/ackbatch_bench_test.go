@@ -92,7 +92,7 @@ func benchAcks(b *testing.B, c *clustertest.Cluster, conc int) {
 	b.ReportMetric(1000*float64(w1-w0)/float64(b.N), "disk-writes/1000acks")
 	var left int
 	now := leader.FSM().Now()
-	_ = leader.Read(context.Background(), true, func(e *engine.Engine) error {
+	_ = leader.Read(context.Background(), true, func(e engine.View) error {
 		st, err := e.QueueStats(now, queue)
 		left = st.Reserved
 		return err

@@ -88,7 +88,7 @@ func leadEach(tb testing.TB, c *clustertest.Cluster) int {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			if n.IsLeader() {
-				return n.Read(ctx, false, func(*engine.Engine) error { return nil }) == nil
+				return n.Read(ctx, false, func(engine.View) error { return nil }) == nil
 			}
 			for _, j := range c.Alive() {
 				if l := c.Node(j); l != nil && l.IsLeader() {

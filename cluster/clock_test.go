@@ -18,7 +18,7 @@ import (
 func appliedNow(t *testing.T, n *cluster.Node) time.Time {
 	t.Helper()
 	var now time.Time
-	if err := n.Read(context.Background(), true, func(e *engine.Engine) error { now = e.Now(); return nil }); err != nil {
+	if err := n.Read(context.Background(), true, func(e engine.View) error { now = e.Now(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return now

@@ -64,7 +64,7 @@ func enqueueN(t *testing.T, node *cluster.Node, n, c int) []engine.JobID {
 
 func requireJobs(t *testing.T, node *cluster.Node, ids []engine.JobID) {
 	t.Helper()
-	err := node.Read(ctxT(t, 5*time.Second), false, func(e *engine.Engine) error {
+	err := node.Read(ctxT(t, 5*time.Second), false, func(e engine.View) error {
 		for _, id := range ids {
 			if _, err := e.GetJob(id); err != nil {
 				return fmt.Errorf("job %d: %w", id, err)
@@ -186,7 +186,7 @@ func TestCluster_RestartedNodeCatchesUpFromDisk(t *testing.T) {
 	// re-bootstrap: the node has state and rejoins with it.
 	c.Restart(f)
 	c.RequireSameDigest()
-	if err := c.Node(f).Read(ctxT(t, time.Second), true, func(e *engine.Engine) error {
+	if err := c.Node(f).Read(ctxT(t, time.Second), true, func(e engine.View) error {
 		_, err := e.GetJob(ids[len(ids)-1])
 		return err
 	}); err != nil {
@@ -245,7 +245,7 @@ func TestCluster_PartitionedLeaderCannotCommit(t *testing.T) {
 	if !errors.Is(err, cluster.ErrUnknownOutcome) && !errors.As(err, &nle) && !errors.Is(err, cluster.ErrNoLeader) && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("isolated leader: err %v, want unknown outcome, not leader, no leader or a deadline", err)
 	}
-	if err := old.Read(ctxT(t, 2*time.Second), false, func(*engine.Engine) error { return nil }); err == nil {
+	if err := old.Read(ctxT(t, 2*time.Second), false, func(engine.View) error { return nil }); err == nil {
 		t.Fatal("an isolated node served a linearizable read")
 	}
 
@@ -309,7 +309,7 @@ func TestCluster_NewLeaderTicksPromotionsAndExpiries(t *testing.T) {
 	clock.Advance(30 * time.Second) // past the schedule, the lease and the grace
 	clustertest.WaitFor(t, 10*time.Second, "the new leader to promote and expire", func() bool {
 		ok := false
-		_ = nl.Read(ctx, false, func(e *engine.Engine) error {
+		_ = nl.Read(ctx, false, func(e engine.View) error {
 			a, errA := e.GetJob(scheduled.JobID)
 			b, errB := e.GetJob(leased)
 			ok = errA == nil && errB == nil && a.State == engine.StateReady && b.State == engine.StateReady
@@ -319,7 +319,7 @@ func TestCluster_NewLeaderTicksPromotionsAndExpiries(t *testing.T) {
 	})
 	// And the cluster goes quiet: with nothing pending, no more ticks.
 	var pending bool
-	_ = nl.Read(ctx, false, func(e *engine.Engine) error { _, pending = e.NextDeadline(); return nil })
+	_ = nl.Read(ctx, false, func(e engine.View) error { _, pending = e.NextDeadline(); return nil })
 	if pending {
 		return // retention or idempotency deadlines remain; quietness is covered below
 	}
@@ -362,7 +362,7 @@ func TestCluster_TimeNeverRunsBackwardsAcrossFailover(t *testing.T) {
 	if now := nl.FSM().Now(); now.Before(firstNow) {
 		t.Fatalf("time ran backwards across the failover: %s after %s", now, firstNow)
 	}
-	_ = nl.Read(ctx, false, func(e *engine.Engine) error {
+	_ = nl.Read(ctx, false, func(e engine.View) error {
 		a, _ := e.GetJob(first.JobID)
 		b, _ := e.GetJob(second.JobID)
 		if b.EnqueuedAt.Before(a.EnqueuedAt) {
@@ -389,10 +389,10 @@ func TestCluster_FollowerRedirectsToLeader(t *testing.T) {
 	if nle.Leader.ID != want.ID || nle.Leader.GRPCAddr != want.GRPCAddr {
 		t.Fatalf("follower names leader %+v, want %+v", nle.Leader, want)
 	}
-	if err := f.Read(ctxT(t, time.Second), false, func(*engine.Engine) error { return nil }); !errors.As(err, &nle) {
+	if err := f.Read(ctxT(t, time.Second), false, func(engine.View) error { return nil }); !errors.As(err, &nle) {
 		t.Fatalf("follower linearizable read: err %v, want *NotLeaderError", err)
 	}
-	if err := f.Read(ctxT(t, time.Second), true, func(*engine.Engine) error { return nil }); err != nil {
+	if err := f.Read(ctxT(t, time.Second), true, func(engine.View) error { return nil }); err != nil {
 		t.Fatalf("follower stale read: %v", err)
 	}
 	st, err := f.Status(ctxT(t, time.Second))
@@ -437,7 +437,7 @@ func TestCluster_JoinAndRemove(t *testing.T) {
 		t.Fatalf("join: %v", err)
 	}
 	c.RequireSameDigest()
-	if err := c.Node(j).Read(ctxT(t, time.Second), true, func(e *engine.Engine) error {
+	if err := c.Node(j).Read(ctxT(t, time.Second), true, func(e engine.View) error {
 		_, err := e.GetJob(ids[0])
 		return err
 	}); err != nil {
@@ -564,7 +564,7 @@ func TestAckBatch_PerItemOutcomes(t *testing.T) {
 			t.Errorf("item %d: got %v, want acked", i, e)
 		}
 	}
-	err = leader.Read(ctx, false, func(e *engine.Engine) error {
+	err = leader.Read(ctx, false, func(e engine.View) error {
 		for _, d := range []engine.Delivery{ds[0], ds[2], ds[3]} {
 			if _, err := e.GetJob(d.Job.ID); !errors.Is(err, engine.ErrNotFound) {
 				return fmt.Errorf("acked job %d still live: %v", d.Job.ID, err)

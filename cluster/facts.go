@@ -294,7 +294,7 @@ type Feature = fsm.Feature
 
 // Features lists this binary's features, oldest first (GetServerInfo's
 // capabilities).
-func Features() []Feature { return append([]Feature(nil), fsm.Features...) }
+func Features() []Feature { return fsm.Features() }
 
 // ClusterCommandVersion is the highest command version every member of
 // members applies, by their facts: 0 when a member has not reported yet,

@@ -115,7 +115,7 @@ func TestFacts_LeaderRecordsEachMembersFacts(t *testing.T) {
 			clustertest.WaitFor(t, 10*time.Second, "every node on the expected minimum key window", func() bool {
 				for i := range 3 {
 					var got time.Duration
-					_ = c.Node(i).Read(context.Background(), true, func(e *engine.Engine) error {
+					_ = c.Node(i).Read(context.Background(), true, func(e engine.View) error {
 						got = e.Config().Limits.IdempotencyMinWindow
 						return nil
 					})
@@ -180,7 +180,7 @@ func budgets(c *clustertest.Cluster) []int64 {
 	var out []int64
 	for _, i := range c.Alive() {
 		var b int64
-		_ = c.Node(i).Read(context.Background(), true, func(e *engine.Engine) error {
+		_ = c.Node(i).Read(context.Background(), true, func(e engine.View) error {
 			b = e.Config().Limits.MaxMemoryBytes
 			return nil
 		})
@@ -262,7 +262,7 @@ func TestFacts_MemoryBudgetFromSmallestMember(t *testing.T) {
 	}
 	clustertest.WaitFor(t, 30*time.Second, "the budget from the remaining members once one is removed", func() bool {
 		var b int64
-		_ = leader.Read(context.Background(), true, func(e *engine.Engine) error {
+		_ = leader.Read(context.Background(), true, func(e engine.View) error {
 			b = e.Config().Limits.MaxMemoryBytes
 			return nil
 		})

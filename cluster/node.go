@@ -339,9 +339,12 @@ func (n *Node) FSM() *fsm.FSM { return n.fsm }
 // barrier, and confirm with a quorum that it still leads (VerifyLeader)
 // before fn runs; otherwise it returns *NotLeaderError or ErrNoLeader. With
 // stale true fn sees whatever this node has applied.
-func (n *Node) Read(ctx context.Context, stale bool, fn func(e *engine.Engine) error) error {
+func (n *Node) Read(ctx context.Context, stale bool, fn func(e engine.View) error) error {
+	// The state machine's own readers (this package) get the engine; a
+	// caller through Read gets only its read methods.
+	read := func(e *engine.Engine) error { return fn(e) }
 	if stale {
-		return n.fsm.Read(fn)
+		return n.fsm.Read(read)
 	}
 	if err := n.waitReady(ctx); err != nil {
 		return err
@@ -352,7 +355,7 @@ func (n *Node) Read(ctx context.Context, stale bool, fn func(e *engine.Engine) e
 		}
 		return n.notLeaderError()
 	}
-	return n.fsm.Read(fn)
+	return n.fsm.Read(read)
 }
 
 // waitReady returns nil once this node leads and has run its leadership

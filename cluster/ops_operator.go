@@ -24,7 +24,7 @@ func (n *Node) proposeVersioned(ctx context.Context, cmd *cmdpb.Command) (fsm.Re
 		return fsm.Result{}, err
 	}
 	if !ok {
-		return fsm.Result{}, fmt.Errorf("%w: every member must apply command version %d for this operation (%s)", ErrUpgradeInProgress, cmd.GetVersion(), n.memberLacking(cmd.GetVersion()))
+		return fsm.Result{}, fmt.Errorf("%w: every member must apply %s for this operation (%s)", ErrUpgradeInProgress, versionNeed(cmd.GetVersion()), n.memberLacking(cmd.GetVersion()))
 	}
 	return n.propose(ctx, cmd)
 }

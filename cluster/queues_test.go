@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,6 +106,9 @@ func TestQueues_RefusedDuringAnUpgrade(t *testing.T) {
 	if !errors.Is(err, cluster.ErrUpgradeInProgress) {
 		t.Fatalf("CreateQueue during an upgrade: %v, want ErrUpgradeInProgress", err)
 	}
+	if !strings.Contains(err.Error(), "command version 5 (queues)") {
+		t.Fatalf("CreateQueue during an upgrade: %q does not name command version 5 (queues)", err)
+	}
 	if _, err := leaderStats(leader, "q"); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("the refused create left a queue: %v", err)
 	}
@@ -134,6 +138,9 @@ func TestJobsCancel_RefusedDuringAnUpgrade(t *testing.T) {
 	_, err = leader.ActOnJobs(ctx, engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{ds[0].Job.ID}})
 	if !errors.Is(err, cluster.ErrUpgradeInProgress) {
 		t.Fatalf("cancel during an upgrade: %v, want ErrUpgradeInProgress", err)
+	}
+	if !strings.Contains(err.Error(), "command version 9 (cancel)") {
+		t.Fatalf("cancel during an upgrade: %q does not name command version 9 (cancel)", err)
 	}
 	if s, err := leaderStats(leader, "q"); err != nil || s.Reserved != 1 {
 		t.Fatalf("after the refused cancel: %+v %v; want the job still reserved", s, err)

@@ -86,7 +86,7 @@ func TestRedrive_LeaderKilledMidwayMovesEveryRecordExactlyOnce(t *testing.T) {
 	if done.Moved != records || done.Params.By != "alice" || done.EndedAt.IsZero() {
 		t.Fatalf("audit record %+v", done)
 	}
-	err = leader.Read(ctx, false, func(e *engine.Engine) error {
+	err = leader.Read(ctx, false, func(e engine.View) error {
 		jobs, err := e.ListJobs("replays", engine.StateReady, engine.Page{Limit: 1000})
 		if err != nil {
 			return err

@@ -43,7 +43,7 @@ func (n *Node) writeSchedule(ctx context.Context, p engine.ScheduleParams, updat
 		cur    engine.Schedule
 		getErr error
 	)
-	if err := n.Read(ctx, false, func(e *engine.Engine) error {
+	if err := n.Read(ctx, false, func(e engine.View) error {
 		cur, getErr = e.GetSchedule(p.Name)
 		return nil
 	}); err != nil {

@@ -28,12 +28,13 @@ const scheduleGrace = time.Second
 const schedulerMaxWait = 5 * time.Second
 
 func (n *Node) schedulesAvailable(ctx context.Context) error {
-	ok, err := n.membersApplyFor(ctx, fsm.CommandVersionSchedules)
+	v := fsm.FeatureSchedules.CommandVersion
+	ok, err := n.membersApplyFor(ctx, v)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w (command version %d: %s)", ErrSchedulesUnavailable, fsm.CommandVersionSchedules, n.memberLacking(fsm.CommandVersionSchedules))
+		return fmt.Errorf("%w (%s: %s)", ErrSchedulesUnavailable, versionNeed(v), n.memberLacking(v))
 	}
 	return nil
 }

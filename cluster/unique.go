@@ -12,13 +12,14 @@ import (
 // every member of the cluster applies yet (a rolling upgrade is under way):
 // nothing was proposed. The gRPC layer answers FailedPrecondition.
 type CommandVersionError struct {
-	Feature string // what the request uses, e.g. "unique"
+	Use     string // what the request uses, e.g. "unique"
+	Feature string // the feature's name in fsm.Features, e.g. "unique_jobs"
 	Version uint32 // the command version it needs
 	Lacking string // which member does not apply it, and why (memberLacking)
 }
 
 func (e *CommandVersionError) Error() string {
-	return fmt.Sprintf("%s needs command version %d, which not every member of the cluster applies yet (%s); upgrade or start every member, then retry", e.Feature, e.Version, e.Lacking)
+	return fmt.Sprintf("%s needs %s, which not every member of the cluster applies yet (%s); upgrade or start every member, then retry", e.Use, versionNeed(e.Version), e.Lacking)
 }
 
 // checkUniqueVersion refuses unique enqueues until every member applies
@@ -26,29 +27,30 @@ func (e *CommandVersionError) Error() string {
 // the jobs the others refuse, and the replicas' states would split.
 func (n *Node) checkUniqueVersion(ctx context.Context, items []engine.EnqueueParams) error {
 	if fsm.HasUnique(items) {
-		if err := n.requireVersion(ctx, "unique", fsm.CommandVersionUnique); err != nil {
+		if err := n.requireFeature(ctx, "unique", fsm.FeatureUnique); err != nil {
 			return err
 		}
 	}
 	// Likewise a deadline (ttl, expires_at): an older member would keep
 	// the jobs the others expire.
 	if fsm.HasExpiry(items) {
-		if err := n.requireVersion(ctx, "expiry (ttl, expires_at)", fsm.CommandVersionExpiryFairness); err != nil {
+		if err := n.requireFeature(ctx, "expiry (ttl, expires_at)", fsm.FeatureExpiryFairness); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// requireVersion refuses, with a *CommandVersionError, a request for
-// feature unless every member applies command version v (membersApplyFor).
-func (n *Node) requireVersion(ctx context.Context, feature string, v uint32) error {
-	ok, err := n.membersApplyFor(ctx, v)
+// requireFeature refuses, with a *CommandVersionError, a request whose use
+// needs feature f unless every member applies f's command version
+// (membersApplyFor).
+func (n *Node) requireFeature(ctx context.Context, use string, f fsm.Feature) error {
+	ok, err := n.membersApplyFor(ctx, f.CommandVersion)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return &CommandVersionError{Feature: feature, Version: v, Lacking: n.memberLacking(v)}
+		return &CommandVersionError{Use: use, Feature: f.Name, Version: f.CommandVersion, Lacking: n.memberLacking(f.CommandVersion)}
 	}
 	return nil
 }

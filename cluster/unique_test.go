@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sepp-io/sepp/cluster"
@@ -24,6 +25,10 @@ func TestUnique_RefusedUntilEveryMemberApplies(t *testing.T) {
 			var ve *cluster.CommandVersionError
 			if !errors.As(err, &ve) || ve.Version != fsm.CommandVersionUnique {
 				t.Fatalf("old member: enqueue = %+v, %v; want a CommandVersionError", res, err)
+			}
+			// The refusal names the feature as the table of versions does.
+			if ve.Feature != "unique_jobs" || !strings.Contains(err.Error(), "needs command version 8 (unique_jobs)") {
+				t.Fatalf("old member: refusal %q names feature %q, want unique_jobs", err, ve.Feature)
 			}
 			if _, err := leader.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t"}); err != nil {
 				t.Fatalf("a plain enqueue is refused: %v", err)

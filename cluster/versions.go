@@ -6,6 +6,16 @@ import (
 	"github.com/sepp-io/sepp/fsm"
 )
 
+// versionNeed names command version v for a refusal: "command version 8
+// (unique_jobs)", the feature's name from the table of versions
+// (fsm/versions.go), so a refusal says what the version adds.
+func versionNeed(v uint32) string {
+	if f, ok := fsm.FeatureOf(v); ok {
+		return fmt.Sprintf("command version %d (%s)", v, f.Name)
+	}
+	return fmt.Sprintf("command version %d", v)
+}
+
 // Legacy command-version names (to be removed after the next release).
 //
 // A leader learns what each member's binary applies from the member's

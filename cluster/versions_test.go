@@ -82,7 +82,7 @@ func TestVersions_LeaderAsksEachMember(t *testing.T) {
 			clustertest.WaitFor(t, 10*time.Second, "every node on the expected minimum key window", func() bool {
 				for i := range 3 {
 					var got time.Duration
-					_ = c.Node(i).Read(context.Background(), true, func(e *engine.Engine) error {
+					_ = c.Node(i).Read(context.Background(), true, func(e engine.View) error {
 						got = e.Config().Limits.IdempotencyMinWindow
 						return nil
 					})

@@ -32,5 +32,7 @@
 // ListDeadLetters, GetDeadLetter, NextDeadline, Config, Now, Digest,
 // Snapshot, CheckInvariants) change nothing and may run concurrently with
 // each other; every other method needs exclusive access. The Raft state
-// machine (package fsm) holds that lock.
+// machine (package fsm) holds that lock. View (view.go) is the read methods
+// the serving layer calls, as an interface *Engine satisfies: readers get a
+// View, so a transition called by mistake is a compile error.
 package engine

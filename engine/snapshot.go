@@ -28,43 +28,7 @@ import (
 // to hold things internally, so equal states give equal bytes.
 const (
 	snapshotMagic = "SEPPENG\x00"
-	// snapshotVersion is the layout this engine writes. Version 2 added
-	// limits.idempotency_min_window after the other limits; version 1 is
-	// still read, as a config without it (0: keys are never forgotten
-	// early, which is what a version 1 engine did). Version 3 added
-	// limits.max_memory_bytes after it and each queue's max_memory_bytes
-	// after its dead_letter_queue; it is written only when a budget is
-	// set, so the snapshot of a state without one is the version 2
-	// stream an older binary reads and digests alike. Version 4
-	// (snapshotVersionOperator) adds the operator section after the
-	// reserve request ids (snapshot_queues.go). Version 5
-	// (snapshotVersionReserveLimits) adds each queue's reserve limits after
-	// its max_memory_bytes and each queue's token bucket after its
-	// counters; it is written only when a queue sets a reserve limit.
-	// Version 6 (snapshotVersionSchedules) adds the periodic schedules
-	// after the reserve request ids; it is written only when a schedule
-	// exists.
-	// Version 7 (snapshotVersionUnique) adds each job's unique key at the
-	// end of its extension and, after the schedules, the holds of acked
-	// jobs' keys; it is written only while a key is held.
-	// Version 8 (snapshotVersionCancel) adds, after the unique keys' holds,
-	// the cancel section (snapshot_cancel.go); it is written once an
-	// operator cancelled a reserved job, whose record holds the cause and
-	// outcome cancelled that older layouts refuse.
-	// Version 9 (snapshotVersionRedrive) adds the redrive section after the
-	// cancel section (snapshot_redrive.go), written only while a redrive
-	// task or audit record exists.
-	// Version 10 (snapshotVersionExpiryFair) adds the expiry and fairness
-	// section after the redrive section. Version 11
-	// (snapshotVersionAttempts) adds the attempts section after that
-	// (snapshot_attempts.go), written once the cluster runs recordFields.
-	snapshotVersion = snapshotVersionAttempts
-	// snapshotVersionUnique is the layout with unique keys.
-	snapshotVersionUnique = 7
-	// snapshotVersionReserveLimits is the layout with reserve limits.
-	snapshotVersionReserveLimits = 5
-	// snapshotVersionSchedules is the layout with periodic schedules.
-	snapshotVersionSchedules = 6
+	// The layouts (snapshotVersion and the rest) are in snapshot_layouts.go.
 	// maxDecodeBytes bounds any one string or byte slice read from a
 	// snapshot, so a corrupt length cannot ask for a huge allocation.
 	maxDecodeBytes = 1 << 30
@@ -294,7 +258,7 @@ func encodeConfig(c *encoder, cfg Config, version uint64) {
 	c.varint(int64(l.DeadLetterRetention))
 	c.bool(l.Strict)
 	c.varint(int64(l.IdempotencyMinWindow))
-	v3 := version >= 3
+	v3 := version >= snapshotVersionMemoryBudget
 	v5 := version >= snapshotVersionReserveLimits
 	if v3 {
 		c.varint(l.MaxMemoryBytes)
@@ -331,14 +295,14 @@ func snapshotVersionOf(cfg Config) uint64 {
 		return snapshotVersionReserveLimits
 	}
 	if cfg.Limits.MaxMemoryBytes != 0 {
-		return 3
+		return snapshotVersionMemoryBudget
 	}
 	for _, q := range cfg.Queues {
 		if q.MaxMemoryBytes != nil {
-			return 3
+			return snapshotVersionMemoryBudget
 		}
 	}
-	return 2
+	return snapshotVersionMinWindow
 }
 
 // snapshotVersion is the layout the state is written in: 7 while a unique
@@ -1000,10 +964,10 @@ func (d *decoder) decodeConfig() Config {
 	l.AttemptHistory = d.int()
 	l.DeadLetterRetention = time.Duration(d.varint())
 	l.Strict = d.bool()
-	if d.version >= 2 {
+	if d.version >= snapshotVersionMinWindow {
 		l.IdempotencyMinWindow = time.Duration(d.varint())
 	}
-	if d.version >= 3 {
+	if d.version >= snapshotVersionMemoryBudget {
 		l.MaxMemoryBytes = d.varint()
 	}
 	cfg := Config{Limits: l}
@@ -1018,7 +982,7 @@ func (d *decoder) decodeConfig() Config {
 		q.MaxScheduleHorizon = decodeOpt(d, func() time.Duration { return time.Duration(d.varint()) })
 		q.MaxLength = decodeOpt(d, d.int)
 		q.DeadLetterQueue = d.string()
-		if d.version >= 3 {
+		if d.version >= snapshotVersionMemoryBudget {
 			q.MaxMemoryBytes = decodeOpt(d, d.varint)
 		}
 		if d.version >= snapshotVersionReserveLimits {

@@ -6,15 +6,6 @@ import (
 	"slices"
 )
 
-// snapshotVersionAttempts is the engine snapshot layout that adds, after
-// the redrive section, the attempts section: the recordFields flag, each
-// reserved job's delivery start, and each job's attempt detail (start,
-// lease token, directive per history entry) and forwarded origin. It is
-// written once the cluster runs recordFields (EnableRecordFields), so an
-// engine that never did writes an older layout. Layout 10 belongs to
-// another feature this layout includes once both are merged.
-const snapshotVersionAttempts = 11
-
 // attemptDetail reports whether j holds anything only the attempts
 // section carries.
 func attemptDetail(j *job) bool {

@@ -2,12 +2,6 @@ package engine
 
 import "fmt"
 
-// snapshotVersionCancel is the engine snapshot layout that adds the cancel
-// section: a cancelled reserved job leaves the cause and outcome cancelled,
-// which older layouts refuse, and a per-queue count older layouts have no
-// place for. It includes the operator section of layout 4.
-const snapshotVersionCancel = 8
-
 // knownSnapshotLayout reports whether this engine reads layout v (v within
 // 1..snapshotVersion): every layout up to snapshotVersion, each holding
 // all the sections of the ones before it.

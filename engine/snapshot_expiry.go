@@ -5,13 +5,6 @@ import (
 	"time"
 )
 
-// snapshotVersionExpiryFair is the engine snapshot layout that adds the
-// expiry and fairness section: the queues' max_wait and fairness_key, the
-// jobs' deadlines, the per-queue count of jobs dead-lettered as expired
-// (a cause older layouts refuse) and each fair level's turn order. It
-// includes every section of the layouts before it.
-const snapshotVersionExpiryFair = 10
-
 // encodeExpiryFairSection writes, in order: per configured queue (config
 // order) its max_wait and fairness key; per queue (name order) its count
 // of jobs dead-lettered as expired; the live jobs with a deadline in id

@@ -6,11 +6,6 @@ import (
 	"slices"
 )
 
-// snapshotVersionOperator is the engine snapshot layout that adds the
-// operator section: queues managed at runtime (queues.go) leave state the
-// older layouts have no place for.
-const snapshotVersionOperator = 4
-
 // snapshotLayout is the layout this state is written in: the oldest that
 // holds all of it, so an engine that never used a newer feature writes
 // what an older binary reads and digests alike.

@@ -6,12 +6,6 @@ import (
 	"time"
 )
 
-// snapshotVersionRedrive is the engine snapshot layout that adds, after the
-// operator section, the redrive section: the redrive tasks and their audit
-// records (redrive.go). It is written only while a task or audit record
-// exists, so an engine that never redrove writes an older layout.
-const snapshotVersionRedrive = 9
-
 // encodeRedriveSection writes the last task id given, then each task in id
 // order.
 func (e *Engine) encodeRedriveSection(c *encoder) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
@@ -79,28 +78,6 @@ func CheckEntry(data []byte) error {
 	return nil
 }
 
-// knownOps maps the field numbers of Command's op oneof to the command
-// version that introduced each (opVersion, by field number).
-var knownOps = func() map[protowire.Number]uint32 {
-	ops := make(map[protowire.Number]uint32)
-	fields := (&cmdpb.Command{}).ProtoReflect().Descriptor().Oneofs().ByName("op").Fields()
-	for i := 0; i < fields.Len(); i++ {
-		if f := fields.Get(i); f.Kind() == protoreflect.MessageKind {
-			ops[f.Number()] = opVersion(opOfField(f))
-		}
-	}
-	return ops
-}()
-
-// opOfField is an empty value of the oneof wrapper of field f, for
-// opVersion: the one table of versions serves both DecodeEntry and
-// CheckEntry.
-func opOfField(f protoreflect.FieldDescriptor) any {
-	m := (&cmdpb.Command{}).ProtoReflect()
-	m.Set(f, m.NewField(f))
-	return m.Interface().(*cmdpb.Command).GetOp()
-}
-
 // fieldJobAckBatch is the op field number of a JobAckBatch.
 var fieldJobAckBatch = (&cmdpb.Command{}).ProtoReflect().Descriptor().Fields().ByName("job_ack_batch").Number()
 
@@ -131,7 +108,7 @@ func checkCommand(i int, b []byte) error {
 			b = b[n:]
 			continue
 		}
-		if since, ok := knownOps[num]; ok && typ == protowire.BytesType {
+		if since, ok := opVersions[num]; ok && typ == protowire.BytesType {
 			if num == fieldJobAckBatch {
 				if opNum != fieldJobAckBatch {
 					ackIDs, ackTokens = 0, 0 // a new message, not a merge

@@ -51,7 +51,7 @@ func TestCheckEntry(t *testing.T) {
 	// A command holding only an operation this binary does not know (field
 	// 99, as a newer binary's oneof case would be).
 	unknownOp := protowire.AppendTag(nil, 1, protowire.VarintType)
-	unknownOp = protowire.AppendVarint(unknownOp, CommandVersion)
+	unknownOp = protowire.AppendVarint(unknownOp, uint64(CommandVersion))
 	unknownOp = protowire.AppendTag(unknownOp, 99, protowire.BytesType)
 	unknownOp = protowire.AppendBytes(unknownOp, []byte{})
 	entryOf := func(format uint32, cmds ...[]byte) []byte {
@@ -66,7 +66,7 @@ func TestCheckEntry(t *testing.T) {
 	// A known op number with the wire type of a number is an unknown field to
 	// protobuf, so the command has no operation.
 	opAsVarint := protowire.AppendTag(nil, 1, protowire.VarintType)
-	opAsVarint = protowire.AppendVarint(opAsVarint, CommandVersion)
+	opAsVarint = protowire.AppendVarint(opAsVarint, uint64(CommandVersion))
 	opAsVarint = protowire.AppendTag(opAsVarint, 24, protowire.VarintType)
 	opAsVarint = protowire.AppendVarint(opAsVarint, 0)
 	legacy := marshal(t, &cmdpb.Entry{FormatVersion: entryFormatV1, Commands: []*cmdpb.Command{enqueue}})

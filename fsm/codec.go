@@ -22,73 +22,6 @@ const (
 	// field says 2 again). Version 1 was the bare cmdpb.Entry with
 	// format_version 1; it is still decoded.
 	EntryFormatVersion = 2
-	// CommandVersion is the highest cmdpb.Command.version this binary
-	// applies; it applies every version from 1 up. A command carries the
-	// lowest version that has every operation it uses, not this one, so
-	// that a node of an older binary still applies the commands it knows
-	// during a rolling upgrade:
-	//
-	//	1: the operations of fields 10..27.
-	//	2: version 1 plus JobAckBatch (AckBatchCommand).
-	//	3: version 2 plus a ConfigSet whose limits set
-	//	   idempotency_min_window_nanos (SetConfigCommand).
-	//	4: version 3 plus a ConfigSet that sets a memory budget
-	//	   (limits.max_memory_bytes or a queue's max_memory_bytes).
-	//	5: version 4 plus the queue operations (QueueCreate, QueueUpdate,
-	//	   QueueDelete, QueuePurge), JobsAct and a declarative ConfigSet
-	//	   (ops_operator.go).
-	//	6: version 5 plus a ConfigSet that sets a queue's reserve limits
-	//	   (max_reserved, rate_limit, concurrency_key and max_per_key).
-	//	7: version 6 plus the periodic schedule operations (ScheduleUpsert,
-	//	   ScheduleDelete, SchedulePauseSet, ScheduleFire).
-	//	8: version 7 plus an enqueue whose params set unique.
-	//	9: version 8 plus a JobsAct that cancels a reserved job (action
-	//	   cancel or cancel-delete, with its reason): an older binary would
-	//	   refuse the action and keep the lease the others revoked.
-	//	10: version 9 plus the redrive tasks (RedriveStart, RedriveStep,
-	//	   RedriveSetState; ops_redrive.go).
-	//	11: version 10 plus expiry and fairness: an enqueue item's
-	//	   ttl_nanos or expires_at_unix_nano, a queue's max_wait_nanos or
-	//	   fairness_key (expiry.go).
-	//	12: version 11 plus a ConfigSet that sets record_fields (attempt
-	//	   detail and forwarded origins in their own fields; ops_attempts.go).
-	//	13: version 12 plus the dead-letter edges (edges.go): a RedriveStart
-	//	   selecting cause cancelled or expired, a QueueCreate or QueueUpdate
-	//	   whose dead_letter_queue must name an existing queue, and a
-	//	   ConfigSet that sets forward_keeps_priority.
-	//	14: a JobReserve with a request id whose id outlives its leases
-	//	   (engine ReserveParams.RetryWindow; ops_reserve.go).
-	//
-	// A node replicates the version it applies in its NodeMeta, and the
-	// leader proposes a command of version N only while every member says
-	// it applies N (cluster).
-	CommandVersion = CommandVersionReserveRetry
-)
-
-// Command versions, by the operations they introduced.
-const (
-	commandV1 = 1
-	// CommandVersionAckBatch is the version of a JobAckBatch.
-	CommandVersionAckBatch = 2
-	// CommandVersionKeyMinWindow is the version of a ConfigSet with
-	// limits.idempotency_min_window: an older binary would drop the field
-	// and keep refusing keys the others forget early.
-	CommandVersionKeyMinWindow = 3
-	// CommandVersionMemoryBudget is the version of a ConfigSet that sets a
-	// memory budget: an older binary would drop it and accept the enqueues
-	// the others refuse, so its state would split from theirs.
-	CommandVersionMemoryBudget = 4
-	// CommandVersionReserveLimits is the version of a ConfigSet that sets
-	// a queue's reserve limits: an older binary would drop them and hand
-	// out the jobs the others hold back.
-	CommandVersionReserveLimits = 6
-	// CommandVersionSchedules is the version of the schedule operations:
-	// an older binary does not know them and would stop at the entry.
-	CommandVersionSchedules = 7
-	// CommandVersionUnique is the version of an enqueue (single or batch)
-	// with an item that sets unique: an older binary would drop the field
-	// and add the jobs the others refuse as duplicates.
-	CommandVersionUnique = 8
 )
 
 const (
@@ -237,24 +170,9 @@ func encodeEntryGeneral(cmds []*cmdpb.Command) ([]byte, error) {
 
 // The XxxCommand builders turn engine parameters into commands. The proposer
 // stamps now_unix_nano; every builder sets the lowest command version that
-// has its operation (see CommandVersion).
+// has everything the command uses (the table in versions.go).
 
 func newCommand() *cmdpb.Command { return &cmdpb.Command{Version: commandV1} }
-
-// opVersion is the command version that introduced an operation.
-func opVersion(op any) uint32 {
-	switch op.(type) {
-	case *cmdpb.Command_JobAckBatch:
-		return CommandVersionAckBatch
-	case *cmdpb.Command_QueueCreate, *cmdpb.Command_QueueUpdate, *cmdpb.Command_QueueDelete, *cmdpb.Command_QueuePurge, *cmdpb.Command_JobsAct:
-		return CommandVersionQueues
-	case *cmdpb.Command_ScheduleUpsert, *cmdpb.Command_ScheduleDelete, *cmdpb.Command_SchedulePauseSet, *cmdpb.Command_ScheduleFire:
-		return CommandVersionSchedules
-	case *cmdpb.Command_RedriveStart, *cmdpb.Command_RedriveStep, *cmdpb.Command_RedriveSetState:
-		return CommandVersionRedrive
-	}
-	return commandV1
-}
 
 // EnqueueCommand builds a JobEnqueue.
 func EnqueueCommand(p engine.EnqueueParams) *cmdpb.Command {

@@ -4,9 +4,9 @@ import (
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
 
-// CommandVersionDeadLetterEdges is the version of the dead-letter edges,
-// each of which an older binary would apply otherwise, so the leader
-// proposes them only while every member applies it:
+// The dead-letter edges (CommandVersionDeadLetterEdges, versions.go) are
+// each something an older binary would apply otherwise, so the leader
+// proposes them only while every member applies that version:
 //
 //   - a RedriveStart selecting cause cancelled or expired (an older binary
 //     refuses the cause);
@@ -16,7 +16,6 @@ import (
 //   - a ConfigSet that sets forward_keeps_priority (a job forwarded to a
 //     dead_letter_queue keeps its priority; an older binary gives it that
 //     queue's default_priority when the queue sets one).
-const CommandVersionDeadLetterEdges = 13
 
 // ForwardKeepsPriorityConfigCommand builds the declarative ConfigSet of
 // cmd (DeclaredConfigCommand or RecordFieldsConfigCommand) that also turns

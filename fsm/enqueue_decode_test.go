@@ -232,7 +232,7 @@ func TestDecodeEntryFast_Fallbacks(t *testing.T) {
 		{name: "UnframedVersion2", raw: entryOf(batchCommand(item)), wantFast: -1, wantErr: true},
 		{name: "BadChecksum", raw: append([]byte{entryFrameV2, 0, 0, 0, 0}, entryOf(batchCommand(item))...), wantFast: -1, wantErr: true},
 		{name: "CommandVersion0", body: entryOf(batchCommand(item), append(wireVarint(nil, commandVersionField, 0), wireBytes(nil, commandEnqueueBatchField, nil)...)), wantFast: -1, wantErr: true},
-		{name: "CommandVersionTooNew", body: entryOf(append(wireVarint(nil, commandVersionField, CommandVersion+1), wireBytes(nil, commandEnqueueBatchField, nil)...)), wantFast: -1, wantErr: true},
+		{name: "CommandVersionTooNew", body: entryOf(append(wireVarint(nil, commandVersionField, uint64(CommandVersion)+1), wireBytes(nil, commandEnqueueBatchField, nil)...)), wantFast: -1, wantErr: true},
 		{name: "CommandVersionTruncated", body: entryOf(append(wireVarint(nil, commandVersionField, 1<<32+1), wireBytes(nil, commandEnqueueBatchField, nil)...)), wantFast: 1},
 		{name: "OtherCommandRefused", body: entryOf(batchCommand(item), marshalCommand(t, &cmdpb.Command{Version: commandV1, Op: &cmdpb.Command_JobAckBatch{JobAckBatch: &cmdpb.JobAckBatch{}}})), wantFast: -1, wantErr: true},
 		{name: "QueueInvalidUTF8", body: entryOf(batchCommand(item), batchCommand(bytes.Join([][]byte{wireBytes(nil, enqueueQueueField, []byte{0xff}), hotItem(2)[3:]}, nil))), wantFast: -1, wantErr: true},

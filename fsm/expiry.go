@@ -6,13 +6,6 @@ import (
 	"github.com/sepp-io/sepp/engine"
 )
 
-// CommandVersionExpiryFairness is the version of an enqueue (single or
-// batch) with an item that sets a deadline (ttl or expires_at), and of a
-// ConfigSet, QueueCreate or QueueUpdate that sets or drops a queue's
-// max_wait or fairness key: an older binary would drop the fields, and
-// keep the jobs the others expire or hand out jobs in another order.
-const CommandVersionExpiryFairness = 11
-
 // HasExpiry reports whether an item sets a deadline of its own, which
 // takes CommandVersionExpiryFairness.
 func HasExpiry(items []engine.EnqueueParams) bool {

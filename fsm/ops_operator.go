@@ -12,17 +12,6 @@ import (
 // CommandVersionQueues; the leader proposes them only while every member
 // applies it (cluster), so an older member never meets one.
 
-// CommandVersionQueues is the version of QueueCreate, QueueUpdate,
-// QueueDelete, QueuePurge and a declarative ConfigSet: an older binary
-// would not know the operations, or would apply the declarative config as
-// a replacement and drop the queues created at runtime.
-const CommandVersionQueues = 5
-
-// CommandVersionCancel is the version of a JobsAct that cancels a reserved
-// job: an older binary refuses those actions, so its replica would keep a
-// lease the others revoked.
-const CommandVersionCancel = 9
-
 // jobsActVersion is the command version a JobsAct of action a needs.
 func jobsActVersion(a engine.JobAction) uint32 {
 	switch a {

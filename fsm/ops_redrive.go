@@ -12,10 +12,6 @@ import (
 // CommandVersionRedrive; the leader proposes them only while every member
 // applies it (cluster), so an older member never meets one.
 
-// CommandVersionRedrive is the version of RedriveStart, RedriveStep and
-// RedriveSetState: an older binary knows none of them.
-const CommandVersionRedrive = 10
-
 func redriveCommand() *cmdpb.Command { return &cmdpb.Command{Version: CommandVersionRedrive} }
 
 // RedriveStartCommand builds a RedriveStart.

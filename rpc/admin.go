@@ -40,7 +40,7 @@ func (s *adminService) isStale(allowStale bool) bool {
 
 func (s *adminService) ListQueues(ctx context.Context, req *seppv1.ListQueuesRequest) (*seppv1.ListQueuesResponse, error) {
 	var stats []engine.QueueStats
-	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		stats = e.Stats(s.now())
 		return nil
 	}); err != nil {
@@ -63,7 +63,7 @@ func (s *adminService) ListJobs(ctx context.Context, req *seppv1.ListJobsRequest
 	}
 	size := pageSize(req.GetLimit())
 	var jobs []engine.Job
-	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		var err error
 		jobs, err = e.ListJobs(req.GetQueue(), state, engine.Page{AfterID: engine.JobID(req.GetAfterJobId()), Limit: size})
 		return err
@@ -85,7 +85,7 @@ func (s *adminService) GetJob(ctx context.Context, req *seppv1.GetJobRequest) (*
 		return nil, invalidField("job_id", "> 0", "is required (> 0)")
 	}
 	var job engine.Job
-	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		var err error
 		job, err = e.GetJob(engine.JobID(req.GetJobId()))
 		return err
@@ -98,7 +98,7 @@ func (s *adminService) GetJob(ctx context.Context, req *seppv1.GetJobRequest) (*
 func (s *adminService) ListDeadLetters(ctx context.Context, req *seppv1.ListDeadLettersRequest) (*seppv1.ListDeadLettersResponse, error) {
 	size := pageSize(req.GetLimit())
 	var recs []engine.DeadLetterRecord
-	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		var err error
 		recs, err = e.ListDeadLetters(req.GetQueue(), engine.Page{AfterID: engine.JobID(req.GetAfterJobId()), Limit: size})
 		return err
@@ -117,7 +117,7 @@ func (s *adminService) GetDeadLetter(ctx context.Context, req *seppv1.GetDeadLet
 		return nil, invalidField("job_id", "> 0", "is required (> 0)")
 	}
 	var rec engine.DeadLetterRecord
-	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		var err error
 		rec, err = e.GetDeadLetter(engine.JobID(req.GetJobId()))
 		return err

@@ -17,7 +17,7 @@ func (s *adminService) GetQueue(ctx context.Context, req *seppv1.GetQueueRequest
 	var stats engine.QueueStats
 	var own engine.QueueConfig
 	var lim engine.Limits
-	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		var err error
 		if stats, err = e.QueueStats(s.now(), req.GetName()); err != nil {
 			return err
@@ -109,7 +109,7 @@ func (s *adminService) PurgeQueue(ctx context.Context, req *seppv1.PurgeQueueReq
 // leader, which has just applied it).
 func (s *adminService) effective(ctx context.Context, name string) (*seppv1.QueueLimits, error) {
 	var out *seppv1.QueueLimits
-	err := s.b.Read(ctx, true, func(e *engine.Engine) error {
+	err := s.b.Read(ctx, true, func(e engine.View) error {
 		cfg := e.Config()
 		own := engine.QueueConfig{Name: name}
 		for _, q := range cfg.Queues {

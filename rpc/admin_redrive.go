@@ -61,7 +61,7 @@ func (s *adminService) PreviewRedrive(ctx context.Context, req *seppv1.PreviewRe
 		n    int
 		recs []engine.DeadLetterRecord
 	)
-	if err := s.b.Read(ctx, false, func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, false, func(e engine.View) error {
 		var err error
 		n, recs, err = e.RedriveDryRun(s.now(), p, sample)
 		return err
@@ -73,7 +73,7 @@ func (s *adminService) PreviewRedrive(ctx context.Context, req *seppv1.PreviewRe
 
 func (s *adminService) ListRedrives(ctx context.Context, req *seppv1.ListRedrivesRequest) (*seppv1.ListRedrivesResponse, error) {
 	var tasks []engine.RedriveTask
-	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		tasks = e.RedriveTasks()
 		return nil
 	}); err != nil {
@@ -88,7 +88,7 @@ func (s *adminService) ListRedrives(ctx context.Context, req *seppv1.ListRedrive
 
 func (s *adminService) GetRedrive(ctx context.Context, req *seppv1.GetRedriveRequest) (*seppv1.GetRedriveResponse, error) {
 	var task engine.RedriveTask
-	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		var err error
 		task, err = e.GetRedrive(req.GetId())
 		return err

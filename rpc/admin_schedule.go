@@ -94,7 +94,7 @@ func (s *adminService) GetSchedule(ctx context.Context, req *seppv1.GetScheduleR
 		return nil, err
 	}
 	var sc engine.Schedule
-	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		var err error
 		sc, err = e.GetSchedule(req.GetName())
 		return err
@@ -110,7 +110,7 @@ func (s *adminService) ListSchedules(ctx context.Context, req *seppv1.ListSchedu
 		return nil, err
 	}
 	var list []engine.Schedule
-	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		list = e.Schedules()
 		return nil
 	}); err != nil {
@@ -126,7 +126,7 @@ func (s *adminService) ListSchedules(ctx context.Context, req *seppv1.ListSchedu
 // readSchedule is a write's answer: the schedule as the leader holds it.
 func (s *adminService) readSchedule(ctx context.Context, name string, n int) (*seppv1.Schedule, error) {
 	var sc engine.Schedule
-	if err := s.b.Read(ctx, false, func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, false, func(e engine.View) error {
 		var err error
 		sc, err = e.GetSchedule(name)
 		return err
@@ -221,7 +221,7 @@ func (s *adminService) scheduleParamsFromProto(ctx context.Context, sc *seppv1.S
 		return p, invalidField("template.queue", fmt.Sprintf("1..%d bytes of [A-Za-z0-9._:-]", engine.MaxQueueNameBytes), "is not a valid queue name")
 	}
 	var strictUnknown bool
-	if err := s.b.Read(ctx, true, func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, true, func(e engine.View) error {
 		if !e.Config().Limits.Strict {
 			return nil
 		}

@@ -49,9 +49,10 @@ type Backend interface {
 	// lock. With stale false the node first confirms it leads (VerifyLeader)
 	// and that its state includes every committed entry; a follower then
 	// returns a *cluster.NotLeaderError. With stale true it reads whatever
-	// this node has applied. fn must not keep references past its return
-	// and must call only the engine's read methods.
-	Read(ctx context.Context, stale bool, fn func(e *engine.Engine) error) error
+	// this node has applied. fn gets the live engine as an engine.View,
+	// which has only the read methods, so a read cannot change the state
+	// (it would not compile); fn must not keep references past its return.
+	Read(ctx context.Context, stale bool, fn func(e engine.View) error) error
 
 	// Applied returns a channel that is closed the next time this node
 	// applies a log entry; long-poll reserves wait on it.

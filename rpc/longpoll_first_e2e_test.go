@@ -164,7 +164,7 @@ type enqueueAfterLook struct {
 	enqueued atomic.Uint64 // the job's id, once enqueued
 }
 
-func (b *enqueueAfterLook) Read(ctx context.Context, stale bool, fn func(e *engine.Engine) error) error {
+func (b *enqueueAfterLook) Read(ctx context.Context, stale bool, fn func(e engine.View) error) error {
 	err := b.LocalBackend.Read(ctx, stale, fn)
 	b.once.Do(func() {
 		// An enqueue that fails leaves the id 0, which no reserve returns.

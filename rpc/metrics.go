@@ -128,7 +128,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	var keys engine.RememberedKeys
 	var held, budget int64
 	var schedules []engine.Schedule
-	if err := c.b.Read(ctx, true, func(e *engine.Engine) error {
+	if err := c.b.Read(ctx, true, func(e engine.View) error {
 		stats = e.Stats(c.now())
 		keys = e.RememberedKeys()
 		held, budget = e.MemoryHeldTotal(), e.Config().Limits.MaxMemoryBytes

@@ -47,7 +47,7 @@ func (c *activityCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), metricsReadTimeout)
 	defer cancel()
 	var stats []engine.QueueStats
-	if err := c.b.Read(ctx, true, func(e *engine.Engine) error {
+	if err := c.b.Read(ctx, true, func(e engine.View) error {
 		stats = e.Stats(time.Time{})
 		return nil
 	}); err != nil {

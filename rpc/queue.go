@@ -206,7 +206,7 @@ func (s *queueService) register() waiter {
 // replay, a request the engine would refuse).
 func (s *queueService) canReserve(ctx context.Context, p engine.ReserveParams) bool {
 	can := true
-	if err := s.b.Read(ctx, true, func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, true, func(e engine.View) error {
 		can = e.CanReserve(s.now(), p)
 		return nil
 	}); err != nil {
@@ -330,7 +330,7 @@ func (c *pollClaims) release(queue string, n int) {
 // has none.
 func (s *queueService) readyToReserve(ctx context.Context, queue string) int {
 	var ready int
-	err := s.b.Read(ctx, true, func(e *engine.Engine) error {
+	err := s.b.Read(ctx, true, func(e engine.View) error {
 		ready = e.Reservable(queue)
 		return nil
 	})
@@ -517,7 +517,7 @@ func (s *queueService) DrainDeadLetters(ctx context.Context, req *seppv1.DrainDe
 	// Say whether an empty answer means "nothing dead" or "dead jobs are
 	// dropped", with the count dropped. The records are already drained, so
 	// a failed read must not lose them: it leaves the two fields unset.
-	_ = s.b.Read(ctx, false, func(e *engine.Engine) error {
+	_ = s.b.Read(ctx, false, func(e engine.View) error {
 		out.DeadLetterRetentionEnabled = e.Config().Limits.DeadLetterRetention > 0
 		if p.Queue != "" {
 			if q, err := e.QueueStats(time.Time{}, p.Queue); err == nil {
@@ -536,7 +536,7 @@ func (s *queueService) DrainDeadLetters(ctx context.Context, req *seppv1.DrainDe
 func (s *queueService) GetServerInfo(ctx context.Context, req *seppv1.GetServerInfoRequest) (*seppv1.GetServerInfoResponse, error) {
 	var cfg engine.Config
 	var held int64
-	if err := s.b.Read(ctx, req.GetAllowStale(), func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		cfg = e.Config()
 		held = e.MemoryHeldTotal()
 		return nil
@@ -575,7 +575,7 @@ func (s *queueService) GetServerInfo(ctx context.Context, req *seppv1.GetServerI
 	}
 	for _, f := range cluster.Features() {
 		out.Capabilities = append(out.Capabilities, &seppv1.Capability{
-			Name: f.Name, CommandVersion: f.Version, ClusterReady: f.Version <= clusterVersion,
+			Name: f.Name, CommandVersion: f.CommandVersion, ClusterReady: f.CommandVersion <= clusterVersion,
 		})
 	}
 	return out, nil

@@ -104,7 +104,7 @@ func (s *queueService) releaseUnsent(ctx context.Context, ds []engine.Delivery) 
 // then takes later ones, which may be larger.
 func (s *queueService) drainMax(ctx context.Context, p engine.DrainParams) int {
 	var recs []engine.DeadLetterRecord
-	if err := s.b.Read(ctx, true, func(e *engine.Engine) error {
+	if err := s.b.Read(ctx, true, func(e engine.View) error {
 		recs = e.PeekDeadLetters(p)
 		return nil
 	}); err != nil {

@@ -227,7 +227,7 @@ func waitLeader(node *cluster.Node) error {
 	for {
 		if node.IsLeader() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			err := node.Read(ctx, false, func(*engine.Engine) error { return nil })
+			err := node.Read(ctx, false, func(engine.View) error { return nil })
 			cancel()
 			if err == nil {
 				return nil

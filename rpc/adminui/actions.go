@@ -171,7 +171,7 @@ type confirmRow struct {
 // confirm shows what the action would touch and asks to go ahead. The
 // operator check has already passed: a viewer never sees this page.
 func (h *handler) confirm(w http.ResponseWriter, r *http.Request, q *request, v confirmView, ids []engine.JobID, dead bool) {
-	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
+	stale, err := h.read(r.Context(), func(e engine.View) error {
 		v.Rows = v.Rows[:0]
 		v.RetentionOff = e.Config().Limits.DeadLetterRetention <= 0
 		for _, id := range ids {

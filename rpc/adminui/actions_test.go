@@ -153,7 +153,7 @@ func TestPauseAndResume(t *testing.T) {
 	csrf := b.csrf("/queues")
 	paused := func() bool {
 		var p bool
-		e.read(func(eng *engine.Engine) error {
+		e.read(func(eng engine.View) error {
 			st, err := eng.QueueStats(e.clock.Now(), "emails")
 			p = st.Paused
 			return err
@@ -195,7 +195,7 @@ func actionCases(e *env) []struct {
 // digest is the engine's state hash: equal means nothing changed.
 func (e *env) digest() [32]byte {
 	var d [32]byte
-	e.read(func(eng *engine.Engine) error { d = eng.Digest(); return nil })
+	e.read(func(eng engine.View) error { d = eng.Digest(); return nil })
 	return d
 }
 

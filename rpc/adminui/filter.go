@@ -131,7 +131,7 @@ type scanned struct {
 
 // scan reads a tab's jobs (Ready in hand-out order) and keeps those f
 // matches, up to keep of them (all are counted). It runs inside a read.
-func scan(e *engine.Engine, queue string, state engine.State, f jobFilter, keep int) (scanned, error) {
+func scan(e engine.View, queue string, state engine.State, f jobFilter, keep int) (scanned, error) {
 	var s scanned
 	add := func(j engine.Job) {
 		if f.matchJob(j) {

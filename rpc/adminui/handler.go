@@ -218,7 +218,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // read runs fn against the engine: consistently when this node leads, else
 // against the state this follower has applied (stale is then true and the
 // page says so). fn may run twice and must start from scratch each time.
-func (h *handler) read(ctx context.Context, fn func(e *engine.Engine) error) (stale bool, err error) {
+func (h *handler) read(ctx context.Context, fn func(e engine.View) error) (stale bool, err error) {
 	err = h.backend.Read(ctx, false, fn)
 	if errors.Is(err, cluster.ErrNotLeader) || errors.Is(err, cluster.ErrNoLeader) {
 		return true, h.backend.Read(ctx, true, fn)

@@ -161,7 +161,7 @@ func (e *env) seed() {
 }
 
 // read runs fn against the engine, consistently, failing the test on error.
-func (e *env) read(fn func(eng *engine.Engine) error) {
+func (e *env) read(fn func(eng engine.View) error) {
 	e.t.Helper()
 	if err := e.backend.Read(context.Background(), false, fn); err != nil {
 		e.t.Fatal(err)
@@ -170,7 +170,7 @@ func (e *env) read(fn func(eng *engine.Engine) error) {
 
 func (e *env) deadLetter(id engine.JobID) (engine.DeadLetterRecord, error) {
 	var rec engine.DeadLetterRecord
-	err := e.backend.Read(context.Background(), false, func(eng *engine.Engine) error {
+	err := e.backend.Read(context.Background(), false, func(eng engine.View) error {
 		var err error
 		rec, err = eng.GetDeadLetter(id)
 		return err
@@ -180,7 +180,7 @@ func (e *env) deadLetter(id engine.JobID) (engine.DeadLetterRecord, error) {
 
 func (e *env) job(id engine.JobID) (engine.Job, error) {
 	var j engine.Job
-	err := e.backend.Read(context.Background(), false, func(eng *engine.Engine) error {
+	err := e.backend.Read(context.Background(), false, func(eng engine.View) error {
 		var err error
 		j, err = eng.GetJob(id)
 		return err
@@ -190,7 +190,7 @@ func (e *env) job(id engine.JobID) (engine.Job, error) {
 
 func (e *env) deadCount(queue string) int {
 	var n int
-	e.read(func(eng *engine.Engine) error {
+	e.read(func(eng engine.View) error {
 		recs, err := eng.ListDeadLetters(queue, engine.Page{Limit: 1000})
 		n = len(recs)
 		return err
@@ -308,7 +308,7 @@ func (f *followerBackend) Leader() cluster.NodeInfo {
 	return f.leader
 }
 
-func (f *followerBackend) Read(ctx context.Context, stale bool, fn func(e *engine.Engine) error) error {
+func (f *followerBackend) Read(ctx context.Context, stale bool, fn func(e engine.View) error) error {
 	if !stale {
 		return f.notLeader()
 	}

@@ -74,7 +74,7 @@ func (h *handler) jobsAct(w http.ResponseWriter, r *http.Request, q *request) {
 		}
 		v.All, v.Filter = true, filter
 		var sc scanned
-		if _, err := h.read(r.Context(), func(e *engine.Engine) error {
+		if _, err := h.read(r.Context(), func(e engine.View) error {
 			var err error
 			sc, err = scan(e, queue, state, filter, maxMatchAct)
 			return err
@@ -222,7 +222,7 @@ func (h *handler) deadActAll(w http.ResponseWriter, r *http.Request, q *request)
 		return
 	}
 	var sc scanned
-	if _, err := h.read(r.Context(), func(e *engine.Engine) error {
+	if _, err := h.read(r.Context(), func(e engine.View) error {
 		var err error
 		sc, err = scan(e, queue, engine.StateDead, filter, maxMatchAct)
 		return err

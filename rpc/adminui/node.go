@@ -69,7 +69,7 @@ func (h *handler) nodePage(w http.ResponseWriter, r *http.Request, q *request) {
 		v.ApplyLag = st.CommitIndex - st.AppliedIndex
 	}
 	// The node's own applied state: memory is per replica.
-	_ = h.backend.Read(r.Context(), true, func(e *engine.Engine) error {
+	_ = h.backend.Read(r.Context(), true, func(e engine.View) error {
 		v.Memory = e.MemoryHeld()
 		return nil
 	})

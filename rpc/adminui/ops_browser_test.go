@@ -54,7 +54,7 @@ func traffic(t *testing.T, e *env, ring *adminui.RateRing, steps int) {
 			}
 		}
 		e.clock.Advance(10 * time.Second)
-		e.read(func(eng *engine.Engine) error {
+		e.read(func(eng engine.View) error {
 			ring.Sample(e.clock.Now(), eng.Stats(e.clock.Now()))
 			return nil
 		})
@@ -105,7 +105,7 @@ func TestBrowserOperatorActsOnJobs(t *testing.T) {
 	if got := text(t, tab, "#flash"); !strings.Contains(got, "Change priority of: "+matched+" jobs") && !strings.Contains(got, "Change priority of "+matched+" job") {
 		t.Fatalf("flash after priority: %q", got)
 	}
-	e.read(func(eng *engine.Engine) error {
+	e.read(func(eng engine.View) error {
 		js, err := eng.ListReadyInOrder("emails", 0, 1)
 		if err != nil || len(js) != 1 || js[0].Priority != 9 || js[0].Custom["tenant"] != "acme" {
 			t.Errorf("the first job to hand out: %+v %v; want an acme job at priority 9", js, err)

@@ -69,7 +69,7 @@ type queueRow struct {
 func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request, q *request) {
 	now := h.clock()
 	var v queuesView
-	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
+	stale, err := h.read(r.Context(), func(e engine.View) error {
 		stats := e.Stats(now)
 		h.ring.maybeSample(now, stats)
 		v = queuesView{Retention: e.Config().Limits.DeadLetterRetention, Queues: make([]queueRow, 0, len(stats))}
@@ -190,7 +190,7 @@ func (h *handler) queuePage(w http.ResponseWriter, r *http.Request, q *request) 
 	byOffset := filter.active() || state == engine.StateReady
 	now := h.clock()
 	var v queueView
-	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
+	stale, err := h.read(r.Context(), func(e engine.View) error {
 		v = queueView{Tab: tab, AfterID: after, Offset: offset, Filter: filter, Retention: e.Config().Limits.DeadLetterRetention}
 		st, err := e.QueueStats(now, name)
 		if err != nil {
@@ -321,7 +321,7 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request, q *request) {
 		return
 	}
 	var v jobView
-	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
+	stale, err := h.read(r.Context(), func(e engine.View) error {
 		j, err := e.GetJob(id)
 		if err != nil {
 			return err
@@ -359,7 +359,7 @@ func (h *handler) deadLetterPage(w http.ResponseWriter, r *http.Request, q *requ
 		return
 	}
 	var v jobView
-	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
+	stale, err := h.read(r.Context(), func(e engine.View) error {
 		rec, err := e.GetDeadLetter(id)
 		if err != nil {
 			return err

@@ -133,7 +133,7 @@ func (h *handler) deleteQueue(w http.ResponseWriter, r *http.Request, q *request
 
 func (h *handler) confirmQueue(w http.ResponseWriter, r *http.Request, q *request, v queueConfirmView) {
 	now := h.clock()
-	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
+	stale, err := h.read(r.Context(), func(e engine.View) error {
 		s, err := e.QueueStats(now, v.Queue)
 		v.Stats = s
 		v.Holds = s.Ready+s.Scheduled+s.Reserved+s.Dead > 0

@@ -46,7 +46,7 @@ func TestQueueActions_CreatePurgeDelete(t *testing.T) {
 	var cfg engine.Config
 	var stats engine.QueueStats
 	read := func(name string) error {
-		return e.backend.Read(t.Context(), true, func(en *engine.Engine) error {
+		return e.backend.Read(t.Context(), true, func(en engine.View) error {
 			cfg = en.Config()
 			var err error
 			stats, err = en.QueueStats(e.clock.Now(), name)

@@ -33,7 +33,7 @@ func TestBrowserOperatorManagesQueues(t *testing.T) {
 	if got := text(t, tab, `tr[data-queue="billing.invoices"] .badge`); got != "paused" {
 		t.Fatalf("new queue's status %q, want paused", got)
 	}
-	e.read(func(en *engine.Engine) error {
+	e.read(func(en engine.View) error {
 		for _, q := range en.Config().Queues {
 			if q.Name == "billing.invoices" && (q.DefaultPriority == nil || *q.DefaultPriority != 5 || *q.DefaultMaxAttempts != 8) {
 				t.Errorf("created queue's config %+v", q)

@@ -111,7 +111,7 @@ func (h *handler) loadRedrive(r *http.Request, v *redriveView, preview bool, by 
 		}
 	}
 	now := h.clock()
-	return h.read(r.Context(), func(e *engine.Engine) error {
+	return h.read(r.Context(), func(e engine.View) error {
 		v.Tasks = v.Tasks[:0]
 		all := e.RedriveTasks()
 		for _, t := range all {

@@ -34,7 +34,7 @@ func TestRedrivePage(t *testing.T) {
 	mustContain(t, "start", start.body, `class="flash ok"`, "Started redrive task 1 (fresh replay): 4 records to move.", `data-task="1"`, "fresh → reports")
 	var task engine.RedriveTask
 	read := func() {
-		e.read(func(eng *engine.Engine) error {
+		e.read(func(eng engine.View) error {
 			var err error
 			task, err = eng.GetRedrive(1)
 			return err

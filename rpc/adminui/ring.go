@@ -106,7 +106,7 @@ func (r *RateRing) Run(ctx context.Context, b rpc.Backend, clock func() time.Tim
 	sample := func() {
 		now := clock()
 		var stats []engine.QueueStats
-		if err := b.Read(ctx, true, func(e *engine.Engine) error {
+		if err := b.Read(ctx, true, func(e engine.View) error {
 			stats = e.Stats(now)
 			return nil
 		}); err == nil {

@@ -56,7 +56,7 @@ func (h *handler) scheduleRoutes(mux *http.ServeMux) {
 
 func (h *handler) schedulesPage(w http.ResponseWriter, r *http.Request, q *request) {
 	var v schedulesView
-	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
+	stale, err := h.read(r.Context(), func(e engine.View) error {
 		list := e.Schedules()
 		v.Schedules = make([]scheduleRow, len(list))
 		for i, s := range list {
@@ -85,7 +85,7 @@ func (h *handler) schedulePage(w http.ResponseWriter, r *http.Request, q *reques
 
 func (h *handler) renderSchedule(w http.ResponseWriter, r *http.Request, q *request, name string, confirm bool) {
 	var v scheduleView
-	stale, err := h.read(r.Context(), func(e *engine.Engine) error {
+	stale, err := h.read(r.Context(), func(e engine.View) error {
 		s, err := e.GetSchedule(name)
 		if err != nil {
 			return err

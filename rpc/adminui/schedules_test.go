@@ -62,7 +62,7 @@ func TestSchedulesPages(t *testing.T) {
 	if !strings.Contains(r.body, "Paused schedule nightly-report") {
 		t.Fatalf("pause: %d %s", r.status, r.body)
 	}
-	e.read(func(en *engine.Engine) error {
+	e.read(func(en engine.View) error {
 		s, err := en.GetSchedule("nightly-report")
 		if err == nil && !s.Paused {
 			t.Error("not paused")

@@ -299,7 +299,7 @@ func (b *LocalBackend) ActOnJobs(ctx context.Context, p engine.JobActionParams) 
 
 // Read runs fn under the lock. A due tick is applied first (taking the
 // write lock for it), so reads see what the leader's ticker would have done.
-func (b *LocalBackend) Read(ctx context.Context, stale bool, fn func(e *engine.Engine) error) error {
+func (b *LocalBackend) Read(ctx context.Context, stale bool, fn func(e engine.View) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -14,8 +14,8 @@ func TestInfo_CapabilitiesMembersAndLimits(t *testing.T) {
 	for _, want := range []string{
 		"capability ack_batch",
 		"command version 2, cluster-wide",
-		"capability redrive_cancelled_expired",
-		"capability forward_keeps_priority",
+		"capability dead_letter_edges",
+		"capability reserve_retry_window",
 		"member n1",
 		"command versions 1..",
 		"limits.max_message_bytes",
