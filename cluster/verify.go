@@ -20,6 +20,12 @@ import (
 // serve, or replicate, state it cannot trust. The error names the file.
 var ErrCorruptData = errors.New("corrupt data on disk; the node will not start")
 
+// ErrNewerData is returned by NewNode when the log holds a command of a
+// version this binary does not apply: a newer sepp wrote it, and this one
+// was started on its data (a downgrade past a command version). The node
+// refuses to start, naming the log, the index and the versions.
+var ErrNewerData = errors.New("the data dir was written by a newer sepp; this binary will not start on it")
+
 // Before raft opens anything, NewNode checks what a start would restore and
 // apply:
 //
@@ -112,6 +118,9 @@ func verifyLog(store raft.LogStore, path string, snapIndex uint64) error {
 			err = fsm.CheckEntry(l.Data)
 		} else {
 			err = fsm.VerifyEntry(l.Data)
+		}
+		if errors.Is(err, fsm.ErrNewerVersion) {
+			return fmt.Errorf("cluster: %w: %s: log index %d (term %d): %w", ErrNewerData, path, i, l.Term, err)
 		}
 		if err != nil {
 			return fmt.Errorf("cluster: %w: %s: log index %d (term %d): %w", ErrCorruptData, path, i, l.Term, err)

@@ -131,7 +131,10 @@ func checkCommand(i int, b []byte) error {
 		}
 		b = b[n:]
 	}
-	if version < 1 || version > CommandVersion {
+	if version > CommandVersion {
+		return newerVersionError(i, version)
+	}
+	if version < 1 {
 		return fmt.Errorf("%w: command %d has version %d, this binary applies 1..%d", ErrDecode, i, version, CommandVersion)
 	}
 	if !hasOp {

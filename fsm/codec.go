@@ -39,6 +39,17 @@ const (
 // ErrDecode wraps every reason an entry cannot be decoded.
 var ErrDecode = errors.New("fsm: cannot decode log entry")
 
+// ErrNewerVersion wraps ErrDecode for a command of a version above
+// CommandVersion: a newer sepp wrote it, and this binary must not apply it
+// (it would apply something else than the others do). That is a downgrade
+// past a command version, not a corrupt disk.
+var ErrNewerVersion = fmt.Errorf("%w: written by a newer sepp", ErrDecode)
+
+// newerVersionError is the error of command i of version v.
+func newerVersionError(i int, v uint32) error {
+	return fmt.Errorf("%w: command %d has version %d, this binary applies 1..%d; run the sepp that wrote it or a newer one (a downgrade past a command version is refused)", ErrNewerVersion, i, v, CommandVersion)
+}
+
 // ErrChecksum wraps ErrDecode for an entry whose bytes changed after it was
 // written: a corrupt disk, never a version this binary does not know.
 var ErrChecksum = fmt.Errorf("%w: checksum mismatch (the entry is corrupt)", ErrDecode)
@@ -110,7 +121,10 @@ func checkDecodedCommand(i int, cmd *cmdpb.Command) error {
 		return fmt.Errorf("%w: command %d is empty", ErrDecode, i)
 	}
 	v := cmd.GetVersion()
-	if v < 1 || v > CommandVersion {
+	if v > CommandVersion {
+		return newerVersionError(i, v)
+	}
+	if v < 1 {
 		return fmt.Errorf("%w: command %d has version %d, this binary applies 1..%d", ErrDecode, i, v, CommandVersion)
 	}
 	if cmd.GetOp() == nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sepp-io/sepp/client"
 )
 
 // upgradeFromCommit is the last release before this round's changes: the
@@ -38,6 +40,7 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 	}
 	var upgradeErr error
 	var upgraded []string
+	var downgradeRefusal string
 	r := runCampaign(t, campaignOptions{
 		Schedule: schedule{}, Name: "rolling-upgrade", Launch: launch,
 		During: func(ctx context.Context, c localCluster) func() {
@@ -77,6 +80,11 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 					upgraded = append(upgraded, fmt.Sprintf("%s in %s", c.Nodes[i].ID, time.Since(start).Round(time.Millisecond)))
 					pause(ctx, 3*time.Second) // load on the mixed cluster
 				}
+				downgradeRefusal, upgradeErr = refuseDowngrade(ctx, t, c, insp, old, func(i int, bin string) {
+					mu.Lock()
+					binFor[i] = bin
+					mu.Unlock()
+				})
 			}()
 			return func() { <-done }
 		},
@@ -86,6 +94,7 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 		t.Fatalf("rolling upgrade: %v", upgradeErr)
 	}
 	t.Logf("upgraded, node by node: %s", strings.Join(upgraded, ", "))
+	t.Logf("downgrade refused: %s", downgradeRefusal)
 	for _, p := range r.Liveness {
 		t.Errorf("liveness: %s", p)
 	}
@@ -119,4 +128,55 @@ func buildReleaseBinary(t *testing.T, commit string) string {
 		t.Fatalf("build the release %s: %v\n%s", commit[:12], err, out)
 	}
 	return bin
+}
+
+// refuseDowngrade, on a cluster every member of which runs this tree's
+// binary, uses a feature of a command version the previous release does
+// not apply (a queue whose dead_letter_queue is checked, version 13), then
+// starts a follower on the previous release's binary over its data: that
+// start must be refused, saying which version it met. The follower then
+// runs this tree's binary again. setBin picks a node's binary.
+func refuseDowngrade(ctx context.Context, t *testing.T, c localCluster, insp *client.Client, old string, setBin func(int, string)) (string, error) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"queues", "create", "upgrade-dead"},
+		{"queues", "create", "upgrade-src", "--dead-letter-queue", "upgrade-dead"},
+	} {
+		argv := append(args, "--addr", strings.Join(c.Addrs(), ","), "--timeout", "10s")
+		if out, err := exec.CommandContext(ctx, seppBinary, argv...).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("sepp %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	li, err := leaderIndex(ctx, insp, c)
+	if err != nil {
+		return "", err
+	}
+	f := followerOf(li)
+	if err := waitCaughtUp(ctx, insp, c, f, 30*time.Second); err != nil {
+		return "", err
+	}
+	if err := c.StopNode(f, 20*time.Second); err != nil {
+		return "", err
+	}
+	setBin(f, old)
+	if err := c.StartNode(f); err != nil {
+		return "", err
+	}
+	if err := waitFor(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		return !c.Running(f), fmt.Errorf("%s runs the previous release over data of a newer command version", c.Nodes[f].ID)
+	}); err != nil {
+		return "", err
+	}
+	why := lastLogError(c.Nodes[f].Dir)
+	if !strings.Contains(why, "version 13") {
+		return why, fmt.Errorf("%s's refusal does not name the command version it met: %q", c.Nodes[f].ID, why)
+	}
+	setBin(f, seppBinary)
+	if err := c.StartNode(f); err != nil {
+		return why, err
+	}
+	if err := waitNodeServes(ctx, c, f, 30*time.Second); err != nil {
+		return why, err
+	}
+	return why, waitCaughtUp(ctx, insp, c, f, 30*time.Second)
 }
