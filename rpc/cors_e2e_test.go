@@ -18,16 +18,17 @@ import (
 // returns its base URL; it stops at cleanup.
 func serveAPIWith(t *testing.T, apiOpts rpc.APIOptions) string {
 	t.Helper()
-	b, err := rpctest.NewLocalBackend(engine.Config{Limits: engine.DefaultLimits()}, cluster.NodeInfo{ID: "node-1"}, time.Now)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The node names its own address as the leader's, as a served node does.
+	b, err := rpctest.NewLocalBackend(engine.Config{Limits: engine.DefaultLimits()}, cluster.NodeInfo{ID: "node-1", GRPCAddr: lis.Addr().String()}, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	apiOpts.Logger = rpctest.TestLogger(t)
 	srv, err := rpc.NewAPIServer(rpc.NewGRPCServer(b, rpc.Options{Logger: apiOpts.Logger}), apiOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
