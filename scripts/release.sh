@@ -64,6 +64,6 @@ else
   echo "release: skipped the container image: $image_reason" >&2
 fi
 
-(cd "$out" && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs sha256sum -- >SHA256SUMS)
+(cd "$out" && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs -d '\n' sha256sum -- >SHA256SUMS)
 echo "release $version (commit $commit) in $out:" >&2
 cat "$out/SHA256SUMS"
