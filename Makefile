@@ -44,6 +44,11 @@ COUNT     ?= 1
 BIN       ?= bin/sepp
 # make image: the tag of the sepp image built (sepp:$(TAG)).
 TAG       ?= dev
+# The version and commit linked into the binary (`sepp version`,
+# GetServerInfo); make release takes VERSION from the command line.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
 
 .DEFAULT_GOAL := help
@@ -53,8 +58,8 @@ help: ## Show this list of targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the static sepp binary into bin/sepp.
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/sepp
+build: ## Build the static sepp binary into bin/sepp, VERSION (default: git describe) linked in.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sepp
 
 .PHONY: run
 run: build ## Start a single node with data in ./sepp-data (gRPC on localhost:50051).
@@ -259,13 +264,18 @@ sdk-rust: build ## Rust SDK (sdk/rust): clippy -D warnings, then cargo test (eve
 
 .PHONY: image
 image: ## Build the sepp:$(TAG) container image (TAG=dev by default) FROM scratch around the static binary.
-	CGO_ENABLED=0 $(GO) build -trimpath -o deploy/sepp ./cmd/sepp
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o deploy/sepp ./cmd/sepp
 	docker build -t sepp:$(TAG) deploy/
 	rm -f deploy/sepp
 
+.PHONY: release
+release: ## Build release VERSION=x.y.z into dist/VERSION/: static binaries for linux and darwin on amd64 and arm64, an SBOM per binary, the container image (with Docker) and SHA256SUMS (docs/releasing.md).
+	@if [ "$(origin VERSION)" = file ]; then echo "make release needs VERSION=x.y.z" >&2; exit 2; fi
+	GO=$(GO) scripts/release.sh '$(VERSION)'
+
 .PHONY: clean
 clean: ## Remove build output and local data.
-	rm -rf bin sepp-data
+	rm -rf bin sepp-data dist
 
 .PHONY: monitoring-test
 monitoring-test: ## Check the Prometheus alert rules with promtool (apt-get install prometheus) and the Grafana dashboard's metric names.

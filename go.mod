@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	connectrpc.com/connect v1.19.2
+	connectrpc.com/cors v0.1.0
 	connectrpc.com/vanguard v0.4.0
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/chromedp v0.23.1
@@ -16,6 +17,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.74.0
+	github.com/rs/cors v1.11.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.1.0
 	go.etcd.io/bbolt v1.3.6

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ type Config struct {
 	Admin   Admin   `toml:"admin"`
 	TLS     TLS     `toml:"tls"`
 	Auth    Auth    `toml:"auth"`
+	API     API     `toml:"api"`
 	source  string  // the file it came from, for messages
 }
 
@@ -522,6 +524,23 @@ type AuthToken struct {
 	Roles []string `toml:"roles"`
 }
 
+// API is the [api] table: how browsers may reach the API port (gRPC,
+// Connect and gRPC-Web on server.grpc_addr).
+type API struct {
+	// CORSAllowedOrigins are the web origins (scheme://host[:port], exactly
+	// as a browser sends them in Origin) whose pages may call the API port
+	// with the Connect or gRPC-Web protocol: their preflights are answered
+	// and their responses readable. Empty (the default) turns CORS off: the
+	// port answers no preflight and browsers keep other origins' pages from
+	// calling it. No wildcard: name every origin.
+	CORSAllowedOrigins []string `toml:"cors_allowed_origins"`
+	// CORSAllowCredentials lets those pages send credentials the browser
+	// holds (cookies, TLS client certificates under tls.client_ca_file:
+	// fetch's credentials "include"). An API token in the Authorization
+	// header needs no credentials.
+	CORSAllowCredentials bool `toml:"cors_allow_credentials"`
+}
+
 // TokenRoles lists the role names a token may hold.
 var TokenRoles = []string{"producer", "worker", "viewer", "operator", "admin"}
 
@@ -850,6 +869,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.TLS.validate()...)
 	errs = append(errs, c.Auth.validate()...)
+	errs = append(errs, c.API.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -910,6 +930,58 @@ func (a Auth) validate() []error {
 		add("auth.enabled: is on but auth.tokens is empty: every call would be refused")
 	}
 	return errs
+}
+
+// maxCORSOrigins bounds api.cors_allowed_origins.
+const maxCORSOrigins = 256
+
+func (a API) validate() []error {
+	var errs []error
+	if len(a.CORSAllowedOrigins) > maxCORSOrigins {
+		errs = append(errs, fmt.Errorf("api.cors_allowed_origins: at most %d origins, got %d", maxCORSOrigins, len(a.CORSAllowedOrigins)))
+	}
+	seen := map[string]bool{}
+	for i, o := range a.CORSAllowedOrigins {
+		key := fmt.Sprintf("api.cors_allowed_origins[%d]", i)
+		if err := checkOrigin(o); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		} else if seen[o] {
+			errs = append(errs, fmt.Errorf("%s: %q appears twice", key, o))
+		}
+		seen[o] = true
+	}
+	if a.CORSAllowCredentials && len(a.CORSAllowedOrigins) == 0 {
+		errs = append(errs, fmt.Errorf("api.cors_allow_credentials: is on but api.cors_allowed_origins is empty: no origin could use it"))
+	}
+	return errs
+}
+
+// checkOrigin accepts an origin as browsers serialize it in the Origin
+// header: http or https, a lower-case host, an optional port, nothing
+// else. Browsers compare origins byte for byte, so "https://App.example/"
+// would never match and is refused here rather than silently unused.
+func checkOrigin(o string) error {
+	const form = "must be an origin such as \"https://app.example\" or \"http://localhost:3000\" (scheme, host and port only)"
+	if o == "*" || strings.Contains(o, "*") {
+		return fmt.Errorf("no wildcard: name each origin; %s, got %q", form, o)
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" ||
+		u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(o, "?") || strings.HasSuffix(o, "#") {
+		return fmt.Errorf("%s, got %q", form, o)
+	}
+	if o != strings.ToLower(o) {
+		return fmt.Errorf("must be lower case, as browsers send it, got %q", o)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port must be 1..65535, got %q", o)
+		}
+		if (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
+			return fmt.Errorf("browsers leave the default port out of an origin: write %q, got %q", u.Scheme+"://"+u.Hostname(), o)
+		}
+	}
+	return nil
 }
 
 func checkHostPort(addr string) error {

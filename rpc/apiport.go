@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	connectcors "connectrpc.com/cors"
 	"connectrpc.com/vanguard"
 	"connectrpc.com/vanguard/vanguardgrpc"
 	"github.com/hashicorp/go-hclog"
+	"github.com/rs/cors"
 	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -62,6 +64,13 @@ type APIOptions struct {
 	HandshakeTimeout time.Duration
 	// Logger receives accept and HTTP server errors; nil discards.
 	Logger hclog.Logger
+	// CORSAllowedOrigins, when not empty, lets web pages of exactly these
+	// origins call the Connect and gRPC-Web side (see withCORS); empty
+	// leaves CORS off.
+	CORSAllowedOrigins []string
+	// CORSAllowCredentials lets those pages send cookies and TLS client
+	// certificates (Access-Control-Allow-Credentials).
+	CORSAllowCredentials bool
 }
 
 // APIServer serves a grpc.Server's services on one listener as gRPC,
@@ -124,7 +133,7 @@ func NewAPIServer(gs *grpc.Server, opts APIOptions) (*APIServer, error) {
 		gs:   gs,
 		opts: opts,
 		hs: &http.Server{
-			Handler:           connectByDefault(tc),
+			Handler:           withCORS(connectByDefault(tc), opts),
 			ReadHeaderTimeout: opts.HandshakeTimeout,
 			IdleTimeout:       5 * time.Minute,
 			ErrorLog:          opts.Logger.Named("connect").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
@@ -275,6 +284,38 @@ func (a *APIServer) stop(graceful bool) {
 	// connections keep serving their calls meanwhile.
 	_ = a.hs.Shutdown(context.Background())
 	a.gs.GracefulStop()
+}
+
+// CORSMaxAge is how long a browser may cache a preflight's answer: two
+// hours, Connect's recommendation and Chromium's own cap.
+const CORSMaxAge = 2 * time.Hour
+
+// withCORS answers CORS preflights (OPTIONS with Origin and
+// Access-Control-Request-Method) and adds the CORS response headers for
+// the origins opts allows, with the methods and headers Connect's CORS
+// guidance lists for the Connect and gRPC-Web protocols
+// (connectrpc.com/cors), plus Authorization for API tokens and, exposed,
+// LeaderAddrHeader, which the SDKs follow after a forwarded call. A
+// request from any other origin passes through without CORS headers, so
+// the browser keeps its page from reading the answer (or, after a
+// refused preflight, from sending the call at all). With no origins the
+// handler is next itself: the port answers preflights 404, as before.
+//
+// Only the HTTP side needs it: browsers speak HTTP/1.1 here (see the top
+// of this file), never native gRPC.
+func withCORS(next http.Handler, opts APIOptions) http.Handler {
+	if len(opts.CORSAllowedOrigins) == 0 {
+		return next
+	}
+	c := cors.New(cors.Options{
+		AllowedOrigins:   opts.CORSAllowedOrigins,
+		AllowedMethods:   connectcors.AllowedMethods(),
+		AllowedHeaders:   append(connectcors.AllowedHeaders(), "Authorization"),
+		ExposedHeaders:   append(connectcors.ExposedHeaders(), LeaderAddrHeader),
+		AllowCredentials: opts.CORSAllowCredentials,
+		MaxAge:           int(CORSMaxAge / time.Second),
+	})
+	return c.Handler(next)
 }
 
 // connectByDefault marks a unary POST of JSON or protobuf without a

@@ -15,9 +15,6 @@ import (
 	"github.com/sepp-io/sepp/cmd/sepp/internal/cli"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
-
 func main() {
 	root := &cobra.Command{
 		Use:           "sepp",
@@ -27,7 +24,8 @@ func main() {
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(serveCommand(), devCommand(), hashPasswordCommand(), hashTokenCommand(), probeCommand(), bench.Command())
+	root.SetVersionTemplate(build.String())
+	root.AddCommand(versionCommand(), serveCommand(), devCommand(), hashPasswordCommand(), hashTokenCommand(), probeCommand(), bench.Command())
 	root.AddCommand(cli.Commands()...)
 	usageRoot(root)
 	if err := root.Execute(); err != nil {

@@ -286,9 +286,11 @@ func serve(ctx context.Context, cfg config.Config) error {
 		ServerOptions:          sec.grpcOptions,
 	})
 	api, err := rpc.NewAPIServer(gs, rpc.APIOptions{
-		TLS:             sec.apiTLS,
-		MaxMessageBytes: cfg.Server.MaxMessageBytes,
-		Logger:          log.Named("api"),
+		TLS:                  sec.apiTLS,
+		MaxMessageBytes:      cfg.Server.MaxMessageBytes,
+		Logger:               log.Named("api"),
+		CORSAllowedOrigins:   cfg.API.CORSAllowedOrigins,
+		CORSAllowCredentials: cfg.API.CORSAllowCredentials,
 	})
 	if err != nil {
 		node.Close()

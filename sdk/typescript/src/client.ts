@@ -353,7 +353,9 @@ export class SeppClient {
     };
     const f = options.fetch ?? globalThis.fetch;
     if (typeof f !== "function") throw new Error("sepp: no fetch in this runtime (Node 18 or later, or a browser, has one)");
-    this.fetchFn = f;
+    // Browsers refuse a fetch called as another object's method ("Illegal
+    // invocation"): the global one is called through a wrapper.
+    this.fetchFn = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.headers = {
       "Content-Type": "application/json",
       "Connect-Protocol-Version": "1",
