@@ -126,7 +126,9 @@ type FieldError struct {
 
 func (e *FieldError) Error() string {
 	if e.Description != "" {
-		if strings.Contains(e.Description, e.Field) {
+		// A description that begins with the field names it; one that only
+		// mentions it ("is 9 bytes, above limits.max_payload_bytes") does not.
+		if e.Field == "" || strings.HasPrefix(e.Description, e.Field) {
 			return e.Description
 		}
 		return e.Field + ": " + e.Description
