@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -220,15 +221,18 @@ leader failovers and restarts. See docs/schedules.md.`,
 					}
 					return e.printJSON(out, map[string]any{"schedules": vs})
 				}
-				fmt.Fprintf(out, "%-24s %-30s %-16s %-7s %-20s %-20s %s\n", "NAME", "SPEC", "QUEUE", "PAUSED", "NEXT", "LAST", "FIRED/SKIPPED")
+				// A table sized to its widest cell: a long spec or name keeps
+				// the columns after it in line.
+				rows := make([][]string, 0, len(ss))
 				for _, s := range ss {
 					nextAt := "-"
 					if len(s.NextFireTimes) > 0 {
 						nextAt = fmtTime(s.NextFireTimes[0])
 					}
-					fmt.Fprintf(out, "%-24s %-30s %-16s %-7t %-20s %-20s %d/%d\n", s.Name, describeSpec(s), s.Template.Queue, s.Paused, nextAt, fmtTime(s.LastFireTime), s.Fired, s.Skipped)
+					rows = append(rows, []string{s.Name, describeSpec(s), s.Template.Queue, strconv.FormatBool(s.Paused), nextAt,
+						fmtTime(s.LastFireTime), fmt.Sprintf("%d/%d", s.Fired, s.Skipped)})
 				}
-				return nil
+				return table(out, "NAME\tSPEC\tQUEUE\tPAUSED\tNEXT\tLAST\tFIRED/SKIPPED", rows)
 			})
 		},
 	}

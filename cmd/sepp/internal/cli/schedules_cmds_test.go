@@ -143,3 +143,24 @@ func TestSchedulesUpdate_KeepsFieldsNotGiven(t *testing.T) {
 		t.Errorf("after --every: %v", got)
 	}
 }
+
+// schedules list keeps its columns in line whatever the length of a spec
+// or a name.
+func TestSchedulesList_ColumnsAligned(t *testing.T) {
+	addr := startServer(t)
+	mustRun(t, addr, "schedules", "create", "a", "q", "t", "--every", "1m")
+	mustRun(t, addr, "schedules", "create", "a-schedule-with-a-rather-long-name", "reports", "build",
+		"--cron", "0,15,30,45 1-5,10-12 * * mon-fri", "--tz", "America/Argentina/Buenos_Aires")
+	lines := strings.Split(strings.TrimRight(mustRun(t, addr, "schedules", "list"), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("list: %q", lines)
+	}
+	for _, col := range []string{"QUEUE", "PAUSED", "NEXT"} {
+		at := strings.Index(lines[0], col)
+		for _, l := range lines[1:] {
+			if at <= 0 || at >= len(l) || l[at-1] != ' ' || l[at] == ' ' {
+				t.Errorf("column %s starts at %d in the header but not in %q", col, at, l)
+			}
+		}
+	}
+}
