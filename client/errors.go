@@ -57,6 +57,13 @@ var (
 	// DrainDeadLetters, must not retry). Never treat it as success or as a
 	// clean failure.
 	ErrUnknownOutcome = errors.New("outcome unknown")
+	// ErrJobCancelled: an operator cancelled the job (CancelJobs) while a
+	// worker held its lease. A call on that lease fails with it and with
+	// ErrLeaseLost; a Worker's handler context ends with it as its cause
+	// (context.Cause), and not with ErrLeaseLost, so a handler tells the
+	// two apart. (A cancel that deleted the job leaves no trace: that lease
+	// reads as lost.)
+	ErrJobCancelled = errors.New("job cancelled by an operator")
 	// ErrPermissionDenied and ErrUnauthenticated come from admin auth.
 	ErrPermissionDenied = errors.New("permission denied")
 	ErrUnauthenticated  = errors.New("unauthenticated")
@@ -126,7 +133,9 @@ type FieldError struct {
 
 func (e *FieldError) Error() string {
 	if e.Description != "" {
-		if strings.Contains(e.Description, e.Field) {
+		// A description that begins with the field names it; one that only
+		// mentions it ("is 9 bytes, above limits.max_payload_bytes") does not.
+		if e.Field == "" || strings.HasPrefix(e.Description, e.Field) {
 			return e.Description
 		}
 		return e.Field + ": " + e.Description
@@ -249,7 +258,9 @@ func fromStatusValue(op string, st *status.Status) *Error {
 			e.Kinds = append(e.Kinds, ErrLeaseLost)
 		}
 	case codes.FailedPrecondition:
-		if leaseOps[op] || preconditionIsLease(precondition) {
+		if preconditionIs(precondition, "LEASE_CANCELLED") {
+			e.Kinds = []error{ErrLeaseLost, ErrJobCancelled}
+		} else if leaseOps[op] || preconditionIsLease(precondition) {
 			e.Kinds = []error{ErrLeaseLost}
 		} else {
 			e.Kinds = []error{ErrWrongState}
@@ -277,6 +288,15 @@ func fromStatusValue(op string, st *status.Status) *Error {
 		e.Kinds = []error{ErrInternal}
 	}
 	return e
+}
+
+func preconditionIs(p *errdetails.PreconditionFailure, typ string) bool {
+	for _, v := range p.GetViolations() {
+		if v.GetType() == typ {
+			return true
+		}
+	}
+	return false
 }
 
 func preconditionIsLease(p *errdetails.PreconditionFailure) bool {

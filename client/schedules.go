@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
@@ -167,6 +168,44 @@ func (c *Client) UpdateSchedule(ctx context.Context, d ScheduleDefinition) (Sche
 	var out Schedule
 	err := c.call(ctx, "update schedule", retrySafe, 0, func(ctx context.Context, a *attempt) error {
 		resp, err := seppv1.NewAdminServiceClient(a.cc).UpdateSchedule(ctx, &seppv1.UpdateScheduleRequest{Schedule: scheduleToProto(d)}, c.opts.callOptions...)
+		if err != nil {
+			return err
+		}
+		out = scheduleFromProto(resp.GetSchedule())
+		return nil
+	})
+	return out, err
+}
+
+// Schedule fields an UpdateScheduleFields call can name.
+const (
+	ScheduleFieldCron                = "cron"     // sets Cron and clears Interval
+	ScheduleFieldInterval            = "interval" // sets Interval and clears Cron
+	ScheduleFieldTimeZone            = "time_zone"
+	ScheduleFieldTemplate            = "template" // the whole Template
+	ScheduleFieldTemplateQueue       = "template.queue"
+	ScheduleFieldTemplateJobType     = "template.job_type"
+	ScheduleFieldTemplatePayload     = "template.payload"
+	ScheduleFieldTemplatePriority    = "template.priority" // nil: the queue's default
+	ScheduleFieldTemplateCustom      = "template.custom"
+	ScheduleFieldTemplateMaxAttempts = "template.max_attempts"
+	ScheduleFieldOverlap             = "overlap"
+	ScheduleFieldCatchUp             = "catch_up"
+)
+
+// UpdateScheduleFields changes only the named fields (ScheduleField*) of
+// schedule d.Name to their values in d; the others keep what the server
+// holds. The leader merges them under its schedule write lock, so two
+// concurrent updates of different fields both take effect. With no fields
+// it is UpdateSchedule. Retried like UpdateSchedule.
+func (c *Client) UpdateScheduleFields(ctx context.Context, d ScheduleDefinition, fields ...string) (Schedule, error) {
+	req := &seppv1.UpdateScheduleRequest{Schedule: scheduleToProto(d)}
+	if len(fields) > 0 {
+		req.UpdateMask = &fieldmaskpb.FieldMask{Paths: fields}
+	}
+	var out Schedule
+	err := c.call(ctx, "update schedule", retrySafe, 0, func(ctx context.Context, a *attempt) error {
+		resp, err := seppv1.NewAdminServiceClient(a.cc).UpdateSchedule(ctx, req, c.opts.callOptions...)
 		if err != nil {
 			return err
 		}

@@ -326,6 +326,8 @@ func (w *Worker) run(d Delivery) {
 
 	cause := context.Cause(hctx)
 	switch {
+	case errors.Is(cause, ErrJobCancelled):
+		w.report(fmt.Errorf("sepp worker: job %d: cancelled by an operator while its handler ran; not answering for it: %w", d.Ctx.JobID, cause))
 	case errors.Is(cause, ErrLeaseLost):
 		w.report(fmt.Errorf("sepp worker: job %d: lease lost while its handler ran; not answering for it: %w", d.Ctx.JobID, cause))
 	case out.Ack:
@@ -375,7 +377,8 @@ func (w *Worker) invoke(ctx context.Context, h HandlerFunc, d *Delivery) Outcome
 
 // keepLease extends the delivery's lease every Lease/3 until the handler
 // returns. A lease the server reports lost, or one that lapsed by the local
-// clock while extensions kept failing, cancels the handler with ErrLeaseLost.
+// clock while extensions kept failing, cancels the handler with ErrLeaseLost;
+// one an operator's cancel revoked, with ErrJobCancelled.
 func (w *Worker) keepLease(ctx context.Context, handlerDone <-chan struct{}, d Delivery, cancel context.CancelCauseFunc) {
 	interval := w.opts.Lease / 3
 	deadline := time.Now().Add(w.opts.Lease)
@@ -396,6 +399,9 @@ func (w *Worker) keepLease(ctx context.Context, handlerDone <-chan struct{}, d D
 		case err == nil:
 			deadline = time.Now().Add(w.opts.Lease)
 			t.Reset(interval)
+		case errors.Is(err, ErrJobCancelled):
+			cancel(fmt.Errorf("job %d: %w", d.Ctx.JobID, ErrJobCancelled))
+			return
 		case errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotFound):
 			cancel(fmt.Errorf("job %d: %w", d.Ctx.JobID, ErrLeaseLost))
 			return

@@ -380,8 +380,9 @@ func TestWorker_NoHandlerForTypeFailsTheAttempt(t *testing.T) {
 }
 
 // An operator's cancel reaches a running handler through its heartbeat: the
-// next lease extension after the cancel is lease-lost and cancels the
-// handler's context, and the job is a dead letter with cause cancelled.
+// next lease extension after the cancel fails with ErrJobCancelled and
+// cancels the handler's context with it, and the job is a dead letter with
+// cause cancelled.
 func TestWorker_OperatorCancelCancelsHandler(t *testing.T) {
 	n := startNode(t, "n1", withRetention)
 	c := newClient(t, []string{n.addr})
@@ -415,8 +416,8 @@ func TestWorker_OperatorCancelCancelsHandler(t *testing.T) {
 	case <-testContext(t).Done():
 		t.Fatal("handler was never cancelled")
 	}
-	if !errors.Is(cause, client.ErrLeaseLost) {
-		t.Fatalf("handler context cause = %v, want ErrLeaseLost", cause)
+	if !errors.Is(cause, client.ErrJobCancelled) {
+		t.Fatalf("handler context cause = %v, want ErrJobCancelled", cause)
 	}
 	if extra := n.backend.count("ExtendLease") - extendsAtCancel; extra > 1 {
 		t.Fatalf("%d heartbeats after the cancel before the handler was cancelled, want at most 1", extra)
@@ -427,5 +428,69 @@ func TestWorker_OperatorCancelCancelsHandler(t *testing.T) {
 	}
 	if a, nk := n.backend.count("Ack"), n.backend.count("Nack"); a != 0 || nk != 0 {
 		t.Fatalf("acks %d, nacks %d after a cancel; want none", a, nk)
+	}
+}
+
+// An operator's cancel ends the handler's context with ErrJobCancelled, a
+// lost lease with ErrLeaseLost: the handler tells them apart, and the
+// worker answers for neither delivery.
+func TestWorker_CancelCauseIsNotLeaseLost(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		end           func(t *testing.T, c *client.Client, n *node, id uint64)
+		wantCancelled bool
+	}{
+		{name: "OperatorCancel", wantCancelled: true, end: func(t *testing.T, c *client.Client, _ *node, id uint64) {
+			res, err := c.CancelJobs(testContext(t), []uint64{id}, client.CancelJobsOptions{Reason: "stuck"})
+			if err != nil || res[0].Err != nil {
+				t.Fatalf("cancel: %+v %v", res, err)
+			}
+		}},
+		{name: "LeaseLost", end: func(t *testing.T, _ *client.Client, n *node, _ uint64) {
+			n.backend.setAfter(func(op string) error {
+				if op == "ExtendLease" {
+					return fmt.Errorf("lease taken over: %w", engine.ErrLeaseLost)
+				}
+				return nil
+			})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := startNode(t, "n1", withRetention) // a cancelled job is kept as a dead letter
+			c := newClient(t, []string{n.addr})
+			res, err := c.Enqueue(testContext(t), client.NewEnqueueRequest("q", "t"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			started := make(chan struct{})
+			causes := make(chan error, 1)
+			startWorker(t, c, client.WorkerOptions{Lease: 300 * time.Millisecond}, "q", func(ctx context.Context, d *client.Delivery) error {
+				close(started)
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return ctx.Err()
+			})
+			select {
+			case <-started:
+			case <-testContext(t).Done():
+				t.Fatal("the handler never started")
+			}
+			tc.end(t, c, n, res.JobID)
+			var cause error
+			select {
+			case cause = <-causes:
+			case <-testContext(t).Done():
+				t.Fatal("handler was never cancelled")
+			}
+			if got := errors.Is(cause, client.ErrJobCancelled); got != tc.wantCancelled {
+				t.Fatalf("cause %v: ErrJobCancelled %v, want %v", cause, got, tc.wantCancelled)
+			}
+			if got := errors.Is(cause, client.ErrLeaseLost); got == tc.wantCancelled {
+				t.Fatalf("cause %v: ErrLeaseLost %v, want %v", cause, got, !tc.wantCancelled)
+			}
+			if a, nk := n.backend.count("Ack"), n.backend.count("Nack"); a != 0 || nk != 0 {
+				t.Fatalf("acks %d, nacks %d; want none", a, nk)
+			}
+		})
 	}
 }

@@ -24,42 +24,63 @@ import (
 // CreateSchedule creates a schedule; one of that name existing is
 // engine.ErrAlreadyExists.
 func (n *Node) CreateSchedule(ctx context.Context, p engine.ScheduleParams) error {
-	return n.writeSchedule(ctx, p, false)
+	return n.createSchedule(ctx, p)
 }
 
-// UpdateSchedule replaces an existing schedule's definition, keeping its
-// paused state (p.Paused is ignored); an unknown name is engine.ErrNotFound.
-func (n *Node) UpdateSchedule(ctx context.Context, p engine.ScheduleParams) error {
-	return n.writeSchedule(ctx, p, true)
-}
-
-func (n *Node) writeSchedule(ctx context.Context, p engine.ScheduleParams, update bool) error {
+// UpdateSchedule changes an existing schedule: update gets its current
+// state and returns the new definition (a partial update merges the fields
+// it changes into cur). It runs under scheduleWriteMu, so two updates
+// through this leader see each other's result. The paused state stays as it
+// was (the returned Paused is ignored); an unknown name is
+// engine.ErrNotFound.
+func (n *Node) UpdateSchedule(ctx context.Context, name string, update func(cur engine.Schedule) (engine.ScheduleParams, error)) error {
 	if err := n.schedulesAvailable(ctx); err != nil {
 		return err
 	}
 	n.scheduleWriteMu.Lock()
 	defer n.scheduleWriteMu.Unlock()
+	cur, err := n.currentSchedule(ctx, name)
+	if err != nil {
+		return err
+	}
+	p, err := update(cur)
+	if err != nil {
+		return err
+	}
+	if p.Name != name {
+		return &engine.FieldError{Field: "name", Reason: fmt.Sprintf("an update of %q cannot rename it to %q", name, p.Name), Err: engine.ErrInvalidArgument}
+	}
+	p.Paused = cur.Paused
+	return n.UpsertSchedule(ctx, p)
+}
+
+// currentSchedule reads schedule name from a consistent state.
+func (n *Node) currentSchedule(ctx context.Context, name string) (engine.Schedule, error) {
 	var (
 		cur    engine.Schedule
 		getErr error
 	)
 	if err := n.Read(ctx, false, func(e engine.View) error {
-		cur, getErr = e.GetSchedule(p.Name)
+		cur, getErr = e.GetSchedule(name)
 		return nil
 	}); err != nil {
+		return engine.Schedule{}, err
+	}
+	return cur, getErr
+}
+
+func (n *Node) createSchedule(ctx context.Context, p engine.ScheduleParams) error {
+	if err := n.schedulesAvailable(ctx); err != nil {
 		return err
 	}
-	exists := getErr == nil
+	n.scheduleWriteMu.Lock()
+	defer n.scheduleWriteMu.Unlock()
+	_, getErr := n.currentSchedule(ctx, p.Name)
 	switch {
-	case getErr != nil && !errors.Is(getErr, engine.ErrNotFound):
-		return getErr // a bad name
-	case update && !exists:
-		return getErr
-	case !update && exists:
+	case getErr == nil:
 		return &engine.FieldError{Field: "name", Reason: fmt.Sprintf("schedule %q exists", p.Name), Err: engine.ErrAlreadyExists}
-	}
-	if update {
-		p.Paused = cur.Paused
+	case !errors.Is(getErr, engine.ErrNotFound):
+		return getErr // a bad name
 	}
 	return n.UpsertSchedule(ctx, p)
 }

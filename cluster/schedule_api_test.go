@@ -41,12 +41,12 @@ func TestCluster_CreateAndUpdateSchedule(t *testing.T) {
 	}
 	q := p
 	q.Name = "nosuch"
-	if err := leader.UpdateSchedule(ctx, q); !errors.Is(err, engine.ErrNotFound) {
+	if err := leader.UpdateSchedule(ctx, q.Name, func(engine.Schedule) (engine.ScheduleParams, error) { return q, nil }); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("update of an unknown schedule: %v, want ErrNotFound", err)
 	}
 	u := p
 	u.Cron, u.Paused = "*/5 * * * *", false
-	if err := leader.UpdateSchedule(ctx, u); err != nil {
+	if err := leader.UpdateSchedule(ctx, u.Name, func(engine.Schedule) (engine.ScheduleParams, error) { return u, nil }); err != nil {
 		t.Fatal(err)
 	}
 	s, err := leader.Schedule("hourly")

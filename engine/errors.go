@@ -17,6 +17,10 @@ var (
 	// ErrLeaseLost: the lease named is not the job's current one (it expired,
 	// or the job was redelivered, acked or released since). Nothing changed.
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrLeaseCancelled: the lease named was revoked by an operator's cancel
+	// of the job (JobActionCancel). It wraps ErrLeaseLost: the lease is gone
+	// all the same, and a caller that only knows lost leases sees one.
+	ErrLeaseCancelled = fmt.Errorf("the job was cancelled: %w", ErrLeaseLost)
 	// ErrScheduledTooFar: scheduled_at lies beyond the queue's horizon; the
 	// wrapping *ScheduledTooFarError carries both.
 	ErrScheduledTooFar = errors.New("scheduled too far")

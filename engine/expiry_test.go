@@ -358,8 +358,9 @@ func TestExpiryFairness_ValidateQueue(t *testing.T) {
 }
 
 // TestExpiry_DeadLetterRules: an expired job follows the dead-letter rules
-// of every cause: forwarded to the dead_letter_queue with sepp.cause
-// expired, kept for the retention, or dropped and counted without one.
+// of every cause: forwarded to the dead_letter_queue (here before origins
+// have fields of their own: with sepp.cause expired), kept for the
+// retention, or dropped and counted without one.
 func TestExpiry_DeadLetterRules(t *testing.T) {
 	for _, retention := range []time.Duration{0, time.Hour} {
 		t.Run(retention.String(), func(t *testing.T) {
@@ -433,4 +434,30 @@ func TestExpiry_SnapshotLayout(t *testing.T) {
 		t.Fatal("the restored engine diverged")
 	}
 	et.RequireInvariants(t, r)
+}
+
+// TestExpiry_ForwardedOriginSaysExpired: once the cluster records origins
+// in their own fields (as docs/expiry-and-fairness.md says), an expired
+// job's forwarded copy has origin cause expired and the producer's custom
+// fields untouched, with no sepp.* key added.
+func TestExpiry_ForwardedOriginSaysExpired(t *testing.T) {
+	e := et.New(t, et.WithRetention(time.Hour),
+		et.WithQueue(engine.QueueConfig{Name: "q", DeadLetterQueue: "dlq", MaxWait: time.Second}),
+		et.WithQueue(engine.QueueConfig{Name: "dlq"}))
+	clock := et.NewClock()
+	e.EnableRecordFields(clock.Now())
+	p := et.Job("q")
+	p.Custom = map[string]string{"tenant": "a"}
+	id := et.MustEnqueue(t, e, clock.Now(), p)
+	if got := e.Tick(clock.Advance(time.Second)); got.Expired != 1 {
+		t.Fatalf("tick = %+v, want one expired", got)
+	}
+	fwd := et.MustReserveOne(t, e, clock.Now(), "dlq").Job
+	if len(fwd.Custom) != 1 || fwd.Custom["tenant"] != "a" {
+		t.Fatalf("forwarded custom fields %v, want the producer's alone", fwd.Custom)
+	}
+	if fwd.Origin.Cause != engine.CauseExpired || fwd.Origin.JobID != id || fwd.Origin.Queue != "q" {
+		t.Fatalf("origin %+v, want cause expired from job %d of q", fwd.Origin, id)
+	}
+	et.RequireInvariants(t, e)
 }

@@ -259,9 +259,36 @@ func (e *Engine) leased(ref LeaseRef) (*job, error) {
 	}
 	j := e.jobs.get(ref.JobID)
 	if j == nil || j.state != StateReserved || j.lease != ref.LeaseToken {
+		if e.cancelledLease(j, ref) {
+			return nil, fmt.Errorf("job %d, lease %d: %w", ref.JobID, ref.LeaseToken, ErrLeaseCancelled)
+		}
 		return nil, fmt.Errorf("job %d, lease %d: %w", ref.JobID, ref.LeaseToken, ErrLeaseLost)
 	}
 	return j, nil
+}
+
+// cancelledLease reports whether an operator's cancel ended the delivery
+// ref names: the job (live, or dead-lettered and retained) records that
+// attempt's lease with the outcome cancelled. A job cancelled and deleted,
+// or one whose history no longer holds the attempt (or never recorded its
+// lease), cannot tell, and its lease is merely lost.
+func (e *Engine) cancelledLease(j *job, ref LeaseRef) bool {
+	if j == nil {
+		r := e.dead[ref.JobID]
+		if r == nil {
+			return false
+		}
+		j = r.j
+	}
+	if j.ext == nil {
+		return false
+	}
+	for _, h := range j.ext.history {
+		if h.lease == ref.LeaseToken {
+			return h.outcome == outcomeCancelled
+		}
+	}
+	return false
 }
 
 // Ack completes a delivery: the job leaves the engine.

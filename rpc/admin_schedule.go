@@ -3,6 +3,8 @@ package rpc
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -44,14 +46,39 @@ func (s *adminService) CreateSchedule(ctx context.Context, req *seppv1.CreateSch
 }
 
 func (s *adminService) UpdateSchedule(ctx context.Context, req *seppv1.UpdateScheduleRequest) (*seppv1.UpdateScheduleResponse, error) {
-	p, err := s.scheduleParamsFromProto(ctx, req.GetSchedule())
-	if err != nil {
+	var (
+		name   string
+		update func(cur engine.Schedule) (engine.ScheduleParams, error)
+	)
+	if paths := req.GetUpdateMask().GetPaths(); len(paths) == 0 {
+		// The whole definition, validated before the leader's write lock.
+		p, err := s.scheduleParamsFromProto(ctx, req.GetSchedule())
+		if err != nil {
+			return nil, err
+		}
+		name = p.Name
+		update = func(engine.Schedule) (engine.ScheduleParams, error) { return p, nil }
+	} else {
+		// The fields named, merged into the current definition under the
+		// leader's write lock, so that concurrent updates of different
+		// fields both take effect.
+		name = req.GetSchedule().GetName()
+		if name == "" {
+			return nil, invalidField("schedule.name", fmt.Sprintf("1..%d bytes", engine.MaxScheduleNameBytes), "is required")
+		}
+		if err := checkScheduleMask(paths); err != nil {
+			return nil, err
+		}
+		update = func(cur engine.Schedule) (engine.ScheduleParams, error) {
+			merged := ScheduleToProto(cur, 0)
+			mergeScheduleFields(merged, req.GetSchedule(), paths)
+			return s.scheduleParamsFromProto(ctx, merged)
+		}
+	}
+	if err := s.b.UpdateSchedule(ctx, name, update); err != nil {
 		return nil, err
 	}
-	if err := s.b.UpdateSchedule(ctx, p); err != nil {
-		return nil, err
-	}
-	out, err := s.readSchedule(ctx, p.Name, defaultNextFireTimesGet)
+	out, err := s.readSchedule(ctx, name, defaultNextFireTimesGet)
 	if err != nil {
 		return nil, err
 	}
@@ -235,6 +262,63 @@ func (s *adminService) scheduleParamsFromProto(ctx context.Context, sc *seppv1.S
 		return p, invalidField("template.queue", "a configured queue (strict)", "queue %q is not configured and the server runs strict", p.Template.Queue)
 	}
 	return p, nil
+}
+
+// scheduleMaskPaths are the update_mask paths UpdateSchedule takes.
+var scheduleMaskPaths = []string{
+	"cron", "interval", "time_zone", "template", "template.queue", "template.job_type", "template.payload",
+	"template.priority", "template.custom", "template.max_attempts", "overlap", "catch_up",
+}
+
+func checkScheduleMask(paths []string) error {
+	for _, p := range paths {
+		if !slices.Contains(scheduleMaskPaths, p) {
+			return invalidField("update_mask", strings.Join(scheduleMaskPaths, ", "), "path %q is not a field an update can change", p)
+		}
+	}
+	return nil
+}
+
+// mergeScheduleFields copies the fields paths name from src into dst.
+// Setting cron clears interval and the other way round: a schedule has one
+// spec.
+func mergeScheduleFields(dst, src *seppv1.Schedule, paths []string) {
+	if dst.Template == nil {
+		dst.Template = &seppv1.JobTemplate{}
+	}
+	st := src.GetTemplate()
+	for _, p := range paths {
+		switch p {
+		case "cron":
+			dst.Cron, dst.Interval = src.GetCron(), nil
+		case "interval":
+			dst.Interval, dst.Cron = src.GetInterval(), ""
+		case "time_zone":
+			dst.TimeZone = src.GetTimeZone()
+		case "template":
+			dst.Template = st
+		case "template.queue":
+			dst.Template.Queue = st.GetQueue()
+		case "template.job_type":
+			dst.Template.JobType = st.GetJobType()
+		case "template.payload":
+			dst.Template.Payload = st.GetPayload()
+		case "template.priority":
+			dst.Template.Priority = nil
+			if st != nil && st.Priority != nil {
+				v := st.GetPriority()
+				dst.Template.Priority = &v
+			}
+		case "template.custom":
+			dst.Template.Custom = st.GetCustom()
+		case "template.max_attempts":
+			dst.Template.MaxAttempts = st.GetMaxAttempts()
+		case "overlap":
+			dst.Overlap = src.GetOverlap()
+		case "catch_up":
+			dst.CatchUp = src.GetCatchUp()
+		}
+	}
 }
 
 // ScheduleToProto is a schedule's public form with up to n next fire times.

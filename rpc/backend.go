@@ -41,7 +41,10 @@ type Backend interface {
 	// engine.ErrAlreadyExists, an update or delete of an unknown one
 	// engine.ErrNotFound.
 	CreateSchedule(ctx context.Context, p engine.ScheduleParams) error
-	UpdateSchedule(ctx context.Context, p engine.ScheduleParams) error
+	// UpdateSchedule calls update with the schedule's current state and
+	// writes the definition it returns, with no other write of a schedule
+	// between the read and the write through this leader.
+	UpdateSchedule(ctx context.Context, name string, update func(cur engine.Schedule) (engine.ScheduleParams, error)) error
 	DeleteSchedule(ctx context.Context, name string) error
 	SetSchedulePaused(ctx context.Context, name string, paused bool) error
 

@@ -1,12 +1,16 @@
 package rpc_test
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	"github.com/sepp-io/sepp/engine"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
@@ -205,5 +209,76 @@ func TestAdminSchedules_ConnectJSON(t *testing.T) {
 	mustOK(t, code, body, &gr)
 	if n := len(gr.Schedule.NextFireTimes); n != 3 || gr.Schedule.NextFireTimes[1].Sub(gr.Schedule.NextFireTimes[0]) != 30*time.Second {
 		t.Fatalf("get: %s", body)
+	}
+}
+
+// UpdateSchedule with an update_mask changes the fields named and keeps the
+// others; concurrent updates of different fields all take effect (the
+// leader merges each under its schedule write lock); a path it does not
+// know is InvalidArgument naming update_mask.
+func TestAdminSchedules_UpdateMask(t *testing.T) {
+	env := start(t, nil)
+	ctx := ctxT(t)
+	base := cronSchedule("nightly", "0 3 * * *", "Europe/Berlin")
+	three := uint32(3)
+	base.Template.Priority = &three
+	base.Template.MaxAttempts = 4
+	base.Overlap = seppv1.ScheduleOverlap_SCHEDULE_OVERLAP_ALLOW
+	if _, err := env.Admin.CreateSchedule(ctx, &seppv1.CreateScheduleRequest{Schedule: base}); err != nil {
+		t.Fatal(err)
+	}
+	seven := uint32(7)
+	updates := []*seppv1.UpdateScheduleRequest{
+		{Schedule: &seppv1.Schedule{Name: "nightly", Template: &seppv1.JobTemplate{Priority: &seven}}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"template.priority"}}},
+		{Schedule: &seppv1.Schedule{Name: "nightly", Cron: "0 4 * * *"}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"cron"}}},
+		{Schedule: &seppv1.Schedule{Name: "nightly", Template: &seppv1.JobTemplate{JobType: "rebuild"}}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"template.job_type"}}},
+		{Schedule: &seppv1.Schedule{Name: "nightly", CatchUp: seppv1.ScheduleCatchUp_SCHEDULE_CATCH_UP_SKIP}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"catch_up"}}},
+	}
+	errs := make(chan error, len(updates))
+	for _, u := range updates {
+		go func() {
+			_, err := env.Admin.UpdateSchedule(ctx, u)
+			errs <- err
+		}()
+	}
+	for range updates {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := env.Admin.GetSchedule(ctx, &seppv1.GetScheduleRequest{Name: "nightly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := g.GetSchedule()
+	tp := s.GetTemplate()
+	if s.GetCron() != "0 4 * * *" || s.GetTimeZone() != "Europe/Berlin" || tp.GetPriority() != 7 || tp.GetJobType() != "rebuild" ||
+		tp.GetQueue() != "reports" || tp.GetMaxAttempts() != 4 || tp.GetCustom()["tenant"] != "acme" || string(tp.GetPayload()) != `{"kind":"daily"}` ||
+		s.GetOverlap() != seppv1.ScheduleOverlap_SCHEDULE_OVERLAP_ALLOW || s.GetCatchUp() != seppv1.ScheduleCatchUp_SCHEDULE_CATCH_UP_SKIP {
+		t.Fatalf("after the partial updates: %v", s)
+	}
+	// interval replaces cron.
+	u, err := env.Admin.UpdateSchedule(ctx, &seppv1.UpdateScheduleRequest{
+		Schedule: &seppv1.Schedule{Name: "nightly", Interval: durationpb.New(time.Hour)}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"interval"}}})
+	if err != nil || u.GetSchedule().GetCron() != "" || u.GetSchedule().GetInterval().AsDuration() != time.Hour || u.GetSchedule().GetTemplate().GetPriority() != 7 {
+		t.Fatalf("interval update: %v %v", u.GetSchedule(), err)
+	}
+	for _, tc := range []struct {
+		name  string
+		req   *seppv1.UpdateScheduleRequest
+		code  codes.Code
+		field string
+	}{
+		{"UnknownPath", &seppv1.UpdateScheduleRequest{Schedule: &seppv1.Schedule{Name: "nightly"}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"fired"}}}, codes.InvalidArgument, "update_mask"},
+		{"NoName", &seppv1.UpdateScheduleRequest{Schedule: &seppv1.Schedule{}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"cron"}}}, codes.InvalidArgument, "schedule.name"},
+		{"UnknownSchedule", &seppv1.UpdateScheduleRequest{Schedule: &seppv1.Schedule{Name: "nosuch", Cron: "@daily"}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"cron"}}}, codes.NotFound, ""},
+		{"MergedValueChecked", &seppv1.UpdateScheduleRequest{Schedule: &seppv1.Schedule{Name: "nightly", Cron: "61 * * * *"}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"cron"}}}, codes.InvalidArgument, "cron"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := env.Admin.UpdateSchedule(ctx, tc.req)
+			if status.Code(err) != tc.code || !strings.Contains(fmt.Sprint(err), tc.field) {
+				t.Fatalf("err %v, want %s naming %q", err, tc.code, tc.field)
+			}
+		})
 	}
 }

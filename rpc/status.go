@@ -28,6 +28,7 @@ import (
 //	cluster ErrSchedulesUnavailable  FailedPrecondition + PreconditionFailure(UPGRADE)
 //	engine *ScheduledTooFarError     InvalidArgument + ScheduledTooFar + BadRequest
 //	engine ErrInvalidArgument        InvalidArgument + FieldViolation + BadRequest
+//	engine ErrLeaseCancelled         FailedPrecondition + PreconditionFailure(LEASE_CANCELLED)
 //	engine ErrLeaseLost              FailedPrecondition + PreconditionFailure(LEASE)
 //	engine ErrWrongState             FailedPrecondition + PreconditionFailure(STATE)
 //	cluster *CommandVersionError     FailedPrecondition + PreconditionFailure(VERSION)
@@ -124,6 +125,13 @@ func statusFor(err error) *status.Status {
 			return fieldStatus(codes.InvalidArgument, err.Error(), field.Field, "", field.Reason)
 		}
 		return status.New(codes.InvalidArgument, err.Error())
+	case errors.Is(err, engine.ErrLeaseCancelled):
+		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
+			Violations: []*errdetails.PreconditionFailure_Violation{{
+				Type: "LEASE_CANCELLED", Subject: "ctx.lease_token",
+				Description: "the lease was revoked: an operator cancelled the job",
+			}},
+		})
 	case errors.Is(err, engine.ErrLeaseLost):
 		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
 			Violations: []*errdetails.PreconditionFailure_Violation{{

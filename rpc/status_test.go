@@ -155,6 +155,18 @@ func TestStatusFor(t *testing.T) {
 			},
 		},
 		{
+			name: "CancelledLeaseSaysSo",
+			err:  fmt.Errorf("extend job 7: %w", engine.ErrLeaseCancelled),
+			code: codes.FailedPrecondition, inMsg: "cancelled",
+			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
+				pf, ok := detailOf[*errdetails.PreconditionFailure](t, st)
+				if !ok || pf.GetViolations()[0].GetType() != "LEASE_CANCELLED" {
+					t.Errorf("PreconditionFailure = %v, want type LEASE_CANCELLED", pf)
+				}
+			},
+		},
+		{
 			name: "WrongStateIsFailedPrecondition",
 			err:  fmt.Errorf("job 7 is reserved: %w", engine.ErrWrongState),
 			code: codes.FailedPrecondition, inMsg: "reserved",
@@ -226,7 +238,7 @@ func TestStatusFor(t *testing.T) {
 // new sentinel without a mapping fails here.
 func TestStatusFor_EverySentinelMapped(t *testing.T) {
 	sentinels := []error{
-		engine.ErrInvalidArgument, engine.ErrNotFound, engine.ErrLeaseLost, engine.ErrScheduledTooFar,
+		engine.ErrInvalidArgument, engine.ErrNotFound, engine.ErrLeaseLost, engine.ErrLeaseCancelled, engine.ErrScheduledTooFar,
 		engine.ErrQueueFull, engine.ErrUnknownQueue, engine.ErrWrongState, engine.ErrCapacity, engine.ErrMemoryFull,
 		cluster.ErrNotLeader, cluster.ErrNoLeader, cluster.ErrUnknownOutcome, cluster.ErrShutdown, cluster.ErrUnknownMember, cluster.ErrSchedulesUnavailable,
 	}

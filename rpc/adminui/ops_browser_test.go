@@ -22,10 +22,10 @@ func traffic(t *testing.T, e *env, ring *adminui.RateRing, steps int) {
 	t.Helper()
 	ctx := context.Background()
 	for i := range steps {
-		n := 8 + (i%12)*3
-		if i > steps/2 {
-			n = 40 - (i % 7)
-		}
+		// A ramp up to a steady load with a little jitter, as a real
+		// queue's traffic looks (not a periodic sawtooth the charts would
+		// faithfully draw as one).
+		n := 12 + min(i, 36)/2 + []int{0, 2, 1, 3, 1}[i%5]
 		for j := range n {
 			q := "images.resize"
 			if j%3 == 0 {

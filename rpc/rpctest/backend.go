@@ -36,6 +36,9 @@ type LocalBackend struct {
 	index    uint64
 	shutdown bool
 	failWith func(op string) error
+	// scheduleMu serializes UpdateSchedule's read and write, as the
+	// leader's scheduleWriteMu does.
+	scheduleMu sync.Mutex
 }
 
 var _ rpc.Backend = (*LocalBackend)(nil)

@@ -17,7 +17,24 @@ func (b *LocalBackend) CreateSchedule(ctx context.Context, p engine.SchedulePara
 	return b.writeSchedule(ctx, "CreateSchedule", p, false)
 }
 
-func (b *LocalBackend) UpdateSchedule(ctx context.Context, p engine.ScheduleParams) error {
+func (b *LocalBackend) UpdateSchedule(ctx context.Context, name string, update func(cur engine.Schedule) (engine.ScheduleParams, error)) error {
+	b.scheduleMu.Lock()
+	defer b.scheduleMu.Unlock()
+	var cur engine.Schedule
+	if err := b.Read(ctx, false, func(e engine.View) error {
+		var err error
+		cur, err = e.GetSchedule(name)
+		return err
+	}); err != nil {
+		return err
+	}
+	p, err := update(cur)
+	if err != nil {
+		return err
+	}
+	if p.Name != name {
+		return &engine.FieldError{Field: "name", Reason: fmt.Sprintf("an update of %q cannot rename it to %q", name, p.Name), Err: engine.ErrInvalidArgument}
+	}
 	return b.writeSchedule(ctx, "UpdateSchedule", p, true)
 }
 

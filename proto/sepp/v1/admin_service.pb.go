@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -3939,10 +3940,20 @@ func (x *CreateScheduleResponse) GetSchedule() *Schedule {
 
 type UpdateScheduleRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Names the schedule and gives its whole new definition; paused and the
+	// Names the schedule and gives its new definition; paused and the
 	// read-only fields are ignored (PauseSchedule and ResumeSchedule set
 	// paused).
-	Schedule      *Schedule `protobuf:"bytes,1,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	Schedule *Schedule `protobuf:"bytes,1,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	// The fields of schedule to change; the others keep their current
+	// values. Empty: schedule is the whole new definition (fields left unset
+	// take their defaults). Paths: cron, interval (setting one clears the
+	// other), time_zone, template (all of it), template.queue,
+	// template.job_type, template.payload, template.priority (unset: the
+	// queue's default), template.custom, template.max_attempts, overlap,
+	// catch_up. The leader merges them with the current definition while it
+	// holds the schedule's write lock, so concurrent updates of different
+	// fields both take effect.
+	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,190,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3980,6 +3991,13 @@ func (*UpdateScheduleRequest) Descriptor() ([]byte, []int) {
 func (x *UpdateScheduleRequest) GetSchedule() *Schedule {
 	if x != nil {
 		return x.Schedule
+	}
+	return nil
+}
+
+func (x *UpdateScheduleRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.UpdateMask
 	}
 	return nil
 }
@@ -4506,7 +4524,7 @@ var File_sepp_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1bsepp/v1/admin_service.proto\x12\asepp.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsepp/v1/queue_service.proto\x1a\x13sepp/v1/types.proto\"4\n" +
+	"\x1bsepp/v1/admin_service.proto\x12\asepp.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsepp/v1/queue_service.proto\x1a\x13sepp/v1/types.proto\"4\n" +
 	"\x11ListQueuesRequest\x12\x1f\n" +
 	"\vallow_stale\x18\x01 \x01(\bR\n" +
 	"allowStale\"Y\n" +
@@ -4778,9 +4796,11 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\x15CreateScheduleRequest\x12-\n" +
 	"\bschedule\x18\x01 \x01(\v2\x11.sepp.v1.ScheduleR\bschedule\"G\n" +
 	"\x16CreateScheduleResponse\x12-\n" +
-	"\bschedule\x18\x01 \x01(\v2\x11.sepp.v1.ScheduleR\bschedule\"F\n" +
+	"\bschedule\x18\x01 \x01(\v2\x11.sepp.v1.ScheduleR\bschedule\"\x84\x01\n" +
 	"\x15UpdateScheduleRequest\x12-\n" +
-	"\bschedule\x18\x01 \x01(\v2\x11.sepp.v1.ScheduleR\bschedule\"G\n" +
+	"\bschedule\x18\x01 \x01(\v2\x11.sepp.v1.ScheduleR\bschedule\x12<\n" +
+	"\vupdate_mask\x18\xbe\x01 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
+	"updateMask\"G\n" +
 	"\x16UpdateScheduleResponse\x12-\n" +
 	"\bschedule\x18\x01 \x01(\v2\x11.sepp.v1.ScheduleR\bschedule\"+\n" +
 	"\x15DeleteScheduleRequest\x12\x12\n" +
@@ -4974,6 +4994,7 @@ var file_sepp_v1_admin_service_proto_goTypes = []any{
 	(RetryBackoff)(0),                  // 86: sepp.v1.RetryBackoff
 	(*QueueLimits)(nil),                // 87: sepp.v1.QueueLimits
 	(*timestamppb.Timestamp)(nil),      // 88: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 89: google.protobuf.FieldMask
 }
 var file_sepp_v1_admin_service_proto_depIdxs = []int32{
 	6,  // 0: sepp.v1.ListQueuesResponse.queues:type_name -> sepp.v1.QueueSummary
@@ -5032,84 +5053,85 @@ var file_sepp_v1_admin_service_proto_depIdxs = []int32{
 	64, // 53: sepp.v1.CreateScheduleRequest.schedule:type_name -> sepp.v1.Schedule
 	64, // 54: sepp.v1.CreateScheduleResponse.schedule:type_name -> sepp.v1.Schedule
 	64, // 55: sepp.v1.UpdateScheduleRequest.schedule:type_name -> sepp.v1.Schedule
-	64, // 56: sepp.v1.UpdateScheduleResponse.schedule:type_name -> sepp.v1.Schedule
-	64, // 57: sepp.v1.GetScheduleResponse.schedule:type_name -> sepp.v1.Schedule
-	64, // 58: sepp.v1.ListSchedulesResponse.schedules:type_name -> sepp.v1.Schedule
-	64, // 59: sepp.v1.PauseScheduleResponse.schedule:type_name -> sepp.v1.Schedule
-	64, // 60: sepp.v1.ResumeScheduleResponse.schedule:type_name -> sepp.v1.Schedule
-	4,  // 61: sepp.v1.AdminService.ListQueues:input_type -> sepp.v1.ListQueuesRequest
-	8,  // 62: sepp.v1.AdminService.ListJobs:input_type -> sepp.v1.ListJobsRequest
-	10, // 63: sepp.v1.AdminService.GetJob:input_type -> sepp.v1.GetJobRequest
-	12, // 64: sepp.v1.AdminService.ListDeadLetters:input_type -> sepp.v1.ListDeadLettersRequest
-	14, // 65: sepp.v1.AdminService.GetDeadLetter:input_type -> sepp.v1.GetDeadLetterRequest
-	16, // 66: sepp.v1.AdminService.RequeueDeadLetters:input_type -> sepp.v1.RequeueDeadLettersRequest
-	18, // 67: sepp.v1.AdminService.DeleteDeadLetters:input_type -> sepp.v1.DeleteDeadLettersRequest
-	20, // 68: sepp.v1.AdminService.DeadLetterJobs:input_type -> sepp.v1.DeadLetterJobsRequest
-	22, // 69: sepp.v1.AdminService.PauseQueue:input_type -> sepp.v1.PauseQueueRequest
-	24, // 70: sepp.v1.AdminService.ResumeQueue:input_type -> sepp.v1.ResumeQueueRequest
-	27, // 71: sepp.v1.AdminService.GetQueue:input_type -> sepp.v1.GetQueueRequest
-	29, // 72: sepp.v1.AdminService.CreateQueue:input_type -> sepp.v1.CreateQueueRequest
-	31, // 73: sepp.v1.AdminService.UpdateQueue:input_type -> sepp.v1.UpdateQueueRequest
-	33, // 74: sepp.v1.AdminService.DeleteQueue:input_type -> sepp.v1.DeleteQueueRequest
-	35, // 75: sepp.v1.AdminService.PurgeQueue:input_type -> sepp.v1.PurgeQueueRequest
-	37, // 76: sepp.v1.AdminService.DeleteJobs:input_type -> sepp.v1.DeleteJobsRequest
-	39, // 77: sepp.v1.AdminService.RunJobsNow:input_type -> sepp.v1.RunJobsNowRequest
-	41, // 78: sepp.v1.AdminService.RescheduleJobs:input_type -> sepp.v1.RescheduleJobsRequest
-	43, // 79: sepp.v1.AdminService.SetJobsPriority:input_type -> sepp.v1.SetJobsPriorityRequest
-	45, // 80: sepp.v1.AdminService.CancelJobs:input_type -> sepp.v1.CancelJobsRequest
-	48, // 81: sepp.v1.AdminService.StartRedrive:input_type -> sepp.v1.StartRedriveRequest
-	49, // 82: sepp.v1.AdminService.PreviewRedrive:input_type -> sepp.v1.PreviewRedriveRequest
-	53, // 83: sepp.v1.AdminService.ListRedrives:input_type -> sepp.v1.ListRedrivesRequest
-	55, // 84: sepp.v1.AdminService.GetRedrive:input_type -> sepp.v1.GetRedriveRequest
-	57, // 85: sepp.v1.AdminService.PauseRedrive:input_type -> sepp.v1.PauseRedriveRequest
-	59, // 86: sepp.v1.AdminService.ResumeRedrive:input_type -> sepp.v1.ResumeRedriveRequest
-	61, // 87: sepp.v1.AdminService.CancelRedrive:input_type -> sepp.v1.CancelRedriveRequest
-	65, // 88: sepp.v1.AdminService.CreateSchedule:input_type -> sepp.v1.CreateScheduleRequest
-	67, // 89: sepp.v1.AdminService.UpdateSchedule:input_type -> sepp.v1.UpdateScheduleRequest
-	69, // 90: sepp.v1.AdminService.DeleteSchedule:input_type -> sepp.v1.DeleteScheduleRequest
-	71, // 91: sepp.v1.AdminService.GetSchedule:input_type -> sepp.v1.GetScheduleRequest
-	73, // 92: sepp.v1.AdminService.ListSchedules:input_type -> sepp.v1.ListSchedulesRequest
-	75, // 93: sepp.v1.AdminService.PauseSchedule:input_type -> sepp.v1.PauseScheduleRequest
-	77, // 94: sepp.v1.AdminService.ResumeSchedule:input_type -> sepp.v1.ResumeScheduleRequest
-	5,  // 95: sepp.v1.AdminService.ListQueues:output_type -> sepp.v1.ListQueuesResponse
-	9,  // 96: sepp.v1.AdminService.ListJobs:output_type -> sepp.v1.ListJobsResponse
-	11, // 97: sepp.v1.AdminService.GetJob:output_type -> sepp.v1.GetJobResponse
-	13, // 98: sepp.v1.AdminService.ListDeadLetters:output_type -> sepp.v1.ListDeadLettersResponse
-	15, // 99: sepp.v1.AdminService.GetDeadLetter:output_type -> sepp.v1.GetDeadLetterResponse
-	17, // 100: sepp.v1.AdminService.RequeueDeadLetters:output_type -> sepp.v1.RequeueDeadLettersResponse
-	19, // 101: sepp.v1.AdminService.DeleteDeadLetters:output_type -> sepp.v1.DeleteDeadLettersResponse
-	21, // 102: sepp.v1.AdminService.DeadLetterJobs:output_type -> sepp.v1.DeadLetterJobsResponse
-	23, // 103: sepp.v1.AdminService.PauseQueue:output_type -> sepp.v1.PauseQueueResponse
-	25, // 104: sepp.v1.AdminService.ResumeQueue:output_type -> sepp.v1.ResumeQueueResponse
-	28, // 105: sepp.v1.AdminService.GetQueue:output_type -> sepp.v1.GetQueueResponse
-	30, // 106: sepp.v1.AdminService.CreateQueue:output_type -> sepp.v1.CreateQueueResponse
-	32, // 107: sepp.v1.AdminService.UpdateQueue:output_type -> sepp.v1.UpdateQueueResponse
-	34, // 108: sepp.v1.AdminService.DeleteQueue:output_type -> sepp.v1.DeleteQueueResponse
-	36, // 109: sepp.v1.AdminService.PurgeQueue:output_type -> sepp.v1.PurgeQueueResponse
-	38, // 110: sepp.v1.AdminService.DeleteJobs:output_type -> sepp.v1.DeleteJobsResponse
-	40, // 111: sepp.v1.AdminService.RunJobsNow:output_type -> sepp.v1.RunJobsNowResponse
-	42, // 112: sepp.v1.AdminService.RescheduleJobs:output_type -> sepp.v1.RescheduleJobsResponse
-	44, // 113: sepp.v1.AdminService.SetJobsPriority:output_type -> sepp.v1.SetJobsPriorityResponse
-	46, // 114: sepp.v1.AdminService.CancelJobs:output_type -> sepp.v1.CancelJobsResponse
-	50, // 115: sepp.v1.AdminService.StartRedrive:output_type -> sepp.v1.StartRedriveResponse
-	51, // 116: sepp.v1.AdminService.PreviewRedrive:output_type -> sepp.v1.PreviewRedriveResponse
-	54, // 117: sepp.v1.AdminService.ListRedrives:output_type -> sepp.v1.ListRedrivesResponse
-	56, // 118: sepp.v1.AdminService.GetRedrive:output_type -> sepp.v1.GetRedriveResponse
-	58, // 119: sepp.v1.AdminService.PauseRedrive:output_type -> sepp.v1.PauseRedriveResponse
-	60, // 120: sepp.v1.AdminService.ResumeRedrive:output_type -> sepp.v1.ResumeRedriveResponse
-	62, // 121: sepp.v1.AdminService.CancelRedrive:output_type -> sepp.v1.CancelRedriveResponse
-	66, // 122: sepp.v1.AdminService.CreateSchedule:output_type -> sepp.v1.CreateScheduleResponse
-	68, // 123: sepp.v1.AdminService.UpdateSchedule:output_type -> sepp.v1.UpdateScheduleResponse
-	70, // 124: sepp.v1.AdminService.DeleteSchedule:output_type -> sepp.v1.DeleteScheduleResponse
-	72, // 125: sepp.v1.AdminService.GetSchedule:output_type -> sepp.v1.GetScheduleResponse
-	74, // 126: sepp.v1.AdminService.ListSchedules:output_type -> sepp.v1.ListSchedulesResponse
-	76, // 127: sepp.v1.AdminService.PauseSchedule:output_type -> sepp.v1.PauseScheduleResponse
-	78, // 128: sepp.v1.AdminService.ResumeSchedule:output_type -> sepp.v1.ResumeScheduleResponse
-	95, // [95:129] is the sub-list for method output_type
-	61, // [61:95] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	89, // 56: sepp.v1.UpdateScheduleRequest.update_mask:type_name -> google.protobuf.FieldMask
+	64, // 57: sepp.v1.UpdateScheduleResponse.schedule:type_name -> sepp.v1.Schedule
+	64, // 58: sepp.v1.GetScheduleResponse.schedule:type_name -> sepp.v1.Schedule
+	64, // 59: sepp.v1.ListSchedulesResponse.schedules:type_name -> sepp.v1.Schedule
+	64, // 60: sepp.v1.PauseScheduleResponse.schedule:type_name -> sepp.v1.Schedule
+	64, // 61: sepp.v1.ResumeScheduleResponse.schedule:type_name -> sepp.v1.Schedule
+	4,  // 62: sepp.v1.AdminService.ListQueues:input_type -> sepp.v1.ListQueuesRequest
+	8,  // 63: sepp.v1.AdminService.ListJobs:input_type -> sepp.v1.ListJobsRequest
+	10, // 64: sepp.v1.AdminService.GetJob:input_type -> sepp.v1.GetJobRequest
+	12, // 65: sepp.v1.AdminService.ListDeadLetters:input_type -> sepp.v1.ListDeadLettersRequest
+	14, // 66: sepp.v1.AdminService.GetDeadLetter:input_type -> sepp.v1.GetDeadLetterRequest
+	16, // 67: sepp.v1.AdminService.RequeueDeadLetters:input_type -> sepp.v1.RequeueDeadLettersRequest
+	18, // 68: sepp.v1.AdminService.DeleteDeadLetters:input_type -> sepp.v1.DeleteDeadLettersRequest
+	20, // 69: sepp.v1.AdminService.DeadLetterJobs:input_type -> sepp.v1.DeadLetterJobsRequest
+	22, // 70: sepp.v1.AdminService.PauseQueue:input_type -> sepp.v1.PauseQueueRequest
+	24, // 71: sepp.v1.AdminService.ResumeQueue:input_type -> sepp.v1.ResumeQueueRequest
+	27, // 72: sepp.v1.AdminService.GetQueue:input_type -> sepp.v1.GetQueueRequest
+	29, // 73: sepp.v1.AdminService.CreateQueue:input_type -> sepp.v1.CreateQueueRequest
+	31, // 74: sepp.v1.AdminService.UpdateQueue:input_type -> sepp.v1.UpdateQueueRequest
+	33, // 75: sepp.v1.AdminService.DeleteQueue:input_type -> sepp.v1.DeleteQueueRequest
+	35, // 76: sepp.v1.AdminService.PurgeQueue:input_type -> sepp.v1.PurgeQueueRequest
+	37, // 77: sepp.v1.AdminService.DeleteJobs:input_type -> sepp.v1.DeleteJobsRequest
+	39, // 78: sepp.v1.AdminService.RunJobsNow:input_type -> sepp.v1.RunJobsNowRequest
+	41, // 79: sepp.v1.AdminService.RescheduleJobs:input_type -> sepp.v1.RescheduleJobsRequest
+	43, // 80: sepp.v1.AdminService.SetJobsPriority:input_type -> sepp.v1.SetJobsPriorityRequest
+	45, // 81: sepp.v1.AdminService.CancelJobs:input_type -> sepp.v1.CancelJobsRequest
+	48, // 82: sepp.v1.AdminService.StartRedrive:input_type -> sepp.v1.StartRedriveRequest
+	49, // 83: sepp.v1.AdminService.PreviewRedrive:input_type -> sepp.v1.PreviewRedriveRequest
+	53, // 84: sepp.v1.AdminService.ListRedrives:input_type -> sepp.v1.ListRedrivesRequest
+	55, // 85: sepp.v1.AdminService.GetRedrive:input_type -> sepp.v1.GetRedriveRequest
+	57, // 86: sepp.v1.AdminService.PauseRedrive:input_type -> sepp.v1.PauseRedriveRequest
+	59, // 87: sepp.v1.AdminService.ResumeRedrive:input_type -> sepp.v1.ResumeRedriveRequest
+	61, // 88: sepp.v1.AdminService.CancelRedrive:input_type -> sepp.v1.CancelRedriveRequest
+	65, // 89: sepp.v1.AdminService.CreateSchedule:input_type -> sepp.v1.CreateScheduleRequest
+	67, // 90: sepp.v1.AdminService.UpdateSchedule:input_type -> sepp.v1.UpdateScheduleRequest
+	69, // 91: sepp.v1.AdminService.DeleteSchedule:input_type -> sepp.v1.DeleteScheduleRequest
+	71, // 92: sepp.v1.AdminService.GetSchedule:input_type -> sepp.v1.GetScheduleRequest
+	73, // 93: sepp.v1.AdminService.ListSchedules:input_type -> sepp.v1.ListSchedulesRequest
+	75, // 94: sepp.v1.AdminService.PauseSchedule:input_type -> sepp.v1.PauseScheduleRequest
+	77, // 95: sepp.v1.AdminService.ResumeSchedule:input_type -> sepp.v1.ResumeScheduleRequest
+	5,  // 96: sepp.v1.AdminService.ListQueues:output_type -> sepp.v1.ListQueuesResponse
+	9,  // 97: sepp.v1.AdminService.ListJobs:output_type -> sepp.v1.ListJobsResponse
+	11, // 98: sepp.v1.AdminService.GetJob:output_type -> sepp.v1.GetJobResponse
+	13, // 99: sepp.v1.AdminService.ListDeadLetters:output_type -> sepp.v1.ListDeadLettersResponse
+	15, // 100: sepp.v1.AdminService.GetDeadLetter:output_type -> sepp.v1.GetDeadLetterResponse
+	17, // 101: sepp.v1.AdminService.RequeueDeadLetters:output_type -> sepp.v1.RequeueDeadLettersResponse
+	19, // 102: sepp.v1.AdminService.DeleteDeadLetters:output_type -> sepp.v1.DeleteDeadLettersResponse
+	21, // 103: sepp.v1.AdminService.DeadLetterJobs:output_type -> sepp.v1.DeadLetterJobsResponse
+	23, // 104: sepp.v1.AdminService.PauseQueue:output_type -> sepp.v1.PauseQueueResponse
+	25, // 105: sepp.v1.AdminService.ResumeQueue:output_type -> sepp.v1.ResumeQueueResponse
+	28, // 106: sepp.v1.AdminService.GetQueue:output_type -> sepp.v1.GetQueueResponse
+	30, // 107: sepp.v1.AdminService.CreateQueue:output_type -> sepp.v1.CreateQueueResponse
+	32, // 108: sepp.v1.AdminService.UpdateQueue:output_type -> sepp.v1.UpdateQueueResponse
+	34, // 109: sepp.v1.AdminService.DeleteQueue:output_type -> sepp.v1.DeleteQueueResponse
+	36, // 110: sepp.v1.AdminService.PurgeQueue:output_type -> sepp.v1.PurgeQueueResponse
+	38, // 111: sepp.v1.AdminService.DeleteJobs:output_type -> sepp.v1.DeleteJobsResponse
+	40, // 112: sepp.v1.AdminService.RunJobsNow:output_type -> sepp.v1.RunJobsNowResponse
+	42, // 113: sepp.v1.AdminService.RescheduleJobs:output_type -> sepp.v1.RescheduleJobsResponse
+	44, // 114: sepp.v1.AdminService.SetJobsPriority:output_type -> sepp.v1.SetJobsPriorityResponse
+	46, // 115: sepp.v1.AdminService.CancelJobs:output_type -> sepp.v1.CancelJobsResponse
+	50, // 116: sepp.v1.AdminService.StartRedrive:output_type -> sepp.v1.StartRedriveResponse
+	51, // 117: sepp.v1.AdminService.PreviewRedrive:output_type -> sepp.v1.PreviewRedriveResponse
+	54, // 118: sepp.v1.AdminService.ListRedrives:output_type -> sepp.v1.ListRedrivesResponse
+	56, // 119: sepp.v1.AdminService.GetRedrive:output_type -> sepp.v1.GetRedriveResponse
+	58, // 120: sepp.v1.AdminService.PauseRedrive:output_type -> sepp.v1.PauseRedriveResponse
+	60, // 121: sepp.v1.AdminService.ResumeRedrive:output_type -> sepp.v1.ResumeRedriveResponse
+	62, // 122: sepp.v1.AdminService.CancelRedrive:output_type -> sepp.v1.CancelRedriveResponse
+	66, // 123: sepp.v1.AdminService.CreateSchedule:output_type -> sepp.v1.CreateScheduleResponse
+	68, // 124: sepp.v1.AdminService.UpdateSchedule:output_type -> sepp.v1.UpdateScheduleResponse
+	70, // 125: sepp.v1.AdminService.DeleteSchedule:output_type -> sepp.v1.DeleteScheduleResponse
+	72, // 126: sepp.v1.AdminService.GetSchedule:output_type -> sepp.v1.GetScheduleResponse
+	74, // 127: sepp.v1.AdminService.ListSchedules:output_type -> sepp.v1.ListSchedulesResponse
+	76, // 128: sepp.v1.AdminService.PauseSchedule:output_type -> sepp.v1.PauseScheduleResponse
+	78, // 129: sepp.v1.AdminService.ResumeSchedule:output_type -> sepp.v1.ResumeScheduleResponse
+	96, // [96:130] is the sub-list for method output_type
+	62, // [62:96] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_admin_service_proto_init() }

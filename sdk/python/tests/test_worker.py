@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 import secrets
 from datetime import timedelta
+from pathlib import Path
 from typing import Awaitable, Callable
 
-from sepp import (DeadLetterCause, Delivery, EnqueueRequest, JobState, LeaseLost, Permanent, Retry, RetryAfter,
-                  SeppClient, Worker)
+from sepp import (DeadLetterCause, Delivery, EnqueueRequest, JobCancelled, JobState, LeaseLost, Permanent, Retry,
+                  RetryAfter, SeppClient, Worker)
+
+from cluster import Cluster
 
 
 def q() -> str:
@@ -170,3 +173,36 @@ async def test_unhandled_job_type_is_nacked(client: SeppClient) -> None:
 
 async def _n(xs: list[int], n: int) -> bool:
     return len(xs) >= n
+
+
+async def test_operator_cancel_is_not_a_lost_lease(client: SeppClient, cluster: Cluster, binary: Path) -> None:
+    queue = q()
+    started = asyncio.Event()
+    cancelled: list[str] = []
+    errors: list[BaseException] = []
+
+    async def hang(d: Delivery) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError as e:
+            cancelled.append(str(e.args[0]) if e.args else "")
+            raise
+
+    w = Worker(client, lease=timedelta(seconds=1), wait=timedelta(milliseconds=200), on_error=errors.append,
+               shutdown_timeout=timedelta(milliseconds=300))
+    w.handle(queue, "hang", hang)
+    res = await client.enqueue(EnqueueRequest(queue, "hang"))
+    async with w:
+        await asyncio.wait_for(started.wait(), 20)
+        proc = await asyncio.create_subprocess_exec(str(binary), "jobs", "cancel", str(res.job_id),
+                                                    "--addr", ",".join(n.grpc for n in cluster.nodes))
+        assert await proc.wait() == 0
+        await until(lambda: _true(bool(cancelled)))
+    assert cancelled == ["job cancelled by an operator"]
+    assert any(isinstance(e, JobCancelled) for e in errors), errors
+    assert not any(isinstance(e, LeaseLost) and not isinstance(e, JobCancelled) for e in errors), errors
+
+
+async def _true(v: bool) -> bool:
+    return v

@@ -548,6 +548,8 @@ impl SeppClient {
     pub async fn update_schedule(&self, definition: &ScheduleDefinition) -> Result<Schedule, Error> {
         let req = pb::UpdateScheduleRequest {
             schedule: Some(definition.to_wire()),
+            // The whole definition (no mask): every field is replaced.
+            update_mask: None,
         };
         let (r, _): (pb::UpdateScheduleResponse, bool) = self.call("update schedule", "sepp.v1.AdminService/UpdateSchedule", &req, Policy::Safe, Duration::ZERO).await?;
         schedule_of("update schedule", r.schedule)

@@ -142,6 +142,11 @@ pub enum Error {
     /// The delivery's lease is not the job's current one (it expired, or
     /// the job was redelivered, acked or released). Nothing changed.
     LeaseLost { op: &'static str, message: String },
+    /// An operator cancelled the job while this delivery held its lease:
+    /// the lease was revoked, not lost (see [`Error::is_lease_lost`], true
+    /// for both). A cancel that deleted the job leaves no trace, and its
+    /// lease reads as [`Error::LeaseLost`].
+    JobCancelled { op: &'static str, message: String },
     /// The job's state does not allow the operation.
     WrongState { op: &'static str, message: String },
     /// The queue is at its max length; nothing was added.
@@ -189,6 +194,7 @@ impl Error {
             | Error::UniqueConflict { op, .. }
             | Error::AlreadyExists { op, .. }
             | Error::LeaseLost { op, .. }
+            | Error::JobCancelled { op, .. }
             | Error::WrongState { op, .. }
             | Error::QueueFull { op, .. }
             | Error::ResourceExhausted { op, .. }
@@ -210,6 +216,7 @@ impl Error {
             | Error::UniqueConflict { message, .. }
             | Error::AlreadyExists { message, .. }
             | Error::LeaseLost { message, .. }
+            | Error::JobCancelled { message, .. }
             | Error::WrongState { message, .. }
             | Error::QueueFull { message, .. }
             | Error::ResourceExhausted { message, .. }
@@ -222,13 +229,19 @@ impl Error {
         }
     }
 
+    /// Whether the delivery's lease is gone: [`Error::LeaseLost`] or
+    /// [`Error::JobCancelled`].
+    pub fn is_lease_lost(&self) -> bool {
+        matches!(self, Error::LeaseLost { .. } | Error::JobCancelled { .. })
+    }
+
     /// The status code the error stands for.
     pub fn code(&self) -> Code {
         match self {
             Error::InvalidArgument { .. } | Error::ScheduledTooFar { .. } => Code::InvalidArgument,
             Error::NotFound { .. } => Code::NotFound,
             Error::UniqueConflict { .. } | Error::AlreadyExists { .. } => Code::AlreadyExists,
-            Error::LeaseLost { .. } | Error::WrongState { .. } => Code::FailedPrecondition,
+            Error::LeaseLost { .. } | Error::JobCancelled { .. } | Error::WrongState { .. } => Code::FailedPrecondition,
             Error::QueueFull { .. } | Error::ResourceExhausted { .. } => Code::ResourceExhausted,
             Error::Unavailable { .. } => Code::Unavailable,
             Error::UnknownOutcome { .. } => Code::Unknown,
@@ -413,6 +426,13 @@ pub(crate) fn from_status(op: &'static str, code: Code, message: String, details
         Code::NotFound if is_lease_op(op) => Error::LeaseLost { op, message },
         Code::NotFound => Error::NotFound { op, message },
         Code::FailedPrecondition => {
+            let cancelled = details.iter().any(|d| match d {
+                Detail::Precondition(types) => types.iter().any(|t| t == "LEASE_CANCELLED"),
+                _ => false,
+            });
+            if cancelled {
+                return Error::JobCancelled { op, message };
+            }
             let lease = details.iter().any(|d| match d {
                 Detail::Precondition(types) => types.iter().any(|t| t.eq_ignore_ascii_case("lease")),
                 _ => false,
@@ -514,6 +534,23 @@ mod tests {
                 (Error::AlreadyExists { .. }, None) => {}
                 (got, want) => panic!("{}: got {:?}, want {:?}", name, got, want),
             }
+        }
+    }
+
+    #[test]
+    fn cancelled_lease_is_job_cancelled_not_lease_lost() {
+        let pf = |t: &str| vec![Detail::Precondition(vec![t.to_string()])];
+        let cases = vec![
+            ("cancelled", "extend lease", pf("LEASE_CANCELLED"), true),
+            ("cancelled, an ack", "ack", pf("LEASE_CANCELLED"), true),
+            ("lost", "extend lease", pf("LEASE"), false),
+            ("lost, no detail", "ack", vec![], false),
+        ];
+        for (name, op, details, want_cancelled) in cases {
+            let err = from_status(op, Code::FailedPrecondition, "m".into(), &details);
+            assert!(err.is_lease_lost(), "{}: {:?} is not a lost lease", name, err);
+            assert_eq!(matches!(err, Error::JobCancelled { .. }), want_cancelled, "{}: {:?}", name, err);
+            assert_eq!(err.code(), Code::FailedPrecondition, "{}", name);
         }
     }
 

@@ -370,7 +370,8 @@ async fn run_one(shared: &Arc<Shared>, d: Delivery, mut aborting: watch::Receive
 
 /// Extends ctx's lease every lease/3 until aborted; flags lost when the
 /// server says the lease is gone, or when by the local clock it lapsed
-/// while extensions failed.
+/// while extensions failed. The error reported says which: an operator's
+/// cancel is [`Error::JobCancelled`], not [`Error::LeaseLost`].
 async fn keep_lease(shared: Arc<Shared>, ctx: crate::types::JobContext, lost: watch::Sender<bool>) {
     let lease = shared.opts.lease;
     let every = (lease / 3).max(Duration::from_millis(10));
@@ -380,7 +381,7 @@ async fn keep_lease(shared: Arc<Shared>, ctx: crate::types::JobContext, lost: wa
         let asked = Instant::now();
         match shared.client.extend_lease(&ctx, lease).await {
             Ok(_) => held_until = asked + lease,
-            Err(e @ Error::LeaseLost { .. }) | Err(e @ Error::NotFound { .. }) => {
+            Err(e @ Error::LeaseLost { .. }) | Err(e @ Error::JobCancelled { .. }) | Err(e @ Error::NotFound { .. }) => {
                 shared.report(&e);
                 let _ = lost.send(true);
                 return;

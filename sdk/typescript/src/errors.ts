@@ -162,6 +162,15 @@ export class LeaseLostError extends SeppError {
   override name = "LeaseLostError";
 }
 
+/** An operator cancelled the job while a worker held its lease: the lease
+ * was revoked, not lost. It is a LeaseLostError too (the lease is gone all
+ * the same); test for JobCancelledError first to tell the two apart. A
+ * Worker aborts the handler's signal with it as the reason. A cancel that
+ * deleted the job leaves no trace, and its lease reads as lost. */
+export class JobCancelledError extends LeaseLostError {
+  override name = "JobCancelledError";
+}
+
 /** The job is not in a state the operation accepts. */
 export class WrongStateError extends SeppError {
   override name = "WrongStateError";
@@ -243,6 +252,15 @@ function isQueueFull(message: string, details: ErrorDetail[]): boolean {
   return m.includes("queue full") || m.includes("max_length") || m.includes("max_queue_length");
 }
 
+function preconditionIs(details: ErrorDetail[], type: string): boolean {
+  for (const d of details) {
+    if (d.type === "google.rpc.PreconditionFailure" && "violations" in d) {
+      if (d.violations.some((v) => v.type === type)) return true;
+    }
+  }
+  return false;
+}
+
 function preconditionIsLease(details: ErrorDetail[]): boolean {
   for (const d of details) {
     if (d.type === "google.rpc.PreconditionFailure" && "violations" in d) {
@@ -262,6 +280,7 @@ export function errorFor(op: string, code: Code, message: string, details: Error
     case "not_found":
       return leaseOps.has(op) ? new LeaseLostError(op, code, message, details) : new NotFoundError(op, code, message, details);
     case "failed_precondition":
+      if (preconditionIs(details, "LEASE_CANCELLED")) return new JobCancelledError(op, code, message, details);
       return leaseOps.has(op) || preconditionIsLease(details)
         ? new LeaseLostError(op, code, message, details)
         : new WrongStateError(op, code, message, details);

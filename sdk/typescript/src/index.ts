@@ -31,6 +31,7 @@ export {
   AlreadyExistsError,
   UniqueConflictError,
   LeaseLostError,
+  JobCancelledError,
   WrongStateError,
   ResourceExhaustedError,
   QueueFullError,

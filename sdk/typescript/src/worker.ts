@@ -1,5 +1,5 @@
 import { SeppClient } from "./client.js";
-import { LeaseLostError, UnavailableError, UnknownOutcomeError } from "./errors.js";
+import { JobCancelledError, LeaseLostError, UnavailableError, UnknownOutcomeError } from "./errors.js";
 import { Delivery, RetryDirective } from "./types.js";
 import { newKey } from "./random.js";
 
@@ -68,7 +68,9 @@ export interface WorkerOptions {
   /** Jobs asked for in one reserve (default 16). */
   maxReserve?: number;
   /** Failures the worker handles itself (reserve errors, a lost lease, an
-   * ack that failed); default: console.warn. */
+   * ack that failed); default: console.warn. A handler whose job an
+   * operator cancelled is reported as a JobCancelledError (and its signal's
+   * reason is one), a lost lease as a LeaseLostError. */
   onError?: (err: unknown) => void;
   /** Truncates the nack reason built from a handler's error (default 1024). */
   maxReasonBytes?: number;
@@ -298,6 +300,10 @@ export class Worker {
     await keeper.done;
     this.handlerAbort.delete(ctl);
     const reason = (ctl.signal as { reason?: unknown }).reason;
+    if (reason instanceof JobCancelledError) {
+      this.report(new JobCancelledError("worker", "failed_precondition", `job ${d.ctx.jobId}: cancelled by an operator while its handler ran; not answering for it`));
+      return;
+    }
     if (reason instanceof LeaseLost) {
       this.report(new LeaseLostError("worker", "failed_precondition", `job ${d.ctx.jobId}: lease lost while its handler ran; not answering for it`));
       return;
@@ -333,7 +339,9 @@ export class Worker {
   /**
    * Extends the delivery's lease every lease/3 until stopped. A lease the
    * server reports lost, or one that lapsed by the local clock while
-   * extensions kept failing, aborts the handler with LeaseLost.
+   * extensions kept failing, aborts the handler with LeaseLost; one an
+   * operator's cancel revoked, with the JobCancelledError the server's
+   * answer became.
    */
   private keepLease(d: Delivery, ctl: AbortController): { stop: () => void; done: Promise<void> } {
     const interval = this.leaseMs / 3;
@@ -349,6 +357,10 @@ export class Worker {
           deadline = Date.now() + this.leaseMs;
         } catch (e) {
           if (stopped) return;
+          if (e instanceof JobCancelledError) {
+            ctl.abort(e);
+            return;
+          }
           if (e instanceof LeaseLostError || Date.now() >= deadline) {
             ctl.abort(new LeaseLost(`lease of job ${d.ctx.jobId} lost: ${String(e)}`));
             return;

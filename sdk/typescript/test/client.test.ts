@@ -20,6 +20,7 @@ import {
   ScheduledTooFarError,
   NotFoundError,
   LeaseLostError,
+  JobCancelledError,
   UnknownOutcomeError,
   CanceledError,
   ClosedError,
@@ -528,6 +529,42 @@ test("Worker: a lost lease aborts the handler's signal, and the worker does not 
   } finally {
     await w.stop();
     c.close();
+  }
+});
+
+test("Worker: an operator's cancel aborts the handler with JobCancelledError, not a lost lease", async () => {
+  const r = await client.enqueue({ queue: "cancelled", jobType: "t" });
+  let started = false;
+  let reason: unknown;
+  const errors: unknown[] = [];
+  const w = new Worker(client, { leaseMs: 900, waitMs: 200, onError: (e) => errors.push(e) });
+  w.handle("cancelled", "", async (_d, signal) => {
+    started = true;
+    await new Promise<void>((res) => signal.addEventListener("abort", () => res()));
+    reason = (signal as { reason?: unknown }).reason;
+  });
+  w.start();
+  try {
+    await waitFor("the handler to start", () => started, 15_000);
+    // Any node: a follower forwards the cancel to the leader.
+    await waitFor("the cancel", async () => {
+      for (const url of cluster.urls) {
+        try {
+          await post(url, "sepp.v1.AdminService/CancelJobs", { jobIds: [String(r.jobId)], reason: "stuck" });
+          return true;
+        } catch {
+          // not this node
+        }
+      }
+      return false;
+    });
+    await waitFor("the handler's signal to abort", () => reason !== undefined, 15_000);
+    assert.ok(reason instanceof JobCancelledError, `reason ${String(reason)}`);
+    await waitFor("the report", () => errors.length > 0, 5_000);
+    assert.ok(errors.some((e) => e instanceof JobCancelledError), `errors ${errors.map(String).join("; ")}`);
+    assert.ok(!errors.some((e) => e instanceof LeaseLostError && !(e instanceof JobCancelledError)), "reported as a lost lease");
+  } finally {
+    await w.stop();
   }
 });
 

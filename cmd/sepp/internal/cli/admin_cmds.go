@@ -59,6 +59,10 @@ func (e *env) queuesCommand() *cobra.Command {
 						RateTokens        uint64            `json:"rate_tokens"`
 						KeysAtLimit       uint64            `json:"keys_at_limit"`
 						HeldByKey         uint64            `json:"held_by_key"`
+						PurgedTotal       uint64            `json:"purged_total"`
+						// FairnessActiveKeys: the fairness key values whose
+						// Ready jobs take turns now.
+						FairnessActiveKeys uint64 `json:"fairness_active_keys"`
 					}
 					views := make([]view, 0, len(qs))
 					for _, q := range qs {
@@ -68,7 +72,7 @@ func (e *env) queuesCommand() *cobra.Command {
 						}
 						views = append(views, view{q.Name, q.Paused, q.Configured, q.Scheduled, q.Ready, q.Reserved, q.Dead,
 							q.OldestReadyAge.Milliseconds(), q.EnqueuedTotal, q.AckedTotal, dl, q.DroppedTotal,
-							q.RateTokens, q.KeysAtLimit, q.HeldByKey})
+							q.RateTokens, q.KeysAtLimit, q.HeldByKey, q.PurgedTotal, q.FairnessActiveKeys})
 					}
 					return e.printJSON(out, views)
 				}

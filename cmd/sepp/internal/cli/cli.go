@@ -28,13 +28,16 @@ const (
 
 const exitCodesHelp = `Exit codes:
   0  success
-  1  error not listed below (TLS/certificate, permission denied, server error)
+  1  error not listed below (TLS/certificate, unauthenticated, permission
+     denied, unsupported by the server, server error, canceled)
   2  usage error (unknown flag, wrong arguments)
   3  not found (job, dead letter or queue)
   4  lease lost or job in the wrong state (failed precondition)
   5  unreachable or unavailable (no leader reached within --timeout), or
      unknown outcome (a write that may have applied)
-  6  input rejected by the server (invalid field, scheduled too far, queue full)`
+  6  input rejected by the server (invalid field, scheduled too far), a limit
+     reached (queue full, memory budget) or already exists (queue name,
+     unique key)`
 
 // CodeError is a command failure with the exit code main should use.
 type CodeError struct {
@@ -225,11 +228,11 @@ func (e *env) actionResults(out io.Writer, verb string, results []client.ActionR
 			return err
 		}
 	} else {
+		// Failures are the returned error's to report (main prints it on
+		// stderr); printing them here as well would say each one twice.
 		for _, it := range items {
 			if it.OK {
 				fmt.Fprintf(out, "%s job %d\n", verb, it.JobID)
-			} else {
-				fmt.Fprintf(out, "job %d: %s\n", it.JobID, it.Error)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
 
 	"github.com/sepp-io/sepp/client"
 )
@@ -19,20 +20,77 @@ import (
 // the one "sepp:" prefix main adds. They say what went wrong in terms an
 // operator acts on; the exit code (cli.go) says the same to a script.
 const (
-	ClassUsage          = "usage"
-	ClassUnreachable    = "unreachable"       // no node answered: refused, no route, no such host
-	ClassUnavailable    = "unavailable"       // a node answered, but no leader within --timeout
-	ClassTLS            = "TLS/certificate"   // the handshake failed: CA, client certificate, name
-	ClassPermission     = "permission denied" // a token or role the server refused
-	ClassNotFound       = "not found"
-	ClassLeaseLost      = "lease lost"
-	ClassWrongState     = "wrong state"
-	ClassInvalid        = "invalid"        // the server rejected a field; the message names it and the limit
-	ClassRejected       = "rejected"       // a server limit refused it (a full queue, the memory budget)
-	ClassAlreadyExists  = "already exists" // a queue of that name, or a unique job's key held by another job
-	ClassUnknownOutcome = "unknown outcome"
-	ClassError          = "error"
+	ClassUsage           = "usage"
+	ClassUnreachable     = "unreachable"       // no node answered: refused, no route, no such host
+	ClassUnavailable     = "unavailable"       // a node answered, but no leader within --timeout
+	ClassTLS             = "TLS/certificate"   // the handshake failed: CA, client certificate, name
+	ClassPermission      = "permission denied" // the caller is known but its role may not do this
+	ClassUnauthenticated = "unauthenticated"   // no token, or one the server does not accept
+	ClassNotFound        = "not found"
+	ClassLeaseLost       = "lease lost"
+	ClassWrongState      = "wrong state"
+	ClassInvalid         = "invalid"        // the server rejected a field; the message names it and the limit
+	ClassLimit           = "limit reached"  // a server limit refused it (a full queue, the memory budget, a rate)
+	ClassAlreadyExists   = "already exists" // a queue of that name, or a unique job's key held by another job
+	ClassUnknownOutcome  = "unknown outcome"
+	ClassCanceled        = "canceled"
+	ClassUnsupported     = "unsupported" // the server does not implement the call (an older version)
+	ClassServerError     = "server error"
+	ClassError           = "error"
 )
+
+// codeClass is the class and exit code of one gRPC status code.
+type codeClass struct {
+	class string
+	exit  int
+}
+
+// codeClasses is the one table from a gRPC status code to what the CLI
+// prints and the exit code it returns (docs/api-and-cli.md lists it). A
+// FailedPrecondition is a lost lease or a wrong state, as the client tells
+// them apart (classify); Aborted is an unknown outcome only for a write.
+var codeClasses = map[codes.Code]codeClass{
+	codes.Canceled:           {ClassCanceled, ExitError},
+	codes.Unknown:            {ClassServerError, ExitError},
+	codes.InvalidArgument:    {ClassInvalid, ExitRejected},
+	codes.DeadlineExceeded:   {ClassUnavailable, ExitUnavailable},
+	codes.NotFound:           {ClassNotFound, ExitNotFound},
+	codes.AlreadyExists:      {ClassAlreadyExists, ExitRejected},
+	codes.PermissionDenied:   {ClassPermission, ExitError},
+	codes.ResourceExhausted:  {ClassLimit, ExitRejected},
+	codes.FailedPrecondition: {ClassWrongState, ExitLeaseLost},
+	codes.Aborted:            {ClassUnavailable, ExitUnavailable},
+	codes.OutOfRange:         {ClassInvalid, ExitRejected},
+	codes.Unimplemented:      {ClassUnsupported, ExitError},
+	codes.Internal:           {ClassServerError, ExitError},
+	codes.Unavailable:        {ClassUnavailable, ExitUnavailable},
+	codes.DataLoss:           {ClassServerError, ExitError},
+	codes.Unauthenticated:    {ClassUnauthenticated, ExitError},
+}
+
+// sentinelCodes gives a client error without a server status (the client
+// refused the call itself, or a context ended) the code it stands for, so
+// it is labelled by the same table. Order matters: the first match wins,
+// and a detail such as a *client.FieldError also matches
+// client.ErrInvalidArgument, so the more specific kinds come first.
+var sentinelCodes = []struct {
+	err  error
+	code codes.Code
+}{
+	{client.ErrAlreadyExists, codes.AlreadyExists},
+	{client.ErrResourceExhausted, codes.ResourceExhausted},
+	{client.ErrUnauthenticated, codes.Unauthenticated},
+	{client.ErrPermissionDenied, codes.PermissionDenied},
+	{client.ErrNotFound, codes.NotFound},
+	{client.ErrLeaseLost, codes.FailedPrecondition},
+	{client.ErrWrongState, codes.FailedPrecondition},
+	{client.ErrInvalidArgument, codes.InvalidArgument},
+	{client.ErrUnavailable, codes.Unavailable},
+	{client.ErrUnknownOutcome, codes.Unavailable},
+	{context.DeadlineExceeded, codes.DeadlineExceeded},
+	{context.Canceled, codes.Canceled},
+	{client.ErrInternal, codes.Internal},
+}
 
 // annotReadOnly marks a command that changes nothing on the server. A read
 // that failed has no "unknown outcome": whatever happened, nothing applied,
@@ -72,27 +130,35 @@ func classify(err error, write bool) (class string, code int) {
 		return ClassUnknownOutcome, ExitUnavailable
 	case isTLSFailure(msg):
 		return ClassTLS, ExitError
-	case errors.Is(err, client.ErrPermissionDenied), errors.Is(err, client.ErrUnauthenticated):
-		return ClassPermission, ExitError
-	case errors.Is(err, client.ErrNotFound):
-		return ClassNotFound, ExitNotFound
-	case errors.Is(err, client.ErrLeaseLost):
-		return ClassLeaseLost, ExitLeaseLost
-	case errors.Is(err, client.ErrWrongState):
-		return ClassWrongState, ExitLeaseLost
-	case errors.Is(err, client.ErrInvalidArgument):
-		return ClassInvalid, ExitRejected
-	case errors.Is(err, client.ErrResourceExhausted):
-		return ClassRejected, ExitRejected
-	case errors.Is(err, client.ErrAlreadyExists):
-		return ClassAlreadyExists, ExitRejected
 	case strings.Contains(msg, "connection error: desc = "):
 		return ClassUnreachable, ExitUnavailable
-	case errors.Is(err, client.ErrUnavailable), errors.Is(err, client.ErrUnknownOutcome), errors.Is(err, context.DeadlineExceeded):
-		return ClassUnavailable, ExitUnavailable
-	default:
+	}
+	c, ok := statusCode(err)
+	if !ok {
 		return ClassError, ExitError
 	}
+	if c == codes.FailedPrecondition && errors.Is(err, client.ErrLeaseLost) {
+		return ClassLeaseLost, ExitLeaseLost
+	}
+	cc := codeClasses[c]
+	return cc.class, cc.exit
+}
+
+// statusCode is the gRPC code err carries: the server's status when there is
+// one, else the code its client sentinel stands for.
+func statusCode(err error) (codes.Code, bool) {
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Code != codes.OK {
+		if _, ok := codeClasses[ce.Code]; ok {
+			return ce.Code, true
+		}
+	}
+	for _, s := range sentinelCodes {
+		if errors.Is(err, s.err) {
+			return s.code, true
+		}
+	}
+	return codes.OK, false
 }
 
 // isTLSFailure recognises a failed TLS handshake. gRPC hands it over as a

@@ -73,7 +73,7 @@ func TestJobCancelCommand(t *testing.T) {
 	if a != ids[0] || b != ids[1] {
 		t.Fatalf("reserved %s, %s; want the first two of %v", a, b, ids)
 	}
-	if out, code := sepp(t, addr, "jobs", "cancel", ids[2]); code != ExitLeaseLost || !strings.Contains(out, "not reserved") {
-		t.Fatalf("cancel of a waiting job: exit %d %q, want %d", code, out, ExitLeaseLost)
+	if out, code, err := seppErr(t, addr, "jobs", "cancel", ids[2]); code != ExitLeaseLost || err == nil || !strings.Contains(err.Error(), "not reserved") || out != "" {
+		t.Fatalf("cancel of a waiting job: exit %d, stdout %q, error %v; want exit %d, the reason in the error only", code, out, err, ExitLeaseLost)
 	}
 }

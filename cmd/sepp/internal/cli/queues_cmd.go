@@ -119,43 +119,77 @@ func viewSettings(s client.QueueSettings) settingsView {
 	return v
 }
 
-// printSettings prints the effective settings, one per line.
-func printSettings(out io.Writer, s client.QueueSettings) error {
-	val := func(p any) string {
-		switch v := p.(type) {
-		case *uint32:
+// settingValue is a setting as a table shows it; "-" when unset.
+func settingValue(p any) string {
+	switch v := p.(type) {
+	case *uint32:
+		if v != nil {
 			return strconv.FormatUint(uint64(*v), 10)
-		case *uint64:
+		}
+	case *uint64:
+		if v != nil {
 			return strconv.FormatUint(*v, 10)
-		case *time.Duration:
+		}
+	case *time.Duration:
+		if v != nil {
 			return v.String()
-		case *string:
-			if *v == "" {
-				return "-"
-			}
+		}
+	case *string:
+		if v != nil && *v != "" {
 			return *v
 		}
-		return "-"
 	}
-	rows := [][]string{
-		{"default_priority", val(s.DefaultPriority)},
-		{"default_max_attempts", val(s.DefaultMaxAttempts)},
-		{"retry_delay", val(s.RetryDelay)},
-		{"retry_backoff", val(s.RetryBackoff)},
-		{"retry_delay_max", val(s.RetryDelayMax)},
-		{"max_schedule_horizon", val(s.MaxScheduleHorizon)},
-		{"max_length", val(s.MaxLength)},
-		{"max_memory_bytes", val(s.MaxMemoryBytes)},
-		{"dead_letter_queue", val(s.DeadLetterQueue)},
+	return "-"
+}
+
+// settingRows are a queue's settings by name, in the order tables list
+// them. Expiry and fairness (max_wait, fairness_key) are set only when the
+// queue runs them: 0 and "" mean none.
+func settingRows(s client.QueueSettings) [][2]string {
+	rows := [][2]string{
+		{"default_priority", settingValue(s.DefaultPriority)},
+		{"default_max_attempts", settingValue(s.DefaultMaxAttempts)},
+		{"retry_delay", settingValue(s.RetryDelay)},
+		{"retry_backoff", settingValue(s.RetryBackoff)},
+		{"retry_delay_max", settingValue(s.RetryDelayMax)},
+		{"max_schedule_horizon", settingValue(s.MaxScheduleHorizon)},
+		{"max_length", settingValue(s.MaxLength)},
+		{"max_memory_bytes", settingValue(s.MaxMemoryBytes)},
+		{"dead_letter_queue", settingValue(s.DeadLetterQueue)},
+		{"max_wait", "-"},
+		{"fairness_key", settingValue(s.FairnessKey)},
 	}
-	// Expiry and fairness: shown when the queue runs them.
 	if s.MaxWait != nil && *s.MaxWait != 0 {
-		rows = append(rows, []string{"max_wait", val(s.MaxWait)})
+		rows[9][1] = settingValue(s.MaxWait)
 	}
-	if s.FairnessKey != nil && *s.FairnessKey != "" {
-		rows = append(rows, []string{"fairness_key", val(s.FairnessKey)})
+	return rows
+}
+
+// printSettings prints the effective settings, one per line (expiry and
+// fairness only when the queue runs them).
+func printSettings(out io.Writer, s client.QueueSettings) error {
+	var rows [][]string
+	for _, r := range settingRows(s) {
+		if (r[0] == "max_wait" || r[0] == "fairness_key") && r[1] == "-" {
+			continue
+		}
+		rows = append(rows, []string{r[0], r[1]})
 	}
 	return table(out, "SETTING\tVALUE", rows)
+}
+
+// printQueueSettings prints, per setting, the queue's own value ("-": it
+// inherits the global one) beside the effective value the server applies.
+func printQueueSettings(out io.Writer, own, eff client.QueueSettings) error {
+	ownRows, effRows := settingRows(own), settingRows(eff)
+	var rows [][]string
+	for i, r := range effRows {
+		if (r[0] == "max_wait" || r[0] == "fairness_key") && r[1] == "-" && ownRows[i][1] == "-" {
+			continue
+		}
+		rows = append(rows, []string{r[0], ownRows[i][1], r[1]})
+	}
+	return table(out, "SETTING\tQUEUE\tEFFECTIVE", rows)
 }
 
 func (e *env) queueCreateCommand() *cobra.Command {
@@ -207,7 +241,8 @@ func (e *env) queueGetCommand() *cobra.Command {
 				}
 				fmt.Fprintf(out, "queue %s: paused %v, configured %v; scheduled %d, ready %d, reserved %d, dead %d\n",
 					args[0], q.Stats.Paused, q.Stats.Configured, q.Stats.Scheduled, q.Stats.Ready, q.Stats.Reserved, q.Stats.Dead)
-				return printSettings(out, q.Effective)
+				fmt.Fprintln(out, `QUEUE is the queue's own setting ("-": it inherits the global one); EFFECTIVE is what the server applies.`)
+				return printQueueSettings(out, q.Settings, q.Effective)
 			})
 		},
 	}

@@ -68,3 +68,28 @@ func TestQueuesCommands(t *testing.T) {
 		t.Fatalf("queues after delete: %v", qs)
 	}
 }
+
+// queues get shows, per setting, the queue's own value beside the
+// effective one: a setting the queue leaves to the global value reads "-"
+// in its own column and the global value in the effective one.
+func TestQueuesGet_OwnBesideEffective(t *testing.T) {
+	addr := startServer(t)
+	mustRun(t, addr, "queues", "create", "mail", "--max-length", "50", "--default-priority", "7")
+	out := mustRun(t, addr, "queues", "get", "mail")
+	rows := map[string][]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 3 {
+			rows[f[0]] = f[1:]
+		}
+	}
+	for setting, want := range map[string][2]string{
+		"SETTING":              {"QUEUE", "EFFECTIVE"},
+		"max_length":           {"50", "50"},
+		"default_priority":     {"7", "7"},
+		"default_max_attempts": {"-", "3"},
+	} {
+		if got := rows[setting]; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("%s: %v, want own %q, effective %q\n%s", setting, got, want[0], want[1], out)
+		}
+	}
+}

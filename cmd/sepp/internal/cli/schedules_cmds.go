@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,6 +156,40 @@ func (sf *scheduleFlags) definition(cmd *cobra.Command, name, queue, jobType str
 	return d, nil
 }
 
+// changes is the definition of an update and the fields it changes: those
+// whose flags were given.
+func (sf *scheduleFlags) changes(cmd *cobra.Command, name, queue, jobType string) (client.ScheduleDefinition, []string, error) {
+	f := cmd.Flags()
+	var fields []string
+	for _, m := range []struct{ flag, field string }{
+		{"cron", client.ScheduleFieldCron}, {"every", client.ScheduleFieldInterval}, {"tz", client.ScheduleFieldTimeZone},
+		{"queue", client.ScheduleFieldTemplateQueue}, {"job-type", client.ScheduleFieldTemplateJobType},
+		{"payload", client.ScheduleFieldTemplatePayload}, {"payload-file", client.ScheduleFieldTemplatePayload},
+		{"priority", client.ScheduleFieldTemplatePriority}, {"max-attempts", client.ScheduleFieldTemplateMaxAttempts},
+		{"custom", client.ScheduleFieldTemplateCustom}, {"overlap", client.ScheduleFieldOverlap}, {"catch-up", client.ScheduleFieldCatchUp},
+	} {
+		if f.Changed(m.flag) && !slices.Contains(fields, m.field) {
+			fields = append(fields, m.field)
+		}
+	}
+	if len(fields) == 0 {
+		return client.ScheduleDefinition{}, nil, usageErrorf("nothing to change: give the flags of the fields to change (sepp schedules update --help)")
+	}
+	if f.Changed("cron") && f.Changed("every") {
+		return client.ScheduleDefinition{}, nil, usageErrorf("--cron and --every are exclusive")
+	}
+	// definition checks the values; it wants a spec, so lend it one the
+	// mask leaves out when neither flag was given.
+	cron := sf.cron
+	if !f.Changed("cron") && !f.Changed("every") {
+		sf.cron = "@hourly"
+	}
+	d, err := sf.definition(cmd, name, queue, jobType)
+	sf.cron = cron
+	d.Cron = cron
+	return d, fields, err
+}
+
 // schedulesCommand is `sepp schedules list|get|create|update|delete|pause|resume`.
 func (e *env) schedulesCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -185,15 +221,18 @@ leader failovers and restarts. See docs/schedules.md.`,
 					}
 					return e.printJSON(out, map[string]any{"schedules": vs})
 				}
-				fmt.Fprintf(out, "%-24s %-30s %-16s %-7s %-20s %-20s %s\n", "NAME", "SPEC", "QUEUE", "PAUSED", "NEXT", "LAST", "FIRED/SKIPPED")
+				// A table sized to its widest cell: a long spec or name keeps
+				// the columns after it in line.
+				rows := make([][]string, 0, len(ss))
 				for _, s := range ss {
 					nextAt := "-"
 					if len(s.NextFireTimes) > 0 {
 						nextAt = fmtTime(s.NextFireTimes[0])
 					}
-					fmt.Fprintf(out, "%-24s %-30s %-16s %-7t %-20s %-20s %d/%d\n", s.Name, describeSpec(s), s.Template.Queue, s.Paused, nextAt, fmtTime(s.LastFireTime), s.Fired, s.Skipped)
+					rows = append(rows, []string{s.Name, describeSpec(s), s.Template.Queue, strconv.FormatBool(s.Paused), nextAt,
+						fmtTime(s.LastFireTime), fmt.Sprintf("%d/%d", s.Fired, s.Skipped)})
 				}
-				return nil
+				return table(out, "NAME\tSPEC\tQUEUE\tPAUSED\tNEXT\tLAST\tFIRED/SKIPPED", rows)
 			})
 		},
 	}
@@ -240,19 +279,34 @@ leader failovers and restarts. See docs/schedules.md.`,
 	}
 	cf.register(create, true)
 	var uf scheduleFlags
+	var queue, jobType string
 	update := &cobra.Command{
-		Use:               "update NAME QUEUE JOB_TYPE",
-		Short:             "Replace a schedule's definition (spec, zone, template, policies)",
-		Long:              "Replace a schedule's whole definition; unset flags take their defaults. It stays paused or running as it was, and no tick it fired fires again.",
-		Args:              cobra.ExactArgs(3),
+		Use:   "update NAME [--cron EXPR | --every DURATION] [--queue QUEUE] [--job-type TYPE] [flags]",
+		Short: "Change some of a schedule's definition; the fields not given stay",
+		Long: "Change the fields given by flags; every other field keeps its value. It stays paused or running as it was, " +
+			"and no tick it fired fires again. (NAME QUEUE JOB_TYPE as three arguments still works, as --queue and --job-type.)",
+		Args: cobra.MatchAll(cobra.RangeArgs(1, 3), func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 {
+				return fmt.Errorf("give NAME alone (with --queue and --job-type), or NAME QUEUE JOB_TYPE")
+			}
+			return nil
+		}),
 		ValidArgsFunction: e.completeScheduleArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := uf.definition(cmd, args[0], args[1], args[2])
+			if len(args) == 3 {
+				if cmd.Flags().Changed("queue") || cmd.Flags().Changed("job-type") {
+					return usageErrorf("give the queue and job type as arguments or as --queue and --job-type, not both")
+				}
+				queue, jobType = args[1], args[2]
+				_ = cmd.Flags().Set("queue", queue)
+				_ = cmd.Flags().Set("job-type", jobType)
+			}
+			d, fields, err := uf.changes(cmd, args[0], queue, jobType)
 			if err != nil {
 				return err
 			}
 			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
-				s, err := c.UpdateSchedule(ctx, d)
+				s, err := c.UpdateScheduleFields(ctx, d, fields...)
 				if err != nil {
 					return err
 				}
@@ -260,6 +314,8 @@ leader failovers and restarts. See docs/schedules.md.`,
 			})
 		},
 	}
+	update.Flags().StringVar(&queue, "queue", "", "queue the schedule's jobs go to")
+	update.Flags().StringVar(&jobType, "job-type", "", "job type of the schedule's jobs")
 	uf.register(update, false)
 	del := &cobra.Command{
 		Use:               "delete NAME",

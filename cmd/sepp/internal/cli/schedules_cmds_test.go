@@ -92,3 +92,75 @@ func mustZone(t *testing.T, name string) *time.Location {
 	}
 	return l
 }
+
+// schedules update changes the fields whose flags it is given and keeps
+// every other one.
+func TestSchedulesUpdate_KeepsFieldsNotGiven(t *testing.T) {
+	addr := startServer(t)
+	mustRun(t, addr, "schedules", "create", "nightly", "reports", "build", "--cron", "0 3 * * *", "--tz", "Europe/Berlin",
+		"--payload", `{"k":1}`, "--custom", "tenant=acme", "--priority", "3", "--max-attempts", "4", "--overlap", "allow", "--catch-up", "skip")
+	want := map[string]any{
+		"queue": "reports", "job_type": "build", "cron": "0 3 * * *", "time_zone": "Europe/Berlin", "payload": `{"k":1}`,
+		"priority": float64(3), "max_attempts": float64(4), "overlap": "allow", "catch_up": "skip",
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		change map[string]any
+	}{
+		{"Priority", []string{"--priority", "7"}, map[string]any{"priority": float64(7)}},
+		{"Cron", []string{"--cron", "0 4 * * *"}, map[string]any{"cron": "0 4 * * *"}},
+		{"JobTypeByFlag", []string{"--job-type", "rebuild"}, map[string]any{"job_type": "rebuild"}},
+		{"Overlap", []string{"--overlap", "skip"}, map[string]any{"overlap": "skip"}},
+		{"QueueAndTypeAsArguments", []string{"reports2", "build2"}, map[string]any{"queue": "reports2", "job_type": "build2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mustRun(t, addr, append([]string{"schedules", "update", "nightly"}, tt.args...)...)
+			for k, v := range tt.change {
+				want[k] = v
+			}
+			got := decode[map[string]any](t, mustRun(t, addr, "schedules", "get", "nightly", "--json"))
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s = %v, want %v", k, got[k], v)
+				}
+			}
+			if got["custom"].(map[string]any)["tenant"] != "acme" {
+				t.Errorf("custom = %v, want tenant=acme kept", got["custom"])
+			}
+		})
+	}
+	if _, code := sepp(t, addr, "schedules", "update", "nightly"); code != ExitUsage {
+		t.Errorf("update without a flag: exit %d, want %d", code, ExitUsage)
+	}
+	if _, code := sepp(t, addr, "schedules", "update", "nightly", "--every", "1m", "--cron", "@daily"); code != ExitUsage {
+		t.Errorf("update with --cron and --every: exit %d, want %d", code, ExitUsage)
+	}
+	// --every replaces the cron spec (a schedule has one).
+	got := decode[map[string]any](t, mustRun(t, addr, "schedules", "update", "nightly", "--every", "1h", "--json"))
+	if got["interval_ms"] != float64(3600000) || got["cron"] != nil && got["cron"] != "" || got["priority"] != float64(7) {
+		t.Errorf("after --every: %v", got)
+	}
+}
+
+// schedules list keeps its columns in line whatever the length of a spec
+// or a name.
+func TestSchedulesList_ColumnsAligned(t *testing.T) {
+	addr := startServer(t)
+	mustRun(t, addr, "schedules", "create", "a", "q", "t", "--every", "1m")
+	mustRun(t, addr, "schedules", "create", "a-schedule-with-a-rather-long-name", "reports", "build",
+		"--cron", "0,15,30,45 1-5,10-12 * * mon-fri", "--tz", "America/Argentina/Buenos_Aires")
+	lines := strings.Split(strings.TrimRight(mustRun(t, addr, "schedules", "list"), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("list: %q", lines)
+	}
+	for _, col := range []string{"QUEUE", "PAUSED", "NEXT"} {
+		at := strings.Index(lines[0], col)
+		for _, l := range lines[1:] {
+			if at <= 0 || at >= len(l) || l[at-1] != ' ' || l[at] == ' ' {
+				t.Errorf("column %s starts at %d in the header but not in %q", col, at, l)
+			}
+		}
+	}
+}

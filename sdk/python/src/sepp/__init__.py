@@ -10,7 +10,8 @@ and sepp.googlerpc (the google.rpc status and error details).
 """
 
 from sepp.client import SeppClient, new_key
-from sepp.errors import (AlreadyExists, ClientClosed, InternalError, InvalidArgument, InvalidField, LeaseLost, NotFound,
+from sepp.errors import (AlreadyExists, ClientClosed, InternalError, InvalidArgument, InvalidField, JobCancelled,
+                         LeaseLost, NotFound,
                          NotLeader, PermissionDenied, QueueFull, ResourceExhausted, ScheduledTooFar, SeppError,
                          Unauthenticated, Unavailable, UniqueConflict, UnknownOutcome, WrongState)
 from sepp.producer import Producer
@@ -29,7 +30,7 @@ __all__ = [
     "NodeInfo", "ClusterMember", "ClusterStatus", "UniqueOptions", "JobTemplate", "ScheduleDefinition", "Schedule",
     "ScheduleOverlap", "ScheduleCatchUp",
     "SeppError", "InvalidArgument", "InvalidField", "ScheduledTooFar", "NotFound", "AlreadyExists", "UniqueConflict",
-    "LeaseLost", "WrongState",
+    "LeaseLost", "JobCancelled", "WrongState",
     "ResourceExhausted", "QueueFull", "Unavailable", "NotLeader", "UnknownOutcome", "PermissionDenied",
     "Unauthenticated", "ClientClosed", "InternalError",
 ]

@@ -36,6 +36,7 @@ __all__ = [
     "AlreadyExists",
     "UniqueConflict",
     "LeaseLost",
+    "JobCancelled",
     "WrongState",
     "ResourceExhausted",
     "QueueFull",
@@ -137,6 +138,13 @@ class LeaseLost(SeppError):
     or the job was redelivered, acked or released). Nothing changed."""
 
 
+class JobCancelled(LeaseLost):
+    """An operator cancelled the job while a worker held its lease: the lease
+    was revoked, not lost. It is a LeaseLost too (the lease is gone all the
+    same); test for JobCancelled first to tell the two apart. A cancel that
+    deleted the job leaves no trace, and its lease reads as lost."""
+
+
 class WrongState(SeppError):
     """The job is not in a state the operation accepts."""
 
@@ -214,6 +222,7 @@ class _Details:
     too_far: Optional[ScheduledTooFar] = None
     not_leader: Optional[errors_pb2.NotLeader] = None
     precondition_is_lease: bool = False
+    precondition_is_cancel: bool = False
     conflict: Optional[UniqueConflict] = None
 
 
@@ -236,6 +245,7 @@ def _decode_details(details: Sequence[any_pb2.Any], kw: _Kw) -> _Details:
     too_far: Optional[ScheduledTooFar] = None
     not_leader: Optional[errors_pb2.NotLeader] = None
     lease = False
+    cancelled = False
     conflict: Optional[UniqueConflict] = None
     for d in details:
         name = _type_name(d)
@@ -257,6 +267,7 @@ def _decode_details(details: Sequence[any_pb2.Any], kw: _Kw) -> _Details:
         elif name == "google.rpc.PreconditionFailure":
             pf = error_details_pb2.PreconditionFailure.FromString(d.value)
             lease = lease or any("lease" in v.type.lower() for v in pf.violations)
+            cancelled = cancelled or any(v.type == "LEASE_CANCELLED" for v in pf.violations)
         elif name == "google.rpc.ResourceInfo":
             ri = error_details_pb2.ResourceInfo.FromString(d.value)
             if ri.resource_type == "job":
@@ -265,7 +276,7 @@ def _decode_details(details: Sequence[any_pb2.Any], kw: _Kw) -> _Details:
                 except ValueError:
                     job_id = 0
                 conflict = UniqueConflict(ri.owner, job_id, ri.description, **kw.as_dict())
-    return _Details(field, too_far, not_leader, lease, conflict)
+    return _Details(field, too_far, not_leader, lease, cancelled, conflict)
 
 
 def status_details(err: grpc.RpcError) -> list[any_pb2.Any]:
@@ -306,6 +317,8 @@ def from_status(op: str, code: grpc.StatusCode, message: str,
             return d.conflict
         return AlreadyExists(message, **kw.as_dict())
     if code == C.FAILED_PRECONDITION:
+        if d.precondition_is_cancel:
+            return JobCancelled(message, **kw.as_dict())
         if op in _LEASE_OPS or d.precondition_is_lease:
             return LeaseLost(message, **kw.as_dict())
         return WrongState(message, **kw.as_dict())

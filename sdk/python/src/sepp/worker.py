@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import Any, Callable, Coroutine, Optional
 
 from sepp.client import SeppClient, new_key
-from sepp.errors import LeaseLost, NotFound, SeppError, Unavailable, UnknownOutcome
+from sepp.errors import JobCancelled, LeaseLost, NotFound, SeppError, Unavailable, UnknownOutcome
 from sepp.types import Delivery, RetryDirective
 
 __all__ = ["Worker", "Handler", "HandlerError", "Retry", "RetryAfter", "Permanent"]
@@ -66,7 +66,12 @@ class Worker:
     ``max_reserve`` caps the jobs of one reserve. ``stop()`` stops
     reserving, hands back jobs reserved but not started, and waits up to
     ``shutdown_timeout`` for running handlers (then cancels them and
-    releases their jobs, burning no attempt)."""
+    releases their jobs, burning no attempt).
+
+    A handler whose lease is gone is cancelled, and ``on_error`` gets why:
+    ``JobCancelled`` when an operator cancelled the job, ``LeaseLost`` when
+    the lease expired or was taken over (the ``CancelledError``'s message
+    says the same: "job cancelled by an operator" or "lease lost")."""
 
     def __init__(self, client: SeppClient, *, concurrency: int = 10, lease: timedelta = timedelta(seconds=30),
                  wait: timedelta = timedelta(seconds=5), max_reserve: int = 16, worker_id: str = "",
@@ -267,8 +272,12 @@ class Worker:
         if keeper.lost is not None:
             if me.cancelling():
                 me.uncancel()  # the keeper's cancel, consumed here
-            self._report(LeaseLost(f"job {d.ctx.job_id}: lease lost while its handler ran; not answering for "
-                                   f"it: {keeper.lost}", op="extend lease"))
+            if isinstance(keeper.lost, JobCancelled):
+                self._report(JobCancelled(f"job {d.ctx.job_id}: cancelled by an operator while its handler ran; not "
+                                          f"answering for it: {keeper.lost}", op="extend lease"))
+            else:
+                self._report(LeaseLost(f"job {d.ctx.job_id}: lease lost while its handler ran; not answering for "
+                                       f"it: {keeper.lost}", op="extend lease"))
             return
         if err is None:
             # Bounded by the client's retry_timeout; no wait_for (a task and
@@ -337,7 +346,8 @@ class _LeaseKeeper:
             return
         self.lost = err
         self.done = True
-        self.task.cancel()
+        # The message tells a handler that catches CancelledError why.
+        self.task.cancel("job cancelled by an operator" if isinstance(err, JobCancelled) else "lease lost")
 
     def stop(self) -> None:
         self.done = True

@@ -1,4 +1,5 @@
 from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from sepp.v1 import queue_service_pb2 as _queue_service_pb2
 from sepp.v1 import types_pb2 as _types_pb2
@@ -688,10 +689,12 @@ class UpdateQueueResponse(_message.Message):
     def __init__(self, effective: _Optional[_Union[_queue_service_pb2.QueueLimits, _Mapping]] = ...) -> None: ...
 
 class UpdateScheduleRequest(_message.Message):
-    __slots__ = ["schedule"]
+    __slots__ = ["schedule", "update_mask"]
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
     schedule: Schedule
-    def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ...) -> None: ...
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
 
 class UpdateScheduleResponse(_message.Message):
     __slots__ = ["schedule"]
