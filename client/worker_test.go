@@ -441,12 +441,14 @@ func TestWorker_CancelCauseIsNotLeaseLost(t *testing.T) {
 		wantCancelled bool
 	}{
 		{name: "OperatorCancel", wantCancelled: true, end: func(t *testing.T, c *client.Client, _ *node, id uint64) {
+			t.Helper()
 			res, err := c.CancelJobs(testContext(t), []uint64{id}, client.CancelJobsOptions{Reason: "stuck"})
 			if err != nil || res[0].Err != nil {
 				t.Fatalf("cancel: %+v %v", res, err)
 			}
 		}},
 		{name: "LeaseLost", end: func(t *testing.T, _ *client.Client, n *node, _ uint64) {
+			t.Helper()
 			n.backend.setAfter(func(op string) error {
 				if op == "ExtendLease" {
 					return fmt.Errorf("lease taken over: %w", engine.ErrLeaseLost)

@@ -20,25 +20,31 @@ func TestLease_CancelledIsToldApartFromLost(t *testing.T) {
 		wantCancelled bool
 	}{
 		{name: "CancelRetained", recordFields: true, wantCancelled: true, end: func(t *testing.T, e *engine.Engine, clock *et.Clock, d engine.Delivery) {
+			t.Helper()
 			mustAct(t, e, clock.Now(), engine.JobActionCancel, d.Job.ID)
 		}},
 		{name: "CancelThenRequeued", recordFields: true, wantCancelled: true, end: func(t *testing.T, e *engine.Engine, clock *et.Clock, d engine.Delivery) {
+			t.Helper()
 			mustAct(t, e, clock.Now(), engine.JobActionCancel, d.Job.ID)
 			if res := e.RequeueDeadLetters(clock.Now(), []engine.JobID{d.Job.ID}); res[0].Err != nil {
 				t.Fatal(res[0].Err)
 			}
 		}},
 		{name: "CancelDeleteLeavesNoTrace", recordFields: true, end: func(t *testing.T, e *engine.Engine, clock *et.Clock, d engine.Delivery) {
+			t.Helper()
 			mustAct(t, e, clock.Now(), engine.JobActionCancelDelete, d.Job.ID)
 		}},
 		{name: "CancelBeforeLeasesAreRecorded", end: func(t *testing.T, e *engine.Engine, clock *et.Clock, d engine.Delivery) {
+			t.Helper()
 			mustAct(t, e, clock.Now(), engine.JobActionCancel, d.Job.ID)
 		}},
 		{name: "Expired", recordFields: true, end: func(t *testing.T, e *engine.Engine, clock *et.Clock, d engine.Delivery) {
+			t.Helper()
 			clock.Advance(time.Hour)
 			e.Tick(clock.Now())
 		}},
 		{name: "Released", recordFields: true, end: func(t *testing.T, e *engine.Engine, clock *et.Clock, d engine.Delivery) {
+			t.Helper()
 			if err := e.Release(clock.Now(), et.Ref(d)); err != nil {
 				t.Fatal(err)
 			}

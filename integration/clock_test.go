@@ -68,6 +68,7 @@ func TestClockFaults(t *testing.T) {
 }
 
 func runClockFault(t *testing.T, bin string, offsetMS, driftPPM int64) {
+	t.Helper()
 	dir := t.TempDir()
 	clockFile := filepath.Join(dir, "clock")
 	if err := os.WriteFile(clockFile, nil, 0o644); err != nil {
