@@ -55,6 +55,10 @@ type Options struct {
 	MemTableBytes uint64
 	// Logger receives Pebble's messages; nil: discarded.
 	Logger pebble.Logger
+
+	// noAutoCompactions leaves every file where flushes put it, so that a
+	// benchmark measures reads over tombstones that no compaction removed.
+	noAutoCompactions bool
 }
 
 // Store is the on-disk store of job bodies and dead letters. Reads are safe
@@ -110,6 +114,7 @@ func pebbleOptions(o Options) *pebble.Options {
 		Logger:                      logger,
 	}
 	po.Experimental.TombstoneDenseCompactionThreshold = 0.10
+	po.DisableAutomaticCompactions = o.noAutoCompactions
 	return po
 }
 
