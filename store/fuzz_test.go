@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"google.golang.org/protobuf/proto"
 
@@ -33,7 +34,7 @@ func FuzzDecodeRecords(f *testing.F) {
 		for _, k := range [][]byte{bodyKey(1), progressKey(1), dk} {
 			_ = b.Set(k, data, nil)
 		}
-		if err := b.Commit(nil); err != nil {
+		if err := b.Commit(pebble.NoSync); err != nil {
 			t.Fatal(err)
 		}
 		check := func(what string, m proto.Message, err error) {
