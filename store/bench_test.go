@@ -36,6 +36,7 @@ func openDiskWith(tb testing.TB, o Options) *Store {
 // machine shared, wall time per op measures the neighbours too, CPU time per
 // op (which includes Pebble's flushes and compactions) much less so.
 func cpuTime(tb testing.TB) time.Duration {
+	tb.Helper()
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		tb.Fatal(err)
@@ -45,6 +46,7 @@ func cpuTime(tb testing.TB) time.Duration {
 
 // reportCPU reports CPU ns per op since start.
 func reportCPU(b *testing.B, start time.Duration) {
+	b.Helper()
 	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
 }
 
