@@ -91,6 +91,11 @@ func TestSoak(t *testing.T) {
 			return func() {
 				pause(ctx, time.Until(deadline)) // the workload runs the whole duration
 				samples.stop()
+				// Written now, before the drain and the history check, so
+				// that a run the checks fail still leaves its samples.
+				if err := samples.writeCSV(filepath.Join(o.out, "soak.csv")); err != nil {
+					t.Errorf("soak samples: %v", err)
+				}
 			}
 		},
 	})
@@ -102,9 +107,6 @@ func TestSoak(t *testing.T) {
 		t.Fatal("the sampler never started")
 	}
 	path := filepath.Join(o.out, "soak.csv")
-	if err := samples.writeCSV(path); err != nil {
-		t.Fatal(err)
-	}
 	fmt.Printf("soak: %d samples in %s\n", len(samples.rows), path)
 	for _, g := range samples.growth() {
 		report(t, "soak "+g.String(), g.ratio(), "× (last fifth's median / second fifth's)")

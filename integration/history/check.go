@@ -334,7 +334,33 @@ func (r *Report) checkOrder(reservesByQ, unknownResByQ map[string][]*Op, keyOps 
 		for _, c := range cands {
 			candByID[c.id] = c
 		}
-		for _, res := range reservesByQ[q] {
+		// The jobs a reserve could have been expected to hand out first are
+		// those Ready before it began (readyAt < res.Start) and first handed
+		// out by a reserve that began after it ended (firstRes.Start >
+		// res.End): the queue's backlog at the time, not the whole history.
+		// Walking the reserves by start, a job joins once Ready before the
+		// reserve's start and leaves for good once its own first reserve
+		// began at or before it (no later reserve can see it waiting), so
+		// each reserve looks at the backlog alone: O(n log n) plus the
+		// backlog's size per reserve, instead of every pair of jobs.
+		byReady := slices.Clone(cands)
+		slices.SortStableFunc(byReady, func(a, b cand) int { return a.readyAt.Compare(b.readyAt) })
+		reserves := slices.Clone(reservesByQ[q])
+		slices.SortStableFunc(reserves, func(a, b *Op) int { return a.Start.Compare(b.Start) })
+		var waiting []cand // Ready before the current reserve's start, first reserve not yet begun
+		next := 0
+		for _, res := range reserves {
+			for next < len(byReady) && byReady[next].readyAt.Before(res.Start) {
+				waiting = append(waiting, byReady[next])
+				next++
+			}
+			kept := waiting[:0]
+			for _, a := range waiting {
+				if a.firstRes.Start.After(res.Start) {
+					kept = append(kept, a)
+				}
+			}
+			waiting = kept
 			inBatch := map[uint64]bool{}
 			for _, d := range res.Deliveries {
 				inBatch[d.JobID] = true
@@ -344,8 +370,8 @@ func (r *Report) checkOrder(reservesByQ, unknownResByQ map[string][]*Op, keyOps 
 				if !ok || b.firstRes != res {
 					continue
 				}
-				for _, a := range cands {
-					if inBatch[a.id] || !a.readyAt.Before(res.Start) || !a.firstRes.Start.After(res.End) {
+				for _, a := range waiting {
+					if inBatch[a.id] || !a.firstRes.Start.After(res.End) {
 						continue
 					}
 					ranksFirst := a.prio > b.prio || (a.prio == b.prio && a.readyAt.Before(b.enqStart))
