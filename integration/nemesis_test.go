@@ -154,6 +154,10 @@ type campaignOptions struct {
 	// turns a node's command line into the one started (devcluster's
 	// Options.Launch): the rolling upgrade picks each node's binary with it.
 	Launch func(node int, argv []string) []string
+	// DeadLetterRetention, when set, keeps dead letters this long instead of
+	// clusterTOML's hour: a run longer than that must outlive it, or the
+	// final read misses the first dead letters and counts them lost.
+	DeadLetterRetention time.Duration
 	// MaxJobs bounds the workload's distinct jobs (default 200,000).
 	MaxJobs int
 	// During, when set, starts with the workload and is stopped, by the
@@ -286,7 +290,11 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 	ctx, cancel := context.WithTimeout(context.Background(), sched.End()+4*time.Minute)
 	defer cancel()
 
-	dopts := devcluster.Options{Binary: bin, Nodes: 3, Dir: t.TempDir(), ExtraTOML: clusterTOML, Launch: o.Launch}
+	extra := clusterTOML
+	if o.DeadLetterRetention > 0 {
+		extra = strings.Replace(extra, "dead_letter_retention_ms = 3600000", fmt.Sprintf("dead_letter_retention_ms = %d", o.DeadLetterRetention.Milliseconds()), 1)
+	}
+	dopts := devcluster.Options{Binary: bin, Nodes: 3, Dir: t.TempDir(), ExtraTOML: extra, Launch: o.Launch}
 	var nn *nodeNet
 	if o.Partitions {
 		var err error

@@ -85,6 +85,7 @@ func TestSoak(t *testing.T) {
 	var samples *soakSampler
 	r := runCampaign(t, campaignOptions{
 		Schedule: sched, Partitions: partitions, Name: "soak", MaxJobs: 5_000_000,
+		DeadLetterRetention: o.duration + time.Hour,
 		During: func(ctx context.Context, c localCluster) func() {
 			samples = startSoakSampler(ctx, c, o.every)
 			deadline := time.Now().Add(o.duration)
