@@ -86,7 +86,8 @@ func (e *Engine) kill(j *job, cause Cause) {
 	e.forward(j, cause)
 	e.uniqueKilled(j, e.lim.DeadLetterRetention > 0)
 	if e.lim.DeadLetterRetention <= 0 {
-		e.charge(q, -jobCharge(j))
+		e.charge(q, -e.jobHeld(j))
+		e.releasePayload(j)
 		q.dropped++
 		return
 	}
@@ -158,7 +159,8 @@ func (e *Engine) unlinkDead(r *deadRecord) {
 func (e *Engine) dropDead(r *deadRecord) {
 	e.unlinkDead(r)
 	e.uniqueDropped(r.j)
-	e.charge(r.j.q, -jobCharge(r.j))
+	e.charge(r.j.q, -e.jobHeld(r.j))
+	e.releasePayload(r.j)
 }
 
 // forward enqueues a copy of a dying job onto its queue's dead_letter_queue:
@@ -202,7 +204,7 @@ func (e *Engine) forward(j *job, cause Cause) {
 	}
 	if e.recordFields {
 		// Custom keys as they arrived; the origin in the copy's own fields.
-		fj := e.addJob(dq, dq.internJobType(*j.jobType), j.payload, prio, maxAttempts, custom, 0)
+		fj := e.addJob(dq, dq.internJobType(*j.jobType), e.payloadOf(j), prio, maxAttempts, custom, 0)
 		before := jobCharge(fj)
 		fj.extension().origin = &jobOrigin{queue: j.q.name, jobID: j.id, cause: cause, failedAt: e.now, lastReason: lastReason, finalAttempt: j.attempt}
 		e.charge(dq, jobCharge(fj)-before)
@@ -213,7 +215,7 @@ func (e *Engine) forward(j *job, cause Cause) {
 	custom[FieldCause] = cause.String()
 	custom[FieldLastReason] = lastReason
 	custom[FieldFinalAttempt] = strconv.FormatUint(uint64(j.attempt), 10)
-	e.addJob(dq, dq.internJobType(*j.jobType), j.payload, prio, maxAttempts, custom, 0)
+	e.addJob(dq, dq.internJobType(*j.jobType), e.payloadOf(j), prio, maxAttempts, custom, 0)
 }
 
 // DrainDeadLetters removes and returns up to Max records (default 1, clamped

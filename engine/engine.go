@@ -96,6 +96,20 @@ type Engine struct {
 	// snapshotVersionExpiryFair from then on.
 	expiry     expiryHeap
 	expiryUsed bool
+
+	// payloads keeps every live job's and retained record's payload by
+	// job id (payloads.go): an in-heap map unless the state machine hands
+	// the engine its on-disk store. Where payloads live is a node's own
+	// choice and never changes what the engine decides.
+	payloads PayloadStore
+	// payloadsOffHeap: payloads are no longer charged to the memory budget
+	// but to the disk budget (limits.max_disk_bytes). Set by a ConfigSet
+	// of command version 16, which the leader proposes only once every
+	// member applies it, so that every replica charges alike.
+	payloadsOffHeap bool
+	// diskHeld is the payload bytes of the live jobs and retained records:
+	// what the disk budget counts once payloadsOffHeap is on.
+	diskHeld int64
 }
 
 // New returns an empty engine running cfg. cfg must have passed Validate; an
@@ -122,6 +136,7 @@ func newEmpty() *Engine {
 		reservations: make(map[string]*reservation),
 		resByLease:   make(map[LeaseToken]*reservation),
 		schedules:    make(map[string]*schedule),
+		payloads:     newHeapPayloads(),
 	}
 }
 

@@ -163,7 +163,7 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	if len(p.Custom) > 0 {
 		customBytes = customCharge(p.Custom)
 	}
-	need := enqueueCharge(p, &sk, customBytes, due != 0 || deadline != 0 || q.set.maxWait != 0)
+	need := enqueueCharge(p, &sk, customBytes, due != 0 || deadline != 0 || q.set.maxWait != 0, e.payloadsOffHeap)
 	if uniqueKey != "" {
 		need += uniqueCharge(uniqueKey)
 		if customBytes == 0 && due == 0 {
@@ -192,17 +192,13 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	maxAttempts = min(maxAttempts, e.lim.MaxAttemptsCeiling)
 
 	// The engine keeps copies, never the caller's memory: params are values,
-	// whatever buffer they were decoded from.
-	var payload []byte
-	if len(p.Payload) > 0 {
-		payload = make([]byte, len(p.Payload))
-		copy(payload, p.Payload)
-	}
+	// whatever buffer they were decoded from. The payload store copies the
+	// payload (PayloadStore.PutPayload).
 	var custom map[string]string
 	if len(p.Custom) > 0 {
 		custom = maps.Clone(p.Custom)
 	}
-	j := e.addJob(q, q.internJobType(p.JobType), payload, prio, maxAttempts, custom, due)
+	j := e.addJob(q, q.internJobType(p.JobType), p.Payload, prio, maxAttempts, custom, due)
 	if deadline != 0 {
 		e.setDeadline(j, deadline)
 	}
@@ -234,13 +230,13 @@ func (e *Engine) addJob(q *queue, jobType *string, payload []byte, prio uint8, m
 		id:          JobID(e.nextID),
 		q:           q,
 		jobType:     jobType,
-		payload:     payload,
 		enqueuedAt:  e.now,
 		heapIdx:     -1,
 		maxAttempts: maxAttempts,
 		priority:    prio,
 	}
 	e.nextID++
+	e.putPayload(j, payload)
 	if custom != nil {
 		j.extension().custom = custom
 	}
@@ -252,7 +248,7 @@ func (e *Engine) addJob(q *queue, jobType *string, payload []byte, prio uint8, m
 	} else {
 		e.makeReady(j)
 	}
-	e.charge(q, jobCharge(j))
+	e.charge(q, e.jobHeld(j))
 	if q.set.maxWait != 0 {
 		e.setDeadline(j, e.queueDeadline(q, due))
 	}

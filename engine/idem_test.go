@@ -188,19 +188,20 @@ func TestEnqueueKeepsCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := e.jobs.get(res.JobID)
-	if &j.payload[0] == &payload[0] {
+	stored := e.payloadOf(j)
+	if &stored[0] == &payload[0] {
 		t.Fatal("the engine kept the caller's payload, not a copy")
 	}
-	if cap(j.payload) != len(j.payload) {
-		t.Fatalf("stored payload has spare capacity %d", cap(j.payload)-len(j.payload))
+	if cap(stored) != len(stored) {
+		t.Fatalf("stored payload has spare capacity %d", cap(stored)-len(stored))
 	}
 	if unsafe.StringData(e.keys.at(0).key) == unsafe.StringData(key) {
 		t.Fatal("the engine kept the caller's key string, not a copy")
 	}
 	payload[0] = 'X'
 	custom["k2"] = "v2"
-	if string(j.payload) != "payload" {
-		t.Fatalf("stored payload %q changed with the caller's buffer", j.payload)
+	if string(e.payloadOf(j)) != "payload" {
+		t.Fatalf("stored payload %q changed with the caller's buffer", e.payloadOf(j))
 	}
 	if got := len(j.ext.custom); got != 1 {
 		t.Fatalf("custom has %d fields after the caller's change, want 1", got)

@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// view copies a job out of the engine. The payload is shared: the engine
-// never modifies a stored payload, and callers must not either.
+// view copies a job out of the engine. The payload is the store's
+// (payloads.go): the engine never modifies it, and callers must not either.
 func (e *Engine) view(j *job) Job {
 	v := Job{
 		ID:          j.id,
 		Queue:       j.q.name,
 		JobType:     *j.jobType,
-		Payload:     j.payload,
+		Payload:     e.payloadOf(j),
 		Priority:    uint32(j.priority),
 		State:       j.state,
 		EnqueuedAt:  fromNanos(j.enqueuedAt),

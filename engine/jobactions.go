@@ -156,7 +156,8 @@ func (e *Engine) cancelJob(j *job, p JobActionParams) error {
 	e.detach(j)
 	if p.Action == JobActionCancelDelete {
 		e.jobs.del(j.id)
-		e.charge(j.q, -jobCharge(j))
+		e.charge(j.q, -e.jobHeld(j))
+		e.releasePayload(j)
 		j.q.purged++
 		return nil
 	}

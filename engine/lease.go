@@ -303,7 +303,8 @@ func (e *Engine) Ack(now time.Time, ref LeaseRef) error {
 	}
 	e.detach(j)
 	e.jobs.del(j.id)
-	e.charge(j.q, -jobCharge(j))
+	e.charge(j.q, -e.jobHeld(j))
+	e.releasePayload(j)
 	e.uniqueAcked(j)
 	j.q.acked++
 	return nil

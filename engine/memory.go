@@ -116,9 +116,21 @@ func customCharge(custom map[string]string) int64 {
 	return n
 }
 
-// jobCharge is the charge of j's content as the state holds it.
+// jobHeld is the charge of j's content, its payload included until
+// payloads are kept off the heap (payloads.go).
+func (e *Engine) jobHeld(j *job) int64 {
+	n := jobCharge(j)
+	if !e.payloadsOffHeap {
+		n += int64(j.payloadLen)
+	}
+	return n
+}
+
+// jobCharge is the charge of j's content but its payload: an operation
+// that changes the content but not the payload charges the difference of
+// two jobCharge, the same wherever the payload lives.
 func jobCharge(j *job) int64 {
-	n := int64(jobOverhead) + int64(len(j.payload)) + int64(len(*j.jobType))
+	n := int64(jobOverhead) + int64(len(*j.jobType))
 	if x := j.ext; x != nil && (x.scheduledAt != 0 || x.lastReason != "" || len(x.custom) > 0 || len(x.history) > 0 || x.uniqueKey != "" || x.origin != nil || x.expiresAt != 0) {
 		n += extOverhead + customCharge(x.custom) + int64(len(x.lastReason)) + int64(len(x.uniqueKey))
 		for i := range x.history {
@@ -150,8 +162,11 @@ func reservationCharge(r *reservation) int64 {
 
 // enqueueCharge predicts jobCharge of the job an enqueue of p to q would
 // add, plus its key's charge.
-func enqueueCharge(p *EnqueueParams, sk *storedKey, custom int64, scheduled bool) int64 {
-	n := int64(jobOverhead) + int64(len(p.Payload)) + int64(len(p.JobType))
+func enqueueCharge(p *EnqueueParams, sk *storedKey, custom int64, scheduled, payloadOffHeap bool) int64 {
+	n := int64(jobOverhead) + int64(len(p.JobType))
+	if !payloadOffHeap {
+		n += int64(len(p.Payload))
+	}
 	if custom > 0 || scheduled {
 		n += extOverhead + custom
 	}
@@ -215,7 +230,7 @@ func (e *Engine) recount() {
 		q.held = 0
 	}
 	e.jobs.each(func(j *job) bool {
-		e.charge(j.q, jobCharge(j))
+		e.charge(j.q, e.jobHeld(j))
 		return true
 	})
 	for id, w := range e.workers { // sums: order does not matter
@@ -229,7 +244,7 @@ func (e *Engine) recount() {
 		}
 	}
 	for r := e.deadHead; r != nil; r = r.next {
-		e.charge(r.j.q, jobCharge(r.j)+deadRecordOverhead)
+		e.charge(r.j.q, e.jobHeld(r.j)+deadRecordOverhead)
 	}
 	for i := 0; i < e.keys.len(); i++ {
 		ent := e.keys.at(i)
@@ -251,7 +266,7 @@ func (e *Engine) recount() {
 func (e *Engine) checkMemoryCounts() error {
 	perQueue := make(map[*queue]int64, len(e.queues))
 	e.jobs.each(func(j *job) bool {
-		perQueue[j.q] += jobCharge(j)
+		perQueue[j.q] += e.jobHeld(j)
 		return true
 	})
 	for id, w := range e.workers {
@@ -265,7 +280,7 @@ func (e *Engine) checkMemoryCounts() error {
 		}
 	}
 	for r := e.deadHead; r != nil; r = r.next {
-		perQueue[r.j.q] += jobCharge(r.j) + deadRecordOverhead
+		perQueue[r.j.q] += e.jobHeld(r.j) + deadRecordOverhead
 	}
 	for i := 0; i < e.keys.len(); i++ {
 		ent := e.keys.at(i)
@@ -289,6 +304,17 @@ func (e *Engine) checkMemoryCounts() error {
 	}
 	if total != e.held {
 		return fmt.Errorf("engine counts %d held bytes, holds %d", e.held, total)
+	}
+	var disk int64
+	e.jobs.each(func(j *job) bool {
+		disk += int64(j.payloadLen)
+		return true
+	})
+	for r := e.deadHead; r != nil; r = r.next {
+		disk += int64(r.j.payloadLen)
+	}
+	if disk != e.diskHeld {
+		return fmt.Errorf("engine counts %d payload bytes, holds %d", e.diskHeld, disk)
 	}
 	return nil
 }

@@ -218,7 +218,8 @@ func (e *Engine) DeleteQueue(now time.Time, name string, force bool) (QueueRemov
 	for _, j := range e.queueJobs(q, false) {
 		e.detach(j)
 		e.jobs.del(j.id)
-		e.charge(q, -jobCharge(j))
+		e.charge(q, -e.jobHeld(j))
+		e.releasePayload(j)
 		res.Jobs++
 	}
 	for q.deadHead != nil {
@@ -271,7 +272,8 @@ func (e *Engine) PurgeQueue(now time.Time, name string, target PurgeTarget) (Que
 func (e *Engine) removeLive(j *job) {
 	e.detach(j)
 	e.jobs.del(j.id)
-	e.charge(j.q, -jobCharge(j))
+	e.charge(j.q, -e.jobHeld(j))
+	e.releasePayload(j)
 	j.q.purged++
 }
 

@@ -349,9 +349,10 @@ func (e *Engine) redriveOne(t *redriveTask, r *deadRecord) error {
 	maxAttempts := min(j.maxAttempts, e.lim.MaxAttemptsCeiling)
 	// A replay is a drain of the record and an enqueue of its fields: the
 	// record's queue counts it drained, the target counts a new job.
+	payload := e.payloadOf(j) // read before dropDead deletes it
 	e.dropDead(r)
 	j.q.deadDrained++
-	e.addJob(tq, tq.internJobType(*j.jobType), j.payload, j.priority, maxAttempts, custom, 0)
+	e.addJob(tq, tq.internJobType(*j.jobType), payload, j.priority, maxAttempts, custom, 0)
 	return nil
 }
 

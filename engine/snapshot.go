@@ -319,7 +319,7 @@ func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64, v7 bool
 	c.uvarint(uint64(j.id))
 	c.uvarint(qindex[j.q])
 	c.string(*j.jobType)
-	c.bytes(j.payload)
+	c.bytes(e.payloadOf(j))
 	c.byte(j.priority)
 	c.byte(uint8(j.state))
 	c.byte(j.flags & flagRetryWait)
@@ -380,6 +380,9 @@ func (e *Engine) Restore(r io.Reader) error {
 	d := newDecoder(tr)
 	if n, ok := inputSize(r); ok {
 		d.size = n
+	}
+	if _, inHeap := e.payloads.(heapPayloads); !inHeap {
+		d.payloads = e.payloads
 	}
 	fresh, err := d.decodeEngine()
 	if err != nil {
@@ -472,6 +475,9 @@ type decoder struct {
 	// length (trailer included) when known, else -1.
 	tr   *trailerReader
 	size int64
+	// payloads is the store the restored engine keeps payloads in: the
+	// restoring engine's own when it is not the in-heap map.
+	payloads PayloadStore
 }
 
 const decodeBufSize = 64 << 10
@@ -725,6 +731,9 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		d.version = v
 	}
 	e := newEmpty()
+	if d.payloads != nil {
+		e.payloads = d.payloads
+	}
 	e.now = d.varint()
 	e.nextID = d.uvarint()
 	e.nextLease = d.uvarint()
@@ -1021,7 +1030,7 @@ func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
 			j.jobType = j.q.internJobTypeBytes(jt)
 		}
 	}
-	j.payload = d.bytes()
+	e.putPayload(j, d.view()) // the store copies it
 	j.priority = d.byte()
 	j.state = State(d.byte())
 	j.flags = d.byte()

@@ -21,13 +21,17 @@ func attemptDetail(j *job) bool {
 	})
 }
 
-// encodeAttemptsSection writes the flags (bit 0: recordFields), the
+// encodeAttemptsSection writes the flags (bit 0: recordFields, bit 1:
+// payloadsOffHeap), the
 // delivery starts by job id, then, by job id, every live job and retained
 // record with detail: its history's detail, entry by entry, and its origin.
 func (e *Engine) encodeAttemptsSection(c *encoder) {
 	var flags uint64
 	if e.recordFields {
 		flags |= 1
+	}
+	if e.payloadsOffHeap {
+		flags |= 2
 	}
 	c.uvarint(flags)
 	ids := make([]JobID, 0, len(e.started))
@@ -84,15 +88,19 @@ func (e *Engine) encodeAttemptsSection(c *encoder) {
 }
 
 func (d *decoder) decodeAttemptsSection(e *Engine) error {
-	switch flags := d.uvarint(); {
+	flags := d.uvarint()
+	switch {
 	case d.err != nil:
 		return d.err
-	case flags&^1 != 0:
+	case flags&^3 != 0 || d.version < snapshotVersionPayloadsOff && flags&2 != 0:
 		return fmt.Errorf("attempts section: unknown flags %#x", flags)
-	case flags&1 == 0:
+	case d.version < snapshotVersionPayloadsOff && flags&1 == 0:
 		return errors.New("attempts section: layout 11 written without recordFields")
+	case d.version >= snapshotVersionPayloadsOff && flags&2 == 0:
+		return errors.New("attempts section: layout 12 written without payloadsOffHeap")
 	}
-	e.recordFields = true
+	e.recordFields = flags&1 != 0
+	e.payloadsOffHeap = flags&2 != 0
 	n := d.count(1 << 40)
 	var last JobID
 	for i := 0; i < n && d.err == nil; i++ {

@@ -235,6 +235,8 @@ func TestFuzzSeedCorpus(t *testing.T) {
 		"budget-engine": snapshotBytes(t, richEngine(t, withBudgets, withHistory5)),
 		// Layout version 11: attempt detail and forwarded origins.
 		"attempts-engine": snapshotBytes(t, attemptsEngine(t)),
+		// Layout version 12: payloads charged to the disk budget.
+		"payloads-off-engine": snapshotBytes(t, payloadsOffEngine(t)),
 		// Layout version 6: periodic schedules, one fired, one paused.
 		"scheduled-engine": snapshotBytes(t, scheduledEngine(t)),
 		// The golden snapshots of layouts 4, 5, 7, 8 and 9 (3 and 6 are
@@ -387,6 +389,7 @@ func TestGoldenSnapshotLayouts(t *testing.T) {
 		{"redrive-engine", 9, func(t *testing.T) *engine.Engine { t.Helper(); return redrivingEngine(t, withHistory5) }, true},
 		{"expiry-fair-engine", 10, func(t *testing.T) *engine.Engine { t.Helper(); return expiryFairEngine(t) }, true},
 		{"attempts-engine", 11, func(t *testing.T) *engine.Engine { t.Helper(); return attemptsEngine(t) }, true},
+		{"payloads-off-engine", 12, func(t *testing.T) *engine.Engine { t.Helper(); return payloadsOffEngine(t) }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

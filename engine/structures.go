@@ -13,7 +13,6 @@ type job struct {
 	id         JobID
 	q          *queue
 	jobType    *string // interned per queue: a pointer, not a 16-byte header
-	payload    []byte  // never modified once stored: views share it
 	enqueuedAt int64
 	// due is the run time while Scheduled and the lease deadline while
 	// Reserved; zero otherwise.
@@ -23,11 +22,15 @@ type job struct {
 	heapIdx     int32  // position in the one heap holding the job, or -1
 	attempt     uint32 // deliveries burned so far (the current one while Reserved)
 	maxAttempts uint32
-	priority    uint8
-	state       State
-	flags       uint8
+	// payloadLen is the payload's length; the payload itself is kept by
+	// the engine's PayloadStore under the job's id (payloads.go), off the
+	// job so that a backlog's bodies need not live in the Go heap.
+	payloadLen uint32
+	priority   uint8
+	state      State
+	flags      uint8
 	// No field of its count of held bytes: it would take the struct from
-	// the 96-byte size class to the 112-byte one. jobCharge recomputes it
+	// the 80-byte size class to the 96-byte one. jobCharge recomputes it
 	// from the content, which changes only where the count follows.
 }
 

@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// PayloadStore keeps job payloads by job id, outside the job records, so
+// that a backlog's bodies need not live in the Go heap of every replica
+// (issue 35: the state machine hands the engine a store on disk).
+//
+// The engine calls it from its own goroutine only: PutPayload when a job
+// with a non-empty payload is added (ids are never reused, so a payload is
+// written once; the store copies it: the slice is the caller's), DeletePayload when the job or its dead-letter record is
+// gone for good, and Payload to copy a job out (a delivery, an inspection,
+// a snapshot, a forward or a redrive). Payload must return exactly what was
+// put, including a payload put earlier in the same uncommitted apply batch;
+// a payload the store lacks is a broken store, not a decision input: the
+// engine never decides anything from a payload, so replicas stay equal
+// wherever each keeps its payloads.
+//
+// Errors are the store's to handle: a store that cannot write or read
+// stops the node (fail-stop) rather than answer without the payload.
+type PayloadStore interface {
+	PutPayload(id JobID, payload []byte)
+	Payload(id JobID) []byte
+	DeletePayload(id JobID)
+}
+
+// heapPayloads is the PayloadStore of an engine without an on-disk store
+// (tests, tools reading a snapshot): the payloads in a map.
+type heapPayloads map[JobID][]byte
+
+func newHeapPayloads() heapPayloads { return make(heapPayloads) }
+
+func (h heapPayloads) PutPayload(id JobID, p []byte) {
+	c := make([]byte, len(p)) // exactly its length: no spare capacity held
+	copy(c, p)
+	h[id] = c
+}
+func (h heapPayloads) Payload(id JobID) []byte { return h[id] }
+func (h heapPayloads) DeletePayload(id JobID)  { delete(h, id) }
+
+// UsePayloadStore makes the engine keep payloads in s. It must be called
+// on an engine that holds no job yet (a new one, before Restore or the
+// first apply); Restore keeps the store.
+func (e *Engine) UsePayloadStore(s PayloadStore) {
+	if s == nil {
+		panic("engine: UsePayloadStore(nil)")
+	}
+	if e.jobs.len() > 0 || len(e.dead) > 0 {
+		panic("engine: UsePayloadStore on an engine holding jobs")
+	}
+	e.payloads = s
+}
+
+// putPayload stores j's payload (the engine's own copy) and its length.
+func (e *Engine) putPayload(j *job, payload []byte) {
+	j.payloadLen = uint32(len(payload))
+	e.diskHeld += int64(len(payload))
+	if len(payload) > 0 {
+		e.payloads.PutPayload(j.id, payload)
+	}
+}
+
+// payloadOf reads j's payload back; nil for an empty one. The slice is the
+// caller's: the engine never modifies it and keeps no reference to it
+// beyond what the store does.
+func (e *Engine) payloadOf(j *job) []byte {
+	if j.payloadLen == 0 {
+		return nil
+	}
+	p := e.payloads.Payload(j.id)
+	if uint32(len(p)) != j.payloadLen {
+		// The store lost or mangled what the engine put: answering with
+		// another payload than the producer's would be silent corruption.
+		panic(fmt.Sprintf("engine: payload of job %d is %d bytes in its store, want %d", j.id, len(p), j.payloadLen))
+	}
+	return p
+}
+
+// releasePayload deletes j's payload: j is gone for good.
+func (e *Engine) releasePayload(j *job) {
+	e.diskHeld -= int64(j.payloadLen)
+	if j.payloadLen > 0 {
+		e.payloads.DeletePayload(j.id)
+	}
+}
+
+// PayloadsOffHeap reports whether payloads are charged to the disk budget
+// instead of the memory budget (EnablePayloadsOffHeap).
+func (e *Engine) PayloadsOffHeap() bool { return e.payloadsOffHeap }
+
+// DiskHeld is the payload bytes the live jobs and retained records hold:
+// the disk budget's count once PayloadsOffHeap.
+func (e *Engine) DiskHeld() int64 { return e.diskHeld }
+
+// EnablePayloadsOffHeap turns payloadsOffHeap on: from now on the memory
+// budget counts no payload byte (payloads live in the node's store, not in
+// its heap) and the disk budget counts them all. Every job held is
+// recharged at once, so the count stays a function of the state. The
+// leader proposes it (a ConfigSet of command version 16) once every member
+// applies that version: a member still charging payloads to memory would
+// refuse enqueues the others accept.
+func (e *Engine) EnablePayloadsOffHeap(now time.Time) {
+	e.advance(now)
+	if e.payloadsOffHeap {
+		return
+	}
+	type change struct {
+		q *queue
+		n int64
+	}
+	var changes []change
+	e.jobs.each(func(j *job) bool {
+		changes = append(changes, change{j.q, -int64(j.payloadLen)})
+		return true
+	})
+	for r := e.deadHead; r != nil; r = r.next {
+		changes = append(changes, change{r.j.q, -int64(r.j.payloadLen)})
+	}
+	e.payloadsOffHeap = true
+	for _, c := range changes { // sums: order does not matter
+		e.charge(c.q, c.n)
+	}
+}
