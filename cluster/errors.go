@@ -67,6 +67,10 @@ type Status struct {
 	// node's clock is off the members' ("" when it is not: clock.go).
 	MaxClockSkew time.Duration
 	ClockSkew    string
+	// PayloadStoreBytes is the space this node's payload store takes on
+	// disk (fsm/payloads.go): the node's own figure, unlike the replicated
+	// count of payload bytes.
+	PayloadStoreBytes uint64
 }
 
 // Member is one voter or non-voter of the configuration.

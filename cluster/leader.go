@@ -287,11 +287,15 @@ func (n *Node) setConfig(ctx context.Context) bool {
 	// Likewise forwarded jobs keeping their priority
 	// (fsm.CommandVersionDeadLetterEdges).
 	keepPriority := n.membersApply(fsm.CommandVersionDeadLetterEdges)
+	// Likewise payloads charged to the disk count instead of the memory
+	// budget (fsm.CommandVersionPayloadsOffHeap).
+	payloadsOff := n.membersApply(fsm.CommandVersionPayloadsOffHeap)
 	var running engine.Config
 	var pending, declared bool
 	_ = n.fsm.Read(func(e *engine.Engine) error {
 		running = e.Config()
-		pending = e.DeclaredPending(want) || (recordFields && !e.RecordFields()) || (keepPriority && !e.ForwardKeepsPriority())
+		pending = e.DeclaredPending(want) || (recordFields && !e.RecordFields()) || (keepPriority && !e.ForwardKeepsPriority()) ||
+			(payloadsOff && !e.PayloadsOffHeap())
 		declared = len(e.Declarations()) > 0
 		return nil
 	})
@@ -300,6 +304,8 @@ func (n *Node) setConfig(ctx context.Context) bool {
 			return true
 		}
 		switch {
+		case payloadsOff:
+			return n.runDuty(ctx, "set config", fsm.PayloadsOffHeapConfigCommand(fsm.ForwardKeepsPriorityConfigCommand(fsm.RecordFieldsConfigCommand(want))))
 		case keepPriority:
 			return n.runDuty(ctx, "set config", fsm.ForwardKeepsPriorityConfigCommand(fsm.RecordFieldsConfigCommand(want)))
 		case recordFields:

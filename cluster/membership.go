@@ -185,13 +185,14 @@ func (n *Node) TransferLeadership(ctx context.Context, toID string) error {
 // Status is this node's view of the cluster.
 func (n *Node) Status(ctx context.Context) (Status, error) {
 	st := Status{
-		Self:         n.self,
-		Leader:       n.Leader(),
-		State:        n.raft.State().String(),
-		Term:         n.raft.CurrentTerm(),
-		CommitIndex:  n.raft.CommitIndex(),
-		AppliedIndex: n.raft.AppliedIndex(),
-		LastLogIndex: n.raft.LastIndex(),
+		Self:              n.self,
+		Leader:            n.Leader(),
+		State:             n.raft.State().String(),
+		Term:              n.raft.CurrentTerm(),
+		CommitIndex:       n.raft.CommitIndex(),
+		AppliedIndex:      n.raft.AppliedIndex(),
+		PayloadStoreBytes: n.fsm.PayloadDiskBytes(),
+		LastLogIndex:      n.raft.LastIndex(),
 	}
 	cf := n.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {

@@ -145,6 +145,9 @@ func NewNode(cfg Config) (*Node, error) {
 		if n.stores != nil {
 			_ = n.stores.Close()
 		}
+		if n.fsm != nil {
+			_ = n.fsm.Close()
+		}
 	}
 
 	// Transport.
@@ -216,11 +219,20 @@ func NewNode(cfg Config) (*Node, error) {
 	// The engine of every replica starts from the engine's defaults, never
 	// from this node's configuration: entries applied before the leader's
 	// ConfigSet must mean the same on every replica.
-	n.fsm = fsm.New(fsm.Config{
+	// Payloads live in an on-disk store beside the log (fsm/payloads.go),
+	// emptied here and rebuilt from the snapshot and the log at every
+	// start.
+	machine, err := fsm.Open(fsm.Config{
 		Engine:          engine.Config{Limits: engine.DefaultLimits()},
 		SnapshotTempDir: cfg.DataDir,
 		Logger:          logger.Named("fsm"),
+		PayloadDir:      filepath.Join(cfg.DataDir, "payloads"),
 	})
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n.fsm = machine
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -458,6 +470,9 @@ func (n *Node) Close() error {
 			}
 		}
 		if cerr := n.stores.Close(); err == nil {
+			err = cerr
+		}
+		if cerr := n.fsm.Close(); err == nil {
 			err = cerr
 		}
 		n.shutdownErr = err

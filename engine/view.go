@@ -17,6 +17,7 @@ type View interface {
 	CanReserve(now time.Time, p ReserveParams) bool
 	Config() Config
 	Digest() [32]byte
+	DiskHeld() int64
 	GetDeadLetter(id JobID) (DeadLetterRecord, error)
 	GetJob(id JobID) (Job, error)
 	GetRedrive(id uint64) (RedriveTask, error)
@@ -28,6 +29,7 @@ type View interface {
 	MemoryHeldTotal() int64
 	NextDeadline() (t time.Time, ok bool)
 	Now() time.Time
+	PayloadsOffHeap() bool
 	PeekDeadLetters(p DrainParams) []DeadLetterRecord
 	QueueStats(now time.Time, queue string) (QueueStats, error)
 	RedriveDryRun(now time.Time, p RedriveParams, sample int) (int, []DeadLetterRecord, error)

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sepp-io/sepp/engine"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+	"github.com/sepp-io/sepp/store"
 )
 
 // NodeMeta is one cluster member's identity and addresses, replicated so that
@@ -83,6 +85,12 @@ type Config struct {
 	SnapshotTempDir string
 	// Logger; nil discards.
 	Logger hclog.Logger
+	// PayloadDir, when set, is the directory of the on-disk store that
+	// keeps job payloads off the heap (payloads.go); Open empties it. Empty:
+	// payloads stay in the engine's heap (tests, tools).
+	PayloadDir string
+	// PayloadStore tunes that store (tests pass an in-memory file system).
+	PayloadStore store.Options
 }
 
 // FSM is the Raft state machine. It implements raft.FSM and raft.BatchingFSM.
@@ -105,20 +113,41 @@ type FSM struct {
 	// decodeFunc decodes an entry for ApplyBatch: decodeEntryForApply,
 	// but for tests comparing it with decodeEntryGeneral.
 	decodeFunc func(data []byte) ([]entryCommand, error)
+
+	// payloads is the engine's on-disk payload store; nil when payloads
+	// stay in the heap (Config.PayloadDir empty).
+	payloads *payloadStore
+	// closed: Close ran; reads are refused (the store is gone).
+	closed bool
 }
+
+// ErrClosed is a read of a state machine after Close.
+var ErrClosed = errors.New("fsm: closed")
 
 var (
 	_ raft.FSM         = (*FSM)(nil)
 	_ raft.BatchingFSM = (*FSM)(nil)
 )
 
-// New returns a state machine over a fresh engine running cfg.Engine.
+// New returns a state machine over a fresh engine running cfg.Engine. It
+// panics where Open would return an error.
 func New(cfg Config) *FSM {
+	f, err := Open(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// Open returns a state machine over a fresh engine running cfg.Engine,
+// with its payload store emptied and opened when cfg.PayloadDir is set.
+// Close releases the store.
+func Open(cfg Config) (*FSM, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &FSM{
+	f := &FSM{
 		cfg:        cfg,
 		log:        logger,
 		eng:        engine.New(cfg.Engine),
@@ -126,6 +155,37 @@ func New(cfg Config) *FSM {
 		appliedCh:  make(chan struct{}),
 		decodeFunc: decodeEntryForApply,
 	}
+	if cfg.PayloadDir != "" {
+		p, err := openPayloadStore(cfg.PayloadDir, cfg.PayloadStore)
+		if err != nil {
+			return nil, err
+		}
+		f.payloads = p
+		f.eng.UsePayloadStore(p)
+	}
+	return f, nil
+}
+
+// Close releases the payload store. Nothing may be applied after it.
+func (f *FSM) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.payloads == nil || f.closed {
+		return nil
+	}
+	f.closed = true
+	return f.payloads.close()
+}
+
+// PayloadDiskBytes is the space the payload store's files take on disk
+// (0 without one), for the node's metrics.
+func (f *FSM) PayloadDiskBytes() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.payloads == nil || f.closed {
+		return 0
+	}
+	return f.payloads.st.DiskBytes()
 }
 
 // Apply applies one log entry. It is ApplyBatch of one.
@@ -143,6 +203,9 @@ func (f *FSM) Apply(l *raft.Log) any {
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	responses := make([]any, len(logs))
 	f.mu.Lock()
+	if f.payloads != nil && len(logs) > 0 {
+		f.payloads.begin()
+	}
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
@@ -163,10 +226,17 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		responses[i] = results
 	}
 	// Stored under the lock so DigestAt reads a state and its index as one.
+	var storeErr error
 	if n := len(logs); n > 0 {
+		if f.payloads != nil {
+			storeErr = f.payloads.commit(logs[n-1].Index, logs[n-1].Term)
+		}
 		f.appliedIndex.Store(logs[n-1].Index)
 	}
 	f.mu.Unlock()
+	if storeErr != nil {
+		panic(storeErr.Error()) // fail-stop: the payloads of these entries are not stored
+	}
 	f.notifyApplied()
 	return responses
 }
@@ -375,6 +445,9 @@ func (f *FSM) applyConfigSet(now time.Time, c *cmdpb.ConfigSet) Result {
 	if err == nil && c.GetForwardKeepsPriority() {
 		f.eng.EnableForwardKeepsPriority(now) // edges.go
 	}
+	if err == nil && c.GetPayloadsOffHeap() {
+		f.eng.EnablePayloadsOffHeap(now) // payloads.go
+	}
 	return Result{Err: err}
 }
 
@@ -416,6 +489,9 @@ func (f *FSM) AppliedIndex() uint64 { return f.appliedIndex.Load() }
 func (f *FSM) Read(fn func(e *engine.Engine) error) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if f.closed {
+		return ErrClosed
+	}
 	return fn(f.eng)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -228,7 +229,7 @@ func randomWorkload(t *testing.T, f *FSM, seed uint64, entries int) {
 				cmds = append(cmds, SetNodeCommand(NodeMeta{ID: fmt.Sprintf("n%d", rng.IntN(3)), RaftAddr: fmt.Sprint(i)}))
 			}
 		}
-		for _, res := range applyEntry(t, f, uint64(i+1), stamped(now, cmds...)) {
+		for _, res := range applyEntry(t, f, f.AppliedIndex()+1, stamped(now, cmds...)) {
 			for _, d := range res.Deliveries {
 				leases = append(leases, engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken})
 			}
@@ -385,5 +386,55 @@ func TestDecodeEntry_RoundTripsEveryCommand(t *testing.T) {
 		*gotCfg.Queues[0].RetryDelay != delay || *gotCfg.Queues[0].RetryBackoff != backoff || gotCfg.Queues[0].DeadLetterQueue != "dlq" ||
 		gotCfg.Queues[0].DefaultMaxAttempts != nil {
 		t.Fatalf("engine config did not round-trip: %+v", gotCfg)
+	}
+}
+
+func newStoreFSM(t *testing.T) *FSM {
+	t.Helper()
+	f, err := Open(Config{Engine: engine.Config{Limits: engine.DefaultLimits()}, SnapshotTempDir: t.TempDir(), PayloadDir: filepath.Join(t.TempDir(), "payloads")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return f
+}
+
+// TestFSM_PayloadStoreIsInvisible runs the same entries on a replica that
+// keeps payloads in its heap and one that keeps them in its on-disk store
+// (payloads.go), and requires equal digests (which cover every payload),
+// equal snapshot bytes, and a restore into the store (emptied first, then
+// refilled from the snapshot) that continues identically.
+func TestFSM_PayloadStoreIsInvisible(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint("Seed", seed), func(t *testing.T) {
+			heap, disk := newTestFSM(t), newStoreFSM(t)
+			randomWorkload(t, heap, seed, 300)
+			randomWorkload(t, disk, seed, 300)
+			if heap.Digest() != disk.Digest() {
+				t.Fatal("the replica with a payload store digests another state")
+			}
+			data := snapshotBytes(t, heap)
+			if !bytes.Equal(snapshotBytes(t, disk), data) {
+				t.Fatal("the replica with a payload store writes another snapshot")
+			}
+			restored := newStoreFSM(t)
+			randomWorkload(t, restored, seed+100, 50) // state to be replaced
+			if err := restored.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []*FSM{heap, disk, restored} {
+				randomWorkload(t, f, seed+7, 100)
+			}
+			if heap.Digest() != disk.Digest() || heap.Digest() != restored.Digest() {
+				t.Fatal("replicas diverged after the same entries")
+			}
+			if disk.PayloadDiskBytes() == 0 {
+				t.Fatal("the payload store holds no file")
+			}
+		})
 	}
 }

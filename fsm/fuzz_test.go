@@ -55,6 +55,9 @@ func seedEntries(t testing.TB) map[string][]byte {
 		// The dead-letter edges (13): forwarded jobs keep their priority, a
 		// queue created with an existing dead_letter_queue, a redrive of
 		// the expired.
+		// Payloads charged to the disk count (15), then a job with one.
+		"payloads_off_heap": {PayloadsOffHeapConfigCommand(ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(engine.Config{Limits: engine.DefaultLimits()}))),
+			EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("body")})},
 		"dead_letter_edges": {ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "q.dead"}}})),
 			CreateQueueCommand(engine.QueueConfig{Name: "q", DeadLetterQueue: "q.dead"}, false),
 			RedriveStartCommand(engine.RedriveParams{Selection: engine.RedriveSelection{Cause: engine.CauseExpired}, By: "anonymous (127.0.0.1:5000)"})},

@@ -66,6 +66,7 @@ func TestGoldenEntries(t *testing.T) {
 		{"seed_record_fields", 2, CommandVersionRecordFields, "record_fields"},
 		{"seed_dead_letter_edges", 2, CommandVersionDeadLetterEdges, "dead_letter_edges"},
 		{"seed_reserve_retry", 2, CommandVersionReserveRetry, "reserve_retry"},
+		{"seed_payloads_off_heap", 2, CommandVersionPayloadsOffHeap, "payloads_off_heap"},
 	}
 	covered := map[[2]uint32]bool{}
 	for _, tt := range tests {

@@ -149,24 +149,56 @@ func (s *fileSnapshot) Release() { _ = os.Remove(s.path) }
 // current state untouched.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	eng, meta, err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), f.cfg.Engine)
+	if f.payloads != nil {
+		return f.restoreWithPayloadStore(rc)
+	}
+	eng, meta, err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), f.cfg.Engine, nil)
 	if err != nil {
 		return err
 	}
-	nodes := make(map[string]NodeMeta, len(meta.GetNodes()))
-	for _, n := range meta.GetNodes() {
-		nodes[n.GetId()] = nodeMetaFromProto(n)
-	}
+	f.install(eng, meta)
+	return nil
+}
+
+// restoreWithPayloadStore restores with the payloads going to the store,
+// emptied first. It holds the lock throughout: the engine being replaced
+// reads its payloads from the store this empties. A snapshot that fails to
+// restore stops the node: the old engine's payloads are gone with the
+// store's old content, so no state is left to serve.
+func (f *FSM) restoreWithPayloadStore(rc io.Reader) error {
 	f.mu.Lock()
-	f.eng = eng
-	f.lastNow = fromUnixNano(meta.GetLastNowUnixNano())
-	f.nodes = nodes
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	if err := f.payloads.reset(); err != nil {
+		panic(fmt.Sprintf("fsm: restore: %v", err))
+	}
+	eng, meta, err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), f.cfg.Engine, f.payloads)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: restore: %v", err))
+	}
+	f.payloads.endLoad()
+	f.installLocked(eng, meta)
 	f.notifyApplied()
 	return nil
 }
 
-func readSnapshot(r *bufio.Reader, engineCfg engine.Config) (*engine.Engine, *cmdpb.SnapshotMeta, error) {
+func (f *FSM) install(eng *engine.Engine, meta *cmdpb.SnapshotMeta) {
+	f.mu.Lock()
+	f.installLocked(eng, meta)
+	f.mu.Unlock()
+	f.notifyApplied()
+}
+
+func (f *FSM) installLocked(eng *engine.Engine, meta *cmdpb.SnapshotMeta) {
+	nodes := make(map[string]NodeMeta, len(meta.GetNodes()))
+	for _, n := range meta.GetNodes() {
+		nodes[n.GetId()] = nodeMetaFromProto(n)
+	}
+	f.eng = eng
+	f.lastNow = fromUnixNano(meta.GetLastNowUnixNano())
+	f.nodes = nodes
+}
+
+func readSnapshot(r *bufio.Reader, engineCfg engine.Config, payloads engine.PayloadStore) (*engine.Engine, *cmdpb.SnapshotMeta, error) {
 	crc := crc32.New(castagnoli)
 	body := io.TeeReader(r, crc)
 
@@ -203,6 +235,9 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config) (*engine.Engine, *cm
 
 	section := &io.LimitedReader{R: body, N: int64(engineLen)}
 	eng := engine.New(engineCfg)
+	if payloads != nil {
+		eng.UsePayloadStore(payloads)
+	}
 	if err := eng.Restore(section); err != nil {
 		return nil, nil, fmt.Errorf("%w: engine: %w", ErrSnapshot, err)
 	}
@@ -238,6 +273,9 @@ func (f *FSM) Digest() [32]byte {
 func (f *FSM) DigestAt() ([32]byte, uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if f.closed {
+		return [32]byte{}, 0
+	}
 	return f.digestLocked(), f.appliedIndex.Load()
 }
 

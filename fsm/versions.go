@@ -42,6 +42,7 @@ const (
 	CommandVersionRecordFields    = 12
 	CommandVersionDeadLetterEdges = 13
 	CommandVersionReserveRetry    = 14
+	CommandVersionPayloadsOffHeap = 15
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -86,6 +87,8 @@ var commandVersions = [...]commandVersionRow{
 		"the dead-letter edges (edges.go): a RedriveStart selecting cause cancelled or expired (an older binary refuses the cause), a QueueCreate or QueueUpdate whose dead_letter_queue must name an existing queue (an older binary accepts any name and creates the queue on the first death), a ConfigSet that sets forward_keeps_priority (an older binary gives a forwarded job the target's default_priority)"},
 	{CommandVersionReserveRetry, "reserve_retry_window", nil,
 		"a JobReserve whose request id outlives its leases (engine ReserveParams.RetryWindow; ops_reserve.go): a retry whose first answer was lost gets its jobs back on the attempt they lost; it changes what the reserve, the lease expiry and a retried reserve do at apply"},
+	{CommandVersionPayloadsOffHeap, "payloads_off_heap", nil,
+		"a ConfigSet that sets payloads_off_heap (payloads.go): payloads are charged to the disk count, not the memory budget; an older binary would keep charging them to memory and refuse the enqueues the others accept"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -146,6 +149,7 @@ var (
 	FeatureRecordFields    = mustFeature(CommandVersionRecordFields)
 	FeatureDeadLetterEdges = mustFeature(CommandVersionDeadLetterEdges)
 	FeatureReserveRetry    = mustFeature(CommandVersionReserveRetry)
+	FeaturePayloadsOffHeap = mustFeature(CommandVersionPayloadsOffHeap)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

@@ -176,6 +176,7 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"RedriveStartExpired", RedriveStartCommand(engine.RedriveParams{Selection: engine.RedriveSelection{Queue: "q", Cause: engine.CauseExpired}}), CommandVersionDeadLetterEdges},
 		{"ForwardKeepsPriorityConfig", ForwardKeepsPriorityConfigCommand(DeclaredConfigCommand(plainCfg)), CommandVersionDeadLetterEdges},
 		{"ReserveRetryWindow", ReserveCommand(engine.ReserveParams{Queue: "q", N: 1, RequestID: "r1", RetryWindow: true}), CommandVersionReserveRetry},
+		{"PayloadsOffHeapConfig", PayloadsOffHeapConfigCommand(DeclaredConfigCommand(plainCfg)), CommandVersionPayloadsOffHeap},
 		{"ReserveWithoutRetryWindow", ReserveCommand(engine.ReserveParams{Queue: "q", N: 1, RequestID: "r1"}), commandV1},
 	}
 	stamped := map[uint32]bool{}

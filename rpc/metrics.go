@@ -73,6 +73,7 @@ type stateCollector struct {
 	raftApplyLag                                                      *prometheus.Desc
 	remembered, rememberedLimit, forgottenEarly                       *prometheus.Desc
 	memHeld, memBudget, queueMemHeld, queueMemBudget                  *prometheus.Desc
+	payloadHeld, payloadStore                                         *prometheus.Desc
 }
 
 // metricsReadTimeout bounds the reads one scrape makes.
@@ -100,6 +101,8 @@ func newStateCollector(b Backend, now func() time.Time, log hclog.Logger) *state
 		memBudget:       prometheus.NewDesc("sepp_memory_budget_bytes", "limits.max_memory_bytes in force (replicated; 0: unbounded): above it enqueues are refused with RESOURCE_EXHAUSTED.", nil, nil),
 		queueMemHeld:    prometheus.NewDesc("sepp_queue_memory_held_bytes", "Bytes a queue's jobs, records and keys are counted to hold.", []string{"queue"}, nil),
 		queueMemBudget:  prometheus.NewDesc("sepp_queue_memory_budget_bytes", "A queue's own max_memory_bytes, for the queues that have one.", []string{"queue"}, nil),
+		payloadHeld:     prometheus.NewDesc("sepp_payload_held_bytes", "Bytes of payload the live jobs and dead-letter records hold (the same count on every replica); kept in each node's payload store on disk, not in memory, once every member runs a release that does (payloads_off_heap).", nil, nil),
+		payloadStore:    prometheus.NewDesc("sepp_payload_store_disk_bytes", "Space this node's payload store takes on disk (its own figure: compaction makes it differ between replicas).", nil, nil),
 		forgottenEarly:  prometheus.NewDesc("sepp_idempotency_keys_forgotten_early_total", "Idempotency keys forgotten before limits.idempotency_window ended, to make room once limits.max_idempotency_keys were held (since this node started).", nil, nil),
 	}
 }
@@ -107,7 +110,7 @@ func newStateCollector(b Backend, now func() time.Time, log hclog.Logger) *state
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.oldestReady, c.enqueued, c.acked, c.deadLettered, c.dropped, c.paused,
 		c.raftState, c.raftTerm, c.raftCommit, c.raftApplied, c.raftLastLog, c.raftApplyLag, c.remembered, c.rememberedLimit, c.forgottenEarly,
-		c.memHeld, c.memBudget, c.queueMemHeld, c.queueMemBudget} {
+		c.memHeld, c.memBudget, c.queueMemHeld, c.queueMemBudget, c.payloadHeld, c.payloadStore} {
 		ch <- d
 	}
 	for _, d := range reserveLimitDescs {
@@ -126,12 +129,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 
 	var stats []engine.QueueStats
 	var keys engine.RememberedKeys
-	var held, budget int64
+	var held, budget, payloadHeld int64
 	var schedules []engine.Schedule
 	if err := c.b.Read(ctx, true, func(e engine.View) error {
 		stats = e.Stats(c.now())
 		keys = e.RememberedKeys()
 		held, budget = e.MemoryHeldTotal(), e.Config().Limits.MaxMemoryBytes
+		payloadHeld = e.DiskHeld()
 		schedules = e.Schedules()
 		return nil
 	}); err != nil {
@@ -143,6 +147,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.forgottenEarly, prometheus.CounterValue, float64(keys.ForgottenEarly))
 		ch <- prometheus.MustNewConstMetric(c.memHeld, prometheus.GaugeValue, float64(held))
 		ch <- prometheus.MustNewConstMetric(c.memBudget, prometheus.GaugeValue, float64(budget))
+		ch <- prometheus.MustNewConstMetric(c.payloadHeld, prometheus.GaugeValue, float64(payloadHeld))
 		collectSchedules(ch, schedules)
 	}
 	for _, q := range stats {
@@ -196,4 +201,5 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		lag = float64(st.CommitIndex - st.AppliedIndex)
 	}
 	ch <- prometheus.MustNewConstMetric(c.raftApplyLag, prometheus.GaugeValue, lag)
+	ch <- prometheus.MustNewConstMetric(c.payloadStore, prometheus.GaugeValue, float64(st.PayloadStoreBytes))
 }

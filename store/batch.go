@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -36,6 +37,35 @@ type Batch struct {
 func (s *Store) NewBatch() *Batch {
 	return &Batch{s: s, b: s.db.NewBatch()}
 }
+
+// NewIndexedBatch starts an empty batch that can be read (Job): a read
+// sees the batch's own writes over the store's committed state, as the
+// apply of one entry must see a body an earlier entry of the same batch
+// wrote.
+func (s *Store) NewIndexedBatch() *Batch {
+	return &Batch{s: s, b: s.db.NewIndexedBatch()}
+}
+
+// Job reads one job's body as the batch would leave the store: its own
+// writes and deletes over the committed state. The batch must be indexed.
+func (b *Batch) Job(id uint64) (*storepb.JobBody, error) {
+	v, closer, err := b.b.Get(bodyKey(id))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: read job body in batch: %w", err)
+	}
+	defer closer.Close()
+	m := &storepb.JobBody{}
+	if err := proto.Unmarshal(v, m); err != nil {
+		return nil, fmt.Errorf("%w: job body: %v", ErrCorrupt, err)
+	}
+	return m, nil
+}
+
+// Len is the batch's size in bytes (to cut a long load into batches).
+func (b *Batch) Len() int { return b.b.Len() }
 
 func (b *Batch) set(key []byte, m proto.Message, what string) {
 	if b.err != nil {
@@ -180,6 +210,27 @@ func (b *Batch) Commit(index, term uint64) error {
 	}
 	s.applied.Store(index)
 	s.term.Store(term)
+	return nil
+}
+
+// CommitUnindexed writes the batch's records without moving the applied
+// index, for a store being filled from a snapshot in several batches: the
+// next Commit (the first entry applied after the snapshot) sets the index.
+// Commit closes the batch.
+func (b *Batch) CommitUnindexed() error {
+	defer b.Close()
+	if b.err != nil {
+		return b.err
+	}
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if err := b.b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("store: commit load: %w", err)
+	}
 	return nil
 }
 

@@ -1758,8 +1758,12 @@ type ConfigSet struct {
 	// queue's default_priority (engine.EnableForwardKeepsPriority). Never
 	// turned off.
 	ForwardKeepsPriority bool `protobuf:"varint,170,opt,name=forward_keeps_priority,json=forwardKeepsPriority,proto3" json:"forward_keeps_priority,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// payloads_off_heap (command version 15): once applied, payloads are
+	// charged to the disk count instead of the memory budget; every job held
+	// is recharged at once (engine.EnablePayloadsOffHeap). Never turned off.
+	PayloadsOffHeap bool `protobuf:"varint,180,opt,name=payloads_off_heap,json=payloadsOffHeap,proto3" json:"payloads_off_heap,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ConfigSet) Reset() {
@@ -1816,6 +1820,13 @@ func (x *ConfigSet) GetRecordFields() bool {
 func (x *ConfigSet) GetForwardKeepsPriority() bool {
 	if x != nil {
 		return x.ForwardKeepsPriority
+	}
+	return false
+}
+
+func (x *ConfigSet) GetPayloadsOffHeap() bool {
+	if x != nil {
+		return x.PayloadsOffHeap
 	}
 	return false
 }
@@ -3596,12 +3607,13 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"#\n" +
 	"\vQueueResume\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x06\n" +
-	"\x04Tick\"\xbc\x01\n" +
+	"\x04Tick\"\xe9\x01\n" +
 	"\tConfigSet\x120\n" +
 	"\x06config\x18\x01 \x01(\v2\x18.seppcmd.v1.EngineConfigR\x06config\x12 \n" +
 	"\vdeclarative\x18( \x01(\bR\vdeclarative\x12$\n" +
 	"\rrecord_fields\x18\x96\x01 \x01(\bR\frecordFields\x125\n" +
-	"\x16forward_keeps_priority\x18\xaa\x01 \x01(\bR\x14forwardKeepsPriority\"V\n" +
+	"\x16forward_keeps_priority\x18\xaa\x01 \x01(\bR\x14forwardKeepsPriority\x12+\n" +
+	"\x11payloads_off_heap\x18\xb4\x01 \x01(\bR\x0fpayloadsOffHeap\"V\n" +
 	"\vQueueCreate\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.seppcmd.v1.QueueConfigR\x06config\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\"\xb3\x01\n" +
