@@ -27,6 +27,15 @@ type PayloadStore interface {
 	DeletePayload(id JobID)
 }
 
+// PayloadWalker is a PayloadStore that serves a walk over the whole state
+// (a snapshot, a digest: reads in ascending id order from one goroutine)
+// through a reader of its own, cheaper than one lookup per payload. done
+// releases the reader. Walks may run concurrently, each with its reader.
+type PayloadWalker interface {
+	PayloadStore
+	NewPayloadReader() (read func(JobID) []byte, done func())
+}
+
 // heapPayloads is the PayloadStore of an engine without an on-disk store
 // (tests, tools reading a snapshot): the payloads in a map.
 type heapPayloads map[JobID][]byte
@@ -67,10 +76,24 @@ func (e *Engine) putPayload(j *job, payload []byte) {
 // caller's: the engine never modifies it and keeps no reference to it
 // beyond what the store does.
 func (e *Engine) payloadOf(j *job) []byte {
+	return payloadVia(j, e.payloads.Payload)
+}
+
+// payloadReader is how a walk over the whole state reads payloads: the
+// store's own reader when it has one (PayloadWalker).
+func (e *Engine) payloadReader() (read func(JobID) []byte, done func()) {
+	if w, ok := e.payloads.(PayloadWalker); ok {
+		return w.NewPayloadReader()
+	}
+	return e.payloads.Payload, func() {}
+}
+
+// payloadVia reads j's payload with read, checking its length.
+func payloadVia(j *job, read func(JobID) []byte) []byte {
 	if j.payloadLen == 0 {
 		return nil
 	}
-	p := e.payloads.Payload(j.id)
+	p := read(j.id)
 	if uint32(len(p)) != j.payloadLen {
 		// The store lost or mangled what the engine put: answering with
 		// another payload than the producer's would be silent corruption.

@@ -44,7 +44,9 @@ var ErrCorruptSnapshot = errors.New("corrupt snapshot")
 func (e *Engine) Snapshot(w io.Writer) error {
 	crc := crc32.NewIEEE()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 64<<10)
-	enc := &encoder{w: bw}
+	read, done := e.payloadReader()
+	defer done()
+	enc := &encoder{w: bw, payload: read}
 	e.encode(enc)
 	if enc.err != nil {
 		return fmt.Errorf("engine snapshot: %w", enc.err)
@@ -76,6 +78,8 @@ type encoder struct {
 	w   *bufio.Writer
 	buf [binary.MaxVarintLen64]byte
 	err error
+	// payload reads a job's payload for the walk (payloadReader).
+	payload func(JobID) []byte
 }
 
 func (c *encoder) uvarint(v uint64) {
@@ -319,7 +323,7 @@ func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64, v7 bool
 	c.uvarint(uint64(j.id))
 	c.uvarint(qindex[j.q])
 	c.string(*j.jobType)
-	c.bytes(e.payloadOf(j))
+	c.bytes(payloadVia(j, c.payload))
 	c.byte(j.priority)
 	c.byte(uint8(j.state))
 	c.byte(j.flags & flagRetryWait)

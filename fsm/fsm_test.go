@@ -35,7 +35,7 @@ func stamped(now time.Time, cmds ...*cmdpb.Command) []*cmdpb.Command {
 }
 
 // applyEntry applies one entry of cmds at index and returns its results.
-func applyEntry(t *testing.T, f *FSM, index uint64, cmds []*cmdpb.Command) []Result {
+func applyEntry(t testing.TB, f *FSM, index uint64, cmds []*cmdpb.Command) []Result {
 	t.Helper()
 	data, err := EncodeEntry(cmds)
 	if err != nil {

@@ -56,6 +56,8 @@ type payloadStore struct {
 	loading bool         // filling the store from a snapshot
 }
 
+var _ engine.PayloadWalker = (*payloadStore)(nil)
+
 // openPayloadStore empties dir and opens a store in it.
 func openPayloadStore(dir string, opts store.Options) (*payloadStore, error) {
 	if err := os.RemoveAll(dir); err != nil {
@@ -107,6 +109,30 @@ func (p *payloadStore) DeletePayload(id engine.JobID) {
 		panic("fsm: payload deleted outside an apply")
 	}
 	p.batch.DeleteJob(uint64(id))
+}
+
+// NewPayloadReader serves a walk over the whole state (engine.Snapshot,
+// engine.Digest, under the FSM's read lock, no batch open) through one
+// iterator stepping forward: the walk reads jobs in id order.
+func (p *payloadStore) NewPayloadReader() (read func(engine.JobID) []byte, done func()) {
+	if p.batch != nil { // a walk during an apply reads the batch
+		return p.Payload, func() {}
+	}
+	r, err := p.st.NewJobReader()
+	if err != nil {
+		p.fail("open a reader", err)
+	}
+	read = func(id engine.JobID) []byte {
+		body, err := r.Job(uint64(id))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // the engine reports the missing payload with the job's id
+		}
+		if err != nil {
+			p.fail(fmt.Sprintf("read job %d", id), err)
+		}
+		return body.GetPayload()
+	}
+	return read, func() { _ = r.Close() }
 }
 
 // begin opens the batch of an ApplyBatch.

@@ -1,0 +1,92 @@
+package fsm
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/sepp-io/sepp/engine"
+)
+
+// payloadModes are where a replica keeps payloads: in its heap, or in its
+// on-disk store (payloads.go).
+var payloadModes = []string{"heap", "store"}
+
+func benchFSM(b *testing.B, mode string) *FSM {
+	b.Helper()
+	cfg := Config{Engine: engine.Config{Limits: engine.DefaultLimits()}, SnapshotTempDir: b.TempDir()}
+	if mode == "store" {
+		cfg.PayloadDir = filepath.Join(b.TempDir(), "payloads")
+	}
+	f, err := Open(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+// BenchmarkApplyEnqueueBatchPayloads applies entries of one 128-item
+// JobEnqueueBatch (as BenchmarkApplyEnqueueBatch, fast decoder) with the
+// payloads in the heap and in the store, for the A/B of the store's cost
+// on the apply path:
+//
+//	go test -run '^$' -bench 'ApplyEnqueueBatchPayloads' -benchmem ./fsm/
+func BenchmarkApplyEnqueueBatchPayloads(b *testing.B) {
+	const items = 128
+	entries := hotEnqueueEntries(b, 64, items)
+	for _, mode := range payloadModes {
+		b.Run(mode, func(b *testing.B) {
+			b.ReportAllocs()
+			var f *FSM
+			for i := 0; i < b.N; i++ {
+				k := i % len(entries)
+				if k == 0 {
+					b.StopTimer()
+					f = benchFSM(b, mode)
+					b.StartTimer()
+				}
+				res := f.Apply(&raft.Log{Index: uint64(k + 1), Term: 1, Type: raft.LogCommand, Data: entries[k]}).([]Result)
+				if last := res[0].Batch[items-1]; last.Err != nil || last.Result.Duplicate {
+					b.Fatalf("last item: %+v", last)
+				}
+			}
+			b.ReportMetric(float64(b.N*items)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}
+
+// BenchmarkSnapshotPayloads times Snapshot (the part under the lock, which
+// holds up apply) of 200,000 waiting jobs of 256 bytes, payloads in the
+// heap and in the store:
+//
+//	go test -run '^$' -bench 'SnapshotPayloads' -benchtime 3x ./fsm/
+func BenchmarkSnapshotPayloads(b *testing.B) {
+	const jobs = 200_000
+	for _, mode := range payloadModes {
+		b.Run(mode, func(b *testing.B) {
+			f := benchFSM(b, mode)
+			payload := make([]byte, 256)
+			var index uint64
+			for i := 0; i < jobs; i += 500 {
+				items := make([]engine.EnqueueParams, 500)
+				for k := range items {
+					items[k] = engine.EnqueueParams{Queue: "q", JobType: "t", Payload: payload, IdempotencyKey: fmt.Sprintf("%032x", i+k)}
+				}
+				index++
+				applyEntry(b, f, index, stamped(t0, EnqueueBatchCommand(items)))
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s, err := f.Snapshot()
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.Release()
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/snapshot")
+		})
+	}
+}
