@@ -256,6 +256,11 @@ func (n *Node) membersConfig() engine.Config {
 			cfg.Queues[i].MaxMemoryBytes = nil
 		}
 	}
+	if cfg.Limits.MaxDiskBytes != 0 && !n.membersApply(fsm.CommandVersionPayloadsOffHeap) {
+		// An older member would drop the budget (and count payloads as
+		// memory): no disk budget until every member applies it.
+		cfg.Limits.MaxDiskBytes = 0
+	}
 	if engine.HasReserveLimits(cfg) && !n.membersApply(fsm.CommandVersionReserveLimits) {
 		// An older member would drop the limits and hand out the jobs
 		// the others hold back: none until every member applies them.

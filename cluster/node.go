@@ -227,6 +227,7 @@ func NewNode(cfg Config) (*Node, error) {
 		SnapshotTempDir: cfg.DataDir,
 		Logger:          logger.Named("fsm"),
 		PayloadDir:      filepath.Join(cfg.DataDir, "payloads"),
+		PayloadStore:    fsm.PayloadStoreOptions(cfg.Facts.MemoryLimitBytes),
 	})
 	if err != nil {
 		cleanup()

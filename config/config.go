@@ -331,9 +331,17 @@ type Limits struct {
 	// enqueues with ResourceExhausted and never drops a job. 0 is unbounded;
 	// per queue: max_length.
 	MaxQueueLength int `toml:"max_queue_length"`
+	// MaxDiskBytes is the budget of payload bytes the jobs and dead-letter
+	// records may hold in each node's payload store on disk: above it
+	// enqueues are refused with ResourceExhausted while workers drain. 0
+	// (the default) is unbounded: the node's own check of its disk's free
+	// space still refuses writes before the disk fills. It applies once
+	// every member runs a release that keeps payloads on disk.
+	MaxDiskBytes int64 `toml:"max_disk_bytes"`
 	// MaxMemoryBytes is the budget of bytes the queues may hold (jobs,
-	// payloads, custom fields, keys, dead-letter records, as the engine
-	// counts them): above it enqueues are refused with ResourceExhausted
+	// custom fields, keys, dead-letter records, as the engine counts them;
+	// payloads too on a cluster with a member older than the payload
+	// store): above it enqueues are refused with ResourceExhausted
 	// while workers drain. 0 (the default) derives it: max_memory_share of
 	// the smallest memory limit among the cluster's members (each member's
 	// cgroup limit, GOMEMLIMIT or server.memory_limit when set, else its
@@ -1047,6 +1055,7 @@ func (c Config) EngineConfig() (engine.Config, error) {
 		IdempotencyMinWindow: ms(l.IdempotencyMinWindowMS),
 		MaxQueueLength:       l.MaxQueueLength,
 		MaxMemoryBytes:       l.MaxMemoryBytes,
+		MaxDiskBytes:         l.MaxDiskBytes,
 		MaxDeadLetters:       l.MaxDeadLetters,
 		AttemptHistory:       l.AttemptHistory,
 		DeadLetterRetention:  ms(c.Storage.DeadLetterRetentionMS),

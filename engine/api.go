@@ -99,6 +99,11 @@ type Limits struct {
 	// while everything that drains keeps working. 0: unbounded (the
 	// engine's default; the server sets a share of its memory limit).
 	MaxMemoryBytes int64
+	// MaxDiskBytes is the budget of payload bytes the jobs and dead-letter
+	// records hold in each node's payload store (payloads.go), counted
+	// once payloads are off the heap: an enqueue that would take the count
+	// above it is refused with ErrDiskFull. 0: unbounded.
+	MaxDiskBytes   int64
 	MaxDeadLetters int // default 1,000,000 retained records
 	AttemptHistory int // default DefaultAttemptHistory (25) entries kept per job
 	// DeadLetterRetention keeps dead-letter records this long; 0 drops dead

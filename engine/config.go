@@ -137,6 +137,8 @@ func (c Config) Validate() error {
 		return invalid("limits.idempotency_min_window_ms", "must not be negative, got %s", l.IdempotencyMinWindow)
 	case l.MaxQueueLength < 0:
 		return invalid("limits.max_queue_length", "must not be negative (0 is unbounded), got %d", l.MaxQueueLength)
+	case l.MaxDiskBytes < 0:
+		return invalid("limits.max_disk_bytes", "must not be negative (0 is unbounded), got %d", l.MaxDiskBytes)
 	case l.MaxMemoryBytes < 0:
 		return invalid("limits.max_memory_bytes", "must not be negative (0 is unbounded), got %d", l.MaxMemoryBytes)
 	case l.MaxDeadLetters < 1:

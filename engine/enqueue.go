@@ -173,6 +173,9 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	if err := e.checkMemory(q, need); err != nil {
 		return EnqueueResult{}, err
 	}
+	if err := e.checkDisk(int64(len(p.Payload))); err != nil {
+		return EnqueueResult{}, err
+	}
 	if key != "" && e.keys.len() >= e.lim.MaxIdempotencyKeys && !e.forgetOldestKeyEarly(now) {
 		reason := fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys; retry once older keys expire", e.keys.len())
 		if e.lim.IdempotencyMinWindow > 0 {

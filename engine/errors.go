@@ -40,6 +40,10 @@ var (
 	// enqueue was refused and nothing was added. Workers draining the
 	// backlog make room.
 	ErrMemoryFull = errors.New("memory budget exhausted")
+	// ErrDiskFull: adding the job would take the payload bytes the jobs and
+	// dead-letter records hold above limits.max_disk_bytes; the enqueue was
+	// refused and nothing was added. Workers draining the backlog make room.
+	ErrDiskFull = errors.New("disk budget exhausted")
 )
 
 // FieldError is a rejected field, with the limit it broke.

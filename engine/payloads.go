@@ -110,6 +110,32 @@ func (e *Engine) releasePayload(j *job) {
 	}
 }
 
+// checkDisk refuses an addition of need payload bytes once it would take
+// the count above limits.max_disk_bytes (only counted once payloads are
+// off the heap: before, the memory budget counts them).
+func (e *Engine) checkDisk(need int64) error {
+	if m := e.lim.MaxDiskBytes; m > 0 && e.payloadsOffHeap && e.diskHeld+need > m {
+		return &DiskFullError{Held: e.diskHeld, Need: need, Limit: m}
+	}
+	return nil
+}
+
+// DiskFullError is an enqueue refused by limits.max_disk_bytes. It wraps
+// ErrDiskFull.
+type DiskFullError struct {
+	Held, Need, Limit int64 // payload bytes held, the job's payload, the budget
+}
+
+// LimitKey is the config key of the budget that refused.
+func (e *DiskFullError) LimitKey() string { return "limits.max_disk_bytes" }
+
+func (e *DiskFullError) Error() string {
+	return fmt.Sprintf("disk budget reached: the jobs hold %d bytes of payload and this one has %d, above limits.max_disk_bytes %d; retry once workers drain the backlog",
+		e.Held, e.Need, e.Limit)
+}
+
+func (e *DiskFullError) Unwrap() error { return ErrDiskFull }
+
 // PayloadsOffHeap reports whether payloads are charged to the disk budget
 // instead of the memory budget (EnablePayloadsOffHeap).
 func (e *Engine) PayloadsOffHeap() bool { return e.payloadsOffHeap }

@@ -166,3 +166,49 @@ func TestPayloads_OffHeapMovesTheChargeToDisk(t *testing.T) {
 		t.Fatal("restored digest differs")
 	}
 }
+
+// TestPayloads_DiskBudgetRefusesAndDrainsFree: limits.max_disk_bytes counts
+// the payload bytes held once payloads are off the heap: an enqueue past it
+// is refused with ErrDiskFull naming the limit, nothing is added, an ack
+// makes room; before payloads are off the heap it refuses nothing.
+func TestPayloads_DiskBudgetRefusesAndDrainsFree(t *testing.T) {
+	clock := et.NewClock()
+	e := et.New(t, func(c *engine.Config) { c.Limits.MaxDiskBytes = 10_000 })
+	job := engine.EnqueueParams{Queue: "q", JobType: "t", Payload: make([]byte, 3_000)}
+	for range 5 { // 15,000 bytes: the budget waits for payloadsOffHeap
+		et.MustEnqueue(t, e, clock.Advance(time.Millisecond), job)
+	}
+	e.EnablePayloadsOffHeap(clock.Advance(time.Millisecond))
+	_, err := e.Enqueue(clock.Advance(time.Millisecond), job)
+	var full *engine.DiskFullError
+	if !errors.As(err, &full) || !errors.Is(err, engine.ErrDiskFull) || full.LimitKey() != "limits.max_disk_bytes" {
+		t.Fatalf("enqueue above the disk budget: %v, want a DiskFullError", err)
+	}
+	if got := e.DiskHeld(); got != 15_000 {
+		t.Fatalf("DiskHeld %d after a refusal, want 15000", got)
+	}
+	ds, err := e.Reserve(clock.Advance(time.Millisecond), engine.ReserveParams{Queue: "q", N: 3, WorkerID: "w", Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if err := e.Ack(clock.Now(), et.Ref(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	et.MustEnqueue(t, e, clock.Advance(time.Millisecond), job) // 6,000 + 3,000
+	if _, err := e.Enqueue(clock.Advance(time.Millisecond), job); !errors.Is(err, engine.ErrDiskFull) {
+		t.Fatalf("enqueue to 12,000 bytes: %v, want ErrDiskFull", err)
+	}
+	var buf bytes.Buffer
+	if err := e.Snapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	r := engine.New(engine.DefaultConfig())
+	if err := r.Restore(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if r.Config().Limits.MaxDiskBytes != 10_000 || r.DiskHeld() != 9_000 || r.Digest() != e.Digest() {
+		t.Fatalf("restored: budget %d, held %d; want 10000, 9000 and an equal digest", r.Config().Limits.MaxDiskBytes, r.DiskHeld())
+	}
+}

@@ -267,6 +267,9 @@ func encodeConfig(c *encoder, cfg Config, version uint64) {
 	if v3 {
 		c.varint(l.MaxMemoryBytes)
 	}
+	if version >= snapshotVersionPayloadsOff {
+		c.varint(l.MaxDiskBytes)
+	}
 	c.uvarint(uint64(len(cfg.Queues)))
 	for _, q := range cfg.Queues {
 		c.string(q.Name)
@@ -982,6 +985,9 @@ func (d *decoder) decodeConfig() Config {
 	}
 	if d.version >= snapshotVersionMemoryBudget {
 		l.MaxMemoryBytes = d.varint()
+	}
+	if d.version >= snapshotVersionPayloadsOff {
+		l.MaxDiskBytes = d.varint()
 	}
 	cfg := Config{Limits: l}
 	n := d.count(1 << 20)

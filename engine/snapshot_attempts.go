@@ -96,8 +96,6 @@ func (d *decoder) decodeAttemptsSection(e *Engine) error {
 		return fmt.Errorf("attempts section: unknown flags %#x", flags)
 	case d.version < snapshotVersionPayloadsOff && flags&1 == 0:
 		return errors.New("attempts section: layout 11 written without recordFields")
-	case d.version >= snapshotVersionPayloadsOff && flags&2 == 0:
-		return errors.New("attempts section: layout 12 written without payloadsOffHeap")
 	}
 	e.recordFields = flags&1 != 0
 	e.payloadsOffHeap = flags&2 != 0

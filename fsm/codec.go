@@ -362,6 +362,9 @@ func SetConfigCommand(cfg engine.Config) *cmdpb.Command {
 	if engine.HasExpiryFairness(cfg) {
 		c.Version = CommandVersionExpiryFairness
 	}
+	if cfg.Limits.MaxDiskBytes != 0 {
+		c.Version = CommandVersionPayloadsOffHeap
+	}
 	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: EngineConfigToProto(cfg)}}
 	return c
 }
@@ -531,6 +534,7 @@ func EngineConfigToProto(cfg engine.Config) *cmdpb.EngineConfig {
 		Strict:                    l.Strict,
 		IdempotencyMinWindowNanos: int64(l.IdempotencyMinWindow),
 		MaxMemoryBytes:            l.MaxMemoryBytes,
+		MaxDiskBytes:              l.MaxDiskBytes,
 	}}
 	for _, q := range cfg.Queues {
 		pq := &cmdpb.QueueConfig{
@@ -592,6 +596,7 @@ func EngineConfigFromProto(pc *cmdpb.EngineConfig) engine.Config {
 		Strict:               l.GetStrict(),
 		IdempotencyMinWindow: time.Duration(l.GetIdempotencyMinWindowNanos()),
 		MaxMemoryBytes:       l.GetMaxMemoryBytes(),
+		MaxDiskBytes:         l.GetMaxDiskBytes(),
 	}}
 	for _, pq := range pc.GetQueues() {
 		q := engine.QueueConfig{

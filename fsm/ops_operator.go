@@ -90,6 +90,9 @@ func DeclaredConfigCommand(cfg engine.Config) *cmdpb.Command {
 	if engine.HasExpiryFairness(cfg) {
 		c.Version = CommandVersionExpiryFairness
 	}
+	if cfg.Limits.MaxDiskBytes != 0 {
+		c.Version = CommandVersionPayloadsOffHeap
+	}
 	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: EngineConfigToProto(cfg), Declarative: true}}
 	return c
 }

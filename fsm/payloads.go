@@ -24,7 +24,7 @@ func PayloadsOffHeapConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
 // loadBatchBytes cuts the load of a snapshot's payloads into store batches
 // of about this size, so that a restore never holds a whole backlog's
 // payloads in one batch in memory.
-const loadBatchBytes = 32 << 20
+const loadBatchBytes = 4 << 20
 
 // payloadStore is the engine's PayloadStore over the node's on-disk store
 // (package store, issue 35): job payloads live in Pebble, not in the Go
@@ -58,8 +58,37 @@ type payloadStore struct {
 
 var _ engine.PayloadWalker = (*payloadStore)(nil)
 
+// The payload store's memory when the caller does not size it
+// (PayloadStoreOptions): memtables of 32 MiB (up to 4 while flushes lag)
+// and a 16 MiB block cache, whatever the backlog.
+const (
+	payloadMemTableBytes = 32 << 20
+	payloadCacheBytes    = 16 << 20
+)
+
+// PayloadStoreOptions sizes the payload store for a node whose memory
+// limit is memoryLimit bytes (0: unknown, the defaults above): memtables
+// and block cache of 1/64 of it each, between 4 and 64 MiB. With up to 4
+// memtables while flushes lag, the store then takes at most about 8% of
+// the node's memory (20 MiB of a 256 MiB cgroup), which the memory
+// budget's share (limits.max_memory_share) leaves room for; the store is
+// rebuilt at each start, so a memtable's size is not what a crash costs.
+func PayloadStoreOptions(memoryLimit int64) store.Options {
+	if memoryLimit <= 0 {
+		return store.Options{}
+	}
+	n := min(max(memoryLimit/64, 4<<20), 64<<20)
+	return store.Options{MemTableBytes: uint64(n), CacheBytes: n}
+}
+
 // openPayloadStore empties dir and opens a store in it.
 func openPayloadStore(dir string, opts store.Options) (*payloadStore, error) {
+	if opts.MemTableBytes == 0 {
+		opts.MemTableBytes = payloadMemTableBytes
+	}
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = payloadCacheBytes
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("fsm: empty the payload store: %w", err)
 	}
@@ -83,7 +112,7 @@ func (p *payloadStore) PutPayload(id engine.JobID, payload []byte) {
 		if err := p.batch.CommitUnindexed(); err != nil {
 			p.fail("load", err)
 		}
-		p.batch = p.st.NewIndexedBatch()
+		p.batch = p.st.NewBatch()
 	}
 }
 
@@ -167,7 +196,7 @@ func (p *payloadStore) reset() error {
 		return err
 	}
 	p.st = st.st
-	p.batch = p.st.NewIndexedBatch()
+	p.batch = p.st.NewBatch() // a load reads nothing back: no index needed
 	p.loading = true
 	return nil
 }

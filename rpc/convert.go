@@ -345,6 +345,7 @@ func limitsToProto(l engine.Limits, o Options) *seppv1.Limits {
 		MaxQueueLength:       uint64OrZero(l.MaxQueueLength),
 		Strict:               l.Strict,
 		MaxMemoryBytes:       uint64(max(l.MaxMemoryBytes, 0)),
+		MaxDiskBytes:         uint64(max(l.MaxDiskBytes, 0)),
 	}
 }
 

@@ -535,10 +535,12 @@ func (s *queueService) DrainDeadLetters(ctx context.Context, req *seppv1.DrainDe
 
 func (s *queueService) GetServerInfo(ctx context.Context, req *seppv1.GetServerInfoRequest) (*seppv1.GetServerInfoResponse, error) {
 	var cfg engine.Config
-	var held int64
+	var held, diskHeld int64
+	var offHeap bool
 	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		cfg = e.Config()
 		held = e.MemoryHeldTotal()
+		diskHeld, offHeap = e.DiskHeld(), e.PayloadsOffHeap()
 		return nil
 	}); err != nil {
 		return nil, err
@@ -558,6 +560,8 @@ func (s *queueService) GetServerInfo(ctx context.Context, req *seppv1.GetServerI
 		Limits:                     limitsToProto(l, s.opts),
 	}
 	out.Limits.MemoryHeldBytes = uint64(max(held, 0))
+	out.Limits.DiskHeldBytes = uint64(max(diskHeld, 0))
+	out.Limits.PayloadsOffHeap = offHeap
 	for _, q := range cfg.Queues {
 		out.Queues = append(out.Queues, queueLimitsToProto(q, l))
 	}
@@ -572,6 +576,7 @@ func (s *queueService) GetServerInfo(ctx context.Context, req *seppv1.GetServerI
 			}
 		}
 		clusterVersion = cluster.ClusterCommandVersion(st.Members)
+		out.Limits.PayloadStoreBytes = st.PayloadStoreBytes
 	}
 	for _, f := range cluster.Features() {
 		out.Capabilities = append(out.Capabilities, &seppv1.Capability{

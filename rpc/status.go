@@ -79,7 +79,7 @@ func statusFor(err error) *status.Status {
 	var field *engine.FieldError
 	var version *cluster.CommandVersionError
 	var conflict *engine.UniqueConflictError
-	var memFull *engine.MemoryFullError
+	var budget interface{ LimitKey() string } // engine.MemoryFullError, engine.DiskFullError
 	switch {
 	case errors.As(err, &notLeader):
 		return withDetails(codes.Unavailable, err.Error(), &seppv1.NotLeader{
@@ -168,12 +168,12 @@ func statusFor(err error) *status.Status {
 		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
 			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "VERSION", Subject: "cluster", Description: err.Error()}},
 		})
-	case errors.As(err, &memFull):
+	case errors.As(err, &budget):
 		// No request field is at fault: a QuotaFailure names the budget.
 		return withDetails(codes.ResourceExhausted, err.Error(), &errdetails.QuotaFailure{
-			Violations: []*errdetails.QuotaFailure_Violation{{Subject: memFull.LimitKey(), Description: err.Error()}},
+			Violations: []*errdetails.QuotaFailure_Violation{{Subject: budget.LimitKey(), Description: err.Error()}},
 		})
-	case errors.Is(err, engine.ErrQueueFull), errors.Is(err, engine.ErrCapacity), errors.Is(err, engine.ErrMemoryFull):
+	case errors.Is(err, engine.ErrQueueFull), errors.Is(err, engine.ErrCapacity), errors.Is(err, engine.ErrMemoryFull), errors.Is(err, engine.ErrDiskFull):
 		return fromFieldError(codes.ResourceExhausted, err)
 
 	case errors.Is(err, context.DeadlineExceeded):

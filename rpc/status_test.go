@@ -210,6 +210,14 @@ func TestStatusFor(t *testing.T) {
 					t.Errorf("QuotaFailure = %v, want the queue's key", qf)
 				}
 			}},
+		{name: "DiskBudgetNamesTheLimit", err: fmt.Errorf("enqueue: %w", &engine.DiskFullError{Held: 100, Need: 10, Limit: 105}),
+			code: codes.ResourceExhausted, inMsg: "limits.max_disk_bytes 105",
+			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
+				if qf, ok := detailOf[*errdetails.QuotaFailure](t, st); !ok || qf.GetViolations()[0].GetSubject() != "limits.max_disk_bytes" {
+					t.Errorf("QuotaFailure = %v, want limits.max_disk_bytes", qf)
+				}
+			}},
 		{name: "Canceled", err: fmt.Errorf("read: %w", context.Canceled), code: codes.Canceled},
 		{name: "DeadlineExceeded", err: context.DeadlineExceeded, code: codes.DeadlineExceeded},
 		{name: "StatusPassesThrough", err: status.Error(codes.PermissionDenied, "operator role needed"), code: codes.PermissionDenied, inMsg: "operator role"},

@@ -1653,8 +1653,21 @@ type Limits struct {
 	MaxMemoryBytes uint64 `protobuf:"varint,24,opt,name=max_memory_bytes,json=maxMemoryBytes,proto3" json:"max_memory_bytes,omitempty"`
 	// What is held now against max_memory_bytes (as of this node's state).
 	MemoryHeldBytes uint64 `protobuf:"varint,25,opt,name=memory_held_bytes,json=memoryHeldBytes,proto3" json:"memory_held_bytes,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The budget of payload bytes the jobs and dead-letter records may hold
+	// in each node's payload store on disk; above it enqueues are refused
+	// with RESOURCE_EXHAUSTED. 0: unbounded. Replicated, like
+	// max_memory_bytes.
+	MaxDiskBytes uint64 `protobuf:"varint,26,opt,name=max_disk_bytes,json=maxDiskBytes,proto3" json:"max_disk_bytes,omitempty"`
+	// The payload bytes held now against max_disk_bytes (as of this node's
+	// state; the same count on every node).
+	DiskHeldBytes uint64 `protobuf:"varint,27,opt,name=disk_held_bytes,json=diskHeldBytes,proto3" json:"disk_held_bytes,omitempty"`
+	// True once payloads are counted against max_disk_bytes rather than
+	// max_memory_bytes (every member runs a release with the payload store).
+	PayloadsOffHeap bool `protobuf:"varint,28,opt,name=payloads_off_heap,json=payloadsOffHeap,proto3" json:"payloads_off_heap,omitempty"`
+	// The space this node's payload store takes on disk: its own figure.
+	PayloadStoreBytes uint64 `protobuf:"varint,29,opt,name=payload_store_bytes,json=payloadStoreBytes,proto3" json:"payload_store_bytes,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Limits) Reset() {
@@ -1858,6 +1871,34 @@ func (x *Limits) GetMaxMemoryBytes() uint64 {
 func (x *Limits) GetMemoryHeldBytes() uint64 {
 	if x != nil {
 		return x.MemoryHeldBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxDiskBytes() uint64 {
+	if x != nil {
+		return x.MaxDiskBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetDiskHeldBytes() uint64 {
+	if x != nil {
+		return x.DiskHeldBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetPayloadsOffHeap() bool {
+	if x != nil {
+		return x.PayloadsOffHeap
+	}
+	return false
+}
+
+func (x *Limits) GetPayloadStoreBytes() uint64 {
+	if x != nil {
+		return x.PayloadStoreBytes
 	}
 	return 0
 }
@@ -2168,7 +2209,7 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"Capability\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fcommand_version\x18\x02 \x01(\rR\x0ecommandVersion\x12#\n" +
-	"\rcluster_ready\x18\x03 \x01(\bR\fclusterReady\"\xd3\b\n" +
+	"\rcluster_ready\x18\x03 \x01(\bR\fclusterReady\"\xfd\t\n" +
 	"\x06Limits\x12!\n" +
 	"\fmin_priority\x18\x01 \x01(\rR\vminPriority\x12!\n" +
 	"\fmax_priority\x18\x02 \x01(\rR\vmaxPriority\x12)\n" +
@@ -2196,7 +2237,11 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x10max_queue_length\x18\x16 \x01(\x04R\x0emaxQueueLength\x12\x16\n" +
 	"\x06strict\x18\x17 \x01(\bR\x06strict\x12(\n" +
 	"\x10max_memory_bytes\x18\x18 \x01(\x04R\x0emaxMemoryBytes\x12*\n" +
-	"\x11memory_held_bytes\x18\x19 \x01(\x04R\x0fmemoryHeldBytes\"\xce\x05\n" +
+	"\x11memory_held_bytes\x18\x19 \x01(\x04R\x0fmemoryHeldBytes\x12$\n" +
+	"\x0emax_disk_bytes\x18\x1a \x01(\x04R\fmaxDiskBytes\x12&\n" +
+	"\x0fdisk_held_bytes\x18\x1b \x01(\x04R\rdiskHeldBytes\x12*\n" +
+	"\x11payloads_off_heap\x18\x1c \x01(\bR\x0fpayloadsOffHeap\x12.\n" +
+	"\x13payload_store_bytes\x18\x1d \x01(\x04R\x11payloadStoreBytes\"\xce\x05\n" +
 	"\vQueueLimits\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10default_priority\x18\x02 \x01(\rR\x0fdefaultPriority\x120\n" +

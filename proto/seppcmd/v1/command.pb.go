@@ -2224,8 +2224,11 @@ type Limits struct {
 	// max_memory_bytes: the budget of bytes the engine holds, 0 unbounded (as
 	// before version 4); a ConfigSet that sets it carries command version 4.
 	MaxMemoryBytes int64 `protobuf:"varint,24,opt,name=max_memory_bytes,json=maxMemoryBytes,proto3" json:"max_memory_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// max_disk_bytes: the budget of payload bytes held (command version 15),
+	// 0 unbounded; a ConfigSet that sets it carries command version 15.
+	MaxDiskBytes  int64 `protobuf:"varint,25,opt,name=max_disk_bytes,json=maxDiskBytes,proto3" json:"max_disk_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Limits) Reset() {
@@ -2422,6 +2425,13 @@ func (x *Limits) GetIdempotencyMinWindowNanos() int64 {
 func (x *Limits) GetMaxMemoryBytes() int64 {
 	if x != nil {
 		return x.MaxMemoryBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxDiskBytes() int64 {
+	if x != nil {
+		return x.MaxDiskBytes
 	}
 	return 0
 }
@@ -3638,7 +3648,7 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x06target\x18\x02 \x01(\rR\x06target\"k\n" +
 	"\fEngineConfig\x12*\n" +
 	"\x06limits\x18\x01 \x01(\v2\x12.seppcmd.v1.LimitsR\x06limits\x12/\n" +
-	"\x06queues\x18\x02 \x03(\v2\x17.seppcmd.v1.QueueConfigR\x06queues\"\xe7\b\n" +
+	"\x06queues\x18\x02 \x03(\v2\x17.seppcmd.v1.QueueConfigR\x06queues\"\x8d\t\n" +
 	"\x06Limits\x12)\n" +
 	"\x10default_priority\x18\x01 \x01(\rR\x0fdefaultPriority\x120\n" +
 	"\x14default_max_attempts\x18\x02 \x01(\rR\x12defaultMaxAttempts\x120\n" +
@@ -3664,7 +3674,8 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x1bdead_letter_retention_nanos\x18\x15 \x01(\x03R\x18deadLetterRetentionNanos\x12\x16\n" +
 	"\x06strict\x18\x16 \x01(\bR\x06strict\x12?\n" +
 	"\x1cidempotency_min_window_nanos\x18\x17 \x01(\x03R\x19idempotencyMinWindowNanos\x12(\n" +
-	"\x10max_memory_bytes\x18\x18 \x01(\x03R\x0emaxMemoryBytes\"\xb0\a\n" +
+	"\x10max_memory_bytes\x18\x18 \x01(\x03R\x0emaxMemoryBytes\x12$\n" +
+	"\x0emax_disk_bytes\x18\x19 \x01(\x03R\fmaxDiskBytes\"\xb0\a\n" +
 	"\vQueueConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x10default_priority\x18\x02 \x01(\rH\x00R\x0fdefaultPriority\x88\x01\x01\x125\n" +

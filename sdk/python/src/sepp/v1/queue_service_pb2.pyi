@@ -179,15 +179,17 @@ class GetServerInfoResponse(_message.Message):
     def __init__(self, version: _Optional[str] = ..., node_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_grpc_addr: _Optional[str] = ..., stale: bool = ..., dead_letter_retention_enabled: bool = ..., dead_letter_retention_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., queues: _Optional[_Iterable[_Union[QueueLimits, _Mapping]]] = ..., members: _Optional[_Iterable[_Union[_types_pb2.MemberFacts, _Mapping]]] = ..., capabilities: _Optional[_Iterable[_Union[Capability, _Mapping]]] = ...) -> None: ...
 
 class Limits(_message.Message):
-    __slots__ = ["default_lease_ms", "default_max_attempts", "default_priority", "idempotency_window_ms", "max_attempts_ceiling", "max_batch_size", "max_custom_field_bytes", "max_custom_fields", "max_job_type_bytes", "max_lease_ms", "max_memory_bytes", "max_message_bytes", "max_payload_bytes", "max_priority", "max_queue_length", "max_queue_name_bytes", "max_reserve_batch", "max_reserve_wait_ms", "max_schedule_horizon_ms", "memory_held_bytes", "min_priority", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "strict"]
+    __slots__ = ["default_lease_ms", "default_max_attempts", "default_priority", "disk_held_bytes", "idempotency_window_ms", "max_attempts_ceiling", "max_batch_size", "max_custom_field_bytes", "max_custom_fields", "max_disk_bytes", "max_job_type_bytes", "max_lease_ms", "max_memory_bytes", "max_message_bytes", "max_payload_bytes", "max_priority", "max_queue_length", "max_queue_name_bytes", "max_reserve_batch", "max_reserve_wait_ms", "max_schedule_horizon_ms", "memory_held_bytes", "min_priority", "payload_store_bytes", "payloads_off_heap", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "strict"]
     DEFAULT_LEASE_MS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    DISK_HELD_BYTES_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_WINDOW_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_CEILING_FIELD_NUMBER: _ClassVar[int]
     MAX_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     MAX_CUSTOM_FIELDS_FIELD_NUMBER: _ClassVar[int]
     MAX_CUSTOM_FIELD_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_DISK_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_JOB_TYPE_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_LEASE_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -201,6 +203,8 @@ class Limits(_message.Message):
     MAX_SCHEDULE_HORIZON_MS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_HELD_BYTES_FIELD_NUMBER: _ClassVar[int]
     MIN_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PAYLOADS_OFF_HEAP_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_STORE_BYTES_FIELD_NUMBER: _ClassVar[int]
     RETRY_BACKOFF_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAY_MAX_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
@@ -208,11 +212,13 @@ class Limits(_message.Message):
     default_lease_ms: int
     default_max_attempts: int
     default_priority: int
+    disk_held_bytes: int
     idempotency_window_ms: int
     max_attempts_ceiling: int
     max_batch_size: int
     max_custom_field_bytes: int
     max_custom_fields: int
+    max_disk_bytes: int
     max_job_type_bytes: int
     max_lease_ms: int
     max_memory_bytes: int
@@ -226,11 +232,13 @@ class Limits(_message.Message):
     max_schedule_horizon_ms: int
     memory_held_bytes: int
     min_priority: int
+    payload_store_bytes: int
+    payloads_off_heap: bool
     retry_backoff: _types_pb2.RetryBackoff
     retry_delay_max_ms: int
     retry_delay_ms: int
     strict: bool
-    def __init__(self, min_priority: _Optional[int] = ..., max_priority: _Optional[int] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., max_attempts_ceiling: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., default_lease_ms: _Optional[int] = ..., max_lease_ms: _Optional[int] = ..., max_reserve_wait_ms: _Optional[int] = ..., max_payload_bytes: _Optional[int] = ..., max_batch_size: _Optional[int] = ..., max_custom_fields: _Optional[int] = ..., max_custom_field_bytes: _Optional[int] = ..., max_job_type_bytes: _Optional[int] = ..., max_queue_name_bytes: _Optional[int] = ..., max_message_bytes: _Optional[int] = ..., idempotency_window_ms: _Optional[int] = ..., max_queue_length: _Optional[int] = ..., strict: bool = ..., max_memory_bytes: _Optional[int] = ..., memory_held_bytes: _Optional[int] = ...) -> None: ...
+    def __init__(self, min_priority: _Optional[int] = ..., max_priority: _Optional[int] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., max_attempts_ceiling: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., default_lease_ms: _Optional[int] = ..., max_lease_ms: _Optional[int] = ..., max_reserve_wait_ms: _Optional[int] = ..., max_payload_bytes: _Optional[int] = ..., max_batch_size: _Optional[int] = ..., max_custom_fields: _Optional[int] = ..., max_custom_field_bytes: _Optional[int] = ..., max_job_type_bytes: _Optional[int] = ..., max_queue_name_bytes: _Optional[int] = ..., max_message_bytes: _Optional[int] = ..., idempotency_window_ms: _Optional[int] = ..., max_queue_length: _Optional[int] = ..., strict: bool = ..., max_memory_bytes: _Optional[int] = ..., memory_held_bytes: _Optional[int] = ..., max_disk_bytes: _Optional[int] = ..., disk_held_bytes: _Optional[int] = ..., payloads_off_heap: bool = ..., payload_store_bytes: _Optional[int] = ...) -> None: ...
 
 class NackRequest(_message.Message):
     __slots__ = ["ctx", "directive", "reason"]
