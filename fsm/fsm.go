@@ -156,6 +156,9 @@ func Open(cfg Config) (*FSM, error) {
 		decodeFunc: decodeEntryForApply,
 	}
 	if cfg.PayloadDir != "" {
+		if cfg.PayloadStore.Logger == nil {
+			cfg.PayloadStore.Logger = storeLogger{logger.Named("payloads")}
+		}
 		p, err := openPayloadStore(cfg.PayloadDir, cfg.PayloadStore)
 		if err != nil {
 			return nil, err

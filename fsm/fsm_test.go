@@ -247,7 +247,7 @@ func (s *memSink) ID() string    { return "mem" }
 func (s *memSink) Close() error  { s.closed = true; return nil }
 func (s *memSink) Cancel() error { s.cancelled = true; return nil }
 
-func snapshotBytes(t *testing.T, f *FSM) []byte {
+func snapshotBytes(t testing.TB, f *FSM) []byte {
 	t.Helper()
 	snap, err := f.Snapshot()
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/sepp-io/sepp/engine"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 	storepb "github.com/sepp-io/sepp/proto/seppstore/v1"
@@ -80,6 +82,13 @@ func PayloadStoreOptions(memoryLimit int64) store.Options {
 	n := min(max(memoryLimit/64, 4<<20), 64<<20)
 	return store.Options{MemTableBytes: uint64(n), CacheBytes: n}
 }
+
+// storeLogger passes the store's messages to the state machine's log.
+type storeLogger struct{ log hclog.Logger }
+
+func (l storeLogger) Infof(format string, args ...any)  { l.log.Info(fmt.Sprintf(format, args...)) }
+func (l storeLogger) Errorf(format string, args ...any) { l.log.Error(fmt.Sprintf(format, args...)) }
+func (l storeLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
 
 // openPayloadStore empties dir and opens a store in it.
 func openPayloadStore(dir string, opts store.Options) (*payloadStore, error) {

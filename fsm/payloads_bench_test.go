@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"path/filepath"
 	"testing"
 
@@ -87,6 +89,51 @@ func BenchmarkSnapshotPayloads(b *testing.B) {
 				s.Release()
 			}
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/snapshot")
+		})
+	}
+}
+
+// BenchmarkRestorePayloads restores a snapshot of 200,000 waiting jobs of
+// 1 KiB, payloads into the heap and into the store (sized as for a node
+// of 256 MiB and of 4 GiB): the bulk of a node's restart.
+//
+//	go test -run '^$' -bench 'RestorePayloads' -benchtime 2x ./fsm/
+func BenchmarkRestorePayloads(b *testing.B) {
+	const jobs = 200_000
+	src := benchFSM(b, "heap")
+	payload := make([]byte, 1024)
+	var index uint64
+	for i := 0; i < jobs; i += 500 {
+		items := make([]engine.EnqueueParams, 500)
+		for k := range items {
+			items[k] = engine.EnqueueParams{Queue: "q", JobType: "t", Payload: payload, IdempotencyKey: fmt.Sprintf("%032x", i+k)}
+		}
+		index++
+		applyEntry(b, src, index, stamped(t0, EnqueueBatchCommand(items)))
+	}
+	data := snapshotBytes(b, src)
+	for _, tc := range []struct {
+		name   string
+		memory int64
+	}{{"heap", 0}, {"store-256MiB", 256 << 20}, {"store-4GiB", 4 << 30}} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := Config{Engine: engine.Config{Limits: engine.DefaultLimits()}, SnapshotTempDir: b.TempDir()}
+			if tc.memory != 0 {
+				cfg.PayloadDir = filepath.Join(b.TempDir(), "payloads")
+				cfg.PayloadStore = PayloadStoreOptions(tc.memory)
+			}
+			f, err := Open(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			b.SetBytes(int64(len(data)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

@@ -114,6 +114,11 @@ func pebbleOptions(o Options) *pebble.Options {
 		Logger:                      logger,
 	}
 	po.Experimental.TombstoneDenseCompactionThreshold = 0.10
+	// A write stall holds up the apply of every entry behind it: say so.
+	po.EventListener = &pebble.EventListener{
+		WriteStallBegin: func(i pebble.WriteStallBeginInfo) { logger.Infof("store: write stall: %s", i.Reason) },
+		WriteStallEnd:   func() { logger.Infof("store: write stall ended") },
+	}
 	po.DisableAutomaticCompactions = o.noAutoCompactions
 	return po
 }
