@@ -67,6 +67,11 @@ type Engine struct {
 	// Set by a ConfigSet of fsm.CommandVersionDeadLetterEdges, which the
 	// leader proposes only once every member applies it.
 	forwardKeepsPriority bool
+	// declaredLimits: a file definition's fingerprint covers its reserve
+	// limits (queues.go). Set by ApplyDeclaredReserveLimits, a ConfigSet of
+	// fsm.CommandVersionQueueReserveLimits, which the leader proposes only
+	// once every member applies it.
+	declaredLimits bool
 
 	// schedules are the periodic schedules by name (schedule.go).
 	schedules map[string]*schedule
