@@ -76,6 +76,13 @@ func seedEntries(t testing.TB) map[string][]byte {
 			Template: engine.JobTemplate{Queue: "q", JobType: "report"}, Overlap: engine.OverlapAllow, NextTick: t0.Add(time.Hour)}),
 			FireScheduleCommand("nightly", t0.Add(time.Hour), t0.Add(2*time.Hour), false), PauseScheduleCommand("nightly", true, time.Time{}),
 			DeleteScheduleCommand("nightly")},
+		// Reserve limits set at runtime (15): an update that sets them and
+		// one that drops one, and the declarative config that turns the
+		// rule on.
+		"queue_reserve_limits": {CreateQueueCommand(engine.QueueConfig{Name: "lim"}, false),
+			UpdateQueueCommand(engine.QueueUpdate{Name: "lim", Set: engine.QueueConfig{MaxReserved: 2, RateLimit: 5, RatePeriod: time.Minute, ConcurrencyKey: "tenant", MaxPerKey: 1}}),
+			UpdateQueueCommand(engine.QueueUpdate{Name: "lim", Inherit: []string{"rate_limit", "rate_period_ms"}}),
+			DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "d", MaxReserved: 3}}}))},
 		// A queue's reserve limits (6).
 		"config_reserve_limits": {SetConfigCommand(engine.Config{Limits: seedLimits(), Queues: []engine.QueueConfig{{Name: "limited", MaxReserved: 2, ConcurrencyKey: "tenant", MaxPerKey: 1}}})},
 	}
