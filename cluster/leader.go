@@ -287,11 +287,15 @@ func (n *Node) setConfig(ctx context.Context) bool {
 	// Likewise forwarded jobs keeping their priority
 	// (fsm.CommandVersionDeadLetterEdges).
 	keepPriority := n.membersApply(fsm.CommandVersionDeadLetterEdges)
+	// And a file definition's reserve limits being part of it
+	// (fsm.CommandVersionQueueReserveLimits).
+	declaredLimits := n.membersApply(fsm.CommandVersionQueueReserveLimits)
 	var running engine.Config
 	var pending, declared bool
 	_ = n.fsm.Read(func(e *engine.Engine) error {
 		running = e.Config()
-		pending = e.DeclaredPending(want) || (recordFields && !e.RecordFields()) || (keepPriority && !e.ForwardKeepsPriority())
+		pending = e.DeclaredPending(want) || (recordFields && !e.RecordFields()) || (keepPriority && !e.ForwardKeepsPriority()) ||
+			(declaredLimits && !e.DeclaredReserveLimits())
 		declared = len(e.Declarations()) > 0
 		return nil
 	})
@@ -299,13 +303,19 @@ func (n *Node) setConfig(ctx context.Context) bool {
 		if !pending {
 			return true
 		}
+		var cmd *cmdpb.Command
 		switch {
 		case keepPriority:
-			return n.runDuty(ctx, "set config", fsm.ForwardKeepsPriorityConfigCommand(fsm.RecordFieldsConfigCommand(want)))
+			cmd = fsm.ForwardKeepsPriorityConfigCommand(fsm.RecordFieldsConfigCommand(want))
 		case recordFields:
-			return n.runDuty(ctx, "set config", fsm.RecordFieldsConfigCommand(want))
+			cmd = fsm.RecordFieldsConfigCommand(want)
+		default:
+			cmd = fsm.DeclaredConfigCommand(want)
 		}
-		return n.runDuty(ctx, "set config", fsm.DeclaredConfigCommand(want))
+		if declaredLimits {
+			cmd = fsm.DeclaredReserveLimitsConfigCommand(cmd)
+		}
+		return n.runDuty(ctx, "set config", cmd)
 	}
 	if reflect.DeepEqual(running, want) {
 		return true
