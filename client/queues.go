@@ -35,6 +35,21 @@ type QueueSettings struct {
 	// priority level; drop it with Inherit "fairness_key". In Effective,
 	// "" is none.
 	FairnessKey *string
+	// The reserve limits (docs/reserve-limits.md); none has a global
+	// value, so nil and 0 (or "") both mean none, and on update a pointer
+	// to 0 (or "") drops the limit, as Inherit of its key does. MaxReserved
+	// caps the queue's jobs reserved at once, across all workers;
+	// RateLimit reservations per RatePeriod (whole milliseconds, 1ms..1h;
+	// 0: 1s), up to RateBurst at once (0: RateLimit); MaxPerKey caps the
+	// jobs reserved at once per value of the custom field ConcurrencyKey
+	// (set both). Counts are 0..1,000,000. In Effective, every one is set
+	// (0 and "" for none; RatePeriod 0 without a rate limit).
+	MaxReserved    *uint64
+	RateLimit      *uint64
+	RatePeriod     *time.Duration
+	RateBurst      *uint64
+	ConcurrencyKey *string
+	MaxPerKey      *uint64
 }
 
 // QueueInfo is one queue: its counts, its own settings and what it runs
@@ -47,8 +62,8 @@ type QueueInfo struct {
 
 // QueueUpdate changes a queue: the set fields of Settings replace the
 // queue's own, Inherit drops settings by name (default_priority,
-// retry_delay_ms, ...) so the queue takes the global value again, Paused
-// pauses or resumes it.
+// retry_delay_ms, max_reserved, ...) so the queue takes the global value
+// again (a reserve limit: none), Paused pauses or resumes it.
 type QueueUpdate struct {
 	Settings QueueSettings
 	Inherit  []string
@@ -187,6 +202,12 @@ func queueSettingsToProto(s QueueSettings) (*seppv1.QueueSettings, error) {
 		DeadLetterQueue:      s.DeadLetterQueue,
 		MaxWaitMs:            ms(s.MaxWait),
 		FairnessKey:          s.FairnessKey,
+		MaxReserved:          s.MaxReserved,
+		RateLimit:            s.RateLimit,
+		RatePeriodMs:         ms(s.RatePeriod),
+		RateBurst:            s.RateBurst,
+		ConcurrencyKey:       s.ConcurrencyKey,
+		MaxPerKey:            s.MaxPerKey,
 	}
 	if s.RetryBackoff != nil {
 		var b seppv1.RetryBackoff
@@ -229,6 +250,12 @@ func queueSettingsFromProto(p *seppv1.QueueSettings) QueueSettings {
 		DeadLetterQueue:    p.DeadLetterQueue,
 		MaxWait:            dur(p.MaxWaitMs),
 		FairnessKey:        p.FairnessKey,
+		MaxReserved:        p.MaxReserved,
+		RateLimit:          p.RateLimit,
+		RatePeriod:         dur(p.RatePeriodMs),
+		RateBurst:          p.RateBurst,
+		ConcurrencyKey:     p.ConcurrencyKey,
+		MaxPerKey:          p.MaxPerKey,
 	}
 	if p.RetryBackoff != nil {
 		b := backoffName(p.GetRetryBackoff())
@@ -253,6 +280,12 @@ func queueLimitsFromProto(l *seppv1.QueueLimits) QueueSettings {
 		DeadLetterQueue:    &dlq,
 		MaxWait:            ms(l.GetMaxWaitMs()),
 		FairnessKey:        ptrTo(l.GetFairnessKey()),
+		MaxReserved:        ptrTo(l.GetMaxReserved()),
+		RateLimit:          ptrTo(l.GetRateLimit()),
+		RatePeriod:         ms(l.GetRatePeriodMs()),
+		RateBurst:          ptrTo(l.GetRateBurst()),
+		ConcurrencyKey:     ptrTo(l.GetConcurrencyKey()),
+		MaxPerKey:          ptrTo(l.GetMaxPerKey()),
 	}
 }
 

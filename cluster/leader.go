@@ -292,6 +292,9 @@ func (n *Node) setConfig(ctx context.Context) bool {
 	// Likewise forwarded jobs keeping their priority
 	// (fsm.CommandVersionDeadLetterEdges).
 	keepPriority := n.membersApply(fsm.CommandVersionDeadLetterEdges)
+	// And a file definition's reserve limits being part of it
+	// (fsm.CommandVersionQueueReserveLimits).
+	declaredLimits := n.membersApply(fsm.CommandVersionQueueReserveLimits)
 	// Likewise payloads charged to the disk count instead of the memory
 	// budget (fsm.CommandVersionPayloadsOffHeap).
 	payloadsOff := n.membersApply(fsm.CommandVersionPayloadsOffHeap)
@@ -300,7 +303,7 @@ func (n *Node) setConfig(ctx context.Context) bool {
 	_ = n.fsm.Read(func(e *engine.Engine) error {
 		running = e.Config()
 		pending = e.DeclaredPending(want) || (recordFields && !e.RecordFields()) || (keepPriority && !e.ForwardKeepsPriority()) ||
-			(payloadsOff && !e.PayloadsOffHeap())
+			(declaredLimits && !e.DeclaredReserveLimits()) || (payloadsOff && !e.PayloadsOffHeap())
 		declared = len(e.Declarations()) > 0
 		return nil
 	})
@@ -308,15 +311,22 @@ func (n *Node) setConfig(ctx context.Context) bool {
 		if !pending {
 			return true
 		}
+		var cmd *cmdpb.Command
 		switch {
-		case payloadsOff:
-			return n.runDuty(ctx, "set config", fsm.PayloadsOffHeapConfigCommand(fsm.ForwardKeepsPriorityConfigCommand(fsm.RecordFieldsConfigCommand(want))))
 		case keepPriority:
-			return n.runDuty(ctx, "set config", fsm.ForwardKeepsPriorityConfigCommand(fsm.RecordFieldsConfigCommand(want)))
+			cmd = fsm.ForwardKeepsPriorityConfigCommand(fsm.RecordFieldsConfigCommand(want))
 		case recordFields:
-			return n.runDuty(ctx, "set config", fsm.RecordFieldsConfigCommand(want))
+			cmd = fsm.RecordFieldsConfigCommand(want)
+		default:
+			cmd = fsm.DeclaredConfigCommand(want)
 		}
-		return n.runDuty(ctx, "set config", fsm.DeclaredConfigCommand(want))
+		if declaredLimits {
+			cmd = fsm.DeclaredReserveLimitsConfigCommand(cmd)
+		}
+		if payloadsOff { // last: it stamps the highest version
+			cmd = fsm.PayloadsOffHeapConfigCommand(cmd)
+		}
+		return n.runDuty(ctx, "set config", cmd)
 	}
 	if reflect.DeepEqual(running, want) {
 		return true

@@ -390,7 +390,10 @@ type Storage struct {
 	WALSegmentMB int `toml:"wal_segment_mb"`
 }
 
-// Queue is one [[queues]] entry; unset keys inherit [limits].
+// Queue is one [[queues]] entry; unset keys inherit [limits] (a key
+// [limits] does not have is off). The entry is applied once, the first
+// time the cluster sees it; its settings then change at runtime (sepp
+// queues update) until the entry is edited.
 type Queue struct {
 	// Name is the queue the entry configures.
 	Name string `toml:"name"`

@@ -67,6 +67,11 @@ type Engine struct {
 	// Set by a ConfigSet of fsm.CommandVersionDeadLetterEdges, which the
 	// leader proposes only once every member applies it.
 	forwardKeepsPriority bool
+	// declaredLimits: a file definition's fingerprint covers its reserve
+	// limits (queues.go). Set by ApplyDeclaredReserveLimits, a ConfigSet of
+	// fsm.CommandVersionQueueReserveLimits, which the leader proposes only
+	// once every member applies it.
+	declaredLimits bool
 
 	// schedules are the periodic schedules by name (schedule.go).
 	schedules map[string]*schedule
@@ -104,7 +109,7 @@ type Engine struct {
 	payloads PayloadStore
 	// payloadsOffHeap: payloads are no longer charged to the memory budget
 	// but to the disk budget (limits.max_disk_bytes). Set by a ConfigSet
-	// of command version 15, which the leader proposes only once every
+	// of command version 16, which the leader proposes only once every
 	// member applies it, so that every replica charges alike.
 	payloadsOffHeap bool
 	// diskHeld is the payload bytes of the live jobs and retained records:

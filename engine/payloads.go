@@ -148,7 +148,7 @@ func (e *Engine) DiskHeld() int64 { return e.diskHeld }
 // budget counts no payload byte (payloads live in the node's store, not in
 // its heap) and the disk budget counts them all. Every job held is
 // recharged at once, so the count stays a function of the state. The
-// leader proposes it (a ConfigSet of command version 15) once every member
+// leader proposes it (a ConfigSet of command version 16) once every member
 // applies that version: a member still charging payloads to memory would
 // refuse enqueues the others accept.
 func (e *Engine) EnablePayloadsOffHeap(now time.Time) {

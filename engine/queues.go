@@ -28,6 +28,12 @@ import (
 // runtime state then rules) made safe for a cluster whose members' files
 // may differ; JetStream's stream configs are edited the same way, through
 // the API, with the file only seeding them.
+//
+// A queue's reserve limits follow the same rule once the cluster runs
+// declaredLimits (ApplyDeclaredReserveLimits): a definition's fingerprint
+// then covers them, so an entry whose only change is its reserve limits is
+// applied like any edited entry. Before, the fingerprint left them out
+// (they could not be set at runtime), and such an edit was never applied.
 
 var (
 	// ErrAlreadyExists: a create named a queue that is already configured.
@@ -55,10 +61,16 @@ type QueueUpdate struct {
 	// (empty: forward nowhere).
 	SetDeadLetterQueue bool
 	// Inherit lists overrides to drop, so the queue takes the global value
-	// again, by their config keys (QueueSettingKeys).
+	// again, by their config keys (QueueSettingKeys). A reserve limit has
+	// no global value: inheriting one drops it (none).
 	Inherit []string
 	// Paused, when set, pauses or resumes the queue.
 	Paused *bool
+	// KeepReserveLimits leaves the queue's reserve limits as they are,
+	// whatever Set says of them, and refuses their keys in Inherit as
+	// unknown: what every update did before fsm command version 15, whose
+	// older entries the fsm applies with it.
+	KeepReserveLimits bool
 }
 
 // QueueSettingKeys are the config keys of a queue's overrides, in the order
@@ -66,7 +78,26 @@ type QueueUpdate struct {
 var QueueSettingKeys = []string{
 	"default_priority", "default_max_attempts", "retry_delay_ms", "retry_backoff",
 	"retry_delay_max_ms", "max_schedule_horizon_ms", "max_length", "max_memory_bytes",
-	"dead_letter_queue", "max_wait_ms", "fairness_key",
+	"dead_letter_queue", "max_reserved", "rate_limit", "rate_period_ms", "rate_burst",
+	"concurrency_key", "max_per_key", "max_wait_ms", "fairness_key",
+}
+
+// ReserveLimitKeys are the config keys of a queue's reserve limits, in the
+// order of QueueConfig: a QueueUpdate that sets one, or inherits one, needs
+// fsm command version 15.
+var ReserveLimitKeys = []string{"max_reserved", "rate_limit", "rate_period_ms", "rate_burst", "concurrency_key", "max_per_key"}
+
+// legacyQueueSettingKeys are QueueSettingKeys without the reserve limits:
+// the keys an update with KeepReserveLimits knows.
+var legacyQueueSettingKeys = slices.DeleteFunc(slices.Clone(QueueSettingKeys), func(k string) bool { return slices.Contains(ReserveLimitKeys, k) })
+
+// TouchesReserveLimits reports whether u sets or inherits a reserve limit.
+func (u QueueUpdate) TouchesReserveLimits() bool {
+	s := u.Set
+	if s.MaxReserved != 0 || s.RateLimit != 0 || s.RatePeriod != 0 || s.RateBurst != 0 || s.ConcurrencyKey != "" || s.MaxPerKey != 0 {
+		return true
+	}
+	return slices.ContainsFunc(u.Inherit, func(k string) bool { return slices.Contains(ReserveLimitKeys, k) })
 }
 
 // QueueRemoval counts what a delete or purge removed.
@@ -125,6 +156,9 @@ func (e *Engine) UpdateQueue(now time.Time, u QueueUpdate) error {
 	}
 	qc := &next.Queues[i]
 	for _, k := range u.Inherit {
+		if u.KeepReserveLimits && slices.Contains(ReserveLimitKeys, k) {
+			return invalid("inherit", "unknown setting %s; one of %v", quoteShort(k), legacyQueueSettingKeys)
+		}
 		switch k {
 		case "default_priority":
 			qc.DefaultPriority = nil
@@ -144,6 +178,18 @@ func (e *Engine) UpdateQueue(now time.Time, u QueueUpdate) error {
 			qc.MaxMemoryBytes = nil
 		case "dead_letter_queue":
 			qc.DeadLetterQueue = ""
+		case "max_reserved":
+			qc.MaxReserved = 0
+		case "rate_limit":
+			qc.RateLimit = 0
+		case "rate_period_ms":
+			qc.RatePeriod = 0
+		case "rate_burst":
+			qc.RateBurst = 0
+		case "concurrency_key":
+			qc.ConcurrencyKey = ""
+		case "max_per_key":
+			qc.MaxPerKey = 0
 		case "max_wait_ms":
 			qc.MaxWait = 0
 		case "fairness_key":
@@ -164,8 +210,16 @@ func (e *Engine) UpdateQueue(now time.Time, u QueueUpdate) error {
 	if u.SetDeadLetterQueue {
 		qc.DeadLetterQueue = s.DeadLetterQueue
 	}
-	// max_wait and fairness_key: a set (non-zero) value replaces the
-	// queue's; inherit "max_wait_ms" or "fairness_key" drops it.
+	// The reserve limits, max_wait and fairness_key: a set (non-zero)
+	// value replaces the queue's; inheriting the key drops it.
+	if !u.KeepReserveLimits {
+		setNonZero(&qc.MaxReserved, s.MaxReserved)
+		setNonZero(&qc.RateLimit, s.RateLimit)
+		setNonZero(&qc.RatePeriod, s.RatePeriod)
+		setNonZero(&qc.RateBurst, s.RateBurst)
+		setNonZero(&qc.ConcurrencyKey, s.ConcurrencyKey)
+		setNonZero(&qc.MaxPerKey, s.MaxPerKey)
+	}
 	if s.MaxWait != 0 {
 		qc.MaxWait = s.MaxWait
 	}
@@ -187,6 +241,13 @@ func setIf[T any](dst **T, v *T) {
 	if v != nil {
 		c := *v
 		*dst = &c
+	}
+}
+
+func setNonZero[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
 	}
 }
 
@@ -324,14 +385,39 @@ func (e *Engine) configIndex(name string) int {
 // is left as it is. The result must validate as a whole, else nothing
 // changes.
 func (e *Engine) ApplyDeclared(now time.Time, cfg Config) error {
+	return e.applyDeclared(now, cfg, false)
+}
+
+// ApplyDeclaredReserveLimits is ApplyDeclared that turns declaredLimits on
+// first (the leader proposes it, fsm command version 15, once every member
+// applies it): from then on a definition's fingerprint covers its reserve
+// limits. The call that turns it on converts the queues cfg names: a
+// definition applied before under the older fingerprint counts as applied
+// (its queue is left as it is, runtime changes included) and its queue's
+// fingerprints are replaced by the new one; the others are applied as new.
+// Once on, it is ApplyDeclared; a refused config turns nothing on.
+func (e *Engine) ApplyDeclaredReserveLimits(now time.Time, cfg Config) error {
+	return e.applyDeclared(now, cfg, !e.declaredLimits)
+}
+
+// DeclaredReserveLimits reports whether declaredLimits is on: a file
+// definition's reserve limits are part of it (ApplyDeclaredReserveLimits).
+func (e *Engine) DeclaredReserveLimits() bool { return e.declaredLimits }
+
+func (e *Engine) applyDeclared(now time.Time, cfg Config, convert bool) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	withLimits := e.declaredLimits || convert
 	next := cloneConfig(e.cfg)
 	next.Limits = cfg.Limits
-	var applied []QueueConfig
+	var applied, converted []QueueConfig
 	for _, qc := range cfg.Queues {
-		if e.declarationSeen(qc) {
+		switch {
+		case e.declarationSeen(qc, withLimits):
+			continue
+		case convert && slices.Contains(e.declared[qc.Name], declarationFingerprint(qc, false)):
+			converted = append(converted, qc)
 			continue
 		}
 		applied = append(applied, qc)
@@ -345,15 +431,25 @@ func (e *Engine) ApplyDeclared(now time.Time, cfg Config) error {
 		return fmt.Errorf("the declared config meets the running queues: %w", err)
 	}
 	e.advance(now)
-	if e.declared == nil && len(applied) > 0 {
+	if e.declared == nil && len(applied)+len(converted) > 0 {
 		e.declared = make(map[string][]uint64)
 	}
 	for _, qc := range applied {
-		fps := append(e.declared[qc.Name], declarationFingerprint(qc))
+		fps := append(e.declared[qc.Name], declarationFingerprint(qc, withLimits))
 		if len(fps) > maxDeclarationsKept {
 			fps = slices.Delete(fps, 0, len(fps)-maxDeclarationsKept)
 		}
 		e.declared[qc.Name] = fps
+	}
+	if convert {
+		// The older fingerprints of the queues cfg names mean nothing
+		// under the new rule: each keeps the one of its definition, applied
+		// now or before. (A queue cfg does not name keeps its older ones,
+		// which no new fingerprint equals: its next definition is applied.)
+		for _, qc := range append(applied, converted...) {
+			e.declared[qc.Name] = []uint64{declarationFingerprint(qc, true)}
+		}
+		e.declaredLimits = true
 	}
 	e.forwardAsArrived = true
 	e.applyConfig(next)
@@ -363,26 +459,29 @@ func (e *Engine) ApplyDeclared(now time.Time, cfg Config) error {
 // DeclaredPending reports whether ApplyDeclared(cfg) would change anything:
 // other limits, a queue definition not applied yet, or no ApplyDeclared
 // applied at all (which turns forwardAsArrived on). The leader proposes
-// its file's config only then.
+// its file's config only then (or to turn declaredLimits on).
 func (e *Engine) DeclaredPending(cfg Config) bool {
 	if !e.forwardAsArrived || e.cfg.Limits != cfg.Limits {
 		return true
 	}
 	for _, qc := range cfg.Queues {
-		if !e.declarationSeen(qc) {
+		if !e.declarationSeen(qc, e.declaredLimits) {
 			return true
 		}
 	}
 	return false
 }
 
-func (e *Engine) declarationSeen(qc QueueConfig) bool {
-	return slices.Contains(e.declared[qc.Name], declarationFingerprint(qc))
+func (e *Engine) declarationSeen(qc QueueConfig, withLimits bool) bool {
+	return slices.Contains(e.declared[qc.Name], declarationFingerprint(qc, withLimits))
 }
 
 // declarationFingerprint is a 64-bit FNV-1a hash of qc's canonical
 // encoding: equal definitions give equal fingerprints on every replica.
-func declarationFingerprint(qc QueueConfig) uint64 {
+// withLimits (declaredLimits) adds the reserve limits, always, so that no
+// fingerprint of the new rule equals one of the older rule, which left
+// them out.
+func declarationFingerprint(qc QueueConfig, withLimits bool) uint64 {
 	h := fnv.New64a()
 	var b []byte
 	b = binary.AppendUvarint(b, uint64(len(qc.Name)))
@@ -412,6 +511,14 @@ func declarationFingerprint(qc QueueConfig) uint64 {
 		b = binary.AppendVarint(b, int64(qc.MaxWait))
 		b = binary.AppendUvarint(b, uint64(len(qc.FairnessKey)))
 		b = append(b, qc.FairnessKey...)
+	}
+	if withLimits {
+		b = append(b, 'r')
+		for _, v := range []int64{int64(qc.MaxReserved), int64(qc.RateLimit), int64(qc.RatePeriod), int64(qc.RateBurst), int64(qc.MaxPerKey)} {
+			b = binary.AppendVarint(b, v)
+		}
+		b = binary.AppendUvarint(b, uint64(len(qc.ConcurrencyKey)))
+		b = append(b, qc.ConcurrencyKey...)
 	}
 	h.Write(b)
 	return h.Sum64()

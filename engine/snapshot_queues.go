@@ -35,7 +35,7 @@ func (e *Engine) snapshotLayout() uint64 {
 	if v >= snapshotVersionOperator {
 		return v // every later layout has the operator section too
 	}
-	if len(e.declared) > 0 || e.forwardAsArrived || e.forwardKeepsPriority {
+	if len(e.declared) > 0 || e.forwardAsArrived || e.forwardKeepsPriority || e.declaredLimits {
 		return snapshotVersionOperator
 	}
 	for _, q := range e.queues { // any: order does not matter
@@ -47,10 +47,9 @@ func (e *Engine) snapshotLayout() uint64 {
 }
 
 // encodeOperatorSection writes the flags (bit 0: forwardAsArrived, bit 1:
-// forwardKeepsPriority, which only a cluster whose every member reads it
-// sets), each
-// queue's purged count, in the queues' (name) order, then the applied
-// declarations by queue name.
+// forwardKeepsPriority, bit 2: declaredLimits, the last two set only by a
+// cluster whose every member reads them), each queue's purged count, in
+// the queues' (name) order, then the applied declarations by queue name.
 func (e *Engine) encodeOperatorSection(c *encoder, qs []*queue) {
 	var flags uint64
 	if e.forwardAsArrived {
@@ -58,6 +57,9 @@ func (e *Engine) encodeOperatorSection(c *encoder, qs []*queue) {
 	}
 	if e.forwardKeepsPriority {
 		flags |= 2
+	}
+	if e.declaredLimits {
+		flags |= 4
 	}
 	c.uvarint(flags)
 	c.uvarint(uint64(len(qs)))
@@ -84,11 +86,12 @@ func (d *decoder) decodeOperatorSection(e *Engine, qs []*queue) error {
 	switch flags := d.uvarint(); {
 	case d.err != nil:
 		return d.err
-	case flags&^3 != 0:
+	case flags&^7 != 0:
 		return fmt.Errorf("operator section: unknown flags %#x", flags)
 	default:
 		e.forwardAsArrived = flags&1 != 0
 		e.forwardKeepsPriority = flags&2 != 0
+		e.declaredLimits = flags&4 != 0
 	}
 	if n := d.count(1 << 32); d.err == nil && n != len(qs) {
 		return fmt.Errorf("operator section: %d purged counts for %d queues", n, len(qs))
@@ -122,7 +125,7 @@ func (d *decoder) decodeOperatorSection(e *Engine, qs []*queue) error {
 	}
 	// Layout 4 is written only for this section; a later layout carries it
 	// whether or not it holds anything.
-	if d.version == snapshotVersionOperator && len(e.declared) == 0 && !e.forwardAsArrived && !e.forwardKeepsPriority && !slices.ContainsFunc(qs, func(q *queue) bool { return q.purged != 0 }) {
+	if d.version == snapshotVersionOperator && len(e.declared) == 0 && !e.forwardAsArrived && !e.forwardKeepsPriority && !e.declaredLimits && !slices.ContainsFunc(qs, func(q *queue) bool { return q.purged != 0 }) {
 		return errors.New("operator section: layout 4 written without anything it holds")
 	}
 	return nil

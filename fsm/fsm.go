@@ -437,9 +437,12 @@ func (f *FSM) applyTick(now time.Time, _ *cmdpb.Tick) Result {
 
 func (f *FSM) applyConfigSet(now time.Time, c *cmdpb.ConfigSet) Result {
 	var err error
-	if c.GetDeclarative() {
+	switch {
+	case c.GetDeclarative() && c.GetDeclaredReserveLimits():
+		err = f.eng.ApplyDeclaredReserveLimits(now, EngineConfigFromProto(c.GetConfig())) // ops_operator.go
+	case c.GetDeclarative():
 		err = f.eng.ApplyDeclared(now, EngineConfigFromProto(c.GetConfig()))
-	} else {
+	default:
 		err = f.eng.SetConfig(now, EngineConfigFromProto(c.GetConfig()))
 	}
 	if err == nil && c.GetRecordFields() {

@@ -55,7 +55,7 @@ func seedEntries(t testing.TB) map[string][]byte {
 		// The dead-letter edges (13): forwarded jobs keep their priority, a
 		// queue created with an existing dead_letter_queue, a redrive of
 		// the expired.
-		// Payloads charged to the disk count (15), then a job with one.
+		// Payloads charged to the disk count (16), then a job with one.
 		"payloads_off_heap": {PayloadsOffHeapConfigCommand(ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(engine.Config{Limits: engine.DefaultLimits()}))),
 			EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("body")})},
 		"dead_letter_edges": {ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "q.dead"}}})),
@@ -79,6 +79,13 @@ func seedEntries(t testing.TB) map[string][]byte {
 			Template: engine.JobTemplate{Queue: "q", JobType: "report"}, Overlap: engine.OverlapAllow, NextTick: t0.Add(time.Hour)}),
 			FireScheduleCommand("nightly", t0.Add(time.Hour), t0.Add(2*time.Hour), false), PauseScheduleCommand("nightly", true, time.Time{}),
 			DeleteScheduleCommand("nightly")},
+		// Reserve limits set at runtime (15): an update that sets them and
+		// one that drops one, and the declarative config that turns the
+		// rule on.
+		"queue_reserve_limits": {CreateQueueCommand(engine.QueueConfig{Name: "lim"}, false),
+			UpdateQueueCommand(engine.QueueUpdate{Name: "lim", Set: engine.QueueConfig{MaxReserved: 2, RateLimit: 5, RatePeriod: time.Minute, ConcurrencyKey: "tenant", MaxPerKey: 1}}),
+			UpdateQueueCommand(engine.QueueUpdate{Name: "lim", Inherit: []string{"rate_limit", "rate_period_ms"}}),
+			DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "d", MaxReserved: 3}}}))},
 		// A queue's reserve limits (6).
 		"config_reserve_limits": {SetConfigCommand(engine.Config{Limits: seedLimits(), Queues: []engine.QueueConfig{{Name: "limited", MaxReserved: 2, ConcurrencyKey: "tenant", MaxPerKey: 1}}})},
 	}

@@ -66,6 +66,7 @@ func TestGoldenEntries(t *testing.T) {
 		{"seed_record_fields", 2, CommandVersionRecordFields, "record_fields"},
 		{"seed_dead_letter_edges", 2, CommandVersionDeadLetterEdges, "dead_letter_edges"},
 		{"seed_reserve_retry", 2, CommandVersionReserveRetry, "reserve_retry"},
+		{"seed_queue_reserve_limits", 2, CommandVersionQueueReserveLimits, "queue_reserve_limits"},
 		{"seed_payloads_off_heap", 2, CommandVersionPayloadsOffHeap, "payloads_off_heap"},
 	}
 	covered := map[[2]uint32]bool{}
@@ -122,7 +123,7 @@ func TestGoldenEntries(t *testing.T) {
 			}
 		})
 	}
-	for _, want := range [][2]uint32{{1, 1}, {2, 1}, {2, 2}, {2, 3}, {2, 4}, {2, 5}, {2, 6}, {2, 7}, {2, 8}, {2, 9}, {2, 10}, {2, 11}, {2, 12}, {2, 13}, {2, 14}} {
+	for _, want := range [][2]uint32{{1, 1}, {2, 1}, {2, 2}, {2, 3}, {2, 4}, {2, 5}, {2, 6}, {2, 7}, {2, 8}, {2, 9}, {2, 10}, {2, 11}, {2, 12}, {2, 13}, {2, 14}, {2, 15}} {
 		if !covered[want] {
 			t.Errorf("no golden entry of format %d with command version %d", want[0], want[1])
 		}

@@ -23,9 +23,14 @@ func jobsActVersion(a engine.JobAction) uint32 {
 
 func queueCommand() *cmdpb.Command { return &cmdpb.Command{Version: CommandVersionQueues} }
 
-// CreateQueueCommand builds a QueueCreate.
+// CreateQueueCommand builds a QueueCreate: of CommandVersionReserveLimits
+// when it sets reserve limits (engine.CreateQueue has applied a queue's
+// whole config since then), later versions as its other settings need.
 func CreateQueueCommand(qc engine.QueueConfig, paused bool) *cmdpb.Command {
 	c := queueCommand()
+	if engine.HasReserveLimits(engine.Config{Queues: []engine.QueueConfig{qc}}) {
+		c.Version = CommandVersionReserveLimits
+	}
 	if expiryFairnessInQueue(qc, nil) {
 		c.Version = CommandVersionExpiryFairness
 	}
@@ -36,7 +41,9 @@ func CreateQueueCommand(qc engine.QueueConfig, paused bool) *cmdpb.Command {
 	return c
 }
 
-// UpdateQueueCommand builds a QueueUpdate.
+// UpdateQueueCommand builds a QueueUpdate: of
+// CommandVersionQueueReserveLimits when it sets or inherits a reserve limit
+// (an older binary leaves them alone), else as its settings need.
 func UpdateQueueCommand(u engine.QueueUpdate) *cmdpb.Command {
 	set := u.Set
 	set.Name = u.Name
@@ -46,6 +53,9 @@ func UpdateQueueCommand(u engine.QueueUpdate) *cmdpb.Command {
 	}
 	if u.SetDeadLetterQueue && set.DeadLetterQueue != "" {
 		c.Version = CommandVersionDeadLetterEdges // the target is checked
+	}
+	if u.TouchesReserveLimits() {
+		c.Version = CommandVersionQueueReserveLimits
 	}
 	c.Op = &cmdpb.Command_QueueUpdate{QueueUpdate: &cmdpb.QueueUpdate{
 		Config:             queueConfigToProto(set),
@@ -97,6 +107,17 @@ func DeclaredConfigCommand(cfg engine.Config) *cmdpb.Command {
 	return c
 }
 
+// DeclaredReserveLimitsConfigCommand marks a declarative ConfigSet (of
+// DeclaredConfigCommand and the builders that wrap it) to turn on, and
+// convert to, the rule under which a file definition's reserve limits are
+// part of it (engine.ApplyDeclaredReserveLimits); of
+// CommandVersionQueueReserveLimits.
+func DeclaredReserveLimitsConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
+	cmd.Version = CommandVersionQueueReserveLimits
+	cmd.GetConfigSet().DeclaredReserveLimits = true
+	return cmd
+}
+
 func queueConfigToProto(qc engine.QueueConfig) *cmdpb.QueueConfig {
 	return EngineConfigToProto(engine.Config{Queues: []engine.QueueConfig{qc}}).GetQueues()[0]
 }
@@ -127,6 +148,9 @@ func (f *FSM) applyQueueUpdate(now time.Time, version uint32, c *cmdpb.QueueUpda
 		SetDeadLetterQueue: c.GetSetDeadLetterQueue(),
 		Inherit:            c.GetInherit(),
 		Paused:             clonePtr(c.Paused),
+		// An older entry's reserve limits were ignored, their keys in
+		// inherit refused: the same again, so replicas replay it alike.
+		KeepReserveLimits: version < CommandVersionQueueReserveLimits,
 	}
 	u.Set.Name = ""
 	if version >= CommandVersionDeadLetterEdges && u.SetDeadLetterQueue {

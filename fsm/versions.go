@@ -42,7 +42,10 @@ const (
 	CommandVersionRecordFields    = 12
 	CommandVersionDeadLetterEdges = 13
 	CommandVersionReserveRetry    = 14
-	CommandVersionPayloadsOffHeap = 15
+	// CommandVersionQueueReserveLimits = 15: reserve limits as runtime
+	// queue settings.
+	CommandVersionQueueReserveLimits = 15
+	CommandVersionPayloadsOffHeap    = 16
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -70,7 +73,7 @@ var commandVersions = [...]commandVersionRow{
 	{CommandVersionQueues, "queues", []protoreflect.Name{"queue_create", "queue_update", "queue_delete", "queue_purge", "jobs_act"},
 		"the queue operations, JobsAct and a declarative ConfigSet (ops_operator.go): an older binary would apply the declarative config as a replacement and drop the queues created at runtime"},
 	{CommandVersionReserveLimits, "reserve_limits", nil,
-		"a ConfigSet, QueueCreate or QueueUpdate that sets a queue's reserve limits (max_reserved, rate_limit, concurrency_key, max_per_key): an older binary would hand out the jobs the others hold back"},
+		"a ConfigSet or QueueCreate that sets a queue's reserve limits (max_reserved, rate_limit, concurrency_key, max_per_key): an older binary would hand out the jobs the others hold back (a QueueUpdate applies them from version 15)"},
 	{CommandVersionSchedules, "schedules", []protoreflect.Name{"schedule_upsert", "schedule_delete", "schedule_pause_set", "schedule_fire"},
 		"the periodic schedule operations (ops_schedule.go)"},
 	{CommandVersionUnique, "unique_jobs", nil,
@@ -87,6 +90,8 @@ var commandVersions = [...]commandVersionRow{
 		"the dead-letter edges (edges.go): a RedriveStart selecting cause cancelled or expired (an older binary refuses the cause), a QueueCreate or QueueUpdate whose dead_letter_queue must name an existing queue (an older binary accepts any name and creates the queue on the first death), a ConfigSet that sets forward_keeps_priority (an older binary gives a forwarded job the target's default_priority)"},
 	{CommandVersionReserveRetry, "reserve_retry_window", nil,
 		"a JobReserve whose request id outlives its leases (engine ReserveParams.RetryWindow; ops_reserve.go): a retry whose first answer was lost gets its jobs back on the attempt they lost; it changes what the reserve, the lease expiry and a retried reserve do at apply"},
+	{CommandVersionQueueReserveLimits, "queue_reserve_limits", nil,
+		"a QueueUpdate that sets or inherits a queue's reserve limits (ops_operator.go): an older binary ignores them in an update and refuses their keys in inherit, so it would hand out the jobs the others hold back; and a declarative ConfigSet with declared_reserve_limits (engine.ApplyDeclaredReserveLimits): from then on a file definition's fingerprint covers its reserve limits, so an entry whose only change is its limits is applied where an older binary would skip it"},
 	{CommandVersionPayloadsOffHeap, "payloads_off_heap", nil,
 		"a ConfigSet that sets payloads_off_heap (payloads.go): payloads are charged to the disk count, not the memory budget; an older binary would keep charging them to memory and refuse the enqueues the others accept"},
 }
@@ -149,7 +154,9 @@ var (
 	FeatureRecordFields    = mustFeature(CommandVersionRecordFields)
 	FeatureDeadLetterEdges = mustFeature(CommandVersionDeadLetterEdges)
 	FeatureReserveRetry    = mustFeature(CommandVersionReserveRetry)
-	FeaturePayloadsOffHeap = mustFeature(CommandVersionPayloadsOffHeap)
+	// FeatureQueueReserveLimits: reserve limits set at runtime.
+	FeatureQueueReserveLimits = mustFeature(CommandVersionQueueReserveLimits)
+	FeaturePayloadsOffHeap    = mustFeature(CommandVersionPayloadsOffHeap)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

@@ -178,6 +178,11 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"ReserveRetryWindow", ReserveCommand(engine.ReserveParams{Queue: "q", N: 1, RequestID: "r1", RetryWindow: true}), CommandVersionReserveRetry},
 		{"PayloadsOffHeapConfig", PayloadsOffHeapConfigCommand(DeclaredConfigCommand(plainCfg)), CommandVersionPayloadsOffHeap},
 		{"ReserveWithoutRetryWindow", ReserveCommand(engine.ReserveParams{Queue: "q", N: 1, RequestID: "r1"}), commandV1},
+		{"CreateQueueReserveLimits", CreateQueueCommand(engine.QueueConfig{Name: "q", MaxReserved: 3}, false), CommandVersionReserveLimits},
+		{"UpdateQueueReserveLimits", UpdateQueueCommand(engine.QueueUpdate{Name: "q", Set: engine.QueueConfig{MaxReserved: 3}}), CommandVersionQueueReserveLimits},
+		{"UpdateQueueInheritRateLimit", UpdateQueueCommand(engine.QueueUpdate{Name: "q", Inherit: []string{"rate_limit"}}), CommandVersionQueueReserveLimits},
+		{"DeclaredReserveLimitsConfig", DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(plainCfg)), CommandVersionQueueReserveLimits},
+		{"DeclaredReserveLimitsOverEdges", DeclaredReserveLimitsConfigCommand(ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(plainCfg))), CommandVersionQueueReserveLimits},
 	}
 	stamped := map[uint32]bool{}
 	for _, tc := range tests {

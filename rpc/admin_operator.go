@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/sepp-io/sepp/engine"
@@ -66,8 +67,10 @@ func (s *adminService) UpdateQueue(ctx context.Context, req *seppv1.UpdateQueueR
 		Name:               req.GetName(),
 		Set:                set,
 		SetDeadLetterQueue: req.GetSettings() != nil && req.GetSettings().DeadLetterQueue != nil,
-		Inherit:            req.GetInherit(),
-		Paused:             req.Paused,
+		// A reserve limit set to 0 (or an empty concurrency_key) is
+		// dropped, as when inherit names it: none has a global value.
+		Inherit: append(slices.Clone(req.GetInherit()), reserveLimitsZeroed(req.GetSettings())...),
+		Paused:  req.Paused,
 	}
 	u.Set.Name = ""
 	if err := s.b.UpdateQueue(ctx, u); err != nil {
@@ -195,7 +198,84 @@ func queueSettingsFromProto(name string, p *seppv1.QueueSettings) (engine.QueueC
 		}
 		qc.FairnessKey = p.GetFairnessKey()
 	}
+	if err := reserveLimitsFromProto(&qc, p); err != nil {
+		return qc, err
+	}
 	return qc, nil
+}
+
+// Bounds of the reserve limits as the API states them (the engine checks
+// the same, naming the queue's config key, and how they combine).
+const (
+	maxReserveLimitCount  = 1_000_000
+	maxRatePeriodMs       = 3_600_000
+	maxConcurrencyKeyLen  = 256
+	reserveLimitCountText = "0..1000000"
+)
+
+// reserveLimitsFromProto sets qc's reserve limits from the API's; 0 (or
+// "") leaves one unset, which on update drops it (reserveLimitsZeroed).
+func reserveLimitsFromProto(qc *engine.QueueConfig, p *seppv1.QueueSettings) error {
+	count := func(field string, v *uint64, dst *int) error {
+		if v == nil {
+			return nil
+		}
+		if *v > maxReserveLimitCount {
+			return invalidField("settings."+field, reserveLimitCountText, "is %d, above %d (0 is none)", *v, maxReserveLimitCount)
+		}
+		*dst = int(*v)
+		return nil
+	}
+	if err := count("max_reserved", p.MaxReserved, &qc.MaxReserved); err != nil {
+		return err
+	}
+	if err := count("rate_limit", p.RateLimit, &qc.RateLimit); err != nil {
+		return err
+	}
+	if err := count("rate_burst", p.RateBurst, &qc.RateBurst); err != nil {
+		return err
+	}
+	if err := count("max_per_key", p.MaxPerKey, &qc.MaxPerKey); err != nil {
+		return err
+	}
+	if p.RatePeriodMs != nil {
+		if v := p.GetRatePeriodMs(); v < 0 || v > maxRatePeriodMs {
+			return invalidField("settings.rate_period_ms", "1..3600000", "is %d ms; must be 1..%d (1 ms to 1 h; 0 is 1000)", v, maxRatePeriodMs)
+		}
+		qc.RatePeriod = time.Duration(p.GetRatePeriodMs()) * time.Millisecond
+	}
+	if p.ConcurrencyKey != nil {
+		if n := len(p.GetConcurrencyKey()); n > maxConcurrencyKeyLen {
+			return invalidField("settings.concurrency_key", "256 bytes", "is %d bytes, above the limit of %d", n, maxConcurrencyKeyLen)
+		}
+		qc.ConcurrencyKey = p.GetConcurrencyKey()
+	}
+	return nil
+}
+
+// reserveLimitsZeroed names the reserve limits p sets to 0 (or to "" for
+// concurrency_key): on update they are dropped, as inherit would.
+func reserveLimitsZeroed(p *seppv1.QueueSettings) []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for _, z := range []struct {
+		key  string
+		zero bool
+	}{
+		{"max_reserved", p.MaxReserved != nil && p.GetMaxReserved() == 0},
+		{"rate_limit", p.RateLimit != nil && p.GetRateLimit() == 0},
+		{"rate_period_ms", p.RatePeriodMs != nil && p.GetRatePeriodMs() == 0},
+		{"rate_burst", p.RateBurst != nil && p.GetRateBurst() == 0},
+		{"concurrency_key", p.ConcurrencyKey != nil && p.GetConcurrencyKey() == ""},
+		{"max_per_key", p.MaxPerKey != nil && p.GetMaxPerKey() == 0},
+	} {
+		if z.zero {
+			out = append(out, z.key)
+		}
+	}
+	return out
 }
 
 // queueSettingsToProto is a queue's own settings; unset ones inherit.
@@ -237,6 +317,23 @@ func queueSettingsToProto(q engine.QueueConfig) *seppv1.QueueSettings {
 	if q.DeadLetterQueue != "" {
 		d := q.DeadLetterQueue
 		out.DeadLetterQueue = &d
+	}
+	// The reserve limits the queue sets (0 and "" are none).
+	count := func(v int) *uint64 {
+		if v == 0 {
+			return nil
+		}
+		n := uint64(max(v, 0))
+		return &n
+	}
+	out.MaxReserved, out.RateLimit, out.RateBurst, out.MaxPerKey = count(q.MaxReserved), count(q.RateLimit), count(q.RateBurst), count(q.MaxPerKey)
+	if q.RatePeriod != 0 {
+		v := q.RatePeriod.Milliseconds()
+		out.RatePeriodMs = &v
+	}
+	if q.ConcurrencyKey != "" {
+		k := q.ConcurrencyKey
+		out.ConcurrencyKey = &k
 	}
 	return out
 }

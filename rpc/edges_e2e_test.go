@@ -91,7 +91,7 @@ func TestGetServerInfo_Capabilities(t *testing.T) {
 	for _, c := range info.GetCapabilities() {
 		got[c.GetName()] = c
 	}
-	for name, v := range map[string]uint32{"ack_batch": 2, "schedules": 7, "unique_jobs": 8, "redrive": 10, "expiry_fairness": 11, "dead_letter_edges": 13, "reserve_retry_window": 14} {
+	for name, v := range map[string]uint32{"ack_batch": 2, "schedules": 7, "unique_jobs": 8, "redrive": 10, "expiry_fairness": 11, "dead_letter_edges": 13, "reserve_retry_window": 14, "queue_reserve_limits": 15} {
 		if c := got[name]; c == nil || c.GetCommandVersion() != v || !c.GetClusterReady() {
 			t.Errorf("capability %s = %v; want version %d, ready", name, c, v)
 		}

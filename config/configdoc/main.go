@@ -150,8 +150,8 @@ func render(dir string) ([]byte, error) {
 			def := "none"
 			if v.IsValid() {
 				def = formatDefault(v.Field(i))
-			} else if t.Name() == "Queue" && f.Name != "Name" && f.Name != "DeadLetterQueue" {
-				def = "[limits]'s"
+			} else if t.Name() == "Queue" && f.Type.Kind() == reflect.Pointer {
+				def = "[limits]'s" // the others have no [limits] value: unset is none
 			}
 			tb.keys = append(tb.keys, key{name: name, def: def, meaning: withoutSubject(keyNames(meaning, goToKey), name)})
 		}

@@ -152,6 +152,8 @@ type queueView struct {
 	Matched   int
 	Scanned   int
 	Truncated bool
+	// Own is the queue's own reserve limits, for the form that sets them.
+	Own limitsForm
 }
 
 func (q queueView) RetentionOff() bool { return q.Retention <= 0 }
@@ -198,6 +200,11 @@ func (h *handler) queuePage(w http.ResponseWriter, r *http.Request, q *request) 
 		}
 		h.ring.maybeSample(now, e.Stats(now))
 		v.Stats = st
+		for _, qc := range e.Config().Queues {
+			if qc.Name == name {
+				v.Own = limitsFormOf(qc)
+			}
+		}
 		switch {
 		case filter.active():
 			sc, err := scan(e, name, state, filter, offset+pageSize+1)

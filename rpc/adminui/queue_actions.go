@@ -65,6 +65,7 @@ func (h *handler) createQueue(w http.ResponseWriter, r *http.Request, q *request
 		}
 	}
 	qc.DeadLetterQueue = strings.TrimSpace(r.PostForm.Get("dead_letter_queue"))
+	bad = append(bad, readReserveLimits(r, &qc)...)
 	paused := r.PostForm.Get("paused") == "yes"
 	h.perform(w, r, q, action{name: "create-queue", queue: name, back: "/queues", run: func(ctx context.Context) (flash, error) {
 		if len(bad) > 0 {
@@ -79,6 +80,105 @@ func (h *handler) createQueue(w http.ResponseWriter, r *http.Request, q *request
 		}
 		return flash{Kind: "ok", Text: text}, nil
 	}})
+}
+
+// readReserveLimits reads the reserve-limit fields of a form into qc (an
+// empty field or 0 sets none) and says what it could not read; the engine
+// checks how they combine (max_per_key needs concurrency_key, a burst
+// needs a rate).
+func readReserveLimits(r *http.Request, qc *engine.QueueConfig) (bad []string) {
+	count := func(field string, dst *int) {
+		if s := strings.TrimSpace(r.PostForm.Get(field)); s != "" {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil || v > 1_000_000 {
+				bad = append(bad, field+" must be a whole number 0..1000000 (0: no limit)")
+				return
+			}
+			*dst = int(v)
+		}
+	}
+	count("max_reserved", &qc.MaxReserved)
+	count("rate_limit", &qc.RateLimit)
+	count("rate_burst", &qc.RateBurst)
+	count("max_per_key", &qc.MaxPerKey)
+	if s := strings.TrimSpace(r.PostForm.Get("rate_period_ms")); s != "" {
+		v, err := strconv.ParseUint(s, 10, 32)
+		if err != nil || v > 3_600_000 {
+			bad = append(bad, "rate_period_ms must be a whole number of milliseconds 1..3600000 (0: 1000)")
+		} else {
+			qc.RatePeriod = time.Duration(v) * time.Millisecond
+		}
+	}
+	qc.ConcurrencyKey = strings.TrimSpace(r.PostForm.Get("concurrency_key"))
+	return bad
+}
+
+// limitsForm is a queue's own reserve limits as the queue page's form
+// shows them (0 and "": none).
+type limitsForm struct {
+	MaxReserved, RateLimit, RateBurst, MaxPerKey int
+	RatePeriodMs                                 int64
+	ConcurrencyKey                               string
+}
+
+func limitsFormOf(qc engine.QueueConfig) limitsForm {
+	return limitsForm{MaxReserved: qc.MaxReserved, RateLimit: qc.RateLimit, RateBurst: qc.RateBurst, MaxPerKey: qc.MaxPerKey,
+		RatePeriodMs: qc.RatePeriod.Milliseconds(), ConcurrencyKey: qc.ConcurrencyKey}
+}
+
+// setReserveLimits reads the queue page's Reserve limits form: the form
+// holds all six, so each field replaces the queue's (empty or 0: none).
+// They apply at once, on every node, as `sepp queues update` does.
+func (h *handler) setReserveLimits(w http.ResponseWriter, r *http.Request, q *request) {
+	queue := r.PathValue("queue")
+	var set engine.QueueConfig
+	bad := readReserveLimits(r, &set)
+	u := engine.QueueUpdate{Name: queue, Set: set}
+	for _, z := range []struct {
+		key  string
+		zero bool
+	}{
+		{"max_reserved", set.MaxReserved == 0}, {"rate_limit", set.RateLimit == 0}, {"rate_period_ms", set.RatePeriod == 0},
+		{"rate_burst", set.RateBurst == 0}, {"concurrency_key", set.ConcurrencyKey == ""}, {"max_per_key", set.MaxPerKey == 0},
+	} {
+		if z.zero {
+			u.Inherit = append(u.Inherit, z.key)
+		}
+	}
+	h.perform(w, r, q, action{name: "set-reserve-limits", queue: queue, back: backTo(r, queuePath(queue)), run: func(ctx context.Context) (flash, error) {
+		if len(bad) > 0 {
+			return flash{Kind: "error", Text: "The reserve limits were not changed: " + strings.Join(bad, "; ") + "."}, nil
+		}
+		if err := h.backend.UpdateQueue(ctx, u); err != nil {
+			return flash{}, err
+		}
+		return flash{Kind: "ok", Text: "Set the reserve limits of queue " + queue + ": " + describeLimits(set) + ". They apply to the next reserve, on every node."}, nil
+	}})
+}
+
+// describeLimits says in words what reserve limits qc sets.
+func describeLimits(qc engine.QueueConfig) string {
+	var parts []string
+	if qc.MaxReserved > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d reserved at once", qc.MaxReserved))
+	}
+	if qc.RateLimit > 0 {
+		period, burst := qc.RatePeriod, qc.RateBurst
+		if period == 0 {
+			period = time.Second
+		}
+		if burst == 0 {
+			burst = qc.RateLimit
+		}
+		parts = append(parts, fmt.Sprintf("%d reservations per %s, burst %d", qc.RateLimit, period, burst))
+	}
+	if qc.MaxPerKey > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d reserved per %s", qc.MaxPerKey, qc.ConcurrencyKey))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // purgeQueue and deleteQueue show a confirmation first, then act.

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sepp-io/sepp/engine"
 	"github.com/sepp-io/sepp/rpc/adminui"
@@ -111,5 +112,87 @@ func TestQueueActions_CreatePurgeDelete(t *testing.T) {
 	csrf = viewer.csrf("/queues")
 	if resp := post(viewer, "/queues/create", url.Values{"name": {"v"}}); resp.status != http.StatusForbidden {
 		t.Fatalf("viewer create: %d, want 403", resp.status)
+	}
+}
+
+// The reserve limits in the UI: the New queue form sets them, the queue
+// page shows operators a form with the queue's own that replaces them (an
+// empty field drops one) and holds the next reserve back at once; a bad
+// value changes nothing and says why; viewers get no form and a 403.
+func TestQueueActions_ReserveLimits(t *testing.T) {
+	e := newEnv(t, adminui.Options{Auth: true, Users: testUsers(t)}, week)
+	op := newBrowser(t, e.srv.URL)
+	op.signIn(operatorName, operatorPass)
+	csrf := op.csrf("/queues")
+	post := func(b *browser, path string, form url.Values) response {
+		t.Helper()
+		form.Set("csrf", csrf)
+		return b.post(path, form)
+	}
+	own := func() engine.QueueConfig {
+		t.Helper()
+		var out engine.QueueConfig
+		if err := e.backend.Read(t.Context(), true, func(en engine.View) error {
+			for _, q := range en.Config().Queues {
+				if q.Name == "lim" {
+					out = q
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	resp := post(op, "/queues/create", url.Values{"name": {"lim"}, "max_reserved": {"2"}, "rate_limit": {"5"}, "rate_period_ms": {"60000"},
+		"concurrency_key": {"customer"}, "max_per_key": {"1"}})
+	if !strings.Contains(resp.body, "Created queue lim.") {
+		t.Fatalf("create with limits: %d\n%s", resp.status, resp.body)
+	}
+	if q := own(); q.MaxReserved != 2 || q.RateLimit != 5 || q.RatePeriod != time.Minute || q.ConcurrencyKey != "customer" || q.MaxPerKey != 1 {
+		t.Fatalf("after create: %+v", q)
+	}
+	if resp := post(op, "/queues/create", url.Values{"name": {"x"}, "max_reserved": {"lots"}}); !strings.Contains(resp.body, "max_reserved must be a whole number 0..1000000") {
+		t.Fatalf("create with a bad max_reserved:\n%s", resp.body)
+	}
+	mustContain(t, "the queue page's form", op.get("/queues/lim").body, `id="set-reserve-limits"`, `name="max_reserved"`, `value="2"`,
+		`value="60000"`, `value="customer"`)
+
+	// The form replaces all six: max_reserved 1, the rate and key dropped.
+	resp = post(op, "/queues/lim/limits", url.Values{"max_reserved": {"1"}, "rate_limit": {""}, "concurrency_key": {""}, "max_per_key": {"0"}})
+	if !strings.Contains(resp.body, "Set the reserve limits of queue lim: at most 1 reserved at once.") {
+		t.Fatalf("set limits: %d\n%s", resp.status, resp.body)
+	}
+	if q := own(); q.MaxReserved != 1 || q.RateLimit != 0 || q.RatePeriod != 0 || q.ConcurrencyKey != "" || q.MaxPerKey != 0 {
+		t.Fatalf("after the form: %+v", q)
+	}
+	for range 2 {
+		if _, err := e.backend.Enqueue(t.Context(), engine.EnqueueParams{Queue: "lim", JobType: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds, err := e.backend.Reserve(t.Context(), engine.ReserveParams{Queue: "lim", N: 5, WorkerID: "w", Lease: time.Minute})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("reserve under the form's max_reserved 1: %d jobs, %v", len(ds), err)
+	}
+
+	// Refused: nothing changes, the flash says why.
+	if resp := post(op, "/queues/lim/limits", url.Values{"max_per_key": {"1"}}); !strings.Contains(resp.body, "concurrency_key: must name a custom field when max_per_key is set") {
+		t.Fatalf("max_per_key without a key:\n%s", resp.body)
+	}
+	if resp := post(op, "/queues/lim/limits", url.Values{"rate_period_ms": {"9999999"}}); !strings.Contains(resp.body, "The reserve limits were not changed: rate_period_ms must be") {
+		t.Fatalf("a bad rate period:\n%s", resp.body)
+	}
+	if q := own(); q.MaxReserved != 1 || q.MaxPerKey != 0 || q.RatePeriod != 0 {
+		t.Fatalf("a refused form changed the limits: %+v", q)
+	}
+
+	viewer := newBrowser(t, e.srv.URL)
+	viewer.signIn(viewerName, viewerPass)
+	mustNotContain(t, "the viewer's queue page", viewer.get("/queues/lim").body, `id="set-reserve-limits"`)
+	csrf = viewer.csrf("/queues")
+	if resp := post(viewer, "/queues/lim/limits", url.Values{"max_reserved": {"9"}}); resp.status != http.StatusForbidden {
+		t.Fatalf("viewer set limits: %d, want 403", resp.status)
 	}
 }

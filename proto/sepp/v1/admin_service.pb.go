@@ -1505,9 +1505,24 @@ type QueueSettings struct {
 	MaxWaitMs *int64 `protobuf:"varint,140,opt,name=max_wait_ms,json=maxWaitMs,proto3,oneof" json:"max_wait_ms,omitempty"`
 	// The custom field whose values take turns within a priority level;
 	// empty: plain FIFO.
-	FairnessKey   *string `protobuf:"bytes,141,opt,name=fairness_key,json=fairnessKey,proto3,oneof" json:"fairness_key,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FairnessKey *string `protobuf:"bytes,141,opt,name=fairness_key,json=fairnessKey,proto3,oneof" json:"fairness_key,omitempty"`
+	// Reserve limits (docs/reserve-limits.md); none has a global value, and
+	// 0 (or an empty concurrency_key) sets none: on update, the same as
+	// naming the key in inherit. At most max_reserved jobs reserved at once
+	// across all workers; at most rate_limit reservations per
+	// rate_period_ms (1..3600000; 0: 1000), up to rate_burst at once (0:
+	// rate_limit); at most max_per_key jobs reserved at once per value of
+	// the custom field concurrency_key (set both). Counts are 0..1000000.
+	// Setting or dropping one on update needs the capability
+	// queue_reserve_limits; on create, reserve_limits.
+	MaxReserved    *uint64 `protobuf:"varint,60,opt,name=max_reserved,json=maxReserved,proto3,oneof" json:"max_reserved,omitempty"`
+	RateLimit      *uint64 `protobuf:"varint,61,opt,name=rate_limit,json=rateLimit,proto3,oneof" json:"rate_limit,omitempty"`
+	RatePeriodMs   *int64  `protobuf:"varint,62,opt,name=rate_period_ms,json=ratePeriodMs,proto3,oneof" json:"rate_period_ms,omitempty"`
+	RateBurst      *uint64 `protobuf:"varint,63,opt,name=rate_burst,json=rateBurst,proto3,oneof" json:"rate_burst,omitempty"`
+	ConcurrencyKey *string `protobuf:"bytes,64,opt,name=concurrency_key,json=concurrencyKey,proto3,oneof" json:"concurrency_key,omitempty"`
+	MaxPerKey      *uint64 `protobuf:"varint,65,opt,name=max_per_key,json=maxPerKey,proto3,oneof" json:"max_per_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *QueueSettings) Reset() {
@@ -1615,6 +1630,48 @@ func (x *QueueSettings) GetFairnessKey() string {
 		return *x.FairnessKey
 	}
 	return ""
+}
+
+func (x *QueueSettings) GetMaxReserved() uint64 {
+	if x != nil && x.MaxReserved != nil {
+		return *x.MaxReserved
+	}
+	return 0
+}
+
+func (x *QueueSettings) GetRateLimit() uint64 {
+	if x != nil && x.RateLimit != nil {
+		return *x.RateLimit
+	}
+	return 0
+}
+
+func (x *QueueSettings) GetRatePeriodMs() int64 {
+	if x != nil && x.RatePeriodMs != nil {
+		return *x.RatePeriodMs
+	}
+	return 0
+}
+
+func (x *QueueSettings) GetRateBurst() uint64 {
+	if x != nil && x.RateBurst != nil {
+		return *x.RateBurst
+	}
+	return 0
+}
+
+func (x *QueueSettings) GetConcurrencyKey() string {
+	if x != nil && x.ConcurrencyKey != nil {
+		return *x.ConcurrencyKey
+	}
+	return ""
+}
+
+func (x *QueueSettings) GetMaxPerKey() uint64 {
+	if x != nil && x.MaxPerKey != nil {
+		return *x.MaxPerKey
+	}
+	return 0
 }
 
 type GetQueueRequest struct {
@@ -1852,8 +1909,10 @@ type UpdateQueueRequest struct {
 	// Settings to drop so the queue inherits the global value again, by
 	// name: default_priority, default_max_attempts, retry_delay_ms,
 	// retry_backoff, retry_delay_max_ms, max_schedule_horizon_ms,
-	// max_length, max_memory_bytes, dead_letter_queue, max_wait_ms,
-	// fairness_key.
+	// max_length, max_memory_bytes, dead_letter_queue, max_reserved,
+	// rate_limit, rate_period_ms, rate_burst, concurrency_key, max_per_key,
+	// max_wait_ms, fairness_key. A reserve limit has no global value:
+	// dropping it leaves none.
 	Inherit []string `protobuf:"bytes,3,rep,name=inherit,proto3" json:"inherit,omitempty"`
 	// Pause (true) or resume (false); unset leaves it.
 	Paused        *bool `protobuf:"varint,4,opt,name=paused,proto3,oneof" json:"paused,omitempty"`
@@ -4612,7 +4671,7 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\x12PauseQueueResponse\"*\n" +
 	"\x12ResumeQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x15\n" +
-	"\x13ResumeQueueResponse\"\x84\x06\n" +
+	"\x13ResumeQueueResponse\"\xd8\b\n" +
 	"\rQueueSettings\x12.\n" +
 	"\x10default_priority\x18\x01 \x01(\rH\x00R\x0fdefaultPriority\x88\x01\x01\x125\n" +
 	"\x14default_max_attempts\x18\x02 \x01(\rH\x01R\x12defaultMaxAttempts\x88\x01\x01\x12)\n" +
@@ -4626,7 +4685,15 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\x11dead_letter_queue\x18\t \x01(\tH\bR\x0fdeadLetterQueue\x88\x01\x01\x12$\n" +
 	"\vmax_wait_ms\x18\x8c\x01 \x01(\x03H\tR\tmaxWaitMs\x88\x01\x01\x12'\n" +
 	"\ffairness_key\x18\x8d\x01 \x01(\tH\n" +
-	"R\vfairnessKey\x88\x01\x01B\x13\n" +
+	"R\vfairnessKey\x88\x01\x01\x12&\n" +
+	"\fmax_reserved\x18< \x01(\x04H\vR\vmaxReserved\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"rate_limit\x18= \x01(\x04H\fR\trateLimit\x88\x01\x01\x12)\n" +
+	"\x0erate_period_ms\x18> \x01(\x03H\rR\fratePeriodMs\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"rate_burst\x18? \x01(\x04H\x0eR\trateBurst\x88\x01\x01\x12,\n" +
+	"\x0fconcurrency_key\x18@ \x01(\tH\x0fR\x0econcurrencyKey\x88\x01\x01\x12#\n" +
+	"\vmax_per_key\x18A \x01(\x04H\x10R\tmaxPerKey\x88\x01\x01B\x13\n" +
 	"\x11_default_priorityB\x17\n" +
 	"\x15_default_max_attemptsB\x11\n" +
 	"\x0f_retry_delay_msB\x10\n" +
@@ -4637,7 +4704,13 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\x11_max_memory_bytesB\x14\n" +
 	"\x12_dead_letter_queueB\x0e\n" +
 	"\f_max_wait_msB\x0f\n" +
-	"\r_fairness_key\"F\n" +
+	"\r_fairness_keyB\x0f\n" +
+	"\r_max_reservedB\r\n" +
+	"\v_rate_limitB\x11\n" +
+	"\x0f_rate_period_msB\r\n" +
+	"\v_rate_burstB\x12\n" +
+	"\x10_concurrency_keyB\x0e\n" +
+	"\f_max_per_key\"F\n" +
 	"\x0fGetQueueRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vallow_stale\x18\x02 \x01(\bR\n" +

@@ -1758,7 +1758,13 @@ type ConfigSet struct {
 	// queue's default_priority (engine.EnableForwardKeepsPriority). Never
 	// turned off.
 	ForwardKeepsPriority bool `protobuf:"varint,170,opt,name=forward_keeps_priority,json=forwardKeepsPriority,proto3" json:"forward_keeps_priority,omitempty"`
-	// payloads_off_heap (command version 15): once applied, payloads are
+	// declared_reserve_limits (command version 15), with declarative: once
+	// applied, a file definition's fingerprint covers the queue's reserve
+	// limits, so an entry whose only change is its limits is applied; the
+	// definitions applied before count as applied
+	// (engine.ApplyDeclaredReserveLimits). Never turned off.
+	DeclaredReserveLimits bool `protobuf:"varint,171,opt,name=declared_reserve_limits,json=declaredReserveLimits,proto3" json:"declared_reserve_limits,omitempty"`
+	// payloads_off_heap (command version 16): once applied, payloads are
 	// charged to the disk count instead of the memory budget; every job held
 	// is recharged at once (engine.EnablePayloadsOffHeap). Never turned off.
 	PayloadsOffHeap bool `protobuf:"varint,180,opt,name=payloads_off_heap,json=payloadsOffHeap,proto3" json:"payloads_off_heap,omitempty"`
@@ -1820,6 +1826,13 @@ func (x *ConfigSet) GetRecordFields() bool {
 func (x *ConfigSet) GetForwardKeepsPriority() bool {
 	if x != nil {
 		return x.ForwardKeepsPriority
+	}
+	return false
+}
+
+func (x *ConfigSet) GetDeclaredReserveLimits() bool {
+	if x != nil {
+		return x.DeclaredReserveLimits
 	}
 	return false
 }
@@ -1886,7 +1899,9 @@ func (x *QueueCreate) GetPaused() bool {
 
 // QueueUpdate changes a queue's settings (engine.UpdateQueue): the set
 // fields of config replace the queue's overrides (config.name names the
-// queue), inherit drops overrides by config key.
+// queue), inherit drops overrides by config key. The reserve limits of
+// config, and their keys in inherit, count from command version 15: an
+// older entry leaves them alone (engine.QueueUpdate.KeepReserveLimits).
 type QueueUpdate struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	Config             *QueueConfig           `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
@@ -2224,8 +2239,8 @@ type Limits struct {
 	// max_memory_bytes: the budget of bytes the engine holds, 0 unbounded (as
 	// before version 4); a ConfigSet that sets it carries command version 4.
 	MaxMemoryBytes int64 `protobuf:"varint,24,opt,name=max_memory_bytes,json=maxMemoryBytes,proto3" json:"max_memory_bytes,omitempty"`
-	// max_disk_bytes: the budget of payload bytes held (command version 15),
-	// 0 unbounded; a ConfigSet that sets it carries command version 15.
+	// max_disk_bytes: the budget of payload bytes held (command version 16),
+	// 0 unbounded; a ConfigSet that sets it carries command version 16.
 	MaxDiskBytes  int64 `protobuf:"varint,25,opt,name=max_disk_bytes,json=maxDiskBytes,proto3" json:"max_disk_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2450,7 +2465,7 @@ type QueueConfig struct {
 	DeadLetterQueue         string                 `protobuf:"bytes,9,opt,name=dead_letter_queue,json=deadLetterQueue,proto3" json:"dead_letter_queue,omitempty"`
 	// max_memory_bytes: the queue's own budget (command version 4).
 	MaxMemoryBytes *int64 `protobuf:"varint,10,opt,name=max_memory_bytes,json=maxMemoryBytes,proto3,oneof" json:"max_memory_bytes,omitempty"`
-	// Reserve limits (command version 6); 0 sets none.
+	// Reserve limits (command version 6; in a QueueUpdate, 15); 0 sets none.
 	MaxReserved     int64  `protobuf:"varint,60,opt,name=max_reserved,json=maxReserved,proto3" json:"max_reserved,omitempty"`
 	RateLimit       int64  `protobuf:"varint,61,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
 	RatePeriodNanos int64  `protobuf:"varint,62,opt,name=rate_period_nanos,json=ratePeriodNanos,proto3" json:"rate_period_nanos,omitempty"`
@@ -3617,12 +3632,13 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"#\n" +
 	"\vQueueResume\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x06\n" +
-	"\x04Tick\"\xe9\x01\n" +
+	"\x04Tick\"\xa2\x02\n" +
 	"\tConfigSet\x120\n" +
 	"\x06config\x18\x01 \x01(\v2\x18.seppcmd.v1.EngineConfigR\x06config\x12 \n" +
 	"\vdeclarative\x18( \x01(\bR\vdeclarative\x12$\n" +
 	"\rrecord_fields\x18\x96\x01 \x01(\bR\frecordFields\x125\n" +
-	"\x16forward_keeps_priority\x18\xaa\x01 \x01(\bR\x14forwardKeepsPriority\x12+\n" +
+	"\x16forward_keeps_priority\x18\xaa\x01 \x01(\bR\x14forwardKeepsPriority\x127\n" +
+	"\x17declared_reserve_limits\x18\xab\x01 \x01(\bR\x15declaredReserveLimits\x12+\n" +
 	"\x11payloads_off_heap\x18\xb4\x01 \x01(\bR\x0fpayloadsOffHeap\"V\n" +
 	"\vQueueCreate\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.seppcmd.v1.QueueConfigR\x06config\x12\x16\n" +

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,6 +30,10 @@ type settingsFlags struct {
 	maxLength, maxMemoryBytes uint64
 	maxWait                   time.Duration
 	fairnessKey               string
+	maxReserved, rateLimit    uint64
+	rateBurst, maxPerKey      uint64
+	ratePeriod                time.Duration
+	concurrencyKey            string
 }
 
 func (f *settingsFlags) register(fs *pflag.FlagSet) {
@@ -43,6 +48,12 @@ func (f *settingsFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.deadLetterQueue, "dead-letter-queue", "", "queue that receives a copy of every job that dies here (\"\" on update: none)")
 	fs.DurationVar(&f.maxWait, "max-wait", 0, "dead-letter (cause expired) a job not reserved this long after it became due (drop: --inherit max_wait_ms)")
 	fs.StringVar(&f.fairnessKey, "fairness-key", "", "custom field whose values take turns within a priority level, e.g. tenant (drop: --inherit fairness_key)")
+	fs.Uint64Var(&f.maxReserved, "max-reserved", 0, "jobs of the queue reserved at once across all workers (0: no limit)")
+	fs.Uint64Var(&f.rateLimit, "rate-limit", 0, "reservations per --rate-period (0: no limit)")
+	fs.DurationVar(&f.ratePeriod, "rate-period", 0, "the rate limit's period, 1ms..1h in whole milliseconds (0: 1s)")
+	fs.Uint64Var(&f.rateBurst, "rate-burst", 0, "reservations at once after a quiet spell (0: the rate limit)")
+	fs.StringVar(&f.concurrencyKey, "concurrency-key", "", "custom field whose values --max-per-key limits, e.g. customer (\"\": none)")
+	fs.Uint64Var(&f.maxPerKey, "max-per-key", 0, "jobs reserved at once per value of --concurrency-key (0: no limit)")
 }
 
 func (f *settingsFlags) read(fs *pflag.FlagSet) client.QueueSettings {
@@ -81,6 +92,24 @@ func (f *settingsFlags) read(fs *pflag.FlagSet) client.QueueSettings {
 	if set("fairness-key") {
 		s.FairnessKey = &f.fairnessKey
 	}
+	if set("max-reserved") {
+		s.MaxReserved = &f.maxReserved
+	}
+	if set("rate-limit") {
+		s.RateLimit = &f.rateLimit
+	}
+	if set("rate-period") {
+		s.RatePeriod = &f.ratePeriod
+	}
+	if set("rate-burst") {
+		s.RateBurst = &f.rateBurst
+	}
+	if set("concurrency-key") {
+		s.ConcurrencyKey = &f.concurrencyKey
+	}
+	if set("max-per-key") {
+		s.MaxPerKey = &f.maxPerKey
+	}
 	return s
 }
 
@@ -97,6 +126,12 @@ type settingsView struct {
 	DeadLetterQueue    *string `json:"dead_letter_queue,omitempty"`
 	MaxWaitMS          *int64  `json:"max_wait_ms,omitempty"`
 	FairnessKey        *string `json:"fairness_key,omitempty"`
+	MaxReserved        *uint64 `json:"max_reserved,omitempty"`
+	RateLimit          *uint64 `json:"rate_limit,omitempty"`
+	RatePeriodMS       *int64  `json:"rate_period_ms,omitempty"`
+	RateBurst          *uint64 `json:"rate_burst,omitempty"`
+	ConcurrencyKey     *string `json:"concurrency_key,omitempty"`
+	MaxPerKey          *uint64 `json:"max_per_key,omitempty"`
 }
 
 func viewSettings(s client.QueueSettings) settingsView {
@@ -107,8 +142,9 @@ func viewSettings(s client.QueueSettings) settingsView {
 		v := d.Milliseconds()
 		return &v
 	}
-	v := settingsView{s.DefaultPriority, s.DefaultMaxAttempts, ms(s.RetryDelay), s.RetryBackoff, ms(s.RetryDelayMax),
-		ms(s.MaxScheduleHorizon), s.MaxLength, s.MaxMemoryBytes, s.DeadLetterQueue, nil, nil}
+	v := settingsView{DefaultPriority: s.DefaultPriority, DefaultMaxAttempts: s.DefaultMaxAttempts, RetryDelayMS: ms(s.RetryDelay),
+		RetryBackoff: s.RetryBackoff, RetryDelayMaxMS: ms(s.RetryDelayMax), MaxScheduleHorizon: ms(s.MaxScheduleHorizon),
+		MaxLength: s.MaxLength, MaxMemoryBytes: s.MaxMemoryBytes, DeadLetterQueue: s.DeadLetterQueue}
 	// Shown only when set (the effective settings hold 0 and "" for none).
 	if s.MaxWait != nil && *s.MaxWait != 0 {
 		v.MaxWaitMS = ms(s.MaxWait)
@@ -116,8 +152,25 @@ func viewSettings(s client.QueueSettings) settingsView {
 	if s.FairnessKey != nil && *s.FairnessKey != "" {
 		v.FairnessKey = s.FairnessKey
 	}
+	nonZero := func(p *uint64) *uint64 {
+		if p == nil || *p == 0 {
+			return nil
+		}
+		return p
+	}
+	v.MaxReserved, v.RateLimit, v.RateBurst, v.MaxPerKey = nonZero(s.MaxReserved), nonZero(s.RateLimit), nonZero(s.RateBurst), nonZero(s.MaxPerKey)
+	if s.RatePeriod != nil && *s.RatePeriod != 0 {
+		v.RatePeriodMS = ms(s.RatePeriod)
+	}
+	if s.ConcurrencyKey != nil && *s.ConcurrencyKey != "" {
+		v.ConcurrencyKey = s.ConcurrencyKey
+	}
 	return v
 }
+
+// optionalRows are the settings a table lists only when the queue sets
+// them (0 and "" are none, and none has a global value to show).
+var optionalRows = []string{"max_reserved", "rate_limit", "rate_period", "rate_burst", "concurrency_key", "max_per_key", "max_wait", "fairness_key"}
 
 // settingValue is a setting as a table shows it; "-" when unset.
 func settingValue(p any) string {
@@ -143,9 +196,21 @@ func settingValue(p any) string {
 }
 
 // settingRows are a queue's settings by name, in the order tables list
-// them. Expiry and fairness (max_wait, fairness_key) are set only when the
-// queue runs them: 0 and "" mean none.
+// them. The reserve limits, expiry and fairness (optionalRows) are set only
+// when the queue runs them: 0 and "" mean none.
 func settingRows(s client.QueueSettings) [][2]string {
+	nonZero := func(p *uint64) string {
+		if p == nil || *p == 0 {
+			return "-"
+		}
+		return settingValue(p)
+	}
+	nonZeroDur := func(p *time.Duration) string {
+		if p == nil || *p == 0 {
+			return "-"
+		}
+		return settingValue(p)
+	}
 	rows := [][2]string{
 		{"default_priority", settingValue(s.DefaultPriority)},
 		{"default_max_attempts", settingValue(s.DefaultMaxAttempts)},
@@ -156,21 +221,24 @@ func settingRows(s client.QueueSettings) [][2]string {
 		{"max_length", settingValue(s.MaxLength)},
 		{"max_memory_bytes", settingValue(s.MaxMemoryBytes)},
 		{"dead_letter_queue", settingValue(s.DeadLetterQueue)},
-		{"max_wait", "-"},
+		{"max_reserved", nonZero(s.MaxReserved)},
+		{"rate_limit", nonZero(s.RateLimit)},
+		{"rate_period", nonZeroDur(s.RatePeriod)},
+		{"rate_burst", nonZero(s.RateBurst)},
+		{"concurrency_key", settingValue(s.ConcurrencyKey)},
+		{"max_per_key", nonZero(s.MaxPerKey)},
+		{"max_wait", nonZeroDur(s.MaxWait)},
 		{"fairness_key", settingValue(s.FairnessKey)},
-	}
-	if s.MaxWait != nil && *s.MaxWait != 0 {
-		rows[9][1] = settingValue(s.MaxWait)
 	}
 	return rows
 }
 
-// printSettings prints the effective settings, one per line (expiry and
-// fairness only when the queue runs them).
+// printSettings prints the effective settings, one per line (the reserve
+// limits, expiry and fairness only when the queue runs them).
 func printSettings(out io.Writer, s client.QueueSettings) error {
 	var rows [][]string
 	for _, r := range settingRows(s) {
-		if (r[0] == "max_wait" || r[0] == "fairness_key") && r[1] == "-" {
+		if slices.Contains(optionalRows, r[0]) && r[1] == "-" {
 			continue
 		}
 		rows = append(rows, []string{r[0], r[1]})
@@ -184,7 +252,7 @@ func printQueueSettings(out io.Writer, own, eff client.QueueSettings) error {
 	ownRows, effRows := settingRows(own), settingRows(eff)
 	var rows [][]string
 	for i, r := range effRows {
-		if (r[0] == "max_wait" || r[0] == "fairness_key") && r[1] == "-" && ownRows[i][1] == "-" {
+		if slices.Contains(optionalRows, r[0]) && r[1] == "-" && ownRows[i][1] == "-" {
 			continue
 		}
 		rows = append(rows, []string{r[0], ownRows[i][1], r[1]})
@@ -259,7 +327,13 @@ func (e *env) queueUpdateCommand() *cobra.Command {
 		Short: "Change some of a queue's settings; the others stay",
 		Long: "Change some of a queue's settings; the others stay. --inherit drops settings " +
 			"(default_priority, default_max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, " +
-			"max_schedule_horizon_ms, max_length, max_memory_bytes, dead_letter_queue) so the queue takes the global value again.",
+			"max_schedule_horizon_ms, max_length, max_memory_bytes, dead_letter_queue, max_reserved, rate_limit, " +
+			"rate_period_ms, rate_burst, concurrency_key, max_per_key, max_wait_ms, fairness_key) so the queue takes " +
+			"the global value again; a reserve limit has none, so it is dropped (as with --max-reserved 0).\n\n" +
+			"The reserve limits take effect at once, on every node: for example\n" +
+			"  sepp queues update invoices --max-reserved 20 --rate-limit 5 --rate-period 1s\n" +
+			"  sepp queues update invoices --concurrency-key customer --max-per-key 1\n" +
+			"  sepp queues update invoices --inherit rate_limit,rate_period_ms,rate_burst",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			u := client.QueueUpdate{Settings: f.read(cmd.Flags()), Inherit: inherit}
