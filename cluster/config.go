@@ -81,6 +81,11 @@ type Config struct {
 	// facts, and propose it again when the membership or the facts change
 	// (facts.go). An explicit Engine.Limits.MaxMemoryBytes always wins.
 	MemoryShare float64
+	// PayloadsOffHeap: payloads count against the disk budget, not the
+	// memory budget (config limits.payload_budget "disk"); the leader
+	// proposes the switch once every member applies
+	// fsm.CommandVersionPayloadsOffHeap. It is never undone.
+	PayloadsOffHeap bool
 	// SnapshotThreshold is how many log entries since the last snapshot make
 	// raft take a new one (checked every SnapshotInterval); TrailingLogs is
 	// how many entries stay in the log after it (so a slightly lagging

@@ -296,8 +296,8 @@ func (n *Node) setConfig(ctx context.Context) bool {
 	// (fsm.CommandVersionQueueReserveLimits).
 	declaredLimits := n.membersApply(fsm.CommandVersionQueueReserveLimits)
 	// Likewise payloads charged to the disk count instead of the memory
-	// budget (fsm.CommandVersionPayloadsOffHeap).
-	payloadsOff := n.membersApply(fsm.CommandVersionPayloadsOffHeap)
+	// budget (fsm.CommandVersionPayloadsOffHeap), when the config asks.
+	payloadsOff := n.cfg.PayloadsOffHeap && n.membersApply(fsm.CommandVersionPayloadsOffHeap)
 	var running engine.Config
 	var pending, declared bool
 	_ = n.fsm.Read(func(e *engine.Engine) error {

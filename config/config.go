@@ -331,12 +331,23 @@ type Limits struct {
 	// enqueues with ResourceExhausted and never drops a job. 0 is unbounded;
 	// per queue: max_length.
 	MaxQueueLength int `toml:"max_queue_length"`
+	// PayloadBudget is the budget payloads count against: "memory" (the
+	// default: the memory budget counts them, as releases before the
+	// payload store did, although every node keeps them on disk, so the
+	// memory budget is conservative) or "disk" (the memory budget counts
+	// job records and keys only, and max_disk_bytes counts payloads: a
+	// backlog grows far past memory). The leader's config decides for the
+	// cluster, once every member runs a release that has it; "disk" cannot
+	// be undone. A node's restart reads every payload of its snapshot back
+	// into its payload store, so with "disk" a restart takes time in
+	// proportion to the backlog's bytes (docs/architecture.md).
+	PayloadBudget string `toml:"payload_budget"`
 	// MaxDiskBytes is the budget of payload bytes the jobs and dead-letter
-	// records may hold in each node's payload store on disk: above it
-	// enqueues are refused with ResourceExhausted while workers drain. 0
-	// (the default) is unbounded: the node's own check of its disk's free
-	// space still refuses writes before the disk fills. It applies once
-	// every member runs a release that keeps payloads on disk.
+	// records may hold in each node's payload store on disk, with
+	// payload_budget "disk": above it enqueues are refused with
+	// ResourceExhausted while workers drain. 0 (the default) is unbounded:
+	// the node's own check of its disk's free space still refuses writes
+	// before the disk fills.
 	MaxDiskBytes int64 `toml:"max_disk_bytes"`
 	// MaxMemoryBytes is the budget of bytes the queues may hold (jobs,
 	// custom fields, keys, dead-letter records, as the engine counts them;
@@ -763,6 +774,11 @@ func (c Config) Validate() error {
 	}
 	if s.GCPercent < -1 || s.GCPercent == 0 || s.GCPercent > 10000 {
 		add("server.gc_percent: must be 1..10000, or -1 for off; got %d", s.GCPercent)
+	}
+	switch c.Limits.PayloadBudget {
+	case "", "memory", "disk":
+	default:
+		add("limits.payload_budget: must be \"memory\" or \"disk\", got %q", c.Limits.PayloadBudget)
 	}
 	if share := c.Limits.MemoryShare(); !(share >= 0 && share <= 0.9) {
 		add("limits.max_memory_share: must be 0..0.9 (0: no derived budget), got %v", share)

@@ -132,6 +132,7 @@ func nodeConfig(cfg config.Config, log hclog.Logger) (cluster.Config, error) {
 	nc.GRPCAddr = firstNonEmpty(s.GRPCAdvertise, s.GRPCAddr)
 	nc.HTTPAddr = firstNonEmpty(s.HTTPAdvertise, s.HTTPAddr)
 	nc.DataDir = s.DataDir
+	nc.PayloadsOffHeap = cfg.Limits.PayloadBudget == "disk"
 	nc.Bootstrap = cl.Bootstrap == nil || *cl.Bootstrap
 	for _, p := range cl.Peers {
 		if p.ID == s.NodeID {
