@@ -125,6 +125,12 @@ type Config struct {
 	// longest the ticker sleeps before rereading the engine's next deadline.
 	TickMinInterval time.Duration
 	TickMaxWait     time.Duration
+	// SweepDelay is how long expired idempotency keys and reserve request
+	// ids may stay before the ticker proposes a tick only to drop them
+	// (engine.NextTickAt): every command drops them first anyway, so the
+	// delay only holds their memory a little longer, and one tick drops
+	// a SweepDelay's worth instead of one tick per key.
+	SweepDelay time.Duration
 
 	// LogStoreWriteTimeout bounds one write to the log store. A leader whose
 	// disk stalls past it fails the write, and raft steps it down, instead of
@@ -224,6 +230,7 @@ func DefaultConfig() Config {
 		LeaseGrace:           5 * time.Second,
 		TickMinInterval:      5 * time.Millisecond,
 		TickMaxWait:          time.Second,
+		SweepDelay:           time.Second,
 		LogStoreWriteTimeout: 2 * time.Second,
 		Engine:               engine.Config{Limits: engine.DefaultLimits()},
 	}
@@ -277,6 +284,8 @@ func (c *Config) Validate() error {
 		return bad("tick_min_interval", "must be positive, got %s", c.TickMinInterval)
 	case c.TickMaxWait < c.TickMinInterval:
 		return bad("tick_max_wait", "must be at least tick_min_interval (%s), got %s", c.TickMinInterval, c.TickMaxWait)
+	case c.SweepDelay < 0:
+		return bad("sweep_delay", "must not be negative, got %s", c.SweepDelay)
 	case c.MaxClockSkew < 0:
 		return bad("max_clock_skew", "must not be negative, got %s", c.MaxClockSkew)
 	case c.LogStoreWriteTimeout < 0:

@@ -173,9 +173,10 @@ func (n *Node) retryDuty(ctx context.Context, what string, fn func() error) bool
 }
 
 // runTicker proposes a Tick whenever the engine's next deadline has passed
-// by the leader's clock, and otherwise sleeps until that deadline, an applied
-// entry (which may move it) or TickMaxWait. An idle cluster with nothing
-// pending proposes nothing.
+// by the leader's clock (expired idempotency keys and reserve request ids
+// count SweepDelay late: engine.NextTickAt), and otherwise sleeps until that
+// deadline, an applied entry (which may move it) or TickMaxWait. An idle
+// cluster with nothing pending proposes nothing.
 func (n *Node) runTicker(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -189,7 +190,7 @@ func (n *Node) runTicker(ctx context.Context) {
 			pending  bool
 		)
 		_ = n.fsm.Read(func(e *engine.Engine) error {
-			deadline, pending = e.NextDeadline()
+			deadline, pending = e.NextTickAt(n.cfg.SweepDelay)
 			return nil
 		})
 		now := n.clock()

@@ -127,3 +127,46 @@ func TestNextDeadline_EarliestOfAllTimers(t *testing.T) {
 	}
 	et.RequireInvariants(t, e)
 }
+
+// NextTickAt counts the expiry of idempotency keys and reserve request ids
+// sweepDelay late, every other deadline on time; a reserve that replays its
+// request id past the expiry finds it gone whether a tick ran or not.
+func TestNextTickAt_SweepsKeysAndRequestIDsLate(t *testing.T) {
+	t.Parallel()
+	clock := et.NewClock()
+	e := et.New(t, func(c *engine.Config) { c.Limits.IdempotencyWindow = time.Minute })
+	const delay = time.Second
+	p := et.Job("q")
+	p.IdempotencyKey = "k"
+	et.MustEnqueue(t, e, clock.Now(), p) // the key expires at +1m
+	if next, _ := e.NextTickAt(delay); !next.Equal(clock.Now().Add(time.Minute + delay)) {
+		t.Fatalf("NextTickAt = %v, want the key's expiry and the delay %v", next, clock.Now().Add(time.Minute+delay))
+	}
+	d, err := e.Reserve(clock.Now(), engine.ReserveParams{Queue: "q", N: 1, Lease: 10 * time.Second, RequestID: "r"})
+	if err != nil || len(d) != 1 {
+		t.Fatalf("reserve: %v, %d deliveries", err, len(d))
+	}
+	if next, _ := e.NextTickAt(delay); !next.Equal(d[0].LeaseDeadline) {
+		t.Fatalf("NextTickAt = %v, want the lease deadline %v on time", next, d[0].LeaseDeadline)
+	}
+	if next, _ := e.NextDeadline(); !next.Equal(d[0].LeaseDeadline) {
+		t.Fatalf("NextDeadline = %v, want the lease deadline %v", next, d[0].LeaseDeadline)
+	}
+	// Past every expiry, with no tick: the key and the request id are
+	// still held, and the next operation drops them first.
+	later := clock.Advance(time.Hour)
+	if got := e.RememberedKeys(); got.IdempotencyKeys != 1 || got.ReserveRequestIDs != 1 {
+		t.Fatalf("remembered %+v before any operation, want the key and the request id", got)
+	}
+	again, err := e.Reserve(later, engine.ReserveParams{Queue: "q", N: 1, Lease: 10 * time.Second, RequestID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != 1 || again[0].Job.ID != d[0].Job.ID || again[0].LeaseToken == d[0].LeaseToken {
+		t.Fatalf("a reserve replaying request id r past its window got %+v, want a fresh lease of job %d", again, d[0].Job.ID)
+	}
+	if got := e.RememberedKeys(); got.IdempotencyKeys != 0 {
+		t.Fatalf("remembered %+v after the reserve, want the key dropped", got)
+	}
+	et.RequireInvariants(t, e)
+}

@@ -74,6 +74,24 @@ func (e *Engine) advance(now time.Time) TickResult {
 // whose Ready jobs wait for one (the tick then wakes the waiting reserves).
 // ok is false when nothing is pending.
 func (e *Engine) NextDeadline() (t time.Time, ok bool) {
+	return e.nextDue(0)
+}
+
+// NextTickAt is when the leader should propose a tick: NextDeadline, except
+// that the expiry of an idempotency key or of a reserve request id counts
+// only sweepDelay after it. Nobody sees those expiries happen: every
+// operation that looks a key or a request id up runs advance first, so a
+// retry past its window finds it gone whether a tick dropped it or not; a
+// tick at their exact expiry only frees their memory sooner. Chased one by
+// one, they kept the leader proposing a tick every few milliseconds (one
+// per key, TickMinInterval apart) for a whole idempotency window after the
+// traffic stopped, and under load as many ticks as a fifth of the log;
+// delayed, one tick drops a sweepDelay's worth of them.
+func (e *Engine) NextTickAt(sweepDelay time.Duration) (t time.Time, ok bool) {
+	return e.nextDue(int64(max(sweepDelay, 0)))
+}
+
+func (e *Engine) nextDue(sweepDelay int64) (t time.Time, ok bool) {
 	var next int64
 	consider := func(ns int64) {
 		if !ok || ns < next {
@@ -96,10 +114,10 @@ func (e *Engine) NextDeadline() (t time.Time, ok bool) {
 		consider(e.uniqueDone[0].doneUntil)
 	}
 	if e.keys.len() > 0 {
-		consider(addSat(e.keys.front().createdAt, int64(e.lim.IdempotencyWindow)))
+		consider(addSat(addSat(e.keys.front().createdAt, int64(e.lim.IdempotencyWindow)), sweepDelay))
 	}
 	if len(e.resHeap) > 0 {
-		consider(e.resHeap[0].expiresAt)
+		consider(addSat(e.resHeap[0].expiresAt, sweepDelay))
 	}
 	if at, wake := e.limitsWakeAt(); wake {
 		consider(at)

@@ -135,25 +135,52 @@ func replicaState(ctx context.Context, addr string) (applied uint64, digest stri
 }
 
 // waitReplicasAgree waits until every node has applied the same index and
-// shows the same state, and returns how long that took.
+// shows the same state, and returns how long that took. The nodes are asked
+// at once, each round: the state machine goes on after the clients are held
+// (the leader's ticks for leases, retention and, a second late, expired
+// idempotency keys), and answers gathered one after another rarely share an
+// index while it does. Two nodes that report the same index with different
+// digests have diverged: that fails at once, whatever comes after.
 func waitReplicasAgree(ctx context.Context, tc testCluster, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
+	var diverged error
 	err := waitFor(ctx, timeout, func(ctx context.Context) (bool, error) {
+		addrs, ids := tc.Addrs(), tc.IDs()
+		applied, digests, errs := make([]uint64, len(addrs)), make([]string, len(addrs)), make([]error, len(addrs))
+		var wg sync.WaitGroup
+		for i, addr := range addrs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				applied[i], digests[i], errs[i] = replicaState(ctx, addr)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return false, err
+		}
 		var views []string
 		same := true
-		for i, addr := range tc.Addrs() {
-			applied, digest, err := replicaState(ctx, addr)
-			if err != nil {
-				return false, err
+		for i := range addrs {
+			views = append(views, fmt.Sprintf("%s@%d=%s", ids[i], applied[i], digests[i]))
+			same = same && applied[i] == applied[0] && digests[i] == digests[0]
+			for j := range i {
+				if applied[i] == applied[j] && digests[i] != digests[j] {
+					diverged = fmt.Errorf("replicas diverged: %s and %s at the same index", views[j], views[i])
+				}
 			}
-			views = append(views, fmt.Sprintf("%s@%d=%s", tc.IDs()[i], applied, digest))
-			same = same && strings.SplitN(views[i], "@", 2)[1] == strings.SplitN(views[0], "@", 2)[1]
+		}
+		if diverged != nil {
+			return true, nil // stop: no later round undoes it
 		}
 		if !same {
 			return false, errors.New("replicas differ: " + strings.Join(views, " "))
 		}
 		return true, nil
 	})
+	if diverged != nil {
+		return time.Since(start), diverged
+	}
 	return time.Since(start), err
 }
 

@@ -331,7 +331,10 @@ func readFinal(ctx context.Context, t *testing.T, c *client.Client) history.Fina
 }
 
 // waitFor polls cond every 25ms until it reports true or timeout passes;
-// the error names cond's last complaint.
+// the error names cond's last complaint. A complaint of a call the timeout
+// cut short (its DeadlineExceeded) does not replace the one before it: the
+// hour's soak reported "status DeadlineExceeded" of whichever node the
+// deadline caught, hiding that the replicas differed all along.
 func waitFor(ctx context.Context, timeout time.Duration, cond func(ctx context.Context) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -341,7 +344,7 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func(ctx context.C
 		if ok {
 			return nil
 		}
-		if err != nil {
+		if err != nil && (last == nil || ctx.Err() == nil) {
 			last = err
 		}
 		select {
