@@ -337,7 +337,13 @@ func (r *runner) waitLeader(ctx context.Context) error {
 // payload makes a payload of the configured size whose first 16 bytes carry
 // a sequence number and a send time, for loss, duplicate and latency checks.
 func (r *runner) payload(seq uint64, sent time.Time) []byte {
-	n := max(r.opts.PayloadBytes, 16)
+	return makePayload(r.opts.PayloadBytes, seq, sent)
+}
+
+// makePayload is a payload of size bytes (at least 16) carrying seq and
+// sent.
+func makePayload(size int, seq uint64, sent time.Time) []byte {
+	n := max(size, 16)
 	p := make([]byte, n)
 	binary.BigEndian.PutUint64(p, seq)
 	binary.BigEndian.PutUint64(p[8:], uint64(sent.UnixNano()))

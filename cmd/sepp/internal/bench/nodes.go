@@ -1,0 +1,202 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// What the scenarios that hold a backlog (recovery, backlog) read of the
+// local cluster's processes: their resident memory, their data folders,
+// and how long one takes to come back after a restart.
+
+// residentBytes reads VmRSS of a process from /proc.
+func residentBytes(pid int) (int64, error) {
+	if pid == 0 {
+		return 0, fmt.Errorf("not running")
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				kb, err := strconv.ParseInt(f[0], 10, 64)
+				return kb * 1024, err
+			}
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// nodesRSS is every local node's resident memory, by index; 0 for a node
+// whose memory could not be read, which a note says.
+func (r *runner) nodesRSS() []int64 {
+	out := make([]int64, len(r.cluster.Nodes))
+	for i, node := range r.cluster.Nodes {
+		rss, err := residentBytes(r.cluster.Pid(i))
+		if err != nil {
+			r.note("rss of %s: %v", node.ID, err)
+			continue
+		}
+		out[i] = rss
+	}
+	return out
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// dirBytes is the disk space the files under dir take (allocated blocks,
+// as du counts them). Files that vanish while it walks (a log segment or
+// a table compacted away) are skipped.
+func dirBytes(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			total += st.Blocks * 512
+		} else {
+			total += info.Size()
+		}
+		return nil
+	})
+	return total, err
+}
+
+// nodesDataBytes is every local node's data folder size, by index; -1 for
+// one that could not be read, which a note says.
+func (r *runner) nodesDataBytes() []int64 {
+	out := make([]int64, len(r.cluster.Nodes))
+	for i, node := range r.cluster.Nodes {
+		b, err := dirBytes(node.DataDir())
+		if err != nil {
+			r.note("data folder of %s: %v", node.ID, err)
+			b = -1
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// followerIndex is a local node that does not lead: the one after the
+// leader.
+func (r *runner) followerIndex(ctx context.Context) (int, error) {
+	leader, err := r.leaderIndex(ctx)
+	if err != nil {
+		return -1, err
+	}
+	return (leader + 1) % len(r.cluster.Nodes), nil
+}
+
+// restartTimeout bounds a restarted node's way back to caught up.
+const restartTimeout = 10 * time.Minute
+
+// restartTimes is how long a restarted node took, from its start, to
+// accept connections on its gRPC port (serving), to answer /readyz with
+// 200 (ready: it knows a leader and has applied all but
+// server.ready_max_apply_lag of the log), and to apply all that was
+// committed when it was stopped (caught up); and its resident memory then.
+type restartTimes struct {
+	serving, ready, caughtUp time.Duration
+	rss                      int64 // 0: unread
+}
+
+// restartNode stops local node i (SIGTERM), starts it again with its data
+// and times its way back.
+func (r *runner) restartNode(ctx context.Context, i int) (restartTimes, error) {
+	var rt restartTimes
+	st, err := r.cli.ClusterStatus(ctx)
+	if err != nil {
+		return rt, err
+	}
+	target := st.CommitIndex
+	r.progress(fmt.Sprintf("restarting %s (commit index %d)", r.cluster.Nodes[i].ID, target))
+	if err := r.cluster.StopNode(i, 30*time.Second); err != nil {
+		return rt, err
+	}
+	t0 := time.Now()
+	if err := r.cluster.StartNode(i); err != nil {
+		return rt, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, restartTimeout)
+	defer cancel()
+	if err := r.cluster.WaitServing(wctx); err != nil {
+		return rt, err
+	}
+	rt.serving = time.Since(t0)
+	// Ready and caught up are polled together, each timed when first seen:
+	// either may come first.
+	node := r.cluster.Nodes[i]
+	for rt.ready == 0 || rt.caughtUp == 0 {
+		if rt.ready == 0 && isReady(wctx, node.HTTPAddr) {
+			rt.ready = time.Since(t0)
+		}
+		if rt.caughtUp == 0 {
+			if st, err := r.cli.ClusterStatusOf(wctx, node.GRPCAddr); err == nil && st.AppliedIndex >= target {
+				rt.caughtUp = time.Since(t0)
+			}
+		}
+		select {
+		case <-wctx.Done():
+			return rt, fmt.Errorf("%s, restarted %s ago: ready %v, applied up to index %d %v: %w",
+				node.ID, time.Since(t0).Round(time.Millisecond), rt.ready > 0, target, rt.caughtUp > 0, wctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if rss, err := residentBytes(r.cluster.Pid(i)); err == nil {
+		rt.rss = rss
+	}
+	return rt, nil
+}
+
+// addRestart reports a restart as prefix_restart_to_serving, _to_ready,
+// _to_caught_up and prefix_rss_restarted.
+func (r *runner) addRestart(prefix string, rt restartTimes) {
+	r.add(prefix+"_restart_to_serving", ms(rt.serving), "ms")
+	r.add(prefix+"_restart_to_ready", ms(rt.ready), "ms")
+	r.add(prefix+"_restart_to_caught_up", ms(rt.caughtUp), "ms")
+	if rt.rss > 0 {
+		r.add(prefix+"_rss_restarted", mib(rt.rss), "MiB")
+	}
+}
+
+// isReady says whether the node's /readyz answers 200.
+func isReady(ctx context.Context, httpAddr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
