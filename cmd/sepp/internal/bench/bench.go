@@ -37,7 +37,7 @@ type Options struct {
 	Addrs     []string // empty: start a local three-node cluster
 	Binary    string   // sepp binary for the local cluster; empty: this one
 	Dir       string   // folder for the local cluster (kept); empty: a temporary one
-	Scenarios []string // produce, latency, consume, mixed, failover, recovery
+	Scenarios []string // produce, latency, consume, mixed, failover, recovery, backlog
 
 	PayloadBytes int
 	Produce      int // jobs in the produce scenario
@@ -72,10 +72,21 @@ type Options struct {
 	// own jobs and their keys, not what the scenarios before it left.
 	RecoveryClean bool
 
+	// BacklogJobs is the backlog scenario's backlog; BacklogRateJobs the
+	// jobs it enqueues and consumes to time the rates (0: a tenth of the
+	// backlog, at most 100,000).
+	BacklogJobs     int
+	BacklogRateJobs int
+
 	JSON     bool
 	Out      io.Writer // figures
 	Progress io.Writer // progress lines; nil: none
 }
+
+// knownScenarios are every scenario, in the order they run. Defaults'
+// Scenarios ("all") leave out backlog, which fills a backlog of its own and
+// restarts a node three times: it runs when named.
+var knownScenarios = []string{"produce", "latency", "consume", "mixed", "failover", "recovery", "backlog"}
 
 // Defaults are the values the issue and the README quote.
 func Defaults() Options {
@@ -98,6 +109,7 @@ func Defaults() Options {
 		FailoverAfter:    2 * time.Second,
 		RecoveryJobs:     1_000_000,
 		RecoveryClean:    true,
+		BacklogJobs:      1_000_000,
 		Out:              os.Stdout,
 	}
 }
@@ -219,12 +231,13 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		"mixed":    r.mixed,
 		"failover": r.failover,
 		"recovery": r.recovery,
+		"backlog":  r.backlog,
 	}
 	var integrity error
 	for _, name := range opts.Scenarios {
 		fn, ok := scenarios[name]
 		if !ok {
-			return nil, fmt.Errorf("bench: unknown scenario %q (want produce, latency, consume, mixed, failover, recovery)", name)
+			return nil, fmt.Errorf("bench: unknown scenario %q (want %s)", name, strings.Join(knownScenarios, ", "))
 		}
 		r.settle(ctx)
 		r.progress("scenario " + name)
@@ -507,7 +520,8 @@ func countLossAndDup(acked map[uint64]bool, delivered []uint64) (lost, dup int) 
 
 func sortDurations(ds []time.Duration) { slices.Sort(ds) }
 
-// ParseScenarios reads a comma-separated list; "all" means every scenario.
+// ParseScenarios reads a comma-separated list; "all" means the default
+// scenarios (every one but backlog).
 func ParseScenarios(s string) []string {
 	if s == "" || s == "all" {
 		return Defaults().Scenarios
@@ -523,7 +537,7 @@ func ParseScenarios(s string) []string {
 }
 
 func order(s string) int {
-	for i, n := range Defaults().Scenarios {
+	for i, n := range knownScenarios {
 		if n == s {
 			return i
 		}
