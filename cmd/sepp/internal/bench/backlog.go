@@ -15,11 +15,11 @@ import (
 //
 //  1. The rates of an empty queue: BacklogRateJobs (k) jobs enqueued into
 //     a fresh queue, then reserved and acked.
-//  2. Each node's resident memory, Go heap and data folder at rest.
+//  2. Each node's resident memory and data folder at rest.
 //  3. BacklogJobs (n) jobs of PayloadBytes filled into one queue; then
-//     each node's resident memory, heap and data folder again, per job.
+//     each node's resident memory and data folder again, per job.
 //  4. The rates at that backlog: k more jobs enqueued into the queue, k
-//     reserved and acked from its head; each rate against step 1's.
+//     reserved and acked from its head.
 //  5. A follower restarted: to serving, ready and caught up (its state
 //     rebuilt from its log, the payload store included).
 //  6. The same follower restarted with a snapshot threshold of one entry,
@@ -27,7 +27,10 @@ import (
 //     and persist times and size; then restarted with its own config
 //     again, now from that snapshot: restore time, to serving, ready and
 //     caught up.
-//  7. The queue drained.
+//  7. The queue drained, and step 1 again on a fresh queue. Each rate at
+//     the backlog is reported against the mean of step 1's two: before
+//     the fill and after the drain, around it in time, so that a machine
+//     that slows or speeds up over the run moves both sides alike.
 
 // backlogRateJobs is how many jobs the rate steps enqueue and consume:
 // asked when positive, else a tenth of the backlog, between 1 and 100,000.
@@ -48,7 +51,7 @@ func perJob(before, after float64, n int) float64 {
 }
 
 // rateRatio is a rate at the backlog against the same rate at an empty
-// queue; false when the empty queue's is unknown.
+// queue (the mean of the two measured); false when that is unknown.
 func rateRatio(atBacklog, empty float64) (float64, bool) {
 	if empty <= 0 {
 		return 0, false
@@ -93,7 +96,7 @@ func (r *runner) backlog(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := r.awaitKeyRoom(ctx, n+3*k); err != nil {
+	if err := r.awaitKeyRoom(ctx, n+4*k); err != nil {
 		return err
 	}
 
@@ -131,14 +134,6 @@ func (r *runner) backlog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, c := range []struct {
-		name            string
-		atBacklog, base float64
-	}{{"produce", at.produce, empty.produce}, {"consume", at.consume, empty.consume}} {
-		if ratio, ok := rateRatio(c.atBacklog, c.base); ok {
-			r.add("backlog_"+c.name+"_rate_ratio", ratio, "x")
-		}
-	}
 
 	follower, err := r.followerIndex(ctx)
 	if err != nil {
@@ -170,6 +165,19 @@ func (r *runner) backlog(ctx context.Context) error {
 		r.note("backlog: drained %d jobs, want the %d left of the backlog", drained, left)
 		return fmt.Errorf("backlog: %d jobs drained, %d expected: %w", drained, left, ErrIntegrity)
 	}
+
+	after, err := r.backlogRates(ctx, "backlog_empty_after", queueName("backlog-empty"), 0, k)
+	if err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name                   string
+		atBacklog, base, after float64
+	}{{"produce", at.produce, empty.produce, after.produce}, {"consume", at.consume, empty.consume, after.consume}} {
+		if ratio, ok := rateRatio(c.atBacklog, (c.base+c.after)/2); ok {
+			r.add("backlog_"+c.name+"_rate_ratio", ratio, "x")
+		}
+	}
 	return nil
 }
 
@@ -185,9 +193,6 @@ func (r *runner) addBacklogState(ctx context.Context, idle, full nodeState, n in
 		if idle.rss[i] > 0 && full.rss[i] > 0 {
 			r.add("backlog_rss_"+id, mib(full.rss[i]), "MiB")
 			r.add("backlog_rss_per_job_"+id, perJob(float64(idle.rss[i]), float64(full.rss[i]), n), "bytes")
-		}
-		if im, fm := idle.metrics[i], full.metrics[i]; idle.ok[i] && full.ok[i] && im.known[heapInuseMetric] && fm.known[heapInuseMetric] {
-			r.add("backlog_heap_per_job_"+id, perJob(im.heapInuse, fm.heapInuse, n), "bytes")
 		}
 		if idle.data[i] >= 0 && full.data[i] >= 0 {
 			r.add("backlog_data_dir_"+id, mib(full.data[i]), "MiB")

@@ -73,9 +73,7 @@ func TestRateRatio(t *testing.T) {
 // What the backlog scenario reads of a node's /metrics: the memory and
 // payload gauges, and the snapshot and restore histograms.
 func TestParseNodeMetrics(t *testing.T) {
-	const text = `# TYPE go_memstats_heap_inuse_bytes gauge
-go_memstats_heap_inuse_bytes 1.2345678e+08
-# TYPE sepp_memory_held_bytes gauge
+	const text = `# TYPE sepp_memory_held_bytes gauge
 sepp_memory_held_bytes{node="sepp-2"} 4.6e+07
 # TYPE sepp_payload_held_bytes gauge
 sepp_payload_held_bytes{node="sepp-2"} 2.048e+08
@@ -97,10 +95,10 @@ sepp_raft_restore_seconds_count{node="sepp-2"} 1
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.heapInuse != 123456780 || m.memoryHeld != 46e6 || m.payloadHeld != 204.8e6 || m.payloadStore != 210e6 {
+	if m.memoryHeld != 46e6 || m.payloadHeld != 204.8e6 || m.payloadStore != 210e6 {
 		t.Errorf("gauges %+v", m)
 	}
-	for _, name := range []string{heapInuseMetric, memoryHeldMetric, payloadHeldMetric, payloadStoreMetric} {
+	for _, name := range []string{memoryHeldMetric, payloadHeldMetric, payloadStoreMetric} {
 		if !m.known[name] {
 			t.Errorf("%s not known", name)
 		}

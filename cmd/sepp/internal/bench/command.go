@@ -32,15 +32,16 @@ then a planned transfer, while a producer enqueues every 5 ms: longest gap, lost
 duplicates; then SIGSTOP of the leader: time until another node leads), recovery (resident memory with a million waiting jobs; restart time).
 "all" (the default) is those six. backlog runs only when named, alone or with others
 (--scenarios backlog): it fills --backlog-jobs jobs of --payload bytes into one queue
-and reports each node's resident memory and Go heap per waiting job above the node at
-rest, its data folder's growth per job (the data folder holds the Raft log, the
-snapshots and the payload store), the payload bytes the jobs hold; the produce and
-consume rates at that backlog against the same at an empty queue in the same run
-(--backlog-rate-jobs each, _rate_ratio); a follower's restart (to serving, ready and
-caught up); its snapshot of the backlog (capture, persist, size: for it the follower is
-restarted with cluster.snapshot_threshold = 1, then with the default config again, from
-that snapshot: restore time and restart); then it drains the queue. With
---recovery-clean it first waits out the earlier scenarios' idempotency keys too.
+and reports each node's resident memory per waiting job above the node at rest, its
+data folder's growth per job (the data folder holds the Raft log, the snapshots and the
+payload store), the payload bytes the jobs hold; the produce and consume rates at that
+backlog (--backlog-rate-jobs each) against the mean of the same at an empty queue
+before the fill and after the drain (_rate_ratio); a follower's restart (to serving,
+ready and caught up); its snapshot of the backlog (capture, persist, size: for it the
+follower is restarted with cluster.snapshot_threshold = 1, then with the default
+config again, from that snapshot: restore time and restart); then it drains the
+queue. With --recovery-clean it first waits out the earlier scenarios' idempotency
+keys too. --payload-random makes payloads incompressible.
 
 Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 		Example: "  sepp bench\n  sepp bench --scenarios produce,consume --produce 20000\n  sepp bench --scenarios backlog --backlog-jobs 200000 --payload 1024\n  sepp bench --addr localhost:50051 --scenarios latency --json",
@@ -75,6 +76,7 @@ Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 	f.StringVar(&o.Binary, "binary", "", "sepp binary for the local cluster (default: this one)")
 	f.StringVar(&o.Dir, "dir", "", "folder for the local cluster's configs, data and logs, kept afterwards (default: a temporary folder, removed)")
 	f.IntVar(&o.PayloadBytes, "payload", o.PayloadBytes, "payload bytes per job")
+	f.BoolVar(&o.RandomPayload, "payload-random", o.RandomPayload, "fill payloads with random bytes (the default filler, the alphabet over and over, compresses about tenfold in the payload store)")
 	f.IntVar(&o.Produce, "produce", o.Produce, "jobs in the produce (and consume) scenario")
 	f.IntVar(&o.Window, "window", o.Window, "outstanding enqueues in the produce scenario")
 	f.IntVar(&o.ProducerBatch, "producer-batch", o.ProducerBatch, "jobs per EnqueueBatch call of the client's producer (0: the client's default)")

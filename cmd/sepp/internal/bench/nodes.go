@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -124,6 +125,8 @@ const restartTimeout = 10 * time.Minute
 type restartTimes struct {
 	serving, ready, caughtUp time.Duration
 	rss                      int64 // 0: unread
+	// notReady is the last reason /readyz gave before it said ready.
+	notReady string
 }
 
 // restartNode stops local node i (SIGTERM), starts it again with its data
@@ -153,8 +156,12 @@ func (r *runner) restartNode(ctx context.Context, i int) (restartTimes, error) {
 	// either may come first.
 	node := r.cluster.Nodes[i]
 	for rt.ready == 0 || rt.caughtUp == 0 {
-		if rt.ready == 0 && isReady(wctx, node.HTTPAddr) {
-			rt.ready = time.Since(t0)
+		if rt.ready == 0 {
+			if ok, why := readiness(wctx, node.HTTPAddr); ok {
+				rt.ready = time.Since(t0)
+			} else if why != "" {
+				rt.notReady = why
+			}
 		}
 		if rt.caughtUp == 0 {
 			if st, err := r.cli.ClusterStatusOf(wctx, node.GRPCAddr); err == nil && st.AppliedIndex >= target {
@@ -175,8 +182,12 @@ func (r *runner) restartNode(ctx context.Context, i int) (restartTimes, error) {
 }
 
 // addRestart reports a restart as prefix_restart_to_serving, _to_ready,
-// _to_caught_up and prefix_rss_restarted.
+// _to_caught_up and prefix_rss_restarted, with a note of why the node was
+// not ready when it was caught up before it was ready.
 func (r *runner) addRestart(prefix string, rt restartTimes) {
+	if rt.ready > rt.caughtUp && rt.notReady != "" {
+		r.note("%s: ready %s after it caught up; /readyz said last: %s", prefix, (rt.ready - rt.caughtUp).Round(time.Millisecond), rt.notReady)
+	}
 	r.add(prefix+"_restart_to_serving", ms(rt.serving), "ms")
 	r.add(prefix+"_restart_to_ready", ms(rt.ready), "ms")
 	r.add(prefix+"_restart_to_caught_up", ms(rt.caughtUp), "ms")
@@ -185,18 +196,24 @@ func (r *runner) addRestart(prefix string, rt restartTimes) {
 	}
 }
 
-// isReady says whether the node's /readyz answers 200.
-func isReady(ctx context.Context, httpAddr string) bool {
+// readiness asks the node's /readyz: ready on 200, else the first line
+// of its answer (why not), or "" when it did not answer.
+func readiness(ctx context.Context, httpAddr string) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/readyz", nil)
 	if err != nil {
-		return false
+		return false, ""
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return false
+		return false, ""
 	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return true, ""
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	line, _, _ := strings.Cut(string(body), "\n")
+	return false, fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(line))
 }

@@ -309,7 +309,7 @@ func (r *runner) fill(ctx context.Context, queue string, n, payloadBytes int) er
 		return nil
 	}
 	for i := 0; i < n; i++ {
-		pend = append(pend, p.EnqueueAsync(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(makePayload(payloadBytes, uint64(i), time.Now()))))
+		pend = append(pend, p.EnqueueAsync(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payloadOf(payloadBytes, uint64(i), time.Now()))))
 		if len(pend) == cap(pend) {
 			if err := flush(); err != nil {
 				return err

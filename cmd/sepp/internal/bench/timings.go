@@ -249,10 +249,6 @@ func parseExposition(r io.Reader) (map[string]*dto.MetricFamily, error) {
 // nodeMetrics is what one node's /metrics says of its memory, its payloads
 // and its snapshots.
 type nodeMetrics struct {
-	// heapInuse is go_memstats_heap_inuse_bytes: the Go heap's spans in
-	// use, what resident memory holds of the heap without the pages the
-	// collector freed and has yet to return.
-	heapInuse float64
 	// memoryHeld is sepp_memory_held_bytes, the replicated count the
 	// memory budget charges; payloadHeld sepp_payload_held_bytes, the
 	// payload bytes the jobs hold (replicated); payloadStore
@@ -266,7 +262,6 @@ type nodeMetrics struct {
 }
 
 const (
-	heapInuseMetric    = "go_memstats_heap_inuse_bytes"
 	memoryHeldMetric   = "sepp_memory_held_bytes"
 	payloadHeldMetric  = "sepp_payload_held_bytes"
 	payloadStoreMetric = "sepp_payload_store_disk_bytes"
@@ -280,7 +275,6 @@ func parseNodeMetrics(r io.Reader) (nodeMetrics, error) {
 	}
 	m := nodeMetrics{known: map[string]bool{}}
 	for name, into := range map[string]*float64{
-		heapInuseMetric:    &m.heapInuse,
 		memoryHeldMetric:   &m.memoryHeld,
 		payloadHeldMetric:  &m.payloadHeld,
 		payloadStoreMetric: &m.payloadStore,
