@@ -170,3 +170,19 @@ func TestDirBytes(t *testing.T) {
 		t.Error("a folder without snapshots: no error")
 	}
 }
+
+// /readyz's answers, as cmd/sepp/ready.go writes them: the state machine's
+// applied index is read from either.
+func TestParseReadyz(t *testing.T) {
+	rd := parseReadyz(503, "503 Service Unavailable", "not ready: applied index 4801 is 1080 entries behind commit index 5881 (more than 1000): catching up\nstate=Follower leader=sepp-3 term=2 commit_index=5881 applied_index=4801\n")
+	if rd.ready || !rd.answered || rd.applied != 4801 || !strings.HasPrefix(rd.why, "503 Service Unavailable: not ready: applied index 4801") || strings.Contains(rd.why, "state=") {
+		t.Errorf("not ready: %+v", rd)
+	}
+	rd = parseReadyz(200, "200 OK", "ready\nstate=Leader leader=sepp-1 term=3 commit_index=12 applied_index=12\n")
+	if !rd.ready || !rd.answered || rd.applied != 12 || rd.why != "" {
+		t.Errorf("ready: %+v", rd)
+	}
+	if rd := parseReadyz(502, "502 Bad Gateway", "upstream"); rd.answered || rd.ready {
+		t.Errorf("a body without the index: %+v", rd)
+	}
+}

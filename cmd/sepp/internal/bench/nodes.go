@@ -117,16 +117,29 @@ func (r *runner) followerIndex(ctx context.Context) (int, error) {
 // restartTimeout bounds a restarted node's way back to caught up.
 const restartTimeout = 10 * time.Minute
 
+// zeroIndexWait is how long past raft's catch-up restartNode waits for a
+// state machine that reads applied index 0 (restored from a snapshot) to
+// apply an entry and learn its index.
+const zeroIndexWait = time.Minute
+
 // restartTimes is how long a restarted node took, from its start, to
 // accept connections on its gRPC port (serving), to answer /readyz with
-// 200 (ready: it knows a leader and has applied all but
-// server.ready_max_apply_lag of the log), and to apply all that was
-// committed when it was stopped (caught up); and its resident memory then.
+// 200 (ready: it knows a leader and its state machine has applied all but
+// server.ready_max_apply_lag entries of the log), to have raft's applied
+// index reach what was committed when it was stopped (caught up: the
+// ClusterStatus figure, which raft moves when it hands entries to the
+// state machine, up to 128 batches of them before they are applied), and
+// to have its state machine's own applied index (which /readyz shows)
+// reach it (applied); and its resident memory then.
 type restartTimes struct {
-	serving, ready, caughtUp time.Duration
-	rss                      int64 // 0: unread
+	serving, ready, caughtUp, applied time.Duration
+	rss                               int64 // 0: unread
 	// notReady is the last reason /readyz gave before it said ready.
 	notReady string
+	// sawZero: the state machine's applied index read 0 while raft's was
+	// caught up (restored from a snapshot, it learns its index only from
+	// the next entry it applies).
+	sawZero bool
 }
 
 // restartNode stops local node i (SIGTERM), starts it again with its data
@@ -152,15 +165,24 @@ func (r *runner) restartNode(ctx context.Context, i int) (restartTimes, error) {
 		return rt, err
 	}
 	rt.serving = time.Since(t0)
-	// Ready and caught up are polled together, each timed when first seen:
-	// either may come first.
+	// Ready, caught up and applied are polled together, each timed when
+	// first seen: any may come first.
 	node := r.cluster.Nodes[i]
-	for rt.ready == 0 || rt.caughtUp == 0 {
-		if rt.ready == 0 {
-			if ok, why := readiness(wctx, node.HTTPAddr); ok {
+	for rt.ready == 0 || rt.caughtUp == 0 || rt.applied == 0 {
+		if rt.ready == 0 || rt.applied == 0 {
+			rd := readiness(wctx, node.HTTPAddr)
+			if rd.ready && rt.ready == 0 {
 				rt.ready = time.Since(t0)
-			} else if why != "" {
-				rt.notReady = why
+			} else if !rd.ready && rd.why != "" {
+				rt.notReady = rd.why
+			}
+			if rd.answered && rt.applied == 0 {
+				switch {
+				case rd.applied >= target:
+					rt.applied = time.Since(t0)
+				case rd.applied == 0 && rt.caughtUp > 0:
+					rt.sawZero = true
+				}
 			}
 		}
 		if rt.caughtUp == 0 {
@@ -168,10 +190,13 @@ func (r *runner) restartNode(ctx context.Context, i int) (restartTimes, error) {
 				rt.caughtUp = time.Since(t0)
 			}
 		}
+		if rt.sawZero && time.Since(t0) > rt.caughtUp+zeroIndexWait {
+			break // no entry came to give the state machine its index
+		}
 		select {
 		case <-wctx.Done():
-			return rt, fmt.Errorf("%s, restarted %s ago: ready %v, applied up to index %d %v: %w",
-				node.ID, time.Since(t0).Round(time.Millisecond), rt.ready > 0, target, rt.caughtUp > 0, wctx.Err())
+			return rt, fmt.Errorf("%s, restarted %s ago: ready %v, raft's and the state machine's applied index at %d: %v and %v: %w",
+				node.ID, time.Since(t0).Round(time.Millisecond), rt.ready > 0, target, rt.caughtUp > 0, rt.applied > 0, wctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -182,38 +207,67 @@ func (r *runner) restartNode(ctx context.Context, i int) (restartTimes, error) {
 }
 
 // addRestart reports a restart as prefix_restart_to_serving, _to_ready,
-// _to_caught_up and prefix_rss_restarted, with a note of why the node was
+// _to_caught_up, _to_applied and prefix_rss_restarted, with a note of why the node was
 // not ready when it was caught up before it was ready.
 func (r *runner) addRestart(prefix string, rt restartTimes) {
 	if rt.ready > rt.caughtUp && rt.notReady != "" {
 		r.note("%s: ready %s after it caught up; /readyz said last: %s", prefix, (rt.ready - rt.caughtUp).Round(time.Millisecond), rt.notReady)
 	}
 	r.add(prefix+"_restart_to_serving", ms(rt.serving), "ms")
-	r.add(prefix+"_restart_to_ready", ms(rt.ready), "ms")
+	if rt.ready > 0 {
+		r.add(prefix+"_restart_to_ready", ms(rt.ready), "ms")
+	}
 	r.add(prefix+"_restart_to_caught_up", ms(rt.caughtUp), "ms")
+	if rt.applied > 0 {
+		r.add(prefix+"_restart_to_applied", ms(rt.applied), "ms")
+	}
+	if rt.sawZero {
+		r.note("%s: the state machine's applied index read 0 after raft's had caught up (restored from a snapshot, it learns its index from the next entry it applies): _to_applied and _to_ready waited for that entry, or are left out when none came within %s", prefix, zeroIndexWait)
+	}
 	if rt.rss > 0 {
 		r.add(prefix+"_rss_restarted", mib(rt.rss), "MiB")
 	}
 }
 
-// readiness asks the node's /readyz: ready on 200, else the first line
-// of its answer (why not), or "" when it did not answer.
-func readiness(ctx context.Context, httpAddr string) (bool, string) {
+// readyz is what a node's /readyz said.
+type readyz struct {
+	answered bool
+	ready    bool
+	why      string // the first line of a not-ready answer
+	applied  uint64 // the state machine's applied index it shows
+}
+
+// readiness asks the node's /readyz.
+func readiness(ctx context.Context, httpAddr string) readyz {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/readyz", nil)
 	if err != nil {
-		return false, ""
+		return readyz{}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return false, ""
+		return readyz{}
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
-		return true, ""
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return parseReadyz(resp.StatusCode, resp.Status, string(body))
+}
+
+// parseReadyz reads a /readyz answer: 200 or 503 and a body of a reason
+// line, then "state=… commit_index=N applied_index=N".
+func parseReadyz(code int, status, body string) readyz {
+	rd := readyz{ready: code == http.StatusOK}
+	first, _, _ := strings.Cut(body, "\n")
+	if !rd.ready {
+		rd.why = fmt.Sprintf("%s: %s", status, strings.TrimSpace(first))
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	line, _, _ := strings.Cut(string(body), "\n")
-	return false, fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(line))
+	for _, f := range strings.Fields(body) {
+		if v, ok := strings.CutPrefix(f, "applied_index="); ok {
+			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+				rd.applied, rd.answered = n, true
+			}
+		}
+	}
+	return rd
 }
