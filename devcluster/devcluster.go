@@ -80,6 +80,10 @@ type Node struct {
 	Dir      string
 	Config   string // path of its config file
 
+	// extraTOML is appended to this node's config after the cluster's
+	// ExtraTOML (SetNodeTOML).
+	extraTOML string
+
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -257,10 +261,27 @@ func earlierNodes(dir string, nodes int) ([]*Node, string, error) {
 	return out, sessionKey, nil
 }
 
+// DataDir is the node's server.data_dir: its Raft log, stable store,
+// snapshots and payload store.
+func (n *Node) DataDir() string { return filepath.Join(n.Dir, "data") }
+
+// SetNodeTOML rewrites node i's config with extra appended to the
+// cluster's ExtraTOML, for its next start (StartNode); "" restores the
+// cluster's config. TOML allows a table once: extra must not repeat a
+// table the cluster's ExtraTOML has ([cluster] in either gets the peers).
+func (c *Cluster) SetNodeTOML(i int, extra string) error {
+	n := c.Nodes[i]
+	n.extraTOML = extra
+	if err := os.WriteFile(n.Config, []byte(c.configFor(n)), 0o644); err != nil {
+		return fmt.Errorf("devcluster: %w", err)
+	}
+	return nil
+}
+
 func (c *Cluster) configFor(n *Node) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[server]\nnode_id = %q\ngrpc_addr = %q\nhttp_addr = %q\nraft_addr = %q\ndata_dir = %q\n\n",
-		n.ID, n.GRPCAddr, n.HTTPAddr, n.RaftAddr, filepath.Join(n.Dir, "data"))
+		n.ID, n.GRPCAddr, n.HTTPAddr, n.RaftAddr, n.DataDir())
 	var peers strings.Builder
 	peers.WriteString("peers = [\n")
 	for _, p := range c.Nodes {
@@ -269,9 +290,12 @@ func (c *Cluster) configFor(n *Node) string {
 	peers.WriteString("]\n")
 	// An extra [cluster] table (other raft timings, say) gets the peers
 	// inside it: TOML allows a table only once.
-	extra := c.opts.ExtraTOML
-	if extra != "" && !strings.HasSuffix(extra, "\n") {
-		extra += "\n"
+	extra := ""
+	for _, e := range []string{c.opts.ExtraTOML, n.extraTOML} {
+		if e != "" && !strings.HasSuffix(e, "\n") {
+			e += "\n"
+		}
+		extra += e
 	}
 	if i := tableBody(extra, "cluster"); i >= 0 {
 		extra = extra[:i] + peers.String() + extra[i:]

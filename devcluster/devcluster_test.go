@@ -232,3 +232,42 @@ func TestConfigForMergesAnExtraClusterTable(t *testing.T) {
 		})
 	}
 }
+
+// SetNodeTOML rewrites one node's config for its next start, beside the
+// cluster's extra; "" gives it the cluster's config back.
+func TestSetNodeTOML(t *testing.T) {
+	dir := t.TempDir()
+	c := &Cluster{opts: Options{ExtraTOML: "[limits]\nmax_payload_bytes = 2048\n", Dir: dir}, sessionKey: strings.Repeat("k", 64)}
+	for i := range 3 {
+		c.Nodes = append(c.Nodes, &Node{ID: nodeID(i), GRPCAddr: fmt.Sprintf("127.0.0.1:%d", 5000+i),
+			HTTPAddr: fmt.Sprintf("127.0.0.1:%d", 6000+i), RaftAddr: fmt.Sprintf("127.0.0.1:%d", 7000+i), Dir: filepath.Join(dir, nodeID(i)),
+			Config: filepath.Join(dir, nodeID(i)+".toml")})
+	}
+	load := func(i int) config.Config {
+		t.Helper()
+		cfg, err := config.Load(c.Nodes[i].Config)
+		if err != nil {
+			t.Fatalf("config does not load: %v", err)
+		}
+		return cfg
+	}
+	if err := c.SetNodeTOML(1, "[cluster]\nsnapshot_threshold = 1\nsnapshot_interval_ms = 500"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := load(1)
+	if cfg.Cluster.SnapshotThreshold != 1 || cfg.Cluster.SnapshotIntervalMS != 500 {
+		t.Errorf("snapshot_threshold %d, interval %d ms: want the node's 1 and 500", cfg.Cluster.SnapshotThreshold, cfg.Cluster.SnapshotIntervalMS)
+	}
+	if len(cfg.Cluster.Peers) != 3 || cfg.Limits.MaxPayloadBytes != 2048 {
+		t.Errorf("%d peers, max_payload_bytes %d: want 3 and the cluster's 2048", len(cfg.Cluster.Peers), cfg.Limits.MaxPayloadBytes)
+	}
+	if got := c.Nodes[1].DataDir(); cfg.Server.DataDir != got {
+		t.Errorf("data_dir %q, DataDir() %q", cfg.Server.DataDir, got)
+	}
+	if err := c.SetNodeTOML(1, ""); err != nil {
+		t.Fatal(err)
+	}
+	if cfg := load(1); cfg.Cluster.SnapshotThreshold != config.Default().Cluster.SnapshotThreshold {
+		t.Errorf("snapshot_threshold %d after reset, want the default", cfg.Cluster.SnapshotThreshold)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -37,11 +38,15 @@ type Options struct {
 	Addrs     []string // empty: start a local three-node cluster
 	Binary    string   // sepp binary for the local cluster; empty: this one
 	Dir       string   // folder for the local cluster (kept); empty: a temporary one
-	Scenarios []string // produce, latency, consume, mixed, failover, recovery
+	Scenarios []string // produce, latency, consume, mixed, failover, recovery, backlog
 
 	PayloadBytes int
-	Produce      int // jobs in the produce scenario
-	Window       int // outstanding produce requests
+	// RandomPayload fills payloads past their 16-byte header with random
+	// bytes instead of the alphabet over and over, which compresses about
+	// tenfold wherever sepp compresses (the payload store's blocks).
+	RandomPayload bool
+	Produce       int // jobs in the produce scenario
+	Window        int // outstanding produce requests
 	// ProducerBatch caps the jobs per EnqueueBatch call of the client's
 	// Producer; 0 takes the client's default.
 	ProducerBatch int
@@ -72,10 +77,21 @@ type Options struct {
 	// own jobs and their keys, not what the scenarios before it left.
 	RecoveryClean bool
 
+	// BacklogJobs is the backlog scenario's backlog; BacklogRateJobs the
+	// jobs it enqueues and consumes to time the rates (0: a tenth of the
+	// backlog, at most 100,000).
+	BacklogJobs     int
+	BacklogRateJobs int
+
 	JSON     bool
 	Out      io.Writer // figures
 	Progress io.Writer // progress lines; nil: none
 }
+
+// knownScenarios are every scenario, in the order they run. Defaults'
+// Scenarios ("all") leave out backlog, which fills a backlog of its own and
+// restarts a node three times: it runs when named.
+var knownScenarios = []string{"produce", "latency", "consume", "mixed", "failover", "recovery", "backlog"}
 
 // Defaults are the values the issue and the README quote.
 func Defaults() Options {
@@ -98,6 +114,7 @@ func Defaults() Options {
 		FailoverAfter:    2 * time.Second,
 		RecoveryJobs:     1_000_000,
 		RecoveryClean:    true,
+		BacklogJobs:      1_000_000,
 		Out:              os.Stdout,
 	}
 }
@@ -219,12 +236,13 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		"mixed":    r.mixed,
 		"failover": r.failover,
 		"recovery": r.recovery,
+		"backlog":  r.backlog,
 	}
 	var integrity error
 	for _, name := range opts.Scenarios {
 		fn, ok := scenarios[name]
 		if !ok {
-			return nil, fmt.Errorf("bench: unknown scenario %q (want produce, latency, consume, mixed, failover, recovery)", name)
+			return nil, fmt.Errorf("bench: unknown scenario %q (want %s)", name, strings.Join(knownScenarios, ", "))
 		}
 		r.settle(ctx)
 		r.progress("scenario " + name)
@@ -337,10 +355,24 @@ func (r *runner) waitLeader(ctx context.Context) error {
 // payload makes a payload of the configured size whose first 16 bytes carry
 // a sequence number and a send time, for loss, duplicate and latency checks.
 func (r *runner) payload(seq uint64, sent time.Time) []byte {
-	n := max(r.opts.PayloadBytes, 16)
+	return r.payloadOf(r.opts.PayloadBytes, seq, sent)
+}
+
+// payloadOf is a payload of size bytes (at least 16) carrying seq and
+// sent, its filler random with opts.RandomPayload.
+func (r *runner) payloadOf(size int, seq uint64, sent time.Time) []byte {
+	if r.opts.RandomPayload {
+		return randomPayload(size, seq, sent)
+	}
+	return makePayload(size, seq, sent)
+}
+
+// makePayload is a payload of size bytes (at least 16) carrying seq and
+// sent, then the alphabet over and over.
+func makePayload(size int, seq uint64, sent time.Time) []byte {
+	n := max(size, 16)
 	p := make([]byte, n)
-	binary.BigEndian.PutUint64(p, seq)
-	binary.BigEndian.PutUint64(p[8:], uint64(sent.UnixNano()))
+	putPayloadHeader(p, seq, sent)
 	// The filler is copied, not computed byte by byte: the bench's own work
 	// counts in the client's CPU figure.
 	for i := 16; i < n; {
@@ -348,6 +380,39 @@ func (r *runner) payload(seq uint64, sent time.Time) []byte {
 	}
 	return p
 }
+
+func putPayloadHeader(p []byte, seq uint64, sent time.Time) {
+	binary.BigEndian.PutUint64(p, seq)
+	binary.BigEndian.PutUint64(p[8:], uint64(sent.UnixNano()))
+}
+
+// randomPayload is makePayload with a random filler: a slice of
+// randomPool at an offset drawn from seq, copied rather than generated
+// (the bench's own work counts in the client's CPU figure).
+func randomPayload(size int, seq uint64, sent time.Time) []byte {
+	n := max(size, 16)
+	p := make([]byte, n)
+	putPayloadHeader(p, seq, sent)
+	pool := randomPool()
+	fill := p[16:]
+	// splitmix64 of seq spreads the offsets over the pool.
+	z := seq + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	for off := int(z % uint64(len(pool))); len(fill) > 0; off = 0 {
+		fill = fill[copy(fill, pool[off:]):]
+	}
+	return p
+}
+
+// randomPool is 4 MiB of random bytes, made once (the same every run).
+var randomPool = sync.OnceValue(func() []byte {
+	b := make([]byte, 4<<20)
+	rng := rand.NewChaCha8([32]byte{'s', 'e', 'p', 'p'})
+	_, _ = rng.Read(b)
+	return b
+})
 
 // payloadFiller is "abc…z" repeated; payloadFiller[i%26:] continues the
 // pattern at position i of a payload.
@@ -501,7 +566,8 @@ func countLossAndDup(acked map[uint64]bool, delivered []uint64) (lost, dup int) 
 
 func sortDurations(ds []time.Duration) { slices.Sort(ds) }
 
-// ParseScenarios reads a comma-separated list; "all" means every scenario.
+// ParseScenarios reads a comma-separated list; "all" means the default
+// scenarios (every one but backlog).
 func ParseScenarios(s string) []string {
 	if s == "" || s == "all" {
 		return Defaults().Scenarios
@@ -517,7 +583,7 @@ func ParseScenarios(s string) []string {
 }
 
 func order(s string) int {
-	for i, n := range Defaults().Scenarios {
+	for i, n := range knownScenarios {
 		if n == s {
 			return i
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,8 @@ func TestSmoke(t *testing.T) {
 	o.FailoverAfter = time.Second
 	o.RecoveryJobs = 5000
 	o.RecoveryClean = false // waiting out the earlier scenarios' keys takes two minutes
+	o.Scenarios = append(o.Scenarios, "backlog")
+	o.BacklogJobs = 2000
 	var out bytes.Buffer
 	o.Out = &out
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -55,6 +58,8 @@ func TestSmoke(t *testing.T) {
 	for _, name := range []string{
 		"produce_rate", "sync_enqueue_p50", "sync_enqueue_after_idle_p50", "disk_fsync_after_idle_p50", "consume_rate", "mixed_completed_rate", "e2e_latency_p50",
 		"failover_kill_longest_gap", "failover_transfer_longest_gap", "failover_stop_new_leader", "recovery_restart_to_caught_up",
+		"backlog_rss_per_job_sepp-1", "backlog_disk_per_job_sepp-1", "backlog_payload_held", "backlog_produce_rate_ratio", "backlog_consume_rate_ratio",
+		"backlog_restart_to_caught_up", "backlog_snapshot_capture", "backlog_snapshot_persist", "backlog_snapshot_restore", "backlog_from_snapshot_restart_to_caught_up",
 	} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("figure %s missing", name)
@@ -96,6 +101,12 @@ func TestParseScenarios(t *testing.T) {
 	}
 	if len(ParseScenarios("all")) != 6 {
 		t.Fatal("all should list six scenarios")
+	}
+	if slices.Contains(ParseScenarios("all"), "backlog") {
+		t.Fatal("all should leave backlog out: it runs when named")
+	}
+	if got := strings.Join(ParseScenarios("backlog,produce,recovery"), ","); got != "produce,recovery,backlog" {
+		t.Fatalf("got %s, want backlog last", got)
 	}
 }
 

@@ -21,8 +21,8 @@ func Command() *cobra.Command {
 "name: value unit" line (or JSON with --json).
 
 With no --addr it starts its own local three-node cluster of real sepp processes on
-loopback with the default config (fsync on); the failover and recovery scenarios
-need that, since they kill, transfer and restart nodes.
+loopback with the default config (fsync on); the failover, recovery and backlog
+scenarios need that, since they kill, transfer and restart nodes.
 
 Scenarios: produce (pipelined enqueues), latency (one enqueue at a time), consume
 (reserve in batches, a confirmed ack per job, the batch acked with one AckBatch), mixed (producers and workers at once,
@@ -30,9 +30,21 @@ each worker reserving its next batch while the last one's acks are confirmed,
 then end-to-end latency at a fixed offered rate), failover (SIGKILL of the leader,
 then a planned transfer, while a producer enqueues every 5 ms: longest gap, lost,
 duplicates; then SIGSTOP of the leader: time until another node leads), recovery (resident memory with a million waiting jobs; restart time).
+"all" (the default) is those six. backlog runs only when named, alone or with others
+(--scenarios backlog): it fills --backlog-jobs jobs of --payload bytes into one queue
+and reports each node's resident memory per waiting job above the node at rest, its
+data folder's growth per job (the data folder holds the Raft log, the snapshots and the
+payload store), the payload bytes the jobs hold; the produce and consume rates at that
+backlog (--backlog-rate-jobs each) against the mean of the same at an empty queue
+before the fill and after the drain (_rate_ratio); a follower's restart (to serving,
+ready and caught up); its snapshot of the backlog (capture, persist, size: for it the
+follower is restarted with cluster.snapshot_threshold = 1, then with the default
+config again, from that snapshot: restore time and restart); then it drains the
+queue. With --recovery-clean it first waits out the earlier scenarios' idempotency
+keys too. --payload-random makes payloads incompressible.
 
 Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
-		Example: "  sepp bench\n  sepp bench --scenarios produce,consume --produce 20000\n  sepp bench --addr localhost:50051 --scenarios latency --json",
+		Example: "  sepp bench\n  sepp bench --scenarios produce,consume --produce 20000\n  sepp bench --scenarios backlog --backlog-jobs 200000 --payload 1024\n  sepp bench --addr localhost:50051 --scenarios latency --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if addrs != "" {
@@ -60,10 +72,11 @@ Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&addrs, "addr", "", "comma-separated gRPC addresses of a running cluster (default: start a local one)")
-	f.StringVar(&scenarios, "scenarios", "all", "comma-separated: produce,latency,consume,mixed,failover,recovery")
+	f.StringVar(&scenarios, "scenarios", "all", "comma-separated: produce,latency,consume,mixed,failover,recovery,backlog (all: every one but backlog)")
 	f.StringVar(&o.Binary, "binary", "", "sepp binary for the local cluster (default: this one)")
 	f.StringVar(&o.Dir, "dir", "", "folder for the local cluster's configs, data and logs, kept afterwards (default: a temporary folder, removed)")
 	f.IntVar(&o.PayloadBytes, "payload", o.PayloadBytes, "payload bytes per job")
+	f.BoolVar(&o.RandomPayload, "payload-random", o.RandomPayload, "fill payloads with random bytes (the default filler, the alphabet over and over, compresses about tenfold in the payload store)")
 	f.IntVar(&o.Produce, "produce", o.Produce, "jobs in the produce (and consume) scenario")
 	f.IntVar(&o.Window, "window", o.Window, "outstanding enqueues in the produce scenario")
 	f.IntVar(&o.ProducerBatch, "producer-batch", o.ProducerBatch, "jobs per EnqueueBatch call of the client's producer (0: the client's default)")
@@ -81,7 +94,9 @@ Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 	f.DurationVar(&o.FailoverBefore, "failover-before", o.FailoverBefore, "enqueueing before the fault")
 	f.DurationVar(&o.FailoverAfter, "failover-after", o.FailoverAfter, "enqueueing after the fault")
 	f.IntVar(&o.RecoveryJobs, "recovery-jobs", o.RecoveryJobs, "waiting jobs for the recovery scenario")
-	f.BoolVar(&o.RecoveryClean, "recovery-clean", o.RecoveryClean, "before filling the recovery queue, wait until the earlier scenarios' idempotency keys have expired (up to 2 min with the default config), so the memory figures count only the recovery scenario's jobs")
+	f.BoolVar(&o.RecoveryClean, "recovery-clean", o.RecoveryClean, "before filling the recovery queue, wait until the earlier scenarios' idempotency keys have expired (up to 2 min with the default config), so the memory figures count only the recovery scenario's jobs (the backlog scenario waits too)")
+	f.IntVar(&o.BacklogJobs, "backlog-jobs", o.BacklogJobs, "waiting jobs of --payload bytes for the backlog scenario")
+	f.IntVar(&o.BacklogRateJobs, "backlog-rate-jobs", o.BacklogRateJobs, "jobs the backlog scenario enqueues, then consumes, to time the rates at an empty queue and at the backlog (0: a tenth of --backlog-jobs, at most 100000)")
 	f.BoolVar(&o.JSON, "json", false, "print the figures as JSON")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write a pprof CPU profile of the bench's own process (the client side) to this file")
 	return cmd

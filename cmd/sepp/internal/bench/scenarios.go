@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
+	"math"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,6 +25,27 @@ func (r *runner) produce(ctx context.Context) error {
 	if err := r.awaitKeyRoom(ctx, n); err != nil {
 		return err
 	}
+	t0 := r.sampleTimings(ctx)
+	cpu0 := r.sampleCPU()
+	elapsed, err := r.enqueueWindowed(ctx, "produce", queue, 0, n)
+	cpu1 := r.sampleCPU()
+	t1 := r.sampleTimings(ctx)
+	if err != nil {
+		return err
+	}
+	r.add("produce_jobs", float64(n), "jobs")
+	r.add("produce_rate", float64(n)/elapsed.Seconds(), "jobs/s")
+	r.addCPUPerJob("produce", cpu0, cpu1, int64(n))
+	r.addTimingFigures("produce", t0, t1, int64(n), seppv1.QueueService_EnqueueBatch_FullMethodName)
+	r.produced = queue
+	return nil
+}
+
+// enqueueWindowed enqueues n jobs into queue, numbered from first, through
+// the client's batching Producer with opts.Window enqueues outstanding,
+// and returns the time from the first enqueue to the last result. label
+// names the progress lines. Any failed enqueue fails it.
+func (r *runner) enqueueWindowed(ctx context.Context, label, queue string, first uint64, n int) (time.Duration, error) {
 	p := r.cli.NewProducer(r.producerOptions())
 	var done, failed atomic.Int64
 	var firstErr atomic.Value
@@ -38,33 +57,24 @@ func (r *runner) produce(ctx context.Context) error {
 		}
 		done.Add(1)
 	})
-	stop := r.ticker(ctx, "produce", &done, int64(n))
-	t0 := r.sampleTimings(ctx)
-	cpu0 := r.sampleCPU()
+	stop := r.ticker(ctx, label, &done, int64(n))
 	start := time.Now()
 	for i := 0; i < n && window.acquire(ctx); i++ {
-		window.add(p.EnqueueAsync(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(uint64(i), time.Now()))))
+		window.add(p.EnqueueAsync(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(first+uint64(i), time.Now()))))
 	}
 	window.wait()
 	elapsed := time.Since(start)
-	cpu1 := r.sampleCPU()
-	t1 := r.sampleTimings(ctx)
 	stop()
 	if err := ctx.Err(); err != nil {
-		return err
+		return elapsed, err
 	}
 	if err := p.Close(ctx); err != nil {
-		return err
+		return elapsed, err
 	}
 	if f := failed.Load(); f > 0 {
-		return fmt.Errorf("%d of %d enqueues failed, first: %v", f, n, firstErr.Load())
+		return elapsed, fmt.Errorf("%d of %d enqueues failed, first: %v", f, n, firstErr.Load())
 	}
-	r.add("produce_jobs", float64(n), "jobs")
-	r.add("produce_rate", float64(n)/elapsed.Seconds(), "jobs/s")
-	r.addCPUPerJob("produce", cpu0, cpu1, int64(n))
-	r.addTimingFigures("produce", t0, t1, int64(n), seppv1.QueueService_EnqueueBatch_FullMethodName)
-	r.produced = queue
-	return nil
+	return elapsed, nil
 }
 
 // latency: enqueues one at a time, each waiting for its commit.
@@ -196,14 +206,50 @@ func (r *runner) consume(ctx context.Context) error {
 	if queue == "" {
 		queue = queueName("consume")
 		r.progress(fmt.Sprintf("filling %s with %d jobs", queue, total))
-		if err := r.fill(ctx, queue, total); err != nil {
+		if err := r.fill(ctx, queue, total, r.opts.PayloadBytes); err != nil {
 			return err
 		}
 	}
-	var acked atomic.Int64
-	stop := r.ticker(ctx, "consume", &acked, int64(total))
 	t0 := r.sampleTimings(ctx)
 	cpu0 := r.sampleCPU()
+	acked, elapsed, err := r.reserveAndAck(ctx, "consume", queue, int64(total), false)
+	cpu1 := r.sampleCPU()
+	t1 := r.sampleTimings(ctx)
+	if err != nil {
+		return err
+	}
+	r.add("consume_jobs", float64(acked), "jobs")
+	r.add("consume_rate", float64(acked)/elapsed.Seconds(), "jobs/s")
+	r.addCPUPerJob("consume", cpu0, cpu1, acked)
+	r.addTimingFigures("consume", t0, t1, acked, seppv1.QueueService_Reserve_FullMethodName, seppv1.QueueService_AckBatch_FullMethodName)
+	return nil
+}
+
+// reserveAndAck runs opts.Consumers loops that reserve opts.ConsumeBatch
+// jobs at a time from queue and ack each batch behind the next reserve
+// (every ack confirmed), until the queue is empty or, with exactly set,
+// until exactly total jobs were reserved: the head of a queue that holds
+// more. total also scales the progress lines, which label names. It
+// returns the jobs acked and the time it took.
+func (r *runner) reserveAndAck(ctx context.Context, label, queue string, total int64, exactly bool) (int64, time.Duration, error) {
+	var acked atomic.Int64
+	// left is how many jobs may still be reserved; a loop claims its
+	// batch from it before reserving, so the loops together take no more.
+	var left atomic.Int64
+	left.Store(math.MaxInt64)
+	if exactly {
+		left.Store(total)
+	}
+	claim := func() int64 {
+		for {
+			l := left.Load()
+			c := min(l, int64(max(r.opts.ConsumeBatch, 1)))
+			if c <= 0 || left.CompareAndSwap(l, l-c) {
+				return c
+			}
+		}
+	}
+	stop := r.ticker(ctx, label, &acked, total)
 	start := time.Now()
 	var wg sync.WaitGroup
 	errc := make(chan error, 2*max(r.opts.Consumers, 1)) // a reserve and an ack error each
@@ -214,11 +260,16 @@ func (r *runner) consume(ctx context.Context) error {
 			acks := r.newAckBehind()
 			defer acks.wait()
 			for !acks.failed.Load() {
-				ds, err := r.cli.Reserve(ctx, queue, client.ReserveOptions{WorkerID: fmt.Sprintf("bench-%d", w), Max: r.opts.ConsumeBatch, Lease: time.Minute})
+				want := claim()
+				if want <= 0 {
+					return
+				}
+				ds, err := r.cli.Reserve(ctx, queue, client.ReserveOptions{WorkerID: fmt.Sprintf("bench-%d", w), Max: int(want), Lease: time.Minute})
 				if err != nil {
 					errc <- err
 					return
 				}
+				left.Add(want - int64(len(ds))) // what the queue did not have
 				if len(ds) == 0 {
 					return
 				}
@@ -228,25 +279,24 @@ func (r *runner) consume(ctx context.Context) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu1 := r.sampleCPU()
-	t1 := r.sampleTimings(ctx)
 	stop()
 	close(errc)
 	if err := <-errc; err != nil {
-		return err
+		return acked.Load(), elapsed, err
 	}
-	r.add("consume_jobs", float64(acked.Load()), "jobs")
-	r.add("consume_rate", float64(acked.Load())/elapsed.Seconds(), "jobs/s")
-	r.addCPUPerJob("consume", cpu0, cpu1, acked.Load())
-	r.addTimingFigures("consume", t0, t1, acked.Load(), seppv1.QueueService_Reserve_FullMethodName, seppv1.QueueService_AckBatch_FullMethodName)
-	return nil
+	return acked.Load(), elapsed, nil
 }
 
-func (r *runner) fill(ctx context.Context, queue string, n int) error {
+// fill enqueues n jobs of payloadBytes into queue, numbered from 0, as fast
+// as the client's Producer takes them (4096 outstanding).
+func (r *runner) fill(ctx context.Context, queue string, n, payloadBytes int) error {
 	if err := r.awaitKeyRoom(ctx, n); err != nil {
 		return err
 	}
 	p := r.cli.NewProducer(r.producerOptions())
+	var done atomic.Int64
+	stop := r.ticker(ctx, "filling "+queue, &done, int64(n))
+	defer stop()
 	pend := make([]*client.PendingEnqueue, 0, 4096)
 	flush := func() error {
 		for _, pe := range pend {
@@ -254,11 +304,12 @@ func (r *runner) fill(ctx context.Context, queue string, n int) error {
 				return err
 			}
 		}
+		done.Add(int64(len(pend)))
 		pend = pend[:0]
 		return nil
 	}
 	for i := 0; i < n; i++ {
-		pend = append(pend, p.EnqueueAsync(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(uint64(i), time.Now()))))
+		pend = append(pend, p.EnqueueAsync(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payloadOf(payloadBytes, uint64(i), time.Now()))))
 		if len(pend) == cap(pend) {
 			if err := flush(); err != nil {
 				return err
@@ -684,21 +735,14 @@ func (r *runner) recovery(ctx context.Context) error {
 			return err
 		}
 	}
-	saved := r.opts.PayloadBytes
-	r.opts.PayloadBytes = 100
 	r.progress(fmt.Sprintf("filling %s with %d jobs of 100 bytes", queue, n))
-	err := r.fill(ctx, queue, n)
-	r.opts.PayloadBytes = saved
-	if err != nil {
+	if err := r.fill(ctx, queue, n, 100); err != nil {
 		return err
 	}
-	for i, node := range r.cluster.Nodes {
-		rss, err := residentBytes(r.cluster.Pid(i))
-		if err != nil {
-			r.note("rss of %s: %v", node.ID, err)
-			continue
+	for i, rss := range r.nodesRSS() {
+		if rss > 0 {
+			r.add(fmt.Sprintf("recovery_rss_%s", r.cluster.Nodes[i].ID), mib(rss), "MiB")
 		}
-		r.add(fmt.Sprintf("recovery_rss_%s", node.ID), float64(rss)/(1<<20), "MiB")
 	}
 	// The nodes also hold the idempotency keys of every job enqueued in the
 	// window: this scenario's, and the earlier ones' unless RecoveryClean
@@ -706,65 +750,21 @@ func (r *runner) recovery(ctx context.Context) error {
 	if k, err := r.readRememberedKeys(ctx); err == nil && k.known {
 		r.add("recovery_remembered_keys", float64(k.keys), "keys")
 	}
-	leader, err := r.leaderIndex(ctx)
+	follower, err := r.followerIndex(ctx)
 	if err != nil {
 		return err
 	}
-	follower := (leader + 1) % len(r.cluster.Nodes)
-	st, err := r.cli.ClusterStatus(ctx)
+	rt, err := r.restartNode(ctx, follower)
 	if err != nil {
 		return err
 	}
-	target := st.CommitIndex
-	if err := r.cluster.StopNode(follower, 30*time.Second); err != nil {
-		return err
-	}
-	t0 := time.Now()
-	if err := r.cluster.StartNode(follower); err != nil {
-		return err
-	}
-	wctx, cancel := context.WithTimeout(ctx, 120*time.Second)
-	defer cancel()
-	if err := r.cluster.WaitServing(wctx); err != nil {
-		return err
-	}
-	toServing := time.Since(t0)
-	if err := r.waitApplied(wctx, follower, target); err != nil {
-		return err
-	}
-	caughtUp := time.Since(t0)
 	r.add("recovery_jobs", float64(n), "jobs")
-	r.add("recovery_restart_to_serving", ms(toServing), "ms")
-	r.add("recovery_restart_to_caught_up", ms(caughtUp), "ms")
-	if rss, err := residentBytes(r.cluster.Pid(follower)); err == nil {
-		r.add("recovery_rss_restarted", float64(rss)/(1<<20), "MiB")
-	}
+	r.addRestart("recovery", rt)
 	r.progress("draining the recovery queue")
 	if _, err := r.drainQueue(ctx, queue); err != nil {
 		return err
 	}
 	return nil
-}
-
-// residentBytes reads VmRSS of a process from /proc.
-func residentBytes(pid int) (int64, error) {
-	if pid == 0 {
-		return 0, fmt.Errorf("not running")
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) >= 1 {
-				kb, err := strconv.ParseInt(f[0], 10, 64)
-				return kb * 1024, err
-			}
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
 
 // producerOptions are the client producer's options the flags set.

@@ -245,3 +245,89 @@ func parseExposition(r io.Reader) (map[string]*dto.MetricFamily, error) {
 	}
 	return families, nil
 }
+
+// nodeMetrics is what one node's /metrics says of its memory, its payloads
+// and its snapshots.
+type nodeMetrics struct {
+	// memoryHeld is sepp_memory_held_bytes, the replicated count the
+	// memory budget charges; payloadHeld sepp_payload_held_bytes, the
+	// payload bytes the jobs hold (replicated); payloadStore
+	// sepp_payload_store_disk_bytes, this node's payload store on disk.
+	memoryHeld, payloadHeld, payloadStore float64
+	// known records which of the gauges above were present, by name.
+	known map[string]bool
+	// snapshotCapture and snapshotPersist are sepp_raft_snapshot_seconds by
+	// phase; restore is sepp_raft_restore_seconds.
+	snapshotCapture, snapshotPersist, restore histogramTotals
+}
+
+const (
+	memoryHeldMetric   = "sepp_memory_held_bytes"
+	payloadHeldMetric  = "sepp_payload_held_bytes"
+	payloadStoreMetric = "sepp_payload_store_disk_bytes"
+)
+
+// parseNodeMetrics reads a node's Prometheus text exposition.
+func parseNodeMetrics(r io.Reader) (nodeMetrics, error) {
+	families, err := parseExposition(r)
+	if err != nil {
+		return nodeMetrics{}, err
+	}
+	m := nodeMetrics{known: map[string]bool{}}
+	for name, into := range map[string]*float64{
+		memoryHeldMetric:   &m.memoryHeld,
+		payloadHeldMetric:  &m.payloadHeld,
+		payloadStoreMetric: &m.payloadStore,
+	} {
+		if f := families[name]; f != nil && f.GetType() == dto.MetricType_GAUGE && len(f.GetMetric()) > 0 {
+			*into = f.GetMetric()[0].GetGauge().GetValue()
+			m.known[name] = true
+		}
+	}
+	histogram := func(name string, match func(*dto.Metric) bool, into *histogramTotals) {
+		f := families[name]
+		if f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
+			return
+		}
+		for _, x := range f.GetMetric() {
+			if match(x) {
+				into.count += x.GetHistogram().GetSampleCount()
+				into.sum += x.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	phase := func(want string) func(*dto.Metric) bool {
+		return func(x *dto.Metric) bool {
+			for _, l := range x.GetLabel() {
+				if l.GetName() == "phase" && l.GetValue() == want {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	histogram("sepp_raft_snapshot_seconds", phase("capture"), &m.snapshotCapture)
+	histogram("sepp_raft_snapshot_seconds", phase("persist"), &m.snapshotPersist)
+	histogram("sepp_raft_restore_seconds", func(*dto.Metric) bool { return true }, &m.restore)
+	return m, nil
+}
+
+// readNodeMetrics reads local node i's /metrics.
+func (r *runner) readNodeMetrics(ctx context.Context, i int) (nodeMetrics, error) {
+	var m nodeMetrics
+	err := scrapeMetrics(ctx, r.cluster.Nodes[i].HTTPAddr, func(body io.Reader) error {
+		var err error
+		m, err = parseNodeMetrics(body)
+		return err
+	})
+	return m, err
+}
+
+// meanMS is the mean of the observations between two readings of a
+// histogram, in milliseconds; false when none was made.
+func meanMS(before, after histogramTotals) (float64, bool) {
+	if after.count <= before.count {
+		return 0, false
+	}
+	return (after.sum - before.sum) / float64(after.count-before.count) * 1000, true
+}

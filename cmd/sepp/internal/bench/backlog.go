@@ -1,0 +1,372 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
+)
+
+// backlog (issue #35, a backlog far larger than memory): what a node pays
+// for each waiting job once payloads live on disk, and what a large
+// backlog does to the rates, to a snapshot and to a restart.
+//
+//  1. The rates of an empty queue: BacklogRateJobs (k) jobs enqueued into
+//     a fresh queue, then reserved and acked.
+//  2. Each node's resident memory and data folder at rest.
+//  3. BacklogJobs (n) jobs of PayloadBytes filled into one queue; then
+//     each node's resident memory and data folder again, per job.
+//  4. The rates at that backlog: k more jobs enqueued into the queue, k
+//     reserved and acked from its head.
+//  5. A follower restarted: to serving, ready and caught up (its state
+//     rebuilt from its log, the payload store included).
+//  6. The same follower restarted with a snapshot threshold of one entry,
+//     so it snapshots the backlog once caught up: the snapshot's capture
+//     and persist times and size; then restarted with its own config
+//     again, now from that snapshot: restore time, to serving, ready and
+//     caught up.
+//  7. The queue drained, and step 1 again on a fresh queue. Each rate at
+//     the backlog is reported against the mean of step 1's two: before
+//     the fill and after the drain, around it in time, so that a machine
+//     that slows or speeds up over the run moves both sides alike.
+
+// backlogRateJobs is how many jobs the rate steps enqueue and consume:
+// asked when positive, else a tenth of the backlog, between 1 and 100,000.
+func backlogRateJobs(backlog, asked int) int {
+	if asked > 0 {
+		return asked
+	}
+	return max(1, min(backlog/10, 100_000))
+}
+
+// perJob spreads the growth from before to after over n jobs (negative
+// when it shrank); 0 when n is not positive.
+func perJob(before, after float64, n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return (after - before) / float64(n)
+}
+
+// rateRatio is a rate at the backlog against the same rate at an empty
+// queue (the mean of the two measured); false when that is unknown.
+func rateRatio(atBacklog, empty float64) (float64, bool) {
+	if empty <= 0 {
+		return 0, false
+	}
+	return atBacklog / empty, true
+}
+
+// snapshotWaitSlack is how long past twice its check interval the backlog
+// scenario waits for the follower's snapshot to be written.
+const snapshotWaitSlack = 10 * time.Minute
+
+// nodeState is what the backlog scenario reads of every local node at one
+// moment, by index.
+type nodeState struct {
+	rss, data []int64
+	metrics   []nodeMetrics
+	ok        []bool // metrics read
+}
+
+func (r *runner) readNodeState(ctx context.Context) nodeState {
+	s := nodeState{rss: r.nodesRSS(), data: r.nodesDataBytes()}
+	for i, n := range r.cluster.Nodes {
+		m, err := r.readNodeMetrics(ctx, i)
+		if err != nil {
+			r.note("/metrics of %s: %v", n.ID, err)
+		}
+		s.metrics = append(s.metrics, m)
+		s.ok = append(s.ok, err == nil)
+	}
+	return s
+}
+
+func (r *runner) backlog(ctx context.Context) error {
+	if r.cluster == nil {
+		r.note("backlog skipped: it needs the local cluster bench starts itself (run without --addr)")
+		return nil
+	}
+	n := r.opts.BacklogJobs
+	k := backlogRateJobs(n, r.opts.BacklogRateJobs)
+	if r.opts.RecoveryClean {
+		if err := r.awaitNoKeys(ctx); err != nil {
+			return err
+		}
+	}
+	if err := r.awaitKeyRoom(ctx, n+4*k); err != nil {
+		return err
+	}
+
+	empty, err := r.backlogRates(ctx, "backlog_empty", queueName("backlog-empty"), 0, k)
+	if err != nil {
+		return err
+	}
+
+	r.settle(ctx)
+	idle := r.readNodeState(ctx)
+	for i, node := range r.cluster.Nodes {
+		if idle.rss[i] > 0 {
+			r.add("backlog_idle_rss_"+node.ID, mib(idle.rss[i]), "MiB")
+		}
+		if idle.data[i] >= 0 {
+			r.add("backlog_idle_data_dir_"+node.ID, mib(idle.data[i]), "MiB")
+		}
+	}
+
+	queue := queueName("backlog")
+	r.progress(fmt.Sprintf("filling %s with %d jobs of %d bytes", queue, n, max(r.opts.PayloadBytes, 16)))
+	start := time.Now()
+	if err := r.fill(ctx, queue, n, r.opts.PayloadBytes); err != nil {
+		return err
+	}
+	r.add("backlog_jobs", float64(n), "jobs")
+	r.add("backlog_payload", float64(max(r.opts.PayloadBytes, 16)), "bytes")
+	r.add("backlog_fill_rate", float64(n)/time.Since(start).Seconds(), "jobs/s")
+	// Every node applies the whole backlog before its memory is read.
+	r.settle(ctx)
+	full := r.readNodeState(ctx)
+	r.addBacklogState(ctx, idle, full, n)
+
+	at, err := r.backlogRates(ctx, "backlog", queue, uint64(n), k)
+	if err != nil {
+		return err
+	}
+
+	follower, err := r.followerIndex(ctx)
+	if err != nil {
+		return err
+	}
+	rt, err := r.restartNode(ctx, follower)
+	if err != nil {
+		return err
+	}
+	r.addRestart("backlog", rt)
+	if err := r.backlogSnapshot(ctx, follower, rt.caughtUp); err != nil {
+		return err
+	}
+
+	r.settle(ctx)
+	r.progress("draining " + queue)
+	left := int64(n) // k were added and k taken from the head
+	drained, elapsed, err := r.reserveAndAck(ctx, "draining", queue, left, false)
+	if err != nil {
+		return err
+	}
+	r.add("backlog_drain_rate", float64(drained)/elapsed.Seconds(), "jobs/s")
+	for i, node := range r.cluster.Nodes {
+		if m, err := r.readNodeMetrics(ctx, i); err == nil && m.known[payloadStoreMetric] {
+			r.add("backlog_payload_store_drained_"+node.ID, m.payloadStore/(1<<20), "MiB")
+		}
+	}
+	if drained != left {
+		r.note("backlog: drained %d jobs, want the %d left of the backlog", drained, left)
+		return fmt.Errorf("backlog: %d jobs drained, %d expected: %w", drained, left, ErrIntegrity)
+	}
+
+	after, err := r.backlogRates(ctx, "backlog_empty_after", queueName("backlog-empty"), 0, k)
+	if err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name                   string
+		atBacklog, base, after float64
+	}{{"produce", at.produce, empty.produce, after.produce}, {"consume", at.consume, empty.consume, after.consume}} {
+		if ratio, ok := rateRatio(c.atBacklog, (c.base+c.after)/2); ok {
+			r.add("backlog_"+c.name+"_rate_ratio", ratio, "x")
+		}
+	}
+	return nil
+}
+
+// addBacklogState reports each node's memory and disk with the backlog of
+// n jobs (full) against at rest (idle), per job.
+func (r *runner) addBacklogState(ctx context.Context, idle, full nodeState, n int) {
+	var leaderMetrics, leaderIdle *nodeMetrics
+	if leader, err := r.leaderIndex(ctx); err == nil && idle.ok[leader] && full.ok[leader] {
+		leaderIdle, leaderMetrics = &idle.metrics[leader], &full.metrics[leader]
+	}
+	for i, node := range r.cluster.Nodes {
+		id := node.ID
+		if idle.rss[i] > 0 && full.rss[i] > 0 {
+			r.add("backlog_rss_"+id, mib(full.rss[i]), "MiB")
+			r.add("backlog_rss_per_job_"+id, perJob(float64(idle.rss[i]), float64(full.rss[i]), n), "bytes")
+		}
+		if idle.data[i] >= 0 && full.data[i] >= 0 {
+			r.add("backlog_data_dir_"+id, mib(full.data[i]), "MiB")
+			r.add("backlog_disk_per_job_"+id, perJob(float64(idle.data[i]), float64(full.data[i]), n), "bytes")
+		}
+		if fm := full.metrics[i]; full.ok[i] && fm.known[payloadStoreMetric] {
+			r.add("backlog_payload_store_"+id, fm.payloadStore/(1<<20), "MiB")
+		}
+	}
+	if leaderMetrics != nil {
+		if leaderMetrics.known[payloadHeldMetric] {
+			r.add("backlog_payload_held", leaderMetrics.payloadHeld/(1<<20), "MiB")
+		}
+		if leaderMetrics.known[memoryHeldMetric] && leaderIdle.known[memoryHeldMetric] {
+			r.add("backlog_memory_held_per_job", perJob(leaderIdle.memoryHeld, leaderMetrics.memoryHeld, n), "bytes")
+		}
+	}
+	// The nodes remember the idempotency key of every job enqueued in the
+	// last limits.idempotency_window: the memory above holds the backlog's
+	// keys too, which a backlog older than the window no longer has.
+	if k, err := r.readRememberedKeys(ctx); err == nil && k.known {
+		r.add("backlog_remembered_keys", float64(k.keys), "keys")
+	}
+}
+
+// rates is what backlogRates measured, in jobs/s.
+type rates struct{ produce, consume float64 }
+
+// backlogRates enqueues k jobs (numbered from first) into queue and then
+// reserves and acks k from its head, reporting prefix_produce_rate and
+// prefix_consume_rate with the CPU per job and the timings of each.
+func (r *runner) backlogRates(ctx context.Context, prefix, queue string, first uint64, k int) (rates, error) {
+	var out rates
+	label := strings.ReplaceAll(prefix, "_", " ")
+	t0 := r.sampleTimings(ctx)
+	cpu0 := r.sampleCPU()
+	elapsed, err := r.enqueueWindowed(ctx, label+" produce", queue, first, k)
+	cpu1 := r.sampleCPU()
+	t1 := r.sampleTimings(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.produce = float64(k) / elapsed.Seconds()
+	r.add(prefix+"_produce_rate", out.produce, "jobs/s")
+	r.addCPUPerJob(prefix+"_produce", cpu0, cpu1, int64(k))
+	r.addTimingFigures(prefix+"_produce", t0, t1, int64(k), seppv1.QueueService_EnqueueBatch_FullMethodName)
+
+	r.settle(ctx)
+	t0 = r.sampleTimings(ctx)
+	cpu0 = r.sampleCPU()
+	acked, elapsed, err := r.reserveAndAck(ctx, label+" consume", queue, int64(k), true)
+	cpu1 = r.sampleCPU()
+	t1 = r.sampleTimings(ctx)
+	if err != nil {
+		return out, err
+	}
+	if acked != int64(k) {
+		return out, fmt.Errorf("%s: %d of %d jobs consumed", queue, acked, k)
+	}
+	out.consume = float64(k) / elapsed.Seconds()
+	r.add(prefix+"_consume_rate", out.consume, "jobs/s")
+	r.addCPUPerJob(prefix+"_consume", cpu0, cpu1, int64(k))
+	r.addTimingFigures(prefix+"_consume", t0, t1, int64(k), seppv1.QueueService_Reserve_FullMethodName, seppv1.QueueService_AckBatch_FullMethodName)
+	r.settle(ctx)
+	return out, nil
+}
+
+// backlogSnapshot makes local node i snapshot the backlog and reports how
+// long that took and how large it is, then restarts the node from it. The
+// default config snapshots after 65,536 log entries, far more than a
+// backlog's fill writes (a few hundred jobs share an entry), and no call
+// asks for a snapshot: the node is restarted with cluster.snapshot_threshold
+// = 1 and a check interval past its last restart's time to catch up
+// (caughtUp), so it snapshots once it has the whole backlog again; then
+// with its config back, so it restarts from that snapshot.
+func (r *runner) backlogSnapshot(ctx context.Context, i int, caughtUp time.Duration) error {
+	node := r.cluster.Nodes[i]
+	// The check fires between interval and twice that after the start.
+	interval := max(5*time.Second, caughtUp*3/2).Round(time.Second)
+	st, err := r.cli.ClusterStatusOf(ctx, node.GRPCAddr)
+	if err != nil {
+		return err
+	}
+	r.note("backlog: %s's log holds %d entries, the default config snapshots every 65536: it is restarted with cluster.snapshot_threshold = 1 and snapshot_interval_ms = %d for the snapshot figures, then with the default again",
+		node.ID, st.LastLogIndex, interval.Milliseconds())
+	if err := r.cluster.SetNodeTOML(i, fmt.Sprintf("[cluster]\nsnapshot_threshold = 1\nsnapshot_interval_ms = %d\n", interval.Milliseconds())); err != nil {
+		return err
+	}
+	restored := false
+	restore := func() error {
+		if restored {
+			return nil
+		}
+		restored = true
+		return r.cluster.SetNodeTOML(i, "")
+	}
+	defer func() { _ = restore() }()
+	if _, err := r.restartNode(ctx, i); err != nil {
+		return err
+	}
+	if m, err := r.readNodeMetrics(ctx, i); err == nil && m.snapshotPersist.count > 0 {
+		r.note("backlog: %s snapshotted before it had caught up: the snapshot figures may be of part of the backlog", node.ID)
+	}
+	r.progress(fmt.Sprintf("waiting for %s to snapshot (it checks every %s to %s)", node.ID, interval, 2*interval))
+	wctx, cancel := context.WithTimeout(ctx, 2*interval+snapshotWaitSlack)
+	defer cancel()
+	var m nodeMetrics
+	for m.snapshotPersist.count == 0 {
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("%s took no snapshot within %s: %w", node.ID, 2*interval+snapshotWaitSlack, wctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+		m, err = r.readNodeMetrics(wctx, i)
+		if err != nil {
+			m = nodeMetrics{}
+		}
+	}
+	if m.snapshotPersist.count > 1 {
+		r.note("backlog: %s took %d snapshots before it was read; the times are their means", node.ID, m.snapshotPersist.count)
+	}
+	if v, ok := meanMS(histogramTotals{}, m.snapshotCapture); ok {
+		r.add("backlog_snapshot_capture", v, "ms")
+	}
+	if v, ok := meanMS(histogramTotals{}, m.snapshotPersist); ok {
+		r.add("backlog_snapshot_persist", v, "ms")
+	}
+	if b, err := newestSnapshotBytes(filepath.Join(node.DataDir(), "snapshots")); err == nil {
+		r.add("backlog_snapshot_size", mib(b), "MiB")
+	} else {
+		r.note("backlog: snapshot size: %v", err)
+	}
+	if err := restore(); err != nil {
+		return err
+	}
+	rt, err := r.restartNode(ctx, i)
+	if err != nil {
+		return err
+	}
+	if m, err := r.readNodeMetrics(ctx, i); err == nil {
+		if v, ok := meanMS(histogramTotals{}, m.restore); ok {
+			r.add("backlog_snapshot_restore", v, "ms")
+		}
+	}
+	r.addRestart("backlog_from_snapshot", rt)
+	return nil
+}
+
+// newestSnapshotBytes is the size of the newest complete snapshot in a
+// raft snapshot folder (one folder per snapshot; one still being written
+// ends in .tmp).
+func newestSnapshotBytes(dir string) (int64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var newest string
+	var newestAt time.Time
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if newest == "" || info.ModTime().After(newestAt) {
+			newest, newestAt = e.Name(), info.ModTime()
+		}
+	}
+	if newest == "" {
+		return 0, fmt.Errorf("no snapshot in %s", dir)
+	}
+	return dirBytes(filepath.Join(dir, newest))
+}
