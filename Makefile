@@ -237,13 +237,13 @@ TS_DIR   ?= sdk/typescript
 SPEC_DIR ?=
 
 .PHONY: sdk-typescript
-sdk-typescript: ## Build the TypeScript SDK (tsc, strict) and run its node --test suite against a local three-node sepp dev cluster.
+sdk-typescript: ## Build the TypeScript SDK (tsc, strict) and run its node --test suite against a local three-node sepp dev cluster, and the sepp/testing helper's tests and example against single nodes.
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(TS_DIR)/.build/sepp ./cmd/sepp
 	rm -rf $(TS_DIR)/dist
-	cd $(TS_DIR) && tsc -p . && tsc -p test/spec-samples
-	# The samples import "sepp": resolve it to this package, as an install would.
+	cd $(TS_DIR) && tsc -p . && tsc -p test/spec-samples && tsc -p test/example
+	# The samples and the example import "sepp": resolve it to this package, as an install would.
 	mkdir -p $(TS_DIR)/dist/node_modules && ln -sfn ../.. $(TS_DIR)/dist/node_modules/sepp
-	cd $(TS_DIR) && node --test dist/test/client.test.js dist/test/scheduling.test.js dist/test/failover.test.js
+	cd $(TS_DIR) && SEPP_BIN="$(CURDIR)/$(TS_DIR)/.build/sepp" node --test dist/test/client.test.js dist/test/scheduling.test.js dist/test/failover.test.js dist/test/testing.test.js dist/example/testing.test.js
 
 .PHONY: sdk-typescript-samples
 sdk-typescript-samples: ## Copy the spec pages' TypeScript samples (SPEC_DIR) into sdk/typescript/test/spec-samples.
