@@ -260,9 +260,9 @@ RUST_PATH  ?= /usr/bin:$(PATH)
 CARGO_JOBS ?= 2
 
 .PHONY: sdk-rust
-sdk-rust: build ## Rust SDK (sdk/rust): clippy -D warnings, then cargo test (every spec sample, the failover) against local three-node clusters of bin/sepp; offline, Debian's toolchain.
-	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) cargo clippy --offline --all-targets -- -D warnings
-	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) SEPP_BIN="$(CURDIR)/$(BIN)" SEPP_SPEC_DIR="$(SPEC_DIR)" cargo test --offline --no-fail-fast
+sdk-rust: build ## Rust SDK (sdk/rust): clippy -D warnings, then cargo test (every spec sample, the failover) against local three-node clusters of bin/sepp, and the testing feature's TestServer against single nodes; offline, Debian's toolchain.
+	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) cargo clippy --offline --all-targets --features testing -- -D warnings
+	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) SEPP_BIN="$(CURDIR)/$(BIN)" SEPP_SPEC_DIR="$(SPEC_DIR)" cargo test --offline --no-fail-fast --features testing
 
 .PHONY: image
 image: ## Build the sepp:$(TAG) container image (TAG=dev by default) FROM scratch around the static binary.

@@ -22,6 +22,8 @@
 pub mod client;
 mod error;
 mod schedule;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod transport;
 mod types;
 pub mod worker;
