@@ -1,6 +1,6 @@
 //! sepp_rs::testing itself: finding the binary, failing clearly, cleaning
-//! up. Run with `--features testing` (make sdk-rust does).
-#![cfg(feature = "testing")]
+//! up. Cargo.toml runs it with `--features testing` only (make sdk-rust
+//! passes it).
 
 mod common;
 

@@ -4,7 +4,6 @@
 //! is self-contained (the public API and tokio alone), so it runs as is in
 //! a project of yours: `make check-packages` runs it in a fresh cargo
 //! project that depends on the packaged crate.
-#![cfg(feature = "testing")]
 
 use std::time::Duration;
 
