@@ -237,13 +237,13 @@ TS_DIR   ?= sdk/typescript
 SPEC_DIR ?=
 
 .PHONY: sdk-typescript
-sdk-typescript: ## Build the TypeScript SDK (tsc, strict) and run its node --test suite against a local three-node sepp dev cluster.
+sdk-typescript: ## Build the TypeScript SDK (tsc, strict) and run its node --test suite against a local three-node sepp dev cluster, and the sepp/testing helper's tests and example against single nodes.
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(TS_DIR)/.build/sepp ./cmd/sepp
 	rm -rf $(TS_DIR)/dist
-	cd $(TS_DIR) && tsc -p . && tsc -p test/spec-samples
-	# The samples import "sepp": resolve it to this package, as an install would.
+	cd $(TS_DIR) && tsc -p . && tsc -p test/spec-samples && tsc -p test/example
+	# The samples and the example import "sepp": resolve it to this package, as an install would.
 	mkdir -p $(TS_DIR)/dist/node_modules && ln -sfn ../.. $(TS_DIR)/dist/node_modules/sepp
-	cd $(TS_DIR) && node --test dist/test/client.test.js dist/test/scheduling.test.js dist/test/failover.test.js
+	cd $(TS_DIR) && SEPP_BIN="$(CURDIR)/$(TS_DIR)/.build/sepp" node --test dist/test/client.test.js dist/test/scheduling.test.js dist/test/failover.test.js dist/test/testing.test.js dist/example/testing.test.js
 
 .PHONY: sdk-typescript-samples
 sdk-typescript-samples: ## Copy the spec pages' TypeScript samples (SPEC_DIR) into sdk/typescript/test/spec-samples.
@@ -260,9 +260,28 @@ RUST_PATH  ?= /usr/bin:$(PATH)
 CARGO_JOBS ?= 2
 
 .PHONY: sdk-rust
-sdk-rust: build ## Rust SDK (sdk/rust): clippy -D warnings, then cargo test (every spec sample, the failover) against local three-node clusters of bin/sepp; offline, Debian's toolchain.
-	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) cargo clippy --offline --all-targets -- -D warnings
-	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) SEPP_BIN="$(CURDIR)/$(BIN)" SEPP_SPEC_DIR="$(SPEC_DIR)" cargo test --offline --no-fail-fast
+sdk-rust: build ## Rust SDK (sdk/rust): clippy -D warnings, then cargo test (every spec sample, the failover) against local three-node clusters of bin/sepp, and the testing feature's TestServer against single nodes; offline, Debian's toolchain.
+	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) cargo clippy --offline --all-targets --features testing -- -D warnings
+	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) SEPP_BIN="$(CURDIR)/$(BIN)" SEPP_SPEC_DIR="$(SPEC_DIR)" cargo test --offline --no-fail-fast --features testing
+
+# make packages: the folder the SDK packages go to, and flags for cargo
+# package (--no-verify skips its build of the packaged crate).
+PACKAGES_DIR        ?= dist/packages
+CARGO_PACKAGE_FLAGS ?=
+
+.PHONY: check-versions
+check-versions: ## Fail unless every SDK package (pyproject.toml, __init__.py, package.json, Cargo.toml and Cargo.lock) carries the version in VERSION, which make release must name too.
+	scripts/check-versions.sh
+
+.PHONY: packages
+packages: ## Build the SDK packages into PACKAGES_DIR (dist/packages), offline with Debian's tools: Python wheel and sdist (python3 -m build), the npm tarball (npm pack), the crate (cargo package, verified by building it); versions checked first.
+	PYTHON=$(PYTHON) RUST_PATH="$(RUST_PATH)" CARGO_JOBS=$(CARGO_JOBS) CARGO_PACKAGE_FLAGS="$(CARGO_PACKAGE_FLAGS)" scripts/build-packages.sh $(PACKAGES_DIR)
+
+.PHONY: check-packages
+check-packages: build ## Build the packages, install each into a fresh empty project (a venv, an npm project, a cargo project, a Go module with a replace) and run there the spec samples against sepp serve and the SDK's example test with its test helper (scripts/check-packages.sh).
+	@# The crate unverified here: the fresh cargo project builds it from the package.
+	@$(MAKE) --no-print-directory packages CARGO_PACKAGE_FLAGS=--no-verify
+	PYTHON=$(PYTHON) RUST_PATH="$(RUST_PATH)" CARGO_JOBS=$(CARGO_JOBS) GO=$(GO) scripts/check-packages.sh $(PACKAGES_DIR) $(BIN)
 
 .PHONY: image
 image: ## Build the sepp:$(TAG) container image (TAG=dev by default) FROM scratch around the static binary.

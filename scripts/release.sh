@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # release.sh VERSION
 #
+# VERSION must be the one in the file VERSION, which every SDK package
+# carries too (scripts/check-versions.sh).
 # Builds a release of sepp into dist/VERSION/ (`make release VERSION=x.y.z`
 # runs it; docs/releasing.md is the procedure around it):
 #   sepp_VERSION_OS_ARCH             static binaries (CGO_ENABLED=0, -trimpath)
@@ -25,6 +27,14 @@ if [[ ! $version =~ ^[0-9A-Za-z][0-9A-Za-z.+_-]{0,127}$ ]]; then
   echo "release: VERSION must be 1..128 letters, digits, '.', '+', '_' or '-' starting with a letter or digit, got '$version'" >&2
   exit 2
 fi
+# The SDK packages (make packages) carry the version in the file VERSION:
+# the binaries must report the same one.
+file_version=$(tr -d '[:space:]' <VERSION)
+if [[ $version != "$file_version" ]]; then
+  echo "release: VERSION=$version, but the file VERSION (the SDK packages' version) says '$file_version': set it and the SDKs' to $version first (scripts/check-versions.sh names every place)" >&2
+  exit 2
+fi
+scripts/check-versions.sh
 GO=${GO:-go}
 commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 if [[ $commit != unknown && -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]]; then

@@ -15,5 +15,11 @@
 // the handler's error.
 //
 // Unlike package client, sepptest imports the server's packages: import it
-// from _test.go files only, so they stay out of a program's build.
+// from _test.go files only, so they stay out of a program's build. Those
+// packages build on sepp's patched hashicorp/raft and raft-wal
+// (third_party/, through replace directives in sepp's go.mod), and Go
+// applies a module's replace directives only when it is the main module: a
+// module of yours that imports sepptest needs the same two replace
+// directives, pointing at a checkout of sepp's third_party/hashicorp/raft
+// and raft-wal (make check-packages builds such a module).
 package sepptest

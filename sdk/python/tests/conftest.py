@@ -1,5 +1,6 @@
 """Fixtures: one real three-node cluster for the whole session, and a
-client connected to it per test."""
+client connected to it per test; and the package's own pytest plugin (the
+sepp_server fixture), which an installed package registers by itself."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ import pytest_asyncio
 from sepp import SeppClient
 
 from cluster import Cluster, build_binary
+
+# From the source tree the package is not installed, so its pytest11 entry
+# point is not there to load the plugin; pytester runs it as a user would.
+pytest_plugins = ["sepp.pytest_plugin", "pytester"]
 
 # Dead-letter retention on for the drain tests; a queue with a max length
 # for QueueFull; a queue with a short horizon for ScheduledTooFar.

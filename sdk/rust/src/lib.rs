@@ -22,14 +22,17 @@
 pub mod client;
 mod error;
 mod schedule;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod transport;
 mod types;
 pub mod worker;
 
-/// The public API's messages as prost generates them from `proto/sepp/v1`.
+/// The public API's messages as prost generates them from `proto/sepp/v1`
+/// (committed, so building the crate needs no protoc).
 pub mod pb {
     #![allow(clippy::all)]
-    include!(concat!(env!("OUT_DIR"), "/sepp.v1.rs"));
+    include!("pb/sepp.v1.rs");
 }
 
 pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient};
