@@ -825,6 +825,23 @@ pub struct Limits {
     /// What is held now against max_memory_bytes (as of this node's state).
     #[prost(uint64, tag="25")]
     pub memory_held_bytes: u64,
+    /// The budget of payload bytes the jobs and dead-letter records may hold
+    /// in each node's payload store on disk; above it enqueues are refused
+    /// with RESOURCE_EXHAUSTED. 0: unbounded. Replicated, like
+    /// max_memory_bytes.
+    #[prost(uint64, tag="26")]
+    pub max_disk_bytes: u64,
+    /// The payload bytes held now against max_disk_bytes (as of this node's
+    /// state; the same count on every node).
+    #[prost(uint64, tag="27")]
+    pub disk_held_bytes: u64,
+    /// True once payloads are counted against max_disk_bytes rather than
+    /// max_memory_bytes (every member runs a release with the payload store).
+    #[prost(bool, tag="28")]
+    pub payloads_off_heap: bool,
+    /// The space this node's payload store takes on disk: its own figure.
+    #[prost(uint64, tag="29")]
+    pub payload_store_bytes: u64,
 }
 /// QueueLimits are one configured queue's effective settings (its overrides
 /// applied over the global ones).
@@ -1131,6 +1148,27 @@ pub struct QueueSettings {
     /// empty: plain FIFO.
     #[prost(string, optional, tag="141")]
     pub fairness_key: ::core::option::Option<::prost::alloc::string::String>,
+    /// Reserve limits (docs/reserve-limits.md); none has a global value, and
+    /// 0 (or an empty concurrency_key) sets none: on update, the same as
+    /// naming the key in inherit. At most max_reserved jobs reserved at once
+    /// across all workers; at most rate_limit reservations per
+    /// rate_period_ms (1..3600000; 0: 1000), up to rate_burst at once (0:
+    /// rate_limit); at most max_per_key jobs reserved at once per value of
+    /// the custom field concurrency_key (set both). Counts are 0..1000000.
+    /// Setting or dropping one on update needs the capability
+    /// queue_reserve_limits; on create, reserve_limits.
+    #[prost(uint64, optional, tag="60")]
+    pub max_reserved: ::core::option::Option<u64>,
+    #[prost(uint64, optional, tag="61")]
+    pub rate_limit: ::core::option::Option<u64>,
+    #[prost(int64, optional, tag="62")]
+    pub rate_period_ms: ::core::option::Option<i64>,
+    #[prost(uint64, optional, tag="63")]
+    pub rate_burst: ::core::option::Option<u64>,
+    #[prost(string, optional, tag="64")]
+    pub concurrency_key: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint64, optional, tag="65")]
+    pub max_per_key: ::core::option::Option<u64>,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -1182,8 +1220,10 @@ pub struct UpdateQueueRequest {
     /// Settings to drop so the queue inherits the global value again, by
     /// name: default_priority, default_max_attempts, retry_delay_ms,
     /// retry_backoff, retry_delay_max_ms, max_schedule_horizon_ms,
-    /// max_length, max_memory_bytes, dead_letter_queue, max_wait_ms,
-    /// fairness_key.
+    /// max_length, max_memory_bytes, dead_letter_queue, max_reserved,
+    /// rate_limit, rate_period_ms, rate_burst, concurrency_key, max_per_key,
+    /// max_wait_ms, fairness_key. A reserve limit has no global value:
+    /// dropping it leaves none.
     #[prost(string, repeated, tag="3")]
     pub inherit: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     /// Pause (true) or resume (false); unset leaves it.
