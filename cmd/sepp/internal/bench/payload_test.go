@@ -50,9 +50,13 @@ func TestPayload_RandomDoesNotCompress(t *testing.T) {
 	var buf bytes.Buffer
 	w, _ := flate.NewWriter(&buf, flate.BestCompression)
 	for seq := range uint64(64) {
-		w.Write(r.payloadOf(1024, seq, sent))
+		if _, err := w.Write(r.payloadOf(1024, seq, sent)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if buf.Len() < 64*1024*95/100 {
 		t.Fatalf("64 random 1 KiB payloads compress to %d bytes", buf.Len())
 	}
