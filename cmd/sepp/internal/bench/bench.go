@@ -43,7 +43,7 @@ type Options struct {
 	PayloadBytes int
 	// RandomPayload fills payloads past their 16-byte header with random
 	// bytes instead of the alphabet over and over, which compresses about
-	// tenfold wherever sepp compresses (the payload store's blocks).
+	// 13-21x wherever sepp compresses (the payload store's blocks).
 	RandomPayload bool
 	Produce       int // jobs in the produce scenario
 	Window        int // outstanding produce requests
