@@ -111,7 +111,9 @@ SOAK_OUT ?= $(CURDIR)/.cache/soak
 .PHONY: soak
 soak: ## Soak (integration/soak_test.go): mixed load and a fault every minute or two for DURATION (default 1h), each node's memory, goroutines, open files and disk sampled, then drawn into docs/soak.png (gnuplot: apt-get install gnuplot-nox).
 	@mkdir -p $(SOAK_OUT)
-	SEPP_SOAK_DURATION=$(DURATION) SEPP_SOAK_OUT=$(SOAK_OUT) $(GO) test -count=1 -timeout 0 -run 'TestSoak$$' -v ./integration/ | tee $(SOAK_OUT)/soak.log
+	@# The test's status, not tee's: a failed soak fails the target and draws no chart.
+	{ SEPP_SOAK_DURATION=$(DURATION) SEPP_SOAK_OUT=$(SOAK_OUT) $(GO) test -count=1 -timeout 0 -run 'TestSoak$$' -v ./integration/ 2>&1; \
+		echo $$? > $(SOAK_OUT)/status; } | tee $(SOAK_OUT)/soak.log; exit $$(cat $(SOAK_OUT)/status)
 	gnuplot -e "csv='$(SOAK_OUT)/soak.csv'; out='docs/soak.png'" scripts/soak-chart.gp
 
 .PHONY: raft-fork
