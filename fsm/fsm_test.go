@@ -279,6 +279,9 @@ func TestFSM_SnapshotRestoreGivesEqualDigest(t *testing.T) {
 			if src.Digest() != dst.Digest() {
 				t.Fatalf("digest after restore %x, original %x", dst.Digest(), src.Digest())
 			}
+			if got, want := dst.AppliedIndex(), src.AppliedIndex(); got != want {
+				t.Fatalf("applied index after restore %d, the snapshot's %d", got, want)
+			}
 			if !src.Now().Equal(dst.Now()) {
 				t.Fatalf("time after restore %s, original %s", dst.Now(), src.Now())
 			}

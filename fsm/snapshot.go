@@ -56,7 +56,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	snap := &fileSnapshot{path: tmp.Name()}
 
 	f.mu.RLock()
-	meta := &cmdpb.SnapshotMeta{LastNowUnixNano: unixNano(f.lastNow)}
+	meta := &cmdpb.SnapshotMeta{LastNowUnixNano: unixNano(f.lastNow), AppliedIndex: f.appliedIndex.Load()}
 	for _, n := range f.sortedNodesLocked() {
 		meta.Nodes = append(meta.Nodes, nodeMetaToProto(n))
 	}
@@ -196,6 +196,11 @@ func (f *FSM) installLocked(eng *engine.Engine, meta *cmdpb.SnapshotMeta) {
 	f.eng = eng
 	f.lastNow = fromUnixNano(meta.GetLastNowUnixNano())
 	f.nodes = nodes
+	// A snapshot written before the field says 0: the index then stays
+	// what it was until the next entry, as it did before.
+	if i := meta.GetAppliedIndex(); i != 0 {
+		f.appliedIndex.Store(i)
+	}
 }
 
 func readSnapshot(r *bufio.Reader, engineCfg engine.Config, payloads engine.PayloadStore) (*engine.Engine, *cmdpb.SnapshotMeta, error) {

@@ -2880,8 +2880,13 @@ type SnapshotMeta struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	LastNowUnixNano int64                  `protobuf:"varint,1,opt,name=last_now_unix_nano,json=lastNowUnixNano,proto3" json:"last_now_unix_nano,omitempty"`
 	Nodes           []*NodeMetadata        `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// applied_index: the index of the last entry the state holds, so that a
+	// node restored from the snapshot reports it (FSM.AppliedIndex, /readyz,
+	// the digest's index) before it applies its next entry; 0 in snapshots
+	// written before the field.
+	AppliedIndex  uint64 `protobuf:"varint,3,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SnapshotMeta) Reset() {
@@ -2926,6 +2931,13 @@ func (x *SnapshotMeta) GetNodes() []*NodeMetadata {
 		return x.Nodes
 	}
 	return nil
+}
+
+func (x *SnapshotMeta) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
 }
 
 // ScheduleUpsert creates or replaces a periodic schedule (engine.ScheduleParams).
@@ -3742,10 +3754,11 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x0fNodeMetadataSet\x12,\n" +
 	"\x04node\x18\x01 \x01(\v2\x18.seppcmd.v1.NodeMetadataR\x04node\"$\n" +
 	"\x12NodeMetadataDelete\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"k\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x90\x01\n" +
 	"\fSnapshotMeta\x12+\n" +
 	"\x12last_now_unix_nano\x18\x01 \x01(\x03R\x0flastNowUnixNano\x12.\n" +
-	"\x05nodes\x18\x02 \x03(\v2\x18.seppcmd.v1.NodeMetadataR\x05nodes\"\xc3\x02\n" +
+	"\x05nodes\x18\x02 \x03(\v2\x18.seppcmd.v1.NodeMetadataR\x05nodes\x12#\n" +
+	"\rapplied_index\x18\x03 \x01(\x04R\fappliedIndex\"\xc3\x02\n" +
 	"\x0eScheduleUpsert\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\rR\x04kind\x12\x12\n" +
