@@ -126,15 +126,19 @@ func (p *payloadStore) PutPayload(id engine.JobID, payload []byte) {
 }
 
 func (p *payloadStore) Payload(id engine.JobID) []byte {
-	var body *storepb.JobBody
-	var err error
 	if p.batch != nil {
-		body, err = p.batch.Job(uint64(id))
-	} else {
-		body, err = p.st.Job(uint64(id))
+		return p.payloadFrom(id, p.batch.Job)
 	}
+	return p.payloadFrom(id, p.st.Job)
+}
+
+// payloadFrom reads id's payload with read: nil when the store has none
+// (the engine reports the missing payload with the job's id); a failed
+// read stops the node.
+func (p *payloadStore) payloadFrom(id engine.JobID, read func(uint64) (*storepb.JobBody, error)) []byte {
+	body, err := read(uint64(id))
 	if errors.Is(err, store.ErrNotFound) {
-		return nil // the engine reports the missing payload with the job's id
+		return nil
 	}
 	if err != nil {
 		p.fail(fmt.Sprintf("read job %d", id), err)
@@ -160,16 +164,7 @@ func (p *payloadStore) NewPayloadReader() (read func(engine.JobID) []byte, done 
 	if err != nil {
 		p.fail("open a reader", err)
 	}
-	read = func(id engine.JobID) []byte {
-		body, err := r.Job(uint64(id))
-		if errors.Is(err, store.ErrNotFound) {
-			return nil // the engine reports the missing payload with the job's id
-		}
-		if err != nil {
-			p.fail(fmt.Sprintf("read job %d", id), err)
-		}
-		return body.GetPayload()
-	}
+	read = func(id engine.JobID) []byte { return p.payloadFrom(id, r.Job) }
 	return read, func() { _ = r.Close() }
 }
 

@@ -70,16 +70,7 @@ func BenchmarkSnapshotPayloads(b *testing.B) {
 	for _, mode := range payloadModes {
 		b.Run(mode, func(b *testing.B) {
 			f := benchFSM(b, mode)
-			payload := make([]byte, 256)
-			var index uint64
-			for i := 0; i < jobs; i += 500 {
-				items := make([]engine.EnqueueParams, 500)
-				for k := range items {
-					items[k] = engine.EnqueueParams{Queue: "q", JobType: "t", Payload: payload, IdempotencyKey: fmt.Sprintf("%032x", i+k)}
-				}
-				index++
-				applyEntry(b, f, index, stamped(t0, EnqueueBatchCommand(items)))
-			}
+			fillWaiting(b, f, jobs, 256)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				s, err := f.Snapshot()
@@ -101,16 +92,7 @@ func BenchmarkSnapshotPayloads(b *testing.B) {
 func BenchmarkRestorePayloads(b *testing.B) {
 	const jobs = 200_000
 	src := benchFSM(b, "heap")
-	payload := make([]byte, 1024)
-	var index uint64
-	for i := 0; i < jobs; i += 500 {
-		items := make([]engine.EnqueueParams, 500)
-		for k := range items {
-			items[k] = engine.EnqueueParams{Queue: "q", JobType: "t", Payload: payload, IdempotencyKey: fmt.Sprintf("%032x", i+k)}
-		}
-		index++
-		applyEntry(b, src, index, stamped(t0, EnqueueBatchCommand(items)))
-	}
+	fillWaiting(b, src, jobs, 1024)
 	data := snapshotBytes(b, src)
 	for _, tc := range []struct {
 		name   string
@@ -135,5 +117,19 @@ func BenchmarkRestorePayloads(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// fillWaiting enqueues jobs waiting jobs of payloadBytes, with keys as the
+// Go client sends them, in entries of 500.
+func fillWaiting(b *testing.B, f *FSM, jobs, payloadBytes int) {
+	b.Helper()
+	payload := make([]byte, payloadBytes)
+	for i := 0; i < jobs; i += 500 {
+		items := make([]engine.EnqueueParams, 500)
+		for k := range items {
+			items[k] = engine.EnqueueParams{Queue: "q", JobType: "t", Payload: payload, IdempotencyKey: fmt.Sprintf("%032x", i+k)}
+		}
+		applyEntry(b, f, f.AppliedIndex()+1, stamped(t0, EnqueueBatchCommand(items)))
 	}
 }

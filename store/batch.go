@@ -174,6 +174,12 @@ func (b *Batch) Empty() bool { return b.b.Empty() }
 // replay applies the entries again. index must be above AppliedIndex.
 // Commit closes the batch.
 func (b *Batch) Commit(index, term uint64) error {
+	return b.commitLocked(func(s *Store) error { return b.commitIndexed(s, index, term) })
+}
+
+// commitLocked closes the batch and, unless it holds an error or the store
+// is closed, runs commit under the store's lock.
+func (b *Batch) commitLocked(commit func(s *Store) error) error {
 	defer b.Close()
 	if b.err != nil {
 		return b.err
@@ -184,6 +190,10 @@ func (b *Batch) Commit(index, term uint64) error {
 	if s.closed {
 		return ErrClosed
 	}
+	return commit(s)
+}
+
+func (b *Batch) commitIndexed(s *Store, index, term uint64) error {
 	if cur := s.applied.Load(); index <= cur {
 		return fmt.Errorf("%w: batch index %d, store at %d", ErrStaleIndex, index, cur)
 	}
@@ -218,20 +228,12 @@ func (b *Batch) Commit(index, term uint64) error {
 // next Commit (the first entry applied after the snapshot) sets the index.
 // Commit closes the batch.
 func (b *Batch) CommitUnindexed() error {
-	defer b.Close()
-	if b.err != nil {
-		return b.err
-	}
-	s := b.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if err := b.b.Commit(pebble.NoSync); err != nil {
-		return fmt.Errorf("store: commit load: %w", err)
-	}
-	return nil
+	return b.commitLocked(func(*Store) error {
+		if err := b.b.Commit(pebble.NoSync); err != nil {
+			return fmt.Errorf("store: commit load: %w", err)
+		}
+		return nil
+	})
 }
 
 // Close releases an uncommitted batch; after Commit it does nothing.
