@@ -94,7 +94,7 @@ const faultJobBudget = 40_000
 func runFault(t *testing.T, name string, tc testCluster, inject injectFunc) {
 	t.Helper()
 	defer dumpLogs(t, tc)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+lastAttemptHold)
 	defer cancel()
 	insp := newClient(ctx, t, tc.Addrs())
 	leader := waitLeader(ctx, t, insp, tc, 20*time.Second, -1)

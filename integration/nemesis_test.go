@@ -287,7 +287,7 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 	if bin == "" {
 		bin = seppBinary
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), sched.End()+4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), sched.End()+4*time.Minute+lastAttemptHold)
 	defer cancel()
 
 	extra := clusterTOML

@@ -254,13 +254,23 @@ func (w *workload) held(ctx context.Context, stop *atomic.Bool) bool {
 	return stop.Load() || ctx.Err() != nil
 }
 
+// lastAttemptHold is how long a job abandoned on its last attempt may stay
+// Reserved past its lease: a reserve's request id outlives its leases by
+// limits.idempotency_window_ms (2 minutes by default, which the workload's
+// cluster keeps), and until it is forgotten the lapsed last attempt is held,
+// not dead-lettered, in case the worker never saw it
+// (docs/processing-and-leases.md). A job whose first delivery was lost to a
+// fault reaches its last attempt during the drain as often as not.
+const lastAttemptHold = workLease + 2*time.Minute
+
 // stop ends the producers, lets the workers drain the queue (until it has
-// no live job or the deadline passes), then ends the workers.
+// no live job or the deadline passes: drainFor plus lastAttemptHold), then
+// ends the workers.
 func (w *workload) stop(ctx context.Context, t *testing.T, c *client.Client, drainFor time.Duration) {
 	t.Helper()
 	w.stopProducers.Store(true)
 	w.producerWG.Wait()
-	err := waitFor(ctx, drainFor, func(ctx context.Context) (bool, error) {
+	err := waitFor(ctx, drainFor+lastAttemptHold, func(ctx context.Context) (bool, error) {
 		qs, err := c.ListQueues(ctx, false)
 		if err != nil {
 			return false, err
