@@ -54,6 +54,9 @@ func (n *Node) Reserve(ctx context.Context, p engine.ReserveParams) ([]engine.De
 	// (fsm.CommandVersionReserveRetry); until then reserves keep the
 	// older form, which every member applies alike.
 	p.RetryWindow = p.RequestID != "" && n.membersApply(fsm.CommandVersionReserveRetry)
+	// The apply reads the deliveries' payloads only where a caller waits
+	// for them: here, not on the other replicas.
+	defer n.fsm.AnswerReserve(p.RequestID)()
 	res, err := n.propose(ctx, fsm.ReserveCommand(p))
 	if err != nil {
 		return nil, err

@@ -229,6 +229,11 @@ type ReserveParams struct {
 	// The fsm sets it from the command's version (CommandVersionReserveRetry),
 	// so replicas of older binaries never see such a reservation.
 	RetryWindow bool
+	// WithoutPayloads leaves the deliveries' Job.Payload nil: the caller
+	// answers nobody with them (a replica applying a reserve another node
+	// waits on), so reading each payload from the store would be work for
+	// nothing. It changes only what Reserve returns, never the state.
+	WithoutPayloads bool
 }
 
 // Delivery is one reserved job with its context.

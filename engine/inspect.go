@@ -9,11 +9,18 @@ import (
 // view copies a job out of the engine. The payload is the store's
 // (payloads.go): the engine never modifies it, and callers must not either.
 func (e *Engine) view(j *job) Job {
+	v := e.viewWithoutPayload(j)
+	v.Payload = e.payloadOf(j)
+	return v
+}
+
+// viewWithoutPayload is view with Payload left nil: no read of the payload
+// store.
+func (e *Engine) viewWithoutPayload(j *job) Job {
 	v := Job{
 		ID:          j.id,
 		Queue:       j.q.name,
 		JobType:     *j.jobType,
-		Payload:     e.payloadOf(j),
 		Priority:    uint32(j.priority),
 		State:       j.state,
 		EnqueuedAt:  fromNanos(j.enqueuedAt),

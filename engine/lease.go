@@ -16,6 +16,17 @@ import (
 // leases are still current, and reserves nothing new; with RetryWindow also
 // the jobs whose leases lapsed unseen since (ReserveParams.RetryWindow).
 func (e *Engine) Reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
+	out, err := e.reserve(now, p)
+	if !p.WithoutPayloads {
+		for i := range out {
+			out[i].Job.Payload = e.payloadOf(e.jobs.get(out[i].Job.ID))
+		}
+	}
+	return out, err
+}
+
+// reserve is Reserve's deliveries without their payloads.
+func (e *Engine) reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
 	if err := checkQueueName("queue", p.Queue); err != nil {
 		return nil, err
 	}
@@ -122,7 +133,7 @@ func (e *Engine) deliver(j *job, deadline int64, worker string) {
 
 func (e *Engine) delivery(j *job) Delivery {
 	return Delivery{
-		Job:           e.view(j),
+		Job:           e.viewWithoutPayload(j),
 		LeaseToken:    j.lease,
 		Attempt:       j.attempt,
 		MaxAttempts:   j.maxAttempts,

@@ -114,6 +114,10 @@ type FSM struct {
 	// but for tests comparing it with decodeEntryGeneral.
 	decodeFunc func(data []byte) ([]entryCommand, error)
 
+	// answering: the reserve request ids this node's callers wait on
+	// (answering.go).
+	answering answering
+
 	// payloads is the engine's on-disk payload store; nil when payloads
 	// stay in the heap (Config.PayloadDir empty).
 	payloads *payloadStore
@@ -359,6 +363,8 @@ func (f *FSM) applyJobReserve(now time.Time, c *cmdpb.JobReserve, retryWindow bo
 		Lease:       time.Duration(c.GetLeaseNanos()),
 		RequestID:   c.GetRequestId(),
 		RetryWindow: retryWindow && c.GetRequestId() != "",
+		// A replica answering nobody leaves the payloads unread.
+		WithoutPayloads: !f.answers(c.GetRequestId()),
 	})
 	return Result{Deliveries: res, Err: err}
 }

@@ -1,10 +1,12 @@
 package fsm
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/sepp-io/sepp/engine"
+	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
 
 // A reserve with RetryWindow is of command version 14, and only that
@@ -44,6 +46,76 @@ func TestReserveRetryCommand(t *testing.T) {
 			}
 			if tc.wantRetry > 0 && res[0].Deliveries[0].Attempt != 1 {
 				t.Fatalf("retry delivered attempt %d, want 1", res[0].Deliveries[0].Attempt)
+			}
+		})
+	}
+}
+
+// A JobReserve reads its deliveries' payloads only on the node whose
+// caller registered its request id (AnswerReserve): the proposer. Two
+// replicas, one answering and one not, apply the same entries and end in
+// the same state; only the answering one hands back the payloads, and an
+// id-less reserve is answered everywhere.
+func TestReservePayloadsReadOnlyWhereAnswered(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(*testing.T) *FSM
+	}{
+		{"heap", newTestFSM},
+		{"payload store", newStoreFSM},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proposer, replica := tc.open(t), tc.open(t)
+			done := proposer.AnswerReserve("r1")
+			entries := [][]*cmdpb.Command{
+				stamped(t0,
+					EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("first")}),
+					EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("second")}),
+					EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("third")})),
+				stamped(t0, ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 2, Lease: time.Minute, RequestID: "r1"})),
+				stamped(t0, ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 1, Lease: time.Minute})),
+			}
+			var got [2][][]Result
+			for i, f := range []*FSM{proposer, replica} {
+				for k, e := range entries {
+					got[i] = append(got[i], applyEntry(t, f, uint64(k+1), e))
+				}
+			}
+			payloads := func(res Result) []string {
+				var out []string
+				for _, d := range res.Deliveries {
+					out = append(out, string(d.Job.Payload))
+				}
+				return out
+			}
+			for _, c := range []struct {
+				who   string
+				node  int // 0 the proposer, 1 the replica
+				entry int
+				want  []string
+			}{
+				{"proposer, its reserve", 0, 1, []string{"first", "second"}},
+				{"replica, the proposer's reserve", 1, 1, []string{"", ""}},
+				{"proposer, an id-less reserve", 0, 2, []string{"third"}},
+				{"replica, an id-less reserve", 1, 2, []string{"third"}},
+			} {
+				if p := payloads(got[c.node][c.entry][0]); !slices.Equal(p, c.want) {
+					t.Errorf("%s: payloads %q, want %q", c.who, p, c.want)
+				}
+			}
+			if proposer.Digest() != replica.Digest() {
+				t.Fatal("the answering replica and the other one hold different states")
+			}
+			done()
+			if proposer.answers("r1") {
+				t.Fatal("a request id is still answered after its wait ended")
+			}
+			// The retry of a reserve replays its deliveries: answered in full
+			// once its caller waits here again.
+			defer proposer.AnswerReserve("r1")()
+			res := applyEntry(t, proposer, 4, stamped(t0, ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 2, Lease: time.Minute, RequestID: "r1"})))
+			if p := payloads(res[0]); !slices.Equal(p, []string{"first", "second"}) {
+				t.Fatalf("the retry's replay: payloads %q, want first and second", p)
 			}
 		})
 	}
