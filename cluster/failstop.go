@@ -9,8 +9,9 @@ import (
 
 // ErrStoreFailed names a write to the node's Raft log or stable store that
 // the disk failed (an I/O error, a failed fsync) for another reason than a
-// lack of space. The node stops: see failStop.
-var ErrStoreFailed = errors.New("the disk failed a write to the Raft store; the node stops")
+// lack of space, or a failed flush of its payload store (full disk
+// included). The node stops: see failStop and stopForPayloadStore.
+var ErrStoreFailed = errors.New("the disk failed a write to the node's Raft log, stable store or payload store; the node stops")
 
 // A failed fsync does not say which of the writes since the last one
 // reached the disk, and on Linux the next fsync of the same file can
@@ -82,6 +83,20 @@ func (n *Node) failStop(op string, err error) {
 	if isNoSpace(err) {
 		return
 	}
+	n.stop(op, err)
+}
+
+// stopForPayloadStore stops the node after its payload store failed a
+// flush or compaction (fsm/payloads.go), a full disk included: Pebble
+// retries the flush forever, and once its memtables are full the apply
+// blocks, so a leader would go on heartbeating and commit nothing. The
+// store is rebuilt at the next start, so stopping loses nothing.
+func (n *Node) stopForPayloadStore(err error) {
+	n.stop("payload store flush or compaction", err)
+}
+
+// stop stops the node once for a failed write (failStop).
+func (n *Node) stop(op string, err error) {
 	select {
 	case <-n.shutdownCh:
 		return

@@ -222,12 +222,16 @@ func NewNode(cfg Config) (*Node, error) {
 	// Payloads live in an on-disk store beside the log (fsm/payloads.go),
 	// emptied here and rebuilt from the snapshot and the log at every
 	// start.
+	// A failed flush of that store stops the node like a failed log write
+	// (failstop.go): Pebble would retry it forever and block the apply.
+	payloadStore := fsm.PayloadStoreOptions(cfg.Facts.MemoryLimitBytes)
+	payloadStore.OnFailure = func(err error) { n.stopForPayloadStore(err) }
 	machine, err := fsm.Open(fsm.Config{
 		Engine:          engine.Config{Limits: engine.DefaultLimits()},
 		SnapshotTempDir: cfg.DataDir,
 		Logger:          logger.Named("fsm"),
 		PayloadDir:      filepath.Join(cfg.DataDir, "payloads"),
-		PayloadStore:    fsm.PayloadStoreOptions(cfg.Facts.MemoryLimitBytes),
+		PayloadStore:    payloadStore,
 	})
 	if err != nil {
 		cleanup()

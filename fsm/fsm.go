@@ -163,6 +163,9 @@ func Open(cfg Config) (*FSM, error) {
 		if cfg.PayloadStore.Logger == nil {
 			cfg.PayloadStore.Logger = storeLogger{logger.Named("payloads")}
 		}
+		if cfg.PayloadStore.OnFailure == nil {
+			cfg.PayloadStore.OnFailure = stopOnStoreFailure
+		}
 		p, err := openPayloadStore(cfg.PayloadDir, cfg.PayloadStore)
 		if err != nil {
 			return nil, err

@@ -108,6 +108,17 @@ func openPayloadStore(dir string, opts store.Options) (*payloadStore, error) {
 	return &payloadStore{dir: dir, opts: opts, st: st}, nil
 }
 
+// stopOnStoreFailure stops the node at the payload store's first failed
+// flush or compaction (store.Options.OnFailure): Pebble would retry it
+// forever and, its memtables full, block the apply with the node still
+// heartbeating, a leader that commits nothing. Stopping loses nothing: the
+// store is rebuilt from the snapshot and the log at the next start, and
+// the others go on without this node meanwhile (as PostgreSQL learned of
+// fsync, a write the disk refused is not retried in place).
+func stopOnStoreFailure(err error) {
+	panic(fmt.Sprintf("fsm: payload store failed, stopping the node (it rebuilds the store from its snapshot and log at the next start): %v", err))
+}
+
 func (p *payloadStore) fail(what string, err error) {
 	panic(fmt.Sprintf("fsm: payload store: %s: %v", what, err))
 }

@@ -70,7 +70,7 @@ func TestDiskFault_FailedFsyncStopsTheLeader(t *testing.T) {
 				}
 				story = append(story, fmt.Sprintf("%s exited %s after its disk began failing", node.ID, time.Since(start).Round(time.Millisecond)))
 				logTail := tail(filepath.Join(node.Dir, "sepp.log"), 40)
-				if !strings.Contains(logTail, "exiting: the disk failed a write to the Raft store") || !strings.Contains(logTail, "exit_code=74") {
+				if !strings.Contains(logTail, "exiting: the disk failed a write to the node's store") || !strings.Contains(logTail, "exit_code=74") {
 					faultErr = fmt.Errorf("%s's log does not say why it exited:\n%s", node.ID, logTail)
 					return
 				}

@@ -55,6 +55,13 @@ type Options struct {
 	MemTableBytes uint64
 	// Logger receives Pebble's messages; nil: discarded.
 	Logger pebble.Logger
+	// OnFailure is called once, from a goroutine of Pebble's, with the
+	// first error of a background flush or compaction (a disk that fails
+	// writes or reads). Pebble retries a failed flush at once and forever,
+	// and when its memtables are full every commit blocks: the owner must
+	// stop rather than wait (the state machine stops the node). nil: the
+	// error is only logged and kept for Failed.
+	OnFailure func(error)
 
 	// noAutoCompactions leaves every file where flushes put it, so that a
 	// benchmark measures reads over tombstones that no compaction removed.
@@ -74,6 +81,8 @@ type Store struct {
 	mu     sync.Mutex // guards closed against Close racing a commit
 	closed bool
 
+	failure *failure
+
 	// metaFirst plants the bug the crash test must catch: the applied
 	// index committed in its own batch before the data (export_test.go).
 	metaFirst bool
@@ -92,7 +101,7 @@ type Store struct {
 //     explicit): heads of queues consumed in order leave runs of
 //     tombstones; Pebble compacts blocks dense with them so that a seek to
 //     the new head does not step over them (cockroachdb/pebble #3790).
-func pebbleOptions(o Options) *pebble.Options {
+func pebbleOptions(o Options, f *failure) *pebble.Options {
 	fs := o.FS
 	if fs == nil {
 		fs = vfs.Default
@@ -118,6 +127,10 @@ func pebbleOptions(o Options) *pebble.Options {
 	po.EventListener = &pebble.EventListener{
 		WriteStallBegin: func(i pebble.WriteStallBeginInfo) { logger.Infof("store: write stall: %s", i.Reason) },
 		WriteStallEnd:   func() { logger.Infof("store: write stall ended") },
+		BackgroundError: func(err error) {
+			logger.Errorf("store: background error: %v", err)
+			f.report(err)
+		},
 	}
 	po.DisableAutomaticCompactions = o.noAutoCompactions
 	return po
@@ -126,7 +139,8 @@ func pebbleOptions(o Options) *pebble.Options {
 // Open opens (creating if absent) the store in dir and reads its applied
 // index.
 func Open(dir string, o Options) (*Store, error) {
-	po := pebbleOptions(o)
+	f := &failure{onFailure: o.OnFailure}
+	po := pebbleOptions(o, f)
 	cacheBytes := o.CacheBytes
 	if cacheBytes <= 0 {
 		cacheBytes = 64 << 20
@@ -138,7 +152,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, fs: po.FS, dir: dir}
+	s := &Store{db: db, fs: po.FS, dir: dir, failure: f}
 	meta, err := s.readMeta()
 	if err != nil {
 		_ = db.Close()
@@ -215,3 +229,28 @@ type discardLogger struct{}
 func (discardLogger) Infof(string, ...any)              {}
 func (discardLogger) Errorf(string, ...any)             {}
 func (discardLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+
+// failure keeps the store's first background error (Options.OnFailure).
+type failure struct {
+	onFailure func(error)
+	once      sync.Once
+	err       atomic.Pointer[error]
+}
+
+func (f *failure) report(err error) {
+	f.once.Do(func() {
+		f.err.Store(&err)
+		if f.onFailure != nil {
+			f.onFailure(err)
+		}
+	})
+}
+
+// Failed is the first error of a background flush or compaction, nil while
+// there was none (Options.OnFailure).
+func (s *Store) Failed() error {
+	if p := s.failure.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

@@ -216,7 +216,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 	// with a code a supervisor sees: the restart recovers from what the
 	// disk holds (cluster/failstop.go).
 	nc.OnStoreFailure = func(err error) {
-		log.Error("exiting: the disk failed a write to the Raft store", "error", err, "exit_code", exitStoreFailure)
+		log.Error("exiting: the disk failed a write to the node's store", "error", err, "exit_code", exitStoreFailure)
 		os.Exit(exitStoreFailure)
 	}
 	nc.Facts = cluster.MemberFacts{BinaryVersion: version, MemoryLimitBytes: limit, MemoryLimitFrom: limitFrom,
