@@ -17,10 +17,12 @@ import (
 // the jobs whose leases lapsed unseen since (ReserveParams.RetryWindow).
 func (e *Engine) Reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
 	out, err := e.reserve(now, p)
-	if !p.WithoutPayloads {
+	if !p.WithoutPayloads && len(out) > 0 {
+		read, done := e.payloadReader() // one reader for the batch of deliveries
 		for i := range out {
-			out[i].Job.Payload = e.payloadOf(e.jobs.get(out[i].Job.ID))
+			out[i].Job.Payload = payloadVia(e.jobs.get(out[i].Job.ID), read)
 		}
+		done()
 	}
 	return out, err
 }

@@ -27,10 +27,12 @@ type PayloadStore interface {
 	DeletePayload(id JobID)
 }
 
-// PayloadWalker is a PayloadStore that serves a walk over the whole state
-// (a snapshot, a digest: reads in ascending id order from one goroutine)
-// through a reader of its own, cheaper than one lookup per payload. done
-// releases the reader. Walks may run concurrently, each with its reader.
+// PayloadWalker is a PayloadStore that serves several reads (a walk over
+// the whole state, a snapshot or a digest, in ascending id order; a
+// reserve's deliveries, in the order handed out) through a reader of its
+// own, cheaper than one lookup per payload. done releases the reader; the
+// engine writes no payload while a reader is open. Walks may run
+// concurrently, each with its reader.
 type PayloadWalker interface {
 	PayloadStore
 	NewPayloadReader() (read func(JobID) []byte, done func())
@@ -79,8 +81,9 @@ func (e *Engine) payloadOf(j *job) []byte {
 	return payloadVia(j, e.payloads.Payload)
 }
 
-// payloadReader is how a walk over the whole state reads payloads: the
-// store's own reader when it has one (PayloadWalker).
+// payloadReader is how several reads in a row (a walk over the whole
+// state, a reserve's deliveries) read payloads: the store's own reader
+// when it has one (PayloadWalker).
 func (e *Engine) payloadReader() (read func(JobID) []byte, done func()) {
 	if w, ok := e.payloads.(PayloadWalker); ok {
 		return w.NewPayloadReader()

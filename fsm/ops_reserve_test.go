@@ -1,9 +1,12 @@
 package fsm
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/sepp-io/sepp/engine"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
@@ -116,6 +119,50 @@ func TestReservePayloadsReadOnlyWhereAnswered(t *testing.T) {
 			res := applyEntry(t, proposer, 4, stamped(t0, ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 2, Lease: time.Minute, RequestID: "r1"})))
 			if p := payloads(res[0]); !slices.Equal(p, []string{"first", "second"}) {
 				t.Fatalf("the retry's replay: payloads %q, want first and second", p)
+			}
+		})
+	}
+}
+
+// A reserve reads its deliveries' payloads through one reader over the
+// apply's batch: it sees jobs enqueued earlier in the same ApplyBatch
+// (not yet in the store), and deliveries out of id order (a later job of
+// higher priority first) each get their own payload.
+func TestReservePayloadsReadThroughTheBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(*testing.T) *FSM
+	}{
+		{"heap", newTestFSM},
+		{"payload store", newStoreFSM},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.open(t)
+			low, high := uint32(1), uint32(7)
+			// Earlier entries, committed to the store before the batch.
+			applyEntry(t, f, 1, stamped(t0, EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Priority: &low, Payload: []byte("committed low")})))
+			var logs []*raft.Log
+			for i, cmds := range [][]*cmdpb.Command{
+				stamped(t0,
+					EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Priority: &low, Payload: []byte("batch low")}),
+					EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Priority: &high, Payload: []byte("batch high")})),
+				stamped(t0, ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 3, Lease: time.Minute, RequestID: "r"})),
+			} {
+				data, err := EncodeEntry(cmds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				logs = append(logs, &raft.Log{Index: uint64(i + 2), Term: 1, Type: raft.LogCommand, Data: data})
+			}
+			defer f.AnswerReserve("r")()
+			resp := f.ApplyBatch(logs)
+			res := resp[1].([]Result)[0]
+			var got []string
+			for _, d := range res.Deliveries {
+				got = append(got, fmt.Sprintf("%d:%s", d.Job.ID, d.Job.Payload))
+			}
+			if want := []string{"3:batch high", "1:committed low", "2:batch low"}; !slices.Equal(got, want) {
+				t.Fatalf("deliveries %q (%v), want %q", got, res.Err, want)
 			}
 		})
 	}

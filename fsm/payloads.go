@@ -164,14 +164,21 @@ func (p *payloadStore) DeletePayload(id engine.JobID) {
 	p.batch.DeleteJob(uint64(id))
 }
 
-// NewPayloadReader serves a walk over the whole state (engine.Snapshot,
-// engine.Digest, under the FSM's read lock, no batch open) through one
-// iterator stepping forward: the walk reads jobs in id order.
+// NewPayloadReader serves several reads through one iterator: a walk over
+// the whole state (engine.Snapshot, engine.Digest, under the FSM's read
+// lock, no batch open), which reads jobs in id order, or a reserve's
+// deliveries during an apply, read through the apply's batch (nothing is
+// written to it until done).
 func (p *payloadStore) NewPayloadReader() (read func(engine.JobID) []byte, done func()) {
-	if p.batch != nil { // a walk during an apply reads the batch
-		return p.Payload, func() {}
+	var (
+		r   *store.JobReader
+		err error
+	)
+	if p.batch != nil {
+		r, err = p.batch.NewJobReader()
+	} else {
+		r, err = p.st.NewJobReader()
 	}
-	r, err := p.st.NewJobReader()
 	if err != nil {
 		p.fail("open a reader", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -131,5 +132,43 @@ func fillWaiting(b *testing.B, f *FSM, jobs, payloadBytes int) {
 			items[k] = engine.EnqueueParams{Queue: "q", JobType: "t", Payload: payload, IdempotencyKey: fmt.Sprintf("%032x", i+k)}
 		}
 		applyEntry(b, f, f.AppliedIndex()+1, stamped(t0, EnqueueBatchCommand(items)))
+	}
+}
+
+// BenchmarkReserveAckAtBacklog reserves 32 jobs (their payloads read, as
+// on the node that answers) and acks them, entry by entry, from the head
+// of a backlog of 200,000 jobs of 256 bytes, payloads in the heap and in
+// the store: the apply side of consuming at a backlog.
+//
+//	go test -run '^$' -bench 'ReserveAckAtBacklog' -benchmem ./fsm/
+func BenchmarkReserveAckAtBacklog(b *testing.B) {
+	const jobs, batch = 200_000, 32
+	for _, mode := range payloadModes {
+		b.Run(mode, func(b *testing.B) {
+			var f *FSM
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if i%(jobs/batch) == 0 { // a new backlog (fillWaiting's keys would repeat)
+					b.StopTimer()
+					f = benchFSM(b, mode)
+					fillWaiting(b, f, jobs, 256)
+					b.StartTimer()
+				}
+				id := fmt.Sprint("r", i)
+				done := f.AnswerReserve(id)
+				res := applyEntry(b, f, f.AppliedIndex()+1, stamped(t0, ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: batch, Lease: time.Minute, RequestID: id})))
+				done()
+				ds := res[0].Deliveries
+				if len(ds) != batch || len(ds[0].Job.Payload) != 256 {
+					b.Fatalf("reserve %d: %d deliveries (%v)", i, len(ds), res[0].Err)
+				}
+				refs := make([]engine.LeaseRef, len(ds))
+				for k, d := range ds {
+					refs[k] = engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken}
+				}
+				applyEntry(b, f, f.AppliedIndex()+1, stamped(t0, AckBatchCommand(refs)))
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "jobs/s")
+		})
 	}
 }
