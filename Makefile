@@ -116,14 +116,33 @@ soak: ## Soak (integration/soak_test.go): mixed load and a fault every minute or
 		echo $$? > $(SOAK_OUT)/status; } | tee $(SOAK_OUT)/soak.log; exit $$(cat $(SOAK_OUT)/status)
 	gnuplot -e "csv='$(SOAK_OUT)/soak.csv'; out='docs/soak.png'" scripts/soak-chart.gp
 
+# The git tree of third_party/hashicorp that last passed make raft-fork
+# whole; CI runs upstream's suites again only when the forks differ from it.
+RAFT_FORK_TESTED := .ci/raft-fork-tested
+
 .PHONY: raft-fork
-raft-fork: ## Tests of the patched hashicorp/raft and raft-wal in third_party: each patch's tests under -race, then upstream's whole suites but the skip lists (RAFT_SKIP, WAL_SKIP), and raft's fuzzy/ partition suite.
-	cd third_party/hashicorp/raft && $(GO) test -count=3 -race -run 'TestSepp' .
+raft-fork: raft-fork/patches ## Tests of the patched hashicorp/raft and raft-wal in third_party: each patch's tests under -race, then upstream's whole suites but the skip lists (RAFT_SKIP, WAL_SKIP), and raft's fuzzy/ partition suite; on success the forks' git tree goes to .ci/raft-fork-tested.
 	scripts/retry-failed.sh third_party/hashicorp/raft -count=1 -timeout 15m -run '$(RAFT_TESTS)' -skip '$(RAFT_SKIP)' ./...
 	scripts/retry-failed.sh third_party/hashicorp/raft/fuzzy -count=1 -timeout 15m .
-	cd third_party/hashicorp/raft-wal && $(GO) test -count=3 -race -run 'TestSepp' .
 	cd third_party/hashicorp/raft-wal && $(GO) test -count=1 -timeout 5m -skip '$(WAL_SKIP)' $$($(GO) list ./... | grep -v '/segment$$')
 	cd third_party/hashicorp/raft-wal && $(GO) test -count=1 -timeout 5m -skip '$(WAL_SKIP)|$(WAL_SEGMENT_SKIP)' ./segment/
+	@if git diff --quiet HEAD -- third_party/hashicorp 2>/dev/null; then git rev-parse HEAD:third_party/hashicorp > $(RAFT_FORK_TESTED); \
+		else echo "third_party/hashicorp has uncommitted changes: $(RAFT_FORK_TESTED) left as it was"; fi
+
+.PHONY: raft-fork/patches
+raft-fork/patches: ## The patches' own tests of the raft and raft-wal forks, under -race, three times each (what CI runs while the forks are the tree that last passed make raft-fork).
+	cd third_party/hashicorp/raft && $(GO) test -count=3 -race -run 'TestSepp' .
+	cd third_party/hashicorp/raft-wal && $(GO) test -count=3 -race -run 'TestSepp' .
+
+.PHONY: raft-fork/ci
+raft-fork/ci: ## make raft-fork when third_party/hashicorp differs from the tree that last passed it (.ci/raft-fork-tested), else make raft-fork/patches.
+	@if [ "$$(git rev-parse HEAD:third_party/hashicorp 2>/dev/null)" = "$$(cat $(RAFT_FORK_TESTED) 2>/dev/null)" ] && git diff --quiet HEAD -- third_party/hashicorp; then \
+		echo "third_party/hashicorp is the tree that last passed make raft-fork ($$(cat $(RAFT_FORK_TESTED))): its patches' tests only"; \
+		$(MAKE) --no-print-directory raft-fork/patches; \
+	else \
+		echo "third_party/hashicorp changed since it last passed make raft-fork: upstream's suites too"; \
+		$(MAKE) --no-print-directory raft-fork; \
+	fi
 
 .PHONY: deps
 deps: ## Report direct modules with newer releases and each third_party fork's base (SEPP-PATCH.md sepp-fork-base) against upstream's releases, probing the next versions by name (scripts/deps.sh; never fails).
