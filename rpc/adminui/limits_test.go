@@ -42,3 +42,29 @@ func TestQueuePageShowsExpiryAndFairness(t *testing.T) {
 	mustContain(t, "queue with expiry and fairness", b.get("/queues/emails").body, `id="expiry-fairness"`,
 		"within <b>10m</b> of being due dies as <code>expired</code>", "fairness by <code>tenant</code>: <b>")
 }
+
+// The node page shows the payload bytes held and, once payloads are
+// counted on disk, the disk budget and its use; before, that they count in
+// the memory budget.
+func TestNodePageShowsDiskBudget(t *testing.T) {
+	e := newEnv(t, adminui.Options{}, time.Hour)
+	b := newBrowser(t, e.srv.URL)
+	mustContain(t, "payloads in the memory budget", b.get("/node").body, `id="node-disk"`, `id="disk-held">`,
+		"counted in the memory budget above", `id="payload-store">`)
+	var held int64
+	e.backend.Engine(func(eng *engine.Engine) {
+		eng.EnablePayloadsOffHeap(e.clock.Now())
+		cfg := eng.Config()
+		held = eng.DiskHeld()
+		cfg.Limits.MaxDiskBytes = 4 * held
+		if err := eng.SetConfig(e.clock.Now(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if held == 0 {
+		t.Fatal("the test's jobs hold no payload bytes")
+	}
+	body := b.get("/node").body
+	mustContain(t, "payloads on disk", body, "(<b>25%</b>, <code>limits.max_disk_bytes</code>)")
+	mustNotContain(t, "payloads on disk", body, "counted in the memory budget above")
+}

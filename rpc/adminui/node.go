@@ -33,6 +33,7 @@ type nodeView struct {
 	// ApplyLag is how many committed entries this node has not applied yet.
 	ApplyLag uint64
 	Memory   engine.MemoryUse
+	Disk     diskUse
 	Go       goMemory
 	Lag      []followerLag
 	LagKnown bool // this node leads and the backend reports lag
@@ -43,6 +44,23 @@ type goMemory struct {
 	NumGC                   uint32
 	Goroutines              int
 	GOMAXPROCS              int
+}
+
+// diskUse is the payloads' side of the budgets: the payload bytes the
+// jobs and dead letters hold (the same on every replica), the disk budget
+// (limits.max_disk_bytes, counted once payloads are off the heap) and the
+// space this node's payload store takes on its disk.
+type diskUse struct {
+	Held, Limit int64
+	OffHeap     bool
+	StoreBytes  int64
+}
+
+func (d diskUse) Percent() int {
+	if d.Limit <= 0 {
+		return 0
+	}
+	return int(d.Held * 100 / d.Limit)
 }
 
 func (v nodeView) MemoryPercent() int {
@@ -71,8 +89,10 @@ func (h *handler) nodePage(w http.ResponseWriter, r *http.Request, q *request) {
 	// The node's own applied state: memory is per replica.
 	_ = h.backend.Read(r.Context(), true, func(e engine.View) error {
 		v.Memory = e.MemoryHeld()
+		v.Disk = diskUse{Held: e.DiskHeld(), Limit: e.Config().Limits.MaxDiskBytes, OffHeap: e.PayloadsOffHeap()}
 		return nil
 	})
+	v.Disk.StoreBytes = int64(st.PayloadStoreBytes) //nolint:gosec // a file size, far below 2^63
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	v.Go = goMemory{HeapAlloc: int64(ms.HeapAlloc), HeapSys: int64(ms.HeapSys), Sys: int64(ms.Sys), //nolint:gosec // far below 2^63

@@ -192,12 +192,21 @@ func TestScreenshotsOps(t *testing.T) {
 	if _, err := e.backend.StartRedrive(t.Context(), engine.RedriveParams{Selection: engine.RedriveSelection{Queue: "images.resize", ReasonContains: "corrupt"}, By: operatorName}); err != nil {
 		t.Fatal(err)
 	}
+	// Payloads counted on disk, under a disk budget, for the node page.
+	e.backend.Engine(func(eng *engine.Engine) {
+		eng.EnablePayloadsOffHeap(e.clock.Now())
+		cfg := eng.Config()
+		cfg.Limits.MaxDiskBytes = 1 << 30
+		if err := eng.SetConfig(e.clock.Now(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	})
 	dir := filepath.Join("..", "..", "docs")
 	shot := func(file string) {
 		t.Helper()
 		var png []byte
 		var err error
-		if file == "ui-redrive.png" {
+		if file == "ui-redrive.png" || file == "ui-node.png" {
 			png, err = chromedp.Run(tab, chromedp.FullScreenshot(100))
 		} else {
 			png, err = chromedp.Run(tab, chromedp.CaptureScreenshot())
