@@ -10,29 +10,43 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// blockingStore never finishes a write until unblock closes.
+// blockingStore holds every write until unblock closes, then stores it.
 type blockingStore struct {
 	raft.LogStore
 	unblock chan struct{}
 }
 
-func (s *blockingStore) StoreLogs([]*raft.Log) error { <-s.unblock; return nil }
+func (s *blockingStore) StoreLogs(logs []*raft.Log) error {
+	<-s.unblock
+	return s.LogStore.StoreLogs(logs)
+}
 
+func (s *blockingStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+
+// A write that stalls past the timeout fails; writes behind it fail at
+// once; when the stalled write finally lands, it is taken back out (its
+// caller was told it failed, and raft appends at the same index next), so
+// that the next write at that index succeeds.
 func TestTimeoutLogStore_FailsStalledWrites(t *testing.T) {
-	inner := &blockingStore{LogStore: raft.NewInmemStore(), unblock: make(chan struct{})}
-	s := newTimeoutLogStore(inner, 20*time.Millisecond)
-	if err := s.StoreLogs([]*raft.Log{{Index: 1}}); !errors.Is(err, ErrLogStoreStalled) {
+	mem := raft.NewInmemStore()
+	if err := mem.StoreLog(&raft.Log{Index: 1, Term: 1}); err != nil {
+		t.Fatal(err)
+	}
+	inner := &blockingStore{LogStore: mem, unblock: make(chan struct{})}
+	var rollbackErr error
+	s := newTimeoutLogStore(inner, 20*time.Millisecond, func(err error) { rollbackErr = err })
+	if err := s.StoreLogs([]*raft.Log{{Index: 2, Term: 1}, {Index: 3, Term: 1}}); !errors.Is(err, ErrLogStoreStalled) {
 		t.Fatalf("stalled write: err %v, want ErrLogStoreStalled", err)
 	}
 	// While the first write is stuck, later ones fail at once instead of
 	// piling up behind it.
-	if err := s.StoreLog(&raft.Log{Index: 2}); !errors.Is(err, ErrLogStoreStalled) {
+	if err := s.StoreLog(&raft.Log{Index: 2, Term: 2}); !errors.Is(err, ErrLogStoreStalled) {
 		t.Fatalf("write behind a stalled one: err %v, want ErrLogStoreStalled", err)
 	}
 	close(inner.unblock)
 	ok := false
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		if err := s.StoreLog(&raft.Log{Index: 3}); err == nil {
+		if err := s.StoreLog(&raft.Log{Index: 2, Term: 2}); err == nil {
 			ok = true
 			break
 		}
@@ -41,18 +55,28 @@ func TestTimeoutLogStore_FailsStalledWrites(t *testing.T) {
 	if !ok {
 		t.Fatal("the store never recovered after the stall ended")
 	}
+	if rollbackErr != nil {
+		t.Fatal(rollbackErr)
+	}
+	var l raft.Log
+	if err := mem.GetLog(2, &l); err != nil || l.Term != 2 {
+		t.Fatalf("entry 2: term %d (%v), want the term-2 write made after the stall", l.Term, err)
+	}
+	if last, _ := mem.LastIndex(); last != 2 {
+		t.Fatalf("last index %d, want 2: the late write's entries were not taken back", last)
+	}
 }
 
 func TestTimeoutLogStore_PassesWritesThrough(t *testing.T) {
 	inner := raft.NewInmemStore()
-	s := newTimeoutLogStore(inner, time.Second)
+	s := newTimeoutLogStore(inner, time.Second, nil)
 	if err := s.StoreLogs([]*raft.Log{{Index: 1, Data: []byte("a")}, {Index: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	if last, _ := inner.LastIndex(); last != 2 {
 		t.Fatalf("inner store last index %d, want 2", last)
 	}
-	if newTimeoutLogStore(inner, 0) != raft.LogStore(inner) {
+	if newTimeoutLogStore(inner, 0, nil) != raft.LogStore(inner) {
 		t.Fatal("a zero timeout should not wrap the store")
 	}
 }

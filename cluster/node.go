@@ -200,7 +200,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	logStore = &failStopLogStore{LogStore: logStore, fail: n.failStop}
 	logStore = &timedLogStore{LogStore: logStore, observe: func(d time.Duration) { n.metrics.logWrite.Observe(d.Seconds()) }}
-	logStore = newTimeoutLogStore(logStore, cfg.LogStoreWriteTimeout)
+	logStore = newTimeoutLogStore(logStore, cfg.LogStoreWriteTimeout, func(err error) { n.stop("store logs", err) })
 	cache, err := raft.NewLogCache(logCacheEntries, logStore)
 	if err != nil {
 		cleanup()

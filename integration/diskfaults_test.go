@@ -111,6 +111,75 @@ func TestDiskFault_FailedFsyncStopsTheLeader(t *testing.T) {
 	}
 }
 
+// A leader whose disk stops answering for seconds (every log write waits,
+// as a disk stuck in its firmware or a saturated volume does): the write
+// times out after [cluster] store_write_timeout_ms, the leader steps down,
+// another node leads and serves the nemesis's workload; when the disk
+// answers again the node, never restarted, catches up; the history holds:
+// nothing acknowledged lost or duplicated (issue 36). The binary is built
+// with the tag sepp_fault_inject, whose log store waits while the data dir
+// holds the file inject-stall (cluster/faultinject_on.go).
+func TestDiskFault_StalledDiskOnTheLeader(t *testing.T) {
+	requireLong(t)
+	bin := buildTagged(t, "sepp_fault_inject")
+	const stallFor = 8 * time.Second // above the default store_write_timeout_ms (5 s)
+	var faultErr error
+	var story []string
+	r := runCampaign(t, campaignOptions{
+		Schedule: schedule{}, Name: "stalled-disk", Binary: bin,
+		During: func(ctx context.Context, c localCluster) func() {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				insp := newClient(ctx, t, c.Addrs())
+				pause(ctx, 2*time.Second)
+				li, err := leaderIndex(ctx, insp, c)
+				if err != nil {
+					faultErr = err
+					return
+				}
+				node := c.Nodes[li]
+				trigger := filepath.Join(node.Dir, "data", "inject-stall")
+				start := time.Now()
+				if err := os.WriteFile(trigger, nil, 0o644); err != nil {
+					faultErr = err
+					return
+				}
+				nl := waitLeader(ctx, t, insp, c, 20*time.Second, li)
+				story = append(story, fmt.Sprintf("%s's disk stalled; %s leads %s later", node.ID, c.Nodes[nl].ID, time.Since(start).Round(time.Millisecond)))
+				pause(ctx, stallFor-time.Since(start))
+				if !c.Running(li) {
+					faultErr = fmt.Errorf("%s exited while its disk stalled; a stall is not a failure:\n%s", node.ID, c.LogTail(li))
+					return
+				}
+				if err := os.Remove(trigger); err != nil {
+					faultErr = err
+					return
+				}
+				healed := time.Now()
+				if err := waitCaughtUp(ctx, insp, c, li, 30*time.Second); err != nil {
+					faultErr = fmt.Errorf("%s after its disk answered again: %w\n%s", node.ID, err, c.LogTail(li))
+					return
+				}
+				story = append(story, fmt.Sprintf("its disk answered again after %s; it caught up %s later without a restart",
+					stallFor.Round(time.Second), time.Since(healed).Round(time.Millisecond)))
+			}()
+			return func() { <-done }
+		},
+	})
+	r.print(t)
+	if faultErr != nil {
+		t.Fatalf("stalled disk: %v", faultErr)
+	}
+	t.Logf("stalled disk: %s", strings.Join(story, "; "))
+	for _, p := range r.Liveness {
+		t.Errorf("liveness: %s", p)
+	}
+	if !r.Checked {
+		t.Fatal("the history was not checked")
+	}
+}
+
 // A byte flipped in a sealed segment of a follower's Raft log between two
 // runs: the node refuses to start and names the file; the operator's way
 // back (docs/backup-and-restore.md: remove the member, delete its data,
