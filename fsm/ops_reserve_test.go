@@ -54,19 +54,23 @@ func TestReserveRetryCommand(t *testing.T) {
 	}
 }
 
+// payloadReplicas are the two ways a replica keeps payloads: in its heap
+// and in its on-disk store (payloads.go).
+var payloadReplicas = []struct {
+	name string
+	open func(*testing.T) *FSM
+}{
+	{"heap", newTestFSM},
+	{"payload store", newStoreFSM},
+}
+
 // A JobReserve reads its deliveries' payloads only on the node whose
 // caller registered its request id (AnswerReserve): the proposer. Two
 // replicas, one answering and one not, apply the same entries and end in
 // the same state; only the answering one hands back the payloads, and an
 // id-less reserve is answered everywhere.
 func TestReservePayloadsReadOnlyWhereAnswered(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(*testing.T) *FSM
-	}{
-		{"heap", newTestFSM},
-		{"payload store", newStoreFSM},
-	} {
+	for _, tc := range payloadReplicas {
 		t.Run(tc.name, func(t *testing.T) {
 			proposer, replica := tc.open(t), tc.open(t)
 			done := proposer.AnswerReserve("r1")
@@ -129,13 +133,7 @@ func TestReservePayloadsReadOnlyWhereAnswered(t *testing.T) {
 // (not yet in the store), and deliveries out of id order (a later job of
 // higher priority first) each get their own payload.
 func TestReservePayloadsReadThroughTheBatch(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(*testing.T) *FSM
-	}{
-		{"heap", newTestFSM},
-		{"payload store", newStoreFSM},
-	} {
+	for _, tc := range payloadReplicas {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.open(t)
 			low, high := uint32(1), uint32(7)

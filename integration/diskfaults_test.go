@@ -39,11 +39,49 @@ func buildTagged(t *testing.T, tag string) string {
 // holds the file inject-eio (cluster/faultinject_on.go).
 func TestDiskFault_FailedFsyncStopsTheLeader(t *testing.T) {
 	requireLong(t)
+	runLeaderDiskFault(t, "failed-fsync", "inject-eio", func(ctx context.Context, insp *client.Client, c localCluster, li int, trigger string) (story []string, err error) {
+		node, start := c.Nodes[li], time.Now()
+		if err := waitFor(ctx, 20*time.Second, func(context.Context) (bool, error) {
+			return !c.Running(li), fmt.Errorf("%s still runs", node.ID)
+		}); err != nil {
+			return story, fmt.Errorf("the leader whose disk failed a write did not exit: %w", err)
+		}
+		story = append(story, fmt.Sprintf("%s exited %s after its disk began failing", node.ID, time.Since(start).Round(time.Millisecond)))
+		logTail := tail(filepath.Join(node.Dir, "sepp.log"), 40)
+		if !strings.Contains(logTail, "exiting: the disk failed a write to the node's store") || !strings.Contains(logTail, "exit_code=74") {
+			return story, fmt.Errorf("%s's log does not say why it exited:\n%s", node.ID, logTail)
+		}
+		nl := waitLeader(ctx, t, insp, c, 20*time.Second, li)
+		story = append(story, fmt.Sprintf("%s leads", c.Nodes[nl].ID))
+		pause(ctx, 2*time.Second) // load on two nodes
+		if err := os.Remove(trigger); err != nil {
+			return story, err
+		}
+		if err := c.StartNode(li); err != nil {
+			return story, err
+		}
+		if err := waitNodeServes(ctx, c, li, 30*time.Second); err != nil {
+			return story, fmt.Errorf("%s after the disk fault: %w\n%s", node.ID, err, c.LogTail(li))
+		}
+		if err := waitCaughtUp(ctx, insp, c, li, 30*time.Second); err != nil {
+			return story, err
+		}
+		return append(story, fmt.Sprintf("%s restarted and caught up", node.ID)), nil
+	})
+}
+
+// runLeaderDiskFault runs the nemesis's workload on a build with the tag
+// sepp_fault_inject (cluster/faultinject_on.go) and, two seconds in,
+// creates the file trigger in the leader's data dir (its path is fault's
+// last argument); fault then follows and heals the fault and tells its
+// story. The history must hold: nothing acknowledged lost or duplicated.
+func runLeaderDiskFault(t *testing.T, name, trigger string, fault func(ctx context.Context, insp *client.Client, c localCluster, li int, trigger string) (story []string, err error)) {
+	t.Helper()
 	bin := buildTagged(t, "sepp_fault_inject")
 	var faultErr error
 	var story []string
 	r := runCampaign(t, campaignOptions{
-		Schedule: schedule{}, Name: "failed-fsync", Binary: bin,
+		Schedule: schedule{}, Name: name, Binary: bin,
 		During: func(ctx context.Context, c localCluster) func() {
 			done := make(chan struct{})
 			go func() {
@@ -55,54 +93,21 @@ func TestDiskFault_FailedFsyncStopsTheLeader(t *testing.T) {
 					faultErr = err
 					return
 				}
-				node := c.Nodes[li]
-				trigger := filepath.Join(node.Dir, "data", "inject-eio")
-				start := time.Now()
-				if err := os.WriteFile(trigger, nil, 0o644); err != nil {
+				path := filepath.Join(c.Nodes[li].Dir, "data", trigger)
+				if err := os.WriteFile(path, nil, 0o644); err != nil {
 					faultErr = err
 					return
 				}
-				if err := waitFor(ctx, 20*time.Second, func(context.Context) (bool, error) {
-					return !c.Running(li), fmt.Errorf("%s still runs", node.ID)
-				}); err != nil {
-					faultErr = fmt.Errorf("the leader whose disk failed a write did not exit: %w", err)
-					return
-				}
-				story = append(story, fmt.Sprintf("%s exited %s after its disk began failing", node.ID, time.Since(start).Round(time.Millisecond)))
-				logTail := tail(filepath.Join(node.Dir, "sepp.log"), 40)
-				if !strings.Contains(logTail, "exiting: the disk failed a write to the node's store") || !strings.Contains(logTail, "exit_code=74") {
-					faultErr = fmt.Errorf("%s's log does not say why it exited:\n%s", node.ID, logTail)
-					return
-				}
-				nl := waitLeader(ctx, t, insp, c, 20*time.Second, li)
-				story = append(story, fmt.Sprintf("%s leads", c.Nodes[nl].ID))
-				pause(ctx, 2*time.Second) // load on two nodes
-				if err := os.Remove(trigger); err != nil {
-					faultErr = err
-					return
-				}
-				if err := c.StartNode(li); err != nil {
-					faultErr = err
-					return
-				}
-				if err := waitNodeServes(ctx, c, li, 30*time.Second); err != nil {
-					faultErr = fmt.Errorf("%s after the disk fault: %w\n%s", node.ID, err, c.LogTail(li))
-					return
-				}
-				if err := waitCaughtUp(ctx, insp, c, li, 30*time.Second); err != nil {
-					faultErr = err
-					return
-				}
-				story = append(story, fmt.Sprintf("%s restarted and caught up", node.ID))
+				story, faultErr = fault(ctx, insp, c, li, path)
 			}()
 			return func() { <-done }
 		},
 	})
 	r.print(t)
 	if faultErr != nil {
-		t.Fatalf("failed fsync: %v", faultErr)
+		t.Fatalf("%s: %v", name, faultErr)
 	}
-	t.Logf("failed fsync: %s", strings.Join(story, "; "))
+	t.Logf("%s: %s", name, strings.Join(story, "; "))
 	for _, p := range r.Liveness {
 		t.Errorf("liveness: %s", p)
 	}
@@ -121,63 +126,25 @@ func TestDiskFault_FailedFsyncStopsTheLeader(t *testing.T) {
 // holds the file inject-stall (cluster/faultinject_on.go).
 func TestDiskFault_StalledDiskOnTheLeader(t *testing.T) {
 	requireLong(t)
-	bin := buildTagged(t, "sepp_fault_inject")
 	const stallFor = 8 * time.Second // above the default store_write_timeout_ms (5 s)
-	var faultErr error
-	var story []string
-	r := runCampaign(t, campaignOptions{
-		Schedule: schedule{}, Name: "stalled-disk", Binary: bin,
-		During: func(ctx context.Context, c localCluster) func() {
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				insp := newClient(ctx, t, c.Addrs())
-				pause(ctx, 2*time.Second)
-				li, err := leaderIndex(ctx, insp, c)
-				if err != nil {
-					faultErr = err
-					return
-				}
-				node := c.Nodes[li]
-				trigger := filepath.Join(node.Dir, "data", "inject-stall")
-				start := time.Now()
-				if err := os.WriteFile(trigger, nil, 0o644); err != nil {
-					faultErr = err
-					return
-				}
-				nl := waitLeader(ctx, t, insp, c, 20*time.Second, li)
-				story = append(story, fmt.Sprintf("%s's disk stalled; %s leads %s later", node.ID, c.Nodes[nl].ID, time.Since(start).Round(time.Millisecond)))
-				pause(ctx, stallFor-time.Since(start))
-				if !c.Running(li) {
-					faultErr = fmt.Errorf("%s exited while its disk stalled; a stall is not a failure:\n%s", node.ID, c.LogTail(li))
-					return
-				}
-				if err := os.Remove(trigger); err != nil {
-					faultErr = err
-					return
-				}
-				healed := time.Now()
-				if err := waitCaughtUp(ctx, insp, c, li, 30*time.Second); err != nil {
-					faultErr = fmt.Errorf("%s after its disk answered again: %w\n%s", node.ID, err, c.LogTail(li))
-					return
-				}
-				story = append(story, fmt.Sprintf("its disk answered again after %s; it caught up %s later without a restart",
-					stallFor.Round(time.Second), time.Since(healed).Round(time.Millisecond)))
-			}()
-			return func() { <-done }
-		},
+	runLeaderDiskFault(t, "stalled-disk", "inject-stall", func(ctx context.Context, insp *client.Client, c localCluster, li int, trigger string) (story []string, err error) {
+		node, start := c.Nodes[li], time.Now()
+		nl := waitLeader(ctx, t, insp, c, 20*time.Second, li)
+		story = append(story, fmt.Sprintf("%s's disk stalled; %s leads %s later", node.ID, c.Nodes[nl].ID, time.Since(start).Round(time.Millisecond)))
+		pause(ctx, stallFor-time.Since(start))
+		if !c.Running(li) {
+			return story, fmt.Errorf("%s exited while its disk stalled; a stall is not a failure:\n%s", node.ID, c.LogTail(li))
+		}
+		if err := os.Remove(trigger); err != nil {
+			return story, err
+		}
+		healed := time.Now()
+		if err := waitCaughtUp(ctx, insp, c, li, 30*time.Second); err != nil {
+			return story, fmt.Errorf("%s after its disk answered again: %w\n%s", node.ID, err, c.LogTail(li))
+		}
+		return append(story, fmt.Sprintf("its disk answered again after %s; it caught up %s later without a restart",
+			stallFor.Round(time.Second), time.Since(healed).Round(time.Millisecond))), nil
 	})
-	r.print(t)
-	if faultErr != nil {
-		t.Fatalf("stalled disk: %v", faultErr)
-	}
-	t.Logf("stalled disk: %s", strings.Join(story, "; "))
-	for _, p := range r.Liveness {
-		t.Errorf("liveness: %s", p)
-	}
-	if !r.Checked {
-		t.Fatal("the history was not checked")
-	}
 }
 
 // A byte flipped in a sealed segment of a follower's Raft log between two

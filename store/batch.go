@@ -70,13 +70,7 @@ func (b *Batch) Job(id uint64) (*storepb.JobBody, error) {
 // every level again; the reader's iterator keeps it). Writes to the batch
 // after it opened are not seen; close it before the next.
 func (b *Batch) NewJobReader() (*JobReader, error) {
-	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: []byte{kindBody}, UpperBound: []byte{kindBody + 1}})
-	if err != nil {
-		return nil, fmt.Errorf("store: batch iterator: %w", err)
-	}
-	key := make([]byte, 9)
-	key[0] = kindBody
-	return &JobReader{it: it, key: key}, nil
+	return newJobReader(b.b.NewIter)
 }
 
 // Len is the batch's size in bytes (to cut a long load into batches).

@@ -227,9 +227,15 @@ type JobReader struct {
 
 // NewJobReader opens a reader over the job bodies.
 func (s *Store) NewJobReader() (*JobReader, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindBody}, UpperBound: []byte{kindBody + 1}})
+	return newJobReader(s.db.NewIter)
+}
+
+// newJobReader opens a JobReader on an iterator over the job bodies that
+// newIter (the store's or a batch's) makes.
+func newJobReader(newIter func(*pebble.IterOptions) (*pebble.Iterator, error)) (*JobReader, error) {
+	it, err := newIter(&pebble.IterOptions{LowerBound: []byte{kindBody}, UpperBound: []byte{kindBody + 1}})
 	if err != nil {
-		return nil, fmt.Errorf("store: iterator: %w", err)
+		return nil, fmt.Errorf("store: job body iterator: %w", err)
 	}
 	key := make([]byte, 9)
 	key[0] = kindBody
