@@ -57,8 +57,10 @@ type Options struct {
 	Logger pebble.Logger
 	// OnFailure is called once, from a goroutine of Pebble's, with the
 	// first error of a background flush or compaction (a disk that fails
-	// writes or reads). Pebble retries a failed flush at once and forever,
-	// and when its memtables are full every commit blocks: the owner must
+	// writes or reads). Pebble retries a failed flush at once and forever
+	// (cockroachdb/pebble#6139, open; #6166 proposes a backoff, which would
+	// not end the wait), and when its memtables are full every commit
+	// blocks: the owner must
 	// stop rather than wait (the state machine stops the node). nil: the
 	// error is only logged and kept for Failed.
 	OnFailure func(error)
