@@ -23,6 +23,11 @@ RAFT_SKIP  ?= TestFileSS_BadPerm|TestRaft_ProtocolVersion_Upgrade_1_2|TestNetwor
 WAL_SKIP   ?= TestFrameCodecFuzz
 WAL_SEGMENT_SKIP ?= TestConcurrentReadersAndWriter
 PKGS      ?= ./...
+# The Go client and what it shares with the server are modules of their
+# own, so that a program importing the client pulls no server code
+# (docs/architecture.md, "Modules"). go test ./... at the root covers the
+# server's module only; the targets below go through these as well.
+MODULES   := client client/sepptest internal proto
 FUZZTIME  ?= 20s
 # Bound the minimization of each new interesting input: unbounded (go's
 # default 60s) it can stall a fuzzer for its whole FUZZTIME (fsm's
@@ -70,8 +75,13 @@ dev: build ## Start a local three-node cluster on loopback.
 	./$(BIN) dev --nodes 3
 
 .PHONY: test
-test: ## Unit and in-process cluster tests (the README's test command).
+test: ## Unit and in-process cluster tests (the README's test command), then the tests of the client's modules (make test/modules).
 	$(GO) test -count=$(COUNT) $(PKGS)
+	@$(MAKE) --no-print-directory test/modules
+
+.PHONY: test/modules
+test/modules: build ## The tests of the modules under MODULES (the Go client, its sepptest, the packages it shares with the server); the client's examples run against bin/sepp.
+	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && SEPP_BIN=$(CURDIR)/$(BIN) $(GO) test -count=$(COUNT) ./...); done
 
 .PHONY: test/short
 test/short: ## Fast tests only (-short skips multi-node and process tests).
@@ -79,7 +89,8 @@ test/short: ## Fast tests only (-short skips multi-node and process tests).
 
 .PHONY: race
 race: ## Tests of the concurrent packages under the race detector.
-	$(GO) test -race -count=$(COUNT) ./engine/... ./fsm/... ./cluster/... ./rpc/... ./client/...
+	$(GO) test -race -count=$(COUNT) ./engine/... ./fsm/... ./cluster/... ./rpc/... ./clientcheck/...
+	cd client && $(GO) test -race -count=$(COUNT) -skip '^Example' ./...
 
 .PHONY: memory-test
 memory-test: ## The memory-budget tests: three nodes in 256 MiB containers (needs Docker) and in cgroups of their own as systemd makes them (needs root), 1 KiB jobs far past the budget, kill all, restart, drain.
@@ -149,8 +160,9 @@ deps: ## Report direct modules with newer releases and each third_party fork's b
 	@scripts/deps.sh
 
 .PHONY: lint
-lint: tools ## golangci-lint (.golangci.yml: staticcheck, errorlint, thelper, depguard's layer rules, forbidigo's no-clock rule for engine/fsm) over the module.
+lint: tools ## golangci-lint (.golangci.yml: staticcheck, errorlint, thelper, depguard's layer rules, forbidigo's no-clock rule for engine/fsm) over the server's module and each of MODULES.
 	$(TOOLS_BIN)/golangci-lint run ./...
+	@set -e; for m in $(MODULES); do (cd $$m && $(TOOLS_BIN)/golangci-lint run ./...); done
 
 # The developer tools, built from tools/go.mod (pinned there) into
 # TOOLS_BIN; go's build cache makes every build after the first a link.
@@ -186,9 +198,10 @@ proto-baseline: tools ## Rewrite proto/baseline.binpb from the protos as they ar
 	$(BUF) build --exclude-source-info -o proto/baseline.binpb
 
 .PHONY: verify
-verify: generate ## Fail if generated code, docs/configuration.md or any go.mod (root, tools, Helm render test) drift from what is committed, or lint, buf lint or buf breaking fail.
+verify: generate ## Fail if generated code, docs/configuration.md or any go.mod (root, MODULES, tools, Helm render test) drift from what is committed, or lint, buf lint or buf breaking fail.
 	git diff --exit-code -- proto sdk/python/src docs/configuration.md
 	$(GO) mod tidy -diff
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff); done
 	cd tools && $(GO) mod tidy -diff
 	cd deploy/helm/rendertest && $(GO) mod tidy -diff
 	@$(MAKE) --no-print-directory lint proto-lint proto-breaking
@@ -219,9 +232,9 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; a count such as 2
 	$(GO) test -run '^$$' -fuzz '^FuzzEncodeEnqueueEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzHandlers$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./rpc/adminui
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeReserveResponse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./client
+	cd client && $(GO) test -run '^$$' -fuzz '^FuzzDecodeReserveResponse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) .
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecords$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./store
-	$(GO) test -run '^$$' -fuzz '^FuzzFind$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./internal/cgroupmem
+	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzFind$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./cgroupmem
 
 .PHONY: bench
 bench: ## Go benchmarks of the hot paths with allocation counts.

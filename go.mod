@@ -25,7 +25,7 @@ require (
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/crypto v0.59.0
-	golang.org/x/net v0.62.0
+	golang.org/x/net v0.63.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
@@ -71,6 +71,9 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rogpeppe/go-internal v1.9.0 // indirect
+	github.com/sepp-io/sepp/client v0.1.0
+	github.com/sepp-io/sepp/internal v0.1.0
+	github.com/sepp-io/sepp/proto v0.1.0
 	golang.org/x/exp v0.0.0-20230626212559-97b1e661b5df // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
@@ -80,3 +83,9 @@ require (
 replace github.com/hashicorp/raft => ./third_party/hashicorp/raft
 
 replace github.com/hashicorp/raft-wal => ./third_party/hashicorp/raft-wal
+
+replace github.com/sepp-io/sepp/proto => ./proto
+
+replace github.com/sepp-io/sepp/internal => ./internal
+
+replace github.com/sepp-io/sepp/client => ./client

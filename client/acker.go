@@ -250,3 +250,25 @@ func (a *acker) sendBatch(batch []*ackItem) {
 		it.answer(errs[i])
 	}
 }
+
+// AckBacklog is what a Client's acks are waiting on: Queued acks wait for a
+// free send slot (at most ackMaxInFlight calls are on the wire at once),
+// Sending is the number of calls carrying acks on their way to the server.
+// A worker that drains before it exits, or exports its own metrics, reads
+// it; a backlog that keeps growing means the server answers acks more
+// slowly than the handlers finish jobs.
+type AckBacklog struct {
+	Queued  int
+	Sending int
+}
+
+// Idle reports whether every ack taken so far has had its answer.
+func (b AckBacklog) Idle() bool { return b.Queued == 0 && b.Sending == 0 }
+
+// AckBacklog reports the acks (single or batched) this client has taken and
+// not yet had answered.
+func (c *Client) AckBacklog() AckBacklog {
+	c.acks.mu.Lock()
+	defer c.acks.mu.Unlock()
+	return AckBacklog{Queued: len(c.acks.queue), Sending: c.acks.senders}
+}

@@ -23,7 +23,11 @@
 // and with errors.As for the details (*FieldError, *ScheduledTooFarError,
 // *NotLeaderError).
 //
-// The package imports only the public API (proto/sepp/v1), gRPC and the
-// standard library; it must never import the server's packages (engine,
-// fsm, cluster, rpc), so users pull in no server code.
+// The package is a module of its own (github.com/sepp-io/sepp/client): its
+// go.mod requires the public API (github.com/sepp-io/sepp/proto), the
+// buffers and wire helpers it shares with the server
+// (github.com/sepp-io/sepp/internal), gRPC and protobuf, and nothing of the
+// server, so a program that imports it pulls in no Raft, storage or admin
+// UI. Its tests against real servers and clusters live in the server's
+// module (clientcheck); its examples run against a `sepp serve`.
 package client

@@ -8,21 +8,7 @@ import (
 	"time"
 
 	"github.com/sepp-io/sepp/client"
-	"github.com/sepp-io/sepp/client/sepptest"
 )
-
-// exampleServer runs a single sepp node in-process (sepptest) with
-// dead-letter retention, standing in for a cluster at localhost:50051.
-func exampleServer() (addr string, stop func()) {
-	s, err := sepptest.NewServer(sepptest.WithConfig(`
-[storage]
-dead_letter_retention_ms = 3600000
-`))
-	if err != nil {
-		log.Fatal(err)
-	}
-	return s.Addr(), func() { _ = s.Close() }
-}
 
 // Producing: build a request field by field and enqueue it. The client
 // finds the leader among the addresses and retries through a failover

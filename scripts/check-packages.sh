@@ -308,7 +308,13 @@ check_go() {
   mkdir -p "$p/examples" "$p/sepptestexamples"
   cd "$p"
   "$GO" mod init example.com/seppcheck >/dev/null 2>&1
-  "$GO" mod edit -require=github.com/sepp-io/sepp@v0.0.0 -replace=github.com/sepp-io/sepp="$root"
+  # The client (client/), its test server (client/sepptest/) and what the
+  # client shares with the server (proto/, internal/) are modules of their
+  # own; sepptest requires the server's module.
+  local m
+  for m in "" /client /client/sepptest /proto /internal; do
+    "$GO" mod edit -require=github.com/sepp-io/sepp$m@v0.0.0 -replace=github.com/sepp-io/sepp$m="$root$m"
+  done
   # A dependency's replace directives do not apply to the module that
   # requires it, so the patched raft and raft-wal forks of sepp's go.mod
   # (third_party/) must be repeated here: without them package cluster, and
@@ -319,14 +325,15 @@ check_go() {
   for r in $("$GO" mod edit -json "$root/go.mod" | "$PYTHON" -c '
 import json, sys
 for r in json.load(sys.stdin).get("Replace") or []:
-    if r["New"]["Path"].startswith("./"):
+    if r["New"]["Path"].startswith("./third_party/"):
         print(r["Old"]["Path"] + "=" + r["New"]["Path"][2:])'); do
     "$GO" mod edit -replace="${r%%=*}=$root/${r#*=}"
   done
   # The checksums of sepp's own dependencies: the module cache has them,
   # and nothing is looked up.
-  cp "$root/go.sum" .
-  cp "$root/client/example_test.go" examples/
+  cat "$root/go.sum" "$root/client/go.sum" "$root/client/sepptest/go.sum" | sort -u > go.sum
+  # The client's examples talk to a real server: $SEPP_BIN, set above.
+  cp "$root/client/example_test.go" "$root/client/example_ackbatch_test.go" "$root/client/example_server_test.go" examples/
   cp "$root/client/sepptest/example_test.go" sepptestexamples/
   GOPROXY=off GOFLAGS=-mod=mod "$GO" mod tidy
   GOPROXY=off "$GO" test -count=1 -v ./... | tee "$tmp/go-test.log" | grep -E '^(--- |ok|FAIL|PASS)'

@@ -6,6 +6,11 @@
 #   sdk/python/src/sepp/__init__.py     __version__
 #   sdk/typescript/package.json         "version"
 #   sdk/rust/Cargo.toml                 [package] version (and Cargo.lock's entry)
+#   go.mod, client/go.mod, client/sepptest/go.mod
+#                                       each requirement of a sepp module
+#                                       (github.com/sepp-io/sepp...): v+VERSION,
+#                                       the tags a release pushes
+#                                       (docs/releasing.md)
 # make packages and make check-packages run it first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +28,14 @@ declare -A have=(
   [sdk/rust/Cargo.toml]=$(toml_version sdk/rust/Cargo.toml package)
   [sdk/rust/Cargo.lock]=$(sed -n '/^name = "sepp_rs"$/{n;s/^version = "\(.*\)"$/\1/p;}' sdk/rust/Cargo.lock)
 )
+# The Go modules' requirements of each other: what a program that imports
+# the client at tag client/vX resolves, since replace directives apply only
+# inside this repository.
+for mod in go.mod client/go.mod client/sepptest/go.mod; do
+  while read -r path version; do
+    have["$mod: $path"]=${version#v}
+  done < <(sed -n -E 's#^(require )?[[:space:]]*(github\.com/sepp-io/sepp[^ ]*) (v[^ ]+)( // indirect)?$#\2 \3#p' "$mod")
+done
 bad=0
 for f in "${!have[@]}"; do
   if [[ ${have[$f]} != "$want" ]]; then
@@ -34,4 +47,4 @@ if ((bad)); then
   echo "check-versions: set every one of them to the release's version" >&2
   exit 1
 fi
-echo "versions: $want in VERSION and every SDK (${#have[@]} places)"
+echo "versions: $want in VERSION, every SDK and the Go modules' requirements of each other (${#have[@]} places)"

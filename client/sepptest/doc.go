@@ -14,8 +14,10 @@
 // retry per the queue's policy, retry after a delay, or dead-letter, with
 // the handler's error.
 //
-// Unlike package client, sepptest imports the server's packages: import it
-// from _test.go files only, so they stay out of a program's build. Those
+// Unlike package client, sepptest imports the server's packages, and so is
+// a module of its own (github.com/sepp-io/sepp/client/sepptest) that
+// requires the server's: import it from _test.go files only, so they stay
+// out of a program's build and the client's go.mod stays free of them. Those
 // packages build on sepp's patched hashicorp/raft and raft-wal
 // (third_party/, through replace directives in sepp's go.mod), and Go
 // applies a module's replace directives only when it is the main module: a

@@ -1,4 +1,4 @@
-package client_test
+package clientcheck_test
 
 import (
 	"context"
@@ -227,7 +227,7 @@ func TestClient_AckBatch_CoalescesWithConcurrentAcks(t *testing.T) {
 		defer wg.Done()
 		listErrs = b.client.AckBatch(b.ctx, jcs[lone+singles:])
 	}()
-	waitFor(t, "the acks queued", func() bool { return client.QueuedAcks(b.client) == singles+listed })
+	waitFor(t, "the acks queued", func() bool { return b.client.AckBacklog().Queued == singles+listed })
 	release()
 	wg.Wait()
 
@@ -274,7 +274,7 @@ func TestClient_AckBatch_CtxEnd(t *testing.T) {
 			held: 4,
 			cancel: func(t *testing.T, b *ackBatchBundle, cancel context.CancelFunc) {
 				t.Helper()
-				waitFor(t, "the list queued", func() bool { return client.QueuedAcks(b.client) == listed })
+				waitFor(t, "the list queued", func() bool { return b.client.AckBacklog().Queued == listed })
 				cancel()
 			},
 			wantErr:      context.Canceled,
@@ -320,7 +320,7 @@ func TestClient_AckBatch_CtxEnd(t *testing.T) {
 					t.Errorf("delivery %d: err = %v, want ctx.Err() itself", i, err)
 				}
 			}
-			waitFor(t, "the acker idle", func() bool { return client.AckSendersIdle(b.client) })
+			waitFor(t, "the acker idle", func() bool { return b.client.AckBacklog().Idle() })
 			if _, batches := b.recorder.calls(); len(batches) != tt.wantBatches {
 				t.Errorf("AckBatch calls of %v, want %d", batches, tt.wantBatches)
 			}

@@ -1,4 +1,4 @@
-package client_test
+package clientcheck_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // The client's hot paths against one in-memory node over loopback gRPC
 // (no Raft, no disk), so the figures are the client's and the wire's:
 //
-//	go test -run '^$' -bench . -benchmem ./client/
+//	go test -run '^$' -bench . -benchmem ./clientcheck/
 //
 // The three-node figures (Raft, fsync) are rpc's BenchmarkProduce and
 // friends.

@@ -1,4 +1,4 @@
-package client_test
+package clientcheck_test
 
 import (
 	"context"
@@ -94,7 +94,7 @@ func TestClient_CoalescesConcurrentAcks(t *testing.T) {
 		}
 		ack(i, jc)
 	}
-	waitFor(t, "the later acks queued", func() bool { return client.QueuedAcks(c) == queued })
+	waitFor(t, "the later acks queued", func() bool { return c.AckBacklog().Queued == queued })
 	close(release)
 	wg.Wait()
 

@@ -1,6 +1,6 @@
 //go:build unix
 
-package client_test
+package clientcheck_test
 
 import (
 	"syscall"

@@ -1,4 +1,4 @@
-package client_test
+package clientcheck_test
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func (m *cpuMeter) report(b *testing.B) {
 // goroutine calling Ack (the acker coalesces them). Figures include the
 // in-memory server's work:
 //
-//	go test -run '^$' -bench 'Ack_' -benchmem ./client/
+//	go test -run '^$' -bench 'Ack_' -benchmem ./clientcheck/
 func BenchmarkAck_PerGoroutine(b *testing.B) {
 	c := benchNode(b)
 	ctx := context.Background()
