@@ -64,13 +64,15 @@ export interface NothingJSON {}
 `},
 		},
 		{
-			name: "enums, top-level and nested",
+			name: "enums and messages, top-level and nested",
 			protos: map[string]string{"t/v1/e.proto": `syntax = "proto3"; package t.v1;
 				enum Color { COLOR_UNSPECIFIED = 0; COLOR_RED = 1; }
 				message Paint {
 					enum Finish { FINISH_UNSPECIFIED = 0; FINISH_MATT = 1; }
+					message Coat { int32 layers = 1; }
 					Color color = 1;
 					Finish finish = 2;
+					Coat coat = 3;
 				}`},
 			generate: []string{"t/v1/e.proto"},
 			want: map[string]string{"t/v1/e_json.ts": header("t/v1/e.proto") + `
@@ -89,6 +91,7 @@ export const ColorNames: readonly ColorJSON[] = [
 export interface PaintJSON {
   color?: ColorJSON;
   finish?: Paint_FinishJSON;
+  coat?: Paint_CoatJSON;
 }
 
 /** t.v1.Paint.Finish as protojson writes it: by value name. */
@@ -101,6 +104,11 @@ export const Paint_FinishNames: readonly Paint_FinishJSON[] = [
   "FINISH_UNSPECIFIED",
   "FINISH_MATT",
 ];
+
+/** t.v1.Paint.Coat in the protojson mapping. */
+export interface Paint_CoatJSON {
+  layers?: number;
+}
 `},
 		},
 		{
