@@ -166,8 +166,9 @@ lint: tools ## golangci-lint (.golangci.yml: staticcheck, errorlint, thelper, de
 
 # The developer tools, built from tools/go.mod (pinned there) into
 # TOOLS_BIN; go's build cache makes every build after the first a link.
+# ./protoc-gen-sepp-ts is sepp's own plugin (the TypeScript SDK's wire types).
 TOOLS_BIN ?= $(CURDIR)/.cache/tools
-TOOLS     := github.com/golangci/golangci-lint/v2/cmd/golangci-lint github.com/bufbuild/buf/cmd/buf google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc
+TOOLS     := github.com/golangci/golangci-lint/v2/cmd/golangci-lint github.com/bufbuild/buf/cmd/buf google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc ./protoc-gen-sepp-ts
 BUF       := PATH="$(TOOLS_BIN):$$PATH" $(TOOLS_BIN)/buf
 
 .PHONY: tools
@@ -180,7 +181,7 @@ docs/config: ## Regenerate docs/configuration.md from the config package (its te
 	$(GO) generate ./config/...
 
 .PHONY: generate
-generate: tools ## Regenerate docs/configuration.md from config/, the protobuf Go code (buf generate, buf.gen.yaml) and the Python SDK's (needs Debian's protobuf-compiler-grpc).
+generate: tools ## Regenerate docs/configuration.md from config/, the protobuf Go code and the TypeScript SDK's wire types (buf generate, buf.gen.yaml) and the Python SDK's code (needs Debian's protobuf-compiler-grpc).
 	$(GO) generate ./config/...
 	$(BUF) generate
 	./sdk/python/generate.sh
@@ -198,8 +199,13 @@ proto-baseline: tools ## Rewrite proto/baseline.binpb from the protos as they ar
 	$(BUF) build --exclude-source-info -o proto/baseline.binpb
 
 .PHONY: verify
-verify: generate ## Fail if generated code, docs/configuration.md or any go.mod (root, MODULES, tools, Helm render test) drift from what is committed, or lint, buf lint or buf breaking fail.
-	git diff --exit-code -- proto sdk/python/src docs/configuration.md
+verify: generate ## Fail if generated code (Go, Python, the TypeScript SDK's wire types), docs/configuration.md or any go.mod (root, MODULES, tools, Helm render test) drift from what is committed, or protoc-gen-sepp-ts's tests, lint, buf lint or buf breaking fail.
+	git diff --exit-code -- proto sdk/python/src $(TS_GEN) docs/configuration.md
+	@# git diff does not see a file it does not track: a module written for a
+	@# new .proto but not committed fails here.
+	@untracked="$$(git ls-files --others --exclude-standard -- $(TS_GEN))"; \
+		if [ -n "$$untracked" ]; then echo "generated but not committed:"; echo "$$untracked"; exit 1; fi
+	cd tools && $(GO) test -count=1 ./protoc-gen-sepp-ts/
 	$(GO) mod tidy -diff
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff); done
 	cd tools && $(GO) mod tidy -diff
@@ -268,6 +274,8 @@ bench/cluster: ## Throughput and failover through a real 3-node loopback cluster
 # pass it on as SEPP_SPEC_DIR, whose tests then check their copies against
 # the pages (without it they check the copies alone).
 TS_DIR   ?= sdk/typescript
+# The SDK's wire types, written by tools/protoc-gen-sepp-ts (make generate).
+TS_GEN   := $(TS_DIR)/src/gen
 SPEC_DIR ?=
 
 .PHONY: sdk-typescript

@@ -1,7 +1,9 @@
 // Module tools pins the developer tools sepp's Makefile runs (lint, protobuf
 // generation and compatibility checks) as `tool` directives, so that their
 // heavy dependency trees stay out of the server's go.mod. Run one with
-// `go tool -modfile=tools/go.mod NAME` from the repository root.
+// `go tool -modfile=tools/go.mod NAME` from the repository root. It also
+// holds sepp's own protoc plugin, protoc-gen-sepp-ts (the TypeScript SDK's
+// wire types), built against the protobuf module pinned here.
 module github.com/sepp-io/sepp/tools
 
 go 1.26.7
@@ -11,6 +13,11 @@ tool (
 	github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	google.golang.org/grpc/cmd/protoc-gen-go-grpc
 	google.golang.org/protobuf/cmd/protoc-gen-go
+)
+
+require (
+	github.com/bufbuild/protocompile v0.14.2-0.20261013160345-b79bfe2f85df
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -72,7 +79,6 @@ require (
 	github.com/breml/bidichk v0.3.4 // indirect
 	github.com/breml/errchkjson v0.4.1 // indirect
 	github.com/bufbuild/buf v1.74.0 // indirect
-	github.com/bufbuild/protocompile v0.14.2-0.20261013160345-b79bfe2f85df // indirect
 	github.com/bufbuild/protoplugin v0.0.0-20260414125817-25d1d281b46b // indirect
 	github.com/butuzov/ireturn v0.4.1 // indirect
 	github.com/butuzov/mirror v1.3.3 // indirect
@@ -289,7 +295,6 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20261110000943-09e21b237f2c // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
 	google.golang.org/grpc/cmd/protoc-gen-go-grpc v1.5.1 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/ini.v1 v1.67.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect

@@ -40,6 +40,7 @@ import {
   durationJSON,
   ErrorDetail,
   JSONObject,
+  message,
   num,
   obj,
   payloadBytes,
@@ -48,6 +49,54 @@ import {
   u64,
 } from "./wire.js";
 import { newKey, randomSource } from "./random.js";
+import type { ItemErrorJSON, ReservedJobJSON } from "./gen/sepp/v1/types_json.js";
+import type {
+  AckBatchRequestJSON,
+  AckBatchResponseJSON,
+  AckBatchResultJSON,
+  AckRequestJSON,
+  AckResponseJSON,
+  DrainDeadLettersRequestJSON,
+  DrainDeadLettersResponseJSON,
+  EnqueueBatchRequestJSON,
+  EnqueueBatchResponseJSON,
+  EnqueueBatchResultJSON,
+  EnqueueRequestJSON,
+  EnqueueResponseJSON,
+  ExtendLeaseRequestJSON,
+  ExtendLeaseResponseJSON,
+  GetServerInfoRequestJSON,
+  GetServerInfoResponseJSON,
+  NackRequestJSON,
+  NackResponseJSON,
+  ReleaseRequestJSON,
+  ReleaseResponseJSON,
+  ReserveRequestJSON,
+  ReserveResponseJSON,
+  RetryDirectiveJSON,
+  UniqueOptionsJSON,
+} from "./gen/sepp/v1/queue_service_json.js";
+import type {
+  CreateScheduleRequestJSON,
+  CreateScheduleResponseJSON,
+  DeleteScheduleRequestJSON,
+  DeleteScheduleResponseJSON,
+  GetJobRequestJSON,
+  GetJobResponseJSON,
+  GetScheduleRequestJSON,
+  GetScheduleResponseJSON,
+  JobTemplateJSON,
+  ListSchedulesRequestJSON,
+  ListSchedulesResponseJSON,
+  PauseScheduleRequestJSON,
+  PauseScheduleResponseJSON,
+  ResumeScheduleRequestJSON,
+  ResumeScheduleResponseJSON,
+  ScheduleJSON,
+  UpdateScheduleRequestJSON,
+  UpdateScheduleResponseJSON,
+} from "./gen/sepp/v1/admin_service_json.js";
+import type { StatusResponseJSON } from "./gen/sepp/v1/cluster_service_json.js";
 
 /** Options of SeppClient.connect; every field is optional. */
 export interface ClientOptions {
@@ -215,7 +264,7 @@ function parseErrorJSON(op: string, status: number, text: string): SeppError {
 
 /** An ItemError of a batch response (code number, details as JSON Any). */
 function itemError(op: string, v: unknown): SeppError {
-  const m = obj(v);
+  const m = message<ItemErrorJSON>(v);
   const details = arr(m.details).map((d) => detailFromJSON(obj(d)));
   return errorFor(op, codeFromNumber(num(m.code)), str(m.message), details);
 }
@@ -260,8 +309,8 @@ function validDate(d: unknown): boolean {
   return d instanceof Date && !Number.isNaN(d.getTime());
 }
 
-function enqueueToJSON(r: EnqueueRequest, key: string): JSONObject {
-  const m: JSONObject = { queue: r.queue, jobType: r.jobType, idempotencyKey: key };
+function enqueueToJSON(r: EnqueueRequest, key: string): EnqueueRequestJSON {
+  const m: EnqueueRequestJSON = { queue: r.queue, jobType: r.jobType, idempotencyKey: key };
   const p = payloadBytes(r.payload);
   if (p && p.length > 0) m.payload = bytesToBase64(p);
   if (r.priority !== undefined) m.priority = r.priority;
@@ -270,7 +319,7 @@ function enqueueToJSON(r: EnqueueRequest, key: string): JSONObject {
   if (r.custom && Object.keys(r.custom).length > 0) m.custom = r.custom;
   if (r.unique) {
     const u = r.unique;
-    const um: JSONObject = {};
+    const um: UniqueOptionsJSON = {};
     if (u.key) um.key = u.key;
     if (u.fields && u.fields.length > 0) um.fields = [...u.fields];
     if (u.coverDead) um.coverDead = true;
@@ -284,13 +333,13 @@ function enqueueToJSON(r: EnqueueRequest, key: string): JSONObject {
   return m;
 }
 
-function scheduleToJSON(op: string, d: ScheduleDefinition): JSONObject {
+function scheduleToJSON(op: string, d: ScheduleDefinition): ScheduleJSON {
   if (!d || typeof d !== "object") {
     throw new InvalidArgumentError(op, "invalid_argument", "schedule: must be a ScheduleDefinition", [
       { type: "sepp.v1.FieldViolation", field: "schedule", limit: "", description: "must be a ScheduleDefinition" },
     ]);
   }
-  const m: JSONObject = { name: d.name };
+  const m: ScheduleJSON = { name: d.name };
   if (d.cron) m.cron = d.cron;
   if (d.intervalMs !== undefined && d.intervalMs !== 0) {
     if (!(Number.isFinite(d.intervalMs) && d.intervalMs > 0)) {
@@ -303,7 +352,7 @@ function scheduleToJSON(op: string, d: ScheduleDefinition): JSONObject {
   }
   if (d.timeZone) m.timeZone = d.timeZone;
   const t = d.template ?? { queue: "", jobType: "" };
-  const tm: JSONObject = { queue: t.queue, jobType: t.jobType };
+  const tm: JobTemplateJSON = { queue: t.queue, jobType: t.jobType };
   const p = payloadBytes(t.payload);
   if (p && p.length > 0) tm.payload = bytesToBase64(p);
   if (t.priority !== undefined) tm.priority = t.priority;
@@ -442,7 +491,7 @@ export class SeppClient {
     base: string,
     op: string,
     path: string,
-    body: JSONObject,
+    body: object,
     extraMs: number,
     signal: AbortSignal | undefined,
     probe: boolean,
@@ -569,7 +618,7 @@ export class SeppClient {
           await resp.text().catch(() => "");
           continue;
         }
-        const addr = str(obj(obj(await resp.json()).leader).grpcAddr);
+        const addr = str(message<StatusResponseJSON>(await resp.json()).leader?.grpcAddr);
         if (addr) return addr;
       } catch {
         // That node cannot say; ask the next.
@@ -587,16 +636,21 @@ export class SeppClient {
    * idempotent or fenced and retry whatever did not certainly fail for
    * good; "not_sent" calls (a drain) retry only what was certainly not
    * applied.
+   *
+   * Req and Res are the method's request and response messages as
+   * generated from the protos (src/gen): every call site names them, so
+   * the body it sends and the fields it reads are checked against the
+   * protos at compile time.
    */
-  private async call(
+  private async call<Req extends object, Res extends object>(
     op: string,
     path: string,
-    body: JSONObject,
+    body: Req,
     policy: "safe" | "not_sent",
     extraMs: number,
     opts: CallOptions,
     onAnswer?: (maybeApplied: boolean) => void,
-  ): Promise<JSONObject> {
+  ): Promise<Res> {
     const start = Date.now();
     let maybeApplied = false;
     let backoffN = 0;
@@ -613,7 +667,7 @@ export class SeppClient {
       try {
         const res = await this.attempt(base, op, path, body, extraMs, opts.signal, policy === "safe");
         onAnswer?.(maybeApplied);
-        return res;
+        return message<Res>(res);
       } catch (e) {
         if (!(e instanceof AttemptFailure)) throw e;
         failure = e;
@@ -669,7 +723,7 @@ export class SeppClient {
     if (bad) throw bad;
     const key = req.idempotencyKey || newKey();
     let retried = false;
-    const m = await this.call("enqueue", "sepp.v1.QueueService/Enqueue", enqueueToJSON(req, key), "safe", 0, opts, (r) => (retried = r));
+    const m = await this.call<EnqueueRequestJSON, EnqueueResponseJSON>("enqueue", "sepp.v1.QueueService/Enqueue", enqueueToJSON(req, key), "safe", 0, opts, (r) => (retried = r));
     return {
       jobId: u64(m.jobId),
       state: jobStateFromJSON(m.state),
@@ -687,7 +741,7 @@ export class SeppClient {
    */
   async enqueueBatch(reqs: EnqueueRequest[], opts: CallOptions = {}): Promise<BatchResult[]> {
     const out: (BatchResult | undefined)[] = new Array(reqs.length);
-    const wire: JSONObject[] = [];
+    const wire: EnqueueRequestJSON[] = [];
     const keys: string[] = [];
     const idx: number[] = [];
     reqs.forEach((r, i) => {
@@ -709,17 +763,17 @@ export class SeppClient {
   }
 
   /** @internal One EnqueueBatch call of jobs already in wire form. */
-  async enqueueBatchWire(jobs: JSONObject[], keys: string[], opts: CallOptions): Promise<BatchResult[]> {
+  async enqueueBatchWire(jobs: EnqueueRequestJSON[], keys: string[], opts: CallOptions): Promise<BatchResult[]> {
     let retried = false;
-    const m = await this.call("enqueue batch", "sepp.v1.QueueService/EnqueueBatch", { jobs }, "safe", 0, opts, (r) => (retried = r));
+    const m = await this.call<EnqueueBatchRequestJSON, EnqueueBatchResponseJSON>("enqueue batch", "sepp.v1.QueueService/EnqueueBatch", { jobs }, "safe", 0, opts, (r) => (retried = r));
     const results = arr(m.results);
     if (results.length !== jobs.length) {
       throw new InternalError("enqueue batch", "internal", `server answered ${results.length} results for ${jobs.length} jobs`);
     }
     return results.map((v, i): BatchResult => {
-      const r = obj(v);
+      const r = message<EnqueueBatchResultJSON>(v);
       if (r.error) return { ok: false, error: itemError("enqueue", r.error) };
-      const e = obj(r.enqueued);
+      const e = message<EnqueueResponseJSON>(r.enqueued);
       return {
         ok: true,
         result: {
@@ -751,14 +805,14 @@ export class SeppClient {
         { type: "sepp.v1.FieldViolation", field: "queue", limit: "", description: "must not be empty" },
       ]);
     }
-    const body: JSONObject = { queue, max: opts.max ?? 1, requestId: opts.requestId || newKey() };
+    const body: ReserveRequestJSON = { queue, max: opts.max ?? 1, requestId: opts.requestId || newKey() };
     if (opts.workerId) body.workerId = opts.workerId;
     if (opts.leaseMs) body.lease = durationJSON(opts.leaseMs);
     const wait = opts.waitMs ?? 0;
     if (wait > 0) body.wait = durationJSON(wait);
-    const m = await this.call("reserve", "sepp.v1.QueueService/Reserve", body, "safe", wait, opts);
+    const m = await this.call<ReserveRequestJSON, ReserveResponseJSON>("reserve", "sepp.v1.QueueService/Reserve", body, "safe", wait, opts);
     return arr(m.jobs).map((v) => {
-      const rj = obj(v);
+      const rj = message<ReservedJobJSON>(v);
       return { ctx: jobContextFromJSON(rj.ctx), job: jobFromJSON(rj.job) };
     });
   }
@@ -766,7 +820,7 @@ export class SeppClient {
   /** Completes a delivery: the job leaves the server. Rejects with
    * LeaseLostError when the lease was no longer this delivery's. */
   async ack(ctx: JobContext, opts: CallOptions = {}): Promise<void> {
-    await this.call("ack", "sepp.v1.QueueService/Ack", { ctx: jobContextToJSON(ctx) }, "safe", 0, opts);
+    await this.call<AckRequestJSON, AckResponseJSON>("ack", "sepp.v1.QueueService/Ack", { ctx: jobContextToJSON(ctx) }, "safe", 0, opts);
   }
 
   /**
@@ -777,13 +831,21 @@ export class SeppClient {
   async ackBatch(ctxs: JobContext[], opts: CallOptions = {}): Promise<(SeppError | undefined)[]> {
     if (ctxs.length === 0) return [];
     let retried = false;
-    const m = await this.call("ack batch", "sepp.v1.QueueService/AckBatch", { ctxs: ctxs.map(jobContextToJSON) }, "safe", 0, opts, (r) => (retried = r));
+    const m = await this.call<AckBatchRequestJSON, AckBatchResponseJSON>(
+      "ack batch",
+      "sepp.v1.QueueService/AckBatch",
+      { ctxs: ctxs.map(jobContextToJSON) },
+      "safe",
+      0,
+      opts,
+      (r) => (retried = r),
+    );
     const results = arr(m.results);
     if (results.length !== ctxs.length) {
       throw new InternalError("ack batch", "internal", `server answered ${results.length} results for ${ctxs.length} deliveries`);
     }
     return results.map((v) => {
-      const e = obj(v).error;
+      const e = message<AckBatchResultJSON>(v).error;
       if (!e) return undefined;
       const err = itemError("ack", e);
       if (retried && err instanceof LeaseLostError) {
@@ -799,7 +861,7 @@ export class SeppClient {
    * failing attempt reached max_attempts).
    */
   async nack(ctx: JobContext, directive: RetryDirective = RetryDirective.default(), reason = "", opts: CallOptions = {}): Promise<boolean> {
-    let d: JSONObject;
+    let d: RetryDirectiveJSON;
     switch (directive.kind) {
       case "after":
         if (!(directive.delayMs >= 0)) {
@@ -815,18 +877,25 @@ export class SeppClient {
       default:
         d = { default: {} };
     }
-    const m = await this.call("nack", "sepp.v1.QueueService/Nack", { ctx: jobContextToJSON(ctx), directive: d, reason }, "safe", 0, opts);
+    const m = await this.call<NackRequestJSON, NackResponseJSON>("nack", "sepp.v1.QueueService/Nack", { ctx: jobContextToJSON(ctx), directive: d, reason }, "safe", 0, opts);
     return m.deadLettered === true;
   }
 
   /** Hands a delivery back without burning an attempt: Ready again at once. */
   async release(ctx: JobContext, opts: CallOptions = {}): Promise<void> {
-    await this.call("release", "sepp.v1.QueueService/Release", { ctx: jobContextToJSON(ctx) }, "safe", 0, opts);
+    await this.call<ReleaseRequestJSON, ReleaseResponseJSON>("release", "sepp.v1.QueueService/Release", { ctx: jobContextToJSON(ctx) }, "safe", 0, opts);
   }
 
   /** Extends a delivery's lease to leaseMs from now; resolves to the new deadline. */
   async extendLease(ctx: JobContext, leaseMs: number, opts: CallOptions = {}): Promise<Date> {
-    const m = await this.call("extend lease", "sepp.v1.QueueService/ExtendLease", { ctx: jobContextToJSON(ctx), lease: durationJSON(leaseMs) }, "safe", 0, opts);
+    const m = await this.call<ExtendLeaseRequestJSON, ExtendLeaseResponseJSON>(
+      "extend lease",
+      "sepp.v1.QueueService/ExtendLease",
+      { ctx: jobContextToJSON(ctx), lease: durationJSON(leaseMs) },
+      "safe",
+      0,
+      opts,
+    );
     const d = timeFrom(m.leaseDeadline);
     if (!d) throw new InternalError("extend lease", "internal", "server answered no lease deadline");
     return d;
@@ -839,9 +908,9 @@ export class SeppClient {
    * applied; otherwise it rejects with UnknownOutcomeError.
    */
   async drainDeadLetters(queue: string | undefined, max: number, opts: CallOptions = {}): Promise<DeadLetterRecord[]> {
-    const body: JSONObject = { max };
+    const body: DrainDeadLettersRequestJSON = { max };
     if (queue !== undefined) body.queue = queue;
-    const m = await this.call("drain dead letters", "sepp.v1.QueueService/DrainDeadLetters", body, "not_sent", 0, opts);
+    const m = await this.call<DrainDeadLettersRequestJSON, DrainDeadLettersResponseJSON>("drain dead letters", "sepp.v1.QueueService/DrainDeadLetters", body, "not_sent", 0, opts);
     return arr(m.records).map(deadLetterFromJSON);
   }
 
@@ -849,12 +918,14 @@ export class SeppClient {
 
   /** The leader's view (or, with stale, the answering node's). */
   async serverInfo(opts: CallOptions = {}, stale = false): Promise<ServerInfo> {
-    return serverInfoFromJSON(await this.call("server info", "sepp.v1.QueueService/GetServerInfo", { allowStale: stale }, "safe", 0, opts));
+    return serverInfoFromJSON(
+      await this.call<GetServerInfoRequestJSON, GetServerInfoResponseJSON>("server info", "sepp.v1.QueueService/GetServerInfo", { allowStale: stale }, "safe", 0, opts),
+    );
   }
 
   /** One job, with its history. */
   async getJob(id: string, opts: CallOptions = {}): Promise<Job> {
-    const m = await this.call("get job", "sepp.v1.AdminService/GetJob", { jobId: id }, "safe", 0, opts);
+    const m = await this.call<GetJobRequestJSON, GetJobResponseJSON>("get job", "sepp.v1.AdminService/GetJob", { jobId: id }, "safe", 0, opts);
     return jobFromJSON(m.job);
   }
 
@@ -870,7 +941,7 @@ export class SeppClient {
    */
   async createSchedule(def: ScheduleDefinition, opts: CallOptions = {}): Promise<Schedule> {
     const body = { schedule: scheduleToJSON("create schedule", def) };
-    const m = await this.call("create schedule", "sepp.v1.AdminService/CreateSchedule", body, "not_sent", 0, opts);
+    const m = await this.call<CreateScheduleRequestJSON, CreateScheduleResponseJSON>("create schedule", "sepp.v1.AdminService/CreateSchedule", body, "not_sent", 0, opts);
     return scheduleFromJSON(m.schedule);
   }
 
@@ -882,40 +953,40 @@ export class SeppClient {
    */
   async updateSchedule(def: ScheduleDefinition, opts: CallOptions = {}): Promise<Schedule> {
     const body = { schedule: scheduleToJSON("update schedule", def) };
-    const m = await this.call("update schedule", "sepp.v1.AdminService/UpdateSchedule", body, "safe", 0, opts);
+    const m = await this.call<UpdateScheduleRequestJSON, UpdateScheduleResponseJSON>("update schedule", "sepp.v1.AdminService/UpdateSchedule", body, "safe", 0, opts);
     return scheduleFromJSON(m.schedule);
   }
 
   /** Removes a schedule (the jobs it fired stay); an unknown name rejects
    * with NotFoundError. Not retried once it may have been applied. */
   async deleteSchedule(name: string, opts: CallOptions = {}): Promise<void> {
-    await this.call("delete schedule", "sepp.v1.AdminService/DeleteSchedule", { name }, "not_sent", 0, opts);
+    await this.call<DeleteScheduleRequestJSON, DeleteScheduleResponseJSON>("delete schedule", "sepp.v1.AdminService/DeleteSchedule", { name }, "not_sent", 0, opts);
   }
 
   /** One schedule with its next fire times (opts.nextFireTimes, default 5);
    * an unknown name rejects with NotFoundError. */
   async getSchedule(name: string, opts: ScheduleReadOptions = {}): Promise<Schedule> {
-    const body: JSONObject = { name };
+    const body: GetScheduleRequestJSON = { name };
     if (opts.nextFireTimes) body.nextFireTimes = opts.nextFireTimes;
     if (opts.stale) body.allowStale = true;
-    const m = await this.call("get schedule", "sepp.v1.AdminService/GetSchedule", body, "safe", 0, opts);
+    const m = await this.call<GetScheduleRequestJSON, GetScheduleResponseJSON>("get schedule", "sepp.v1.AdminService/GetSchedule", body, "safe", 0, opts);
     return scheduleFromJSON(m.schedule);
   }
 
   /** Every schedule, by name, each with its next fire times
    * (opts.nextFireTimes, default 1). */
   async listSchedules(opts: ScheduleReadOptions = {}): Promise<Schedule[]> {
-    const body: JSONObject = {};
+    const body: ListSchedulesRequestJSON = {};
     if (opts.nextFireTimes) body.nextFireTimes = opts.nextFireTimes;
     if (opts.stale) body.allowStale = true;
-    const m = await this.call("list schedules", "sepp.v1.AdminService/ListSchedules", body, "safe", 0, opts);
+    const m = await this.call<ListSchedulesRequestJSON, ListSchedulesResponseJSON>("list schedules", "sepp.v1.AdminService/ListSchedules", body, "safe", 0, opts);
     return arr(m.schedules).map(scheduleFromJSON);
   }
 
   /** Stops a schedule firing; its nextFireTimes are empty while paused.
    * Retried: pausing twice is pausing. */
   async pauseSchedule(name: string, opts: CallOptions = {}): Promise<Schedule> {
-    const m = await this.call("pause schedule", "sepp.v1.AdminService/PauseSchedule", { name }, "safe", 0, opts);
+    const m = await this.call<PauseScheduleRequestJSON, PauseScheduleResponseJSON>("pause schedule", "sepp.v1.AdminService/PauseSchedule", { name }, "safe", 0, opts);
     return scheduleFromJSON(m.schedule);
   }
 
@@ -923,7 +994,7 @@ export class SeppClient {
    * ticks are not caught up). Retried: a second resume only recomputes the
    * next tick. */
   async resumeSchedule(name: string, opts: CallOptions = {}): Promise<Schedule> {
-    const m = await this.call("resume schedule", "sepp.v1.AdminService/ResumeSchedule", { name }, "safe", 0, opts);
+    const m = await this.call<ResumeScheduleRequestJSON, ResumeScheduleResponseJSON>("resume schedule", "sepp.v1.AdminService/ResumeSchedule", { name }, "safe", 0, opts);
     return scheduleFromJSON(m.schedule);
   }
 }
@@ -938,7 +1009,7 @@ export class Producer {
   private readonly lingerMs: number;
   private readonly maxBatch: number;
   private readonly maxInFlight: number;
-  private pending: { m: JSONObject; key: string; resolve: (r: EnqueueResult) => void; reject: (e: unknown) => void }[] = [];
+  private pending: { m: EnqueueRequestJSON; key: string; resolve: (r: EnqueueResult) => void; reject: (e: unknown) => void }[] = [];
   private inFlight = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;

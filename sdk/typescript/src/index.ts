@@ -14,6 +14,7 @@ export type {
   UniqueOptions,
   Job,
   JobAttempt,
+  JobOrigin,
   JobContext,
   Delivery,
   ServerInfo,

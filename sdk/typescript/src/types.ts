@@ -1,4 +1,15 @@
-import { arr, base64ToBytes, durationFrom, JSONObject, num, obj, str, timeFrom, u64 } from "./wire.js";
+import { arr, base64ToBytes, durationFrom, JSONObject, message, num, obj, str, timeFrom, u64 } from "./wire.js";
+import type {
+  DeadLetterCauseJSON,
+  DeadLetterRecordJSON,
+  JobAttemptJSON,
+  JobContextJSON,
+  JobJSON,
+  JobOriginJSON,
+  JobStateJSON,
+} from "./gen/sepp/v1/types_json.js";
+import type { GetServerInfoResponseJSON } from "./gen/sepp/v1/queue_service_json.js";
+import type { JobTemplateJSON, ScheduleCatchUpJSON, ScheduleJSON, ScheduleOverlapJSON } from "./gen/sepp/v1/admin_service_json.js";
 
 /**
  * Job priority 0 (lowest) to 9 (highest); the server hands out higher
@@ -32,7 +43,9 @@ export type JobId = string;
 export type JobState = "unspecified" | "scheduled" | "ready" | "reserved" | "dead";
 export type DeadLetterCause = "unspecified" | "attempts_exhausted" | "rejected" | "lease_expired" | "admin" | "cancelled" | "expired";
 
-function jobState(v: unknown): JobState {
+// The enum decoders switch on the generated unions, so a value renamed in
+// the proto fails the build here; a number is what a lenient peer may send.
+function jobState(v: JobStateJSON | number | undefined): JobState {
   switch (v) {
     case "JOB_STATE_SCHEDULED":
     case 1:
@@ -50,7 +63,7 @@ function jobState(v: unknown): JobState {
   return "unspecified";
 }
 
-function deadLetterCause(v: unknown): DeadLetterCause {
+function deadLetterCause(v: DeadLetterCauseJSON | number | undefined): DeadLetterCause {
   switch (v) {
     case "DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED":
     case 1:
@@ -141,9 +154,35 @@ export interface JobAttempt {
   attempt: number;
   workerId: string;
   endedAt?: Date;
-  /** "nack", "lease_expired" or "released". */
+  /** "nack", "lease_expired", "released" or "cancelled" (an operator
+   * cancelled the job). */
   outcome: string;
   reason: string;
+  /** When the delivery was reserved; absent when the server did not
+   * record it (an attempt from before the cluster ran a version that does). */
+  startedAt?: Date;
+  /** How long the attempt ran (endedAt - startedAt), in milliseconds;
+   * absent with startedAt. */
+  durationMs?: number;
+  /** The delivery's lease token; "0" when not recorded. */
+  leaseToken?: string;
+  /** A nack's directive: "default", "after" or "dead_letter"; empty for
+   * the other outcomes. */
+  directive?: string;
+}
+
+/** Where a job forwarded to a queue's dead_letter_queue came from and why
+ * it died there. */
+export interface JobOrigin {
+  /** The queue the job died on. */
+  queue: string;
+  /** Its id there. */
+  jobId: JobId;
+  cause: DeadLetterCause;
+  failedAt?: Date;
+  /** The reason of its last nack; empty when no worker nacked it. */
+  lastReason: string;
+  finalAttempt: number;
 }
 
 export interface Job {
@@ -165,6 +204,12 @@ export interface Job {
   history: JobAttempt[];
   /** The deadline by which the job must be reserved; absent: none. */
   expiresAt?: Date;
+  /** When the current delivery started, while reserved; absent when the
+   * server did not record it. */
+  startedAt?: Date;
+  /** Set on a job forwarded to a dead_letter_queue: where it came from and
+   * why it died. Its custom fields are the producer's, as sent. */
+  origin?: JobOrigin;
 }
 
 /**
@@ -338,9 +383,17 @@ export interface Schedule {
   updatedAt?: Date;
 }
 
+function scheduleOverlap(v: ScheduleOverlapJSON | number | undefined): ScheduleOverlap {
+  return v === "SCHEDULE_OVERLAP_ALLOW" || v === 2 ? "allow" : "skip";
+}
+
+function scheduleCatchUp(v: ScheduleCatchUpJSON | number | undefined): ScheduleCatchUp {
+  return v === "SCHEDULE_CATCH_UP_SKIP" || v === 2 ? "skip" : "once";
+}
+
 export function scheduleFromJSON(v: unknown): Schedule {
-  const m = obj(v);
-  const t = obj(m.template);
+  const m = message<ScheduleJSON>(v);
+  const t = message<JobTemplateJSON>(m.template);
   const custom: Record<string, string> = {};
   for (const [k, x] of Object.entries(obj(t.custom))) custom[k] = str(x);
   const template: Schedule["template"] = {
@@ -357,8 +410,8 @@ export function scheduleFromJSON(v: unknown): Schedule {
     intervalMs: durationFrom(m.interval),
     timeZone: str(m.timeZone),
     template,
-    overlap: m.overlap === "SCHEDULE_OVERLAP_ALLOW" || m.overlap === 2 ? "allow" : "skip",
-    catchUp: m.catchUp === "SCHEDULE_CATCH_UP_SKIP" || m.catchUp === 2 ? "skip" : "once",
+    overlap: scheduleOverlap(m.overlap),
+    catchUp: scheduleCatchUp(m.catchUp),
     paused: m.paused === true,
     nextFireTimes: arr(m.nextFireTimes)
       .map(timeFrom)
@@ -379,10 +432,10 @@ export function scheduleFromJSON(v: unknown): Schedule {
 // ---- from the JSON mapping ----
 
 export function jobFromJSON(v: unknown): Job {
-  const m = obj(v);
+  const m = message<JobJSON>(v);
   const custom: Record<string, string> = {};
   for (const [k, x] of Object.entries(obj(m.custom))) custom[k] = str(x);
-  return {
+  const j: Job = {
     id: u64(m.id),
     queue: str(m.queue),
     jobType: str(m.jobType),
@@ -398,22 +451,44 @@ export function jobFromJSON(v: unknown): Job {
     workerId: str(m.workerId),
     leaseDeadline: timeFrom(m.leaseDeadline),
     lastReason: str(m.lastReason),
-    history: arr(m.history).map((h) => {
-      const a = obj(h);
-      return {
-        attempt: num(a.attempt),
-        workerId: str(a.workerId),
-        endedAt: timeFrom(a.endedAt),
-        outcome: str(a.outcome),
-        reason: str(a.reason),
-      };
-    }),
+    history: arr(m.history).map(jobAttemptFromJSON),
     expiresAt: timeFrom(m.expiresAt),
+    startedAt: timeFrom(m.startedAt),
+  };
+  if (m.origin) j.origin = jobOriginFromJSON(m.origin);
+  return j;
+}
+
+function jobAttemptFromJSON(v: unknown): JobAttempt {
+  const a = message<JobAttemptJSON>(v);
+  const r: JobAttempt = {
+    attempt: num(a.attempt),
+    workerId: str(a.workerId),
+    endedAt: timeFrom(a.endedAt),
+    outcome: str(a.outcome),
+    reason: str(a.reason),
+    startedAt: timeFrom(a.startedAt),
+    leaseToken: u64(a.leaseToken),
+    directive: str(a.directive),
+  };
+  if (typeof a.duration === "string") r.durationMs = durationFrom(a.duration);
+  return r;
+}
+
+function jobOriginFromJSON(v: unknown): JobOrigin {
+  const o = message<JobOriginJSON>(v);
+  return {
+    queue: str(o.queue),
+    jobId: u64(o.jobId),
+    cause: deadLetterCause(o.cause),
+    failedAt: timeFrom(o.failedAt),
+    lastReason: str(o.lastReason),
+    finalAttempt: num(o.finalAttempt),
   };
 }
 
 export function jobContextFromJSON(v: unknown): JobContext {
-  const m = obj(v);
+  const m = message<JobContextJSON>(v);
   return {
     jobId: u64(m.jobId),
     leaseToken: u64(m.leaseToken),
@@ -425,8 +500,8 @@ export function jobContextFromJSON(v: unknown): JobContext {
   };
 }
 
-export function jobContextToJSON(c: JobContext): JSONObject {
-  const m: JSONObject = {
+export function jobContextToJSON(c: JobContext): JobContextJSON {
+  const m: JobContextJSON = {
     jobId: c.jobId,
     leaseToken: c.leaseToken,
     attempt: c.attempt,
@@ -439,7 +514,7 @@ export function jobContextToJSON(c: JobContext): JSONObject {
 }
 
 export function deadLetterFromJSON(v: unknown): DeadLetterRecord {
-  const m = obj(v);
+  const m = message<DeadLetterRecordJSON>(v);
   return new DeadLetterRecord(
     jobFromJSON(m.job),
     deadLetterCause(m.cause),
@@ -450,7 +525,7 @@ export function deadLetterFromJSON(v: unknown): DeadLetterRecord {
 }
 
 export function serverInfoFromJSON(v: unknown): ServerInfo {
-  const m = obj(v);
+  const m = message<GetServerInfoResponseJSON>(v);
   return {
     version: str(m.version),
     nodeId: str(m.nodeId),
@@ -461,7 +536,7 @@ export function serverInfoFromJSON(v: unknown): ServerInfo {
     deadLetterRetentionMs: num(m.deadLetterRetentionMs),
     maxReserveBatch: num(m.maxReserveBatch),
     maxScheduleHorizonMs: num(m.maxScheduleHorizonMs),
-    raw: m,
+    raw: obj(v),
   };
 }
 

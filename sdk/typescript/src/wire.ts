@@ -1,6 +1,10 @@
 // The protos' JSON mapping (what the Connect protocol carries) and the
 // little binary protobuf decoding the error details need. Nothing here
-// touches the network.
+// touches the network. The JSON shapes of sepp.v1's messages are generated
+// from the protos into src/gen (make generate); google.rpc's few are read
+// by hand below.
+
+import type { FieldViolationJSON, NotLeaderJSON, ScheduledTooFarJSON, UnknownOutcomeJSON } from "./gen/sepp/v1/errors_json.js";
 
 /** Bytes as the JSON mapping sends them: standard base64. */
 export function bytesToBase64(b: Uint8Array): string {
@@ -84,6 +88,18 @@ export function obj(v: unknown): JSONObject {
 
 export function arr(v: unknown): unknown[] {
   return Array.isArray(v) ? v : [];
+}
+
+/**
+ * A decoded JSON value read as T, the generated protojson shape of a proto
+ * message (src/gen): a field the proto renamed or removed is then a compile
+ * error where it is read. Only the top level is checked at run time (a
+ * non-object reads as {}); each field's value is checked where it is read
+ * (str, num, u64, timeFrom ...), since a lenient peer may send another form.
+ */
+export function message<T extends object>(v: unknown): T {
+  const o: object = obj(v);
+  return o as T;
 }
 
 // ---- binary protobuf, just enough for google.rpc.Status details ----
@@ -226,20 +242,26 @@ export function decodeDetail(type: string, value: Uint8Array): ErrorDetail {
 export function detailFromJSON(a: JSONObject): ErrorDetail {
   const name = str(a["@type"]).replace(/^type\.googleapis\.com\//, "");
   switch (name) {
-    case "sepp.v1.FieldViolation":
-      return { type: name, field: str(a.field), limit: str(a.limit), description: str(a.description) };
-    case "sepp.v1.ScheduledTooFar":
+    case "sepp.v1.FieldViolation": {
+      const d = message<FieldViolationJSON>(a);
+      return { type: name, field: str(d.field), limit: str(d.limit), description: str(d.description) };
+    }
+    case "sepp.v1.ScheduledTooFar": {
+      const d = message<ScheduledTooFarJSON>(a);
       return {
         type: name,
-        queue: str(a.queue),
-        horizonMs: num(a.horizonMs),
-        requestedAt: timeFrom(a.requestedAt),
-        latestAllowed: timeFrom(a.latestAllowed),
+        queue: str(d.queue),
+        horizonMs: num(d.horizonMs),
+        requestedAt: timeFrom(d.requestedAt),
+        latestAllowed: timeFrom(d.latestAllowed),
       };
-    case "sepp.v1.NotLeader":
-      return { type: name, leaderId: str(a.leaderId), leaderGrpcAddr: str(a.leaderGrpcAddr), leaderHttpAddr: str(a.leaderHttpAddr) };
+    }
+    case "sepp.v1.NotLeader": {
+      const d = message<NotLeaderJSON>(a);
+      return { type: name, leaderId: str(d.leaderId), leaderGrpcAddr: str(d.leaderGrpcAddr), leaderHttpAddr: str(d.leaderHttpAddr) };
+    }
     case "sepp.v1.UnknownOutcome":
-      return { type: name, reason: str(a.reason) };
+      return { type: name, reason: str(message<UnknownOutcomeJSON>(a).reason) };
     case "google.rpc.BadRequest":
       return {
         type: name,

@@ -297,6 +297,33 @@ test("nack(ctx, RetryDirective...) says whether it dead-lettered", async () => {
   await assert.rejects(client.nack(d!.ctx, RetryDirective.after(-1)), InvalidArgumentError);
 });
 
+test("a job shows when its delivery started, its ended attempts in full, and a forwarded copy its origin", async () => {
+  await client.enqueue({ queue: "origin", jobType: "t", maxAttempts: 5 });
+  const [first] = await client.reserve("origin", { workerId: "w1" });
+  assert.ok(first!.job.startedAt instanceof Date, "a reserved job shows when its delivery started");
+  await client.nack(first!.ctx, RetryDirective.default(), "transient");
+  const [d] = await client.reserve("origin", { workerId: "w2" });
+  const [a] = (await client.getJob(d!.ctx.jobId)).history;
+  assert.equal(a!.outcome, "nack");
+  assert.equal(a!.directive, "default");
+  assert.equal(a!.workerId, "w1");
+  assert.equal(a!.leaseToken, first!.ctx.leaseToken);
+  assert.ok(a!.startedAt instanceof Date && a!.endedAt instanceof Date, "the attempt's start and end");
+  assert.ok(typeof a!.durationMs === "number" && a!.durationMs >= 0, `durationMs ${a!.durationMs}`);
+
+  await client.nack(d!.ctx, RetryDirective.deadLetter(), "bad input");
+  const [f] = await client.reserve("origin.dead");
+  const o = f!.job.origin;
+  assert.ok(o, "the forwarded copy names its origin");
+  assert.ok(o.failedAt instanceof Date);
+  assert.deepEqual(
+    { queue: o.queue, jobId: o.jobId, cause: o.cause, lastReason: o.lastReason, finalAttempt: o.finalAttempt },
+    { queue: "origin", jobId: d!.ctx.jobId, cause: "rejected", lastReason: "bad input", finalAttempt: 2 },
+  );
+  assert.equal(d!.job.origin, undefined, "a job enqueued by a producer has none");
+  await client.ack(f!.ctx);
+});
+
 test("release hands a job back without burning the attempt; extendLease moves the deadline", async () => {
   await client.enqueue({ queue: "rel", jobType: "t" });
   let [d] = await client.reserve("rel", { leaseMs: 5_000 });

@@ -18,10 +18,18 @@ export interface DevNode {
 const here = dirname(fileURLToPath(import.meta.url));
 export const seppBin = process.env.SEPP_BIN || resolve(here, "../../.build/sepp");
 
-/** Every node keeps dead letters (a day), so drains have something to return. */
+/** Every node keeps dead letters (a day), so drains have something to return;
+ * the queue "origin" forwards its dead jobs to "origin.dead". */
 const defaultExtra = `
 [storage]
 dead_letter_retention_ms = 86400000
+
+[[queues]]
+name = "origin"
+dead_letter_queue = "origin.dead"
+
+[[queues]]
+name = "origin.dead"
 `;
 
 export class DevCluster {
