@@ -18,7 +18,7 @@ RAFT_SKIP  ?= TestFileSS_BadPerm|TestRaft_ProtocolVersion_Upgrade_1_2|TestNetwor
 # lengths up to 65,535 against a 65,528-byte value and fails about one run in
 # ten, unpatched too (third_party/hashicorp/raft-wal/SEPP-PATCH.md). In
 # segment/ only, TestConcurrentReadersAndWriter fails when writing a whole
-# segment takes over a wall-clock 30 s, as on this shared 2-core machine
+# segment takes over a wall-clock 30 s, as on a shared 2-core machine
 # (8,930 of its entries in 30 s once); the root package's test of that name runs.
 WAL_SKIP   ?= TestFrameCodecFuzz
 WAL_SEGMENT_SKIP ?= TestConcurrentReadersAndWriter

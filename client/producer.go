@@ -32,8 +32,9 @@ type ProducerOptions struct {
 	// MaxBatch caps the jobs per EnqueueBatch call (default 256; keep it at
 	// or below the server's max_batch_size). Every call costs the cluster a
 	// fixed amount besides its jobs (a log entry, fsyncs on three disks,
-	// replication round trips), so larger batches cost less per job: on the
-	// project's machine 44 µs of server CPU per job at 128, 37 at 256.
+	// replication round trips), so larger batches cost less per job: in the
+	// project's benchmark (docs/benchmarks.md) 44 µs of server CPU per job at
+	// 128, 37 at 256.
 	MaxBatch int
 	// MaxBatchBytes caps the encoded size of one batch (default 1 MiB; keep
 	// it below the server's max_message_bytes).

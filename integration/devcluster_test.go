@@ -49,7 +49,7 @@ func TestDevCluster_SplitsTheCPUsAndRestartsWithItsJobs(t *testing.T) {
 	}
 	for _, n := range first.Nodes {
 		if got := gomaxprocsOf(ctx, t, n.HTTPAddr); got != wantProcs {
-			t.Errorf("%s runs with GOMAXPROCS %d, want %d (this machine's %d CPUs split among 3 nodes)", n.ID, got, wantProcs, runtime.NumCPU())
+			t.Errorf("%s runs with GOMAXPROCS %d, want %d (the host's %d CPUs split among 3 nodes)", n.ID, got, wantProcs, runtime.NumCPU())
 		}
 	}
 	cl, err := client.New(ctx, addrs)

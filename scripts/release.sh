@@ -13,7 +13,7 @@
 #                                    module linked in with its version and
 #                                    checksum, and the build settings
 #   sepp_VERSION_image_linux_ARCH.tar  the container image sepp:VERSION
-#                                    (deploy/Dockerfile) for this machine's
+#                                    (deploy/Dockerfile) for the building machine's
 #                                    architecture, `docker save`d; skipped,
 #                                    with the reason printed, without Docker
 #   SHA256SUMS                       the SHA-256 of every file above

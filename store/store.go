@@ -84,6 +84,7 @@ type Store struct {
 	closed bool
 
 	failure *failure
+	faults  *faultInjector // a test build's crash in a flush (faultinject_on.go)
 
 	// metaFirst plants the bug the crash test must catch: the applied
 	// index committed in its own batch before the data (export_test.go).
@@ -143,6 +144,7 @@ func pebbleOptions(o Options, f *failure) *pebble.Options {
 func Open(dir string, o Options) (*Store, error) {
 	f := &failure{onFailure: o.OnFailure}
 	po := pebbleOptions(o, f)
+	faults := injectFaults(dir, po)
 	cacheBytes := o.CacheBytes
 	if cacheBytes <= 0 {
 		cacheBytes = 64 << 20
@@ -154,7 +156,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, fs: po.FS, dir: dir, failure: f}
+	s := &Store{db: db, fs: po.FS, dir: dir, failure: f, faults: faults}
 	meta, err := s.readMeta()
 	if err != nil {
 		_ = db.Close()
@@ -162,6 +164,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s.applied.Store(meta.GetAppliedIndex())
 	s.term.Store(meta.GetAppliedTerm())
+	faults.start(s)
 	return s, nil
 }
 
@@ -201,6 +204,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.faults.stop()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}

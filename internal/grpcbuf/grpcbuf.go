@@ -21,7 +21,7 @@ import (
 // estimate, which on loopback or a LAN stays small: sixteen consumers each
 // receiving reserve answers of some 30 KB then take turns on the
 // connection's window. Fixed windows (gRPC's estimate may grow to the same
-// 16 MiB per connection) made consume 13% faster on the project's machine,
+// 16 MiB per connection) made consume 13% faster in the project's benchmark,
 // with 9% less server CPU per job (make bench-ab, three rounds). The
 // messages themselves stay bounded by max_message_bytes.
 const (

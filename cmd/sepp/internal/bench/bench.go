@@ -194,7 +194,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			cpus := runtime.NumCPU()
 			prev := runtime.GOMAXPROCS(devcluster.CPUShare(cpus, localNodes+1))
 			defer runtime.GOMAXPROCS(prev)
-			r.note("this machine's %d CPUs are split: GOMAXPROCS %d for each node, %d for this client (set GOMAXPROCS to choose for all)",
+			r.note("the host's %d CPUs are split: GOMAXPROCS %d for each node, %d for this client (set GOMAXPROCS to choose for all)",
 				cpus, devcluster.CPUShare(cpus, localNodes), runtime.GOMAXPROCS(0))
 		}
 		r.progress("starting a local three-node cluster (fsync on, default config)")

@@ -32,7 +32,7 @@ func (e *env) enqueueCommand() *cobra.Command {
 
 The payload comes from --payload, or from --payload-file (- reads stdin).
 --scheduled-at takes an absolute RFC 3339 time, --delay a time from now
-(10m, 1h30m; computed on this machine's clock). Without --idempotency-key a random key is generated, so the
+(10m, 1h30m; computed from the local clock). Without --idempotency-key a random key is generated, so the
 client's retries through a failover never add the job twice.
 
 --unique makes the job unique in its queue: while another job holding the
