@@ -207,7 +207,7 @@ verify: generate ## Fail if generated code (Go, Python, the TypeScript SDK's wir
 		if [ -n "$$untracked" ]; then echo "generated but not committed:"; echo "$$untracked"; exit 1; fi
 	cd tools && $(GO) test -count=1 ./protoc-gen-sepp-ts/
 	$(GO) mod tidy -diff
-	@set -e; for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff); done
+	@set -e; for m in $(MODULES); do echo "cd $$m && $(GO) mod tidy -diff"; (cd $$m && $(GO) mod tidy -diff); done
 	cd tools && $(GO) mod tidy -diff
 	cd deploy/helm/rendertest && $(GO) mod tidy -diff
 	@$(MAKE) --no-print-directory lint proto-lint proto-breaking
