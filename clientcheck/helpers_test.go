@@ -86,75 +86,27 @@ func (h *hookedBackend) count(op string) int {
 	return h.calls[op]
 }
 
-func (h *hookedBackend) Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.EnqueueResult, error) {
-	if err := h.enter(ctx, "Enqueue"); err != nil {
-		return engine.EnqueueResult{}, err
-	}
-	res, err := h.LocalBackend.Enqueue(ctx, p)
-	return res, h.leave("Enqueue", err)
-}
-
-func (h *hookedBackend) EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) ([]engine.BatchItemResult, error) {
-	if err := h.enter(ctx, "EnqueueBatch"); err != nil {
+// Propose passes every write through the hooks, by its name.
+func (h *hookedBackend) Propose(ctx context.Context, op engine.Op) (any, error) {
+	name := op.OpName()
+	if err := h.enter(ctx, name); err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
-	h.largestBatch = max(h.largestBatch, len(items))
-	h.mu.Unlock()
-	res, err := h.LocalBackend.EnqueueBatch(ctx, items)
-	return res, h.leave("EnqueueBatch", err)
-}
-
-func (h *hookedBackend) Reserve(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error) {
-	if err := h.enter(ctx, "Reserve"); err != nil {
-		return nil, err
+	switch o := op.(type) {
+	case engine.EnqueueBatchOp:
+		h.mu.Lock()
+		h.largestBatch = max(h.largestBatch, len(o.Items))
+		h.mu.Unlock()
+	case engine.ReserveOp:
+		h.mu.Lock()
+		hook := h.reserveHook
+		h.mu.Unlock()
+		if hook != nil {
+			return hook(ctx, o.Params)
+		}
 	}
-	h.mu.Lock()
-	hook := h.reserveHook
-	h.mu.Unlock()
-	if hook != nil {
-		return hook(ctx, p)
-	}
-	ds, err := h.LocalBackend.Reserve(ctx, p)
-	return ds, h.leave("Reserve", err)
-}
-
-func (h *hookedBackend) Ack(ctx context.Context, ref engine.LeaseRef) error {
-	if err := h.enter(ctx, "Ack"); err != nil {
-		return err
-	}
-	return h.leave("Ack", h.LocalBackend.Ack(ctx, ref))
-}
-
-func (h *hookedBackend) Nack(ctx context.Context, p engine.NackParams) (engine.NackResult, error) {
-	if err := h.enter(ctx, "Nack"); err != nil {
-		return engine.NackResult{}, err
-	}
-	res, err := h.LocalBackend.Nack(ctx, p)
-	return res, h.leave("Nack", err)
-}
-
-func (h *hookedBackend) Release(ctx context.Context, ref engine.LeaseRef) error {
-	if err := h.enter(ctx, "Release"); err != nil {
-		return err
-	}
-	return h.leave("Release", h.LocalBackend.Release(ctx, ref))
-}
-
-func (h *hookedBackend) ExtendLease(ctx context.Context, p engine.ExtendParams) (time.Time, error) {
-	if err := h.enter(ctx, "ExtendLease"); err != nil {
-		return time.Time{}, err
-	}
-	d, err := h.LocalBackend.ExtendLease(ctx, p)
-	return d, h.leave("ExtendLease", err)
-}
-
-func (h *hookedBackend) DrainDeadLetters(ctx context.Context, p engine.DrainParams) ([]engine.DeadLetterRecord, error) {
-	if err := h.enter(ctx, "DrainDeadLetters"); err != nil {
-		return nil, err
-	}
-	recs, err := h.LocalBackend.DrainDeadLetters(ctx, p)
-	return recs, h.leave("DrainDeadLetters", err)
+	res, err := h.LocalBackend.Propose(ctx, op)
+	return res, h.leave(name, err)
 }
 
 type node struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sepp-io/sepp/client"
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
 )
 
 func startWorker(t *testing.T, c *client.Client, opts client.WorkerOptions, queue string, h client.HandlerFunc) *client.Worker {
@@ -332,11 +333,11 @@ func TestWorker_StopReleasesJobsOfAReserveCutShort(t *testing.T) {
 		first := false
 		once.Do(func() { first = true })
 		if !first {
-			return n.backend.LocalBackend.Reserve(rctx, p)
+			return rpc.Propose(rctx, n.backend.LocalBackend, engine.ReserveOp{Params: p})
 		}
 		close(inReserve)
 		<-rctx.Done()
-		if _, err := n.backend.LocalBackend.Reserve(context.Background(), p); err != nil {
+		if _, err := rpc.Propose(context.Background(), n.backend.LocalBackend, engine.ReserveOp{Params: p}); err != nil {
 			t.Errorf("late reserve: %v", err)
 		}
 		return nil, rctx.Err()

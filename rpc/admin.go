@@ -132,7 +132,7 @@ func (s *adminService) RequeueDeadLetters(ctx context.Context, req *seppv1.Reque
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.b.RequeueDeadLetters(ctx, ids)
+	res, err := Propose(ctx, s.b, engine.RequeueDeadLettersOp{IDs: ids})
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (s *adminService) DeleteDeadLetters(ctx context.Context, req *seppv1.Delete
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.b.DeleteDeadLetters(ctx, ids)
+	res, err := Propose(ctx, s.b, engine.DeleteDeadLettersOp{IDs: ids})
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (s *adminService) DeadLetterJobs(ctx context.Context, req *seppv1.DeadLette
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.b.DeadLetterJobs(ctx, ids, truncateReason(req.GetReason()))
+	res, err := Propose(ctx, s.b, engine.DeadLetterJobsOp{IDs: ids, Reason: truncateReason(req.GetReason())})
 	if err != nil {
 		return nil, err
 	}
@@ -164,14 +164,14 @@ func (s *adminService) DeadLetterJobs(ctx context.Context, req *seppv1.DeadLette
 }
 
 func (s *adminService) PauseQueue(ctx context.Context, req *seppv1.PauseQueueRequest) (*seppv1.PauseQueueResponse, error) {
-	if err := s.b.PauseQueue(ctx, req.GetQueue()); err != nil {
+	if _, err := Propose(ctx, s.b, engine.PauseQueueOp{Queue: req.GetQueue()}); err != nil {
 		return nil, err
 	}
 	return &seppv1.PauseQueueResponse{}, nil
 }
 
 func (s *adminService) ResumeQueue(ctx context.Context, req *seppv1.ResumeQueueRequest) (*seppv1.ResumeQueueResponse, error) {
-	if err := s.b.ResumeQueue(ctx, req.GetQueue()); err != nil {
+	if _, err := Propose(ctx, s.b, engine.ResumeQueueOp{Queue: req.GetQueue()}); err != nil {
 		return nil, err
 	}
 	return &seppv1.ResumeQueueResponse{}, nil

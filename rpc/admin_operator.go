@@ -48,7 +48,7 @@ func (s *adminService) CreateQueue(ctx context.Context, req *seppv1.CreateQueueR
 	if err != nil {
 		return nil, err
 	}
-	if err := s.b.CreateQueue(ctx, qc, req.GetPaused()); err != nil {
+	if _, err := Propose(ctx, s.b, engine.CreateQueueOp{Config: qc, Paused: req.GetPaused()}); err != nil {
 		return nil, err
 	}
 	eff, err := s.effective(ctx, req.GetName())
@@ -73,7 +73,7 @@ func (s *adminService) UpdateQueue(ctx context.Context, req *seppv1.UpdateQueueR
 		Paused:  req.Paused,
 	}
 	u.Set.Name = ""
-	if err := s.b.UpdateQueue(ctx, u); err != nil {
+	if _, err := Propose(ctx, s.b, engine.UpdateQueueOp{Update: u}); err != nil {
 		return nil, err
 	}
 	eff, err := s.effective(ctx, req.GetName())
@@ -84,7 +84,7 @@ func (s *adminService) UpdateQueue(ctx context.Context, req *seppv1.UpdateQueueR
 }
 
 func (s *adminService) DeleteQueue(ctx context.Context, req *seppv1.DeleteQueueRequest) (*seppv1.DeleteQueueResponse, error) {
-	res, err := s.b.DeleteQueue(ctx, req.GetName(), req.GetForce())
+	res, err := Propose(ctx, s.b, engine.DeleteQueueOp{Queue: req.GetName(), Force: req.GetForce()})
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (s *adminService) PurgeQueue(ctx context.Context, req *seppv1.PurgeQueueReq
 	default:
 		return nil, invalidField("target", "PURGE_TARGET_WAITING or PURGE_TARGET_DEAD_LETTERS", "must be PURGE_TARGET_WAITING or PURGE_TARGET_DEAD_LETTERS, got %v", req.GetTarget())
 	}
-	res, err := s.b.PurgeQueue(ctx, req.GetName(), target)
+	res, err := Propose(ctx, s.b, engine.PurgeQueueOp{Queue: req.GetName(), Target: target})
 	if err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func (s *adminService) actOnJobs(ctx context.Context, rawIDs []uint64, p engine.
 		return nil, err
 	}
 	p.IDs = ids
-	res, err := s.b.ActOnJobs(ctx, p)
+	res, err := Propose(ctx, s.b, engine.ActOnJobsOp{Params: p})
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func (s *adminService) StartRedrive(ctx context.Context, req *seppv1.StartRedriv
 		return nil, err
 	}
 	p.By = auditActor(ctx)
-	task, err := s.b.StartRedrive(ctx, p)
+	task, err := Propose(ctx, s.b, engine.StartRedriveOp{Params: p})
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func (s *adminService) CancelRedrive(ctx context.Context, req *seppv1.CancelRedr
 }
 
 func (s *adminService) setRedriveState(ctx context.Context, id uint64, state engine.RedriveState) (*seppv1.RedriveTask, error) {
-	task, err := s.b.SetRedriveState(ctx, id, state, auditActor(ctx))
+	task, err := Propose(ctx, s.b, engine.SetRedriveStateOp{ID: id, State: state, By: auditActor(ctx)})
 	if err != nil {
 		return nil, err
 	}

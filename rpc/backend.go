@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"time"
 
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/engine"
@@ -11,31 +10,16 @@ import (
 // Backend is what the gRPC services need from a running node. cluster.Node
 // implements it; tests use a fake or a single in-memory node.
 //
-// Every write is a Raft proposal: it returns only after the command is
-// committed and applied, with the engine's result, or with an error that
-// wraps cluster.ErrNotLeader, cluster.ErrNoLeader, cluster.ErrUnknownOutcome,
-// cluster.ErrShutdown, or one of the engine's sentinels.
+// Every write is an engine.Op proposed through Propose: a Raft proposal
+// that returns only after the command is committed and applied, with the
+// engine's result, or with an error that wraps cluster.ErrNotLeader,
+// cluster.ErrNoLeader, cluster.ErrUnknownOutcome, cluster.ErrShutdown, or
+// one of the engine's sentinels. The package-level Propose gives a call
+// site its result typed.
 type Backend interface {
-	Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.EnqueueResult, error)
-	EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) ([]engine.BatchItemResult, error)
-	Reserve(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error)
-	Ack(ctx context.Context, ref engine.LeaseRef) error
-	Nack(ctx context.Context, p engine.NackParams) (engine.NackResult, error)
-	Release(ctx context.Context, ref engine.LeaseRef) error
-	ExtendLease(ctx context.Context, p engine.ExtendParams) (time.Time, error)
-	DrainDeadLetters(ctx context.Context, p engine.DrainParams) ([]engine.DeadLetterRecord, error)
-	RequeueDeadLetters(ctx context.Context, ids []engine.JobID) ([]engine.ItemResult, error)
-	DeleteDeadLetters(ctx context.Context, ids []engine.JobID) ([]engine.ItemResult, error)
-	DeadLetterJobs(ctx context.Context, ids []engine.JobID, reason string) ([]engine.ItemResult, error)
-	PauseQueue(ctx context.Context, queue string) error
-	ResumeQueue(ctx context.Context, queue string) error
-	CreateQueue(ctx context.Context, qc engine.QueueConfig, paused bool) error
-	UpdateQueue(ctx context.Context, u engine.QueueUpdate) error
-	DeleteQueue(ctx context.Context, queue string, force bool) (engine.QueueRemoval, error)
-	PurgeQueue(ctx context.Context, queue string, target engine.PurgeTarget) (engine.QueueRemoval, error)
-	ActOnJobs(ctx context.Context, p engine.JobActionParams) ([]engine.ItemResult, error)
-	StartRedrive(ctx context.Context, p engine.RedriveParams) (engine.RedriveTask, error)
-	SetRedriveState(ctx context.Context, id uint64, state engine.RedriveState, by string) (engine.RedriveTask, error)
+	// Propose carries out one write and returns its result, of the type
+	// op's engine.OpOf names.
+	Propose(ctx context.Context, op engine.Op) (any, error)
 	// Periodic schedules (cluster/schedule_api.go): the leader parses the
 	// spec and proposes the first tick; a create of an existing name is
 	// engine.ErrAlreadyExists, an update or delete of an unknown one
@@ -77,4 +61,11 @@ type Backend interface {
 	Join(ctx context.Context, node cluster.NodeInfo) error
 	Remove(ctx context.Context, id string) error
 	TransferLeadership(ctx context.Context, toID string) error
+}
+
+// Propose proposes op through b and returns its result typed (see
+// engine.ResultOf).
+func Propose[R any](ctx context.Context, b Backend, op engine.OpOf[R]) (R, error) {
+	v, err := b.Propose(ctx, op)
+	return engine.ResultOf(op, v, err)
 }

@@ -256,7 +256,10 @@ func (h *heldReserves) count() int {
 	return h.n
 }
 
-func (h *heldReserves) Reserve(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error) {
+func (h *heldReserves) Propose(ctx context.Context, op engine.Op) (any, error) {
+	if _, reserve := op.(engine.ReserveOp); !reserve {
+		return h.LocalBackend.Propose(ctx, op)
+	}
 	h.mu.Lock()
 	h.n++
 	n := h.n
@@ -270,5 +273,5 @@ func (h *heldReserves) Reserve(ctx context.Context, p engine.ReserveParams) ([]e
 	case n > h.holdAt:
 		h.another <- struct{}{}
 	}
-	return h.LocalBackend.Reserve(ctx, p)
+	return h.LocalBackend.Propose(ctx, op)
 }

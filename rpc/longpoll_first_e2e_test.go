@@ -168,7 +168,7 @@ func (b *enqueueAfterLook) Read(ctx context.Context, stale bool, fn func(e engin
 	err := b.LocalBackend.Read(ctx, stale, fn)
 	b.once.Do(func() {
 		// An enqueue that fails leaves the id 0, which no reserve returns.
-		if res, err := b.LocalBackend.Enqueue(ctx, engine.EnqueueParams{Queue: b.queue, JobType: "t"}); err == nil {
+		if res, err := rpc.Propose(ctx, b.LocalBackend, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: b.queue, JobType: "t"}}); err == nil {
 			b.enqueued.Store(uint64(res.JobID))
 		}
 	})

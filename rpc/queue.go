@@ -29,7 +29,7 @@ func (s *queueService) Enqueue(ctx context.Context, req *seppv1.EnqueueRequest) 
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.b.Enqueue(ctx, p)
+	res, err := Propose(ctx, s.b, engine.EnqueueOp{Params: p})
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (s *queueService) EnqueueBatch(ctx context.Context, req *seppv1.EnqueueBatc
 	}
 	params = params[:kept]
 	if len(params) > 0 {
-		items, err := s.b.EnqueueBatch(ctx, params)
+		items, err := Propose(ctx, s.b, engine.EnqueueBatchOp{Items: params})
 		if err != nil {
 			return nil, renameField(err, "items", "jobs")
 		}
@@ -168,7 +168,7 @@ func (s *queueService) Reserve(ctx context.Context, req *seppv1.ReserveRequest) 
 			return s.reserveResponse(ctx, ds, p.WorkerID), nil
 		}
 	}
-	ds, err = s.b.Reserve(ctx, p)
+	ds, err = Propose(ctx, s.b, engine.ReserveOp{Params: p})
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func (s *queueService) longPoll(ctx context.Context, p engine.ReserveParams, wai
 			w = s.register()
 			if emptyProposals < maxEmptyProposals {
 				if ready := s.readyToReserve(ctx, p.Queue); ready > 0 && s.polls.claim(p.Queue, ready, p.N) {
-					ds, err := s.b.Reserve(ctx, p)
+					ds, err := Propose(ctx, s.b, engine.ReserveOp{Params: p})
 					s.polls.release(p.Queue, p.N)
 					if err != nil || len(ds) > 0 {
 						return ds, err
@@ -348,7 +348,7 @@ func (s *queueService) Ack(ctx context.Context, req *seppv1.AckRequest) (*seppv1
 	if err != nil {
 		return nil, err
 	}
-	if err := s.b.Ack(ctx, ref); err != nil {
+	if _, err := Propose(ctx, s.b, engine.AckOp{Ref: ref}); err != nil {
 		return nil, err
 	}
 	return &seppv1.AckResponse{}, nil
@@ -414,7 +414,7 @@ func (s *queueService) ackAll(ctx context.Context, refs []engine.LeaseRef) ([]er
 	}
 	errs := make([]error, len(refs))
 	for i, ref := range refs {
-		err := s.b.Ack(ctx, ref)
+		_, err := Propose(ctx, s.b, engine.AckOp{Ref: ref})
 		if err != nil && !isDeliveryError(err) {
 			return nil, err
 		}
@@ -440,7 +440,7 @@ func (s *queueService) Release(ctx context.Context, req *seppv1.ReleaseRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.b.Release(ctx, ref); err != nil {
+	if _, err := Propose(ctx, s.b, engine.ReleaseOp{Ref: ref}); err != nil {
 		return nil, err
 	}
 	return &seppv1.ReleaseResponse{}, nil
@@ -480,7 +480,7 @@ func (s *queueService) Nack(ctx context.Context, req *seppv1.NackRequest) (*sepp
 		return nil, invalidField("directive", "one of default, after, dead_letter",
 			"must set exactly one of default, after or dead_letter")
 	}
-	res, err := s.b.Nack(ctx, p)
+	res, err := Propose(ctx, s.b, engine.NackOp{Params: p})
 	if err != nil {
 		return nil, err
 	}
@@ -496,7 +496,7 @@ func (s *queueService) ExtendLease(ctx context.Context, req *seppv1.ExtendLeaseR
 	if err != nil {
 		return nil, err
 	}
-	deadline, err := s.b.ExtendLease(ctx, engine.ExtendParams{LeaseRef: ref, Lease: lease})
+	deadline, err := Propose(ctx, s.b, engine.ExtendLeaseOp{Params: engine.ExtendParams{LeaseRef: ref, Lease: lease}})
 	if err != nil {
 		return nil, err
 	}
@@ -509,7 +509,7 @@ func (s *queueService) DrainDeadLetters(ctx context.Context, req *seppv1.DrainDe
 		p.Queue = req.GetQueue()
 	}
 	p.Max = s.drainMax(ctx, p)
-	recs, err := s.b.DrainDeadLetters(ctx, p)
+	recs, err := Propose(ctx, s.b, engine.DrainDeadLettersOp{Params: p})
 	if err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func (s *queueService) releaseUnsent(ctx context.Context, ds []engine.Delivery) 
 	for i := range ds {
 		ref := engine.LeaseRef{JobID: ds[i].Job.ID, LeaseToken: ds[i].LeaseToken}
 		wg.Go(func() {
-			if err := s.b.Release(rctx, ref); err != nil {
+			if _, err := Propose(rctx, s.b, engine.ReleaseOp{Ref: ref}); err != nil {
 				s.log.Warn("a reserved job that did not fit the response was not released; it returns when its lease ends",
 					"job_id", uint64(ref.JobID), "error", err)
 			}

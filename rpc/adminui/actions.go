@@ -13,6 +13,7 @@ import (
 
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
 )
 
 const (
@@ -230,9 +231,9 @@ func (h *handler) deadLetterAction(w http.ResponseWriter, r *http.Request, q *re
 			err error
 		)
 		if name == "requeue" {
-			res, err = h.backend.RequeueDeadLetters(ctx, ids)
+			res, err = rpc.Propose(ctx, h.backend, engine.RequeueDeadLettersOp{IDs: ids})
 		} else {
-			res, err = h.backend.DeleteDeadLetters(ctx, ids)
+			res, err = rpc.Propose(ctx, h.backend, engine.DeleteDeadLettersOp{IDs: ids})
 		}
 		if err != nil {
 			return flash{}, err
@@ -271,7 +272,7 @@ func (h *handler) deadLetter(w http.ResponseWriter, r *http.Request, q *request)
 		}
 	}
 	h.perform(w, r, q, action{name: "dead-letter", queue: queue, back: back, run: func(ctx context.Context) (flash, error) {
-		res, err := h.backend.DeadLetterJobs(ctx, ids, reason)
+		res, err := rpc.Propose(ctx, h.backend, engine.DeadLetterJobsOp{IDs: ids, Reason: reason})
 		if err != nil {
 			return flash{}, err
 		}
@@ -296,9 +297,9 @@ func (h *handler) pauseAction(w http.ResponseWriter, r *http.Request, q *request
 	h.perform(w, r, q, action{name: name, queue: queue, back: backTo(r, "/queues"), run: func(ctx context.Context) (flash, error) {
 		var err error
 		if pause {
-			err = h.backend.PauseQueue(ctx, queue)
+			_, err = rpc.Propose(ctx, h.backend, engine.PauseQueueOp{Queue: queue})
 		} else {
-			err = h.backend.ResumeQueue(ctx, queue)
+			_, err = rpc.Propose(ctx, h.backend, engine.ResumeQueueOp{Queue: queue})
 		}
 		if err != nil {
 			return flash{}, err

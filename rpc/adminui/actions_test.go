@@ -10,6 +10,7 @@ import (
 
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
 	"github.com/sepp-io/sepp/rpc/adminui"
 	"github.com/sepp-io/sepp/rpc/rpctest"
 )
@@ -56,7 +57,7 @@ func TestRequeueKeepsIDAndResetsAttempt(t *testing.T) {
 	}
 	// The next delivery of the same job id is attempt 1 again. The
 	// highest-priority job goes first; take the requeued one from the batch.
-	ds, err := e.backend.Reserve(t.Context(), engine.ReserveParams{Queue: "emails", WorkerID: "w", N: 10})
+	ds, err := rpc.Propose(t.Context(), e.backend, engine.ReserveOp{Params: engine.ReserveParams{Queue: "emails", WorkerID: "w", N: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestDeadLetterLiveJobRecordsAdminCause(t *testing.T) {
 	csrf := b.csrf("/queues/emails?tab=ready")
 
 	// Reserve the ready jobs' neighbour so a reserved one can be refused.
-	ds, err := e.backend.Reserve(t.Context(), engine.ReserveParams{Queue: "reports", WorkerID: "w", N: 1})
+	ds, err := rpc.Propose(t.Context(), e.backend, engine.ReserveOp{Params: engine.ReserveParams{Queue: "reports", WorkerID: "w", N: 1}})
 	if err != nil || len(ds) != 1 {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestViewerCanLookButNotAct(t *testing.T) {
 	operator := newBrowser(t, e.srv.URL)
 	operator.signIn(operatorName, operatorPass)
 	csrf = operator.csrf("/queues")
-	if err := e.backend.PauseQueue(t.Context(), "reports"); err != nil { // so "resume" has work to do
+	if _, err := rpc.Propose(t.Context(), e.backend, engine.PauseQueueOp{Queue: "reports"}); err != nil { // so "resume" has work to do
 		t.Fatal(err)
 	}
 	for _, tc := range actionCases(e) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
 	"github.com/sepp-io/sepp/rpc/adminui"
 	"github.com/sepp-io/sepp/rpc/rpctest"
 )
@@ -316,12 +317,12 @@ func TestScreenshots(t *testing.T) {
 	// More queues and traffic, so the pages look like a working system.
 	for i, q := range []string{"billing.invoices", "images.resize", "reports", "webhooks"} {
 		for j := 0; j < 3+5*i; j++ {
-			if _, err := e.backend.Enqueue(ctx, engine.EnqueueParams{Queue: q, JobType: "task", Payload: []byte(`{"n":1}`)}); err != nil {
+			if _, err := rpc.Propose(ctx, e.backend, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: q, JobType: "task", Payload: []byte(`{"n":1}`)}}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := e.backend.PauseQueue(ctx, "webhooks"); err != nil {
+	if _, err := rpc.Propose(ctx, e.backend, engine.PauseQueueOp{Queue: "webhooks"}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := adminui.New(threeNodes{e.backend}, adminui.Options{
@@ -334,16 +335,16 @@ func TestScreenshots(t *testing.T) {
 	// A second visit ten seconds and some work later gives the Queues page rates.
 	e.clock.Advance(10 * time.Second)
 	for j := 0; j < 40; j++ {
-		if _, err := e.backend.Enqueue(ctx, engine.EnqueueParams{Queue: "images.resize", JobType: "resize", Payload: []byte(`{}`)}); err != nil {
+		if _, err := rpc.Propose(ctx, e.backend, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "images.resize", JobType: "resize", Payload: []byte(`{}`)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ds, err := e.backend.Reserve(ctx, engine.ReserveParams{Queue: "images.resize", WorkerID: "w", N: 25})
+	ds, err := rpc.Propose(ctx, e.backend, engine.ReserveOp{Params: engine.ReserveParams{Queue: "images.resize", WorkerID: "w", N: 25}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range ds {
-		if err := e.backend.Ack(ctx, engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken}); err != nil {
+		if _, err := rpc.Propose(ctx, e.backend, engine.AckOp{Ref: engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken}}); err != nil {
 			t.Fatal(err)
 		}
 	}

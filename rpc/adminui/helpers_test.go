@@ -101,7 +101,7 @@ func (e *env) seed() {
 	t.Helper()
 	enqueue := func(p engine.EnqueueParams) engine.JobID {
 		t.Helper()
-		res, err := b.Enqueue(ctx, p)
+		res, err := rpc.Propose(ctx, b, engine.EnqueueOp{Params: p})
 		if err != nil {
 			t.Fatalf("seed enqueue %+v: %v", p, err)
 		}
@@ -109,7 +109,7 @@ func (e *env) seed() {
 	}
 	reserve := func(queue string, lease time.Duration) engine.Delivery {
 		t.Helper()
-		ds, err := b.Reserve(ctx, engine.ReserveParams{Queue: queue, WorkerID: "worker-7", N: 1, Lease: lease})
+		ds, err := rpc.Propose(ctx, b, engine.ReserveOp{Params: engine.ReserveParams{Queue: queue, WorkerID: "worker-7", N: 1, Lease: lease}})
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("seed reserve: %v (%d deliveries)", err, len(ds))
 		}
@@ -117,7 +117,7 @@ func (e *env) seed() {
 	}
 	nack := func(d engine.Delivery, dir engine.Directive, reason string) {
 		t.Helper()
-		if _, err := b.Nack(ctx, engine.NackParams{LeaseRef: engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken}, Directive: dir, Reason: reason}); err != nil {
+		if _, err := rpc.Propose(ctx, b, engine.NackOp{Params: engine.NackParams{LeaseRef: engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken}, Directive: dir, Reason: reason}}); err != nil {
 			t.Fatalf("seed nack: %v", err)
 		}
 	}
@@ -146,7 +146,7 @@ func (e *env) seed() {
 
 	// admin: dead-lettered by an operator while Ready.
 	e.jobs.admin = enqueue(engine.EnqueueParams{Queue: "emails", JobType: "send_digest", Payload: []byte(`{"digest":"weekly"}`)})
-	if res, err := b.DeadLetterJobs(ctx, []engine.JobID{e.jobs.admin}, "pulled for inspection"); err != nil || res[0].Err != nil {
+	if res, err := rpc.Propose(ctx, b, engine.DeadLetterJobsOp{IDs: []engine.JobID{e.jobs.admin}, Reason: "pulled for inspection"}); err != nil || res[0].Err != nil {
 		t.Fatalf("seed dead-letter: %v %v", err, res)
 	}
 	e.clock.Advance(time.Minute)
@@ -321,20 +321,8 @@ func (f *followerBackend) Status(ctx context.Context) (cluster.Status, error) {
 	return st, err
 }
 
-func (f *followerBackend) RequeueDeadLetters(context.Context, []engine.JobID) ([]engine.ItemResult, error) {
-	return nil, f.notLeader()
-}
-
-func (f *followerBackend) DeleteDeadLetters(context.Context, []engine.JobID) ([]engine.ItemResult, error) {
-	return nil, f.notLeader()
-}
-
-func (f *followerBackend) DeadLetterJobs(context.Context, []engine.JobID, string) ([]engine.ItemResult, error) {
-	return nil, f.notLeader()
-}
-
-func (f *followerBackend) PauseQueue(context.Context, string) error  { return f.notLeader() }
-func (f *followerBackend) ResumeQueue(context.Context, string) error { return f.notLeader() }
+// Propose refuses every write, as a follower does.
+func (f *followerBackend) Propose(context.Context, engine.Op) (any, error) { return nil, f.notLeader() }
 
 func isNotFound(err error) bool { return errors.Is(err, engine.ErrNotFound) }
 

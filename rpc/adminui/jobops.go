@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
 )
 
 // Actions on live jobs (issue #25): delete, run now, reschedule, change
@@ -138,7 +139,7 @@ func (h *handler) jobsAct(w http.ResponseWriter, r *http.Request, q *request) {
 		for len(ids) > 0 {
 			n := min(len(ids), maxSelected)
 			p.IDs = ids[:n]
-			res, err := h.backend.ActOnJobs(ctx, p)
+			res, err := rpc.Propose(ctx, h.backend, engine.ActOnJobsOp{Params: p})
 			if err != nil {
 				if len(all) == 0 {
 					return flash{}, err
@@ -256,7 +257,7 @@ func (h *handler) deadActAll(w http.ResponseWriter, r *http.Request, q *request)
 	}
 	h.perform(w, r, q, action{name: "dead-letters-" + name + "-all", queue: queue, back: back, run: func(ctx context.Context) (flash, error) {
 		if asTask {
-			t, err := h.backend.StartRedrive(ctx, engine.RedriveParams{Selection: sel, By: actor(q)})
+			t, err := rpc.Propose(ctx, h.backend, engine.StartRedriveOp{Params: engine.RedriveParams{Selection: sel, By: actor(q)}})
 			if err != nil {
 				return flash{}, err
 			}
@@ -270,9 +271,9 @@ func (h *handler) deadActAll(w http.ResponseWriter, r *http.Request, q *request)
 				err error
 			)
 			if name == "requeue" {
-				res, err = h.backend.RequeueDeadLetters(ctx, ids[:n])
+				res, err = rpc.Propose(ctx, h.backend, engine.RequeueDeadLettersOp{IDs: ids[:n]})
 			} else {
-				res, err = h.backend.DeleteDeadLetters(ctx, ids[:n])
+				res, err = rpc.Propose(ctx, h.backend, engine.DeleteDeadLettersOp{IDs: ids[:n]})
 			}
 			if err != nil {
 				if len(all) == 0 {

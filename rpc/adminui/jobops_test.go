@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
 	"github.com/sepp-io/sepp/rpc/adminui"
 )
 
@@ -64,7 +65,7 @@ func TestJobActions(t *testing.T) {
 // with cause cancelled and the worker's ack is refused.
 func TestCancelReservedFromUI(t *testing.T) {
 	e := newEnv(t, adminui.Options{Auth: true, Users: testUsers(t)}, week)
-	ds, err := e.backend.Reserve(t.Context(), engine.ReserveParams{Queue: "reports", WorkerID: "w-9", N: 1, Lease: time.Hour})
+	ds, err := rpc.Propose(t.Context(), e.backend, engine.ReserveOp{Params: engine.ReserveParams{Queue: "reports", WorkerID: "w-9", N: 1, Lease: time.Hour}})
 	if err != nil || len(ds) != 1 {
 		t.Fatal(err, len(ds))
 	}
@@ -82,7 +83,7 @@ func TestCancelReservedFromUI(t *testing.T) {
 	if err != nil || rec.Cause.String() != "cancelled" || rec.LastReason != "stuck on a bad host" {
 		t.Fatalf("record after cancel: %+v %v", rec, err)
 	}
-	if err := e.backend.Ack(t.Context(), engine.LeaseRef{JobID: ds[0].Job.ID, LeaseToken: ds[0].LeaseToken}); err == nil {
+	if _, err := rpc.Propose(t.Context(), e.backend, engine.AckOp{Ref: engine.LeaseRef{JobID: ds[0].Job.ID, LeaseToken: ds[0].LeaseToken}}); err == nil {
 		t.Error("the worker's ack after a cancel succeeded")
 	}
 }
@@ -99,7 +100,7 @@ func TestFilterAndActOnAllMatching(t *testing.T) {
 		if i%2 == 1 {
 			custom["tenant"] = "globex"
 		}
-		res, err := e.backend.Enqueue(ctx, engine.EnqueueParams{Queue: "emails", JobType: "bulk", Payload: []byte("{}"), Custom: custom})
+		res, err := rpc.Propose(ctx, e.backend, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "emails", JobType: "bulk", Payload: []byte("{}"), Custom: custom}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +119,7 @@ func TestFilterAndActOnAllMatching(t *testing.T) {
 	mustContain(t, "confirmation", ask.body, "Delete all", `id="confirm-count">4<`, `name="count" value="4"`)
 
 	// Another match arrives between the confirmation and the click: ask again.
-	if _, err := e.backend.Enqueue(ctx, engine.EnqueueParams{Queue: "emails", JobType: "bulk", Payload: []byte("{}"), Custom: map[string]string{"tenant": "acme"}}); err != nil {
+	if _, err := rpc.Propose(ctx, e.backend, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "emails", JobType: "bulk", Payload: []byte("{}"), Custom: map[string]string{"tenant": "acme"}}}); err != nil {
 		t.Fatal(err)
 	}
 	form.Set("confirmed", "yes")
@@ -156,7 +157,7 @@ func TestReadyTabInHandOutOrder(t *testing.T) {
 		t.Fatalf("ready order: ready1 at %d, ready2 at %d", i1, i2)
 	}
 	prio := uint32(9)
-	res, err := e.backend.Enqueue(t.Context(), engine.EnqueueParams{Queue: "emails", JobType: "urgent", Payload: []byte("{}"), Priority: &prio})
+	res, err := rpc.Propose(t.Context(), e.backend, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "emails", JobType: "urgent", Payload: []byte("{}"), Priority: &prio}})
 	if err != nil {
 		t.Fatal(err)
 	}

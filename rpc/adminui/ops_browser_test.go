@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
 	"github.com/sepp-io/sepp/rpc/adminui"
 )
 
@@ -31,12 +32,12 @@ func traffic(t *testing.T, e *env, ring *adminui.RateRing, steps int) {
 			if j%3 == 0 {
 				q = "emails"
 			}
-			if _, err := e.backend.Enqueue(ctx, engine.EnqueueParams{Queue: q, JobType: "resize", Payload: []byte(`{"w":640}`),
-				Custom: map[string]string{"tenant": []string{"acme", "globex"}[j%2]}}); err != nil {
+			if _, err := rpc.Propose(ctx, e.backend, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: q, JobType: "resize", Payload: []byte(`{"w":640}`),
+				Custom: map[string]string{"tenant": []string{"acme", "globex"}[j%2]}}}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		ds, err := e.backend.Reserve(ctx, engine.ReserveParams{Queue: "images.resize", WorkerID: fmt.Sprintf("resizer-%d", i%3), N: n - 4, Lease: time.Hour})
+		ds, err := rpc.Propose(ctx, e.backend, engine.ReserveOp{Params: engine.ReserveParams{Queue: "images.resize", WorkerID: fmt.Sprintf("resizer-%d", i%3), N: n - 4, Lease: time.Hour}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,11 +45,11 @@ func traffic(t *testing.T, e *env, ring *adminui.RateRing, steps int) {
 			ref := engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken}
 			switch {
 			case k == 0 && i%5 == 0:
-				if _, err := e.backend.Nack(ctx, engine.NackParams{LeaseRef: ref, Directive: engine.DirectiveDeadLetter, Reason: "corrupt image header"}); err != nil {
+				if _, err := rpc.Propose(ctx, e.backend, engine.NackOp{Params: engine.NackParams{LeaseRef: ref, Directive: engine.DirectiveDeadLetter, Reason: "corrupt image header"}}); err != nil {
 					t.Fatal(err)
 				}
 			case k < len(ds)-2:
-				if err := e.backend.Ack(ctx, ref); err != nil {
+				if _, err := rpc.Propose(ctx, e.backend, engine.AckOp{Ref: ref}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -189,7 +190,7 @@ func TestScreenshotsOps(t *testing.T) {
 	}
 	base := newServer(t, h)
 	browserSignIn(t, tab, base, operatorName, operatorPass)
-	if _, err := e.backend.StartRedrive(t.Context(), engine.RedriveParams{Selection: engine.RedriveSelection{Queue: "images.resize", ReasonContains: "corrupt"}, By: operatorName}); err != nil {
+	if _, err := rpc.Propose(t.Context(), e.backend, engine.StartRedriveOp{Params: engine.RedriveParams{Selection: engine.RedriveSelection{Queue: "images.resize", ReasonContains: "corrupt"}, By: operatorName}}); err != nil {
 		t.Fatal(err)
 	}
 	// Payloads counted on disk, under a disk budget, for the node page.

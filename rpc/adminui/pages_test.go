@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
 	"github.com/sepp-io/sepp/rpc/adminui"
 )
 
@@ -138,7 +139,7 @@ func TestPagingThroughATab(t *testing.T) {
 	e := newEnv(t, adminui.Options{}, week)
 	var last engine.JobID
 	for i := 0; i < 60; i++ {
-		res, err := e.backend.Enqueue(t.Context(), engine.EnqueueParams{Queue: "bulk", JobType: "bulk_item", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+		res, err := rpc.Propose(t.Context(), e.backend, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "bulk", JobType: "bulk_item", Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
 )
 
 // Queues as managed objects in the UI: create a queue from the Queues page,
@@ -71,7 +72,7 @@ func (h *handler) createQueue(w http.ResponseWriter, r *http.Request, q *request
 		if len(bad) > 0 {
 			return flash{Kind: "error", Text: "The queue was not created: " + strings.Join(bad, "; ") + "."}, nil
 		}
-		if err := h.backend.CreateQueue(ctx, qc, paused); err != nil {
+		if _, err := rpc.Propose(ctx, h.backend, engine.CreateQueueOp{Config: qc, Paused: paused}); err != nil {
 			return flash{}, err
 		}
 		text := "Created queue " + name + "."
@@ -149,7 +150,7 @@ func (h *handler) setReserveLimits(w http.ResponseWriter, r *http.Request, q *re
 		if len(bad) > 0 {
 			return flash{Kind: "error", Text: "The reserve limits were not changed: " + strings.Join(bad, "; ") + "."}, nil
 		}
-		if err := h.backend.UpdateQueue(ctx, u); err != nil {
+		if _, err := rpc.Propose(ctx, h.backend, engine.UpdateQueueOp{Update: u}); err != nil {
 			return flash{}, err
 		}
 		return flash{Kind: "ok", Text: "Set the reserve limits of queue " + queue + ": " + describeLimits(set) + ". They apply to the next reserve, on every node."}, nil
@@ -204,7 +205,7 @@ func (h *handler) purgeQueue(w http.ResponseWriter, r *http.Request, q *request)
 		return
 	}
 	h.perform(w, r, q, action{name: "purge-queue", queue: queue, back: backTo(r, "/queues"), run: func(ctx context.Context) (flash, error) {
-		res, err := h.backend.PurgeQueue(ctx, queue, pt)
+		res, err := rpc.Propose(ctx, h.backend, engine.PurgeQueueOp{Queue: queue, Target: pt})
 		if err != nil {
 			return flash{}, err
 		}
@@ -223,7 +224,7 @@ func (h *handler) deleteQueue(w http.ResponseWriter, r *http.Request, q *request
 	}
 	force := r.PostForm.Get("force") == "yes"
 	h.perform(w, r, q, action{name: "delete-queue", queue: queue, back: "/queues", run: func(ctx context.Context) (flash, error) {
-		res, err := h.backend.DeleteQueue(ctx, queue, force)
+		res, err := rpc.Propose(ctx, h.backend, engine.DeleteQueueOp{Queue: queue, Force: force})
 		if err != nil {
 			return flash{}, err
 		}

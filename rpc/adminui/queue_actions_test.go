@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
 	"github.com/sepp-io/sepp/rpc/adminui"
 )
 
@@ -168,11 +169,11 @@ func TestQueueActions_ReserveLimits(t *testing.T) {
 		t.Fatalf("after the form: %+v", q)
 	}
 	for range 2 {
-		if _, err := e.backend.Enqueue(t.Context(), engine.EnqueueParams{Queue: "lim", JobType: "t"}); err != nil {
+		if _, err := rpc.Propose(t.Context(), e.backend, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "lim", JobType: "t"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ds, err := e.backend.Reserve(t.Context(), engine.ReserveParams{Queue: "lim", N: 5, WorkerID: "w", Lease: time.Minute})
+	ds, err := rpc.Propose(t.Context(), e.backend, engine.ReserveOp{Params: engine.ReserveParams{Queue: "lim", N: 5, WorkerID: "w", Lease: time.Minute}})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("reserve under the form's max_reserved 1: %d jobs, %v", len(ds), err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
 )
 
 // The redrive page (issue #25): select dead letters by queue, cause, type,
@@ -160,7 +161,7 @@ func (h *handler) redriveStart(w http.ResponseWriter, r *http.Request, q *reques
 		return
 	}
 	h.perform(w, r, q, action{name: "redrive-start", queue: form.Queue, back: "/redrive", run: func(ctx context.Context) (flash, error) {
-		t, err := h.backend.StartRedrive(ctx, p)
+		t, err := rpc.Propose(ctx, h.backend, engine.StartRedriveOp{Params: p})
 		if err != nil {
 			return flash{}, err
 		}
@@ -187,7 +188,7 @@ func (h *handler) redriveState(w http.ResponseWriter, r *http.Request, q *reques
 		return
 	}
 	h.perform(w, r, q, action{name: "redrive-" + verb, back: "/redrive", run: func(ctx context.Context) (flash, error) {
-		t, err := h.backend.SetRedriveState(ctx, id, st, actor(q))
+		t, err := rpc.Propose(ctx, h.backend, engine.SetRedriveStateOp{ID: id, State: st, By: actor(q)})
 		if err != nil {
 			return flash{}, err
 		}

@@ -159,142 +159,35 @@ func (b *LocalBackend) tickIfDueLocked(now time.Time) {
 	}
 }
 
-func (b *LocalBackend) Enqueue(ctx context.Context, p engine.EnqueueParams) (res engine.EnqueueResult, err error) {
-	err = b.write(ctx, "Enqueue", func(now time.Time) error {
-		res, err = b.eng.Enqueue(now, p)
-		return err
-	})
-	return res, err
-}
-
-func (b *LocalBackend) EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) (res []engine.BatchItemResult, err error) {
-	err = b.write(ctx, "EnqueueBatch", func(now time.Time) error {
-		res, err = b.eng.EnqueueBatch(now, items)
-		return err
-	})
-	return res, err
-}
-
-func (b *LocalBackend) Reserve(ctx context.Context, p engine.ReserveParams) (ds []engine.Delivery, err error) {
-	p.RetryWindow = p.RequestID != "" // a node whose every member applies it (cluster.Node.Reserve)
-	err = b.write(ctx, "Reserve", func(now time.Time) error {
-		ds, err = b.eng.Reserve(now, p)
-		return err
-	})
-	return ds, err
-}
-
-func (b *LocalBackend) Ack(ctx context.Context, ref engine.LeaseRef) error {
-	return b.write(ctx, "Ack", func(now time.Time) error { return b.eng.Ack(now, ref) })
-}
-
-func (b *LocalBackend) Nack(ctx context.Context, p engine.NackParams) (res engine.NackResult, err error) {
-	err = b.write(ctx, "Nack", func(now time.Time) error {
-		res, err = b.eng.Nack(now, p)
-		return err
-	})
-	return res, err
-}
-
-func (b *LocalBackend) Release(ctx context.Context, ref engine.LeaseRef) error {
-	return b.write(ctx, "Release", func(now time.Time) error { return b.eng.Release(now, ref) })
-}
-
-func (b *LocalBackend) ExtendLease(ctx context.Context, p engine.ExtendParams) (deadline time.Time, err error) {
-	err = b.write(ctx, "ExtendLease", func(now time.Time) error {
-		deadline, err = b.eng.ExtendLease(now, p)
-		return err
-	})
-	return deadline, err
-}
-
-func (b *LocalBackend) DrainDeadLetters(ctx context.Context, p engine.DrainParams) (recs []engine.DeadLetterRecord, err error) {
-	err = b.write(ctx, "DrainDeadLetters", func(now time.Time) error {
-		recs, err = b.eng.DrainDeadLetters(now, p)
-		return err
-	})
-	return recs, err
-}
-
-func (b *LocalBackend) RequeueDeadLetters(ctx context.Context, ids []engine.JobID) (res []engine.ItemResult, err error) {
-	err = b.write(ctx, "RequeueDeadLetters", func(now time.Time) error {
-		res = b.eng.RequeueDeadLetters(now, ids)
-		return nil
-	})
-	return res, err
-}
-
-func (b *LocalBackend) DeleteDeadLetters(ctx context.Context, ids []engine.JobID) (res []engine.ItemResult, err error) {
-	err = b.write(ctx, "DeleteDeadLetters", func(now time.Time) error {
-		res = b.eng.DeleteDeadLetters(now, ids)
-		return nil
-	})
-	return res, err
-}
-
-func (b *LocalBackend) DeadLetterJobs(ctx context.Context, ids []engine.JobID, reason string) (res []engine.ItemResult, err error) {
-	err = b.write(ctx, "DeadLetterJobs", func(now time.Time) error {
-		res = b.eng.DeadLetterJobs(now, ids, reason)
-		return nil
-	})
-	return res, err
-}
-
-func (b *LocalBackend) PauseQueue(ctx context.Context, queue string) error {
-	return b.write(ctx, "PauseQueue", func(now time.Time) error { return b.eng.PauseQueue(now, queue) })
-}
-
-func (b *LocalBackend) ResumeQueue(ctx context.Context, queue string) error {
-	return b.write(ctx, "ResumeQueue", func(now time.Time) error { return b.eng.ResumeQueue(now, queue) })
-}
-
-func (b *LocalBackend) CreateQueue(ctx context.Context, qc engine.QueueConfig, paused bool) error {
-	return b.write(ctx, "CreateQueue", func(now time.Time) error {
-		// As the state machine applies a QueueCreate of this binary's
-		// command version (fsm.CommandVersionDeadLetterEdges).
-		if err := b.eng.CheckDeadLetterTarget("dead_letter_queue", qc.DeadLetterQueue); err != nil {
-			return err
-		}
-		return b.eng.CreateQueue(now, qc, paused)
-	})
-}
-
-func (b *LocalBackend) UpdateQueue(ctx context.Context, u engine.QueueUpdate) error {
-	return b.write(ctx, "UpdateQueue", func(now time.Time) error {
-		if u.SetDeadLetterQueue {
-			if err := b.eng.CheckDeadLetterTarget("dead_letter_queue", u.Set.DeadLetterQueue); err != nil {
+// Propose applies op to the engine as the state machine applies its
+// command, under the lock, at the injected clock's time, and answers as a
+// cluster.Node would. Two choices a node makes before it proposes are made
+// here as a cluster of this binary alone makes them: a reserve with a
+// request id keeps its leases for a retry (cluster.Node.Reserve), and a
+// queue's dead_letter_queue must name an existing queue, as a QueueCreate
+// or QueueUpdate of this binary's command version requires
+// (fsm.CommandVersionDeadLetterEdges).
+func (b *LocalBackend) Propose(ctx context.Context, op engine.Op) (res any, err error) {
+	switch o := op.(type) {
+	case engine.ReserveOp:
+		o.Params.RetryWindow = o.Params.RequestID != ""
+		op = o
+	}
+	err = b.write(ctx, op.OpName(), func(now time.Time) error {
+		switch o := op.(type) {
+		case engine.CreateQueueOp:
+			if err := b.eng.CheckDeadLetterTarget("dead_letter_queue", o.Config.DeadLetterQueue); err != nil {
 				return err
 			}
+		case engine.UpdateQueueOp:
+			if o.Update.SetDeadLetterQueue {
+				if err := b.eng.CheckDeadLetterTarget("dead_letter_queue", o.Update.Set.DeadLetterQueue); err != nil {
+					return err
+				}
+			}
 		}
-		return b.eng.UpdateQueue(now, u)
-	})
-}
-
-func (b *LocalBackend) DeleteQueue(ctx context.Context, queue string, force bool) (engine.QueueRemoval, error) {
-	var res engine.QueueRemoval
-	err := b.write(ctx, "DeleteQueue", func(now time.Time) error {
 		var err error
-		res, err = b.eng.DeleteQueue(now, queue, force)
-		return err
-	})
-	return res, err
-}
-
-func (b *LocalBackend) PurgeQueue(ctx context.Context, queue string, target engine.PurgeTarget) (engine.QueueRemoval, error) {
-	var res engine.QueueRemoval
-	err := b.write(ctx, "PurgeQueue", func(now time.Time) error {
-		var err error
-		res, err = b.eng.PurgeQueue(now, queue, target)
-		return err
-	})
-	return res, err
-}
-
-func (b *LocalBackend) ActOnJobs(ctx context.Context, p engine.JobActionParams) ([]engine.ItemResult, error) {
-	var res []engine.ItemResult
-	err := b.write(ctx, "ActOnJobs", func(now time.Time) error {
-		var err error
-		res, err = b.eng.ActOnJobs(now, p)
+		res, err = b.eng.Apply(now, op)
 		return err
 	})
 	return res, err
@@ -429,33 +322,6 @@ func (b *LocalBackend) membership(ctx context.Context, op string, fn func() erro
 		return err
 	}
 	return fn()
-}
-
-func (b *LocalBackend) StartRedrive(ctx context.Context, p engine.RedriveParams) (engine.RedriveTask, error) {
-	var res engine.RedriveTask
-	err := b.write(ctx, "StartRedrive", func(now time.Time) error {
-		var err error
-		res, err = b.eng.StartRedrive(now, p)
-		return err
-	})
-	return res, err
-}
-
-func (b *LocalBackend) SetRedriveState(ctx context.Context, id uint64, state engine.RedriveState, by string) (engine.RedriveTask, error) {
-	var res engine.RedriveTask
-	err := b.write(ctx, "SetRedriveState", func(now time.Time) error {
-		var err error
-		switch state {
-		case engine.RedrivePaused:
-			res, err = b.eng.PauseRedrive(now, id)
-		case engine.RedriveRunning:
-			res, err = b.eng.ResumeRedrive(now, id)
-		default:
-			res, err = b.eng.CancelRedrive(now, id, by)
-		}
-		return err
-	})
-	return res, err
 }
 
 // RedriveStep moves up to max of task id's records, as the leader's paced
