@@ -91,6 +91,8 @@ func Example_producer() {
 	// job 3 ready
 }
 
+// docs:begin worker
+
 // Working: register handlers, start, stop gracefully. A nil return acks;
 // Retry, RetryAfter and Permanent choose the nack directive.
 func Example_worker() {
@@ -131,6 +133,8 @@ func Example_worker() {
 	// Output:
 	// welcome ada@example.com (attempt 1 of 3)
 }
+
+// docs:end worker
 
 // Draining dead letters removes them: persist what you get before acting on
 // it. A replay is a fresh job with a new id and attempt 1.

@@ -11,6 +11,8 @@ import (
 	"github.com/sepp-io/sepp/client/sepptest"
 )
 
+// docs:begin code-under-test
+
 // sendWelcome is code under test: it enqueues a job.
 func sendWelcome(ctx context.Context, c *client.Client, address string) (uint64, error) {
 	res, err := c.Enqueue(ctx, client.NewEnqueueRequest("emails", "welcome").WithPayload([]byte(address)))
@@ -27,6 +29,8 @@ func welcome(ctx context.Context, d *client.Delivery) error {
 	}
 	return nil
 }
+
+// docs:end code-under-test
 
 // NewServer is Start for code without a testing.T, such as an Example
 // function: here, one that enqueues a job and reserves it.

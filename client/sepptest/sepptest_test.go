@@ -17,6 +17,8 @@ import (
 // No test may leave a goroutine behind: a server ends with its test.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// docs:begin worker-test
+
 // The example test of the package documentation: a Worker runs the
 // handler against a real single node started for the test.
 func TestStart_WorkerAgainstARealNode(t *testing.T) {
@@ -48,6 +50,8 @@ func TestStart_WorkerAgainstARealNode(t *testing.T) {
 		return errors.Is(err, client.ErrNotFound)
 	})
 }
+
+// docs:end worker-test
 
 func TestNewServer_CloseRemovesItsData(t *testing.T) {
 	before := tempEntries(t)
@@ -118,6 +122,8 @@ func TestWithConfig(t *testing.T) {
 	}
 }
 
+// docs:begin handler-test
+
 // The example test of RunHandler: each answer of the handler, without a
 // server.
 func TestRunHandler(t *testing.T) {
@@ -153,6 +159,8 @@ func TestRunHandler(t *testing.T) {
 		})
 	}
 }
+
+// docs:end handler-test
 
 func TestRunHandler_FillsTheDeliveryAsAFirstDelivery(t *testing.T) {
 	var seen client.Delivery

@@ -10,11 +10,13 @@ wheel).
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
 
-from sepp import EnqueueRequest, JobState, RetryDirective, SeppClient
+from sepp import (DeadLetterRecord, Delivery, EnqueueRequest, JobState, Permanent,
+                  RetryDirective, SeppClient, Worker)
 from sepp.testing import SeppServer
 
 EMAILS = """
@@ -65,3 +67,28 @@ async def test_a_failing_job_ends_in_the_dead_letters(sepp_server: SeppServer) -
 async def test_each_test_gets_a_fresh_server(sepp_server: SeppServer) -> None:
     async with await sepp_server.connect() as client:
         assert [q.name for q in await client.list_queues()] == []
+
+
+async def welcome(job: Delivery) -> None:
+    """A handler under test: a job without an address cannot succeed."""
+    if not job.job.payload:
+        raise Permanent("no address")
+
+
+@pytest.mark.sepp_config(EMAILS)
+@pytest.mark.asyncio
+async def test_a_worker_acks_good_jobs_and_dead_letters_bad_ones(sepp_server: SeppServer) -> None:
+    async with await sepp_server.connect() as client:
+        await send_welcome(client, "ada@example.com")
+        bad = await send_welcome(client, "")
+        worker = Worker(client, concurrency=2, wait=timedelta(milliseconds=200))
+        worker.handle("emails", "welcome", welcome)
+        async with worker:
+            records: list[DeadLetterRecord] = []
+            for _ in range(100):  # up to 10 s for the worker to get through both
+                records += await client.drain_dead_letters("emails", max=10)
+                waiting, _ = await client.list_jobs("emails", state=JobState.READY)
+                if records and not waiting:
+                    break
+                await asyncio.sleep(0.1)
+        assert [(r.job.id, r.last_reason) for r in records] == [(bad, "no address")]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sepp_rs::client::{ReserveOptions, RetryDirective, SeppClient};
 use sepp_rs::testing::TestServer;
-use sepp_rs::EnqueueRequest;
+use sepp_rs::{Delivery, EnqueueRequest, HandlerError, Worker, WorkerOptions};
 
 const EMAILS: &str = r#"
 [storage]
@@ -63,4 +63,36 @@ async fn a_job_that_fails_twice_ends_in_the_dead_letters() {
     let records = client.drain_dead_letters(Some("emails"), 10).await.unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!((records[0].job_id, records[0].last_reason.as_deref()), (id, Some("no address")));
+}
+
+/// A handler under test: a job without an address cannot succeed.
+async fn welcome(job: Delivery) -> Result<(), HandlerError> {
+    if job.job.payload.is_empty() {
+        return Err(HandlerError::permanent("no address"));
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_worker_acks_good_jobs_and_dead_letters_bad_ones() {
+    let server = TestServer::builder().config(EMAILS).start().await.expect("start sepp");
+    let client = server.client().await.expect("connect");
+
+    send_welcome(&client, "ada@example.com").await.unwrap();
+    let bad = send_welcome(&client, "").await.unwrap();
+    let opts = WorkerOptions { concurrency: 2, wait: Duration::from_millis(200), ..Default::default() };
+    let mut worker = Worker::new(client.clone(), opts);
+    worker.handle("emails", "welcome", welcome);
+    let running = worker.start().unwrap();
+    let mut records = Vec::new();
+    for _ in 0..100 {
+        records.extend(client.drain_dead_letters(Some("emails"), 10).await.unwrap());
+        if !records.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(running.stop(Duration::from_secs(10)).await, "the worker stopped in time");
+    let got: Vec<_> = records.iter().map(|r| (r.job_id, r.last_reason.as_deref())).collect();
+    assert_eq!(got, vec![(bad, Some("no address"))], "{}", server.logs());
 }

@@ -6,7 +6,8 @@
 // project that installed the package's tarball.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { SeppClient, RetryDirective } from "sepp";
+import { SeppClient, RetryDirective, Worker, permanent } from "sepp";
+import type { DeadLetterRecord, Delivery } from "sepp";
 import { startServer, TestServer } from "sepp/testing";
 
 /** Code under test: it enqueues a job. */
@@ -63,4 +64,30 @@ test("a job that fails twice ends in the dead letters", async () => {
   const [record] = await client.drainDeadLetters("emails", 10);
   assert.equal(record?.jobId, id);
   assert.equal(record?.lastReason, "no address");
+});
+
+/** A handler under test: a job without an address cannot succeed. */
+function welcome(d: Delivery): void {
+  if (d.job.payload.length === 0) throw permanent(new Error("no address"));
+}
+
+test("a worker acks good jobs and dead-letters bad ones", async () => {
+  await sendWelcome(client, "ada@example.com");
+  const bad = await sendWelcome(client, "");
+  const worker = new Worker(client, { concurrency: 2, waitMs: 200 });
+  worker.handle("emails", "welcome", welcome);
+  worker.start();
+  const records: DeadLetterRecord[] = [];
+  try {
+    for (let i = 0; i < 100 && records.length === 0; i++) {
+      records.push(...(await client.drainDeadLetters("emails", 10)));
+      if (records.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await worker.stop();
+  }
+  assert.deepEqual(
+    records.map((r) => [r.jobId, r.lastReason]),
+    [[bad, "no address"]],
+  );
 });
