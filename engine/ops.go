@@ -131,9 +131,11 @@ func (StartRedriveOp) yields(RedriveTask)            {}
 func (SetRedriveStateOp) yields(RedriveTask)         {}
 
 // Apply runs op at now and returns its result (of the type op's OpOf
-// names; ResultOf turns it back into that type). It is the engine's side
-// of Propose for a backend without a log (rpc/rpctest): the state machine
-// applies the same writes from their log commands.
+// names; ResultOf turns it back into that type), as a log command of the
+// newest version applies it: a queue's dead_letter_queue must name an
+// existing queue. It is the engine's side of Propose for a backend without
+// a log (rpc/rpctest): the state machine applies the same writes from
+// their log commands, with the rules of each command's version.
 func (e *Engine) Apply(now time.Time, op Op) (any, error) {
 	switch op := op.(type) {
 	case EnqueueOp:
@@ -163,8 +165,16 @@ func (e *Engine) Apply(now time.Time, op Op) (any, error) {
 	case ResumeQueueOp:
 		return Done{}, e.ResumeQueue(now, op.Queue)
 	case CreateQueueOp:
+		if err := e.CheckDeadLetterTarget("dead_letter_queue", op.Config.DeadLetterQueue); err != nil {
+			return Done{}, err
+		}
 		return Done{}, e.CreateQueue(now, op.Config, op.Paused)
 	case UpdateQueueOp:
+		if op.Update.SetDeadLetterQueue {
+			if err := e.CheckDeadLetterTarget("dead_letter_queue", op.Update.Set.DeadLetterQueue); err != nil {
+				return Done{}, err
+			}
+		}
 		return Done{}, e.UpdateQueue(now, op.Update)
 	case DeleteQueueOp:
 		return e.DeleteQueue(now, op.Queue, op.Force)

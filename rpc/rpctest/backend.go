@@ -159,33 +159,17 @@ func (b *LocalBackend) tickIfDueLocked(now time.Time) {
 	}
 }
 
-// Propose applies op to the engine as the state machine applies its
-// command, under the lock, at the injected clock's time, and answers as a
-// cluster.Node would. Two choices a node makes before it proposes are made
-// here as a cluster of this binary alone makes them: a reserve with a
-// request id keeps its leases for a retry (cluster.Node.Reserve), and a
-// queue's dead_letter_queue must name an existing queue, as a QueueCreate
-// or QueueUpdate of this binary's command version requires
-// (fsm.CommandVersionDeadLetterEdges).
+// Propose applies op to the engine (engine.Apply) as the state machine
+// applies its command, under the lock, at the injected clock's time, and
+// answers as a cluster.Node would. A reserve with a request id keeps its
+// leases for a retry, as cluster.Node.Reserve has it once every member
+// applies that, as this one node does.
 func (b *LocalBackend) Propose(ctx context.Context, op engine.Op) (res any, err error) {
-	switch o := op.(type) {
-	case engine.ReserveOp:
+	if o, ok := op.(engine.ReserveOp); ok {
 		o.Params.RetryWindow = o.Params.RequestID != ""
 		op = o
 	}
 	err = b.write(ctx, op.OpName(), func(now time.Time) error {
-		switch o := op.(type) {
-		case engine.CreateQueueOp:
-			if err := b.eng.CheckDeadLetterTarget("dead_letter_queue", o.Config.DeadLetterQueue); err != nil {
-				return err
-			}
-		case engine.UpdateQueueOp:
-			if o.Update.SetDeadLetterQueue {
-				if err := b.eng.CheckDeadLetterTarget("dead_letter_queue", o.Update.Set.DeadLetterQueue); err != nil {
-					return err
-				}
-			}
-		}
 		var err error
 		res, err = b.eng.Apply(now, op)
 		return err
