@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sepp-io/sepp/fsm"
 )
 
 // Errors of a running node. The gRPC layer maps them in its one status table.
@@ -29,6 +31,10 @@ var (
 	// ErrUnknownMember: the node id names no voter of the configuration
 	// (a leadership transfer to it cannot start). Nothing changed.
 	ErrUnknownMember = errors.New("no such member")
+	// ErrCatchingUp: a read of a node that replays, after a restart, the
+	// entries its payload store already holds; it answers once it has (a
+	// moment). Nothing was read; retry, or read from another node.
+	ErrCatchingUp = fsm.ErrCatchingUp
 )
 
 // NotLeaderError carries the leader's addresses for the client to follow.

@@ -115,6 +115,10 @@ type Engine struct {
 	// diskHeld is the payload bytes of the live jobs and retained records:
 	// what the disk budget counts once payloadsOffHeap is on.
 	diskHeld int64
+	// payloadsAhead: the payload store already holds what the commands now
+	// applied write (SetPayloadsAhead): a node replaying its log after a
+	// restart over the store it kept.
+	payloadsAhead bool
 }
 
 // New returns an empty engine running cfg. cfg must have passed Validate; an

@@ -17,7 +17,7 @@ import (
 // the jobs whose leases lapsed unseen since (ReserveParams.RetryWindow).
 func (e *Engine) Reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
 	out, err := e.reserve(now, p)
-	if !p.WithoutPayloads && len(out) > 0 {
+	if !p.WithoutPayloads && !e.payloadsAhead && len(out) > 0 {
 		read, done := e.payloadReader() // one reader for the batch of deliveries
 		for i := range out {
 			out[i].Job.Payload = payloadVia(e.jobs.get(out[i].Job.ID), read)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -65,19 +66,40 @@ func (e *Engine) UsePayloadStore(s PayloadStore) {
 	e.payloads = s
 }
 
+// SetPayloadsAhead tells the engine whether its payload store already
+// holds the writes of the commands it now applies (and of some after
+// them): a node that kept its store across a restart replays the log from
+// its last snapshot up to the store's own applied index. While ahead, the
+// engine changes its memory exactly as the first time (it decides nothing
+// from a payload) but neither writes nor deletes a payload, and reads none
+// back: a payload this replay copies (a forward, a redrive) keeps its
+// length, and its copy is already stored; deliveries carry no payload
+// (their answers reached their callers before the restart). Snapshot
+// refuses to run while ahead: the state it would walk is older than the
+// store's.
+func (e *Engine) SetPayloadsAhead(ahead bool) { e.payloadsAhead = ahead }
+
+// ErrPayloadsAhead is a snapshot of an engine replaying its log over a
+// payload store that is ahead of it (SetPayloadsAhead).
+var ErrPayloadsAhead = errors.New("engine: the payload store is ahead of the state being replayed")
+
 // putPayload stores j's payload (the engine's own copy) and its length.
 func (e *Engine) putPayload(j *job, payload []byte) {
 	j.payloadLen = uint32(len(payload))
 	e.diskHeld += int64(len(payload))
-	if len(payload) > 0 {
+	if len(payload) > 0 && !e.payloadsAhead {
 		e.payloads.PutPayload(j.id, payload)
 	}
 }
 
 // payloadOf reads j's payload back; nil for an empty one. The slice is the
 // caller's: the engine never modifies it and keeps no reference to it
-// beyond what the store does.
+// beyond what the store does. While the store is ahead, it is zeros of
+// the payload's length: only a copy to be written (and skipped) reads it.
 func (e *Engine) payloadOf(j *job) []byte {
+	if e.payloadsAhead {
+		return make([]byte, j.payloadLen)
+	}
 	return payloadVia(j, e.payloads.Payload)
 }
 
@@ -108,7 +130,7 @@ func payloadVia(j *job, read func(JobID) []byte) []byte {
 // releasePayload deletes j's payload: j is gone for good.
 func (e *Engine) releasePayload(j *job) {
 	e.diskHeld -= int64(j.payloadLen)
-	if j.payloadLen > 0 {
+	if j.payloadLen > 0 && !e.payloadsAhead {
 		e.payloads.DeletePayload(j.id)
 	}
 }

@@ -42,6 +42,9 @@ var ErrCorruptSnapshot = errors.New("corrupt snapshot")
 // Snapshot writes the whole state in a canonical encoding: equal states give
 // equal bytes. It streams through a buffer and does not change the engine.
 func (e *Engine) Snapshot(w io.Writer) error {
+	if e.payloadsAhead {
+		return ErrPayloadsAhead
+	}
 	crc := crc32.NewIEEE()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 64<<10)
 	read, done := e.payloadReader()
@@ -390,6 +393,7 @@ func (e *Engine) Restore(r io.Reader) error {
 	}
 	if _, inHeap := e.payloads.(heapPayloads); !inHeap {
 		d.payloads = e.payloads
+		d.payloadsAhead = e.payloadsAhead
 	}
 	fresh, err := d.decodeEngine()
 	if err != nil {
@@ -485,6 +489,9 @@ type decoder struct {
 	// payloads is the store the restored engine keeps payloads in: the
 	// restoring engine's own when it is not the in-heap map.
 	payloads PayloadStore
+	// payloadsAhead: that store already holds the snapshot's payloads
+	// (Engine.SetPayloadsAhead); they are read past, not written.
+	payloadsAhead bool
 }
 
 const decodeBufSize = 64 << 10
@@ -740,6 +747,7 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	e := newEmpty()
 	if d.payloads != nil {
 		e.payloads = d.payloads
+		e.payloadsAhead = d.payloadsAhead
 	}
 	e.now = d.varint()
 	e.nextID = d.uvarint()

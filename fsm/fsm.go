@@ -86,8 +86,8 @@ type Config struct {
 	// Logger; nil discards.
 	Logger hclog.Logger
 	// PayloadDir, when set, is the directory of the on-disk store that
-	// keeps job payloads off the heap (payloads.go); Open empties it. Empty:
-	// payloads stay in the engine's heap (tests, tools).
+	// keeps job payloads off the heap (payloads.go), kept across restarts.
+	// Empty: payloads stay in the engine's heap (tests, tools).
 	PayloadDir string
 	// PayloadStore tunes that store (tests pass an in-memory file system).
 	PayloadStore store.Options
@@ -144,8 +144,8 @@ func New(cfg Config) *FSM {
 }
 
 // Open returns a state machine over a fresh engine running cfg.Engine,
-// with its payload store emptied and opened when cfg.PayloadDir is set.
-// Close releases the store.
+// with its payload store opened as the last run left it when
+// cfg.PayloadDir is set. Close releases the store.
 func Open(cfg Config) (*FSM, error) {
 	logger := cfg.Logger
 	if logger == nil {
@@ -161,12 +161,12 @@ func Open(cfg Config) (*FSM, error) {
 	}
 	if cfg.PayloadDir != "" {
 		if cfg.PayloadStore.Logger == nil {
-			cfg.PayloadStore.Logger = storeLogger{logger.Named("payloads")}
+			cfg.PayloadStore.Logger = storeLogger{log: logger.Named("payloads"), dir: cfg.PayloadDir}
 		}
 		if cfg.PayloadStore.OnFailure == nil {
 			cfg.PayloadStore.OnFailure = stopOnStoreFailure
 		}
-		p, err := openPayloadStore(cfg.PayloadDir, cfg.PayloadStore)
+		p, err := openPayloadStore(cfg.PayloadDir, cfg.PayloadStore, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -225,6 +225,14 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			f.mu.Unlock()
 			panic(fmt.Sprintf("fsm: cannot apply log index %d (term %d): %v", l.Index, l.Term, err))
 		}
+		if f.payloads != nil {
+			ahead, err := f.payloads.replaying(l.Index, l.Term)
+			if err != nil {
+				f.mu.Unlock()
+				panic(err.Error())
+			}
+			f.eng.SetPayloadsAhead(ahead)
+		}
 		results := make([]Result, len(cmds))
 		for j := range cmds {
 			if c := &cmds[j]; c.pb != nil {
@@ -240,6 +248,10 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	if n := len(logs); n > 0 {
 		if f.payloads != nil {
 			storeErr = f.payloads.commit(logs[n-1].Index, logs[n-1].Term)
+			if logs[n-1].Index >= f.payloads.ahead { // the replay over the kept store is done
+				f.payloads.ahead, f.payloads.aheadTerm = 0, 0
+				f.eng.SetPayloadsAhead(false)
+			}
 		}
 		f.appliedIndex.Store(logs[n-1].Index)
 	}
@@ -500,14 +512,29 @@ func (f *FSM) Applied() <-chan struct{} {
 func (f *FSM) AppliedIndex() uint64 { return f.appliedIndex.Load() }
 
 // Read runs fn against the engine under the read lock. fn must call only the
-// engine's read methods and keep no reference past its return.
+// engine's read methods and keep no reference past its return. While the
+// node replays entries its payload store already holds (after a restart),
+// it returns ErrCatchingUp: the state is older than the store's payloads.
 func (f *FSM) Read(fn func(e *engine.Engine) error) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
 		return ErrClosed
 	}
+	if f.behindStoreLocked() {
+		return ErrCatchingUp
+	}
 	return fn(f.eng)
+}
+
+// ErrCatchingUp is a read of a node that replays, after a restart, the
+// entries its payload store already holds: it answers once it has.
+var ErrCatchingUp = errors.New("fsm: this node is replaying its log after a restart; retry, or read from another node")
+
+// behindStoreLocked reports whether the engine is behind its payload store
+// (payloadStore.ahead): its state is not the store's yet.
+func (f *FSM) behindStoreLocked() bool {
+	return f.payloads != nil && f.payloads.ahead > f.appliedIndex.Load()
 }
 
 // Now is the state machine's clock: the latest now applied (zero before the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -32,13 +33,17 @@ const loadBatchBytes = 4 << 20
 // (package store, issue 35): job payloads live in Pebble, not in the Go
 // heap of the replica.
 //
-// The store holds what the engine holds and nothing else, and is rebuilt
-// at every start: Open empties it, the snapshot raft restores refills it,
-// and the log replayed after the snapshot does the rest. So the store never
-// has to agree with a state it did not see being built, and what a crash
-// leaves in it does not matter (Pebble's WAL is off: the Raft log is the
-// durable copy). Keeping the store across restarts, with snapshots that
-// carry no payloads, is the next step (store/DESIGN.md).
+// The store is kept across restarts. It holds the records of every entry
+// up to its own applied index (store.Store.AppliedIndex: written in the
+// same batch as the records, so a crash keeps both or neither; Pebble's WAL
+// is off, the Raft log is the durable copy). At a start raft restores its
+// last snapshot S and replays the log after it: if the store is at or past
+// S, the restore loads no payload and the entries up to the store's index
+// are replayed with the engine told that its store is ahead
+// (engine.SetPayloadsAhead); otherwise (an older store, a snapshot
+// installed from the leader, a snapshot of a release that did not record
+// its index) the store is emptied and refilled from the snapshot, as every
+// start did before.
 //
 // Writes go into one indexed batch per ApplyBatch, committed at its end
 // with the last entry's index (without fsync); reads during the apply see
@@ -56,6 +61,19 @@ type payloadStore struct {
 
 	batch   *store.Batch // open during an apply or a load
 	loading bool         // filling the store from a snapshot
+
+	// ahead is the store's applied index while the engine replays entries
+	// at or below it (0: the engine is not behind the store); aheadTerm is
+	// that entry's term as the store recorded it (0: unknown, after a
+	// load), checked against the log's entry when the replay reaches it.
+	ahead, aheadTerm uint64
+	// applied and appliedTerm are the last entry applied (or the restored
+	// snapshot's index, term 0): the store's content is that state's even
+	// where the store's own index is lower, its later entries having
+	// written nothing (markApplied).
+	applied, appliedTerm uint64
+	// rebuilds counts the loads from a snapshot since the store was opened.
+	rebuilds int
 }
 
 var _ engine.PayloadWalker = (*payloadStore)(nil)
@@ -83,44 +101,92 @@ func PayloadStoreOptions(memoryLimit int64) store.Options {
 	return store.Options{MemTableBytes: uint64(n), CacheBytes: n}
 }
 
-// storeLogger passes the store's messages to the state machine's log.
-type storeLogger struct{ log hclog.Logger }
+// storeLogger passes the store's messages to the state machine's log. A
+// fatal one (Pebble found a damaged table) stops the node and marks the
+// store in dir for a rebuild at the next start (markForRebuild).
+type storeLogger struct {
+	log hclog.Logger
+	dir string
+}
 
 func (l storeLogger) Infof(format string, args ...any)  { l.log.Info(fmt.Sprintf(format, args...)) }
 func (l storeLogger) Errorf(format string, args ...any) { l.log.Error(fmt.Sprintf(format, args...)) }
-func (l storeLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (l storeLogger) Fatalf(format string, args ...any) {
+	markForRebuild(l.dir)
+	panic(fmt.Sprintf(format, args...) + " (the payload store is rebuilt from the snapshot and the log at the next start)")
+}
 
-// openPayloadStore empties dir and opens a store in it.
-func openPayloadStore(dir string, opts store.Options) (*payloadStore, error) {
+// openPayloadStore opens the store in dir as a previous run left it (or a
+// new one), the engine behind it up to its applied index until a snapshot
+// restore decides otherwise. A store that cannot be opened (a lost or
+// damaged file, a newer format) or that a failed read marked is emptied:
+// it holds a copy of what the snapshot and the log hold, which rebuild it.
+func openPayloadStore(dir string, opts store.Options, log hclog.Logger) (*payloadStore, error) {
 	if opts.MemTableBytes == 0 {
 		opts.MemTableBytes = payloadMemTableBytes
 	}
 	if opts.CacheBytes == 0 {
 		opts.CacheBytes = payloadCacheBytes
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("fsm: empty the payload store: %w", err)
+	var (
+		st  *store.Store
+		err error
+	)
+	if _, serr := os.Stat(filepath.Join(dir, rebuildMarker)); serr == nil {
+		log.Warn("payload store marked for a rebuild after a failed read or write: emptying it; the snapshot and the log rebuild it", "dir", dir)
+		st, err = openEmptyStore(dir, opts)
+	} else if st, err = store.Open(dir, opts); err != nil {
+		// A lost or damaged file, a newer format: the store is a copy of
+		// what the snapshot and the log hold, so it is built again.
+		log.Warn("payload store cannot be opened: emptying it; the snapshot and the log rebuild it", "dir", dir, "error", err)
+		st, err = openEmptyStore(dir, opts)
 	}
-	st, err := store.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: open the payload store: %w", err)
 	}
-	return &payloadStore{dir: dir, opts: opts, st: st}, nil
+	return &payloadStore{dir: dir, opts: opts, st: st, ahead: st.AppliedIndex(), aheadTerm: st.AppliedTerm()}, nil
+}
+
+// openEmptyStore empties dir and opens a new store in it.
+func openEmptyStore(dir string, opts store.Options) (*store.Store, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("fsm: empty the payload store: %w", err)
+	}
+	return store.Open(dir, opts)
 }
 
 // stopOnStoreFailure stops the node at the payload store's first failed
 // flush or compaction (store.Options.OnFailure): Pebble would retry it
 // forever and, its memtables full, block the apply with the node still
 // heartbeating, a leader that commits nothing. Stopping loses nothing: the
-// store is rebuilt from the snapshot and the log at the next start, and
+// store keeps what it flushed, the snapshot and the log the rest, and
 // the others go on without this node meanwhile (as PostgreSQL learned of
 // fsync, a write the disk refused is not retried in place).
 func stopOnStoreFailure(err error) {
 	panic(fmt.Sprintf("fsm: payload store failed, stopping the node (it rebuilds the store from its snapshot and log at the next start): %v", err))
 }
 
+// fail stops the node at a failed read or write. The store is marked to be
+// emptied at the next start (rebuildMarker): a read that failed may fail
+// again at the same place after a restart (a damaged table), and the
+// snapshot and the log rebuild the whole store.
 func (p *payloadStore) fail(what string, err error) {
-	panic(fmt.Sprintf("fsm: payload store: %s: %v", what, err))
+	markForRebuild(p.dir)
+	panic(fmt.Sprintf("fsm: payload store: %s: %v (the store is rebuilt from the snapshot and the log at the next start)", what, err))
+}
+
+// rebuildMarker, in the store's directory, makes the next openPayloadStore
+// empty the store instead of keeping it.
+const rebuildMarker = "SEPP-REBUILD"
+
+// markForRebuild leaves rebuildMarker in dir, best effort: a node that
+// cannot even write it fails again at the same read after its restart, and
+// says so each time.
+func markForRebuild(dir string) {
+	if f, err := os.Create(filepath.Join(dir, rebuildMarker)); err == nil {
+		_ = f.Sync()
+		_ = f.Close()
+	}
 }
 
 func (p *payloadStore) PutPayload(id engine.JobID, payload []byte) {
@@ -194,6 +260,7 @@ func (p *payloadStore) begin() { p.batch = p.st.NewIndexedBatch() }
 func (p *payloadStore) commit(index, term uint64) error {
 	b := p.batch
 	p.batch = nil
+	p.applied, p.appliedTerm = index, term
 	if b.Empty() {
 		b.Close()
 		return nil
@@ -202,6 +269,35 @@ func (p *payloadStore) commit(index, term uint64) error {
 		return fmt.Errorf("fsm: payload store: commit index %d: %w", index, err)
 	}
 	return nil
+}
+
+// markApplied records the last applied entry as the store's index when
+// the entries after the store's own index wrote nothing, so that a restart
+// from a snapshot taken now, or after a clean stop, finds the store at or
+// past it and keeps it. A small write: the meta record alone.
+func (p *payloadStore) markApplied() error {
+	if p.applied <= p.st.AppliedIndex() {
+		return nil
+	}
+	if err := p.st.NewBatch().Commit(p.applied, p.appliedTerm); err != nil {
+		return fmt.Errorf("fsm: payload store: record index %d: %w", p.applied, err)
+	}
+	return nil
+}
+
+// keeps reports whether a snapshot of applied index snapIndex can be
+// restored over the store as it is: the store holds the records of every
+// entry up to an index at or past it. A snapshot that does not say its
+// index (older releases wrote 0) cannot.
+func (p *payloadStore) keeps(snapIndex uint64) bool {
+	return snapIndex != 0 && snapIndex <= p.st.AppliedIndex()
+}
+
+// keep restores a snapshot over the store as it is: the engine replays the
+// entries up to the store's applied index without touching it.
+func (p *payloadStore) keep(snapIndex uint64) {
+	p.ahead, p.aheadTerm = p.st.AppliedIndex(), p.st.AppliedTerm()
+	p.applied, p.appliedTerm = snapIndex, 0
 }
 
 // reset empties the store for a snapshot's payloads and opens a load.
@@ -213,30 +309,68 @@ func (p *payloadStore) reset() error {
 	if err := p.st.Close(); err != nil {
 		return err
 	}
-	st, err := openPayloadStore(p.dir, p.opts)
+	st, err := openEmptyStore(p.dir, p.opts)
 	if err != nil {
 		return err
 	}
-	p.st = st.st
+	p.st = st
 	p.batch = p.st.NewBatch() // a load reads nothing back: no index needed
 	p.loading = true
+	p.ahead, p.aheadTerm = 0, 0
+	p.rebuilds++
 	return nil
 }
 
-// endLoad commits what a load left in its last batch.
-func (p *payloadStore) endLoad() {
+// endLoad commits what a load left in its last batch, with the snapshot's
+// applied index when it has one: a restart right after keeps the store.
+// The term is not known here (0: not checked).
+func (p *payloadStore) endLoad(snapIndex uint64) {
 	b := p.batch
 	p.batch, p.loading = nil, false
-	if err := b.CommitUnindexed(); err != nil {
+	p.applied, p.appliedTerm = snapIndex, 0
+	var err error
+	if snapIndex != 0 {
+		err = b.Commit(snapIndex, 0)
+	} else {
+		err = b.CommitUnindexed()
+	}
+	if err != nil {
 		p.fail("load", err)
 	}
 }
 
-// close releases the store.
+// replaying reports whether the entry at index is one whose writes the
+// store already holds. An error (the node must stop) says that the store's
+// entry at its applied index has another term than the log's: the store
+// then belongs to another log (a data directory put together from two
+// nodes), and nothing it holds can be trusted.
+func (p *payloadStore) replaying(index, term uint64) (bool, error) {
+	if index > p.ahead {
+		return false, nil
+	}
+	if index == p.ahead && p.aheadTerm != 0 && term != p.aheadTerm {
+		return false, fmt.Errorf("fsm: payload store %s holds entry %d of term %d, but the log's entry %d has term %d: the store belongs to another log; remove the directory and restart (the snapshot and the log rebuild it)",
+			p.dir, index, p.aheadTerm, index, term)
+	}
+	return true, nil
+}
+
+// close flushes what is applied (so a restart replays no more than the
+// entries after it) and releases the store.
 func (p *payloadStore) close() error {
 	if p.batch != nil {
 		p.batch.Close()
 		p.batch = nil
 	}
-	return p.st.Close()
+	var ferr error
+	if p.st.Failed() == nil && p.ahead == 0 { // a failed store writes nothing more; one ahead keeps its index
+		ferr = p.markApplied()
+		if ferr == nil {
+			ferr = p.st.Flush()
+		}
+	}
+	if err := p.st.Close(); err != nil {
+		return err
+	}
+	return ferr
 }

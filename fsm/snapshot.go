@@ -56,6 +56,27 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	snap := &fileSnapshot{path: tmp.Name()}
 
 	f.mu.RLock()
+	if f.behindStoreLocked() {
+		f.mu.RUnlock()
+		snap.Release()
+		return nil, fmt.Errorf("fsm: snapshot: %w", ErrCatchingUp) // raft tries again at its next interval
+	}
+	if f.payloads != nil {
+		// The store's index at or past this snapshot's, flushed before raft
+		// keeps the snapshot (Persist waits for it), so that a restart from
+		// this snapshot, even after a crash, finds the store at or past it
+		// and keeps it. Pebble flushes memtables in order: the records of
+		// every earlier entry are durable with the index.
+		err := f.payloads.markApplied()
+		if err == nil {
+			snap.storeFlushed, err = f.payloads.st.FlushAsync()
+		}
+		if err != nil {
+			f.mu.RUnlock()
+			snap.Release()
+			return nil, err
+		}
+	}
 	meta := &cmdpb.SnapshotMeta{LastNowUnixNano: unixNano(f.lastNow), AppliedIndex: f.appliedIndex.Load()}
 	for _, n := range f.sortedNodesLocked() {
 		meta.Nodes = append(meta.Nodes, nodeMetaToProto(n))
@@ -92,12 +113,19 @@ type fileSnapshot struct {
 	path      string
 	meta      []byte
 	engineLen int64
+	// storeFlushed waits for the payload store's flush started at the
+	// snapshot (nil without a store).
+	storeFlushed func() error
 }
 
-// Persist streams the snapshot to the sink and closes it; on error it
-// cancels the sink.
+// Persist streams the snapshot to the sink and closes it once the payload
+// store's flush is done; on error it cancels the sink.
 func (s *fileSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := s.writeTo(sink); err != nil {
+	err := s.writeTo(sink)
+	if err == nil && s.storeFlushed != nil {
+		err = s.storeFlushed()
+	}
+	if err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("fsm: persist snapshot: %w", err)
 	}
@@ -160,23 +188,44 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-// restoreWithPayloadStore restores with the payloads going to the store,
-// emptied first. It holds the lock throughout: the engine being replaced
-// reads its payloads from the store this empties. A snapshot that fails to
-// restore stops the node: the old engine's payloads are gone with the
-// store's old content, so no state is left to serve.
+// restoreWithPayloadStore restores with the node's payload store. When
+// the store is at or past the snapshot's index (a node's own snapshot at
+// its start), the snapshot's payloads are read past, not written: the
+// store keeps what it holds and the engine replays the entries up to the
+// store's index without touching it (payloadStore). Otherwise the store is
+// emptied and refilled from the snapshot. It holds the lock throughout:
+// the engine being replaced reads its payloads from the store. A snapshot
+// that fails to refill the store stops the node: the old engine's payloads
+// are gone with the store's old content, so no state is left to serve.
 func (f *FSM) restoreWithPayloadStore(rc io.Reader) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.payloads.reset(); err != nil {
-		panic(fmt.Sprintf("fsm: restore: %v", err))
+	var (
+		kept    bool
+		snapIdx uint64
+	)
+	eng, meta, err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), f.cfg.Engine, func(meta *cmdpb.SnapshotMeta) (engine.PayloadStore, bool, error) {
+		snapIdx = meta.GetAppliedIndex()
+		if kept = f.payloads.keeps(snapIdx); kept {
+			return f.payloads, true, nil
+		}
+		return f.payloads, false, f.payloads.reset()
+	})
+	if kept && err != nil {
+		return err // the store and the engine are as they were
 	}
-	eng, meta, err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), f.cfg.Engine, f.payloads)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: restore: %v", err))
 	}
-	f.payloads.endLoad()
+	if kept {
+		f.payloads.keep(snapIdx)
+		f.log.Info("restored a snapshot over the payload store kept from the last run",
+			"snapshot_index", snapIdx, "store_index", f.payloads.ahead)
+	} else {
+		f.payloads.endLoad(snapIdx)
+	}
 	f.installLocked(eng, meta)
+	f.eng.SetPayloadsAhead(f.behindStoreLocked())
 	f.notifyApplied()
 	return nil
 }
@@ -203,7 +252,13 @@ func (f *FSM) installLocked(eng *engine.Engine, meta *cmdpb.SnapshotMeta) {
 	}
 }
 
-func readSnapshot(r *bufio.Reader, engineCfg engine.Config, payloads engine.PayloadStore) (*engine.Engine, *cmdpb.SnapshotMeta, error) {
+// payloadsFor chooses, once a snapshot's meta section is read, the store
+// its engine keeps payloads in and whether that store is ahead of the
+// snapshot (engine.SetPayloadsAhead: the payloads are read past, not
+// written); an error stops the restore. nil: payloads stay in the heap.
+type payloadsFor func(meta *cmdpb.SnapshotMeta) (store engine.PayloadStore, ahead bool, err error)
+
+func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) (*engine.Engine, *cmdpb.SnapshotMeta, error) {
 	crc := crc32.New(castagnoli)
 	body := io.TeeReader(r, crc)
 
@@ -240,8 +295,13 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, payloads engine.Payl
 
 	section := &io.LimitedReader{R: body, N: int64(engineLen)}
 	eng := engine.New(engineCfg)
-	if payloads != nil {
+	if choose != nil {
+		payloads, ahead, err := choose(meta)
+		if err != nil {
+			return nil, nil, err
+		}
 		eng.UsePayloadStore(payloads)
+		eng.SetPayloadsAhead(ahead)
 	}
 	if err := eng.Restore(section); err != nil {
 		return nil, nil, fmt.Errorf("%w: engine: %w", ErrSnapshot, err)
@@ -278,8 +338,8 @@ func (f *FSM) Digest() [32]byte {
 func (f *FSM) DigestAt() ([32]byte, uint64) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if f.closed {
-		return [32]byte{}, 0
+	if f.closed || f.behindStoreLocked() {
+		return [32]byte{}, 0 // no state to compare: closed, or replaying over the kept store
 	}
 	return f.digestLocked(), f.appliedIndex.Load()
 }

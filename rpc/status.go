@@ -98,7 +98,7 @@ func statusFor(err error) *status.Status {
 		return withDetails(codes.Aborted, err.Error()+
 			" (the operation may or may not have been applied; retry with the same idempotency_key or request_id)",
 			&seppv1.UnknownOutcome{Reason: err.Error()})
-	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrShutdown):
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrShutdown), errors.Is(err, cluster.ErrCatchingUp):
 		return status.New(codes.Unavailable, err.Error())
 	case errors.Is(err, cluster.ErrSchedulesUnavailable):
 		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{

@@ -76,6 +76,7 @@ func TestStatusFor(t *testing.T) {
 			}},
 		{name: "NoLeader", err: fmt.Errorf("enqueue: %w", cluster.ErrNoLeader), code: codes.Unavailable, inMsg: "no leader"},
 		{name: "Shutdown", err: cluster.ErrShutdown, code: codes.Unavailable, inMsg: "shutting down"},
+		{name: "CatchingUp", err: cluster.ErrCatchingUp, code: codes.Unavailable, inMsg: "replaying its log after a restart"},
 		{
 			name: "UnknownOutcomeIsAbortedWithDetail",
 			err:  fmt.Errorf("enqueue: %w", cluster.ErrUnknownOutcome),
@@ -248,7 +249,7 @@ func TestStatusFor_EverySentinelMapped(t *testing.T) {
 	sentinels := []error{
 		engine.ErrInvalidArgument, engine.ErrNotFound, engine.ErrLeaseLost, engine.ErrLeaseCancelled, engine.ErrScheduledTooFar,
 		engine.ErrQueueFull, engine.ErrUnknownQueue, engine.ErrWrongState, engine.ErrCapacity, engine.ErrMemoryFull,
-		cluster.ErrNotLeader, cluster.ErrNoLeader, cluster.ErrUnknownOutcome, cluster.ErrShutdown, cluster.ErrUnknownMember, cluster.ErrSchedulesUnavailable,
+		cluster.ErrNotLeader, cluster.ErrNoLeader, cluster.ErrUnknownOutcome, cluster.ErrShutdown, cluster.ErrUnknownMember, cluster.ErrSchedulesUnavailable, cluster.ErrCatchingUp,
 	}
 	for _, err := range sentinels {
 		if code := statusFor(fmt.Errorf("wrapped: %w", err)).Code(); code == codes.Internal || code == codes.OK {

@@ -221,6 +221,21 @@ func (s *Store) Flush() error {
 	return nil
 }
 
+// FlushAsync starts a flush of what is applied so far and returns a
+// function that waits for it. The caller records something now (a
+// snapshot's index, FSM.Snapshot) and waits later, off its hot path, for
+// it to be durable (the snapshot's Persist).
+func (s *Store) FlushAsync() (wait func() error, err error) {
+	done, err := s.db.AsyncFlush()
+	if err != nil {
+		return nil, fmt.Errorf("store: flush: %w", err)
+	}
+	return func() error {
+		<-done
+		return s.Failed() // a flush that failed reports it (and the node stops: Options.OnFailure)
+	}, nil
+}
+
 // DiskBytes is the space the store's files take on disk (SSTs, manifest,
 // and files still held by an open checkpoint's iterator), for the node's
 // disk budget.
