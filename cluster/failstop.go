@@ -90,7 +90,8 @@ func (n *Node) failStop(op string, err error) {
 // flush or compaction (fsm/payloads.go), a full disk included: Pebble
 // retries the flush forever, and once its memtables are full the apply
 // blocks, so a leader would go on heartbeating and commit nothing. The
-// store is rebuilt at the next start, so stopping loses nothing.
+// store keeps what it flushed, and the snapshot and the log hold the
+// rest, so stopping loses nothing.
 func (n *Node) stopForPayloadStore(err error) {
 	n.stop("payload store flush or compaction", err)
 }

@@ -220,8 +220,7 @@ func NewNode(cfg Config) (*Node, error) {
 	// from this node's configuration: entries applied before the leader's
 	// ConfigSet must mean the same on every replica.
 	// Payloads live in an on-disk store beside the log (fsm/payloads.go),
-	// emptied here and rebuilt from the snapshot and the log at every
-	// start.
+	// kept across restarts: raft's snapshot and log replay over it.
 	// A failed flush of that store stops the node like a failed log write
 	// (failstop.go): Pebble would retry it forever and block the apply.
 	payloadStore := fsm.PayloadStoreOptions(cfg.Facts.MemoryLimitBytes)
@@ -238,6 +237,15 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	n.fsm = machine
+	// A payload store past everything the log and the snapshots hold is not
+	// this log's (a restored backup beside a newer store): built again.
+	if last, err := raftLastIndex(cached, snaps); err != nil {
+		cleanup()
+		return nil, err
+	} else if _, err := machine.DropPayloadStoreAbove(last); err != nil {
+		cleanup()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -546,4 +554,21 @@ func (n *Node) LogWrites() uint64 { return n.logStore.writes.Load() }
 // the commands they carried; commands/entries is the group-commit factor.
 func (n *Node) ProposerStats() (entries, commands uint64) {
 	return n.prop.entries.Load(), n.prop.commands.Load()
+}
+
+// raftLastIndex is the last index the node's Raft state holds: its log's
+// last entry or its newest snapshot's, whichever is later.
+func raftLastIndex(logs raft.LogStore, snaps raft.SnapshotStore) (uint64, error) {
+	last, err := logs.LastIndex()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: read the log's last index: %w", err)
+	}
+	metas, err := snaps.List()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: list snapshots: %w", err)
+	}
+	for _, m := range metas {
+		last = max(last, m.Index)
+	}
+	return last, nil
 }

@@ -91,8 +91,10 @@ const (
 // and block cache of 1/64 of it each, between 4 and 64 MiB. With up to 4
 // memtables while flushes lag, the store then takes at most about 8% of
 // the node's memory (20 MiB of a 256 MiB cgroup), which the memory
-// budget's share (limits.max_memory_share) leaves room for; the store is
-// rebuilt at each start, so a memtable's size is not what a crash costs.
+// budget's share (limits.max_memory_share) leaves room for. What a crash
+// loses of the store is at most its unflushed memtables, whose entries the
+// restart replays from the log (the log keeps every entry after the last
+// snapshot, and a snapshot flushes the store).
 func PayloadStoreOptions(memoryLimit int64) store.Options {
 	if memoryLimit <= 0 {
 		return store.Options{}
@@ -269,6 +271,32 @@ func (p *payloadStore) commit(index, term uint64) error {
 		return fmt.Errorf("fsm: payload store: commit index %d: %w", index, err)
 	}
 	return nil
+}
+
+// DropPayloadStoreAbove empties the payload store when it holds entries
+// past lastIndex, the last index of the node's Raft log and snapshots: such
+// a store comes from a future this node's log does not have (a data
+// directory restored from a backup beside a newer store), and the entries
+// the log will hold at those indexes are other ones. It must run before
+// raft starts. It reports whether it emptied the store.
+func (f *FSM) DropPayloadStoreAbove(lastIndex uint64) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.payloads
+	if p == nil || p.st.AppliedIndex() <= lastIndex {
+		return false, nil
+	}
+	f.log.Warn("payload store is ahead of the Raft log: emptying it; the snapshot and the log rebuild it",
+		"store_index", p.st.AppliedIndex(), "log_last_index", lastIndex)
+	if err := p.st.Close(); err != nil {
+		return false, err
+	}
+	st, err := openEmptyStore(p.dir, p.opts)
+	if err != nil {
+		return false, fmt.Errorf("fsm: empty the payload store: %w", err)
+	}
+	p.st, p.ahead, p.aheadTerm = st, 0, 0
+	return true, nil
 }
 
 // markApplied records the last applied entry as the store's index when

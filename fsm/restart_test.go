@@ -405,3 +405,42 @@ func TestFSM_CrashAfterSnapshotKeepsTheStore(t *testing.T) {
 		})
 	}
 }
+
+// TestFSM_StoreAheadOfTheLogIsDropped: a store past the last index of the
+// node's log (a backup of the log restored beside a newer store) is
+// emptied before raft starts, and the snapshot and the log rebuild it; a
+// store within the log is kept.
+func TestFSM_StoreAheadOfTheLogIsDropped(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "payloads")
+	rec := newLogRecorder(t, 9)
+	node := openStoreFSM(t, dir)
+	rec.run(node, 120)
+	snap := snapshotBytes(t, node)
+	rec.run(node, 80)
+	closeFSM(t, node)
+
+	kept := openStoreFSM(t, dir)
+	if dropped, err := kept.DropPayloadStoreAbove(200); err != nil || dropped {
+		t.Fatalf("a store within the log: dropped %v, %v; want kept", dropped, err)
+	}
+	closeFSM(t, kept)
+
+	restarted := openStoreFSM(t, dir)
+	defer closeFSM(t, restarted)
+	if dropped, err := restarted.DropPayloadStoreAbove(150); err != nil || !dropped {
+		t.Fatalf("a store past the log's last index 150: dropped %v, %v; want dropped", dropped, err)
+	}
+	// The log as the backup has it ends at 150; the cluster goes on with
+	// other entries from there.
+	other := &logRecorder{t: t, rng: rand.New(rand.NewPCG(99, 99)), now: rec.now, entries: slices.Clone(rec.entries[:150])}
+	if err := restarted.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
+		t.Fatal(err)
+	}
+	other.replay(t, restarted, 121, 3)
+	other.run(restarted, 60)
+	reference := newTestFSM(t)
+	other.replay(t, reference, 1, 4)
+	if restarted.Digest() != reference.Digest() {
+		t.Fatal("after dropping the store ahead of the log, the state differs from a replica's")
+	}
+}

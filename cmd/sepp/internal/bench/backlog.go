@@ -23,7 +23,7 @@ import (
 //  4. The rates at that backlog: k more jobs enqueued into the queue, k
 //     reserved and acked from its head.
 //  5. A follower restarted: to serving, ready and caught up (its state
-//     rebuilt from its log, the payload store included).
+//     rebuilt from its log, over the payload store it kept).
 //  6. The same follower restarted with a snapshot threshold of one entry,
 //     so it snapshots the backlog once caught up: the snapshot's capture
 //     and persist times and size; then restarted with its own config
