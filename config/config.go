@@ -338,9 +338,10 @@ type Limits struct {
 	// job records and keys only, and max_disk_bytes counts payloads: a
 	// backlog grows far past memory). The leader's config decides for the
 	// cluster, once every member runs a release that has it; "disk" cannot
-	// be undone. A node's restart reads every payload of its snapshot back
-	// into its payload store, so with "disk" a restart takes time in
-	// proportion to the backlog's bytes (docs/architecture.md).
+	// be undone. A node keeps its payload store across restarts but reads
+	// its snapshot, which still carries the payloads, so with "disk" a
+	// restart takes time in proportion to the backlog's bytes
+	// (docs/architecture.md).
 	PayloadBudget string `toml:"payload_budget"`
 	// MaxDiskBytes is the budget of payload bytes the jobs and dead-letter
 	// records may hold in each node's payload store on disk, with

@@ -28,9 +28,27 @@ import (
 // node 2 in an unlimited child of it (the limit is an ancestor's), node 3
 // in a child whose own limit (memLimitMiB) is below its parent's.
 func TestMemoryBudgetInOwnCgroup(t *testing.T) {
+	floodInOwnCgroups(t, clusterTOML, 6*time.Minute)
+}
+
+// TestMemoryBudgetInOwnCgroup_PayloadsOnDisk is TestMemoryBudgetInOwnCgroup
+// with limits.payload_budget = "disk": the memory budget counts job records
+// and keys only, so each node holds several times the jobs in the same
+// limit, their payloads in its payload store; all three must still restart
+// within the limit (over the payload stores they kept) and drain every job
+// once (issue 35).
+func TestMemoryBudgetInOwnCgroup_PayloadsOnDisk(t *testing.T) {
+	toml := strings.Replace(clusterTOML, "[limits]\n", "[limits]\npayload_budget = \"disk\"\n", 1)
+	if toml == clusterTOML {
+		t.Fatal("clusterTOML has no [limits] table to add payload_budget to")
+	}
+	floodInOwnCgroups(t, toml, 12*time.Minute)
+}
+
+func floodInOwnCgroups(t *testing.T, extraTOML string, timeout time.Duration) {
 	requireLong(t)
 	h := requireCgroupHierarchy(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 
 	base := filepath.Join(h.dir, fmt.Sprintf("sepp-test-%d", os.Getpid()))
@@ -68,7 +86,7 @@ func TestMemoryBudgetInOwnCgroup(t *testing.T) {
 		procs := filepath.Join(nodeDirs[node], "cgroup.procs")
 		return append([]string{"/bin/sh", "-c", `echo $$ > "$0" && shift && exec "$@"`, procs, "--"}, argv...)
 	}
-	dc, err := devcluster.Start(devcluster.Options{Binary: seppBinary, Nodes: 3, Dir: t.TempDir(), ExtraTOML: clusterTOML, Launch: launch})
+	dc, err := devcluster.Start(devcluster.Options{Binary: seppBinary, Nodes: 3, Dir: t.TempDir(), ExtraTOML: extraTOML, Launch: launch})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
 	}
