@@ -217,6 +217,14 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		f.payloads.begin()
 	}
 	for i, l := range logs {
+		if f.payloads != nil { // every entry: the store's index may be any entry's
+			ahead, err := f.payloads.replaying(l.Index, l.Term)
+			if err != nil {
+				f.mu.Unlock()
+				panic(err.Error())
+			}
+			f.eng.SetPayloadsAhead(ahead)
+		}
 		if l.Type != raft.LogCommand {
 			continue
 		}
@@ -224,14 +232,6 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		if err != nil {
 			f.mu.Unlock()
 			panic(fmt.Sprintf("fsm: cannot apply log index %d (term %d): %v", l.Index, l.Term, err))
-		}
-		if f.payloads != nil {
-			ahead, err := f.payloads.replaying(l.Index, l.Term)
-			if err != nil {
-				f.mu.Unlock()
-				panic(err.Error())
-			}
-			f.eng.SetPayloadsAhead(ahead)
 		}
 		results := make([]Result, len(cmds))
 		for j := range cmds {
