@@ -25,6 +25,9 @@ const serverConfig = "[storage]\ndead_letter_retention_ms = 3600000\n"
 // TestScenarios runs every scenario of scenarios/ with the Go client
 // against one `sepp serve` node; each scenario has queue names of its own.
 func TestScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sepp serve process")
+	}
 	scenarios, names, err := loadScenarios("scenarios")
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +53,9 @@ func TestScenarios(t *testing.T) {
 // expectation is wrong, or whose expected error does not come, must be
 // reported with the step and what differed.
 func TestRunnerReportsMismatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sepp serve process")
+	}
 	c := connect(t, startServer(t))
 	cases := map[string]struct {
 		steps string
