@@ -307,6 +307,8 @@ func (d *goDriver) dispatch(ctx context.Context, op string, a *args) (map[string
 		return actions(c.RunJobsNow(ctx, a.ids("job_ids")))
 	case "delete_jobs":
 		return actions(c.DeleteJobs(ctx, a.ids("job_ids")))
+	case "reschedule_jobs":
+		return actions(c.RescheduleJobs(ctx, a.ids("job_ids"), time.Now().Add(ms(a.num("delay_ms")))))
 	case "cancel_jobs":
 		return actions(c.CancelJobs(ctx, a.ids("job_ids"), client.CancelJobsOptions{Delete: a.boolean("delete"), Reason: a.str("reason")}))
 	case "dead_letter_jobs":
@@ -416,6 +418,20 @@ func (d *goDriver) dispatch(ctx context.Context, op string, a *args) (map[string
 		return task(c.StartRedrive(ctx, o))
 	case "get_redrive":
 		return task(c.GetRedrive(ctx, a.num("id"), false))
+	case "list_redrives":
+		ts, err := c.ListRedrives(ctx, false)
+		if err != nil {
+			return nil, err
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i].ID < ts[j].ID })
+		tasks := []any{}
+		for _, t := range ts {
+			if t.Options.Selection.Queue == a.str("queue") {
+				m, _ := task(t, nil)
+				tasks = append(tasks, m)
+			}
+		}
+		return map[string]any{"tasks": tasks}, nil
 	case "pause_redrive":
 		return task(c.PauseRedrive(ctx, a.num("id")))
 	case "resume_redrive":

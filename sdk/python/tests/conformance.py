@@ -300,6 +300,9 @@ class Driver:
             return _actions(await c.run_jobs_now(a["job_ids"]))
         if op == "delete_jobs":
             return _actions(await c.delete_jobs(a["job_ids"]))
+        if op == "reschedule_jobs":
+            run_at = datetime.now(timezone.utc) + _ms(a.get("delay_ms", 0))
+            return _actions(await c.reschedule_jobs(a["job_ids"], run_at))
         if op == "cancel_jobs":
             return _actions(await c.cancel_jobs(a["job_ids"], delete=a.get("delete", False),
                                                 reason=a.get("reason", "")))
@@ -349,6 +352,10 @@ class Driver:
             return _task(await c.start_redrive(_redrive(a)))
         if op == "get_redrive":
             return _task(await c.get_redrive(a["id"]))
+        if op == "list_redrives":
+            tasks = sorted((t for t in await c.list_redrives() if t.options.selection.queue == a.get("queue", "")),
+                           key=lambda t: t.id)
+            return {"tasks": [_task(t) for t in tasks]}
         if op == "pause_redrive":
             return _task(await c.pause_redrive(a["id"]))
         if op == "resume_redrive":

@@ -530,6 +530,7 @@ impl<'c> Driver<'c> {
             "set_jobs_priority" => actions_result(&c.set_jobs_priority(&a.ids("job_ids")?, a.num("priority")? as u32).await?),
             "run_jobs_now" => actions_result(&c.run_jobs_now(&a.ids("job_ids")?).await?),
             "delete_jobs" => actions_result(&c.delete_jobs(&a.ids("job_ids")?).await?),
+            "reschedule_jobs" => actions_result(&c.reschedule_jobs(&a.ids("job_ids")?, SystemTime::now() + ms(a.num("delay_ms")?)).await?),
             "cancel_jobs" => actions_result(&c.cancel_jobs(&a.ids("job_ids")?, a.boolean("delete")?, &a.str("reason")?).await?),
             "dead_letter_jobs" => actions_result(&c.dead_letter_jobs(&a.ids("job_ids")?, &a.str("reason")?).await?),
             "requeue_dead_letters" => actions_result(&c.requeue_dead_letters(&a.ids("job_ids")?).await?),
@@ -591,6 +592,12 @@ impl<'c> Driver<'c> {
             "preview_redrive" => json!({ "matching": c.preview_redrive(&redrive(&a)?, 0).await?.matching }),
             "start_redrive" => task_result(&c.start_redrive(&redrive(&a)?).await?),
             "get_redrive" => task_result(&c.get_redrive(a.num("id")?).await?),
+            "list_redrives" => {
+                let queue = a.str("queue")?;
+                let mut tasks: Vec<RedriveTask> = c.list_redrives().await?.into_iter().filter(|t| t.options.selection.queue == queue).collect();
+                tasks.sort_by_key(|t| t.id);
+                json!({ "tasks": tasks.iter().map(task_result).collect::<Vec<_>>() })
+            }
             "pause_redrive" => task_result(&c.pause_redrive(a.num("id")?).await?),
             "resume_redrive" => task_result(&c.resume_redrive(a.num("id")?).await?),
             "cancel_redrive" => task_result(&c.cancel_redrive(a.num("id")?).await?),

@@ -398,6 +398,8 @@ class Driver {
         return actionsResult(await c.runJobsNow(a.ids("job_ids")));
       case "delete_jobs":
         return actionsResult(await c.deleteJobs(a.ids("job_ids")));
+      case "reschedule_jobs":
+        return actionsResult(await c.rescheduleJobs(a.ids("job_ids"), new Date(Date.now() + a.num("delay_ms"))));
       case "cancel_jobs":
         return actionsResult(await c.cancelJobs(a.ids("job_ids"), { delete: a.bool("delete"), reason: a.str("reason") }));
       case "dead_letter_jobs":
@@ -450,6 +452,11 @@ class Driver {
         return taskResult(await c.startRedrive(redrive(a)));
       case "get_redrive":
         return taskResult(await c.getRedrive(String(a.num("id"))));
+      case "list_redrives": {
+        const queue = a.str("queue");
+        const tasks = (await c.listRedrives()).filter((t) => (t.selection.queue ?? "") === queue).sort((x, y) => id(x.id) - id(y.id));
+        return { tasks: tasks.map(taskResult) };
+      }
       case "pause_redrive":
         return taskResult(await c.pauseRedrive(String(a.num("id"))));
       case "resume_redrive":
