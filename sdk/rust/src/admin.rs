@@ -671,3 +671,64 @@ impl SeppClient {
         task_of(op, r.task)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_settings_round_trip_keeps_what_is_unset_unset() {
+        let s = QueueSettings {
+            default_priority: Some(0),
+            retry_delay: Some(Duration::from_millis(1500)),
+            retry_backoff: Some(RetryBackoff::Exponential),
+            max_length: Some(0),
+            dead_letter_queue: Some(String::new()),
+            rate_period: Some(Duration::from_secs(2)),
+            ..QueueSettings::default()
+        };
+        let w = s.to_wire();
+        // Zero and "" are values, sent as set (an update to 0 or "" drops a limit).
+        assert_eq!((w.default_priority, w.max_length, w.dead_letter_queue.as_deref()), (Some(0), Some(0), Some("")));
+        assert_eq!((w.default_max_attempts, w.max_wait_ms), (None, None));
+        assert_eq!((w.retry_delay_ms, w.rate_period_ms, w.retry_backoff), (Some(1500), Some(2000), Some(pb::RetryBackoff::Exponential as i32)));
+        assert_eq!(QueueSettings::from_wire(w), s);
+    }
+
+    #[test]
+    fn effective_settings_are_all_set() {
+        let e = QueueSettings::from_limits(pb::QueueLimits {
+            default_max_attempts: 3,
+            retry_delay_ms: 250,
+            ..pb::QueueLimits::default()
+        });
+        assert_eq!((e.default_max_attempts, e.retry_delay, e.retry_backoff), (Some(3), Some(Duration::from_millis(250)), Some(RetryBackoff::None)));
+        assert_eq!((e.max_length, e.dead_letter_queue.as_deref(), e.max_per_key), (Some(0), Some(""), Some(0)));
+    }
+
+    #[test]
+    fn redrive_options_to_wire() {
+        let o = RedriveOptions {
+            selection: RedriveSelection {
+                queue: "q".into(),
+                cause: Some(DeadLetterCause::Admin),
+                ..RedriveSelection::default()
+            },
+            to_queue: "r".into(),
+            fresh: true,
+            rate: 50,
+        };
+        let w = o.to_wire();
+        let sel = w.selection.clone().unwrap_or_default();
+        assert_eq!((sel.queue.as_str(), sel.cause, w.to_queue.as_str(), w.fresh, w.rate), ("q", pb::DeadLetterCause::Admin as i32, "r", true, 50));
+        assert!(sel.failed_after.is_none());
+        let back = RedriveTask::from_wire(pb::RedriveTask {
+            selection: w.selection,
+            to_queue: w.to_queue,
+            fresh: w.fresh,
+            rate: w.rate,
+            ..pb::RedriveTask::default()
+        });
+        assert_eq!(back.options, o);
+    }
+}
