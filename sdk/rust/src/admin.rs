@@ -4,7 +4,7 @@
 //! surface (`client/admin.go`, `queues.go`, `jobactions.go`, `redrive.go`)
 //! is the model.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use crate::client::{item_error, Policy, SeppClient};
@@ -29,7 +29,7 @@ pub struct QueueStats {
     pub enqueued_total: u64,
     pub acked_total: u64,
     /// The jobs ever dead-lettered, by cause.
-    pub dead_lettered_total: BTreeMap<String, u64>,
+    pub dead_lettered_total: HashMap<DeadLetterCause, u64>,
     /// Dead jobs dropped because retention is off.
     pub dropped_total: u64,
     /// Waiting jobs an operator purged.
@@ -38,10 +38,9 @@ pub struct QueueStats {
 
 impl QueueStats {
     fn from_wire(q: pb::QueueSummary) -> QueueStats {
-        let mut by_cause = BTreeMap::new();
+        let mut by_cause = HashMap::new();
         for c in q.dead_lettered_total {
-            let name = pb::DeadLetterCause::from_i32(c.cause).map(|c| c.as_str_name()).unwrap_or("DEAD_LETTER_CAUSE_UNSPECIFIED");
-            *by_cause.entry(name.trim_start_matches("DEAD_LETTER_CAUSE_").to_ascii_lowercase()).or_insert(0) += c.count;
+            *by_cause.entry(DeadLetterCause::from_wire(c.cause)).or_insert(0) += c.count;
         }
         let age = q.oldest_ready_age.map(|d| Duration::new(d.seconds.max(0) as u64, d.nanos.max(0) as u32)).unwrap_or_default();
         QueueStats {
