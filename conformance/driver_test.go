@@ -217,6 +217,12 @@ func (d *goDriver) dispatch(ctx context.Context, op string, a *args) (map[string
 		if a.has("idempotency_key") {
 			req.WithIdempotencyKey(a.str("idempotency_key"))
 		}
+		if a.has("unique_key") {
+			req.WithUnique(client.UniqueOptions{Key: a.str("unique_key"), Refuse: a.boolean("unique_refuse")})
+		}
+		if a.has("ttl_ms") {
+			req.WithTTL(ms(a.num("ttl_ms")))
+		}
 		if a.err != nil {
 			return nil, nil
 		}

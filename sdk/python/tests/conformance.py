@@ -18,7 +18,7 @@ from sepp import (AlreadyExists, DeadLetterCause, DeadLetterRecord, EnqueueReque
                   InvalidField, Job, JobCancelled, JobState, LeaseLost, NotFound, PermissionDenied, PurgeTarget,
                   QueueFull, QueueSettings, QueueStats, RedriveOptions, RedriveSelection, RedriveTask,
                   ResourceExhausted, RetryDirective, ScheduledTooFar, SeppClient, SeppError, Unauthenticated,
-                  Unavailable, UniqueConflict, UnknownOutcome, WrongState)
+                  Unavailable, UniqueConflict, UniqueOptions, UnknownOutcome, WrongState)
 from sepp.types import ActionResult, Delivery
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "conformance" / "scenarios"
@@ -256,6 +256,10 @@ class Driver:
                                  max_attempts=a.get("max_attempts", 0), idempotency_key=a.get("idempotency_key", ""))
             if "delay_ms" in a:
                 req.scheduled_at = datetime.now(timezone.utc) + _ms(a["delay_ms"])
+            if "unique_key" in a:
+                req.unique = UniqueOptions(key=a["unique_key"], refuse=a.get("unique_refuse", False))
+            if "ttl_ms" in a:
+                req.ttl = _ms(a["ttl_ms"])
             r = await c.enqueue(req)
             return {"job_id": r.job_id, "state": str(r.state), "duplicate": r.duplicate}
         if op == "reserve":

@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use sepp_rs::client::{ReserveOptions, RetryDirective, SeppClient};
 use sepp_rs::{
     ActionResult, DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, Error, Job, JobState, Page, Priority, PurgeTarget, QueueSettings, QueueStats, QueueUpdate, RedriveOptions,
-    RedriveSelection, RedriveState, RedriveTask, RetryBackoff,
+    RedriveSelection, RedriveState, RedriveTask, RetryBackoff, UniqueOptions,
 };
 
 fn scenario_dir() -> PathBuf {
@@ -471,6 +471,12 @@ impl<'c> Driver<'c> {
                 }
                 if a.has("idempotency_key") {
                     req = req.with_idempotency_key(a.str("idempotency_key")?);
+                }
+                if a.has("unique_key") {
+                    req = req.with_unique(UniqueOptions::by_key(a.str("unique_key")?).with_refuse(a.boolean("unique_refuse")?));
+                }
+                if a.has("ttl_ms") {
+                    req = req.with_ttl(ms(a.num("ttl_ms")?));
                 }
                 let r = c.enqueue(req).await?;
                 json!({"job_id": r.job_id, "state": state_name(r.state), "duplicate": r.duplicate})

@@ -337,6 +337,8 @@ class Driver {
         if (a.has("delay_ms")) req.scheduledAt = new Date(Date.now() + a.num("delay_ms"));
         if (a.has("max_attempts")) req.maxAttempts = a.num("max_attempts");
         if (a.has("idempotency_key")) req.idempotencyKey = a.str("idempotency_key");
+        if (a.has("unique_key")) req.unique = { key: a.str("unique_key"), refuse: a.bool("unique_refuse") };
+        if (a.has("ttl_ms")) req.ttlMs = a.num("ttl_ms");
         const r = await c.enqueue(req);
         return { job_id: id(r.jobId), state: r.state, duplicate: r.duplicate };
       }
