@@ -6,7 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from sepp import DeadLetterCause, EnqueueRequest, InvalidField, JobState, Priority, RetryDirective
+from sepp import (DeadLetterCause, EnqueueRequest, InvalidField, JobState, Priority, QueueSettings, RedriveOptions,
+                  RedriveSelection, RetryDirective)
 from sepp.v1 import types_pb2 as tpb
 
 
@@ -53,3 +54,32 @@ def test_directives() -> None:
 def test_unknown_enum_values_from_a_newer_server() -> None:
     assert JobState(99) is JobState.UNKNOWN and DeadLetterCause(99) is DeadLetterCause.UNKNOWN
     assert JobState(tpb.JOB_STATE_READY) is JobState.READY and str(JobState.READY) == "ready"
+
+
+def test_queue_settings_round_trip_keeps_what_is_unset_unset() -> None:
+    s = QueueSettings(default_priority=0, retry_delay=timedelta(milliseconds=1500), retry_backoff="exponential",
+                      max_length=0, dead_letter_queue="", rate_period=timedelta(seconds=2))
+    m = s.to_proto()
+    # Zero and "" are values, sent as set (an update to 0 or "" drops a limit).
+    assert m.HasField("default_priority") and m.HasField("max_length") and m.HasField("dead_letter_queue")
+    assert not m.HasField("default_max_attempts") and not m.HasField("max_wait_ms")
+    assert (m.retry_delay_ms, m.rate_period_ms, m.retry_backoff) == (1500, 2000, tpb.RETRY_BACKOFF_EXPONENTIAL)
+    assert QueueSettings.from_proto(m) == s
+
+
+def test_queue_settings_refuses_an_unknown_backoff() -> None:
+    with pytest.raises(InvalidField) as e:
+        QueueSettings(retry_backoff="linear").to_proto()
+    assert e.value.field == "retry_backoff"
+
+
+def test_redrive_options_to_proto() -> None:
+    after = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    m = RedriveOptions(RedriveSelection(queue="q", cause=DeadLetterCause.ADMIN, failed_after=after),
+                       to_queue="r", fresh=True, rate=50).to_proto()
+    assert (m.selection.queue, m.selection.cause, m.to_queue, m.fresh, m.rate) == (
+        "q", tpb.DEAD_LETTER_CAUSE_ADMIN, "r", True, 50)
+    assert m.selection.failed_after.ToDatetime(tzinfo=timezone.utc) == after
+    assert not m.selection.HasField("failed_before")
+    assert RedriveSelection.from_proto(m.selection) == RedriveSelection(queue="q", cause=DeadLetterCause.ADMIN,
+                                                                        failed_after=after)

@@ -71,7 +71,7 @@ pub struct ReserveOptions {
 
 /// How a failed call may be retried.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Policy {
+pub(crate) enum Policy {
     /// Idempotent (a key, a request id) or fenced (a lease token): retry
     /// anything that did not fail for good.
     Safe,
@@ -302,7 +302,7 @@ impl SeppClient {
     /// exponential backoff until it succeeds, fails for good, or the retry
     /// budget runs out. Returns the answer and whether an earlier attempt
     /// may have applied.
-    async fn call<Req: Message, Resp: Message + Default>(&self, op: &'static str, path: &str, req: &Req, policy: Policy, extra: Duration) -> Result<(Resp, bool), Error> {
+    pub(crate) async fn call<Req: Message, Resp: Message + Default>(&self, op: &'static str, path: &str, req: &Req, policy: Policy, extra: Duration) -> Result<(Resp, bool), Error> {
         let body = req.encode_to_vec();
         let start = Instant::now();
         let budget = self.inner.opts.retry_timeout;
@@ -658,7 +658,7 @@ fn unavailable(op: &'static str, message: String) -> Error {
 }
 
 /// The typed error of one batch item, whose code is gRPC's number.
-fn item_error(op: &'static str, e: pb::ItemError) -> Error {
+pub(crate) fn item_error(op: &'static str, e: pb::ItemError) -> Error {
     use crate::error::Code;
     const CODES: [Code; 17] = [
         Code::Unknown,

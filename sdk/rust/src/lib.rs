@@ -19,6 +19,7 @@
 //! (binary protobuf over HTTP/1.1) to the API port; `transport` is the only
 //! module that knows it.
 
+pub mod admin;
 pub mod client;
 mod error;
 mod schedule;
@@ -35,6 +36,7 @@ pub mod pb {
     include!("pb/sepp.v1.rs");
 }
 
+pub use admin::{ActionResult, Page, PurgeTarget, QueueInfo, QueueRemoval, QueueSettings, QueueStats, QueueUpdate, RedriveOptions, RedrivePreview, RedriveSelection, RedriveState, RedriveTask, RetryBackoff};
 pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient};
 pub use error::{Code, Error};
 pub use schedule::{JobTemplate, Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ScheduleSpec};

@@ -363,7 +363,19 @@ pub enum DeadLetterCause {
 }
 
 impl DeadLetterCause {
-    fn from_wire(v: i32) -> DeadLetterCause {
+    pub(crate) fn to_wire(self) -> pb::DeadLetterCause {
+        match self {
+            DeadLetterCause::Unspecified => pb::DeadLetterCause::Unspecified,
+            DeadLetterCause::AttemptsExhausted => pb::DeadLetterCause::AttemptsExhausted,
+            DeadLetterCause::Rejected => pb::DeadLetterCause::Rejected,
+            DeadLetterCause::LeaseExpired => pb::DeadLetterCause::LeaseExpired,
+            DeadLetterCause::Admin => pb::DeadLetterCause::Admin,
+            DeadLetterCause::Cancelled => pb::DeadLetterCause::Cancelled,
+            DeadLetterCause::Expired => pb::DeadLetterCause::Expired,
+        }
+    }
+
+    pub(crate) fn from_wire(v: i32) -> DeadLetterCause {
         match pb::DeadLetterCause::from_i32(v) {
             Some(pb::DeadLetterCause::AttemptsExhausted) => DeadLetterCause::AttemptsExhausted,
             Some(pb::DeadLetterCause::Rejected) => DeadLetterCause::Rejected,

@@ -30,6 +30,9 @@ import {
   ServerInfo,
   serverInfoFromJSON,
   Job,
+  JobId,
+  JobState,
+  Priority,
 } from "./types.js";
 import {
   arr,
@@ -96,7 +99,58 @@ import type {
   UpdateScheduleRequestJSON,
   UpdateScheduleResponseJSON,
 } from "./gen/sepp/v1/admin_service_json.js";
+import type {
+  CreateQueueRequestJSON,
+  CreateQueueResponseJSON,
+  DeleteQueueRequestJSON,
+  DeleteQueueResponseJSON,
+  GetDeadLetterRequestJSON,
+  GetDeadLetterResponseJSON,
+  GetQueueRequestJSON,
+  GetQueueResponseJSON,
+  GetRedriveRequestJSON,
+  GetRedriveResponseJSON,
+  ListDeadLettersRequestJSON,
+  ListDeadLettersResponseJSON,
+  ListJobsRequestJSON,
+  ListJobsResponseJSON,
+  ListQueuesRequestJSON,
+  ListQueuesResponseJSON,
+  ListRedrivesRequestJSON,
+  ListRedrivesResponseJSON,
+  PauseQueueRequestJSON,
+  PauseQueueResponseJSON,
+  PreviewRedriveRequestJSON,
+  PreviewRedriveResponseJSON,
+  PurgeQueueRequestJSON,
+  PurgeQueueResponseJSON,
+  RedriveTaskJSON,
+  ResumeQueueRequestJSON,
+  ResumeQueueResponseJSON,
+  StartRedriveRequestJSON,
+  StartRedriveResponseJSON,
+  UpdateQueueRequestJSON,
+  UpdateQueueResponseJSON,
+} from "./gen/sepp/v1/admin_service_json.js";
+import type { JobActionResultJSON } from "./gen/sepp/v1/types_json.js";
 import type { StatusResponseJSON } from "./gen/sepp/v1/cluster_service_json.js";
+import {
+  ActionResult,
+  PurgeTarget,
+  QueueInfo,
+  QueueRemoval,
+  QueueSettings,
+  QueueStats,
+  QueueUpdate,
+  RedriveOptions,
+  RedriveTask,
+  queueLimitsFromJSON,
+  queueSettingsFromJSON,
+  queueSettingsToJSON,
+  queueStatsFromJSON,
+  redriveTaskFromJSON,
+  redriveToJSON,
+} from "./admin.js";
 
 /** Options of SeppClient.connect; every field is optional. */
 export interface ClientOptions {
@@ -126,6 +180,16 @@ export interface CallOptions {
   /** Ends the call (and its retries) early. A call with an unknown outcome
    * that is aborted rejects with UnknownOutcomeError, else CanceledError. */
   signal?: AbortSignal;
+}
+
+/** A page of listJobs or listDeadLetters. */
+export interface ListOptions extends CallOptions {
+  /** Start after this job id (exclusive); undefined starts at the beginning. */
+  afterJobId?: JobId;
+  /** Page size; 0 or undefined means 100; the server clamps to 1000. */
+  limit?: number;
+  /** Let a follower answer from its own state. */
+  stale?: boolean;
 }
 
 export interface ReserveOptions extends CallOptions {
@@ -927,6 +991,218 @@ export class SeppClient {
   async getJob(id: string, opts: CallOptions = {}): Promise<Job> {
     const m = await this.call<GetJobRequestJSON, GetJobResponseJSON>("get job", "sepp.v1.AdminService/GetJob", { jobId: id }, "safe", 0, opts);
     return jobFromJSON(m.job);
+  }
+
+  // ---- operator calls: queues, jobs, dead letters ----
+
+  /** Every known queue with its counts. */
+  async listQueues(opts: CallOptions = {}, stale = false): Promise<QueueStats[]> {
+    const m = await this.call<ListQueuesRequestJSON, ListQueuesResponseJSON>("list queues", "sepp.v1.AdminService/ListQueues", { allowStale: stale }, "safe", 0, opts);
+    return arr(m.queues).map(queueStatsFromJSON);
+  }
+
+  /**
+   * A page of a queue's live jobs in one state ("scheduled", "ready" or
+   * "reserved"), by job id, and the afterJobId of the next page ("0": this
+   * page is the last).
+   */
+  async listJobs(queue: string, state: JobState, page: ListOptions = {}): Promise<{ jobs: Job[]; next: JobId }> {
+    const body: ListJobsRequestJSON = { queue, state: `JOB_STATE_${state.toUpperCase()}` as ListJobsRequestJSON["state"] };
+    if (page.afterJobId) body.afterJobId = page.afterJobId;
+    if (page.limit) body.limit = page.limit;
+    if (page.stale) body.allowStale = true;
+    const m = await this.call<ListJobsRequestJSON, ListJobsResponseJSON>("list jobs", "sepp.v1.AdminService/ListJobs", body, "safe", 0, page);
+    return { jobs: arr(m.jobs).map(jobFromJSON), next: u64(m.nextAfterJobId) };
+  }
+
+  /** A page of retained dead letters of queue ("" or undefined: all
+   * queues), without consuming them, and the afterJobId of the next page. */
+  async listDeadLetters(queue = "", page: ListOptions = {}): Promise<{ records: DeadLetterRecord[]; next: JobId }> {
+    const body: ListDeadLettersRequestJSON = { queue };
+    if (page.afterJobId) body.afterJobId = page.afterJobId;
+    if (page.limit) body.limit = page.limit;
+    if (page.stale) body.allowStale = true;
+    const m = await this.call<ListDeadLettersRequestJSON, ListDeadLettersResponseJSON>("list dead letters", "sepp.v1.AdminService/ListDeadLetters", body, "safe", 0, page);
+    return { records: arr(m.records).map(deadLetterFromJSON), next: u64(m.nextAfterJobId) };
+  }
+
+  /** One retained dead letter; NotFoundError when there is none. */
+  async getDeadLetter(id: JobId, opts: CallOptions = {}): Promise<DeadLetterRecord> {
+    const m = await this.call<GetDeadLetterRequestJSON, GetDeadLetterResponseJSON>("get dead letter", "sepp.v1.AdminService/GetDeadLetter", { jobId: id }, "safe", 0, opts);
+    return deadLetterFromJSON(m.record);
+  }
+
+  private async action(op: string, method: string, body: object, opts: CallOptions): Promise<ActionResult[]> {
+    const m = await this.call<object, { results?: JobActionResultJSON[] }>(op, `sepp.v1.AdminService/${method}`, body, "safe", 0, opts);
+    return arr(m.results).map((v) => {
+      const r = message<JobActionResultJSON>(v);
+      const out: ActionResult = { jobId: u64(r.jobId) };
+      if (r.error) out.error = itemError(op, r.error);
+      return out;
+    });
+  }
+
+  /** Puts dead letters back Ready on their queue with their ids, attempts
+   * reset; one result per id, in order. */
+  requeueDeadLetters(ids: JobId[], opts: CallOptions = {}): Promise<ActionResult[]> {
+    return this.action("requeue dead letters", "RequeueDeadLetters", { jobIds: ids }, opts);
+  }
+
+  /** Removes dead letters for good. */
+  deleteDeadLetters(ids: JobId[], opts: CallOptions = {}): Promise<ActionResult[]> {
+    return this.action("delete dead letters", "DeleteDeadLetters", { jobIds: ids }, opts);
+  }
+
+  /** Dead-letters live Ready or Scheduled jobs with cause "admin" and the
+   * reason as their last reason. */
+  deadLetterJobs(ids: JobId[], reason = "", opts: CallOptions = {}): Promise<ActionResult[]> {
+    return this.action("dead-letter jobs", "DeadLetterJobs", { jobIds: ids, reason }, opts);
+  }
+
+  /** Removes Ready or Scheduled jobs for good; a reserved one gets a
+   * WrongStateError in its result. */
+  deleteJobs(ids: JobId[], opts: CallOptions = {}): Promise<ActionResult[]> {
+    return this.action("delete jobs", "DeleteJobs", { jobIds: ids }, opts);
+  }
+
+  /** Makes Scheduled jobs Ready now. */
+  runJobsNow(ids: JobId[], opts: CallOptions = {}): Promise<ActionResult[]> {
+    return this.action("run jobs now", "RunJobsNow", { jobIds: ids }, opts);
+  }
+
+  /** Holds Ready or Scheduled jobs until runAt (at or before now: Ready);
+   * beyond the queue's horizon is a ScheduledTooFarError in the result. */
+  rescheduleJobs(ids: JobId[], runAt: Date, opts: CallOptions = {}): Promise<ActionResult[]> {
+    return this.action("reschedule jobs", "RescheduleJobs", { jobIds: ids, runAt: runAt.toISOString() }, opts);
+  }
+
+  /** Gives live jobs a priority (0..9); a Ready job takes its place by it
+   * and its original enqueue time. */
+  setJobsPriority(ids: JobId[], priority: Priority | number, opts: CallOptions = {}): Promise<ActionResult[]> {
+    return this.action("set jobs priority", "SetJobsPriority", { jobIds: ids, priority }, opts);
+  }
+
+  /**
+   * Cancels Reserved jobs: each lease is revoked at once (the worker's
+   * next extend, ack or nack rejects with JobCancelledError) and the job
+   * is dead-lettered with cause "cancelled", or removed with
+   * options.delete. A job no worker holds gets a WrongStateError.
+   */
+  cancelJobs(ids: JobId[], options: { delete?: boolean; reason?: string } = {}, opts: CallOptions = {}): Promise<ActionResult[]> {
+    return this.action("cancel jobs", "CancelJobs", { jobIds: ids, delete: options.delete === true, reason: options.reason ?? "" }, opts);
+  }
+
+  /** Stops reserves handing out the queue's jobs; enqueues go on. */
+  async pauseQueue(queue: string, opts: CallOptions = {}): Promise<void> {
+    await this.call<PauseQueueRequestJSON, PauseQueueResponseJSON>("pause queue", "sepp.v1.AdminService/PauseQueue", { queue }, "safe", 0, opts);
+  }
+
+  /** Undoes pauseQueue. */
+  async resumeQueue(queue: string, opts: CallOptions = {}): Promise<void> {
+    await this.call<ResumeQueueRequestJSON, ResumeQueueResponseJSON>("resume queue", "sepp.v1.AdminService/ResumeQueue", { queue }, "safe", 0, opts);
+  }
+
+  // ---- operator calls: queues as managed objects ----
+
+  /**
+   * Adds a queue with its own settings (undefined fields inherit) and
+   * resolves to what it runs with. A queue that exists rejects with
+   * AlreadyExistsError, a setting out of range with InvalidArgumentError
+   * naming it, a deadLetterQueue that does not exist with NotFoundError.
+   * Not retried once it may have been applied (the retry would find it).
+   */
+  async createQueue(name: string, settings: QueueSettings = {}, options: { paused?: boolean } = {}, opts: CallOptions = {}): Promise<Required<QueueSettings>> {
+    const body: CreateQueueRequestJSON = { name, settings: queueSettingsToJSON(settings) };
+    if (options.paused) body.paused = true;
+    const m = await this.call<CreateQueueRequestJSON, CreateQueueResponseJSON>("create queue", "sepp.v1.AdminService/CreateQueue", body, "not_sent", 0, opts);
+    return queueLimitsFromJSON(m.effective);
+  }
+
+  /** One queue: its counts, own settings and effective settings;
+   * NotFoundError when there is no such queue. */
+  async getQueue(name: string, opts: CallOptions = {}, stale = false): Promise<QueueInfo> {
+    const m = await this.call<GetQueueRequestJSON, GetQueueResponseJSON>("get queue", "sepp.v1.AdminService/GetQueue", { name, allowStale: stale }, "safe", 0, opts);
+    return { stats: queueStatsFromJSON(m.summary), settings: queueSettingsFromJSON(m.settings), effective: queueLimitsFromJSON(m.effective) };
+  }
+
+  /** Changes a queue (see QueueUpdate) and resolves to its effective
+   * settings; NotFoundError for an unknown queue. Idempotent, so retried. */
+  async updateQueue(name: string, update: QueueUpdate, opts: CallOptions = {}): Promise<Required<QueueSettings>> {
+    const body: UpdateQueueRequestJSON = { name, settings: queueSettingsToJSON(update.settings), inherit: update.inherit ?? [] };
+    if (update.paused !== undefined) body.paused = update.paused;
+    const m = await this.call<UpdateQueueRequestJSON, UpdateQueueResponseJSON>("update queue", "sepp.v1.AdminService/UpdateQueue", body, "safe", 0, opts);
+    return queueLimitsFromJSON(m.effective);
+  }
+
+  /** Removes a queue. One holding jobs or dead letters rejects with
+   * WrongStateError unless force, which removes them and counts them. Not
+   * retried once it may have been applied. */
+  async deleteQueue(name: string, force = false, opts: CallOptions = {}): Promise<QueueRemoval> {
+    const m = await this.call<DeleteQueueRequestJSON, DeleteQueueResponseJSON>("delete queue", "sepp.v1.AdminService/DeleteQueue", { name, force }, "not_sent", 0, opts);
+    return { jobs: num(m.jobsRemoved), deadLetters: num(m.deadLettersRemoved) };
+  }
+
+  /** Removes a queue's waiting jobs (reserved ones stay) or its dead
+   * letters, and counts them. Not retried once it may have been applied. */
+  async purgeQueue(name: string, target: PurgeTarget, opts: CallOptions = {}): Promise<QueueRemoval> {
+    if (target !== "waiting" && target !== "dead_letters") {
+      throw new InvalidArgumentError("purge queue", "invalid_argument", `target must be "waiting" or "dead_letters", got ${String(target)}`, [
+        { type: "sepp.v1.FieldViolation", field: "target", limit: "", description: "must be waiting or dead_letters" },
+      ]);
+    }
+    const body: PurgeQueueRequestJSON = { name, target: target === "waiting" ? "PURGE_TARGET_WAITING" : "PURGE_TARGET_DEAD_LETTERS" };
+    const m = await this.call<PurgeQueueRequestJSON, PurgeQueueResponseJSON>("purge queue", "sepp.v1.AdminService/PurgeQueue", body, "not_sent", 0, opts);
+    return { jobs: num(m.jobsRemoved), deadLetters: num(m.deadLettersRemoved) };
+  }
+
+  // ---- operator calls: redrive ----
+
+  /** What startRedrive(options) would move, without starting it: the count
+   * and the first sample records (0: 10). */
+  async previewRedrive(options: RedriveOptions, sample = 0, opts: CallOptions = {}): Promise<{ matching: number; sample: DeadLetterRecord[] }> {
+    const body: PreviewRedriveRequestJSON = { redrive: redriveToJSON(options), sample };
+    const m = await this.call<PreviewRedriveRequestJSON, PreviewRedriveResponseJSON>("preview redrive", "sepp.v1.AdminService/PreviewRedrive", body, "safe", 0, opts);
+    return { matching: num(m.matching), sample: arr(m.sample).map(deadLetterFromJSON) };
+  }
+
+  /** Starts a redrive task over the dead letters failed by now that the
+   * selection matches. Not retried once it may have been applied (a retry
+   * would start a second task). */
+  async startRedrive(options: RedriveOptions, opts: CallOptions = {}): Promise<RedriveTask> {
+    const m = await this.call<StartRedriveRequestJSON, StartRedriveResponseJSON>("start redrive", "sepp.v1.AdminService/StartRedrive", redriveToJSON(options), "not_sent", 0, opts);
+    return redriveTaskFromJSON(m.task);
+  }
+
+  /** The running and paused tasks and the last ended ones. */
+  async listRedrives(opts: CallOptions = {}, stale = false): Promise<RedriveTask[]> {
+    const m = await this.call<ListRedrivesRequestJSON, ListRedrivesResponseJSON>("list redrives", "sepp.v1.AdminService/ListRedrives", { allowStale: stale }, "safe", 0, opts);
+    return arr(m.tasks).map(redriveTaskFromJSON);
+  }
+
+  /** One task or audit record; NotFoundError when there is none. */
+  async getRedrive(id: string, opts: CallOptions = {}, stale = false): Promise<RedriveTask> {
+    const m = await this.call<GetRedriveRequestJSON, GetRedriveResponseJSON>("get redrive", "sepp.v1.AdminService/GetRedrive", { id, allowStale: stale }, "safe", 0, opts);
+    return redriveTaskFromJSON(m.task);
+  }
+
+  /** Pauses a running task; one in another state rejects with WrongStateError. */
+  pauseRedrive(id: string, opts: CallOptions = {}): Promise<RedriveTask> {
+    return this.redriveAction("pause redrive", "PauseRedrive", id, opts);
+  }
+
+  /** Resumes a paused task; one in another state rejects with WrongStateError. */
+  resumeRedrive(id: string, opts: CallOptions = {}): Promise<RedriveTask> {
+    return this.redriveAction("resume redrive", "ResumeRedrive", id, opts);
+  }
+
+  /** Ends a running or paused task; what it moved stays moved. */
+  cancelRedrive(id: string, opts: CallOptions = {}): Promise<RedriveTask> {
+    return this.redriveAction("cancel redrive", "CancelRedrive", id, opts);
+  }
+
+  private async redriveAction(op: string, method: string, id: string, opts: CallOptions): Promise<RedriveTask> {
+    const m = await this.call<{ id: string }, { task?: RedriveTaskJSON }>(op, `sepp.v1.AdminService/${method}`, { id }, "safe", 0, opts);
+    return redriveTaskFromJSON(m.task);
   }
 
   // ---- periodic schedules ----

@@ -1,7 +1,20 @@
 // sepp: a TypeScript client for the sepp job queue over the Connect
 // protocol (unary JSON POSTs over fetch). No run-time dependencies.
 export { SeppClient, Producer } from "./client.js";
-export type { ClientOptions, CallOptions, ReserveOptions, ScheduleReadOptions, BatchResult, ProducerOptions } from "./client.js";
+export type { ClientOptions, CallOptions, ReserveOptions, ListOptions, ScheduleReadOptions, BatchResult, ProducerOptions } from "./client.js";
+export type {
+  QueueStats,
+  QueueSettings,
+  QueueInfo,
+  QueueUpdate,
+  QueueRemoval,
+  PurgeTarget,
+  ActionResult,
+  RedriveState,
+  RedriveSelection,
+  RedriveOptions,
+  RedriveTask,
+} from "./admin.js";
 export { Worker, HandlerError, retry, retryAfter, permanent } from "./worker.js";
 export type { Handler, HandlerErrorKind, WorkerOptions } from "./worker.js";
 export { Priority, RetryDirective, DeadLetterRecord } from "./types.js";

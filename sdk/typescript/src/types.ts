@@ -540,4 +540,4 @@ export function serverInfoFromJSON(v: unknown): ServerInfo {
   };
 }
 
-export { jobState as jobStateFromJSON };
+export { jobState as jobStateFromJSON, deadLetterCause as deadLetterCauseFromJSON };

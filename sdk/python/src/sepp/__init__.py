@@ -17,8 +17,9 @@ from sepp.errors import (AlreadyExists, ClientClosed, InternalError, InvalidArgu
 from sepp.producer import Producer
 from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterCause, DeadLetterRecord,
                         Delivery, EnqueueRequest, EnqueueResult, Job, JobAttempt, JobContext, JobState, JobTemplate,
-                        NodeInfo, Priority, QueueStats, RetryDirective, Schedule, ScheduleCatchUp, ScheduleDefinition,
-                        ScheduleOverlap, ServerInfo, UniqueOptions)
+                        NodeInfo, Priority, PurgeTarget, QueueInfo, QueueRemoval, QueueSettings, QueueStats,
+                        RedriveOptions, RedrivePreview, RedriveSelection, RedriveState, RedriveTask, RetryDirective,
+                        Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ServerInfo, UniqueOptions)
 from sepp.worker import Handler, HandlerError, Permanent, Retry, RetryAfter, Worker
 
 __version__ = "0.1.0"
@@ -28,7 +29,8 @@ __all__ = [
     "EnqueueRequest", "EnqueueResult", "BatchResult", "Priority", "JobState", "DeadLetterCause", "RetryDirective",
     "Job", "JobAttempt", "JobContext", "Delivery", "DeadLetterRecord", "ServerInfo", "QueueStats", "ActionResult",
     "NodeInfo", "ClusterMember", "ClusterStatus", "UniqueOptions", "JobTemplate", "ScheduleDefinition", "Schedule",
-    "ScheduleOverlap", "ScheduleCatchUp",
+    "ScheduleOverlap", "ScheduleCatchUp", "QueueSettings", "QueueInfo", "QueueRemoval", "PurgeTarget",
+    "RedriveState", "RedriveSelection", "RedriveOptions", "RedriveTask", "RedrivePreview",
     "SeppError", "InvalidArgument", "InvalidField", "ScheduledTooFar", "NotFound", "AlreadyExists", "UniqueConflict",
     "LeaseLost", "JobCancelled", "WrongState",
     "ResourceExhausted", "QueueFull", "Unavailable", "NotLeader", "UnknownOutcome", "PermissionDenied",

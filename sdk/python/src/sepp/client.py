@@ -27,9 +27,11 @@ import grpc.aio
 
 from sepp.errors import (ClientClosed, InternalError, InvalidField, LeaseLost, SeppError, UnknownOutcome,
                          from_item_error, from_rpc_error, not_leader_hint)
-from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterCause, DeadLetterRecord,
-                        Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, NodeInfo, QueueStats,
-                        RetryDirective, Schedule, ScheduleDefinition, ServerInfo, _from_ts, _to_duration)
+from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterRecord, Delivery,
+                        EnqueueRequest, EnqueueResult, Job, JobContext, JobState, NodeInfo, PurgeTarget, QueueInfo,
+                        QueueRemoval, QueueSettings, QueueStats, RedriveOptions, RedrivePreview, RedriveTask,
+                        RetryDirective, Schedule, ScheduleDefinition, ServerInfo, _from_ts, _queue_stats,
+                        _to_duration, _to_ts)
 from sepp.v1 import admin_service_pb2 as apb
 from sepp.v1 import admin_service_pb2_grpc as agrpc
 from sepp.v1 import cluster_service_pb2 as cpb
@@ -688,10 +690,57 @@ class SeppClient:
     async def list_queues(self, *, stale: bool = False) -> list[QueueStats]:
         """Every queue's counts."""
         r = await self._admin("list queues", "ListQueues", apb.ListQueuesRequest(allow_stale=stale))
-        return [QueueStats(q.name, q.paused, q.configured, q.scheduled, q.ready, q.reserved, q.dead,
-                           q.oldest_ready_age.ToTimedelta(), q.enqueued_total, q.acked_total,
-                           {DeadLetterCause(c.cause): c.count for c in q.dead_lettered_total}, q.dropped_total)
-                for q in r.queues]
+        return [_queue_stats(q) for q in r.queues]
+
+    # -- queues as managed objects ------------------------------------------
+
+    async def create_queue(self, name: str, settings: Optional[QueueSettings] = None, *,
+                           paused: bool = False) -> QueueSettings:
+        """Add a queue with its own settings (None fields inherit) and
+        return what it runs with. A queue that exists already raises
+        AlreadyExists; a setting out of range InvalidField naming it; a
+        dead_letter_queue that does not exist NotFound. Not retried once it
+        may have reached the server (the retry would be AlreadyExists)."""
+        req = apb.CreateQueueRequest(name=name, settings=(settings or QueueSettings()).to_proto(), paused=paused)
+        r = await self._admin("create queue", "CreateQueue", req, _Policy.NOT_SENT)
+        return QueueSettings.from_limits(r.effective)
+
+    async def get_queue(self, name: str, *, stale: bool = False) -> QueueInfo:
+        """One queue: its counts, its own settings and its effective ones;
+        NotFound when there is no such queue."""
+        r = await self._admin("get queue", "GetQueue", apb.GetQueueRequest(name=name, allow_stale=stale))
+        return QueueInfo.from_proto(r)
+
+    async def update_queue(self, name: str, settings: Optional[QueueSettings] = None, *,
+                           inherit: Sequence[str] = (), paused: Optional[bool] = None) -> QueueSettings:
+        """Change a queue: the set fields of ``settings`` replace its own,
+        ``inherit`` names settings to drop (``"default_priority"``,
+        ``"retry_delay_ms"``, ...) so the global value applies again,
+        ``paused`` pauses or resumes it. Returns its effective settings;
+        NotFound for an unknown queue. Idempotent, so retried."""
+        req = apb.UpdateQueueRequest(name=name, settings=(settings or QueueSettings()).to_proto(),
+                                     inherit=list(inherit))
+        if paused is not None:
+            req.paused = paused
+        r = await self._admin("update queue", "UpdateQueue", req)
+        return QueueSettings.from_limits(r.effective)
+
+    async def delete_queue(self, name: str, *, force: bool = False) -> QueueRemoval:
+        """Remove a queue. One holding jobs or dead letters raises
+        WrongState unless ``force``, which removes them and counts them.
+        Not retried once it may have reached the server."""
+        r = await self._admin("delete queue", "DeleteQueue", apb.DeleteQueueRequest(name=name, force=force),
+                              _Policy.NOT_SENT)
+        return QueueRemoval(int(r.jobs_removed), int(r.dead_letters_removed))
+
+    async def purge_queue(self, name: str, target: PurgeTarget) -> QueueRemoval:
+        """Remove a queue's waiting jobs (reserved ones stay) or its dead
+        letters, and count them. Not retried once it may have reached the
+        server."""
+        r = await self._admin("purge queue", "PurgeQueue",
+                              apb.PurgeQueueRequest(name=name, target=apb.PurgeTarget.Name(int(target))),
+                              _Policy.NOT_SENT)
+        return QueueRemoval(int(r.jobs_removed), int(r.dead_letters_removed))
 
     async def list_jobs(self, queue: str, *, state: JobState, after_job_id: int = 0,
                         limit: int = 0, stale: bool = False) -> tuple[list[Job], int]:
@@ -742,6 +791,93 @@ class SeppClient:
         op = "dead-letter jobs"
         r = await self._admin(op, "DeadLetterJobs", apb.DeadLetterJobsRequest(job_ids=list(job_ids), reason=reason))
         return self._actions(op, r.results)
+
+    # -- actions on live jobs -----------------------------------------------
+
+    async def delete_jobs(self, job_ids: Sequence[int]) -> list[ActionResult]:
+        """Remove Ready or Scheduled jobs for good; a reserved one is
+        WrongState in its result."""
+        op = "delete jobs"
+        r = await self._admin(op, "DeleteJobs", apb.DeleteJobsRequest(job_ids=list(job_ids)))
+        return self._actions(op, r.results)
+
+    async def run_jobs_now(self, job_ids: Sequence[int]) -> list[ActionResult]:
+        """Make Scheduled jobs Ready now."""
+        op = "run jobs now"
+        r = await self._admin(op, "RunJobsNow", apb.RunJobsNowRequest(job_ids=list(job_ids)))
+        return self._actions(op, r.results)
+
+    async def reschedule_jobs(self, job_ids: Sequence[int], run_at: datetime) -> list[ActionResult]:
+        """Hold Ready or Scheduled jobs until ``run_at`` (one at or before
+        now makes them Ready); beyond the queue's horizon is
+        ScheduledTooFar in the job's result."""
+        op = "reschedule jobs"
+        req = apb.RescheduleJobsRequest(job_ids=list(job_ids))
+        req.run_at.CopyFrom(_to_ts(run_at))
+        r = await self._admin(op, "RescheduleJobs", req)
+        return self._actions(op, r.results)
+
+    async def set_jobs_priority(self, job_ids: Sequence[int], priority: int) -> list[ActionResult]:
+        """Give live jobs a priority (0..9); a Ready job takes its place by
+        it and its original enqueue time."""
+        op = "set jobs priority"
+        r = await self._admin(op, "SetJobsPriority",
+                              apb.SetJobsPriorityRequest(job_ids=list(job_ids), priority=int(priority)))
+        return self._actions(op, r.results)
+
+    async def cancel_jobs(self, job_ids: Sequence[int], *, delete: bool = False,
+                          reason: str = "") -> list[ActionResult]:
+        """Cancel Reserved jobs: each lease is revoked at once (the worker's
+        next extend, ack or nack raises JobCancelled) and the job is
+        dead-lettered with cause CANCELLED, or removed with ``delete``. A
+        job no worker holds is WrongState in its result."""
+        op = "cancel jobs"
+        r = await self._admin(op, "CancelJobs", apb.CancelJobsRequest(job_ids=list(job_ids), delete=delete,
+                                                                      reason=reason))
+        return self._actions(op, r.results)
+
+    # -- redrive ------------------------------------------------------------
+
+    async def preview_redrive(self, options: RedriveOptions, *, sample: int = 0) -> RedrivePreview:
+        """What start_redrive(options) would move, without starting it: the
+        count and the first ``sample`` records (0: 10)."""
+        r = await self._admin("preview redrive", "PreviewRedrive",
+                              apb.PreviewRedriveRequest(redrive=options.to_proto(), sample=sample))
+        return RedrivePreview(int(r.matching), tuple(DeadLetterRecord.from_proto(x) for x in r.sample))
+
+    async def start_redrive(self, options: RedriveOptions) -> RedriveTask:
+        """Start a redrive task over the dead letters failed by now that
+        ``options.selection`` matches. Not retried once it may have reached
+        the server (a retry would start a second task)."""
+        r = await self._admin("start redrive", "StartRedrive", options.to_proto(), _Policy.NOT_SENT)
+        return RedriveTask.from_proto(r.task)
+
+    async def list_redrives(self, *, stale: bool = False) -> list[RedriveTask]:
+        """The running and paused tasks and the last ended ones."""
+        r = await self._admin("list redrives", "ListRedrives", apb.ListRedrivesRequest(allow_stale=stale))
+        return [RedriveTask.from_proto(t) for t in r.tasks]
+
+    async def get_redrive(self, task_id: int, *, stale: bool = False) -> RedriveTask:
+        """One task or audit record; NotFound when there is none."""
+        r = await self._admin("get redrive", "GetRedrive", apb.GetRedriveRequest(id=task_id, allow_stale=stale))
+        return RedriveTask.from_proto(r.task)
+
+    async def pause_redrive(self, task_id: int) -> RedriveTask:
+        """Pause a running task; one in another state raises WrongState."""
+        r = await self._admin("pause redrive", "PauseRedrive", apb.PauseRedriveRequest(id=task_id))
+        return RedriveTask.from_proto(r.task)
+
+    async def resume_redrive(self, task_id: int) -> RedriveTask:
+        """Resume a paused task; one in another state raises WrongState."""
+        r = await self._admin("resume redrive", "ResumeRedrive", apb.ResumeRedriveRequest(id=task_id))
+        return RedriveTask.from_proto(r.task)
+
+    async def cancel_redrive(self, task_id: int) -> RedriveTask:
+        """End a running or paused task; what it moved stays moved."""
+        r = await self._admin("cancel redrive", "CancelRedrive", apb.CancelRedriveRequest(id=task_id))
+        return RedriveTask.from_proto(r.task)
+
+    # -- queue pause --------------------------------------------------------
 
     async def pause_queue(self, queue: str) -> None:
         """Stop reserves from handing out the queue's jobs; enqueues go on."""

@@ -39,6 +39,15 @@ __all__ = [
     "JobTemplate",
     "ScheduleDefinition",
     "Schedule",
+    "QueueSettings",
+    "QueueInfo",
+    "QueueRemoval",
+    "PurgeTarget",
+    "RedriveState",
+    "RedriveSelection",
+    "RedriveOptions",
+    "RedriveTask",
+    "RedrivePreview",
 ]
 
 
@@ -630,3 +639,235 @@ class Schedule:
         return cls(d, tuple(t for t in (_from_ts(ts) for ts in m.next_fire_times) if t is not None),
                    _from_ts(m.last_fire_time), m.last_job_id, m.fired, m.skipped, _from_ts(m.created_at),
                    _from_ts(m.updated_at))
+
+
+# -- queues as managed objects ---------------------------------------------
+
+_MS = timedelta(milliseconds=1)
+
+
+def _backoff_name(b: int) -> str:
+    return "exponential" if b == tpb.RETRY_BACKOFF_EXPONENTIAL else "none"
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """A queue's own settings; a field left None inherits the server's
+    ``[limits]`` value (on update: stays as it is). Durations are kept in
+    whole milliseconds. ``retry_backoff`` is ``"none"`` or
+    ``"exponential"``. The reserve limits (``max_reserved``, ``rate_limit``,
+    ``rate_period``, ``rate_burst``, ``concurrency_key``, ``max_per_key``)
+    have no global value: None and 0 (or "") both mean none. In
+    ``QueueInfo.effective`` every field is set."""
+
+    default_priority: Optional[int] = None
+    default_max_attempts: Optional[int] = None
+    retry_delay: Optional[timedelta] = None
+    retry_backoff: Optional[str] = None
+    retry_delay_max: Optional[timedelta] = None
+    max_schedule_horizon: Optional[timedelta] = None
+    max_length: Optional[int] = None  # 0: unbounded
+    max_memory_bytes: Optional[int] = None  # 0: no budget of its own
+    #: Receives a copy of every job that dies on the queue; it must exist.
+    #: On update, "" stops forwarding.
+    dead_letter_queue: Optional[str] = None
+    #: A job not reserved this long after it first became due dies with
+    #: cause EXPIRED.
+    max_wait: Optional[timedelta] = None
+    fairness_key: Optional[str] = None
+    max_reserved: Optional[int] = None
+    rate_limit: Optional[int] = None
+    rate_period: Optional[timedelta] = None
+    rate_burst: Optional[int] = None
+    concurrency_key: Optional[str] = None
+    max_per_key: Optional[int] = None
+
+    def to_proto(self) -> apb.QueueSettings:
+        m = apb.QueueSettings()
+        for name in ("default_priority", "default_max_attempts", "max_length", "max_memory_bytes",
+                     "dead_letter_queue", "fairness_key", "max_reserved", "rate_limit", "rate_burst",
+                     "concurrency_key", "max_per_key"):
+            v = getattr(self, name)
+            if v is not None:
+                setattr(m, name, v)
+        for name in ("retry_delay", "retry_delay_max", "max_schedule_horizon", "max_wait", "rate_period"):
+            d = getattr(self, name)
+            if d is not None:
+                setattr(m, name + "_ms", _whole_ms(d))
+        if self.retry_backoff is not None:
+            if self.retry_backoff not in ("none", "exponential"):
+                raise InvalidField("retry_backoff", f'must be "none" or "exponential", got {self.retry_backoff!r}')
+            m.retry_backoff = (tpb.RETRY_BACKOFF_EXPONENTIAL if self.retry_backoff == "exponential"
+                               else tpb.RETRY_BACKOFF_NONE)
+        return m
+
+    @classmethod
+    def from_proto(cls, m: apb.QueueSettings) -> QueueSettings:
+        def ms(name: str) -> Optional[timedelta]:
+            return getattr(m, name) * _MS if m.HasField(name) else None
+
+        return cls(
+            default_priority=m.default_priority if m.HasField("default_priority") else None,
+            default_max_attempts=m.default_max_attempts if m.HasField("default_max_attempts") else None,
+            retry_delay=ms("retry_delay_ms"),
+            retry_backoff=_backoff_name(m.retry_backoff) if m.HasField("retry_backoff") else None,
+            retry_delay_max=ms("retry_delay_max_ms"),
+            max_schedule_horizon=ms("max_schedule_horizon_ms"),
+            max_length=m.max_length if m.HasField("max_length") else None,
+            max_memory_bytes=m.max_memory_bytes if m.HasField("max_memory_bytes") else None,
+            dead_letter_queue=m.dead_letter_queue if m.HasField("dead_letter_queue") else None,
+            max_wait=ms("max_wait_ms"),
+            fairness_key=m.fairness_key if m.HasField("fairness_key") else None,
+            max_reserved=m.max_reserved if m.HasField("max_reserved") else None,
+            rate_limit=m.rate_limit if m.HasField("rate_limit") else None,
+            rate_period=ms("rate_period_ms"),
+            rate_burst=m.rate_burst if m.HasField("rate_burst") else None,
+            concurrency_key=m.concurrency_key if m.HasField("concurrency_key") else None,
+            max_per_key=m.max_per_key if m.HasField("max_per_key") else None,
+        )
+
+    @classmethod
+    def from_limits(cls, m: qpb.QueueLimits) -> QueueSettings:
+        """The effective settings a queue runs with: every field set."""
+        return cls(m.default_priority, m.default_max_attempts, m.retry_delay_ms * _MS,
+                   _backoff_name(m.retry_backoff), m.retry_delay_max_ms * _MS, m.max_schedule_horizon_ms * _MS,
+                   m.max_length, m.max_memory_bytes, m.dead_letter_queue, m.max_wait_ms * _MS, m.fairness_key,
+                   m.max_reserved, m.rate_limit, m.rate_period_ms * _MS, m.rate_burst, m.concurrency_key,
+                   m.max_per_key)
+
+
+def _queue_stats(q: apb.QueueSummary) -> QueueStats:
+    return QueueStats(q.name, q.paused, q.configured, q.scheduled, q.ready, q.reserved, q.dead,
+                      q.oldest_ready_age.ToTimedelta(), q.enqueued_total, q.acked_total,
+                      {DeadLetterCause(c.cause): c.count for c in q.dead_lettered_total}, q.dropped_total)
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    """One queue (get_queue): its counts, its own settings and what it runs
+    with (``effective``: its settings over the global limits)."""
+
+    stats: QueueStats
+    settings: QueueSettings
+    effective: QueueSettings
+
+    @classmethod
+    def from_proto(cls, m: apb.GetQueueResponse) -> QueueInfo:
+        return cls(_queue_stats(m.summary), QueueSettings.from_proto(m.settings),
+                   QueueSettings.from_limits(m.effective))
+
+
+@dataclass(frozen=True)
+class QueueRemoval:
+    """What delete_queue or purge_queue removed."""
+
+    jobs: int
+    dead_letters: int
+
+
+class PurgeTarget(enum.IntEnum):
+    """What purge_queue removes."""
+
+    #: Ready and Scheduled jobs, retries waiting included; reserved ones stay.
+    WAITING = apb.PURGE_TARGET_WAITING
+    #: The queue's retained dead letters.
+    DEAD_LETTERS = apb.PURGE_TARGET_DEAD_LETTERS
+
+
+# -- redrive ----------------------------------------------------------------
+
+
+class RedriveState(enum.IntEnum):
+    UNKNOWN = apb.REDRIVE_STATE_UNSPECIFIED
+    RUNNING = apb.REDRIVE_STATE_RUNNING
+    PAUSED = apb.REDRIVE_STATE_PAUSED
+    CANCELLED = apb.REDRIVE_STATE_CANCELLED
+    DONE = apb.REDRIVE_STATE_DONE
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def _missing_(cls, value: object) -> RedriveState:
+        return cls.UNKNOWN
+
+
+@dataclass(frozen=True)
+class RedriveSelection:
+    """The dead letters a redrive moves; a field left empty matches all."""
+
+    queue: str = ""
+    cause: DeadLetterCause = DeadLetterCause.UNKNOWN  # UNKNOWN: any
+    job_type: str = ""
+    #: A substring of the record's last reason.
+    reason_contains: str = ""
+    #: failed_at at or after, when set.
+    failed_after: Optional[datetime] = None
+    #: failed_at before, when set.
+    failed_before: Optional[datetime] = None
+
+    def to_proto(self) -> apb.RedriveSelection:
+        m = apb.RedriveSelection(queue=self.queue, cause=tpb.DeadLetterCause.Name(int(self.cause)),
+                                 job_type=self.job_type, reason_contains=self.reason_contains)
+        if self.failed_after is not None:
+            m.failed_after.CopyFrom(_to_ts(self.failed_after))
+        if self.failed_before is not None:
+            m.failed_before.CopyFrom(_to_ts(self.failed_before))
+        return m
+
+    @classmethod
+    def from_proto(cls, m: apb.RedriveSelection) -> RedriveSelection:
+        return cls(m.queue, DeadLetterCause(m.cause), m.job_type, m.reason_contains, _from_ts(m.failed_after),
+                   _from_ts(m.failed_before))
+
+
+@dataclass(frozen=True)
+class RedriveOptions:
+    """A redrive: the records ``selection`` matches go back to their queue
+    with their ids and attempts reset, or, with ``fresh``, are replayed as
+    new jobs (to ``to_queue`` when named; it must exist), at ``rate`` jobs
+    per second (1..10000; 0 lets the server use 100)."""
+
+    selection: RedriveSelection = field(default_factory=RedriveSelection)
+    to_queue: str = ""
+    fresh: bool = False
+    rate: int = 0
+
+    def to_proto(self) -> apb.StartRedriveRequest:
+        return apb.StartRedriveRequest(selection=self.selection.to_proto(), to_queue=self.to_queue,
+                                       fresh=self.fresh, rate=self.rate)
+
+
+@dataclass(frozen=True)
+class RedriveTask:
+    """A redrive task and, once ended, its audit record."""
+
+    id: int
+    options: RedriveOptions
+    state: RedriveState
+    moved: int
+    #: Matching records still to move (0 once ended).
+    remaining: int
+    #: The highest record (job) id handled.
+    cursor: int
+    last_error: str
+    #: The token name that started it ("" when admin auth is off).
+    created_by: str
+    created_at: Optional[datetime]
+    updated_at: Optional[datetime]
+    ended_at: Optional[datetime]
+    ended_by: str
+
+    @classmethod
+    def from_proto(cls, m: apb.RedriveTask) -> RedriveTask:
+        return cls(m.id, RedriveOptions(RedriveSelection.from_proto(m.selection), m.to_queue, m.fresh, m.rate),
+                   RedriveState(m.state), m.moved, m.remaining, m.cursor, m.last_error, m.created_by,
+                   _from_ts(m.created_at), _from_ts(m.updated_at), _from_ts(m.ended_at), m.ended_by)
+
+
+@dataclass(frozen=True)
+class RedrivePreview:
+    """What a redrive would move: how many records, and the first of them."""
+
+    matching: int
+    sample: tuple[DeadLetterRecord, ...]
