@@ -32,6 +32,7 @@ type logRecorder struct {
 }
 
 func newLogRecorder(t *testing.T, seed uint64) *logRecorder {
+	t.Helper()
 	return &logRecorder{t: t, rng: rand.New(rand.NewPCG(seed, seed)), now: t0}
 }
 
@@ -270,11 +271,13 @@ func TestFSM_StoreOfAnotherLogStopsTheNode(t *testing.T) {
 func TestFSM_DamagedStoreIsRebuilt(t *testing.T) {
 	damages := map[string]func(t *testing.T, sst string){
 		"lost table": func(t *testing.T, sst string) {
+			t.Helper()
 			if err := os.Remove(sst); err != nil {
 				t.Fatal(err)
 			}
 		},
 		"flipped byte": func(t *testing.T, sst string) {
+			t.Helper()
 			b, err := os.ReadFile(sst)
 			if err != nil {
 				t.Fatal(err)

@@ -46,6 +46,7 @@ func TestMemoryBudgetInOwnCgroup_PayloadsOnDisk(t *testing.T) {
 }
 
 func floodInOwnCgroups(t *testing.T, extraTOML string, timeout time.Duration) {
+	t.Helper()
 	requireLong(t)
 	h := requireCgroupHierarchy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
