@@ -235,6 +235,9 @@ func (e *Engine) encode(c *encoder) {
 	if version >= snapshotVersionAttempts {
 		e.encodeAttemptsSection(c)
 	}
+	if version >= snapshotVersionTrace {
+		e.encodeTraceSection(c)
+	}
 }
 
 func encodeConfig(c *encoder, cfg Config, version uint64) {
@@ -938,6 +941,11 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	}
 	if d.version >= snapshotVersionAttempts {
 		if err := d.decodeAttemptsSection(e); err != nil {
+			return nil, err
+		}
+	}
+	if d.version >= snapshotVersionTrace {
+		if err := d.decodeTraceSection(e); err != nil {
 			return nil, err
 		}
 	}
