@@ -29,6 +29,8 @@ func (c *Client) Enqueue(ctx context.Context, req *EnqueueRequest) (EnqueueResul
 		key = newKey()
 	}
 	m := req.toProto(key)
+	ctx, tc, end := c.startSend(ctx, req.Queue, req.JobType, 1)
+	setTraceContext(m, tc)
 	var res EnqueueResult
 	err := c.call(ctx, "enqueue", retrySafe, 0, func(ctx context.Context, a *attempt) error {
 		resp, err := c.queueService(a).Enqueue(ctx, m, c.opts.callOptions...)
@@ -44,6 +46,9 @@ func (c *Client) Enqueue(ctx context.Context, req *EnqueueRequest) (EnqueueResul
 		}
 		return nil
 	})
+	if end != nil {
+		end(res.JobID, err)
+	}
 	return res, err
 }
 
@@ -85,7 +90,15 @@ func (c *Client) EnqueueBatch(ctx context.Context, reqs []*EnqueueRequest) ([]Ba
 	if len(idx) == 0 {
 		return out, nil
 	}
+	first := reqs[idx[0]]
+	ctx, tc, end := c.startSend(ctx, first.Queue, first.JobType, len(jobs))
+	for _, m := range jobs {
+		setTraceContext(m, tc)
+	}
 	results, err := c.enqueueBatchWire(ctx, jobs, keys)
+	if end != nil {
+		end(0, err)
+	}
 	if err != nil {
 		return nil, err
 	}
