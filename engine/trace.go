@@ -132,6 +132,22 @@ func traceOf(j *job) *TraceContext {
 	return j.ext.trace
 }
 
+// JobTrace is the queue and trace context of a live job or a retained
+// dead one; ok is false when the job is not held or has no trace context.
+// A cheap read (no payload, no view) for the spans of an ack or a nack.
+func (e *Engine) JobTrace(id JobID) (queue string, t TraceContext, ok bool) {
+	j := e.jobs.get(id)
+	if j == nil {
+		if r := e.dead[id]; r != nil {
+			j = r.j
+		}
+	}
+	if j == nil || traceOf(j) == nil {
+		return "", TraceContext{}, false
+	}
+	return j.q.name, *j.ext.trace, true
+}
+
 // encodeTraceSection writes, by job id, every live job and retained record
 // with a trace context: its id, traceparent and tracestate.
 func (e *Engine) encodeTraceSection(c *encoder) {
