@@ -18,7 +18,7 @@ from sepp.producer import Producer
 from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterCause, DeadLetterRecord,
                         Delivery, EnqueueRequest, EnqueueResult, Job, JobAttempt, JobContext, JobState, JobTemplate,
                         NodeInfo, Priority, QueueStats, RetryDirective, Schedule, ScheduleCatchUp, ScheduleDefinition,
-                        ScheduleOverlap, ServerInfo, UniqueOptions)
+                        ScheduleOverlap, ServerInfo, TraceContext, UniqueOptions)
 from sepp.worker import Handler, HandlerError, Permanent, Retry, RetryAfter, Worker
 
 __version__ = "0.1.0"
@@ -28,7 +28,7 @@ __all__ = [
     "EnqueueRequest", "EnqueueResult", "BatchResult", "Priority", "JobState", "DeadLetterCause", "RetryDirective",
     "Job", "JobAttempt", "JobContext", "Delivery", "DeadLetterRecord", "ServerInfo", "QueueStats", "ActionResult",
     "NodeInfo", "ClusterMember", "ClusterStatus", "UniqueOptions", "JobTemplate", "ScheduleDefinition", "Schedule",
-    "ScheduleOverlap", "ScheduleCatchUp",
+    "ScheduleOverlap", "ScheduleCatchUp", "TraceContext",
     "SeppError", "InvalidArgument", "InvalidField", "ScheduledTooFar", "NotFound", "AlreadyExists", "UniqueConflict",
     "LeaseLost", "JobCancelled", "WrongState",
     "ResourceExhausted", "QueueFull", "Unavailable", "NotLeader", "UnknownOutcome", "PermissionDenied",
