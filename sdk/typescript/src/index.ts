@@ -12,6 +12,7 @@ export type {
   EnqueueRequest,
   EnqueueResult,
   UniqueOptions,
+  TraceContext,
   Job,
   JobAttempt,
   JobOrigin,
