@@ -35,8 +35,8 @@ pub mod pb {
     include!("pb/sepp.v1.rs");
 }
 
-pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient};
+pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient, TraceInjector};
 pub use error::{Code, Error};
 pub use schedule::{JobTemplate, Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ScheduleSpec};
-pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, Priority, ServerInfo, UniqueOptions};
-pub use worker::{BoxError, HandlerError, RunningWorker, Worker, WorkerOptions};
+pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, Priority, ServerInfo, TraceContext, UniqueOptions};
+pub use worker::{BoxError, HandlerError, HandlerFuture, InstrumentHook, RunningWorker, Worker, WorkerOptions};
