@@ -113,8 +113,10 @@ func TestTracing_ProducerThroughServerToWorker(t *testing.T) {
 	cfg.Server.RaftAddr = freeAddr(t)
 	cfg.Server.DataDir = filepath.Join(t.TempDir(), "data")
 	cfg.Server.LogLevel = "warn"
-	cfg.Tracing.OTLPEndpoint = "http://" + recvAddr
-	cfg.Tracing.ServiceName = "sepp-test"
+	// docs:begin server-config
+	cfg.Tracing.OTLPEndpoint = "http://" + recvAddr // [tracing] otlp_endpoint
+	cfg.Tracing.ServiceName = "sepp-test"           // [tracing] service_name
+	// docs:end server-config
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -147,14 +149,19 @@ func TestTracing_ProducerThroughServerToWorker(t *testing.T) {
 	// The producer: its own provider, recording in memory.
 	producerExp := tracetest.NewInMemoryExporter()
 	producerTP := sdktrace.NewTracerProvider(sdktrace.WithSyncer(producerExp))
-	producer, err := client.New(cctx, []string{cfg.Server.GRPCAddr}, client.WithTracing(otelsepp.New(otelsepp.WithTracerProvider(producerTP))))
+	// docs:begin go-producer
+	producer, err := client.New(cctx, []string{cfg.Server.GRPCAddr},
+		client.WithTracing(otelsepp.New(otelsepp.WithTracerProvider(producerTP))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer producer.Close()
-	rctx, root := producerTP.Tracer("test").Start(cctx, "checkout")
+	// The job carries the context of the client's "send emails" span, a
+	// child of the caller's span.
+	rctx, root := producerTP.Tracer("shop").Start(cctx, "checkout")
 	res, err := producer.Enqueue(rctx, client.NewEnqueueRequest("emails", "welcome").WithPayload([]byte(`{"to":"ada"}`)))
 	root.End()
+	// docs:end go-producer
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,17 +169,22 @@ func TestTracing_ProducerThroughServerToWorker(t *testing.T) {
 	// The worker: another client, another provider.
 	workerExp := tracetest.NewInMemoryExporter()
 	workerTP := sdktrace.NewTracerProvider(sdktrace.WithSyncer(workerExp))
-	worker, err := client.New(cctx, []string{cfg.Server.GRPCAddr}, client.WithTracing(otelsepp.New(otelsepp.WithTracerProvider(workerTP))))
+	// docs:begin go-worker
+	worker, err := client.New(cctx, []string{cfg.Server.GRPCAddr},
+		client.WithTracing(otelsepp.New(otelsepp.WithTracerProvider(workerTP))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer worker.Close()
 	handled := make(chan uint64, 1)
 	w := client.NewWorker(worker, client.WorkerOptions{Concurrency: 1})
+	// The handler runs under the "process emails" span, a child of the
+	// producer's send span: its context carries it to the handler's spans.
 	w.Handle("emails", "welcome", func(_ context.Context, d *client.Delivery) error {
 		handled <- d.Ctx.JobID
 		return nil
 	})
+	// docs:end go-worker
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

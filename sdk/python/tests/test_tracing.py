@@ -25,12 +25,17 @@ async def test_trace_context_round_trip(cluster: Cluster) -> None:
     injected = TraceContext(TP_INJECTED, "congo=t61rcWkgMzE")
     calls = 0
 
+    # docs:begin python-injector
+    # Called for each job enqueued without a trace context of its own. With
+    # OpenTelemetry: carrier = {}; propagate.inject(carrier);
+    # return TraceContext.from_headers(carrier)
     def inject() -> TraceContext:
         nonlocal calls
         calls += 1
         return injected
 
     async with await SeppClient.connect(cluster.addrs, trace_injector=inject) as c:
+        # docs:end python-injector
         own = TraceContext.from_headers({"traceparent": TP_OWN})
         assert own is not None and own.as_headers() == {"traceparent": TP_OWN}
         a = await c.enqueue(EnqueueRequest(queue, "t"))
@@ -44,16 +49,23 @@ async def test_trace_context_round_trip(cluster: Cluster) -> None:
 
         seen: dict[int, TraceContext | None] = {}
 
+        # docs:begin python-around
+        # Runs each handler. With OpenTelemetry: parent =
+        # propagate.extract(d.job.trace_context.as_headers()), then
+        # `with tracer.start_as_current_span(..., context=parent): await run()`
         async def around(d: Delivery, run: Callable[[], Awaitable[None]]) -> None:
             seen[d.ctx.job_id] = d.job.trace_context
             await run()
+        # docs:end python-around
 
         handled: list[int] = []
 
         async def handle(d: Delivery) -> None:
             handled.append(d.ctx.job_id)
 
+        # docs:begin python-worker
         w = Worker(c, wait=timedelta(milliseconds=200), around_handler=around)
+        # docs:end python-worker
         w.handle(queue, "", handle)
         async with w:
             loop = asyncio.get_running_loop()

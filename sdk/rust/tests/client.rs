@@ -433,6 +433,9 @@ async fn trace_context_round_trips_through_the_server_to_the_worker() {
     let own = TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
     let calls = Arc::new(AtomicUsize::new(0));
     let (inj, counter) = (injected.clone(), calls.clone());
+    // docs:begin rust-injector
+    // With opentelemetry: inject the current context into a HashMap with
+    // the global propagator and return its "traceparent" and "tracestate".
     let opts = ClientOptions {
         retry_timeout: Duration::from_secs(60),
         trace_injector: Some(TraceInjector(Arc::new(move || {
@@ -441,6 +444,7 @@ async fn trace_context_round_trips_through_the_server_to_the_worker() {
         }))),
         ..ClientOptions::default()
     };
+    // docs:end rust-injector
     let client = SeppClient::connect_with(&refs, opts).await.unwrap();
     let q = "rs-trace";
     let a = client.enqueue(EnqueueRequest::new(q, "t").unwrap()).await.unwrap();
@@ -453,10 +457,14 @@ async fn trace_context_round_trips_through_the_server_to_the_worker() {
     type Seen = Vec<(u64, Option<TraceContext>)>;
     let seen: Arc<Mutex<Seen>> = Arc::default();
     let record = seen.clone();
+    // docs:begin rust-instrument
+    // With tracing + tracing-opentelemetry: build a span whose parent is
+    // d.job.trace_context and return Box::pin(run.instrument(span)).
     let instrument: InstrumentHook = Arc::new(move |d: &sepp_rs::Delivery, run: HandlerFuture| {
         record.lock().unwrap().push((d.ctx.job_id, d.job.trace_context.clone()));
         run
     });
+    // docs:end rust-instrument
     let mut worker = Worker::new(
         client.clone(),
         WorkerOptions { wait: Duration::from_millis(200), instrument: Some(instrument), ..WorkerOptions::default() },
