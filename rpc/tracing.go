@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/engine"
 )
 
@@ -100,12 +102,21 @@ func (s *server) jobSpan(ctx context.Context, op, opType, queue string, t engine
 }
 
 // endJobSpan ends span (nil: nothing) with the job's id and the outcome.
+// A follower's NotLeader is no failure of the job: the call goes on to the
+// leader (forwarded, or redirected by the client), whose span tells the
+// rest; the follower's span says so instead of an error.
 func endJobSpan(span trace.Span, id engine.JobID, err error) {
 	if span == nil {
 		return
 	}
 	if id != 0 {
 		span.SetAttributes(attribute.String("messaging.message.id", strconv.FormatUint(uint64(id), 10)))
+	}
+	var nl *cluster.NotLeaderError
+	if errors.As(err, &nl) {
+		span.SetAttributes(attribute.Bool("sepp.not_leader", true), attribute.String("sepp.leader_id", nl.Leader.ID))
+		span.End()
+		return
 	}
 	if err != nil {
 		span.RecordError(err)

@@ -73,3 +73,30 @@ func TestTracing_OffCostsNothing(t *testing.T) {
 		t.Fatalf("tracing on: %d spans and %d reads, want 3 and 1", n, b.reads)
 	}
 }
+
+// TestTracing_NotLeaderIsNoError: a follower's span of a call it answers
+// with NotLeader (the call goes on to the leader) says so, without an
+// error status; any other failure is an error.
+func TestTracing_NotLeaderIsNoError(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	s := &server{b: &readCounter{e: engine.New(engine.DefaultConfig())}, tracer: tracerOf(tp)}
+	tc := engine.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	endJobSpan(s.jobSpan(context.Background(), "ack", "settle", "q", tc, time.Time{}), 7, &cluster.NotLeaderError{Leader: cluster.NodeInfo{ID: "n2"}})
+	endJobSpan(s.jobSpan(context.Background(), "ack", "settle", "q", tc, time.Time{}), 7, engine.ErrLeaseLost)
+	spans := rec.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	attrs := map[string]string{}
+	for _, kv := range spans[0].Attributes() {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+	}
+	if spans[0].Status().Code.String() != "Unset" || attrs["sepp.not_leader"] != "true" || attrs["sepp.leader_id"] != "n2" || attrs["messaging.message.id"] != "7" {
+		t.Fatalf("not-leader span: status %v, attributes %v", spans[0].Status(), attrs)
+	}
+	if spans[1].Status().Code.String() != "Error" {
+		t.Fatalf("lost-lease span: status %v", spans[1].Status())
+	}
+}
