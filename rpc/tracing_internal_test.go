@@ -91,7 +91,7 @@ func TestTracing_NotLeaderIsNoError(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range spans[0].Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	if spans[0].Status().Code.String() != "Unset" || attrs["sepp.not_leader"] != "true" || attrs["sepp.leader_id"] != "n2" || attrs["messaging.message.id"] != "7" {
 		t.Fatalf("not-leader span: status %v, attributes %v", spans[0].Status(), attrs)
