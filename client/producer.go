@@ -166,7 +166,7 @@ func (p *Producer) EnqueueAsync(ctx context.Context, req *EnqueueRequest) *Pendi
 		key = newKey()
 	}
 	m := req.toProto(key)
-	if t := p.c.opts.tracing; t != nil {
+	if p.c.opts.tracing != nil && req.TraceContext == nil {
 		// The job's span starts as it is handed over and ends with its
 		// result, however it was batched.
 		_, tc, end := p.c.startSend(ctx, req.Queue, req.JobType, 1)

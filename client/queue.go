@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,8 +30,12 @@ func (c *Client) Enqueue(ctx context.Context, req *EnqueueRequest) (EnqueueResul
 		key = newKey()
 	}
 	m := req.toProto(key)
-	ctx, tc, end := c.startSend(ctx, req.Queue, req.JobType, 1)
-	setTraceContext(m, tc)
+	var end func(uint64, error)
+	if req.TraceContext == nil {
+		var tc *TraceContext
+		ctx, tc, end = c.startSend(ctx, req.Queue, req.JobType, 1)
+		setTraceContext(m, tc)
+	}
 	var res EnqueueResult
 	err := c.call(ctx, "enqueue", retrySafe, 0, func(ctx context.Context, a *attempt) error {
 		resp, err := c.queueService(a).Enqueue(ctx, m, c.opts.callOptions...)
@@ -90,10 +95,16 @@ func (c *Client) EnqueueBatch(ctx context.Context, reqs []*EnqueueRequest) ([]Ba
 	if len(idx) == 0 {
 		return out, nil
 	}
-	first := reqs[idx[0]]
-	ctx, tc, end := c.startSend(ctx, first.Queue, first.JobType, len(jobs))
-	for _, m := range jobs {
-		setTraceContext(m, tc)
+	var end func(uint64, error)
+	if i := slices.IndexFunc(jobs, func(m *seppv1.EnqueueRequest) bool { return m.TraceContext == nil }); i >= 0 {
+		// One send span for the batch; items with a trace context of
+		// their own keep it.
+		first := reqs[idx[i]]
+		var tc *TraceContext
+		ctx, tc, end = c.startSend(ctx, first.Queue, first.JobType, len(jobs))
+		for _, m := range jobs {
+			setTraceContext(m, tc)
+		}
 	}
 	results, err := c.enqueueBatchWire(ctx, jobs, keys)
 	if end != nil {

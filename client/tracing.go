@@ -28,7 +28,8 @@ func (r *EnqueueRequest) WithTraceContext(tc TraceContext) *EnqueueRequest {
 // concurrently.
 type Tracing interface {
 	// StartSend is called before an Enqueue, an EnqueueBatch or a
-	// Producer's enqueue of one job sends. It returns the context to send
+	// Producer's enqueue of one job sends, unless every job it sends has
+	// a trace context of its own (WithTraceContext). It returns the context to send
 	// under, the trace context each job without one of its own carries
 	// (zero: none), and end, which the client calls once with the
 	// outcome: the job's id for one job (0 for a batch, or on error) and
