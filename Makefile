@@ -27,7 +27,7 @@ PKGS      ?= ./...
 # own, so that a program importing the client pulls no server code
 # (docs/architecture.md, "Modules"). go test ./... at the root covers the
 # server's module only; the targets below go through these as well.
-MODULES   := client client/sepptest internal proto
+MODULES   := client client/otelsepp client/sepptest internal proto
 FUZZTIME  ?= 20s
 # Bound the minimization of each new interesting input: unbounded (go's
 # default 60s) it can stall a fuzzer for its whole FUZZTIME (fsm's

@@ -42,6 +42,7 @@ type options struct {
 	dialOptions    []grpc.DialOption
 	callOptions    []grpc.CallOption
 	leaderProbe    time.Duration
+	tracing        Tracing
 }
 
 // WithRetryTimeout bounds how long one call keeps retrying through a

@@ -63,7 +63,10 @@ type reserveDecoder struct {
 	ctxDeadline, enqueuedAt, scheduledAt wire.Slab[timestamppb.Timestamp]
 	nextAttemptAt, jobDeadline           wire.Slab[timestamppb.Timestamp]
 	expiresAt, startedAt                 wire.Slab[timestamppb.Timestamp]
+	traces                               wire.Slab[seppv1.TraceContext]
 	queue, jobType, workerID, lastReason wire.SharedString
+	// The jobs of one producer's batch share a trace context.
+	traceparent, tracestate wire.SharedString
 }
 
 // Job fields numbered above 31 that the fast path decodes. The server
@@ -74,6 +77,9 @@ type reserveDecoder struct {
 const (
 	jobExpiresAt protowire.Number = 140
 	jobStartedAt protowire.Number = 150
+	// A traced job's trace context: a decoder without it would refuse
+	// every response of a traced workload.
+	jobTraceContext protowire.Number = 170
 )
 
 // Field layouts of the messages decoded here. Field numbers absent from a
@@ -82,7 +88,8 @@ var (
 	reservedJobFields = layout{bytes: bits(1, 2)}
 	contextFields     = layout{varints: bits(1, 2, 3, 4), bytes: bits(5, 6, 7)}
 	jobFields         = layout{varints: bits(1, 5, 6, 10, 11), bytes: bits(2, 3, 4, 7, 8, 9, 13, 14, 15),
-		wideBytes: []protowire.Number{jobExpiresAt, jobStartedAt}}
+		wideBytes: []protowire.Number{jobExpiresAt, jobStartedAt, jobTraceContext}}
+	traceContextFields = layout{bytes: bits(1, 2)}
 )
 
 func (d *reserveDecoder) reservedJob(rj *seppv1.ReservedJob, b []byte) bool {
@@ -164,6 +171,23 @@ func (d *reserveDecoder) job(j *seppv1.Job, b []byte) bool {
 			j.ExpiresAt, ok = d.timestamp(&d.expiresAt, r.bytes)
 		case jobStartedAt:
 			j.StartedAt, ok = d.timestamp(&d.startedAt, r.bytes)
+		case jobTraceContext:
+			j.TraceContext = d.traces.Next(d.n)
+			ok = d.traceContext(j.TraceContext, r.bytes)
+		}
+	}
+	return ok && !r.bad
+}
+
+func (d *reserveDecoder) traceContext(tc *seppv1.TraceContext, b []byte) bool {
+	r := fieldReader{b: b, layout: traceContextFields}
+	ok := true
+	for ok && r.next() {
+		switch r.num {
+		case 1:
+			tc.Traceparent, ok = d.traceparent.Of(r.bytes)
+		case 2:
+			tc.Tracestate, ok = d.tracestate.Of(r.bytes)
 		}
 	}
 	return ok && !r.bad

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"testing"
 	"unsafe"
@@ -104,6 +105,7 @@ func retried() *seppv1.ReservedJob {
 	d.Job.LastReason = "débordement"
 	d.Job.ExpiresAt = &timestamppb.Timestamp{Seconds: 1_893_459_600}
 	d.Job.JobType = "tÿpe"
+	d.Job.TraceContext = &seppv1.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "congo=t61rcWkgMzE"}
 	return d
 }
 
@@ -121,6 +123,13 @@ func TestDecodeReserveResponse_SameAsProto(t *testing.T) {
 		{"HundredDeliveries", response(100)},
 		{"EveryHandledField", &seppv1.ReserveResponse{Jobs: []*seppv1.ReservedJob{retried(), delivery(2)}}},
 		{"StringsChangeBetweenDeliveries", changing},
+		{"TraceContexts", func() *seppv1.ReserveResponse {
+			r := response(3)
+			r.Jobs[0].Job.TraceContext = &seppv1.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+			r.Jobs[1].Job.TraceContext = &seppv1.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "a=1"}
+			r.Jobs[2].Job.TraceContext = &seppv1.TraceContext{}
+			return r
+		}()},
 		{"EmptyMessages", &seppv1.ReserveResponse{Jobs: []*seppv1.ReservedJob{
 			{}, {Ctx: &seppv1.JobContext{}}, {Job: &seppv1.Job{EnqueuedAt: &timestamppb.Timestamp{}}},
 		}}},
@@ -177,6 +186,13 @@ func TestDecodeReserveResponse_FallsBack(t *testing.T) {
 		{"RepeatedExpiresAt", job(msg(140, varint(1, 1)), msg(140)), true},
 		{"StartedAtAsVarint", job(varint(150, 1)), true},
 		{"UnknownWideJobField", job(msg(149)), true},
+		{"UnknownTraceContextField", job(msg(170, str(3, "x"))), true},
+		{"RepeatedTraceContext", job(msg(170, str(1, "a")), msg(170, str(2, "b"))), true},
+		{"RepeatedTraceparent", job(msg(170, str(1, "a"), str(1, "b"))), true},
+		{"TraceContextAsVarint", job(varint(170, 1)), true},
+		{"InvalidUTF8Traceparent", job(msg(170, str(1, "\xff"))), true},
+		{"InvalidUTF8Tracestate", job(msg(170, str(2, "\xff"))), true},
+		{"TraceContextFieldsOutOfOrder", job(msg(170, str(2, "s"), str(1, "p")), str(2, "q")), false},
 		{"UnknownWideContextField", ctx(msg(150)), true},
 		{"WideFieldsOutOfOrder", job(msg(150, varint(1, 5)), str(2, "q"), msg(140, varint(2, 7))), false},
 		{"WrongWireTypeTop", varint(1, 1), true},
@@ -272,25 +288,34 @@ func FuzzDecodeReserveResponse(f *testing.F) {
 // BenchmarkDecodeReserveResponse: the client's decoding of one Reserve
 // response of 100 deliveries in the consume shape (one queue, job type and
 // worker, 256-byte payloads), by proto.Unmarshal (as before decode.go) and
-// by the fast decoder.
+// by the fast decoder; traced: every job with a trace context (each its
+// own traceparent, as jobs of separate enqueues have).
 func BenchmarkDecodeReserveResponse(b *testing.B) {
-	wire := marshal(b, response(100))
-	b.Run("proto", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			var m seppv1.ReserveResponse
-			if err := proto.Unmarshal(wire, &m); err != nil {
-				b.Fatal(err)
+	traced := response(100)
+	for i, d := range traced.Jobs {
+		d.Job.TraceContext = &seppv1.TraceContext{Traceparent: fmt.Sprintf("00-4bf92f3577b34da6a3ce929d0e0e4736-%016x-01", i+1)}
+	}
+	for _, tt := range []struct {
+		name string
+		wire []byte
+	}{{"plain", marshal(b, response(100))}, {"traced", marshal(b, traced)}} {
+		b.Run(tt.name+"/proto", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				var m seppv1.ReserveResponse
+				if err := proto.Unmarshal(tt.wire, &m); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("fast", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			var m seppv1.ReserveResponse
-			if !decodeReserveResponse(wire, &m) {
-				b.Fatal("refused")
+		})
+		b.Run(tt.name+"/fast", func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				var m seppv1.ReserveResponse
+				if !decodeReserveResponse(tt.wire, &m) {
+					b.Fatal("refused")
+				}
 			}
-		}
-	})
+		})
+	}
 }

@@ -18,6 +18,12 @@
 // handler against a crafted delivery, returning the Outcome a Worker would
 // send (sepptest.RunHandler, built on RunHandler here).
 //
+// A job carries its producer's W3C trace context (EnqueueRequest.TraceContext,
+// Job.TraceContext). WithTracing gives the client a Tracing, which starts a
+// span around each enqueue and each Worker's handler run; the module
+// github.com/sepp-io/sepp/client/otelsepp implements it with OpenTelemetry,
+// so this module needs no tracing dependency (docs/tracing.md).
+//
 // Errors are typed: test them with errors.Is against the sentinels
 // (ErrNotFound, ErrLeaseLost, ErrInvalidArgument, ErrUnknownOutcome, ...)
 // and with errors.As for the details (*FieldError, *ScheduledTooFarError,

@@ -90,6 +90,7 @@ type PendingEnqueue struct {
 	done chan struct{}
 	res  EnqueueResult
 	err  error
+	end  func(uint64, error) // the Tracing's, or nil
 }
 
 // Done is closed once the result is known.
@@ -113,6 +114,9 @@ func (pe *PendingEnqueue) Result() (EnqueueResult, error) {
 }
 
 func (pe *PendingEnqueue) resolve(res EnqueueResult, err error) {
+	if pe.end != nil {
+		pe.end(res.JobID, err)
+	}
 	pe.res, pe.err = res, err
 	close(pe.done)
 }
@@ -162,6 +166,13 @@ func (p *Producer) EnqueueAsync(ctx context.Context, req *EnqueueRequest) *Pendi
 		key = newKey()
 	}
 	m := req.toProto(key)
+	if p.c.opts.tracing != nil && req.TraceContext == nil {
+		// The job's span starts as it is handed over and ends with its
+		// result, however it was batched.
+		_, tc, end := p.c.startSend(ctx, req.Queue, req.JobType, 1)
+		setTraceContext(m, tc)
+		pe.end = end
+	}
 	it := &pendingItem{ctx: ctx, m: m, key: key, p: pe, size: proto.Size(m)}
 	p.mu.RLock()
 	defer p.mu.RUnlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,12 @@ func (c *Client) Enqueue(ctx context.Context, req *EnqueueRequest) (EnqueueResul
 		key = newKey()
 	}
 	m := req.toProto(key)
+	var end func(uint64, error)
+	if req.TraceContext == nil {
+		var tc *TraceContext
+		ctx, tc, end = c.startSend(ctx, req.Queue, req.JobType, 1)
+		setTraceContext(m, tc)
+	}
 	var res EnqueueResult
 	err := c.call(ctx, "enqueue", retrySafe, 0, func(ctx context.Context, a *attempt) error {
 		resp, err := c.queueService(a).Enqueue(ctx, m, c.opts.callOptions...)
@@ -44,6 +51,9 @@ func (c *Client) Enqueue(ctx context.Context, req *EnqueueRequest) (EnqueueResul
 		}
 		return nil
 	})
+	if end != nil {
+		end(res.JobID, err)
+	}
 	return res, err
 }
 
@@ -85,7 +95,21 @@ func (c *Client) EnqueueBatch(ctx context.Context, reqs []*EnqueueRequest) ([]Ba
 	if len(idx) == 0 {
 		return out, nil
 	}
+	var end func(uint64, error)
+	if i := slices.IndexFunc(jobs, func(m *seppv1.EnqueueRequest) bool { return m.TraceContext == nil }); i >= 0 {
+		// One send span for the batch; items with a trace context of
+		// their own keep it.
+		first := reqs[idx[i]]
+		var tc *TraceContext
+		ctx, tc, end = c.startSend(ctx, first.Queue, first.JobType, len(jobs))
+		for _, m := range jobs {
+			setTraceContext(m, tc)
+		}
+	}
 	results, err := c.enqueueBatchWire(ctx, jobs, keys)
+	if end != nil {
+		end(0, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -135,6 +135,8 @@ type Job struct {
 	Origin *JobOrigin
 
 	ExpiresAt time.Time // the deadline to be reserved by; zero: none
+	// TraceContext is the producer's W3C trace context; nil: none.
+	TraceContext *TraceContext
 }
 
 // JobAttempt is one ended delivery of a job.
@@ -199,7 +201,7 @@ type DeadLetterRecord struct {
 func (r *DeadLetterRecord) JobID() uint64 { return r.Job.ID }
 
 // ToEnqueueRequest rebuilds an enqueue request for the record's queue with
-// its type, payload, priority, custom fields and max attempts. Enqueuing it
+// its type, payload, priority, custom fields, max attempts and trace context. Enqueuing it
 // makes a fresh job: the server assigns a new id and the attempt count starts
 // at 1. It carries no idempotency key of its own (one is generated per
 // call), and no scheduled_at: a replay runs now.
@@ -212,6 +214,9 @@ func (r *DeadLetterRecord) ToEnqueueRequest() *EnqueueRequest {
 	}
 	for k, v := range r.Job.Custom {
 		req.WithCustom(k, v)
+	}
+	if tc := r.Job.TraceContext; tc != nil {
+		req.WithTraceContext(*tc)
 	}
 	return req
 }
@@ -233,6 +238,10 @@ type EnqueueRequest struct {
 	// reserved, else it dies with CauseExpired (WithExpiresAt, WithTTL).
 	ExpiresAt time.Time
 	TTL       time.Duration
+	// TraceContext, when set, is the job's W3C trace context
+	// (WithTraceContext); unset, the client's Tracing sets the one it
+	// sends under, if any.
+	TraceContext *TraceContext
 }
 
 // WithTTL gives the job a deadline d after the server accepts it (whole
@@ -379,7 +388,18 @@ func (r *EnqueueRequest) toProto(key string) *seppv1.EnqueueRequest {
 		m.ExpiresAt = timestamppb.New(r.ExpiresAt)
 	}
 	m.TtlMs = int64(r.TTL / time.Millisecond)
+	if tc := r.TraceContext; tc != nil {
+		m.TraceContext = &seppv1.TraceContext{Traceparent: tc.Traceparent, Tracestate: tc.Tracestate}
+	}
 	return m
+}
+
+// setTraceContext stamps tc on m unless m carries a trace context of its
+// own.
+func setTraceContext(m *seppv1.EnqueueRequest, tc *TraceContext) {
+	if tc != nil && m.TraceContext == nil {
+		m.TraceContext = &seppv1.TraceContext{Traceparent: tc.Traceparent, Tracestate: tc.Tracestate}
+	}
 }
 
 // EnqueueResult is what an enqueue did.
@@ -493,6 +513,9 @@ func jobFromProto(m *seppv1.Job) Job {
 			LeaseToken: a.GetLeaseToken(),
 			Directive:  a.GetDirective(),
 		})
+	}
+	if tc := m.GetTraceContext(); tc != nil {
+		j.TraceContext = &TraceContext{Traceparent: tc.GetTraceparent(), Tracestate: tc.GetTracestate()}
 	}
 	if o := m.GetOrigin(); o != nil {
 		j.Origin = &JobOrigin{

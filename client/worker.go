@@ -320,7 +320,14 @@ func (w *Worker) run(d Delivery) {
 		defer close(keeperDone)
 		w.keepLease(hctx, handlerDone, d, cancel)
 	}()
-	out := w.invoke(hctx, h, &d)
+	var out Outcome
+	if t := w.c.opts.tracing; t != nil {
+		sctx, end := t.StartProcess(hctx, &d)
+		out = w.invoke(sctx, h, &d)
+		end(out)
+	} else {
+		out = w.invoke(hctx, h, &d)
+	}
 	close(handlerDone)
 	<-keeperDone
 

@@ -50,8 +50,8 @@ func (c *rawCapture) Unmarshal(data mem.BufferSlice, v any) error {
 // hand-made deliveries of its tests drifted from it once: the server began
 // to set Job.started_at (field 150) on every delivery, the decoder refused
 // every response, and the consume rate fell 21% with every test green.
-// Here a real server's deliveries (first attempts, and a job with an
-// expiry) must set no field the golden answer lacks; the client's test
+// Here a real server's deliveries (first attempts, a job with an expiry,
+// one with a trace context) must set no field the golden answer lacks; the client's test
 // then requires the fast decoder to take the golden answer.
 func TestReserveGolden_CoversWhatTheServerSends(t *testing.T) {
 	b, err := rpctest.NewLocalBackend(engine.DefaultConfig(), cluster.NodeInfo{ID: "n1"}, nil)
@@ -71,6 +71,8 @@ func TestReserveGolden_CoversWhatTheServerSends(t *testing.T) {
 		{Queue: "emails", JobType: "welcome", Payload: []byte(`{"to":"a@example.com"}`)},
 		{Queue: "emails", JobType: "welcome", Payload: []byte(`{"to":"b@example.com"}`),
 			ExpiresAt: timestamppb.New(time.Now().Add(time.Hour))},
+		{Queue: "emails", JobType: "welcome", Payload: []byte(`{"to":"c@example.com"}`),
+			TraceContext: &seppv1.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "congo=t61rcWkgMzE"}},
 	} {
 		if _, err := queue.Enqueue(ctx, req); err != nil {
 			t.Fatal(err)
@@ -82,11 +84,11 @@ func TestReserveGolden_CoversWhatTheServerSends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.GetJobs()) != 2 {
-		t.Fatalf("reserved %d jobs, want 2", len(resp.GetJobs()))
+	if len(resp.GetJobs()) != 3 {
+		t.Fatalf("reserved %d jobs, want 3", len(resp.GetJobs()))
 	}
-	if resp.Jobs[0].GetJob().GetStartedAt() == nil || resp.Jobs[1].GetJob().GetExpiresAt() == nil {
-		t.Fatalf("the server no longer sends started_at and expires_at; this test would prove nothing: %v", resp)
+	if resp.Jobs[0].GetJob().GetStartedAt() == nil || resp.Jobs[1].GetJob().GetExpiresAt() == nil || resp.Jobs[2].GetJob().GetTraceContext() == nil {
+		t.Fatalf("the server no longer sends started_at, expires_at and trace_context; this test would prove nothing: %v", resp)
 	}
 	if *updateGolden {
 		if err := os.WriteFile(reserveGolden, capture.last, 0o644); err != nil {

@@ -23,6 +23,15 @@ func (n *Node) Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.Enqu
 			return engine.EnqueueResult{}, err
 		}
 	}
+	if p.Trace != nil {
+		keep, err := n.keepTrace(ctx)
+		if err != nil {
+			return engine.EnqueueResult{}, err
+		}
+		if !keep {
+			p.Trace = nil
+		}
+	}
 	res, err := n.propose(ctx, fsm.EnqueueCommand(p))
 	if err != nil {
 		return engine.EnqueueResult{}, err
@@ -37,6 +46,15 @@ func (n *Node) Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.Enqu
 func (n *Node) EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) ([]engine.BatchItemResult, error) {
 	if err := n.checkUniqueVersion(ctx, items); err != nil {
 		return nil, err
+	}
+	if fsm.HasTrace(items) {
+		keep, err := n.keepTrace(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !keep {
+			items = fsm.StripTrace(items)
+		}
 	}
 	if chunks := splitBatch(items, n.cfg.MaxEntryBytes); len(chunks) > 1 {
 		return n.enqueueBatchSplit(ctx, items, chunks)

@@ -41,6 +41,18 @@ func (n *Node) checkUniqueVersion(ctx context.Context, items []engine.EnqueuePar
 	return nil
 }
 
+// keepTrace reports whether an enqueue may carry its trace context: once
+// every member applies fsm.CommandVersionTraceContext. Until then the
+// leader proposes the enqueue without it (an older member would drop the
+// field, and the replicas' states would differ), rather than refuse it as
+// a unique enqueue is refused: a trace context is an observation, and a
+// job must not fail for want of one. The job then answers without its
+// trace context, so the server's and the worker's spans start traces of
+// their own.
+func (n *Node) keepTrace(ctx context.Context) (bool, error) {
+	return n.membersApplyFor(ctx, fsm.CommandVersionTraceContext)
+}
+
 // requireFeature refuses, with a *CommandVersionError, a request whose use
 // needs feature f unless every member applies f's command version
 // (membersApplyFor).

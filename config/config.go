@@ -28,6 +28,7 @@ type Config struct {
 	TLS     TLS     `toml:"tls"`
 	Auth    Auth    `toml:"auth"`
 	API     API     `toml:"api"`
+	Tracing Tracing `toml:"tracing"`
 	source  string  // the file it came from, for messages
 }
 
@@ -564,6 +565,24 @@ type API struct {
 	CORSAllowCredentials bool `toml:"cors_allow_credentials"`
 }
 
+// Tracing is the [tracing] table: OpenTelemetry spans of the node's
+// Enqueue, Reserve, Ack and Nack calls, joined to each job's trace
+// (docs/tracing.md). Off unless otlp_endpoint is set; off, the node builds
+// no exporter and records nothing.
+type Tracing struct {
+	// OTLPEndpoint is the OTLP/gRPC collector the spans are exported to,
+	// as a URL: "http://127.0.0.1:4317" (plaintext) or
+	// "https://collector.example:4317" (TLS, verified against the system's
+	// roots). Empty (the default) turns tracing off.
+	OTLPEndpoint string `toml:"otlp_endpoint"`
+	// ServiceName is the service.name resource attribute of the spans.
+	ServiceName string `toml:"service_name"`
+	// SampleRatio is the share of traces a node samples when the job's
+	// trace context leaves the choice to it, 0..1; a job whose producer
+	// sampled (or did not) is followed as the producer decided.
+	SampleRatio float64 `toml:"sample_ratio"`
+}
+
 // TokenRoles lists the role names a token may hold.
 var TokenRoles = []string{"producer", "worker", "viewer", "operator", "admin"}
 
@@ -636,6 +655,7 @@ func Default() Config {
 		},
 		Storage: Storage{DeadLetterRetentionMS: lim.DeadLetterRetention.Milliseconds(), WALSegmentMB: 64},
 		TLS:     TLS{HTTP: true},
+		Tracing: Tracing{ServiceName: "sepp", SampleRatio: 1},
 	}
 }
 
@@ -898,6 +918,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.TLS.validate()...)
 	errs = append(errs, c.Auth.validate()...)
 	errs = append(errs, c.API.validate()...)
+	errs = append(errs, c.Tracing.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -956,6 +977,23 @@ func (a Auth) validate() []error {
 	}
 	if a.Enabled && len(a.Tokens) == 0 {
 		add("auth.enabled: is on but auth.tokens is empty: every call would be refused")
+	}
+	return errs
+}
+
+func (t Tracing) validate() []error {
+	var errs []error
+	if e := t.OTLPEndpoint; e != "" {
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Port() == "" || (u.Path != "" && u.Path != "/") {
+			errs = append(errs, fmt.Errorf("tracing.otlp_endpoint: must be an OTLP/gRPC collector's URL such as \"http://127.0.0.1:4317\" (http: plaintext, https: TLS; host and port), got %q", e))
+		}
+	}
+	if t.ServiceName == "" || len(t.ServiceName) > 256 || !utf8.ValidString(t.ServiceName) {
+		errs = append(errs, fmt.Errorf("tracing.service_name: must be 1..256 bytes of UTF-8, got %q", t.ServiceName))
+	}
+	if !(t.SampleRatio >= 0 && t.SampleRatio <= 1) {
+		errs = append(errs, fmt.Errorf("tracing.sample_ratio: must be 0..1, got %v", t.SampleRatio))
 	}
 	return errs
 }

@@ -131,6 +131,10 @@ func TestParse_Rejects(t *testing.T) {
 		{"NegativeMemoryBudget", "[limits]\nmax_memory_bytes = -1\n", "limits.max_memory_bytes"},
 		{"UndeclaredDeadLetterQueue", "[[queues]]\nname = \"src\"\ndead_letter_queue = \"does-not-exist\"\n", `queues["src"].dead_letter_queue: queue "does-not-exist" is not declared in this file`},
 		{"NegativeQueueMemoryBudget", "[[queues]]\nname = \"q\"\nmax_memory_bytes = -5\n", "max_memory_bytes"},
+		{"TracingEndpointWithoutScheme", "[tracing]\notlp_endpoint = \"127.0.0.1:4317\"\n", "tracing.otlp_endpoint"},
+		{"TracingEndpointWithoutPort", "[tracing]\notlp_endpoint = \"http://collector\"\n", "tracing.otlp_endpoint"},
+		{"TracingSampleRatioAboveOne", "[tracing]\nsample_ratio = 1.5\n", "tracing.sample_ratio"},
+		{"TracingEmptyServiceName", "[tracing]\nservice_name = \"\"\n", "tracing.service_name"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

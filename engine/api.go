@@ -181,6 +181,10 @@ type EnqueueParams struct {
 	// reserved (expiry.go). A pointer, as Unique: the params stay in their
 	// 128-byte size class (a batch decodes into one slab of them).
 	Expiry *ExpiryOpts
+	// Trace, when set, is the producer's W3C trace context, kept with the
+	// job and returned with it (trace.go). A pointer: a job without one
+	// costs nothing.
+	Trace *TraceContext
 }
 
 // ExpiryOpts are an enqueue's own deadline: At, when set, is the instant
@@ -336,6 +340,11 @@ type Job struct {
 	// else it dies as expired (expiry.go), in unix nanoseconds; 0: none.
 	// (Nanoseconds, not a time.Time, keep a Delivery in its size class.)
 	ExpiresAtNanos int64
+
+	// Trace is the job's W3C trace context, nil when it has none (a
+	// pointer, so that a Delivery stays in its size class); the view's own
+	// copy.
+	Trace *TraceContext
 }
 
 // ExpiresAt is the job's deadline (ExpiresAtNanos); zero: none.

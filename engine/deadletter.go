@@ -208,6 +208,7 @@ func (e *Engine) forward(j *job, cause Cause) {
 		before := jobCharge(fj)
 		fj.extension().origin = &jobOrigin{queue: j.q.name, jobID: j.id, cause: cause, failedAt: e.now, lastReason: lastReason, finalAttempt: j.attempt}
 		e.charge(dq, jobCharge(fj)-before)
+		e.setTrace(fj, traceOf(j))
 		return
 	}
 	custom[FieldOriginQueue] = j.q.name
@@ -215,7 +216,8 @@ func (e *Engine) forward(j *job, cause Cause) {
 	custom[FieldCause] = cause.String()
 	custom[FieldLastReason] = lastReason
 	custom[FieldFinalAttempt] = strconv.FormatUint(uint64(j.attempt), 10)
-	e.addJob(dq, dq.internJobType(*j.jobType), e.payloadOf(j), prio, maxAttempts, custom, 0)
+	fj := e.addJob(dq, dq.internJobType(*j.jobType), e.payloadOf(j), prio, maxAttempts, custom, 0)
+	e.setTrace(fj, traceOf(j))
 }
 
 // DrainDeadLetters removes and returns up to Max records (default 1, clamped

@@ -101,6 +101,9 @@ type Engine struct {
 	// snapshotVersionExpiryFair from then on.
 	expiry     expiryHeap
 	expiryUsed bool
+	// traceUsed: a job got a trace context (trace.go); from then on the
+	// snapshot is written in layout snapshotVersionTrace.
+	traceUsed bool
 
 	// payloads keeps every live job's and retained record's payload by
 	// job id (payloads.go): an in-heap map unless the state machine hands

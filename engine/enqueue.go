@@ -87,6 +87,9 @@ func (e *Engine) checkParams(p *EnqueueParams) error {
 			return err
 		}
 	}
+	if err := CheckTraceContext(p.Trace); err != nil {
+		return err
+	}
 	return checkCustom(p.Custom, l.MaxCustomFieldBytes)
 }
 
@@ -170,6 +173,12 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 			need += extOverhead
 		}
 	}
+	if p.Trace != nil {
+		need += traceCharge(p.Trace)
+		if customBytes == 0 && due == 0 && deadline == 0 && q.set.maxWait == 0 && uniqueKey == "" {
+			need += extOverhead
+		}
+	}
 	if err := e.checkMemory(q, need); err != nil {
 		return EnqueueResult{}, err
 	}
@@ -205,6 +214,7 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	if deadline != 0 {
 		e.setDeadline(j, deadline)
 	}
+	e.setTrace(j, p.Trace)
 	if uniqueKey != "" {
 		before := jobCharge(j)
 		if p.Unique.Key != "" {

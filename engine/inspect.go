@@ -56,6 +56,7 @@ func (e *Engine) viewWithoutPayload(j *job) Job {
 			}
 		}
 		v.Origin = originView(x.origin)
+		v.Trace = cloneTrace(x.trace)
 	}
 	return v
 }

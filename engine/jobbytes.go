@@ -19,9 +19,11 @@ func MaxJobBytes(l Limits) int {
 	// lease token, outcome and directive, with their tags.
 	const perAttempt = 96
 	history := max(l.AttemptHistory, 0) * (maxWorkerIDBytes + maxReasonBytes + perAttempt)
+	// A job's trace context, its two strings with their tags.
+	trace := MaxTraceparentBytes + MaxTracestateBytes + 2*perField
 	// A forwarded job's origin: its queue, last reason and fixed fields.
 	origin := MaxQueueNameBytes + maxReasonBytes + 2*perField
 	custom := max(l.MaxCustomFields, 0) * (max(l.MaxCustomFieldBytes, 0) + perField)
 	return fixed + max(l.MaxPayloadBytes, 0) + custom + max(l.MaxJobTypeBytes, 0) + MaxQueueNameBytes +
-		maxIdempotencyKeyBytes + maxWorkerIDBytes + maxReasonBytes + history + origin
+		maxIdempotencyKeyBytes + maxWorkerIDBytes + maxReasonBytes + history + origin + trace
 }

@@ -352,7 +352,8 @@ func (e *Engine) redriveOne(t *redriveTask, r *deadRecord) error {
 	payload := e.payloadOf(j) // read before dropDead deletes it
 	e.dropDead(r)
 	j.q.deadDrained++
-	e.addJob(tq, tq.internJobType(*j.jobType), payload, j.priority, maxAttempts, custom, 0)
+	rj := e.addJob(tq, tq.internJobType(*j.jobType), payload, j.priority, maxAttempts, custom, 0)
+	e.setTrace(rj, traceOf(j))
 	return nil
 }
 

@@ -238,6 +238,9 @@ func (e *Engine) encode(c *encoder) {
 	if version >= snapshotVersionAttempts {
 		e.encodeAttemptsSection(c)
 	}
+	if version >= snapshotVersionTrace {
+		e.encodeTraceSection(c)
+	}
 }
 
 func encodeConfig(c *encoder, cfg Config, version uint64) {
@@ -946,6 +949,11 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	}
 	if d.version >= snapshotVersionAttempts {
 		if err := d.decodeAttemptsSection(e); err != nil {
+			return nil, err
+		}
+	}
+	if d.version >= snapshotVersionTrace {
+		if err := d.decodeTraceSection(e); err != nil {
 			return nil, err
 		}
 	}

@@ -28,6 +28,7 @@ const (
 	snapshotVersionExpiryFair    = 10
 	snapshotVersionAttempts      = 11
 	snapshotVersionPayloadsOff   = 12
+	snapshotVersionTrace         = 13
 )
 
 // snapshotLayoutRow is one layout and what it adds.
@@ -50,6 +51,7 @@ var snapshotLayouts = [...]snapshotLayoutRow{
 	{snapshotVersionExpiryFair, "the expiry and fairness section (snapshot_expiry.go): the queues' max_wait and fairness_key, the jobs' deadlines, the per-queue count of jobs dead-lettered as expired and each fair level's turn order"},
 	{snapshotVersionAttempts, "the attempts section (snapshot_attempts.go): the recordFields flag, each reserved job's delivery start, each job's attempt detail and forwarded origin; written once the cluster runs recordFields"},
 	{snapshotVersionPayloadsOff, "limits.max_disk_bytes after max_memory_bytes, and bit 1 of the attempts section's flags: payloads are charged to the disk budget, not the memory budget (payloads.go); written once the cluster runs payloadsOffHeap or sets max_disk_bytes"},
+	{snapshotVersionTrace, "the trace section (trace.go): each live job's and retained record's W3C trace context by job id; written once a job got one"},
 }
 
 // snapshotVersion is the newest layout this engine writes and reads.

@@ -66,6 +66,10 @@ type jobExt struct {
 	// expiresAt is the deadline by which the job must be reserved; 0: none
 	// (expiry.go).
 	expiresAt int64
+
+	// trace is the producer's trace context (trace.go); nil for a job
+	// enqueued without one.
+	trace *TraceContext
 }
 
 type attemptRecord struct {

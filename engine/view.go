@@ -20,6 +20,7 @@ type View interface {
 	DiskHeld() int64
 	GetDeadLetter(id JobID) (DeadLetterRecord, error)
 	GetJob(id JobID) (Job, error)
+	JobTrace(id JobID) (queue string, t TraceContext, ok bool)
 	GetRedrive(id uint64) (RedriveTask, error)
 	GetSchedule(name string) (Schedule, error)
 	ListDeadLetters(queue string, page Page) ([]DeadLetterRecord, error)

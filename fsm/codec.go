@@ -197,6 +197,9 @@ func EnqueueCommand(p engine.EnqueueParams) *cmdpb.Command {
 	if p.Expiry != nil {
 		atLeast(&c.Version, CommandVersionExpiryFairness)
 	}
+	if p.Trace != nil {
+		atLeast(&c.Version, CommandVersionTraceContext)
+	}
 	c.Op = &cmdpb.Command_JobEnqueue{JobEnqueue: &cmdpb.JobEnqueue{Params: enqueueParamsToProto(p)}}
 	return c
 }
@@ -217,6 +220,9 @@ func EnqueueBatchCommand(items []engine.EnqueueParams) *cmdpb.Command {
 	}
 	if HasExpiry(items) {
 		atLeast(&c.Version, CommandVersionExpiryFairness)
+	}
+	if HasTrace(items) {
+		atLeast(&c.Version, CommandVersionTraceContext)
 	}
 	c.Op = &cmdpb.Command_JobEnqueueBatch{JobEnqueueBatch: &cmdpb.JobEnqueueBatch{Items: pbItems}}
 	return c
@@ -435,6 +441,9 @@ func setEnqueueParamsProto(m *cmdpb.EnqueueParams, p *engine.EnqueueParams) {
 		m.TtlNanos = int64(x.TTL)
 		m.ExpiresAtUnixNano = unixNano(x.At)
 	}
+	if t := p.Trace; t != nil {
+		m.Trace = &cmdpb.TraceContext{Traceparent: t.Traceparent, Tracestate: t.Tracestate}
+	}
 	if u := p.Unique; u != nil {
 		m.Unique = &cmdpb.UniqueOptions{
 			Key: u.Key, Fields: u.Fields, CoverDead: u.CoverDead,
@@ -452,6 +461,32 @@ func HasUnique(items []engine.EnqueueParams) bool {
 		}
 	}
 	return false
+}
+
+// HasTrace reports whether an item carries a trace context, which takes
+// CommandVersionTraceContext.
+func HasTrace(items []engine.EnqueueParams) bool {
+	for i := range items {
+		if items[i].Trace != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// StripTrace returns items without their trace contexts (the caller's
+// slice when none has one, else a copy): what a leader proposes while a
+// member does not apply CommandVersionTraceContext.
+func StripTrace(items []engine.EnqueueParams) []engine.EnqueueParams {
+	if !HasTrace(items) {
+		return items
+	}
+	out := make([]engine.EnqueueParams, len(items))
+	for i := range items {
+		out[i] = items[i]
+		out[i].Trace = nil
+	}
+	return out
 }
 
 func enqueueParamsFromProto(p *cmdpb.EnqueueParams) engine.EnqueueParams {
@@ -472,6 +507,9 @@ func enqueueParamsFromProto(p *cmdpb.EnqueueParams) engine.EnqueueParams {
 	if p != nil && p.Priority != nil {
 		prio := p.GetPriority()
 		out.Priority = &prio
+	}
+	if t := p.GetTrace(); t != nil {
+		out.Trace = &engine.TraceContext{Traceparent: t.GetTraceparent(), Tracestate: t.GetTracestate()}
 	}
 	if u := p.GetUnique(); u != nil {
 		out.Unique = &engine.UniqueOpts{

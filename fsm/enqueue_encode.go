@@ -132,7 +132,7 @@ type validStrings struct{ queue, jobType string }
 // unknown fields, and every string valid UTF-8, as protobuf demands of a
 // proto3 string (map keys and values included).
 func fastEnqueueParams(p *cmdpb.EnqueueParams, valid *validStrings) bool {
-	if p == nil || p.Unique != nil || p.TtlNanos != 0 || p.ExpiresAtUnixNano != 0 || len(p.ProtoReflect().GetUnknown()) != 0 {
+	if p == nil || p.Unique != nil || p.Trace != nil || p.TtlNanos != 0 || p.ExpiresAtUnixNano != 0 || len(p.ProtoReflect().GetUnknown()) != 0 {
 		return false // unique options and deadlines go through the protobuf encoder
 	}
 	if p.Queue != valid.queue {

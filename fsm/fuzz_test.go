@@ -69,6 +69,10 @@ func seedEntries(t testing.TB) map[string][]byte {
 			EnqueueCommand(engine.EnqueueParams{Queue: "fair", JobType: "t", Custom: map[string]string{"tenant": "a"}, Expiry: &engine.ExpiryOpts{TTL: 30 * time.Second}}),
 			EnqueueBatchCommand([]engine.EnqueueParams{{Queue: "fair", JobType: "t", Expiry: &engine.ExpiryOpts{At: t0.Add(time.Hour)}}, {Queue: "fair", JobType: "t", Custom: map[string]string{"tenant": "b"}}}),
 			UpdateQueueCommand(engine.QueueUpdate{Name: "fair", Inherit: []string{"fairness_key"}})},
+		// Trace contexts (17): a single enqueue and a batch with one traced
+		// item beside an untraced one.
+		"trace_context": {EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Trace: &engine.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "v=1"}}),
+			EnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t", Payload: []byte("p"), Trace: &engine.TraceContext{Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"}}, {Queue: "q", JobType: "u"}})},
 		// Cancelling a reserved job (9).
 		"cancel": {JobsActCommand(engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{1}, Reason: "stuck"})},
 		// Unique jobs (8).

@@ -46,6 +46,7 @@ const (
 	// queue settings.
 	CommandVersionQueueReserveLimits = 15
 	CommandVersionPayloadsOffHeap    = 16
+	CommandVersionTraceContext       = 17
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -94,6 +95,8 @@ var commandVersions = [...]commandVersionRow{
 		"a QueueUpdate that sets or inherits a queue's reserve limits (ops_operator.go): an older binary ignores them in an update and refuses their keys in inherit, so it would hand out the jobs the others hold back; and a declarative ConfigSet with declared_reserve_limits (engine.ApplyDeclaredReserveLimits): from then on a file definition's fingerprint covers its reserve limits, so an entry whose only change is its limits is applied where an older binary would skip it"},
 	{CommandVersionPayloadsOffHeap, "payloads_off_heap", nil,
 		"a ConfigSet that sets payloads_off_heap (payloads.go): payloads are charged to the disk count, not the memory budget; an older binary would keep charging them to memory and refuse the enqueues the others accept"},
+	{CommandVersionTraceContext, "trace_context", nil,
+		"an enqueue (single or batch) with an item that carries a W3C trace context (engine/trace.go): an older binary would drop the field, and its state, snapshot and answers would differ from the others'; until every member applies it the leader proposes enqueues without their trace contexts (cluster)"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -157,6 +160,7 @@ var (
 	// FeatureQueueReserveLimits: reserve limits set at runtime.
 	FeatureQueueReserveLimits = mustFeature(CommandVersionQueueReserveLimits)
 	FeaturePayloadsOffHeap    = mustFeature(CommandVersionPayloadsOffHeap)
+	FeatureTraceContext       = mustFeature(CommandVersionTraceContext)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

@@ -114,6 +114,8 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 	unique.Unique = &engine.UniqueOpts{Key: "k"}
 	expiring := enqueueParams("q", 1)
 	expiring.Expiry = &engine.ExpiryOpts{TTL: time.Minute}
+	traced := enqueueParams("q", 1)
+	traced.Trace = &engine.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
 	schedule := engine.ScheduleParams{Name: "s", Kind: engine.ScheduleInterval, Interval: time.Minute,
 		Template: engine.JobTemplate{Queue: "q", JobType: "t"}}
 	at := time.Unix(1_700_000_000, 0)
@@ -176,6 +178,8 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"RedriveStartExpired", RedriveStartCommand(engine.RedriveParams{Selection: engine.RedriveSelection{Queue: "q", Cause: engine.CauseExpired}}), CommandVersionDeadLetterEdges},
 		{"ForwardKeepsPriorityConfig", ForwardKeepsPriorityConfigCommand(DeclaredConfigCommand(plainCfg)), CommandVersionDeadLetterEdges},
 		{"ReserveRetryWindow", ReserveCommand(engine.ReserveParams{Queue: "q", N: 1, RequestID: "r1", RetryWindow: true}), CommandVersionReserveRetry},
+		{"EnqueueTrace", EnqueueCommand(traced), CommandVersionTraceContext},
+		{"EnqueueBatchTrace", EnqueueBatchCommand([]engine.EnqueueParams{enqueueParams("q", 1), traced}), CommandVersionTraceContext},
 		{"PayloadsOffHeapConfig", PayloadsOffHeapConfigCommand(DeclaredConfigCommand(plainCfg)), CommandVersionPayloadsOffHeap},
 		{"ReserveWithoutRetryWindow", ReserveCommand(engine.ReserveParams{Queue: "q", N: 1, RequestID: "r1"}), commandV1},
 		{"CreateQueueReserveLimits", CreateQueueCommand(engine.QueueConfig{Name: "q", MaxReserved: 3}, false), CommandVersionReserveLimits},

@@ -157,6 +157,9 @@ func fillJob(out *seppv1.Job, j engine.Job, ts *timestamps) {
 		}
 		out.History = append(out.History, pa)
 	}
+	if t := j.Trace; t != nil {
+		out.TraceContext = &seppv1.TraceContext{Traceparent: t.Traceparent, Tracestate: t.Tracestate}
+	}
 	if o := j.Origin; o.Queue != "" {
 		out.Origin = &seppv1.JobOrigin{
 			Queue: o.Queue, JobId: uint64(o.JobID), Cause: causeToProto(o.Cause),

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"go.opentelemetry.io/otel/attribute"
 	"math"
 	"strings"
 	"sync"
@@ -29,7 +30,11 @@ func (s *queueService) Enqueue(ctx context.Context, req *seppv1.EnqueueRequest) 
 	if err != nil {
 		return nil, err
 	}
+	spans := s.enqueueSpans(ctx, []engine.EnqueueParams{p})
 	res, err := Propose(ctx, s.b, engine.EnqueueOp{Params: p})
+	if spans != nil {
+		endJobSpan(spans[0], res.JobID, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +79,18 @@ func (s *queueService) EnqueueBatch(ctx context.Context, req *seppv1.EnqueueBatc
 	}
 	params = params[:kept]
 	if len(params) > 0 {
+		spans := s.enqueueSpans(ctx, params)
 		items, err := Propose(ctx, s.b, engine.EnqueueBatchOp{Items: params})
+		for k, span := range spans {
+			switch {
+			case err != nil:
+				endJobSpan(span, 0, err)
+			case k < len(items):
+				endJobSpan(span, items[k].Result.JobID, items[k].Err)
+			default:
+				endJobSpan(span, 0, nil)
+			}
+		}
 		if err != nil {
 			return nil, renameField(err, "items", "jobs")
 		}
@@ -135,6 +151,10 @@ func prefixField(prefix string, err error) error {
 }
 
 func (s *queueService) Reserve(ctx context.Context, req *seppv1.ReserveRequest) (*seppv1.ReserveResponse, error) {
+	var start time.Time
+	if s.tracer != nil {
+		start = time.Now()
+	}
 	lease, err := validateDuration("lease", req.GetLease())
 	if err != nil {
 		return nil, err
@@ -165,6 +185,7 @@ func (s *queueService) Reserve(ctx context.Context, req *seppv1.ReserveRequest) 
 			if err != nil {
 				return nil, err
 			}
+			s.reserveSpans(ctx, start, ds, p.WorkerID)
 			return s.reserveResponse(ctx, ds, p.WorkerID), nil
 		}
 	}
@@ -178,6 +199,7 @@ func (s *queueService) Reserve(ctx context.Context, req *seppv1.ReserveRequest) 
 			return nil, err
 		}
 	}
+	s.reserveSpans(ctx, start, ds, p.WorkerID)
 	return s.reserveResponse(ctx, ds, p.WorkerID), nil
 }
 
@@ -348,7 +370,12 @@ func (s *queueService) Ack(ctx context.Context, req *seppv1.AckRequest) (*seppv1
 	if err != nil {
 		return nil, err
 	}
-	if _, err := Propose(ctx, s.b, engine.AckOp{Ref: ref}); err != nil {
+	spans := s.settleSpans(ctx, "ack", []engine.LeaseRef{ref})
+	_, err = Propose(ctx, s.b, engine.AckOp{Ref: ref})
+	if spans != nil {
+		endJobSpan(spans[0], ref.JobID, err)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &seppv1.AckResponse{}, nil
@@ -387,7 +414,16 @@ func (s *queueService) AckBatch(ctx context.Context, req *seppv1.AckBatchRequest
 		positions = append(positions, i)
 	}
 	if len(refs) > 0 {
+		spans := s.settleSpans(ctx, "ack", refs)
 		errs, err := s.ackAll(ctx, refs)
+		for k, span := range spans {
+			switch {
+			case err != nil:
+				endJobSpan(span, refs[k].JobID, err)
+			default:
+				endJobSpan(span, refs[k].JobID, errs[k])
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -480,7 +516,14 @@ func (s *queueService) Nack(ctx context.Context, req *seppv1.NackRequest) (*sepp
 		return nil, invalidField("directive", "one of default, after, dead_letter",
 			"must set exactly one of default, after or dead_letter")
 	}
+	spans := s.settleSpans(ctx, "nack", []engine.LeaseRef{ref})
 	res, err := Propose(ctx, s.b, engine.NackOp{Params: p})
+	if spans != nil {
+		if err == nil {
+			spans[0].SetAttributes(attribute.Bool("sepp.dead_lettered", res.DeadLettered))
+		}
+		endJobSpan(spans[0], ref.JobID, err)
+	}
 	if err != nil {
 		return nil, err
 	}

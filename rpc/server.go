@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"go.opentelemetry.io/otel/trace"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -62,6 +63,10 @@ type Options struct {
 	// Forwarder, when set, sends calls this node answers with NotLeader to
 	// the leader (forward.go); nil leaves clients to follow the redirect.
 	Forwarder *Forwarder
+	// TracerProvider, when set, receives the spans of the Enqueue, Reserve,
+	// Ack and Nack calls of jobs that carry a trace context (tracing.go);
+	// nil (the default) records none and costs nothing.
+	TracerProvider trace.TracerProvider
 }
 
 func (o Options) withDefaults() Options {
@@ -93,6 +98,7 @@ type server struct {
 	log       hclog.Logger
 	longPolls chan struct{} // semaphore of waiting Reserves
 	polls     *pollClaims   // what the waiting Reserves are proposing for
+	tracer    trace.Tracer  // nil: tracing off (tracing.go)
 }
 
 // NewGRPCServer returns a grpc.Server serving sepp's QueueService,
@@ -108,6 +114,7 @@ func NewGRPCServer(b Backend, opts Options) *grpc.Server {
 		opts:      opts,
 		log:       opts.Logger.Named("rpc"),
 		longPolls: make(chan struct{}, opts.MaxConcurrentLongPolls),
+		tracer:    tracerOf(opts.TracerProvider),
 		polls:     newPollClaims(),
 	}
 	codec := newUTF8Codec()

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"errors"
 	"math"
 	"time"
 	"unicode"
@@ -117,6 +118,15 @@ func fillEnqueueParams(p *engine.EnqueueParams, prefix string, r *seppv1.Enqueue
 	if ms := r.GetTtlMs(); ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
 		return invalidField(prefix+"ttl_ms", ">= 1 (0 is none)", "is %d, out of range", ms)
 	}
+	if tc := r.GetTraceContext(); tc != nil {
+		t := &engine.TraceContext{Traceparent: tc.GetTraceparent(), Tracestate: tc.GetTracestate()}
+		if err := checkTraceContext(prefix, t); err != nil {
+			return err
+		}
+		p.Trace = t
+	} else {
+		p.Trace = nil
+	}
 	p.Queue = r.GetQueue()
 	p.JobType = r.GetJobType()
 	p.Payload = r.GetPayload()
@@ -135,6 +145,23 @@ func fillEnqueueParams(p *engine.EnqueueParams, prefix string, r *seppv1.Enqueue
 		}
 	}
 	return nil
+}
+
+// checkTraceContext is engine.CheckTraceContext as an invalid field of
+// the request, with its limit: trace_context.traceparent (at most
+// engine.MaxTraceparentBytes, W3C format) or trace_context.tracestate (at
+// most engine.MaxTracestateBytes of printable ASCII).
+func checkTraceContext(prefix string, t *engine.TraceContext) error {
+	err := engine.CheckTraceContext(t)
+	var fe *engine.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	limit := "W3C traceparent, at most " + itoa(engine.MaxTraceparentBytes) + " bytes"
+	if fe.Field == "trace_context.tracestate" {
+		limit = "at most " + itoa(engine.MaxTracestateBytes) + " bytes of printable ASCII"
+	}
+	return invalidField(prefix+fe.Field, limit, "%s", fe.Reason)
 }
 
 func jobIDs(field string, ids []uint64) ([]engine.JobID, error) {

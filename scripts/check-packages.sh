@@ -308,11 +308,12 @@ check_go() {
   mkdir -p "$p/examples" "$p/sepptestexamples"
   cd "$p"
   "$GO" mod init example.com/seppcheck >/dev/null 2>&1
-  # The client (client/), its test server (client/sepptest/) and what the
-  # client shares with the server (proto/, internal/) are modules of their
-  # own; sepptest requires the server's module.
+  # The client (client/), its OpenTelemetry tracing (client/otelsepp/), its
+  # test server (client/sepptest/) and what the client shares with the
+  # server (proto/, internal/) are modules of their own; sepptest requires
+  # the server's module.
   local m
-  for m in "" /client /client/sepptest /proto /internal; do
+  for m in "" /client /client/otelsepp /client/sepptest /proto /internal; do
     "$GO" mod edit -require=github.com/sepp-io/sepp$m@v0.0.0 -replace=github.com/sepp-io/sepp$m="$root$m"
   done
   # A dependency's replace directives do not apply to the module that
@@ -331,7 +332,7 @@ for r in json.load(sys.stdin).get("Replace") or []:
   done
   # The checksums of sepp's own dependencies: the module cache has them,
   # and nothing is looked up.
-  cat "$root/go.sum" "$root/client/go.sum" "$root/client/sepptest/go.sum" | sort -u > go.sum
+  cat "$root/go.sum" "$root/client/go.sum" "$root/client/otelsepp/go.sum" "$root/client/sepptest/go.sum" | sort -u > go.sum
   # The client's examples talk to a real server: $SEPP_BIN, set above.
   cp "$root/client/example_test.go" "$root/client/example_ackbatch_test.go" "$root/client/example_server_test.go" examples/
   cp "$root/client/sepptest/example_test.go" sepptestexamples/

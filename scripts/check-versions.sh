@@ -6,7 +6,7 @@
 #   sdk/python/src/sepp/__init__.py     __version__
 #   sdk/typescript/package.json         "version"
 #   sdk/rust/Cargo.toml                 [package] version (and Cargo.lock's entry)
-#   go.mod, client/go.mod, client/sepptest/go.mod
+#   go.mod, client/go.mod, client/otelsepp/go.mod, client/sepptest/go.mod
 #                                       each requirement of a sepp module
 #                                       (github.com/sepp-io/sepp...): v+VERSION,
 #                                       the tags a release pushes
@@ -31,7 +31,7 @@ declare -A have=(
 # The Go modules' requirements of each other: what a program that imports
 # the client at tag client/vX resolves, since replace directives apply only
 # inside this repository.
-for mod in go.mod client/go.mod client/sepptest/go.mod; do
+for mod in go.mod client/go.mod client/otelsepp/go.mod client/sepptest/go.mod; do
   while read -r path version; do
     have["$mod: $path"]=${version#v}
   done < <(sed -n -E 's#^(require )?[[:space:]]*(github\.com/sepp-io/sepp[^ ]*) (v[^ ]+)( // indirect)?$#\2 \3#p' "$mod")

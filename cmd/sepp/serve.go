@@ -275,7 +275,13 @@ func serve(ctx context.Context, cfg config.Config) error {
 		forwarder = rpc.NewForwarder(cfg.Server.NodeID, sec.grpcForwardDial...)
 		defer forwarder.Close()
 	}
+	tracerProvider, stopTracing, err := startTracing(cfg.Tracing, cfg.Server.NodeID, log.Named("tracing"))
+	if err != nil {
+		node.Close()
+		return fmt.Errorf("tracing: %w", err)
+	}
 	gs := rpc.NewGRPCServer(node, rpc.Options{
+		TracerProvider:         tracerProvider,
 		Forwarder:              forwarder,
 		Logger:                 log.Named("rpc"),
 		MaxMessageBytes:        cfg.Server.MaxMessageBytes,
@@ -357,6 +363,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		api.Stop()
 	}
 	_ = hs.Shutdown(sctx)
+	stopTracing(sctx)
 	if shutdownErr != nil {
 		log.Warn("node shutdown", "error", shutdownErr)
 	}

@@ -52,7 +52,11 @@ type EnqueueRequest struct {
 	// The same deadline counted from the enqueue on the server's clock, in
 	// milliseconds (at least 1). With expires_at or the queue's max_wait_ms
 	// the earliest deadline applies. See docs/expiry-and-fairness.md.
-	TtlMs         int64 `protobuf:"varint,141,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	TtlMs int64 `protobuf:"varint,141,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// The producer's W3C trace context, kept with the job and returned with
+	// it, so that the server's and the worker's spans join the producer's
+	// trace. See docs/tracing.md.
+	TraceContext  *TraceContext `protobuf:"bytes,170,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -162,6 +166,13 @@ func (x *EnqueueRequest) GetTtlMs() int64 {
 		return x.TtlMs
 	}
 	return 0
+}
+
+func (x *EnqueueRequest) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
 }
 
 // UniqueOptions say what makes a job unique in its queue and for how long.
@@ -2101,7 +2112,7 @@ var File_sepp_v1_queue_service_proto protoreflect.FileDescriptor
 
 const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1bsepp/v1/queue_service.proto\x12\asepp.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13sepp/v1/types.proto\"\x90\x04\n" +
+	"\x1bsepp/v1/queue_service.proto\x12\asepp.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13sepp/v1/types.proto\"\xcd\x04\n" +
 	"\x0eEnqueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
@@ -2114,7 +2125,8 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x06unique\x18n \x01(\v2\x16.sepp.v1.UniqueOptionsR\x06unique\x12:\n" +
 	"\n" +
 	"expires_at\x18\x8c\x01 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x16\n" +
-	"\x06ttl_ms\x18\x8d\x01 \x01(\x03R\x05ttlMs\x1a9\n" +
+	"\x06ttl_ms\x18\x8d\x01 \x01(\x03R\x05ttlMs\x12;\n" +
+	"\rtrace_context\x18\xaa\x01 \x01(\v2\x15.sepp.v1.TraceContextR\ftraceContext\x1a9\n" +
 	"\vCustomEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
@@ -2320,75 +2332,77 @@ var file_sepp_v1_queue_service_proto_goTypes = []any{
 	(*QueueLimits)(nil),              // 26: sepp.v1.QueueLimits
 	nil,                              // 27: sepp.v1.EnqueueRequest.CustomEntry
 	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
-	(JobState)(0),                    // 29: sepp.v1.JobState
-	(*ItemError)(nil),                // 30: sepp.v1.ItemError
-	(*durationpb.Duration)(nil),      // 31: google.protobuf.Duration
-	(*ReservedJob)(nil),              // 32: sepp.v1.ReservedJob
-	(*JobContext)(nil),               // 33: sepp.v1.JobContext
-	(*emptypb.Empty)(nil),            // 34: google.protobuf.Empty
-	(*DeadLetterRecord)(nil),         // 35: sepp.v1.DeadLetterRecord
-	(*MemberFacts)(nil),              // 36: sepp.v1.MemberFacts
-	(RetryBackoff)(0),                // 37: sepp.v1.RetryBackoff
+	(*TraceContext)(nil),             // 29: sepp.v1.TraceContext
+	(JobState)(0),                    // 30: sepp.v1.JobState
+	(*ItemError)(nil),                // 31: sepp.v1.ItemError
+	(*durationpb.Duration)(nil),      // 32: google.protobuf.Duration
+	(*ReservedJob)(nil),              // 33: sepp.v1.ReservedJob
+	(*JobContext)(nil),               // 34: sepp.v1.JobContext
+	(*emptypb.Empty)(nil),            // 35: google.protobuf.Empty
+	(*DeadLetterRecord)(nil),         // 36: sepp.v1.DeadLetterRecord
+	(*MemberFacts)(nil),              // 37: sepp.v1.MemberFacts
+	(RetryBackoff)(0),                // 38: sepp.v1.RetryBackoff
 }
 var file_sepp_v1_queue_service_proto_depIdxs = []int32{
 	28, // 0: sepp.v1.EnqueueRequest.scheduled_at:type_name -> google.protobuf.Timestamp
 	27, // 1: sepp.v1.EnqueueRequest.custom:type_name -> sepp.v1.EnqueueRequest.CustomEntry
 	1,  // 2: sepp.v1.EnqueueRequest.unique:type_name -> sepp.v1.UniqueOptions
 	28, // 3: sepp.v1.EnqueueRequest.expires_at:type_name -> google.protobuf.Timestamp
-	29, // 4: sepp.v1.EnqueueResponse.state:type_name -> sepp.v1.JobState
-	0,  // 5: sepp.v1.EnqueueBatchRequest.jobs:type_name -> sepp.v1.EnqueueRequest
-	5,  // 6: sepp.v1.EnqueueBatchResponse.results:type_name -> sepp.v1.EnqueueBatchResult
-	2,  // 7: sepp.v1.EnqueueBatchResult.enqueued:type_name -> sepp.v1.EnqueueResponse
-	30, // 8: sepp.v1.EnqueueBatchResult.error:type_name -> sepp.v1.ItemError
-	31, // 9: sepp.v1.ReserveRequest.lease:type_name -> google.protobuf.Duration
-	31, // 10: sepp.v1.ReserveRequest.wait:type_name -> google.protobuf.Duration
-	32, // 11: sepp.v1.ReserveResponse.jobs:type_name -> sepp.v1.ReservedJob
-	33, // 12: sepp.v1.AckRequest.ctx:type_name -> sepp.v1.JobContext
-	33, // 13: sepp.v1.AckBatchRequest.ctxs:type_name -> sepp.v1.JobContext
-	12, // 14: sepp.v1.AckBatchResponse.results:type_name -> sepp.v1.AckBatchResult
-	30, // 15: sepp.v1.AckBatchResult.error:type_name -> sepp.v1.ItemError
-	33, // 16: sepp.v1.ReleaseRequest.ctx:type_name -> sepp.v1.JobContext
-	34, // 17: sepp.v1.RetryDirective.default:type_name -> google.protobuf.Empty
-	31, // 18: sepp.v1.RetryDirective.after:type_name -> google.protobuf.Duration
-	34, // 19: sepp.v1.RetryDirective.dead_letter:type_name -> google.protobuf.Empty
-	33, // 20: sepp.v1.NackRequest.ctx:type_name -> sepp.v1.JobContext
-	15, // 21: sepp.v1.NackRequest.directive:type_name -> sepp.v1.RetryDirective
-	28, // 22: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
-	33, // 23: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
-	31, // 24: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
-	28, // 25: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
-	35, // 26: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
-	25, // 27: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
-	26, // 28: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
-	36, // 29: sepp.v1.GetServerInfoResponse.members:type_name -> sepp.v1.MemberFacts
-	24, // 30: sepp.v1.GetServerInfoResponse.capabilities:type_name -> sepp.v1.Capability
-	37, // 31: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	37, // 32: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	0,  // 33: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
-	3,  // 34: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
-	6,  // 35: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
-	8,  // 36: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
-	10, // 37: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
-	13, // 38: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
-	16, // 39: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
-	18, // 40: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
-	20, // 41: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
-	22, // 42: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
-	2,  // 43: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
-	4,  // 44: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
-	7,  // 45: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
-	9,  // 46: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
-	11, // 47: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
-	14, // 48: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
-	17, // 49: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
-	19, // 50: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
-	21, // 51: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
-	23, // 52: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
-	43, // [43:53] is the sub-list for method output_type
-	33, // [33:43] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	29, // 4: sepp.v1.EnqueueRequest.trace_context:type_name -> sepp.v1.TraceContext
+	30, // 5: sepp.v1.EnqueueResponse.state:type_name -> sepp.v1.JobState
+	0,  // 6: sepp.v1.EnqueueBatchRequest.jobs:type_name -> sepp.v1.EnqueueRequest
+	5,  // 7: sepp.v1.EnqueueBatchResponse.results:type_name -> sepp.v1.EnqueueBatchResult
+	2,  // 8: sepp.v1.EnqueueBatchResult.enqueued:type_name -> sepp.v1.EnqueueResponse
+	31, // 9: sepp.v1.EnqueueBatchResult.error:type_name -> sepp.v1.ItemError
+	32, // 10: sepp.v1.ReserveRequest.lease:type_name -> google.protobuf.Duration
+	32, // 11: sepp.v1.ReserveRequest.wait:type_name -> google.protobuf.Duration
+	33, // 12: sepp.v1.ReserveResponse.jobs:type_name -> sepp.v1.ReservedJob
+	34, // 13: sepp.v1.AckRequest.ctx:type_name -> sepp.v1.JobContext
+	34, // 14: sepp.v1.AckBatchRequest.ctxs:type_name -> sepp.v1.JobContext
+	12, // 15: sepp.v1.AckBatchResponse.results:type_name -> sepp.v1.AckBatchResult
+	31, // 16: sepp.v1.AckBatchResult.error:type_name -> sepp.v1.ItemError
+	34, // 17: sepp.v1.ReleaseRequest.ctx:type_name -> sepp.v1.JobContext
+	35, // 18: sepp.v1.RetryDirective.default:type_name -> google.protobuf.Empty
+	32, // 19: sepp.v1.RetryDirective.after:type_name -> google.protobuf.Duration
+	35, // 20: sepp.v1.RetryDirective.dead_letter:type_name -> google.protobuf.Empty
+	34, // 21: sepp.v1.NackRequest.ctx:type_name -> sepp.v1.JobContext
+	15, // 22: sepp.v1.NackRequest.directive:type_name -> sepp.v1.RetryDirective
+	28, // 23: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
+	34, // 24: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
+	32, // 25: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
+	28, // 26: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
+	36, // 27: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
+	25, // 28: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
+	26, // 29: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
+	37, // 30: sepp.v1.GetServerInfoResponse.members:type_name -> sepp.v1.MemberFacts
+	24, // 31: sepp.v1.GetServerInfoResponse.capabilities:type_name -> sepp.v1.Capability
+	38, // 32: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	38, // 33: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	0,  // 34: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
+	3,  // 35: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
+	6,  // 36: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
+	8,  // 37: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
+	10, // 38: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
+	13, // 39: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
+	16, // 40: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
+	18, // 41: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
+	20, // 42: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
+	22, // 43: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
+	2,  // 44: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
+	4,  // 45: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
+	7,  // 46: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
+	9,  // 47: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
+	11, // 48: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
+	14, // 49: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
+	17, // 50: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
+	19, // 51: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
+	21, // 52: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
+	23, // 53: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
+	44, // [44:54] is the sub-list for method output_type
+	34, // [34:44] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_queue_service_proto_init() }

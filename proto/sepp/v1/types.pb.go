@@ -247,7 +247,10 @@ type Job struct {
 	// why it died. The job's custom fields are the producer's, as sent.
 	Origin *JobOrigin `protobuf:"bytes,151,opt,name=origin,proto3" json:"origin,omitempty"`
 	// The deadline by which the job must be reserved; unset: none.
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,140,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,140,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The producer's W3C trace context, as enqueued; unset: none. A copy
+	// forwarded to a dead_letter_queue or redriven keeps it.
+	TraceContext  *TraceContext `protobuf:"bytes,170,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -415,6 +418,72 @@ func (x *Job) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Job) GetTraceContext() *TraceContext {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
+}
+
+// TraceContext is a W3C trace context (https://www.w3.org/TR/trace-context/)
+// in its own field, never in custom fields. An enqueue with an invalid one
+// fails with INVALID_ARGUMENT naming the field.
+type TraceContext struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "version-trace_id-parent_id-flags" in lowercase hex, e.g.
+	// 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01; at most 128
+	// bytes. Required when trace_context is set.
+	Traceparent string `protobuf:"bytes,1,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// The vendors' list; at most 512 bytes of printable ASCII.
+	Tracestate    string `protobuf:"bytes,2,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceContext) Reset() {
+	*x = TraceContext{}
+	mi := &file_sepp_v1_types_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceContext) ProtoMessage() {}
+
+func (x *TraceContext) ProtoReflect() protoreflect.Message {
+	mi := &file_sepp_v1_types_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceContext.ProtoReflect.Descriptor instead.
+func (*TraceContext) Descriptor() ([]byte, []int) {
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TraceContext) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *TraceContext) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
+}
+
 // JobOrigin is the job a forwarded copy was made from.
 type JobOrigin struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -433,7 +502,7 @@ type JobOrigin struct {
 
 func (x *JobOrigin) Reset() {
 	*x = JobOrigin{}
-	mi := &file_sepp_v1_types_proto_msgTypes[1]
+	mi := &file_sepp_v1_types_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -445,7 +514,7 @@ func (x *JobOrigin) String() string {
 func (*JobOrigin) ProtoMessage() {}
 
 func (x *JobOrigin) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[1]
+	mi := &file_sepp_v1_types_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -458,7 +527,7 @@ func (x *JobOrigin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobOrigin.ProtoReflect.Descriptor instead.
 func (*JobOrigin) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{1}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *JobOrigin) GetQueue() string {
@@ -529,7 +598,7 @@ type JobAttempt struct {
 
 func (x *JobAttempt) Reset() {
 	*x = JobAttempt{}
-	mi := &file_sepp_v1_types_proto_msgTypes[2]
+	mi := &file_sepp_v1_types_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +610,7 @@ func (x *JobAttempt) String() string {
 func (*JobAttempt) ProtoMessage() {}
 
 func (x *JobAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[2]
+	mi := &file_sepp_v1_types_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +623,7 @@ func (x *JobAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobAttempt.ProtoReflect.Descriptor instead.
 func (*JobAttempt) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *JobAttempt) GetAttempt() uint32 {
@@ -639,7 +708,7 @@ type JobContext struct {
 
 func (x *JobContext) Reset() {
 	*x = JobContext{}
-	mi := &file_sepp_v1_types_proto_msgTypes[3]
+	mi := &file_sepp_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +720,7 @@ func (x *JobContext) String() string {
 func (*JobContext) ProtoMessage() {}
 
 func (x *JobContext) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[3]
+	mi := &file_sepp_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +733,7 @@ func (x *JobContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobContext.ProtoReflect.Descriptor instead.
 func (*JobContext) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *JobContext) GetJobId() uint64 {
@@ -727,7 +796,7 @@ type ReservedJob struct {
 
 func (x *ReservedJob) Reset() {
 	*x = ReservedJob{}
-	mi := &file_sepp_v1_types_proto_msgTypes[4]
+	mi := &file_sepp_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -739,7 +808,7 @@ func (x *ReservedJob) String() string {
 func (*ReservedJob) ProtoMessage() {}
 
 func (x *ReservedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[4]
+	mi := &file_sepp_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -752,7 +821,7 @@ func (x *ReservedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservedJob.ProtoReflect.Descriptor instead.
 func (*ReservedJob) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReservedJob) GetCtx() *JobContext {
@@ -785,7 +854,7 @@ type DeadLetterRecord struct {
 
 func (x *DeadLetterRecord) Reset() {
 	*x = DeadLetterRecord{}
-	mi := &file_sepp_v1_types_proto_msgTypes[5]
+	mi := &file_sepp_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +866,7 @@ func (x *DeadLetterRecord) String() string {
 func (*DeadLetterRecord) ProtoMessage() {}
 
 func (x *DeadLetterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[5]
+	mi := &file_sepp_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +879,7 @@ func (x *DeadLetterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterRecord.ProtoReflect.Descriptor instead.
 func (*DeadLetterRecord) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeadLetterRecord) GetJob() *Job {
@@ -863,7 +932,7 @@ type ItemError struct {
 
 func (x *ItemError) Reset() {
 	*x = ItemError{}
-	mi := &file_sepp_v1_types_proto_msgTypes[6]
+	mi := &file_sepp_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -875,7 +944,7 @@ func (x *ItemError) String() string {
 func (*ItemError) ProtoMessage() {}
 
 func (x *ItemError) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[6]
+	mi := &file_sepp_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -888,7 +957,7 @@ func (x *ItemError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ItemError.ProtoReflect.Descriptor instead.
 func (*ItemError) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ItemError) GetCode() int32 {
@@ -924,7 +993,7 @@ type JobActionResult struct {
 
 func (x *JobActionResult) Reset() {
 	*x = JobActionResult{}
-	mi := &file_sepp_v1_types_proto_msgTypes[7]
+	mi := &file_sepp_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +1005,7 @@ func (x *JobActionResult) String() string {
 func (*JobActionResult) ProtoMessage() {}
 
 func (x *JobActionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[7]
+	mi := &file_sepp_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +1018,7 @@ func (x *JobActionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobActionResult.ProtoReflect.Descriptor instead.
 func (*JobActionResult) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobActionResult) GetJobId() uint64 {
@@ -979,7 +1048,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_sepp_v1_types_proto_msgTypes[8]
+	mi := &file_sepp_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1060,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[8]
+	mi := &file_sepp_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1073,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -1067,7 +1136,7 @@ type MemberFacts struct {
 
 func (x *MemberFacts) Reset() {
 	*x = MemberFacts{}
-	mi := &file_sepp_v1_types_proto_msgTypes[9]
+	mi := &file_sepp_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1148,7 @@ func (x *MemberFacts) String() string {
 func (*MemberFacts) ProtoMessage() {}
 
 func (x *MemberFacts) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[9]
+	mi := &file_sepp_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1161,7 @@ func (x *MemberFacts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberFacts.ProtoReflect.Descriptor instead.
 func (*MemberFacts) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MemberFacts) GetNodeId() string {
@@ -1162,7 +1231,7 @@ var File_sepp_v1_types_proto protoreflect.FileDescriptor
 
 const file_sepp_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x13sepp/v1/types.proto\x12\asepp.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe4\x06\n" +
+	"\x13sepp/v1/types.proto\x12\asepp.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa1\a\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x19\n" +
@@ -1187,10 +1256,16 @@ const file_sepp_v1_types_proto_rawDesc = "" +
 	"started_at\x18\x96\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12+\n" +
 	"\x06origin\x18\x97\x01 \x01(\v2\x12.sepp.v1.JobOriginR\x06origin\x12:\n" +
 	"\n" +
-	"expires_at\x18\x8c\x01 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x1a9\n" +
+	"expires_at\x18\x8c\x01 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12;\n" +
+	"\rtrace_context\x18\xaa\x01 \x01(\v2\x15.sepp.v1.TraceContextR\ftraceContext\x1a9\n" +
 	"\vCustomEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe7\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"P\n" +
+	"\fTraceContext\x12 \n" +
+	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\x02 \x01(\tR\n" +
+	"tracestate\"\xe7\x01\n" +
 	"\tJobOrigin\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\x04R\x05jobId\x12.\n" +
@@ -1290,56 +1365,58 @@ func file_sepp_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_sepp_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_sepp_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_sepp_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_sepp_v1_types_proto_goTypes = []any{
 	(JobState)(0),                 // 0: sepp.v1.JobState
 	(DeadLetterCause)(0),          // 1: sepp.v1.DeadLetterCause
 	(RetryBackoff)(0),             // 2: sepp.v1.RetryBackoff
 	(*Job)(nil),                   // 3: sepp.v1.Job
-	(*JobOrigin)(nil),             // 4: sepp.v1.JobOrigin
-	(*JobAttempt)(nil),            // 5: sepp.v1.JobAttempt
-	(*JobContext)(nil),            // 6: sepp.v1.JobContext
-	(*ReservedJob)(nil),           // 7: sepp.v1.ReservedJob
-	(*DeadLetterRecord)(nil),      // 8: sepp.v1.DeadLetterRecord
-	(*ItemError)(nil),             // 9: sepp.v1.ItemError
-	(*JobActionResult)(nil),       // 10: sepp.v1.JobActionResult
-	(*NodeInfo)(nil),              // 11: sepp.v1.NodeInfo
-	(*MemberFacts)(nil),           // 12: sepp.v1.MemberFacts
-	nil,                           // 13: sepp.v1.Job.CustomEntry
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 15: google.protobuf.Duration
-	(*anypb.Any)(nil),             // 16: google.protobuf.Any
+	(*TraceContext)(nil),          // 4: sepp.v1.TraceContext
+	(*JobOrigin)(nil),             // 5: sepp.v1.JobOrigin
+	(*JobAttempt)(nil),            // 6: sepp.v1.JobAttempt
+	(*JobContext)(nil),            // 7: sepp.v1.JobContext
+	(*ReservedJob)(nil),           // 8: sepp.v1.ReservedJob
+	(*DeadLetterRecord)(nil),      // 9: sepp.v1.DeadLetterRecord
+	(*ItemError)(nil),             // 10: sepp.v1.ItemError
+	(*JobActionResult)(nil),       // 11: sepp.v1.JobActionResult
+	(*NodeInfo)(nil),              // 12: sepp.v1.NodeInfo
+	(*MemberFacts)(nil),           // 13: sepp.v1.MemberFacts
+	nil,                           // 14: sepp.v1.Job.CustomEntry
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
+	(*anypb.Any)(nil),             // 17: google.protobuf.Any
 }
 var file_sepp_v1_types_proto_depIdxs = []int32{
 	0,  // 0: sepp.v1.Job.state:type_name -> sepp.v1.JobState
-	14, // 1: sepp.v1.Job.enqueued_at:type_name -> google.protobuf.Timestamp
-	14, // 2: sepp.v1.Job.scheduled_at:type_name -> google.protobuf.Timestamp
-	14, // 3: sepp.v1.Job.next_attempt_at:type_name -> google.protobuf.Timestamp
-	13, // 4: sepp.v1.Job.custom:type_name -> sepp.v1.Job.CustomEntry
-	14, // 5: sepp.v1.Job.lease_deadline:type_name -> google.protobuf.Timestamp
-	5,  // 6: sepp.v1.Job.history:type_name -> sepp.v1.JobAttempt
-	14, // 7: sepp.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	4,  // 8: sepp.v1.Job.origin:type_name -> sepp.v1.JobOrigin
-	14, // 9: sepp.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 10: sepp.v1.JobOrigin.cause:type_name -> sepp.v1.DeadLetterCause
-	14, // 11: sepp.v1.JobOrigin.failed_at:type_name -> google.protobuf.Timestamp
-	14, // 12: sepp.v1.JobAttempt.ended_at:type_name -> google.protobuf.Timestamp
-	14, // 13: sepp.v1.JobAttempt.started_at:type_name -> google.protobuf.Timestamp
-	15, // 14: sepp.v1.JobAttempt.duration:type_name -> google.protobuf.Duration
-	14, // 15: sepp.v1.JobContext.lease_deadline:type_name -> google.protobuf.Timestamp
-	6,  // 16: sepp.v1.ReservedJob.ctx:type_name -> sepp.v1.JobContext
-	3,  // 17: sepp.v1.ReservedJob.job:type_name -> sepp.v1.Job
-	3,  // 18: sepp.v1.DeadLetterRecord.job:type_name -> sepp.v1.Job
-	1,  // 19: sepp.v1.DeadLetterRecord.cause:type_name -> sepp.v1.DeadLetterCause
-	14, // 20: sepp.v1.DeadLetterRecord.failed_at:type_name -> google.protobuf.Timestamp
-	16, // 21: sepp.v1.ItemError.details:type_name -> google.protobuf.Any
-	9,  // 22: sepp.v1.JobActionResult.error:type_name -> sepp.v1.ItemError
-	14, // 23: sepp.v1.MemberFacts.start_time:type_name -> google.protobuf.Timestamp
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	15, // 1: sepp.v1.Job.enqueued_at:type_name -> google.protobuf.Timestamp
+	15, // 2: sepp.v1.Job.scheduled_at:type_name -> google.protobuf.Timestamp
+	15, // 3: sepp.v1.Job.next_attempt_at:type_name -> google.protobuf.Timestamp
+	14, // 4: sepp.v1.Job.custom:type_name -> sepp.v1.Job.CustomEntry
+	15, // 5: sepp.v1.Job.lease_deadline:type_name -> google.protobuf.Timestamp
+	6,  // 6: sepp.v1.Job.history:type_name -> sepp.v1.JobAttempt
+	15, // 7: sepp.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	5,  // 8: sepp.v1.Job.origin:type_name -> sepp.v1.JobOrigin
+	15, // 9: sepp.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	4,  // 10: sepp.v1.Job.trace_context:type_name -> sepp.v1.TraceContext
+	1,  // 11: sepp.v1.JobOrigin.cause:type_name -> sepp.v1.DeadLetterCause
+	15, // 12: sepp.v1.JobOrigin.failed_at:type_name -> google.protobuf.Timestamp
+	15, // 13: sepp.v1.JobAttempt.ended_at:type_name -> google.protobuf.Timestamp
+	15, // 14: sepp.v1.JobAttempt.started_at:type_name -> google.protobuf.Timestamp
+	16, // 15: sepp.v1.JobAttempt.duration:type_name -> google.protobuf.Duration
+	15, // 16: sepp.v1.JobContext.lease_deadline:type_name -> google.protobuf.Timestamp
+	7,  // 17: sepp.v1.ReservedJob.ctx:type_name -> sepp.v1.JobContext
+	3,  // 18: sepp.v1.ReservedJob.job:type_name -> sepp.v1.Job
+	3,  // 19: sepp.v1.DeadLetterRecord.job:type_name -> sepp.v1.Job
+	1,  // 20: sepp.v1.DeadLetterRecord.cause:type_name -> sepp.v1.DeadLetterCause
+	15, // 21: sepp.v1.DeadLetterRecord.failed_at:type_name -> google.protobuf.Timestamp
+	17, // 22: sepp.v1.ItemError.details:type_name -> google.protobuf.Any
+	10, // 23: sepp.v1.JobActionResult.error:type_name -> sepp.v1.ItemError
+	15, // 24: sepp.v1.MemberFacts.start_time:type_name -> google.protobuf.Timestamp
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_types_proto_init() }
@@ -1353,7 +1430,7 @@ func file_sepp_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sepp_v1_types_proto_rawDesc), len(file_sepp_v1_types_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

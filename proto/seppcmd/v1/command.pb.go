@@ -701,8 +701,10 @@ type EnqueueParams struct {
 	// now, or an absolute instant; 0: none.
 	TtlNanos          int64 `protobuf:"varint,140,opt,name=ttl_nanos,json=ttlNanos,proto3" json:"ttl_nanos,omitempty"`
 	ExpiresAtUnixNano int64 `protobuf:"varint,141,opt,name=expires_at_unix_nano,json=expiresAtUnixNano,proto3" json:"expires_at_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The producer's W3C trace context (command version 17).
+	Trace         *TraceContext `protobuf:"bytes,170,opt,name=trace,proto3" json:"trace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EnqueueParams) Reset() {
@@ -812,6 +814,66 @@ func (x *EnqueueParams) GetExpiresAtUnixNano() int64 {
 	return 0
 }
 
+func (x *EnqueueParams) GetTrace() *TraceContext {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
+// TraceContext is engine.TraceContext.
+type TraceContext struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Traceparent   string                 `protobuf:"bytes,1,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Tracestate    string                 `protobuf:"bytes,2,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceContext) Reset() {
+	*x = TraceContext{}
+	mi := &file_seppcmd_v1_command_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceContext) ProtoMessage() {}
+
+func (x *TraceContext) ProtoReflect() protoreflect.Message {
+	mi := &file_seppcmd_v1_command_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceContext.ProtoReflect.Descriptor instead.
+func (*TraceContext) Descriptor() ([]byte, []int) {
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *TraceContext) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *TraceContext) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
+}
+
 // UniqueOptions are engine.UniqueOpts.
 type UniqueOptions struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -827,7 +889,7 @@ type UniqueOptions struct {
 
 func (x *UniqueOptions) Reset() {
 	*x = UniqueOptions{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[3]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +901,7 @@ func (x *UniqueOptions) String() string {
 func (*UniqueOptions) ProtoMessage() {}
 
 func (x *UniqueOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[3]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +914,7 @@ func (x *UniqueOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UniqueOptions.ProtoReflect.Descriptor instead.
 func (*UniqueOptions) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{3}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *UniqueOptions) GetKey() string {
@@ -899,7 +961,7 @@ type JobEnqueue struct {
 
 func (x *JobEnqueue) Reset() {
 	*x = JobEnqueue{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[4]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +973,7 @@ func (x *JobEnqueue) String() string {
 func (*JobEnqueue) ProtoMessage() {}
 
 func (x *JobEnqueue) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[4]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +986,7 @@ func (x *JobEnqueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnqueue.ProtoReflect.Descriptor instead.
 func (*JobEnqueue) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{4}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *JobEnqueue) GetParams() *EnqueueParams {
@@ -943,7 +1005,7 @@ type JobEnqueueBatch struct {
 
 func (x *JobEnqueueBatch) Reset() {
 	*x = JobEnqueueBatch{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[5]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -955,7 +1017,7 @@ func (x *JobEnqueueBatch) String() string {
 func (*JobEnqueueBatch) ProtoMessage() {}
 
 func (x *JobEnqueueBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[5]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -968,7 +1030,7 @@ func (x *JobEnqueueBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEnqueueBatch.ProtoReflect.Descriptor instead.
 func (*JobEnqueueBatch) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{5}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobEnqueueBatch) GetItems() []*EnqueueParams {
@@ -991,7 +1053,7 @@ type JobReserve struct {
 
 func (x *JobReserve) Reset() {
 	*x = JobReserve{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[6]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1065,7 @@ func (x *JobReserve) String() string {
 func (*JobReserve) ProtoMessage() {}
 
 func (x *JobReserve) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[6]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1078,7 @@ func (x *JobReserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobReserve.ProtoReflect.Descriptor instead.
 func (*JobReserve) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{6}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JobReserve) GetQueue() string {
@@ -1064,7 +1126,7 @@ type LeaseRef struct {
 
 func (x *LeaseRef) Reset() {
 	*x = LeaseRef{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[7]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1138,7 @@ func (x *LeaseRef) String() string {
 func (*LeaseRef) ProtoMessage() {}
 
 func (x *LeaseRef) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[7]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1151,7 @@ func (x *LeaseRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRef.ProtoReflect.Descriptor instead.
 func (*LeaseRef) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{7}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LeaseRef) GetJobId() uint64 {
@@ -1115,7 +1177,7 @@ type JobAck struct {
 
 func (x *JobAck) Reset() {
 	*x = JobAck{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[8]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1127,7 +1189,7 @@ func (x *JobAck) String() string {
 func (*JobAck) ProtoMessage() {}
 
 func (x *JobAck) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[8]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1140,7 +1202,7 @@ func (x *JobAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobAck.ProtoReflect.Descriptor instead.
 func (*JobAck) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{8}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JobAck) GetRef() *LeaseRef {
@@ -1167,7 +1229,7 @@ type JobAckBatch struct {
 
 func (x *JobAckBatch) Reset() {
 	*x = JobAckBatch{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[9]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1241,7 @@ func (x *JobAckBatch) String() string {
 func (*JobAckBatch) ProtoMessage() {}
 
 func (x *JobAckBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[9]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1254,7 @@ func (x *JobAckBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobAckBatch.ProtoReflect.Descriptor instead.
 func (*JobAckBatch) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{9}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *JobAckBatch) GetJobIds() []uint64 {
@@ -1222,7 +1284,7 @@ type JobNack struct {
 
 func (x *JobNack) Reset() {
 	*x = JobNack{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[10]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1296,7 @@ func (x *JobNack) String() string {
 func (*JobNack) ProtoMessage() {}
 
 func (x *JobNack) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[10]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1309,7 @@ func (x *JobNack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobNack.ProtoReflect.Descriptor instead.
 func (*JobNack) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{10}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *JobNack) GetRef() *LeaseRef {
@@ -1287,7 +1349,7 @@ type JobRelease struct {
 
 func (x *JobRelease) Reset() {
 	*x = JobRelease{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[11]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1361,7 @@ func (x *JobRelease) String() string {
 func (*JobRelease) ProtoMessage() {}
 
 func (x *JobRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[11]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1374,7 @@ func (x *JobRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobRelease.ProtoReflect.Descriptor instead.
 func (*JobRelease) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{11}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *JobRelease) GetRef() *LeaseRef {
@@ -1332,7 +1394,7 @@ type LeaseExtend struct {
 
 func (x *LeaseExtend) Reset() {
 	*x = LeaseExtend{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[12]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1344,7 +1406,7 @@ func (x *LeaseExtend) String() string {
 func (*LeaseExtend) ProtoMessage() {}
 
 func (x *LeaseExtend) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[12]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1357,7 +1419,7 @@ func (x *LeaseExtend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseExtend.ProtoReflect.Descriptor instead.
 func (*LeaseExtend) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{12}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LeaseExtend) GetRef() *LeaseRef {
@@ -1385,7 +1447,7 @@ type LeaseExtendAll struct {
 
 func (x *LeaseExtendAll) Reset() {
 	*x = LeaseExtendAll{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[13]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1459,7 @@ func (x *LeaseExtendAll) String() string {
 func (*LeaseExtendAll) ProtoMessage() {}
 
 func (x *LeaseExtendAll) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[13]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1472,7 @@ func (x *LeaseExtendAll) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseExtendAll.ProtoReflect.Descriptor instead.
 func (*LeaseExtendAll) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{13}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LeaseExtendAll) GetGraceNanos() int64 {
@@ -1430,7 +1492,7 @@ type DeadLetterDrain struct {
 
 func (x *DeadLetterDrain) Reset() {
 	*x = DeadLetterDrain{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[14]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1504,7 @@ func (x *DeadLetterDrain) String() string {
 func (*DeadLetterDrain) ProtoMessage() {}
 
 func (x *DeadLetterDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[14]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1517,7 @@ func (x *DeadLetterDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterDrain.ProtoReflect.Descriptor instead.
 func (*DeadLetterDrain) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{14}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeadLetterDrain) GetQueue() string {
@@ -1481,7 +1543,7 @@ type DeadLetterRequeue struct {
 
 func (x *DeadLetterRequeue) Reset() {
 	*x = DeadLetterRequeue{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[15]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1493,7 +1555,7 @@ func (x *DeadLetterRequeue) String() string {
 func (*DeadLetterRequeue) ProtoMessage() {}
 
 func (x *DeadLetterRequeue) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[15]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1506,7 +1568,7 @@ func (x *DeadLetterRequeue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterRequeue.ProtoReflect.Descriptor instead.
 func (*DeadLetterRequeue) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{15}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeadLetterRequeue) GetJobIds() []uint64 {
@@ -1525,7 +1587,7 @@ type DeadLetterDelete struct {
 
 func (x *DeadLetterDelete) Reset() {
 	*x = DeadLetterDelete{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[16]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1599,7 @@ func (x *DeadLetterDelete) String() string {
 func (*DeadLetterDelete) ProtoMessage() {}
 
 func (x *DeadLetterDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[16]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1612,7 @@ func (x *DeadLetterDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterDelete.ProtoReflect.Descriptor instead.
 func (*DeadLetterDelete) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{16}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeadLetterDelete) GetJobIds() []uint64 {
@@ -1570,7 +1632,7 @@ type JobDeadLetter struct {
 
 func (x *JobDeadLetter) Reset() {
 	*x = JobDeadLetter{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[17]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1644,7 @@ func (x *JobDeadLetter) String() string {
 func (*JobDeadLetter) ProtoMessage() {}
 
 func (x *JobDeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[17]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1657,7 @@ func (x *JobDeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobDeadLetter.ProtoReflect.Descriptor instead.
 func (*JobDeadLetter) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{17}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *JobDeadLetter) GetJobIds() []uint64 {
@@ -1621,7 +1683,7 @@ type QueuePause struct {
 
 func (x *QueuePause) Reset() {
 	*x = QueuePause{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[18]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1695,7 @@ func (x *QueuePause) String() string {
 func (*QueuePause) ProtoMessage() {}
 
 func (x *QueuePause) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[18]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1708,7 @@ func (x *QueuePause) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuePause.ProtoReflect.Descriptor instead.
 func (*QueuePause) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{18}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *QueuePause) GetQueue() string {
@@ -1665,7 +1727,7 @@ type QueueResume struct {
 
 func (x *QueueResume) Reset() {
 	*x = QueueResume{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[19]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1677,7 +1739,7 @@ func (x *QueueResume) String() string {
 func (*QueueResume) ProtoMessage() {}
 
 func (x *QueueResume) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[19]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1690,7 +1752,7 @@ func (x *QueueResume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueResume.ProtoReflect.Descriptor instead.
 func (*QueueResume) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{19}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *QueueResume) GetQueue() string {
@@ -1709,7 +1771,7 @@ type Tick struct {
 
 func (x *Tick) Reset() {
 	*x = Tick{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[20]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1783,7 @@ func (x *Tick) String() string {
 func (*Tick) ProtoMessage() {}
 
 func (x *Tick) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[20]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1796,7 @@ func (x *Tick) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tick.ProtoReflect.Descriptor instead.
 func (*Tick) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{20}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{21}
 }
 
 // ConfigSet replaces the engine's running configuration.
@@ -1774,7 +1836,7 @@ type ConfigSet struct {
 
 func (x *ConfigSet) Reset() {
 	*x = ConfigSet{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[21]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +1848,7 @@ func (x *ConfigSet) String() string {
 func (*ConfigSet) ProtoMessage() {}
 
 func (x *ConfigSet) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[21]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +1861,7 @@ func (x *ConfigSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigSet.ProtoReflect.Descriptor instead.
 func (*ConfigSet) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{21}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ConfigSet) GetConfig() *EngineConfig {
@@ -1855,7 +1917,7 @@ type QueueCreate struct {
 
 func (x *QueueCreate) Reset() {
 	*x = QueueCreate{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[22]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +1929,7 @@ func (x *QueueCreate) String() string {
 func (*QueueCreate) ProtoMessage() {}
 
 func (x *QueueCreate) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[22]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +1942,7 @@ func (x *QueueCreate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueCreate.ProtoReflect.Descriptor instead.
 func (*QueueCreate) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{22}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *QueueCreate) GetConfig() *QueueConfig {
@@ -1914,7 +1976,7 @@ type QueueUpdate struct {
 
 func (x *QueueUpdate) Reset() {
 	*x = QueueUpdate{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[23]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1926,7 +1988,7 @@ func (x *QueueUpdate) String() string {
 func (*QueueUpdate) ProtoMessage() {}
 
 func (x *QueueUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[23]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1939,7 +2001,7 @@ func (x *QueueUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueUpdate.ProtoReflect.Descriptor instead.
 func (*QueueUpdate) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{23}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *QueueUpdate) GetConfig() *QueueConfig {
@@ -1981,7 +2043,7 @@ type QueueDelete struct {
 
 func (x *QueueDelete) Reset() {
 	*x = QueueDelete{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[24]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1993,7 +2055,7 @@ func (x *QueueDelete) String() string {
 func (*QueueDelete) ProtoMessage() {}
 
 func (x *QueueDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[24]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2006,7 +2068,7 @@ func (x *QueueDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueDelete.ProtoReflect.Descriptor instead.
 func (*QueueDelete) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{24}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *QueueDelete) GetQueue() string {
@@ -2039,7 +2101,7 @@ type JobsAct struct {
 
 func (x *JobsAct) Reset() {
 	*x = JobsAct{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[25]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2113,7 @@ func (x *JobsAct) String() string {
 func (*JobsAct) ProtoMessage() {}
 
 func (x *JobsAct) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[25]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2126,7 @@ func (x *JobsAct) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobsAct.ProtoReflect.Descriptor instead.
 func (*JobsAct) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{25}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *JobsAct) GetAction() uint32 {
@@ -2114,7 +2176,7 @@ type QueuePurge struct {
 
 func (x *QueuePurge) Reset() {
 	*x = QueuePurge{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[26]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2126,7 +2188,7 @@ func (x *QueuePurge) String() string {
 func (*QueuePurge) ProtoMessage() {}
 
 func (x *QueuePurge) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[26]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2139,7 +2201,7 @@ func (x *QueuePurge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueuePurge.ProtoReflect.Descriptor instead.
 func (*QueuePurge) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{26}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *QueuePurge) GetQueue() string {
@@ -2166,7 +2228,7 @@ type EngineConfig struct {
 
 func (x *EngineConfig) Reset() {
 	*x = EngineConfig{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[27]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2240,7 @@ func (x *EngineConfig) String() string {
 func (*EngineConfig) ProtoMessage() {}
 
 func (x *EngineConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[27]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2253,7 @@ func (x *EngineConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EngineConfig.ProtoReflect.Descriptor instead.
 func (*EngineConfig) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{27}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EngineConfig) GetLimits() *Limits {
@@ -2248,7 +2310,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[28]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2322,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[28]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2335,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{28}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Limits) GetDefaultPriority() uint32 {
@@ -2481,7 +2543,7 @@ type QueueConfig struct {
 
 func (x *QueueConfig) Reset() {
 	*x = QueueConfig{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[29]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2493,7 +2555,7 @@ func (x *QueueConfig) String() string {
 func (*QueueConfig) ProtoMessage() {}
 
 func (x *QueueConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[29]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2506,7 +2568,7 @@ func (x *QueueConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueConfig.ProtoReflect.Descriptor instead.
 func (*QueueConfig) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{29}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *QueueConfig) GetName() string {
@@ -2667,7 +2729,7 @@ type NodeMetadata struct {
 
 func (x *NodeMetadata) Reset() {
 	*x = NodeMetadata{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[30]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2679,7 +2741,7 @@ func (x *NodeMetadata) String() string {
 func (*NodeMetadata) ProtoMessage() {}
 
 func (x *NodeMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[30]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2692,7 +2754,7 @@ func (x *NodeMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetadata.ProtoReflect.Descriptor instead.
 func (*NodeMetadata) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{30}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *NodeMetadata) GetId() string {
@@ -2795,7 +2857,7 @@ type NodeMetadataSet struct {
 
 func (x *NodeMetadataSet) Reset() {
 	*x = NodeMetadataSet{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[31]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2807,7 +2869,7 @@ func (x *NodeMetadataSet) String() string {
 func (*NodeMetadataSet) ProtoMessage() {}
 
 func (x *NodeMetadataSet) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[31]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2820,7 +2882,7 @@ func (x *NodeMetadataSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetadataSet.ProtoReflect.Descriptor instead.
 func (*NodeMetadataSet) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{31}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *NodeMetadataSet) GetNode() *NodeMetadata {
@@ -2839,7 +2901,7 @@ type NodeMetadataDelete struct {
 
 func (x *NodeMetadataDelete) Reset() {
 	*x = NodeMetadataDelete{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[32]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2851,7 +2913,7 @@ func (x *NodeMetadataDelete) String() string {
 func (*NodeMetadataDelete) ProtoMessage() {}
 
 func (x *NodeMetadataDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[32]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2864,7 +2926,7 @@ func (x *NodeMetadataDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetadataDelete.ProtoReflect.Descriptor instead.
 func (*NodeMetadataDelete) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{32}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NodeMetadataDelete) GetId() string {
@@ -2891,7 +2953,7 @@ type SnapshotMeta struct {
 
 func (x *SnapshotMeta) Reset() {
 	*x = SnapshotMeta{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[33]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2903,7 +2965,7 @@ func (x *SnapshotMeta) String() string {
 func (*SnapshotMeta) ProtoMessage() {}
 
 func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[33]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2916,7 +2978,7 @@ func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotMeta.ProtoReflect.Descriptor instead.
 func (*SnapshotMeta) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{33}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SnapshotMeta) GetLastNowUnixNano() int64 {
@@ -2963,7 +3025,7 @@ type ScheduleUpsert struct {
 
 func (x *ScheduleUpsert) Reset() {
 	*x = ScheduleUpsert{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[34]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2975,7 +3037,7 @@ func (x *ScheduleUpsert) String() string {
 func (*ScheduleUpsert) ProtoMessage() {}
 
 func (x *ScheduleUpsert) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[34]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2988,7 +3050,7 @@ func (x *ScheduleUpsert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleUpsert.ProtoReflect.Descriptor instead.
 func (*ScheduleUpsert) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{34}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ScheduleUpsert) GetName() string {
@@ -3070,7 +3132,7 @@ type ScheduleDelete struct {
 
 func (x *ScheduleDelete) Reset() {
 	*x = ScheduleDelete{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[35]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3082,7 +3144,7 @@ func (x *ScheduleDelete) String() string {
 func (*ScheduleDelete) ProtoMessage() {}
 
 func (x *ScheduleDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[35]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3095,7 +3157,7 @@ func (x *ScheduleDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleDelete.ProtoReflect.Descriptor instead.
 func (*ScheduleDelete) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{35}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ScheduleDelete) GetName() string {
@@ -3118,7 +3180,7 @@ type SchedulePauseSet struct {
 
 func (x *SchedulePauseSet) Reset() {
 	*x = SchedulePauseSet{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[36]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3130,7 +3192,7 @@ func (x *SchedulePauseSet) String() string {
 func (*SchedulePauseSet) ProtoMessage() {}
 
 func (x *SchedulePauseSet) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[36]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3143,7 +3205,7 @@ func (x *SchedulePauseSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulePauseSet.ProtoReflect.Descriptor instead.
 func (*SchedulePauseSet) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{36}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SchedulePauseSet) GetName() string {
@@ -3182,7 +3244,7 @@ type ScheduleFire struct {
 
 func (x *ScheduleFire) Reset() {
 	*x = ScheduleFire{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[37]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3194,7 +3256,7 @@ func (x *ScheduleFire) String() string {
 func (*ScheduleFire) ProtoMessage() {}
 
 func (x *ScheduleFire) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[37]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3207,7 +3269,7 @@ func (x *ScheduleFire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleFire.ProtoReflect.Descriptor instead.
 func (*ScheduleFire) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{37}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ScheduleFire) GetName() string {
@@ -3253,7 +3315,7 @@ type RedriveSelection struct {
 
 func (x *RedriveSelection) Reset() {
 	*x = RedriveSelection{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[38]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3265,7 +3327,7 @@ func (x *RedriveSelection) String() string {
 func (*RedriveSelection) ProtoMessage() {}
 
 func (x *RedriveSelection) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[38]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3278,7 +3340,7 @@ func (x *RedriveSelection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveSelection.ProtoReflect.Descriptor instead.
 func (*RedriveSelection) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{38}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RedriveSelection) GetQueue() string {
@@ -3337,7 +3399,7 @@ type RedriveStart struct {
 
 func (x *RedriveStart) Reset() {
 	*x = RedriveStart{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[39]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3349,7 +3411,7 @@ func (x *RedriveStart) String() string {
 func (*RedriveStart) ProtoMessage() {}
 
 func (x *RedriveStart) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[39]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3362,7 +3424,7 @@ func (x *RedriveStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveStart.ProtoReflect.Descriptor instead.
 func (*RedriveStart) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{39}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RedriveStart) GetSelection() *RedriveSelection {
@@ -3412,7 +3474,7 @@ type RedriveStep struct {
 
 func (x *RedriveStep) Reset() {
 	*x = RedriveStep{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[40]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3424,7 +3486,7 @@ func (x *RedriveStep) String() string {
 func (*RedriveStep) ProtoMessage() {}
 
 func (x *RedriveStep) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[40]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3437,7 +3499,7 @@ func (x *RedriveStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveStep.ProtoReflect.Descriptor instead.
 func (*RedriveStep) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{40}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RedriveStep) GetTaskId() uint64 {
@@ -3467,7 +3529,7 @@ type RedriveSetState struct {
 
 func (x *RedriveSetState) Reset() {
 	*x = RedriveSetState{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[41]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3479,7 +3541,7 @@ func (x *RedriveSetState) String() string {
 func (*RedriveSetState) ProtoMessage() {}
 
 func (x *RedriveSetState) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[41]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3492,7 +3554,7 @@ func (x *RedriveSetState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveSetState.ProtoReflect.Descriptor instead.
 func (*RedriveSetState) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{41}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RedriveSetState) GetTaskId() uint64 {
@@ -3566,7 +3628,7 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\rredrive_start\x18\x82\x01 \x01(\v2\x18.seppcmd.v1.RedriveStartH\x00R\fredriveStart\x12=\n" +
 	"\fredrive_step\x18\x83\x01 \x01(\v2\x17.seppcmd.v1.RedriveStepH\x00R\vredriveStep\x12J\n" +
 	"\x11redrive_set_state\x18\x84\x01 \x01(\v2\x1b.seppcmd.v1.RedriveSetStateH\x00R\x0fredriveSetStateB\x04\n" +
-	"\x02op\"\x86\x04\n" +
+	"\x02op\"\xb7\x04\n" +
 	"\rEnqueueParams\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
@@ -3578,11 +3640,17 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\x121\n" +
 	"\x06unique\x18n \x01(\v2\x19.seppcmd.v1.UniqueOptionsR\x06unique\x12\x1c\n" +
 	"\tttl_nanos\x18\x8c\x01 \x01(\x03R\bttlNanos\x120\n" +
-	"\x14expires_at_unix_nano\x18\x8d\x01 \x01(\x03R\x11expiresAtUnixNano\x1a9\n" +
+	"\x14expires_at_unix_nano\x18\x8d\x01 \x01(\x03R\x11expiresAtUnixNano\x12/\n" +
+	"\x05trace\x18\xaa\x01 \x01(\v2\x18.seppcmd.v1.TraceContextR\x05trace\x1a9\n" +
 	"\vCustomEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
-	"\t_priority\"\xa0\x01\n" +
+	"\t_priority\"P\n" +
+	"\fTraceContext\x12 \n" +
+	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\x02 \x01(\tR\n" +
+	"tracestate\"\xa0\x01\n" +
 	"\rUniqueOptions\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
 	"\x06fields\x18\x02 \x03(\tR\x06fields\x12\x1d\n" +
@@ -3815,107 +3883,109 @@ func file_seppcmd_v1_command_proto_rawDescGZIP() []byte {
 	return file_seppcmd_v1_command_proto_rawDescData
 }
 
-var file_seppcmd_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_seppcmd_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_seppcmd_v1_command_proto_goTypes = []any{
 	(*Entry)(nil),              // 0: seppcmd.v1.Entry
 	(*Command)(nil),            // 1: seppcmd.v1.Command
 	(*EnqueueParams)(nil),      // 2: seppcmd.v1.EnqueueParams
-	(*UniqueOptions)(nil),      // 3: seppcmd.v1.UniqueOptions
-	(*JobEnqueue)(nil),         // 4: seppcmd.v1.JobEnqueue
-	(*JobEnqueueBatch)(nil),    // 5: seppcmd.v1.JobEnqueueBatch
-	(*JobReserve)(nil),         // 6: seppcmd.v1.JobReserve
-	(*LeaseRef)(nil),           // 7: seppcmd.v1.LeaseRef
-	(*JobAck)(nil),             // 8: seppcmd.v1.JobAck
-	(*JobAckBatch)(nil),        // 9: seppcmd.v1.JobAckBatch
-	(*JobNack)(nil),            // 10: seppcmd.v1.JobNack
-	(*JobRelease)(nil),         // 11: seppcmd.v1.JobRelease
-	(*LeaseExtend)(nil),        // 12: seppcmd.v1.LeaseExtend
-	(*LeaseExtendAll)(nil),     // 13: seppcmd.v1.LeaseExtendAll
-	(*DeadLetterDrain)(nil),    // 14: seppcmd.v1.DeadLetterDrain
-	(*DeadLetterRequeue)(nil),  // 15: seppcmd.v1.DeadLetterRequeue
-	(*DeadLetterDelete)(nil),   // 16: seppcmd.v1.DeadLetterDelete
-	(*JobDeadLetter)(nil),      // 17: seppcmd.v1.JobDeadLetter
-	(*QueuePause)(nil),         // 18: seppcmd.v1.QueuePause
-	(*QueueResume)(nil),        // 19: seppcmd.v1.QueueResume
-	(*Tick)(nil),               // 20: seppcmd.v1.Tick
-	(*ConfigSet)(nil),          // 21: seppcmd.v1.ConfigSet
-	(*QueueCreate)(nil),        // 22: seppcmd.v1.QueueCreate
-	(*QueueUpdate)(nil),        // 23: seppcmd.v1.QueueUpdate
-	(*QueueDelete)(nil),        // 24: seppcmd.v1.QueueDelete
-	(*JobsAct)(nil),            // 25: seppcmd.v1.JobsAct
-	(*QueuePurge)(nil),         // 26: seppcmd.v1.QueuePurge
-	(*EngineConfig)(nil),       // 27: seppcmd.v1.EngineConfig
-	(*Limits)(nil),             // 28: seppcmd.v1.Limits
-	(*QueueConfig)(nil),        // 29: seppcmd.v1.QueueConfig
-	(*NodeMetadata)(nil),       // 30: seppcmd.v1.NodeMetadata
-	(*NodeMetadataSet)(nil),    // 31: seppcmd.v1.NodeMetadataSet
-	(*NodeMetadataDelete)(nil), // 32: seppcmd.v1.NodeMetadataDelete
-	(*SnapshotMeta)(nil),       // 33: seppcmd.v1.SnapshotMeta
-	(*ScheduleUpsert)(nil),     // 34: seppcmd.v1.ScheduleUpsert
-	(*ScheduleDelete)(nil),     // 35: seppcmd.v1.ScheduleDelete
-	(*SchedulePauseSet)(nil),   // 36: seppcmd.v1.SchedulePauseSet
-	(*ScheduleFire)(nil),       // 37: seppcmd.v1.ScheduleFire
-	(*RedriveSelection)(nil),   // 38: seppcmd.v1.RedriveSelection
-	(*RedriveStart)(nil),       // 39: seppcmd.v1.RedriveStart
-	(*RedriveStep)(nil),        // 40: seppcmd.v1.RedriveStep
-	(*RedriveSetState)(nil),    // 41: seppcmd.v1.RedriveSetState
-	nil,                        // 42: seppcmd.v1.EnqueueParams.CustomEntry
+	(*TraceContext)(nil),       // 3: seppcmd.v1.TraceContext
+	(*UniqueOptions)(nil),      // 4: seppcmd.v1.UniqueOptions
+	(*JobEnqueue)(nil),         // 5: seppcmd.v1.JobEnqueue
+	(*JobEnqueueBatch)(nil),    // 6: seppcmd.v1.JobEnqueueBatch
+	(*JobReserve)(nil),         // 7: seppcmd.v1.JobReserve
+	(*LeaseRef)(nil),           // 8: seppcmd.v1.LeaseRef
+	(*JobAck)(nil),             // 9: seppcmd.v1.JobAck
+	(*JobAckBatch)(nil),        // 10: seppcmd.v1.JobAckBatch
+	(*JobNack)(nil),            // 11: seppcmd.v1.JobNack
+	(*JobRelease)(nil),         // 12: seppcmd.v1.JobRelease
+	(*LeaseExtend)(nil),        // 13: seppcmd.v1.LeaseExtend
+	(*LeaseExtendAll)(nil),     // 14: seppcmd.v1.LeaseExtendAll
+	(*DeadLetterDrain)(nil),    // 15: seppcmd.v1.DeadLetterDrain
+	(*DeadLetterRequeue)(nil),  // 16: seppcmd.v1.DeadLetterRequeue
+	(*DeadLetterDelete)(nil),   // 17: seppcmd.v1.DeadLetterDelete
+	(*JobDeadLetter)(nil),      // 18: seppcmd.v1.JobDeadLetter
+	(*QueuePause)(nil),         // 19: seppcmd.v1.QueuePause
+	(*QueueResume)(nil),        // 20: seppcmd.v1.QueueResume
+	(*Tick)(nil),               // 21: seppcmd.v1.Tick
+	(*ConfigSet)(nil),          // 22: seppcmd.v1.ConfigSet
+	(*QueueCreate)(nil),        // 23: seppcmd.v1.QueueCreate
+	(*QueueUpdate)(nil),        // 24: seppcmd.v1.QueueUpdate
+	(*QueueDelete)(nil),        // 25: seppcmd.v1.QueueDelete
+	(*JobsAct)(nil),            // 26: seppcmd.v1.JobsAct
+	(*QueuePurge)(nil),         // 27: seppcmd.v1.QueuePurge
+	(*EngineConfig)(nil),       // 28: seppcmd.v1.EngineConfig
+	(*Limits)(nil),             // 29: seppcmd.v1.Limits
+	(*QueueConfig)(nil),        // 30: seppcmd.v1.QueueConfig
+	(*NodeMetadata)(nil),       // 31: seppcmd.v1.NodeMetadata
+	(*NodeMetadataSet)(nil),    // 32: seppcmd.v1.NodeMetadataSet
+	(*NodeMetadataDelete)(nil), // 33: seppcmd.v1.NodeMetadataDelete
+	(*SnapshotMeta)(nil),       // 34: seppcmd.v1.SnapshotMeta
+	(*ScheduleUpsert)(nil),     // 35: seppcmd.v1.ScheduleUpsert
+	(*ScheduleDelete)(nil),     // 36: seppcmd.v1.ScheduleDelete
+	(*SchedulePauseSet)(nil),   // 37: seppcmd.v1.SchedulePauseSet
+	(*ScheduleFire)(nil),       // 38: seppcmd.v1.ScheduleFire
+	(*RedriveSelection)(nil),   // 39: seppcmd.v1.RedriveSelection
+	(*RedriveStart)(nil),       // 40: seppcmd.v1.RedriveStart
+	(*RedriveStep)(nil),        // 41: seppcmd.v1.RedriveStep
+	(*RedriveSetState)(nil),    // 42: seppcmd.v1.RedriveSetState
+	nil,                        // 43: seppcmd.v1.EnqueueParams.CustomEntry
 }
 var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	1,  // 0: seppcmd.v1.Entry.commands:type_name -> seppcmd.v1.Command
-	4,  // 1: seppcmd.v1.Command.job_enqueue:type_name -> seppcmd.v1.JobEnqueue
-	5,  // 2: seppcmd.v1.Command.job_enqueue_batch:type_name -> seppcmd.v1.JobEnqueueBatch
-	6,  // 3: seppcmd.v1.Command.job_reserve:type_name -> seppcmd.v1.JobReserve
-	8,  // 4: seppcmd.v1.Command.job_ack:type_name -> seppcmd.v1.JobAck
-	10, // 5: seppcmd.v1.Command.job_nack:type_name -> seppcmd.v1.JobNack
-	11, // 6: seppcmd.v1.Command.job_release:type_name -> seppcmd.v1.JobRelease
-	12, // 7: seppcmd.v1.Command.lease_extend:type_name -> seppcmd.v1.LeaseExtend
-	13, // 8: seppcmd.v1.Command.lease_extend_all:type_name -> seppcmd.v1.LeaseExtendAll
-	14, // 9: seppcmd.v1.Command.dead_letter_drain:type_name -> seppcmd.v1.DeadLetterDrain
-	15, // 10: seppcmd.v1.Command.dead_letter_requeue:type_name -> seppcmd.v1.DeadLetterRequeue
-	16, // 11: seppcmd.v1.Command.dead_letter_delete:type_name -> seppcmd.v1.DeadLetterDelete
-	17, // 12: seppcmd.v1.Command.job_dead_letter:type_name -> seppcmd.v1.JobDeadLetter
-	18, // 13: seppcmd.v1.Command.queue_pause:type_name -> seppcmd.v1.QueuePause
-	19, // 14: seppcmd.v1.Command.queue_resume:type_name -> seppcmd.v1.QueueResume
-	20, // 15: seppcmd.v1.Command.tick:type_name -> seppcmd.v1.Tick
-	21, // 16: seppcmd.v1.Command.config_set:type_name -> seppcmd.v1.ConfigSet
-	31, // 17: seppcmd.v1.Command.node_metadata_set:type_name -> seppcmd.v1.NodeMetadataSet
-	32, // 18: seppcmd.v1.Command.node_metadata_delete:type_name -> seppcmd.v1.NodeMetadataDelete
-	9,  // 19: seppcmd.v1.Command.job_ack_batch:type_name -> seppcmd.v1.JobAckBatch
-	22, // 20: seppcmd.v1.Command.queue_create:type_name -> seppcmd.v1.QueueCreate
-	23, // 21: seppcmd.v1.Command.queue_update:type_name -> seppcmd.v1.QueueUpdate
-	24, // 22: seppcmd.v1.Command.queue_delete:type_name -> seppcmd.v1.QueueDelete
-	26, // 23: seppcmd.v1.Command.queue_purge:type_name -> seppcmd.v1.QueuePurge
-	25, // 24: seppcmd.v1.Command.jobs_act:type_name -> seppcmd.v1.JobsAct
-	34, // 25: seppcmd.v1.Command.schedule_upsert:type_name -> seppcmd.v1.ScheduleUpsert
-	35, // 26: seppcmd.v1.Command.schedule_delete:type_name -> seppcmd.v1.ScheduleDelete
-	36, // 27: seppcmd.v1.Command.schedule_pause_set:type_name -> seppcmd.v1.SchedulePauseSet
-	37, // 28: seppcmd.v1.Command.schedule_fire:type_name -> seppcmd.v1.ScheduleFire
-	39, // 29: seppcmd.v1.Command.redrive_start:type_name -> seppcmd.v1.RedriveStart
-	40, // 30: seppcmd.v1.Command.redrive_step:type_name -> seppcmd.v1.RedriveStep
-	41, // 31: seppcmd.v1.Command.redrive_set_state:type_name -> seppcmd.v1.RedriveSetState
-	42, // 32: seppcmd.v1.EnqueueParams.custom:type_name -> seppcmd.v1.EnqueueParams.CustomEntry
-	3,  // 33: seppcmd.v1.EnqueueParams.unique:type_name -> seppcmd.v1.UniqueOptions
-	2,  // 34: seppcmd.v1.JobEnqueue.params:type_name -> seppcmd.v1.EnqueueParams
-	2,  // 35: seppcmd.v1.JobEnqueueBatch.items:type_name -> seppcmd.v1.EnqueueParams
-	7,  // 36: seppcmd.v1.JobAck.ref:type_name -> seppcmd.v1.LeaseRef
-	7,  // 37: seppcmd.v1.JobNack.ref:type_name -> seppcmd.v1.LeaseRef
-	7,  // 38: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
-	7,  // 39: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
-	27, // 40: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
-	29, // 41: seppcmd.v1.QueueCreate.config:type_name -> seppcmd.v1.QueueConfig
-	29, // 42: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
-	28, // 43: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
-	29, // 44: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
-	30, // 45: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
-	30, // 46: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
-	2,  // 47: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
-	38, // 48: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	5,  // 1: seppcmd.v1.Command.job_enqueue:type_name -> seppcmd.v1.JobEnqueue
+	6,  // 2: seppcmd.v1.Command.job_enqueue_batch:type_name -> seppcmd.v1.JobEnqueueBatch
+	7,  // 3: seppcmd.v1.Command.job_reserve:type_name -> seppcmd.v1.JobReserve
+	9,  // 4: seppcmd.v1.Command.job_ack:type_name -> seppcmd.v1.JobAck
+	11, // 5: seppcmd.v1.Command.job_nack:type_name -> seppcmd.v1.JobNack
+	12, // 6: seppcmd.v1.Command.job_release:type_name -> seppcmd.v1.JobRelease
+	13, // 7: seppcmd.v1.Command.lease_extend:type_name -> seppcmd.v1.LeaseExtend
+	14, // 8: seppcmd.v1.Command.lease_extend_all:type_name -> seppcmd.v1.LeaseExtendAll
+	15, // 9: seppcmd.v1.Command.dead_letter_drain:type_name -> seppcmd.v1.DeadLetterDrain
+	16, // 10: seppcmd.v1.Command.dead_letter_requeue:type_name -> seppcmd.v1.DeadLetterRequeue
+	17, // 11: seppcmd.v1.Command.dead_letter_delete:type_name -> seppcmd.v1.DeadLetterDelete
+	18, // 12: seppcmd.v1.Command.job_dead_letter:type_name -> seppcmd.v1.JobDeadLetter
+	19, // 13: seppcmd.v1.Command.queue_pause:type_name -> seppcmd.v1.QueuePause
+	20, // 14: seppcmd.v1.Command.queue_resume:type_name -> seppcmd.v1.QueueResume
+	21, // 15: seppcmd.v1.Command.tick:type_name -> seppcmd.v1.Tick
+	22, // 16: seppcmd.v1.Command.config_set:type_name -> seppcmd.v1.ConfigSet
+	32, // 17: seppcmd.v1.Command.node_metadata_set:type_name -> seppcmd.v1.NodeMetadataSet
+	33, // 18: seppcmd.v1.Command.node_metadata_delete:type_name -> seppcmd.v1.NodeMetadataDelete
+	10, // 19: seppcmd.v1.Command.job_ack_batch:type_name -> seppcmd.v1.JobAckBatch
+	23, // 20: seppcmd.v1.Command.queue_create:type_name -> seppcmd.v1.QueueCreate
+	24, // 21: seppcmd.v1.Command.queue_update:type_name -> seppcmd.v1.QueueUpdate
+	25, // 22: seppcmd.v1.Command.queue_delete:type_name -> seppcmd.v1.QueueDelete
+	27, // 23: seppcmd.v1.Command.queue_purge:type_name -> seppcmd.v1.QueuePurge
+	26, // 24: seppcmd.v1.Command.jobs_act:type_name -> seppcmd.v1.JobsAct
+	35, // 25: seppcmd.v1.Command.schedule_upsert:type_name -> seppcmd.v1.ScheduleUpsert
+	36, // 26: seppcmd.v1.Command.schedule_delete:type_name -> seppcmd.v1.ScheduleDelete
+	37, // 27: seppcmd.v1.Command.schedule_pause_set:type_name -> seppcmd.v1.SchedulePauseSet
+	38, // 28: seppcmd.v1.Command.schedule_fire:type_name -> seppcmd.v1.ScheduleFire
+	40, // 29: seppcmd.v1.Command.redrive_start:type_name -> seppcmd.v1.RedriveStart
+	41, // 30: seppcmd.v1.Command.redrive_step:type_name -> seppcmd.v1.RedriveStep
+	42, // 31: seppcmd.v1.Command.redrive_set_state:type_name -> seppcmd.v1.RedriveSetState
+	43, // 32: seppcmd.v1.EnqueueParams.custom:type_name -> seppcmd.v1.EnqueueParams.CustomEntry
+	4,  // 33: seppcmd.v1.EnqueueParams.unique:type_name -> seppcmd.v1.UniqueOptions
+	3,  // 34: seppcmd.v1.EnqueueParams.trace:type_name -> seppcmd.v1.TraceContext
+	2,  // 35: seppcmd.v1.JobEnqueue.params:type_name -> seppcmd.v1.EnqueueParams
+	2,  // 36: seppcmd.v1.JobEnqueueBatch.items:type_name -> seppcmd.v1.EnqueueParams
+	8,  // 37: seppcmd.v1.JobAck.ref:type_name -> seppcmd.v1.LeaseRef
+	8,  // 38: seppcmd.v1.JobNack.ref:type_name -> seppcmd.v1.LeaseRef
+	8,  // 39: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
+	8,  // 40: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
+	28, // 41: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
+	30, // 42: seppcmd.v1.QueueCreate.config:type_name -> seppcmd.v1.QueueConfig
+	30, // 43: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
+	29, // 44: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
+	30, // 45: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
+	31, // 46: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
+	31, // 47: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
+	2,  // 48: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
+	39, // 49: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
+	50, // [50:50] is the sub-list for method output_type
+	50, // [50:50] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_seppcmd_v1_command_proto_init() }
@@ -3957,15 +4027,15 @@ func file_seppcmd_v1_command_proto_init() {
 		(*Command_RedriveSetState)(nil),
 	}
 	file_seppcmd_v1_command_proto_msgTypes[2].OneofWrappers = []any{}
-	file_seppcmd_v1_command_proto_msgTypes[23].OneofWrappers = []any{}
-	file_seppcmd_v1_command_proto_msgTypes[29].OneofWrappers = []any{}
+	file_seppcmd_v1_command_proto_msgTypes[24].OneofWrappers = []any{}
+	file_seppcmd_v1_command_proto_msgTypes[30].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seppcmd_v1_command_proto_rawDesc), len(file_seppcmd_v1_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -11,7 +11,7 @@ use crate::error::{from_status, Detail, Error};
 use crate::pb;
 use crate::schedule::{Schedule, ScheduleDefinition};
 use crate::transport::{AttemptError, Transport};
-use crate::types::{duration, system_time, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, ServerInfo};
+use crate::types::{duration, system_time, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, ServerInfo, TraceContext};
 
 /// What happens to a nacked job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +40,21 @@ pub struct ClientOptions {
     /// wait (5 ms, 100 ms).
     pub backoff_base: Duration,
     pub backoff_max: Duration,
+    /// Called for each job enqueued without a trace context of its own;
+    /// what it returns (the caller's current trace context, from a tracing
+    /// library) rides with the job. `None`: no tracing.
+    pub trace_injector: Option<TraceInjector>,
+}
+
+/// A [`ClientOptions::trace_injector`]: the caller's current W3C trace
+/// context, if any.
+#[derive(Clone)]
+pub struct TraceInjector(pub Arc<dyn Fn() -> Option<TraceContext> + Send + Sync>);
+
+impl std::fmt::Debug for TraceInjector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TraceInjector")
+    }
 }
 
 impl Default for ClientOptions {
@@ -50,6 +65,7 @@ impl Default for ClientOptions {
             attempt_timeout: Duration::from_secs(10),
             backoff_base: Duration::from_millis(5),
             backoff_max: Duration::from_millis(100),
+            trace_injector: None,
         }
     }
 }
@@ -366,6 +382,16 @@ impl SeppClient {
 
     // ---- producing ----
 
+    /// m with the trace injector's trace context, unless m has one.
+    fn with_trace(&self, mut m: pb::EnqueueRequest) -> pb::EnqueueRequest {
+        if m.trace_context.is_none() {
+            if let Some(inject) = &self.inner.opts.trace_injector {
+                m.trace_context = (inject.0)().filter(|tc| !tc.traceparent.is_empty()).map(|tc| tc.to_wire());
+            }
+        }
+        m
+    }
+
     /// Adds one job. The same idempotency key (the request's, or one the
     /// client makes) rides on every retry, so a retry through a failover
     /// never adds a second job.
@@ -375,7 +401,7 @@ impl SeppClient {
             Some(k) => k.clone(),
             None => new_key()?,
         };
-        let (resp, retried): (pb::EnqueueResponse, bool) = self.call("enqueue", "sepp.v1.QueueService/Enqueue", &request.to_wire(&key), Policy::Safe, Duration::ZERO).await?;
+        let (resp, retried): (pb::EnqueueResponse, bool) = self.call("enqueue", "sepp.v1.QueueService/Enqueue", &self.with_trace(request.to_wire(&key)), Policy::Safe, Duration::ZERO).await?;
         Ok(EnqueueResult {
             job_id: resp.job_id,
             state: JobState::from_wire(resp.state),
@@ -407,7 +433,7 @@ impl SeppClient {
                 Some(k) => k.clone(),
                 None => new_key()?,
             };
-            jobs.push(r.to_wire(&key));
+            jobs.push(self.with_trace(r.to_wire(&key)));
             keys.push(key);
             out.push(None);
         }

@@ -37,8 +37,8 @@ pub mod pb {
 }
 
 pub use admin::{ActionResult, Page, PurgeTarget, QueueInfo, QueueRemoval, QueueSettings, QueueStats, QueueUpdate, RedriveOptions, RedrivePreview, RedriveSelection, RedriveState, RedriveTask, RetryBackoff};
-pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient};
+pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient, TraceInjector};
 pub use error::{Code, Error};
 pub use schedule::{JobTemplate, Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ScheduleSpec};
-pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, Priority, ServerInfo, UniqueOptions};
-pub use worker::{BoxError, HandlerError, RunningWorker, Worker, WorkerOptions};
+pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, Priority, ServerInfo, TraceContext, UniqueOptions};
+pub use worker::{BoxError, HandlerError, HandlerFuture, InstrumentHook, RunningWorker, Worker, WorkerOptions};

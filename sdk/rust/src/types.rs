@@ -57,6 +57,37 @@ pub struct EnqueueRequest {
     pub(crate) unique: Option<UniqueOptions>,
     pub(crate) expires_at: Option<SystemTime>,
     pub(crate) ttl: Option<Duration>,
+    pub(crate) trace_context: Option<TraceContext>,
+}
+
+/// A W3C trace context (<https://www.w3.org/TR/trace-context/>), carried by
+/// a job in a field of its own: the server keeps it with the job and
+/// returns it on every delivery ([`Job::trace_context`]). `traceparent` is
+/// at most 128 bytes in the W3C format, `tracestate` at most 512; the server
+/// refuses an invalid one ([`Error::InvalidArgument`] naming the field). The
+/// names are the headers a tracing library's propagator reads and writes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceContext {
+    pub traceparent: String,
+    pub tracestate: String,
+}
+
+impl TraceContext {
+    /// A trace context of a traceparent alone.
+    pub fn new(traceparent: impl Into<String>) -> TraceContext {
+        TraceContext { traceparent: traceparent.into(), tracestate: String::new() }
+    }
+
+    pub(crate) fn to_wire(&self) -> pb::TraceContext {
+        pb::TraceContext { traceparent: self.traceparent.clone(), tracestate: self.tracestate.clone() }
+    }
+
+    pub(crate) fn from_wire(m: pb::TraceContext) -> Option<TraceContext> {
+        if m.traceparent.is_empty() {
+            return None;
+        }
+        Some(TraceContext { traceparent: m.traceparent, tracestate: m.tracestate })
+    }
 }
 
 impl EnqueueRequest {
@@ -82,7 +113,19 @@ impl EnqueueRequest {
             unique: None,
             expires_at: None,
             ttl: None,
+            trace_context: None,
         })
+    }
+
+    /// The job's W3C trace context; without one, the client's
+    /// `trace_injector` (if any) supplies the caller's.
+    pub fn with_trace_context(mut self, tc: TraceContext) -> Self {
+        self.trace_context = Some(tc);
+        self
+    }
+
+    pub fn trace_context(&self) -> Option<&TraceContext> {
+        self.trace_context.as_ref()
     }
 
     /// The job's bytes, handed to the worker as they are.
@@ -227,6 +270,7 @@ impl EnqueueRequest {
             unique: self.unique.as_ref().map(UniqueOptions::to_wire),
             expires_at: self.expires_at.map(timestamp),
             ttl_ms: self.ttl.map_or(0, |d| d.as_millis().min(i64::MAX as u128) as i64),
+            trace_context: self.trace_context.as_ref().map(TraceContext::to_wire),
         }
     }
 }
@@ -406,6 +450,8 @@ pub struct Job {
     pub last_reason: Option<String>,
     /// The deadline by which the job must be reserved, if it has one.
     pub expires_at: Option<SystemTime>,
+    /// The producer's W3C trace context, if it sent one.
+    pub trace_context: Option<TraceContext>,
 }
 
 impl Job {
@@ -424,6 +470,7 @@ impl Job {
             custom: j.custom.into_iter().collect(),
             last_reason: non_empty(j.last_reason),
             expires_at: j.expires_at.and_then(system_time),
+            trace_context: j.trace_context.and_then(TraceContext::from_wire),
         }
     }
 }
@@ -518,7 +565,7 @@ impl DeadLetterRecord {
     }
 
     /// A fresh enqueue of the same job (queue, type, payload, priority,
-    /// max_attempts, custom fields): the server gives it a new id and
+    /// max_attempts, custom fields, trace context): the server gives it a new id and
     /// attempt 1. Not its old schedule, which has passed.
     pub fn to_enqueue_request(&self) -> EnqueueRequest {
         EnqueueRequest {
@@ -533,6 +580,7 @@ impl DeadLetterRecord {
             unique: None,
             expires_at: None,
             ttl: None,
+            trace_context: self.job.trace_context.clone(),
         }
     }
 }

@@ -83,7 +83,11 @@ impl<E: std::error::Error + Send + Sync + 'static> From<E> for HandlerError {
     }
 }
 
-type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send>>;
+/// A handler's run, as [`WorkerOptions::instrument`] receives and returns it.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send>>;
+
+/// A [`WorkerOptions::instrument`] hook.
+pub type InstrumentHook = Arc<dyn Fn(&Delivery, HandlerFuture) -> HandlerFuture + Send + Sync>;
 type Handler = Arc<dyn Fn(Delivery) -> HandlerFuture + Send + Sync>;
 type ErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
 
@@ -105,6 +109,12 @@ pub struct WorkerOptions {
     /// failover, an ack whose lease was lost). The worker carries on
     /// regardless; the default drops them.
     pub on_error: Option<ErrorHook>,
+    /// Wraps each handler's run, with the delivery at hand: how a tracing
+    /// library runs it inside a span whose parent is
+    /// `delivery.job.trace_context` (with the `tracing` crate:
+    /// `Box::pin(run.instrument(span))`). The hook must return a future
+    /// that drives `run` to its end and yields its result.
+    pub instrument: Option<InstrumentHook>,
 }
 
 impl Default for WorkerOptions {
@@ -115,6 +125,7 @@ impl Default for WorkerOptions {
             wait: Duration::from_secs(5),
             worker_id: String::new(),
             on_error: None,
+            instrument: None,
         }
     }
 }
@@ -351,8 +362,15 @@ async fn run_one(shared: &Arc<Shared>, d: Delivery, mut aborting: watch::Receive
     };
     let (lost_tx, mut lost) = watch::channel(false);
     let heartbeat = tokio::spawn(keep_lease(shared.clone(), ctx.clone(), lost_tx));
+    let run = match &shared.opts.instrument {
+        Some(wrap) => {
+            let seen = d.clone();
+            wrap(&seen, handler(d))
+        }
+        None => handler(d),
+    };
     let outcome = tokio::select! {
-        r = handler(d) => Outcome::Done(r),
+        r = run => Outcome::Done(r),
         _ = wait_true(&mut lost) => Outcome::LeaseLost,
         _ = wait_true(&mut aborting) => Outcome::Aborted,
     };

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use prost::Message;
 use sepp_rs::client::{ReserveOptions, RetryDirective, SeppClient};
-use sepp_rs::{pb, ClientOptions, DeadLetterCause, EnqueueRequest, Error, HandlerError, JobState, Priority, Worker, WorkerOptions};
+use sepp_rs::{pb, ClientOptions, DeadLetterCause, EnqueueRequest, Error, HandlerError, HandlerFuture, InstrumentHook, JobState, Priority, TraceContext, TraceInjector, Worker, WorkerOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn reserve_opts(max: u32) -> ReserveOptions {
@@ -418,5 +418,82 @@ async fn nothing_listening_is_unavailable() {
     match SeppClient::connect("https://localhost:50051").await {
         Err(Error::InvalidArgument { field, .. }) => assert_eq!(field, "addrs"),
         other => panic!("want InvalidArgument, got {:?}", other),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trace_context_round_trips_through_the_server_to_the_worker() {
+    let cluster = common::shared();
+    let addrs = cluster.addrs();
+    let refs: Vec<&str> = addrs.iter().map(String::as_str).collect();
+    let injected = TraceContext {
+        traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into(),
+        tracestate: "congo=t61rcWkgMzE".into(),
+    };
+    let own = TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (inj, counter) = (injected.clone(), calls.clone());
+    // docs:begin rust-injector
+    // With opentelemetry: inject the current context into a HashMap with
+    // the global propagator and return its "traceparent" and "tracestate".
+    let opts = ClientOptions {
+        retry_timeout: Duration::from_secs(60),
+        trace_injector: Some(TraceInjector(Arc::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Some(inj.clone())
+        }))),
+        ..ClientOptions::default()
+    };
+    // docs:end rust-injector
+    let client = SeppClient::connect_with(&refs, opts).await.unwrap();
+    let q = "rs-trace";
+    let a = client.enqueue(EnqueueRequest::new(q, "t").unwrap()).await.unwrap();
+    let b = client.enqueue(EnqueueRequest::new(q, "t").unwrap().with_trace_context(own.clone())).await.unwrap();
+    let batch = client.enqueue_batch(vec![EnqueueRequest::new(q, "t").unwrap()]).await.unwrap();
+    let c = batch[0].as_ref().unwrap().job_id;
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "b carried its own");
+    assert_eq!(client.get_job(a.job_id).await.unwrap().trace_context, Some(injected.clone()));
+
+    type Seen = Vec<(u64, Option<TraceContext>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let record = seen.clone();
+    // docs:begin rust-instrument
+    // With tracing + tracing-opentelemetry: build a span whose parent is
+    // d.job.trace_context and return Box::pin(run.instrument(span)).
+    let instrument: InstrumentHook = Arc::new(move |d: &sepp_rs::Delivery, run: HandlerFuture| {
+        record.lock().unwrap().push((d.ctx.job_id, d.job.trace_context.clone()));
+        run
+    });
+    // docs:end rust-instrument
+    let mut worker = Worker::new(
+        client.clone(),
+        WorkerOptions { wait: Duration::from_millis(200), instrument: Some(instrument), ..WorkerOptions::default() },
+    );
+    let handled = Arc::new(AtomicUsize::new(0));
+    let h = handled.clone();
+    worker.handle(q, "", move |_d| {
+        let h = h.clone();
+        async move {
+            h.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    });
+    let running = worker.start().unwrap();
+    common::wait_for("three jobs handled", Duration::from_secs(30), || {
+        let handled = handled.clone();
+        async move { handled.load(Ordering::SeqCst) >= 3 }
+    })
+    .await;
+    assert!(running.stop(Duration::from_secs(10)).await);
+    let mut got = seen.lock().unwrap().clone();
+    got.sort_by_key(|(id, _)| *id);
+    let mut want = vec![(a.job_id, Some(injected.clone())), (b.job_id, Some(own)), (c, Some(injected))];
+    want.sort_by_key(|(id, _)| *id);
+    assert_eq!(got, want);
+
+    let bad = client.enqueue(EnqueueRequest::new(q, "t").unwrap().with_trace_context(TraceContext::new("bogus"))).await;
+    match bad {
+        Err(e @ Error::InvalidArgument { .. }) => assert!(e.to_string().contains("trace_context.traceparent"), "{e}"),
+        other => panic!("bad trace context: {other:?}"),
     }
 }

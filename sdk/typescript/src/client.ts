@@ -17,6 +17,7 @@ import {
   deadLetterFromJSON,
   Delivery,
   EnqueueRequest,
+  TraceContext,
   EnqueueResult,
   jobContextFromJSON,
   jobContextToJSON,
@@ -52,7 +53,7 @@ import {
   u64,
 } from "./wire.js";
 import { newKey, randomSource } from "./random.js";
-import type { ItemErrorJSON, ReservedJobJSON } from "./gen/sepp/v1/types_json.js";
+import type { ItemErrorJSON, ReservedJobJSON, TraceContextJSON } from "./gen/sepp/v1/types_json.js";
 import type {
   AckBatchRequestJSON,
   AckBatchResponseJSON,
@@ -173,6 +174,10 @@ export interface ClientOptions {
   leaderProbeMs?: number;
   /** The fetch to use (default globalThis.fetch). */
   fetch?: typeof fetch;
+  /** Called for each job enqueued without a trace context of its own; what
+   * it returns (the caller's current trace context, from a tracing library)
+   * rides with the job. Absent: no tracing. See docs/tracing.md. */
+  traceInjector?: () => TraceContext | undefined;
 }
 
 /** Per-call options. */
@@ -394,6 +399,13 @@ function enqueueToJSON(r: EnqueueRequest, key: string): EnqueueRequestJSON {
   }
   if (r.expiresAt) m.expiresAt = r.expiresAt.toISOString();
   if (r.ttlMs) m.ttlMs = String(Math.floor(r.ttlMs));
+  if (r.traceContext) m.traceContext = traceContextToJSON(r.traceContext);
+  return m;
+}
+
+function traceContextToJSON(tc: TraceContext): TraceContextJSON {
+  const m: TraceContextJSON = { traceparent: tc.traceparent };
+  if (tc.tracestate) m.tracestate = tc.tracestate;
   return m;
 }
 
@@ -442,8 +454,9 @@ function normalizeAddr(a: string): string {
  * retried only when the server said nothing was applied.
  */
 export class SeppClient {
-  private readonly opts: Required<Omit<ClientOptions, "token" | "headers" | "fetch">>;
+  private readonly opts: Required<Omit<ClientOptions, "token" | "headers" | "fetch" | "traceInjector">>;
   private readonly fetchFn: typeof fetch;
+  private readonly traceInjector: (() => TraceContext | undefined) | undefined;
   private readonly headers: Record<string, string>;
   private readonly scheme: string;
   /** Base URLs of every node known, seeds first. */
@@ -475,6 +488,16 @@ export class SeppClient {
       ...(options.headers ?? {}),
     };
     if (options.token) this.headers["Authorization"] = `Bearer ${options.token}`;
+    this.traceInjector = options.traceInjector;
+  }
+
+  /** m with the traceInjector's trace context, unless m has one. */
+  withTrace(m: EnqueueRequestJSON): EnqueueRequestJSON {
+    if (this.traceInjector && !m.traceContext) {
+      const tc = this.traceInjector();
+      if (tc && tc.traceparent) m.traceContext = traceContextToJSON(tc);
+    }
+    return m;
   }
 
   /**
@@ -787,7 +810,7 @@ export class SeppClient {
     if (bad) throw bad;
     const key = req.idempotencyKey || newKey();
     let retried = false;
-    const m = await this.call<EnqueueRequestJSON, EnqueueResponseJSON>("enqueue", "sepp.v1.QueueService/Enqueue", enqueueToJSON(req, key), "safe", 0, opts, (r) => (retried = r));
+    const m = await this.call<EnqueueRequestJSON, EnqueueResponseJSON>("enqueue", "sepp.v1.QueueService/Enqueue", this.withTrace(enqueueToJSON(req, key)), "safe", 0, opts, (r) => (retried = r));
     return {
       jobId: u64(m.jobId),
       state: jobStateFromJSON(m.state),
@@ -815,7 +838,7 @@ export class SeppClient {
         return;
       }
       const key = r.idempotencyKey || newKey();
-      wire.push(enqueueToJSON(r, key));
+      wire.push(this.withTrace(enqueueToJSON(r, key)));
       keys.push(key);
       idx.push(i);
     });
@@ -1307,7 +1330,7 @@ export class Producer {
     if (bad) return Promise.reject(bad);
     const key = req.idempotencyKey || newKey();
     return new Promise((resolve, reject) => {
-      this.pending.push({ m: enqueueToJSON(req, key), key, resolve, reject });
+      this.pending.push({ m: this.client.withTrace(enqueueToJSON(req, key)), key, resolve, reject });
       if (this.pending.length >= this.maxBatch) this.flush();
       else if (!this.timer) this.timer = setTimeout(() => this.flush(), this.lingerMs);
     });

@@ -25,6 +25,7 @@ export type {
   EnqueueRequest,
   EnqueueResult,
   UniqueOptions,
+  TraceContext,
   Job,
   JobAttempt,
   JobOrigin,

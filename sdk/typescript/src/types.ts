@@ -114,6 +114,22 @@ export interface EnqueueRequest {
    * whole milliseconds (at least 1; 0 or absent: none). With expiresAt, or
    * the queue's max_wait_ms, the earliest deadline applies. */
   ttlMs?: number;
+  /** The job's W3C trace context; absent, the client's traceInjector (if
+   * any) supplies the caller's. */
+  traceContext?: TraceContext;
+}
+
+/**
+ * A W3C trace context (https://www.w3.org/TR/trace-context/), carried by a
+ * job in a field of its own: the server keeps it with the job and returns
+ * it on every delivery. traceparent is at most 128 bytes in the W3C format,
+ * tracestate at most 512; the server rejects an invalid one with
+ * InvalidArgumentError naming the field. Its keys are the header names a
+ * tracing library's propagator reads and writes.
+ */
+export interface TraceContext {
+  traceparent: string;
+  tracestate?: string;
 }
 
 /**
@@ -210,6 +226,8 @@ export interface Job {
   /** Set on a job forwarded to a dead_letter_queue: where it came from and
    * why it died. Its custom fields are the producer's, as sent. */
   origin?: JobOrigin;
+  /** The producer's W3C trace context; absent: none. */
+  traceContext?: TraceContext;
 }
 
 /**
@@ -456,6 +474,10 @@ export function jobFromJSON(v: unknown): Job {
     startedAt: timeFrom(m.startedAt),
   };
   if (m.origin) j.origin = jobOriginFromJSON(m.origin);
+  if (m.traceContext && m.traceContext.traceparent) {
+    j.traceContext = { traceparent: m.traceContext.traceparent };
+    if (m.traceContext.tracestate) j.traceContext.tracestate = m.traceContext.tracestate;
+  }
   return j;
 }
 

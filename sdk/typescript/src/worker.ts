@@ -74,6 +74,10 @@ export interface WorkerOptions {
   onError?: (err: unknown) => void;
   /** Truncates the nack reason built from a handler's error (default 1024). */
   maxReasonBytes?: number;
+  /** Runs each handler (await run()) inside what a tracing library needs:
+   * a span whose parent is delivery.job.traceContext, say. It must await
+   * run() once and let its error through. See docs/tracing.md. */
+  aroundHandler?: (delivery: Delivery, run: () => Promise<void>) => Promise<void>;
 }
 
 class LeaseLost extends Error {
@@ -107,6 +111,7 @@ export class Worker {
   private readonly handlerAbort = new Set<AbortController>();
   private pollers: Promise<void>[] = [];
   private readonly running = new Set<Promise<void>>();
+  private readonly aroundHandler: WorkerOptions["aroundHandler"];
 
   constructor(
     private readonly client: SeppClient,
@@ -118,6 +123,7 @@ export class Worker {
     this.waitMs = opts.waitMs ?? 5_000;
     this.maxReserve = opts.maxReserve ?? 16;
     this.maxReasonBytes = opts.maxReasonBytes ?? 1024;
+    this.aroundHandler = opts.aroundHandler;
     this.onError = opts.onError ?? ((err) => console.warn("sepp worker:", err));
     this.free = this.concurrency;
   }
@@ -291,7 +297,8 @@ export class Worker {
     let err: unknown;
     let failed = false;
     try {
-      await h(d, ctl.signal);
+      if (this.aroundHandler) await this.aroundHandler(d, async () => await h(d, ctl.signal));
+      else await h(d, ctl.signal);
     } catch (e) {
       failed = true;
       err = e;

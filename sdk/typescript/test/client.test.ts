@@ -707,3 +707,56 @@ test("every TypeScript sample of the spec pages runs verbatim and does what its 
     await check();
   }
 });
+
+// ---- trace context ----
+
+test("trace context: the traceInjector stamps jobs without one, a request's own wins, the Worker's aroundHandler sees it on delivery", async () => {
+  const injected = { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: "congo=t61rcWkgMzE" };
+  const own = { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" };
+  let calls = 0;
+  // docs:begin ts-injector
+  // With OpenTelemetry: const carrier = {}; propagation.inject(context.active(), carrier);
+  // return carrier.traceparent ? carrier : undefined;
+  const traced = await SeppClient.connect(cluster.urls, {
+    traceInjector: () => {
+      calls++;
+      return injected;
+    },
+  });
+  // docs:end ts-injector
+  try {
+    const a = await traced.enqueue({ queue: "tr", jobType: "t" });
+    const b = await traced.enqueue({ queue: "tr", jobType: "t", traceContext: own });
+    const batch = await traced.enqueueBatch([{ queue: "tr", jobType: "t" }]);
+    const p = traced.producer();
+    const produced = await p.enqueue({ queue: "tr", jobType: "t" });
+    await p.close();
+    assert.equal(calls, 3, "b carried its own");
+    assert.deepEqual((await traced.getJob(a.jobId)).traceContext, injected);
+    assert.ok(batch[0]!.ok);
+    const seen = new Map<string, unknown>();
+    // docs:begin ts-around
+    // With OpenTelemetry: const parent = propagation.extract(ROOT_CONTEXT, d.job.traceContext ?? {});
+    // await tracer.startActiveSpan("process", {}, parent, async (span) => { await run(); span.end(); });
+    const w = new Worker(traced, { waitMs: 200, onError: () => {}, aroundHandler: async (d, run) => {
+      seen.set(d.ctx.jobId, d.job.traceContext);
+      await run();
+    } });
+    // docs:end ts-around
+    const handled: string[] = [];
+    w.handle("tr", "", (d) => {
+      handled.push(d.ctx.jobId);
+    });
+    w.start();
+    try {
+      await waitFor("four jobs handled", () => handled.length >= 4);
+    } finally {
+      await w.stop();
+    }
+    const batchID = batch[0]!.ok ? batch[0]!.result.jobId : "";
+    assert.deepEqual(Object.fromEntries(seen), { [a.jobId]: injected, [b.jobId]: own, [batchID]: injected, [produced.jobId]: injected });
+    await assert.rejects(traced.enqueue({ queue: "tr", jobType: "t", traceContext: { traceparent: "bogus" } }), (e: unknown) => e instanceof InvalidArgumentError && /trace_context\.traceparent/.test(e.message));
+  } finally {
+    traced.close();
+  }
+});

@@ -19,7 +19,8 @@ from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus,
                         Delivery, EnqueueRequest, EnqueueResult, Job, JobAttempt, JobContext, JobState, JobTemplate,
                         NodeInfo, Priority, PurgeTarget, QueueInfo, QueueRemoval, QueueSettings, QueueStats,
                         RedriveOptions, RedrivePreview, RedriveSelection, RedriveState, RedriveTask, RetryDirective,
-                        Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ServerInfo, UniqueOptions)
+                        Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ServerInfo, TraceContext,
+                        UniqueOptions)
 from sepp.worker import Handler, HandlerError, Permanent, Retry, RetryAfter, Worker
 
 __version__ = "0.1.0"
@@ -30,7 +31,7 @@ __all__ = [
     "Job", "JobAttempt", "JobContext", "Delivery", "DeadLetterRecord", "ServerInfo", "QueueStats", "ActionResult",
     "NodeInfo", "ClusterMember", "ClusterStatus", "UniqueOptions", "JobTemplate", "ScheduleDefinition", "Schedule",
     "ScheduleOverlap", "ScheduleCatchUp", "QueueSettings", "QueueInfo", "QueueRemoval", "PurgeTarget",
-    "RedriveState", "RedriveSelection", "RedriveOptions", "RedriveTask", "RedrivePreview",
+    "RedriveState", "RedriveSelection", "RedriveOptions", "RedriveTask", "RedrivePreview", "TraceContext",
     "SeppError", "InvalidArgument", "InvalidField", "ScheduledTooFar", "NotFound", "AlreadyExists", "UniqueConflict",
     "LeaseLost", "JobCancelled", "WrongState",
     "ResourceExhausted", "QueueFull", "Unavailable", "NotLeader", "UnknownOutcome", "PermissionDenied",

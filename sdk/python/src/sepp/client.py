@@ -27,11 +27,11 @@ import grpc.aio
 
 from sepp.errors import (ClientClosed, InternalError, InvalidField, LeaseLost, SeppError, UnknownOutcome,
                          from_item_error, from_rpc_error, not_leader_hint)
-from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterRecord, Delivery,
-                        EnqueueRequest, EnqueueResult, Job, JobContext, JobState, NodeInfo, PurgeTarget, QueueInfo,
-                        QueueRemoval, QueueSettings, QueueStats, RedriveOptions, RedrivePreview, RedriveTask,
-                        RetryDirective, Schedule, ScheduleDefinition, ServerInfo, _from_ts, _queue_stats,
-                        _to_duration, _to_ts)
+from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterRecord,
+                        Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, NodeInfo, PurgeTarget,
+                        QueueInfo, QueueRemoval, QueueSettings, QueueStats, RedriveOptions, RedrivePreview,
+                        RedriveTask, RetryDirective, Schedule, ScheduleDefinition, ServerInfo, TraceContext, _from_ts,
+                        _queue_stats, _to_duration, _to_ts)
 from sepp.v1 import admin_service_pb2 as apb
 from sepp.v1 import admin_service_pb2_grpc as agrpc
 from sepp.v1 import cluster_service_pb2 as cpb
@@ -177,7 +177,8 @@ class SeppClient:
                  root_certificates: Optional[bytes] = None, private_key: Optional[bytes] = None,
                  certificate_chain: Optional[bytes] = None, retry_timeout: float = 15.0,
                  attempt_timeout: float = 10.0, backoff_base: float = 0.005, backoff_max: float = 0.1,
-                 leader_probe: float = 0.3) -> None:
+                 leader_probe: float = 0.3,
+                 trace_injector: Optional[Callable[[], Optional[TraceContext]]] = None) -> None:
         seeds: list[str] = []
         for a in addrs:
             hostport, wants_tls = _split_addr(a)
@@ -197,6 +198,10 @@ class SeppClient:
         if token:
             self._metadata = (("authorization", f"Bearer {token}"),)
         self.retry_timeout = retry_timeout
+        #: Called for each job enqueued without a trace context of its own;
+        #: what it returns (the caller's current trace context, from a
+        #: tracing library) rides with the job. None: no tracing.
+        self.trace_injector = trace_injector
         self.attempt_timeout = attempt_timeout
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
@@ -221,7 +226,8 @@ class SeppClient:
         as ``authorization: Bearer <token>``; ``https://`` or certificates
         turn TLS on (client certificates for a server that requires them).
         ``options`` are retry_timeout, attempt_timeout, backoff_base,
-        backoff_max and leader_probe, in seconds."""
+        backoff_max and leader_probe, in seconds, and trace_injector (see
+        docs/tracing.md)."""
         flat: list[str] = []
         for a in addrs:
             flat.extend([a] if isinstance(a, str) else a)
@@ -414,7 +420,7 @@ class SeppClient:
         of this call, so a retry through a failover never adds a second job."""
         request.validate()
         key = request.idempotency_key or new_key()
-        m = request.to_proto(key)
+        m = self._with_trace(request.to_proto(key))
 
         async def attempt(a: _Attempt) -> EnqueueResult:
             resp = await self._unary(a, _queue(a.channel).Enqueue, m)
@@ -422,6 +428,14 @@ class SeppClient:
             return EnqueueResult(resp.job_id, JobState(resp.state), resp.duplicate and not a.maybe_applied, key)
 
         return await self._call("enqueue", _Policy.SAFE, attempt)
+
+    def _with_trace(self, m: qpb.EnqueueRequest) -> qpb.EnqueueRequest:
+        """m with the trace_injector's trace context, unless m has one."""
+        if self.trace_injector is not None and not m.HasField("trace_context"):
+            tc = self.trace_injector()
+            if tc is not None:
+                m.trace_context.CopyFrom(tc.to_proto())
+        return m
 
     async def enqueue_batch(self, requests: Sequence[EnqueueRequest]) -> list[BatchResult]:
         """Add several jobs in one call; each item succeeds or fails on its
@@ -439,7 +453,7 @@ class SeppClient:
                 out[i] = BatchResult(error=e)
                 continue
             key = r.idempotency_key or new_key()
-            wire.append(r.to_proto(key))
+            wire.append(self._with_trace(r.to_proto(key)))
             keys.append(key)
             idx.append(i)
         if wire:

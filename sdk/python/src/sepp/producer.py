@@ -74,7 +74,7 @@ class Producer:
         from sepp.client import new_key
         key = request.idempotency_key or new_key()
         fut: asyncio.Future[EnqueueResult] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Item(request.to_proto(key), key, fut))
+        await self._queue.put(_Item(self._client._with_trace(request.to_proto(key)), key, fut))
         return fut
 
     async def enqueue(self, request: EnqueueRequest) -> EnqueueResult:

@@ -159,6 +159,42 @@ class UniqueOptions:
                                  completed_for_ms=_whole_ms(self.completed_for), refuse=self.refuse)
 
 
+@dataclass(frozen=True)
+class TraceContext:
+    """A W3C trace context (https://www.w3.org/TR/trace-context/), carried by
+    a job in a field of its own: the server keeps it with the job and returns
+    it on every delivery (``Job.trace_context``). ``traceparent`` is at most
+    128 bytes in the W3C format, ``tracestate`` at most 512; the server
+    refuses an invalid one with InvalidArgument naming the field.
+
+    ``as_headers()`` and ``from_headers()`` convert to and from the carrier
+    a tracing library's propagator reads and writes (OpenTelemetry's
+    ``propagate.inject(carrier)`` / ``propagate.extract(carrier)``)."""
+
+    traceparent: str
+    tracestate: str = ""
+
+    def as_headers(self) -> dict[str, str]:
+        h = {"traceparent": self.traceparent}
+        if self.tracestate:
+            h["tracestate"] = self.tracestate
+        return h
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[str, str]) -> Optional[TraceContext]:
+        """The trace context of a propagator's carrier; None without a
+        traceparent."""
+        tp = headers.get("traceparent", "")
+        return cls(tp, headers.get("tracestate", "")) if tp else None
+
+    def to_proto(self) -> tpb.TraceContext:
+        return tpb.TraceContext(traceparent=self.traceparent, tracestate=self.tracestate)
+
+    @classmethod
+    def from_proto(cls, m: tpb.TraceContext) -> TraceContext:
+        return cls(m.traceparent, m.tracestate)
+
+
 @dataclass
 class EnqueueRequest:
     """One job to add.
@@ -190,6 +226,9 @@ class EnqueueRequest:
     unique: Optional[UniqueOptions] = None
     expires_at: Optional[datetime] = None
     ttl: Optional[timedelta] = None
+    #: The job's W3C trace context; unset, the client's ``trace_injector``
+    #: (if any) supplies the caller's.
+    trace_context: Optional[TraceContext] = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -235,6 +274,8 @@ class EnqueueRequest:
             m.expires_at.CopyFrom(_to_ts(self.expires_at))
         if self.ttl is not None:
             m.ttl_ms = _whole_ms(self.ttl)
+        if self.trace_context is not None:
+            m.trace_context.CopyFrom(self.trace_context.to_proto())
         return m
 
 
@@ -333,6 +374,8 @@ class Job:
     #: The deadline to be reserved by (EnqueueRequest.ttl or expires_at, or
     #: the queue's max_wait_ms); None: none.
     expires_at: Optional[datetime] = None
+    #: The producer's W3C trace context; None: none.
+    trace_context: Optional[TraceContext] = None
 
     @classmethod
     def from_proto(cls, m: tpb.Job) -> Job:
@@ -346,6 +389,7 @@ class Job:
             history=tuple(JobAttempt(a.attempt, a.worker_id, _from_ts(a.ended_at), a.outcome, a.reason)
                           for a in m.history),
             expires_at=_from_ts(m.expires_at),
+            trace_context=TraceContext.from_proto(m.trace_context) if m.HasField("trace_context") else None,
         )
 
 

@@ -16,7 +16,7 @@ import os
 import secrets
 import socket
 from datetime import timedelta
-from typing import Any, Callable, Coroutine, Optional
+from typing import Any, Awaitable, Callable, Coroutine, Optional
 
 from sepp.client import SeppClient, new_key
 from sepp.errors import JobCancelled, LeaseLost, NotFound, SeppError, Unavailable, UnknownOutcome
@@ -76,7 +76,9 @@ class Worker:
     def __init__(self, client: SeppClient, *, concurrency: int = 10, lease: timedelta = timedelta(seconds=30),
                  wait: timedelta = timedelta(seconds=5), max_reserve: int = 16, worker_id: str = "",
                  shutdown_timeout: timedelta = timedelta(seconds=30),
-                 on_error: Optional[Callable[[BaseException], None]] = None, max_reason_bytes: int = 1024) -> None:
+                 on_error: Optional[Callable[[BaseException], None]] = None, max_reason_bytes: int = 1024,
+                 around_handler: Optional[Callable[[Delivery, Callable[[], Awaitable[None]]], Awaitable[None]]] = None
+                 ) -> None:
         self._client = client
         self.id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
         self._concurrency = max(concurrency, 1)
@@ -86,6 +88,11 @@ class Worker:
         self._shutdown_timeout = shutdown_timeout.total_seconds()
         self._on_error = on_error or (lambda e: log.warning("sepp worker: %s", e))
         self._max_reason = max(max_reason_bytes, 1)
+        # around_handler(delivery, run) runs the handler (await run()) inside
+        # what a tracing library needs: a span whose parent is
+        # delivery.job.trace_context, say. It must await run() exactly once
+        # and let its exception through.
+        self._around = around_handler
         self._handlers: dict[str, dict[str, Handler]] = {}
         self._free = self._concurrency
         self._slot_waiters: list[asyncio.Future[None]] = []
@@ -256,7 +263,10 @@ class Worker:
         keeper = _LeaseKeeper(self, d, me)
         err: Optional[BaseException] = None
         try:
-            await h(d)
+            if self._around is not None:
+                await self._around(d, lambda: h(d))
+            else:
+                await h(d)
         except asyncio.CancelledError as e:
             keeper.stop()
             if keeper.lost is None:

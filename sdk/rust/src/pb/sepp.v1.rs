@@ -58,6 +58,25 @@ pub struct Job {
     /// The deadline by which the job must be reserved; unset: none.
     #[prost(message, optional, tag="140")]
     pub expires_at: ::core::option::Option<::prost_types::Timestamp>,
+    /// The producer's W3C trace context, as enqueued; unset: none. A copy
+    /// forwarded to a dead_letter_queue or redriven keeps it.
+    #[prost(message, optional, tag="170")]
+    pub trace_context: ::core::option::Option<TraceContext>,
+}
+/// TraceContext is a W3C trace context (<https://www.w3.org/TR/trace-context/>)
+/// in its own field, never in custom fields. An enqueue with an invalid one
+/// fails with INVALID_ARGUMENT naming the field.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TraceContext {
+    /// "version-trace_id-parent_id-flags" in lowercase hex, e.g.
+    /// 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01; at most 128
+    /// bytes. Required when trace_context is set.
+    #[prost(string, tag="1")]
+    pub traceparent: ::prost::alloc::string::String,
+    /// The vendors' list; at most 512 bytes of printable ASCII.
+    #[prost(string, tag="2")]
+    pub tracestate: ::prost::alloc::string::String,
 }
 /// JobOrigin is the job a forwarded copy was made from.
 #[allow(clippy::derive_partial_eq_without_eq)]
@@ -469,6 +488,11 @@ pub struct EnqueueRequest {
     /// the earliest deadline applies. See docs/expiry-and-fairness.md.
     #[prost(int64, tag="141")]
     pub ttl_ms: i64,
+    /// The producer's W3C trace context, kept with the job and returned with
+    /// it, so that the server's and the worker's spans join the producer's
+    /// trace. See docs/tracing.md.
+    #[prost(message, optional, tag="170")]
+    pub trace_context: ::core::option::Option<TraceContext>,
 }
 /// UniqueOptions say what makes a job unique in its queue and for how long.
 #[allow(clippy::derive_partial_eq_without_eq)]

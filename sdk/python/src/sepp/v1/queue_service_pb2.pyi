@@ -86,7 +86,7 @@ class EnqueueBatchResult(_message.Message):
     def __init__(self, enqueued: _Optional[_Union[EnqueueResponse, _Mapping]] = ..., error: _Optional[_Union[_types_pb2.ItemError, _Mapping]] = ...) -> None: ...
 
 class EnqueueRequest(_message.Message):
-    __slots__ = ["custom", "expires_at", "idempotency_key", "job_type", "max_attempts", "payload", "priority", "queue", "scheduled_at", "ttl_ms", "unique"]
+    __slots__ = ["custom", "expires_at", "idempotency_key", "job_type", "max_attempts", "payload", "priority", "queue", "scheduled_at", "trace_context", "ttl_ms", "unique"]
     class CustomEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -103,6 +103,7 @@ class EnqueueRequest(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_AT_FIELD_NUMBER: _ClassVar[int]
+    TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     UNIQUE_FIELD_NUMBER: _ClassVar[int]
     custom: _containers.ScalarMap[str, str]
@@ -114,9 +115,10 @@ class EnqueueRequest(_message.Message):
     priority: int
     queue: str
     scheduled_at: _timestamp_pb2.Timestamp
+    trace_context: _types_pb2.TraceContext
     ttl_ms: int
     unique: UniqueOptions
-    def __init__(self, queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., unique: _Optional[_Union[UniqueOptions, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., unique: _Optional[_Union[UniqueOptions, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl_ms: _Optional[int] = ..., trace_context: _Optional[_Union[_types_pb2.TraceContext, _Mapping]] = ...) -> None: ...
 
 class EnqueueResponse(_message.Message):
     __slots__ = ["duplicate", "job_id", "state"]

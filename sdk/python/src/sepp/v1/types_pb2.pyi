@@ -50,7 +50,7 @@ class ItemError(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., details: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ["attempt", "custom", "enqueued_at", "expires_at", "history", "id", "job_type", "last_reason", "lease_deadline", "max_attempts", "next_attempt_at", "origin", "payload", "priority", "queue", "scheduled_at", "started_at", "state", "worker_id"]
+    __slots__ = ["attempt", "custom", "enqueued_at", "expires_at", "history", "id", "job_type", "last_reason", "lease_deadline", "max_attempts", "next_attempt_at", "origin", "payload", "priority", "queue", "scheduled_at", "started_at", "state", "trace_context", "worker_id"]
     class CustomEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -76,6 +76,7 @@ class Job(_message.Message):
     SCHEDULED_AT_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     custom: _containers.ScalarMap[str, str]
@@ -95,8 +96,9 @@ class Job(_message.Message):
     scheduled_at: _timestamp_pb2.Timestamp
     started_at: _timestamp_pb2.Timestamp
     state: JobState
+    trace_context: TraceContext
     worker_id: str
-    def __init__(self, id: _Optional[int] = ..., queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., enqueued_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., worker_id: _Optional[str] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., history: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., origin: _Optional[_Union[JobOrigin, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., enqueued_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., worker_id: _Optional[str] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., history: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., origin: _Optional[_Union[JobOrigin, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ...) -> None: ...
 
 class JobActionResult(_message.Message):
     __slots__ = ["error", "job_id"]
@@ -203,6 +205,14 @@ class ReservedJob(_message.Message):
     ctx: JobContext
     job: Job
     def __init__(self, ctx: _Optional[_Union[JobContext, _Mapping]] = ..., job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
+
+class TraceContext(_message.Message):
+    __slots__ = ["traceparent", "tracestate"]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
+    traceparent: str
+    tracestate: str
+    def __init__(self, traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -3,7 +3,7 @@
 //
 // The protojson (Connect JSON) shapes of its messages and enums.
 
-import type { DeadLetterRecordJSON, ItemErrorJSON, JobContextJSON, JobStateJSON, MemberFactsJSON, ReservedJobJSON, RetryBackoffJSON } from "./types_json.js";
+import type { DeadLetterRecordJSON, ItemErrorJSON, JobContextJSON, JobStateJSON, MemberFactsJSON, ReservedJobJSON, RetryBackoffJSON, TraceContextJSON } from "./types_json.js";
 
 /** sepp.v1.EnqueueRequest in the protojson mapping. */
 export interface EnqueueRequestJSON {
@@ -18,6 +18,7 @@ export interface EnqueueRequestJSON {
   unique?: UniqueOptionsJSON;
   expiresAt?: string;
   ttlMs?: string;
+  traceContext?: TraceContextJSON;
 }
 
 /** sepp.v1.UniqueOptions in the protojson mapping. */

@@ -77,6 +77,13 @@ export interface JobJSON {
   startedAt?: string;
   origin?: JobOriginJSON;
   expiresAt?: string;
+  traceContext?: TraceContextJSON;
+}
+
+/** sepp.v1.TraceContext in the protojson mapping. */
+export interface TraceContextJSON {
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** sepp.v1.JobOrigin in the protojson mapping. */
