@@ -149,6 +149,9 @@ const (
 	enqueueMaxAttemptsField    = 6
 	enqueueCustomField         = 7
 	enqueueIdempotencyKeyField = 8
+	// enqueueTraceField is EnqueueParams.trace (command version 17): a
+	// traced workload puts it in every item.
+	enqueueTraceField = 170
 )
 
 // enqueueBatchShape reports whether a Command's bytes are a version in the
@@ -218,6 +221,9 @@ type enqueueDecoder struct {
 	// use with room for every item, so it never moves. The engine reads
 	// a priority and keeps only its value.
 	prios wire.Slab[uint32]
+	// traces holds the items' trace contexts likewise: the engine keeps a
+	// copy of one, never the pointer.
+	traces wire.Slab[engine.TraceContext]
 }
 
 // command decodes one Command into c if it is a JobEnqueueBatch that the
@@ -251,6 +257,23 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
 	var ok bool
 	for len(b) > 0 {
 		num, typ, l := protowire.ConsumeTag(b)
+		if l > 0 && num == enqueueTraceField {
+			// Protobuf merges a repeated message field: left to it.
+			if p.Trace != nil || typ != protowire.BytesType {
+				return false
+			}
+			v, vl := protowire.ConsumeBytes(b[l:])
+			if vl < 0 {
+				return false
+			}
+			b = b[l+vl:]
+			t := d.traces.Next(len(d.items))
+			if !traceContext(t, v) {
+				return false
+			}
+			p.Trace = t
+			continue
+		}
 		if l < 0 || num < enqueueQueueField || num > enqueueIdempotencyKeyField {
 			return false
 		}
@@ -316,6 +339,31 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
 			if len(v) > 0 {
 				p.IdempotencyKey = string(v) // kept by the engine
 			}
+		}
+	}
+	return true
+}
+
+// traceContext decodes a TraceContext message as enqueueParamsFromProto
+// converts proto.Unmarshal's: each string field at most once and valid
+// UTF-8, no other field. The engine keeps a copy of it.
+func traceContext(t *engine.TraceContext, b []byte) bool {
+	var seen uint8
+	for len(b) > 0 {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 || (num != 1 && num != 2) || typ != protowire.BytesType || seen&(1<<num) != 0 {
+			return false
+		}
+		seen |= 1 << num
+		v, vl := protowire.ConsumeBytes(b[l:])
+		if vl < 0 || !utf8.Valid(v) {
+			return false
+		}
+		b = b[l+vl:]
+		if num == 1 {
+			t.Traceparent = string(v)
+		} else {
+			t.Tracestate = string(v)
 		}
 	}
 	return true

@@ -82,9 +82,37 @@ var benchDecoders = []struct {
 // BenchmarkApplyEnqueueBatch alone: an entry of one 128-item batch into
 // the engine params the applier hands over.
 func BenchmarkDecodeEnqueueEntry(b *testing.B) {
-	data := hotEnqueueEntries(b, 1, 128)[0]
+	for _, shape := range []struct {
+		name string
+		data []byte
+	}{{"plain", hotEnqueueEntries(b, 1, 128)[0]}, {"traced", tracedEnqueueEntry(b, 128)}} {
+		benchDecodeEntry(b, shape.name, shape.data)
+	}
+}
+
+// tracedEnqueueEntry is hotEnqueueEntries' entry with a trace context in
+// every item, each its own (separate enqueues of a traced producer).
+func tracedEnqueueEntry(tb testing.TB, items int) []byte {
+	tb.Helper()
+	params := make([]engine.EnqueueParams, items)
+	for i := range params {
+		params[i] = engine.EnqueueParams{
+			Queue: "bench", JobType: "bench.job", Payload: make([]byte, 256),
+			IdempotencyKey: fmt.Sprintf("%032x", i),
+			Trace:          &engine.TraceContext{Traceparent: fmt.Sprintf("00-4bf92f3577b34da6a3ce929d0e0e4736-%016x-01", i+1)},
+		}
+	}
+	data, err := EncodeEntry(stamped(t0, EnqueueBatchCommand(params)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
+}
+
+func benchDecodeEntry(b *testing.B, shape string, data []byte) {
+	b.Helper()
 	for _, dec := range benchDecoders {
-		b.Run(dec.name, func(b *testing.B) {
+		b.Run(shape+"/"+dec.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				cmds, err := dec.decode(data)

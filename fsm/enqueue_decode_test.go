@@ -31,7 +31,15 @@ func fastSeedEntries(t testing.TB) map[string][]byte {
 		{Queue: "r", JobType: "u"},
 		{},
 	}
+	traced := make([]engine.EnqueueParams, 3)
+	for i := range traced {
+		traced[i] = hot[i]
+		traced[i].Trace = &engine.TraceContext{Traceparent: fmt.Sprintf("00-4bf92f3577b34da6a3ce929d0e0e4736-%016x-01", i+1)}
+	}
+	traced[1].Trace.Tracestate = "congo=t61rcWkgMzE"
+	traced[2].Trace = &engine.TraceContext{} // present, empty: as protobuf decodes it
 	entries := map[string][]*cmdpb.Command{
+		"traced":      {EnqueueBatchCommand(traced)},
 		"hot":         {EnqueueBatchCommand(hot)},
 		"every_field": {EnqueueBatchCommand(full)},
 		"mixed":       {EnqueueBatchCommand(hot[:2]), TickCommand(), EnqueueBatchCommand(full), AckBatchCommand([]engine.LeaseRef{{JobID: 1, LeaseToken: 2}})},
@@ -130,7 +138,8 @@ func sameParams(a, b engine.EnqueueParams) bool {
 	return a.Queue == b.Queue && a.JobType == b.JobType && bytes.Equal(a.Payload, b.Payload) &&
 		(a.Priority == nil) == (b.Priority == nil) && (a.Priority == nil || *a.Priority == *b.Priority) &&
 		a.ScheduledAt == b.ScheduledAt && a.MaxAttempts == b.MaxAttempts &&
-		maps.Equal(a.Custom, b.Custom) && a.IdempotencyKey == b.IdempotencyKey
+		maps.Equal(a.Custom, b.Custom) && a.IdempotencyKey == b.IdempotencyKey &&
+		(a.Trace == nil) == (b.Trace == nil) && (a.Trace == nil || *a.Trace == *b.Trace)
 }
 
 func describeCommands(cmds []entryCommand) string {
@@ -209,6 +218,9 @@ func TestDecodeEntryFast_Fallbacks(t *testing.T) {
 			wireBytes(nil, enqueueCustomField, wireBytes(wireBytes(nil, 1, []byte("k")), 2, []byte("v"))),
 			wireBytes(nil, enqueueCustomField, wireBytes(wireBytes(nil, 1, []byte("k")), 2, []byte("w"))), // last wins
 			wireBytes(nil, enqueueCustomField, nil)))), wantFast:                                          1},
+		{name: "TraceContext", body: entryOf(batchCommand(with(wireBytes(nil, enqueueTraceField, wireBytes(wireBytes(nil, 1, []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")), 2, []byte("a=1")))),
+			with(wireBytes(nil, enqueueTraceField, nil)))), wantFast: 1},
+		{name: "TraceContextFieldsOutOfOrder", body: entryOf(batchCommand(with(wireBytes(nil, enqueueTraceField, wireBytes(wireBytes(nil, 2, []byte("s")), 1, []byte("p")))))), wantFast: 1},
 		{name: "OtherCommandsUnmarshalled", body: entryOf(batchCommand(item), marshalCommand(t, TickCommand())), wantFast: 1},
 		{name: "NoEnqueueBatch", body: entryOf(marshalCommand(t, TickCommand())), wantFast: -1},
 
@@ -221,6 +233,10 @@ func TestDecodeEntryFast_Fallbacks(t *testing.T) {
 		{name: "CustomKeyRepeated", body: entryOf(batchCommand(item), batchCommand(with(wireBytes(nil, enqueueCustomField, wireBytes(wireBytes(nil, 1, []byte("a")), 1, []byte("b")))))), wantFast: 1},
 		{name: "BatchFieldRepeated", body: entryOf(batchCommand(item), append(batchCommand(item), wireBytes(nil, commandEnqueueBatchField, wireBytes(nil, 1, item))...)), wantFast: 1},
 		{name: "BatchUnknownField", body: entryOf(batchCommand(item), append(wireVarint(nil, commandVersionField, 1), wireBytes(nil, commandEnqueueBatchField, wireBytes(wireVarint(nil, 2, 1), 1, item))...)), wantFast: 1},
+		{name: "TraceContextRepeated", body: entryOf(batchCommand(item), batchCommand(with(wireBytes(nil, enqueueTraceField, wireBytes(nil, 1, []byte("a"))), wireBytes(nil, enqueueTraceField, wireBytes(nil, 2, []byte("b")))))), wantFast: 1},
+		{name: "TraceContextUnknownField", body: entryOf(batchCommand(item), batchCommand(with(wireBytes(nil, enqueueTraceField, wireVarint(nil, 3, 1))))), wantFast: 1},
+		{name: "TraceparentRepeated", body: entryOf(batchCommand(item), batchCommand(with(wireBytes(nil, enqueueTraceField, wireBytes(wireBytes(nil, 1, []byte("a")), 1, []byte("b")))))), wantFast: 1},
+		{name: "TraceContextAsVarint", body: entryOf(batchCommand(item), batchCommand(with(wireVarint(nil, enqueueTraceField, 1)))), wantFast: 1},
 		{name: "CommandVersionRepeated", body: entryOf(batchCommand(item), append(wireVarint(nil, commandVersionField, 2), batchCommand(item)...)), wantFast: 1},
 		{name: "CommandUnknownField", body: entryOf(batchCommand(item), append(batchCommand(item), wireVarint(nil, 99, 1)...)), wantFast: 1},
 		{name: "CommandOtherOpAfterBatch", body: entryOf(batchCommand(item), append(batchCommand(item), marshalCommand(t, TickCommand())...)), wantFast: 1},
@@ -239,6 +255,7 @@ func TestDecodeEntryFast_Fallbacks(t *testing.T) {
 		{name: "JobTypeInvalidUTF8", body: entryOf(batchCommand(wireBytes(nil, enqueueJobTypeField, []byte{'a', 0xc0}))), wantFast: -1, wantErr: true},
 		{name: "KeyInvalidUTF8", body: entryOf(batchCommand(wireBytes(nil, enqueueIdempotencyKeyField, []byte{0xed, 0xa0, 0x80}))), wantFast: -1, wantErr: true},
 		{name: "CustomValueInvalidUTF8", body: entryOf(batchCommand(wireBytes(nil, enqueueCustomField, wireBytes(nil, 2, []byte{0xff})))), wantFast: -1, wantErr: true},
+		{name: "TraceparentInvalidUTF8", body: entryOf(batchCommand(with(wireBytes(nil, enqueueTraceField, wireBytes(nil, 1, []byte{0xff}))))), wantFast: -1, wantErr: true},
 		{name: "ItemTruncated", body: entryOf(batchCommand(item[:len(item)-1])), wantFast: -1, wantErr: true},
 		{name: "ItemLengthPastBatch", body: entryOf(append(wireVarint(nil, commandVersionField, 1), wireBytes(nil, commandEnqueueBatchField, []byte{0x0a, 0x05, 'x'})...)), wantFast: -1, wantErr: true},
 		{name: "CommandLengthPastEntry", body: append(wireVarint(nil, 1, EntryFormatVersion), 0x12, 0x7f, 0x08), wantFast: -1, wantErr: true},

@@ -28,6 +28,8 @@ const (
 	tagParamsMaxAttempts    = 6<<3 | byte(protowire.VarintType)
 	tagParamsCustom         = 7<<3 | byte(protowire.BytesType)
 	tagParamsIdempotencyKey = 8<<3 | byte(protowire.BytesType)
+	tagTraceparent          = 1<<3 | byte(protowire.BytesType)
+	tagTracestate           = 2<<3 | byte(protowire.BytesType)
 	tagMapKey               = 1<<3 | byte(protowire.BytesType)
 	tagMapValue             = 2<<3 | byte(protowire.BytesType)
 )
@@ -132,8 +134,13 @@ type validStrings struct{ queue, jobType string }
 // unknown fields, and every string valid UTF-8, as protobuf demands of a
 // proto3 string (map keys and values included).
 func fastEnqueueParams(p *cmdpb.EnqueueParams, valid *validStrings) bool {
-	if p == nil || p.Unique != nil || p.Trace != nil || p.TtlNanos != 0 || p.ExpiresAtUnixNano != 0 || len(p.ProtoReflect().GetUnknown()) != 0 {
+	if p == nil || p.Unique != nil || p.TtlNanos != 0 || p.ExpiresAtUnixNano != 0 || len(p.ProtoReflect().GetUnknown()) != 0 {
 		return false // unique options and deadlines go through the protobuf encoder
+	}
+	// A trace context (field 170) is written after the idempotency key,
+	// where protobuf's field order puts it when fields 110..141 are unset.
+	if t := p.Trace; t != nil && (len(t.ProtoReflect().GetUnknown()) != 0 || !utf8.ValidString(t.Traceparent) || !utf8.ValidString(t.Tracestate)) {
+		return false
 	}
 	if p.Queue != valid.queue {
 		if !utf8.ValidString(p.Queue) {
@@ -196,6 +203,21 @@ func enqueueParamsSize(p *cmdpb.EnqueueParams) int {
 	if len(p.IdempotencyKey) > 0 {
 		n += lenFieldSize(len(p.IdempotencyKey))
 	}
+	if t := p.Trace; t != nil {
+		n += protowire.SizeTag(enqueueTraceField) + protowire.SizeBytes(traceContextSize(t))
+	}
+	return n
+}
+
+// traceContextSize is the size of t's message.
+func traceContextSize(t *cmdpb.TraceContext) int {
+	n := 0
+	if len(t.Traceparent) > 0 {
+		n += lenFieldSize(len(t.Traceparent))
+	}
+	if len(t.Tracestate) > 0 {
+		n += lenFieldSize(len(t.Tracestate))
+	}
 	return n
 }
 
@@ -246,6 +268,19 @@ func appendEnqueueParams(b []byte, p *cmdpb.EnqueueParams) []byte {
 	if len(p.IdempotencyKey) > 0 {
 		b = append(b, tagParamsIdempotencyKey)
 		b = protowire.AppendString(b, p.IdempotencyKey)
+	}
+	if t := p.Trace; t != nil {
+		// Present, even empty: protobuf writes a set message field.
+		b = protowire.AppendTag(b, enqueueTraceField, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(traceContextSize(t)))
+		if len(t.Traceparent) > 0 {
+			b = append(b, tagTraceparent)
+			b = protowire.AppendString(b, t.Traceparent)
+		}
+		if len(t.Tracestate) > 0 {
+			b = append(b, tagTracestate)
+			b = protowire.AppendString(b, t.Tracestate)
+		}
 	}
 	return b
 }

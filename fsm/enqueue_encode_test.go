@@ -138,6 +138,21 @@ func TestEncodeEntryFast_SameBytes(t *testing.T) {
 		{"key long", []*cmdpb.Command{batchCmd(item(func(p *cmdpb.EnqueueParams) { p.IdempotencyKey = strings.Repeat("k", 300) }))}, true, true},
 		{"key multibyte", []*cmdpb.Command{batchCmd(item(func(p *cmdpb.EnqueueParams) { p.IdempotencyKey = "clé-🔑" }))}, true, true},
 		{"payload nil", []*cmdpb.Command{batchCmd(item(func(p *cmdpb.EnqueueParams) { p.Payload = nil }))}, true, true},
+		{"traced", []*cmdpb.Command{batchCmd(item(func(p *cmdpb.EnqueueParams) {
+			p.Trace = &cmdpb.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "congo=t61rcWkgMzE"}
+		}))}, true, true},
+		{"traced, no tracestate", []*cmdpb.Command{batchCmd(item(func(p *cmdpb.EnqueueParams) {
+			p.Trace = &cmdpb.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+		}))}, true, true},
+		{"trace context empty", []*cmdpb.Command{batchCmd(item(func(p *cmdpb.EnqueueParams) { p.Trace = &cmdpb.TraceContext{} }))}, true, true},
+		{"tracestate long", []*cmdpb.Command{batchCmd(item(func(p *cmdpb.EnqueueParams) {
+			p.Trace = &cmdpb.TraceContext{Traceparent: "x", Tracestate: strings.Repeat("s", 300)}
+		}))}, true, true},
+		{"traceparent invalid UTF-8", []*cmdpb.Command{batchCmd(item(func(p *cmdpb.EnqueueParams) { p.Trace = &cmdpb.TraceContext{Traceparent: "\xff"} }))}, false, false},
+		{"trace context unknown field", []*cmdpb.Command{batchCmd(item(func(p *cmdpb.EnqueueParams) {
+			p.Trace = &cmdpb.TraceContext{Traceparent: "x"}
+			withUnknown(p.Trace)
+		}))}, false, true},
 		{"payload empty", []*cmdpb.Command{batchCmd(item(func(p *cmdpb.EnqueueParams) { p.Payload = []byte{} }))}, true, true},
 		{"payload 2 MiB", []*cmdpb.Command{batchCmd(item(func(p *cmdpb.EnqueueParams) { p.Payload = bytes.Repeat([]byte{0xab}, 2<<20) }))}, true, true},
 		{"payload invalid utf-8", []*cmdpb.Command{batchCmd(item(func(p *cmdpb.EnqueueParams) { p.Payload = []byte{0xff, 0xfe} }))}, true, true},
@@ -317,7 +332,13 @@ func fuzzItem(r *fuzzInput) (*cmdpb.EnqueueParams, bool) {
 		}
 	}
 	p.IdempotencyKey = str(40)
+	if fl&1 != 0 && fl&0x80 == 0 {
+		p.Trace = &cmdpb.TraceContext{Traceparent: str(60), Tracestate: str(20)}
+	}
 	ok := utf8.ValidString(p.Queue) && utf8.ValidString(p.JobType) && utf8.ValidString(p.IdempotencyKey)
+	if t := p.Trace; t != nil {
+		ok = ok && utf8.ValidString(t.Traceparent) && utf8.ValidString(t.Tracestate)
+	}
 	for k, v := range p.Custom {
 		ok = ok && utf8.ValidString(k) && utf8.ValidString(v)
 	}
