@@ -332,9 +332,9 @@ image: ## Build the sepp:$(TAG) container image (TAG=dev by default) FROM scratc
 	rm -f deploy/sepp
 
 .PHONY: release
-release: ## Build release VERSION=x.y.z into dist/VERSION/: static binaries for linux and darwin on amd64 and arm64, an SBOM per binary, the container image (with Docker) and SHA256SUMS (docs/releasing.md).
+release: ## Build release VERSION=x.y.z into dist/VERSION/: static binaries for linux and darwin on amd64 and arm64, an SBOM per binary, the container image (with Docker), the SDK packages and SHA256SUMS (docs/releasing.md).
 	@if [ "$(origin VERSION)" = file ]; then echo "make release needs VERSION=x.y.z" >&2; exit 2; fi
-	GO=$(GO) scripts/release.sh '$(VERSION)'
+	GO=$(GO) PYTHON=$(PYTHON) RUST_PATH="$(RUST_PATH)" CARGO_JOBS=$(CARGO_JOBS) CARGO_PACKAGE_FLAGS="$(CARGO_PACKAGE_FLAGS)" scripts/release.sh '$(VERSION)'
 
 .PHONY: clean
 clean: ## Remove build output and local data.

@@ -16,6 +16,11 @@
 #                                    (deploy/Dockerfile) for the building machine's
 #                                    architecture, `docker save`d; skipped,
 #                                    with the reason printed, without Docker
+#   sepp-VERSION-py3-none-any.whl, sepp-VERSION.tar.gz, sepp-VERSION.tgz,
+#   sepp_rs-VERSION.crate            the SDK packages (scripts/build-packages.sh:
+#                                    the Python wheel and sdist, the npm
+#                                    tarball, the crate); a toolchain that is
+#                                    missing skips its package, printed
 #   SHA256SUMS                       the SHA-256 of every file above
 #                                    (`sha256sum -c SHA256SUMS` checks them)
 set -euo pipefail
@@ -73,6 +78,9 @@ if [[ -z $image_reason ]]; then
 else
   echo "release: skipped the container image: $image_reason" >&2
 fi
+
+echo "building the SDK packages" >&2
+scripts/build-packages.sh "$out"
 
 (cd "$out" && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs -d '\n' sha256sum -- >SHA256SUMS)
 echo "release $version (commit $commit) in $out:" >&2
