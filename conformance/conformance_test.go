@@ -1,26 +1,20 @@
 package conformance_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sepp-io/sepp/client"
+	"github.com/sepp-io/sepp/devcluster"
 )
-
-// The server configuration every runner uses: dead letters are kept, so
-// that the scenarios can read and act on them.
-const serverConfig = "[storage]\ndead_letter_retention_ms = 3600000\n"
 
 // TestScenarios runs every scenario of scenarios/ with the Go client
 // against one `sepp serve` node; each scenario has queue names of its own.
@@ -124,58 +118,30 @@ func connect(t *testing.T, addr string) *client.Client {
 	return c
 }
 
-// startServer runs `sepp serve` as a cluster of one on free loopback
-// ports, its data under t.TempDir, and stops it when the test ends.
+// startServer runs `sepp serve` as a cluster of one (devcluster, the
+// package the integration tests and `sepp dev` start nodes with), its data
+// under t.TempDir, and stops it when the test ends.
 func startServer(t *testing.T) string {
 	t.Helper()
-	bin := seppBinary(t)
-	dir := t.TempDir()
-	config := filepath.Join(dir, "sepp.toml")
-	if err := os.WriteFile(config, []byte(serverConfig), 0o600); err != nil {
+	// Dead letters are kept, as every runner's server keeps them, so that
+	// the scenarios can read and act on them.
+	dc, err := devcluster.Start(devcluster.Options{Binary: seppBinary(t), Nodes: 1, Dir: t.TempDir(), DeadLetterRetention: time.Hour})
+	if err != nil {
 		t.Fatal(err)
 	}
-	for attempt := 1; ; attempt++ {
-		ports := freePorts(t, 3)
-		addr, httpAddr := "127.0.0.1:"+ports[0], "127.0.0.1:"+ports[1]
-		var out bytes.Buffer
-		cmd := exec.Command(bin, "serve", "--config", config, "--data-dir", filepath.Join(dir, fmt.Sprint("data", attempt)),
-			"--grpc-addr", addr, "--http-addr", httpAddr, "--raft-addr", "127.0.0.1:"+ports[2])
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		stop := func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}
-		err := waitReady(httpAddr, exited)
-		if err == nil {
-			t.Cleanup(stop)
-			return addr
-		}
-		stop()
-		if !strings.Contains(out.String(), "address already in use") || attempt == 3 {
-			t.Fatalf("sepp serve: %v\n%s", err, out.String())
-		}
+	t.Cleanup(func() { _ = dc.Stop() })
+	if err := waitReady(dc.Nodes[0].HTTPAddr, 30*time.Second); err != nil {
+		t.Fatalf("sepp serve: %v (log: %s)", err, filepath.Join(dc.Nodes[0].Dir, "sepp.log"))
 	}
+	return dc.Nodes[0].GRPCAddr
 }
 
-func waitReady(httpAddr string, exited <-chan struct{}) error {
-	deadline := time.Now().Add(30 * time.Second)
+// waitReady waits until the node's /readyz answers 200: it leads and has
+// applied what it committed, so the first step finds a serving node.
+func waitReady(httpAddr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
 	hc := &http.Client{Timeout: time.Second}
 	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return fmt.Errorf("exited before it was ready")
-		default:
-		}
 		if r, err := hc.Get("http://" + httpAddr + "/readyz"); err == nil {
 			_ = r.Body.Close()
 			if r.StatusCode == http.StatusOK {
@@ -184,21 +150,7 @@ func waitReady(httpAddr string, exited <-chan struct{}) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("not ready within 30 s")
-}
-
-func freePorts(t *testing.T, n int) []string {
-	t.Helper()
-	ports := make([]string, n)
-	for i := range ports {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lis.Close()
-		_, ports[i], _ = net.SplitHostPort(lis.Addr().String())
-	}
-	return ports
+	return fmt.Errorf("not ready within %v", within)
 }
 
 var built struct {
