@@ -68,8 +68,8 @@ type Node struct {
 	healthMu      sync.Mutex
 	failing       map[raft.ServerID]time.Time // leader's view: peers missing heartbeats
 
-	// scheduleWriteMu serializes CreateSchedule and UpdateSchedule's
-	// check and proposal (schedule_api.go).
+	// scheduleWriteMu serializes each schedule write's check and
+	// proposal (schedule_api.go).
 	scheduleWriteMu sync.Mutex
 
 	// storeFailOnce and storeFailure: the write the disk failed, which

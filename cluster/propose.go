@@ -54,6 +54,9 @@ func (n *Node) Propose(ctx context.Context, op engine.Op) (any, error) {
 		return n.StartRedrive(ctx, op.Params)
 	case engine.SetRedriveStateOp:
 		return n.SetRedriveState(ctx, op.ID, op.State, op.By)
+	case engine.CreateScheduleOp, engine.UpdateScheduleOp, engine.SetSchedulePausedOp, engine.DeleteScheduleOp,
+		engine.UpsertScheduleOp, engine.PauseScheduleOp:
+		return engine.Done{}, n.writeSchedule(ctx, op)
 	}
 	return nil, fmt.Errorf("cluster: %T is not an operation this node proposes", op)
 }

@@ -2,56 +2,48 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/fsm"
+	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+	"github.com/sepp-io/sepp/schedspec"
 )
 
-// The schedule operations the public API needs on top of UpsertSchedule:
-// a create that refuses an existing name and an update that refuses an
-// unknown one. The ScheduleUpsert command itself creates or replaces (a
-// new command version would be needed to make the state machine tell the
-// two apart), so the check is the leader's: under scheduleWriteMu, against
-// a state that includes every committed entry (a consistent read), right
-// before the proposal. Two creates of one name through this leader are
-// serialized and the second is AlreadyExists. What the check cannot see is
-// a write proposed through an earlier leader and committed after this
-// leader's read; such a race between a create and a delete or another
-// create of the same name ends as an upsert (the last definition wins),
-// never as a duplicate tick: the engine keeps the last fired tick.
-
-// CreateSchedule creates a schedule; one of that name existing is
-// engine.ErrAlreadyExists.
-func (n *Node) CreateSchedule(ctx context.Context, p engine.ScheduleParams) error {
-	return n.createSchedule(ctx, p)
-}
-
-// UpdateSchedule changes an existing schedule: update gets its current
-// state and returns the new definition (a partial update merges the fields
-// it changes into cur). It runs under scheduleWriteMu, so two updates
-// through this leader see each other's result. The paused state stays as it
-// was (the returned Paused is ignored); an unknown name is
-// engine.ErrNotFound.
-func (n *Node) UpdateSchedule(ctx context.Context, name string, update func(cur engine.Schedule) (engine.ScheduleParams, error)) error {
+// writeSchedule carries out a schedule write (Propose's schedule cases).
+// The ScheduleUpsert command itself creates or replaces (a new command
+// version would be needed to make the state machine tell create from
+// update), so the leader prepares the write (schedspec.Prepare: the name
+// checked, the spec parsed, the first tick computed) under
+// scheduleWriteMu, against a state that includes every committed entry (a
+// consistent read), right before the proposal. Two creates of one name
+// through this leader are serialized and the second is AlreadyExists; two
+// updates see each other's result. What the check cannot see is a write
+// proposed through an earlier leader and committed after this leader's
+// read; such a race between a create and a delete or another create of
+// the same name ends as an upsert (the last definition wins), never as a
+// duplicate tick: the engine keeps the last fired tick.
+func (n *Node) writeSchedule(ctx context.Context, op engine.Op) error {
 	if err := n.schedulesAvailable(ctx); err != nil {
 		return err
 	}
 	n.scheduleWriteMu.Lock()
 	defer n.scheduleWriteMu.Unlock()
-	cur, err := n.currentSchedule(ctx, name)
+	prepared, err := schedspec.Prepare(func(name string) (engine.Schedule, error) {
+		return n.currentSchedule(ctx, name)
+	}, n.clock(), op)
 	if err != nil {
 		return err
 	}
-	p, err := update(cur)
+	cmd := scheduleCommand(prepared)
+	if cmd == nil {
+		return fmt.Errorf("cluster: %T is not a schedule write", prepared)
+	}
+	res, err := n.propose(ctx, cmd)
 	if err != nil {
 		return err
 	}
-	if p.Name != name {
-		return &engine.FieldError{Field: "name", Reason: fmt.Sprintf("an update of %q cannot rename it to %q", name, p.Name), Err: engine.ErrInvalidArgument}
-	}
-	p.Paused = cur.Paused
-	return n.UpsertSchedule(ctx, p)
+	return res.Err
 }
 
 // currentSchedule reads schedule name from a consistent state.
@@ -69,18 +61,16 @@ func (n *Node) currentSchedule(ctx context.Context, name string) (engine.Schedul
 	return cur, getErr
 }
 
-func (n *Node) createSchedule(ctx context.Context, p engine.ScheduleParams) error {
-	if err := n.schedulesAvailable(ctx); err != nil {
-		return err
+// scheduleCommand is the log command of a prepared schedule write; nil for
+// any other op.
+func scheduleCommand(op engine.Op) *cmdpb.Command {
+	switch op := op.(type) {
+	case engine.UpsertScheduleOp:
+		return fsm.UpsertScheduleCommand(op.Params)
+	case engine.PauseScheduleOp:
+		return fsm.PauseScheduleCommand(op.Name, op.Paused, op.NextTick)
+	case engine.DeleteScheduleOp:
+		return fsm.DeleteScheduleCommand(op.Name)
 	}
-	n.scheduleWriteMu.Lock()
-	defer n.scheduleWriteMu.Unlock()
-	_, getErr := n.currentSchedule(ctx, p.Name)
-	switch {
-	case getErr == nil:
-		return &engine.FieldError{Field: "name", Reason: fmt.Sprintf("schedule %q exists", p.Name), Err: engine.ErrAlreadyExists}
-	case !errors.Is(getErr, engine.ErrNotFound):
-		return getErr // a bad name
-	}
-	return n.UpsertSchedule(ctx, p)
+	return nil
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/sepp-io/sepp/fsm"
 )
 
-// CreateSchedule refuses a name that exists (ErrAlreadyExists) and
-// UpdateSchedule one that does not (ErrNotFound), on a real leader; an
+// CreateScheduleOp refuses a name that exists (ErrAlreadyExists) and
+// UpdateScheduleOp one that does not (ErrNotFound), on a real leader; an
 // update keeps a paused schedule paused and its last fired tick.
 func TestCluster_CreateAndUpdateSchedule(t *testing.T) {
 	c := clustertest.New(t, 3, clustertest.WithConfig(func(_ int, cfg *cluster.Config) {
@@ -27,7 +27,7 @@ func TestCluster_CreateAndUpdateSchedule(t *testing.T) {
 		Template: engine.JobTemplate{Queue: "q", JobType: "t"}, Paused: true,
 	}
 	for {
-		err := leader.CreateSchedule(ctx, p)
+		_, err := leader.Propose(ctx, engine.CreateScheduleOp{Params: p})
 		if err == nil {
 			break
 		}
@@ -36,17 +36,17 @@ func TestCluster_CreateAndUpdateSchedule(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // until the leader knows every member's version
 	}
-	if err := leader.CreateSchedule(ctx, p); !errors.Is(err, engine.ErrAlreadyExists) {
+	if _, err := leader.Propose(ctx, engine.CreateScheduleOp{Params: p}); !errors.Is(err, engine.ErrAlreadyExists) {
 		t.Fatalf("second create: %v, want ErrAlreadyExists", err)
 	}
 	q := p
 	q.Name = "nosuch"
-	if err := leader.UpdateSchedule(ctx, q.Name, func(engine.Schedule) (engine.ScheduleParams, error) { return q, nil }); !errors.Is(err, engine.ErrNotFound) {
+	if _, err := leader.Propose(ctx, engine.UpdateScheduleOp{Name: q.Name, Update: func(engine.Schedule) (engine.ScheduleParams, error) { return q, nil }}); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("update of an unknown schedule: %v, want ErrNotFound", err)
 	}
 	u := p
 	u.Cron, u.Paused = "*/5 * * * *", false
-	if err := leader.UpdateSchedule(ctx, u.Name, func(engine.Schedule) (engine.ScheduleParams, error) { return u, nil }); err != nil {
+	if _, err := leader.Propose(ctx, engine.UpdateScheduleOp{Name: u.Name, Update: func(engine.Schedule) (engine.ScheduleParams, error) { return u, nil }}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := leader.Schedule("hourly")

@@ -39,68 +39,6 @@ func (n *Node) schedulesAvailable(ctx context.Context) error {
 	return nil
 }
 
-// UpsertSchedule creates or replaces a schedule. The spec is parsed here,
-// on the leader, and the first tick after now is carried in the command.
-func (n *Node) UpsertSchedule(ctx context.Context, p engine.ScheduleParams) error {
-	if err := n.schedulesAvailable(ctx); err != nil {
-		return err
-	}
-	spec, err := schedspec.Parse(p)
-	if err != nil {
-		return err
-	}
-	p.NextTick = time.Time{}
-	if !p.Paused {
-		if p.NextTick, err = schedspec.FirstTick(spec, n.clock()); err != nil {
-			return err
-		}
-	}
-	res, err := n.propose(ctx, fsm.UpsertScheduleCommand(p))
-	if err != nil {
-		return err
-	}
-	return res.Err
-}
-
-// DeleteSchedule removes a schedule.
-func (n *Node) DeleteSchedule(ctx context.Context, name string) error {
-	if err := n.schedulesAvailable(ctx); err != nil {
-		return err
-	}
-	res, err := n.propose(ctx, fsm.DeleteScheduleCommand(name))
-	if err != nil {
-		return err
-	}
-	return res.Err
-}
-
-// SetSchedulePaused pauses or resumes a schedule; a resumed schedule next
-// fires at its first tick after now (the paused ticks are not caught up).
-func (n *Node) SetSchedulePaused(ctx context.Context, name string, paused bool) error {
-	if err := n.schedulesAvailable(ctx); err != nil {
-		return err
-	}
-	var next time.Time
-	if !paused {
-		s, err := n.Schedule(name)
-		if err != nil {
-			return err
-		}
-		spec, err := schedspec.Parse(s.ScheduleParams)
-		if err != nil {
-			return err
-		}
-		if next, err = schedspec.FirstTick(spec, n.clock()); err != nil {
-			return err
-		}
-	}
-	res, err := n.propose(ctx, fsm.PauseScheduleCommand(name, paused, next))
-	if err != nil {
-		return err
-	}
-	return res.Err
-}
-
 // Schedule reads one schedule from this node's state.
 func (n *Node) Schedule(name string) (engine.Schedule, error) {
 	var s engine.Schedule

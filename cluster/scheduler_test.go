@@ -30,7 +30,7 @@ func TestCluster_ScheduleFiresEachTickOnceAcrossFailover(t *testing.T) {
 		Overlap:  engine.OverlapAllow, CatchUp: engine.CatchUpOnce,
 	}
 	for {
-		err := leader.UpsertSchedule(ctx, p)
+		_, err := leader.Propose(ctx, engine.CreateScheduleOp{Params: p})
 		if err == nil {
 			break
 		}
@@ -45,7 +45,7 @@ func TestCluster_ScheduleFiresEachTickOnceAcrossFailover(t *testing.T) {
 	before := fired(t, nl)
 	waitFired(t, nl, before+3)
 	c.Restart(li)
-	if err := nl.SetSchedulePaused(ctx, p.Name, true); err != nil {
+	if _, err := nl.Propose(ctx, engine.SetSchedulePausedOp{Name: p.Name, Paused: true}); err != nil {
 		t.Fatal(err)
 	}
 	c.RequireSameDigest()
@@ -120,9 +120,9 @@ func TestCluster_SchedulesWaitForEveryMember(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := leader.UpsertSchedule(ctx, engine.ScheduleParams{
+	_, err := leader.Propose(ctx, engine.CreateScheduleOp{Params: engine.ScheduleParams{
 		Name: "s", Kind: engine.ScheduleInterval, Interval: time.Second, Template: engine.JobTemplate{Queue: "q", JobType: "t"},
-	})
+	}})
 	if !errors.Is(err, cluster.ErrSchedulesUnavailable) {
 		t.Fatalf("upsert with a version 6 member: %v, want ErrSchedulesUnavailable", err)
 	}

@@ -33,8 +33,9 @@ func TestVersionGate_NewLeaderWaitsForItsMembersAnswers(t *testing.T) {
 			return err
 		}},
 		{"schedule", func(ctx context.Context, n *cluster.Node) error {
-			return n.CreateSchedule(ctx, engine.ScheduleParams{Name: "s", Kind: engine.ScheduleInterval, Interval: time.Minute,
-				Template: engine.JobTemplate{Queue: "q", JobType: "t"}})
+			_, err := n.Propose(ctx, engine.CreateScheduleOp{Params: engine.ScheduleParams{Name: "s", Kind: engine.ScheduleInterval, Interval: time.Minute,
+				Template: engine.JobTemplate{Queue: "q", JobType: "t"}}})
+			return err
 		}},
 	}
 	for _, tc := range cases {

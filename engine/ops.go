@@ -86,6 +86,47 @@ type (
 		State RedriveState
 		By    string
 	}
+
+	// The periodic schedule writes as the API asks them. The engine has no
+	// clock or zone database to evaluate a spec, so the leader turns each
+	// into the write the log carries (schedspec.Prepare: the spec parsed,
+	// the first tick computed, the name checked against the current state)
+	// before it is applied.
+
+	// CreateScheduleOp creates a schedule; an existing name is
+	// ErrAlreadyExists.
+	CreateScheduleOp struct{ Params ScheduleParams }
+	// UpdateScheduleOp changes an existing schedule (ErrNotFound when it
+	// does not exist): Update gets the current definition and returns the
+	// new one, so a partial update merges into what is there, with no
+	// other write of a schedule between the read and the write through
+	// this leader. The paused state stays as it was.
+	UpdateScheduleOp struct {
+		Name   string
+		Update func(cur Schedule) (ScheduleParams, error)
+	}
+	// SetSchedulePausedOp pauses or resumes a schedule; a resumed schedule
+	// next fires at its first tick after now (paused ticks are not caught
+	// up).
+	SetSchedulePausedOp struct {
+		Name   string
+		Paused bool
+	}
+	// DeleteScheduleOp removes a schedule (DeleteSchedule); as the API asks
+	// it and as the log carries it.
+	DeleteScheduleOp struct{ Name string }
+
+	// UpsertScheduleOp creates or replaces a schedule whose first tick is
+	// computed (UpsertSchedule): a prepared CreateScheduleOp or
+	// UpdateScheduleOp.
+	UpsertScheduleOp struct{ Params ScheduleParams }
+	// PauseScheduleOp is a prepared SetSchedulePausedOp: NextTick is the
+	// first tick after now of a resumed schedule (SetSchedulePaused).
+	PauseScheduleOp struct {
+		Name     string
+		Paused   bool
+		NextTick time.Time
+	}
 )
 
 func (EnqueueOp) OpName() string            { return "Enqueue" }
@@ -108,6 +149,12 @@ func (PurgeQueueOp) OpName() string         { return "PurgeQueue" }
 func (ActOnJobsOp) OpName() string          { return "ActOnJobs" }
 func (StartRedriveOp) OpName() string       { return "StartRedrive" }
 func (SetRedriveStateOp) OpName() string    { return "SetRedriveState" }
+func (CreateScheduleOp) OpName() string     { return "CreateSchedule" }
+func (UpdateScheduleOp) OpName() string     { return "UpdateSchedule" }
+func (SetSchedulePausedOp) OpName() string  { return "SetSchedulePaused" }
+func (DeleteScheduleOp) OpName() string     { return "DeleteSchedule" }
+func (UpsertScheduleOp) OpName() string     { return "UpsertSchedule" }
+func (PauseScheduleOp) OpName() string      { return "PauseSchedule" }
 
 func (EnqueueOp) yields(EnqueueResult)               {}
 func (EnqueueBatchOp) yields([]BatchItemResult)      {}
@@ -129,6 +176,12 @@ func (PurgeQueueOp) yields(QueueRemoval)             {}
 func (ActOnJobsOp) yields([]ItemResult)              {}
 func (StartRedriveOp) yields(RedriveTask)            {}
 func (SetRedriveStateOp) yields(RedriveTask)         {}
+func (CreateScheduleOp) yields(Done)                 {}
+func (UpdateScheduleOp) yields(Done)                 {}
+func (SetSchedulePausedOp) yields(Done)              {}
+func (DeleteScheduleOp) yields(Done)                 {}
+func (UpsertScheduleOp) yields(Done)                 {}
+func (PauseScheduleOp) yields(Done)                  {}
 
 // Apply runs op at now and returns its result (of the type op's OpOf
 // names; ResultOf turns it back into that type), as a log command of the
@@ -193,6 +246,14 @@ func (e *Engine) Apply(now time.Time, op Op) (any, error) {
 		default:
 			return e.CancelRedrive(now, op.ID, op.By)
 		}
+	case UpsertScheduleOp:
+		return Done{}, e.UpsertSchedule(now, op.Params)
+	case PauseScheduleOp:
+		return Done{}, e.SetSchedulePaused(now, op.Name, op.Paused, op.NextTick)
+	case DeleteScheduleOp:
+		return Done{}, e.DeleteSchedule(now, op.Name)
+	case CreateScheduleOp, UpdateScheduleOp, SetSchedulePausedOp:
+		return Done{}, fmt.Errorf("engine: %s is applied as the write schedspec.Prepare makes of it: %w", op.OpName(), ErrInvalidArgument)
 	}
 	return nil, fmt.Errorf("engine: %T is not an operation this engine applies", op)
 }

@@ -35,7 +35,7 @@ func (s *adminService) CreateSchedule(ctx context.Context, req *seppv1.CreateSch
 	if err != nil {
 		return nil, err
 	}
-	if err := s.b.CreateSchedule(ctx, p); err != nil {
+	if _, err := Propose(ctx, s.b, engine.CreateScheduleOp{Params: p}); err != nil {
 		return nil, err
 	}
 	out, err := s.readSchedule(ctx, p.Name, defaultNextFireTimesGet)
@@ -75,7 +75,7 @@ func (s *adminService) UpdateSchedule(ctx context.Context, req *seppv1.UpdateSch
 			return s.scheduleParamsFromProto(ctx, merged)
 		}
 	}
-	if err := s.b.UpdateSchedule(ctx, name, update); err != nil {
+	if _, err := Propose(ctx, s.b, engine.UpdateScheduleOp{Name: name, Update: update}); err != nil {
 		return nil, err
 	}
 	out, err := s.readSchedule(ctx, name, defaultNextFireTimesGet)
@@ -86,7 +86,7 @@ func (s *adminService) UpdateSchedule(ctx context.Context, req *seppv1.UpdateSch
 }
 
 func (s *adminService) DeleteSchedule(ctx context.Context, req *seppv1.DeleteScheduleRequest) (*seppv1.DeleteScheduleResponse, error) {
-	if err := s.b.DeleteSchedule(ctx, req.GetName()); err != nil {
+	if _, err := Propose(ctx, s.b, engine.DeleteScheduleOp{Name: req.GetName()}); err != nil {
 		return nil, err
 	}
 	return &seppv1.DeleteScheduleResponse{}, nil
@@ -109,7 +109,7 @@ func (s *adminService) ResumeSchedule(ctx context.Context, req *seppv1.ResumeSch
 }
 
 func (s *adminService) setSchedulePaused(ctx context.Context, name string, paused bool) (*seppv1.Schedule, error) {
-	if err := s.b.SetSchedulePaused(ctx, name, paused); err != nil {
+	if _, err := Propose(ctx, s.b, engine.SetSchedulePausedOp{Name: name, Paused: paused}); err != nil {
 		return nil, err
 	}
 	return s.readSchedule(ctx, name, defaultNextFireTimesGet)

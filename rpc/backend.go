@@ -20,18 +20,6 @@ type Backend interface {
 	// Propose carries out one write and returns its result, of the type
 	// op's engine.OpOf names.
 	Propose(ctx context.Context, op engine.Op) (any, error)
-	// Periodic schedules (cluster/schedule_api.go): the leader parses the
-	// spec and proposes the first tick; a create of an existing name is
-	// engine.ErrAlreadyExists, an update or delete of an unknown one
-	// engine.ErrNotFound.
-	CreateSchedule(ctx context.Context, p engine.ScheduleParams) error
-	// UpdateSchedule calls update with the schedule's current state and
-	// writes the definition it returns, with no other write of a schedule
-	// between the read and the write through this leader.
-	UpdateSchedule(ctx context.Context, name string, update func(cur engine.Schedule) (engine.ScheduleParams, error)) error
-	DeleteSchedule(ctx context.Context, name string) error
-	SetSchedulePaused(ctx context.Context, name string, paused bool) error
-
 	// Read runs fn against the local engine under the state machine's read
 	// lock. With stale false the node first confirms it leads (VerifyLeader)
 	// and that its state includes every committed entry; a follower then

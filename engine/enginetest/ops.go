@@ -49,6 +49,12 @@ func EveryOp() []OpCase {
 		opCase(engine.ActOnJobsOp{}),
 		opCase(engine.StartRedriveOp{}),
 		opCase(engine.SetRedriveStateOp{}),
+		opCase(engine.CreateScheduleOp{}),
+		opCase(engine.UpdateScheduleOp{}),
+		opCase(engine.SetSchedulePausedOp{}),
+		opCase(engine.DeleteScheduleOp{}),
+		opCase(engine.UpsertScheduleOp{}),
+		opCase(engine.PauseScheduleOp{}),
 	}
 }
 

@@ -117,7 +117,7 @@ func (h *handler) setSchedulePaused(w http.ResponseWriter, r *http.Request, q *r
 		verb, text = "resume-schedule", "Resumed schedule "+name+": it fires from its next tick; the paused ticks are not caught up."
 	}
 	h.perform(w, r, q, action{name: verb, queue: name, back: backTo(r, schedulePath(name)), run: func(ctx context.Context) (flash, error) {
-		if err := h.backend.SetSchedulePaused(ctx, name, paused); err != nil {
+		if _, err := rpc.Propose(ctx, h.backend, engine.SetSchedulePausedOp{Name: name, Paused: paused}); err != nil {
 			return flash{}, err
 		}
 		return flash{Kind: "ok", Text: text}, nil
@@ -132,7 +132,7 @@ func (h *handler) deleteSchedule(w http.ResponseWriter, r *http.Request, q *requ
 		return
 	}
 	h.perform(w, r, q, action{name: "delete-schedule", queue: name, back: "/schedules", run: func(ctx context.Context) (flash, error) {
-		if err := h.backend.DeleteSchedule(ctx, name); err != nil {
+		if _, err := rpc.Propose(ctx, h.backend, engine.DeleteScheduleOp{Name: name}); err != nil {
 			return flash{}, err
 		}
 		return flash{Kind: "ok", Text: "Deleted schedule " + name + "; the jobs it fired stay."}, nil

@@ -24,7 +24,7 @@ func createSchedules(t *testing.T, e *env) {
 		{Name: "heartbeat", Kind: engine.ScheduleInterval, Interval: 30 * time.Second, Overlap: engine.OverlapAllow, CatchUp: engine.CatchUpSkip,
 			Template: engine.JobTemplate{Queue: "health", JobType: "ping"}},
 	} {
-		if err := e.backend.CreateSchedule(ctx, p); err != nil {
+		if _, err := e.backend.Propose(ctx, engine.CreateScheduleOp{Params: p}); err != nil {
 			t.Fatal(err)
 		}
 	}

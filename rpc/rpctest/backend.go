@@ -10,6 +10,7 @@ import (
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/engine"
 	"github.com/sepp-io/sepp/rpc"
+	"github.com/sepp-io/sepp/schedspec"
 )
 
 // LocalBackend implements rpc.Backend over one in-memory engine: each write
@@ -36,8 +37,8 @@ type LocalBackend struct {
 	index    uint64
 	shutdown bool
 	failWith func(op string) error
-	// scheduleMu serializes UpdateSchedule's read and write, as the
-	// leader's scheduleWriteMu does.
+	// scheduleMu serializes a schedule write's preparation and write, as
+	// the leader's scheduleWriteMu does.
 	scheduleMu sync.Mutex
 }
 
@@ -168,6 +169,21 @@ func (b *LocalBackend) Propose(ctx context.Context, op engine.Op) (res any, err 
 	if o, ok := op.(engine.ReserveOp); ok {
 		o.Params.RetryWindow = o.Params.RequestID != ""
 		op = o
+	}
+	switch op.(type) {
+	case engine.CreateScheduleOp, engine.UpdateScheduleOp, engine.SetSchedulePausedOp:
+		// Prepared as the leader prepares it: under a lock of its own, read
+		// through consistent reads, before the write.
+		b.scheduleMu.Lock()
+		defer b.scheduleMu.Unlock()
+		if op, err = schedspec.Prepare(func(name string) (s engine.Schedule, err error) {
+			if rerr := b.Read(ctx, false, func(e engine.View) error { s, err = e.GetSchedule(name); return nil }); rerr != nil {
+				return s, rerr
+			}
+			return s, err
+		}, b.now(), op); err != nil {
+			return engine.Done{}, err
+		}
 	}
 	err = b.write(ctx, op.OpName(), func(now time.Time) error {
 		var err error
