@@ -25,7 +25,7 @@ func leaseJobs(tb testing.TB, leader *cluster.Node, queue string, n, perBatch in
 		for i := range items {
 			items[i] = engine.EnqueueParams{Queue: queue, JobType: "t", Payload: benchPayload}
 		}
-		res, err := leader.EnqueueBatch(ctx, items)
+		res, err := cluster.Do(ctx, leader, engine.EnqueueBatchOp{Items: items})
 		if err != nil {
 			tb.Fatalf("enqueue: %v", err)
 		}
@@ -52,7 +52,7 @@ func leaseJobs(tb testing.TB, leader *cluster.Node, queue string, n, perBatch in
 		go func() {
 			defer wg.Done()
 			for k := range chunks {
-				ds, err := leader.Reserve(ctx, engine.ReserveParams{Queue: queue, WorkerID: "w", N: k, Lease: time.Hour})
+				ds, err := cluster.Do(ctx, leader, engine.ReserveOp{Params: engine.ReserveParams{Queue: queue, WorkerID: "w", N: k, Lease: time.Hour}})
 				if err != nil {
 					errc <- err
 					return

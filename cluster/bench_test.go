@@ -90,7 +90,7 @@ func enqueueOnLeader(c *clustertest.Cluster, leader *atomic.Pointer[cluster.Node
 	p := engine.EnqueueParams{Queue: "bench", JobType: "t", Payload: benchPayload}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := leader.Load().Enqueue(context.Background(), p)
+		_, err := cluster.Do(context.Background(), leader.Load(), engine.EnqueueOp{Params: p})
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}
@@ -168,7 +168,7 @@ func firstCommit(b *testing.B, c *clustertest.Cluster, start time.Time) time.Dur
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			_, err := n.Enqueue(ctx, engine.EnqueueParams{Queue: "failover", JobType: "t"})
+			_, err := cluster.Do(ctx, n, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "failover", JobType: "t"}})
 			cancel()
 			if err == nil {
 				return time.Since(start)

@@ -64,7 +64,7 @@ func TestClockFaults_SkewedLeaderHandsOver(t *testing.T) {
 			clustertest.WaitFor(t, 10*time.Second, "the leader to measure both members' clocks", func() bool {
 				return len(old.ClockStatus().Offsets) == 2
 			})
-			if _, err := old.Enqueue(ctxT(t, 5*time.Second), job("clock", 0)); err != nil {
+			if _, err := cluster.Do(ctxT(t, 5*time.Second), old, engine.EnqueueOp{Params: job("clock", 0)}); err != nil {
 				t.Fatal(err)
 			}
 			before := appliedNow(t, old)
@@ -83,7 +83,7 @@ func TestClockFaults_SkewedLeaderHandsOver(t *testing.T) {
 					default:
 					}
 					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-					if _, err := old.Enqueue(ctx, job("clock", 100+k)); err == nil {
+					if _, err := cluster.Do(ctx, old, engine.EnqueueOp{Params: job("clock", 100+k)}); err == nil {
 						k++
 					}
 					cancel()
@@ -128,7 +128,7 @@ func TestClockFaults_SkewedLeaderHandsOver(t *testing.T) {
 			}
 			// The cluster keeps serving under the new leader, on the right time.
 			nl := c.Node(c.WaitLeader())
-			if _, err := nl.Enqueue(ctxT(t, 5*time.Second), job("clock", 1)); err != nil {
+			if _, err := cluster.Do(ctxT(t, 5*time.Second), nl, engine.EnqueueOp{Params: job("clock", 1)}); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 3 {

@@ -45,7 +45,7 @@ func enqueueN(t *testing.T, node *cluster.Node, n, c int) []engine.JobID {
 				if i >= n {
 					return
 				}
-				res, err := node.Enqueue(context.Background(), job("q", i))
+				res, err := cluster.Do(context.Background(), node, engine.EnqueueOp{Params: job("q", i)})
 				if err != nil {
 					errs <- fmt.Errorf("enqueue %d: %w", i, err)
 					return
@@ -106,13 +106,13 @@ func TestCluster_RandomWorkloadConverges(t *testing.T) {
 					if rng.IntN(3) == 0 {
 						p.ScheduledAt = time.Now().Add(time.Duration(rng.IntN(200)) * time.Millisecond)
 					}
-					_, err := leader.Enqueue(ctx, p)
+					_, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: p})
 					if err != nil {
 						t.Errorf("enqueue: %v", err)
 						return
 					}
 				case r < 7:
-					ds, err := leader.Reserve(ctx, engine.ReserveParams{Queue: q, WorkerID: "w", N: 2, Lease: 100 * time.Millisecond})
+					ds, err := cluster.Do(ctx, leader, engine.ReserveOp{Params: engine.ReserveParams{Queue: q, WorkerID: "w", N: 2, Lease: 100 * time.Millisecond}})
 					if err != nil {
 						t.Errorf("reserve: %v", err)
 						return
@@ -125,9 +125,9 @@ func TestCluster_RandomWorkloadConverges(t *testing.T) {
 					leases = leases[1:]
 					var err error
 					if r < 9 {
-						err = leader.Ack(ctx, ref)
+						_, err = cluster.Do(ctx, leader, engine.AckOp{Ref: ref})
 					} else {
-						_, err = leader.Nack(ctx, engine.NackParams{LeaseRef: ref, Reason: "x"})
+						_, err = cluster.Do(ctx, leader, engine.NackOp{Params: engine.NackParams{LeaseRef: ref, Reason: "x"}})
 					}
 					if err != nil && !errors.Is(err, engine.ErrLeaseLost) {
 						t.Errorf("ack/nack: %v", err)
@@ -237,7 +237,7 @@ func TestCluster_PartitionedLeaderCannotCommit(t *testing.T) {
 	c.Partition(li)
 	p := job("q", 999)
 	p.IdempotencyKey = "written-to-the-old-leader"
-	_, err := old.Enqueue(ctxT(t, 3*time.Second), p)
+	_, err := cluster.Do(ctxT(t, 3*time.Second), old, engine.EnqueueOp{Params: p})
 	if err == nil {
 		t.Fatal("an isolated leader reported a committed enqueue")
 	}
@@ -256,7 +256,7 @@ func TestCluster_PartitionedLeaderCannotCommit(t *testing.T) {
 	c.RequireSameDigest()
 	requireJobs(t, c.Node(c.WaitLeader()), ids)
 	// The old leader's entry never committed: the idempotency key is free.
-	res, err := c.Node(c.WaitLeader()).Enqueue(ctxT(t, 5*time.Second), p)
+	res, err := cluster.Do(ctxT(t, 5*time.Second), c.Node(c.WaitLeader()), engine.EnqueueOp{Params: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,17 +288,17 @@ func TestCluster_NewLeaderTicksPromotionsAndExpiries(t *testing.T) {
 	ctx := ctxT(t, 10*time.Second)
 	sched := job("q", 1)
 	sched.ScheduledAt = t0.Add(10 * time.Second)
-	scheduled, err := leader.Enqueue(ctx, sched)
+	scheduled, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: sched})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if scheduled.State != engine.StateScheduled {
 		t.Fatalf("job scheduled 10s ahead is %v, want scheduled", scheduled.State)
 	}
-	if _, err := leader.Enqueue(ctx, job("q", 2)); err != nil {
+	if _, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: job("q", 2)}); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := leader.Reserve(ctx, engine.ReserveParams{Queue: "q", WorkerID: "w", N: 1, Lease: 5 * time.Second})
+	ds, err := cluster.Do(ctx, leader, engine.ReserveOp{Params: engine.ReserveParams{Queue: "q", WorkerID: "w", N: 1, Lease: 5 * time.Second}})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("reserve: %v, %d deliveries", err, len(ds))
 	}
@@ -325,7 +325,7 @@ func TestCluster_NewLeaderTicksPromotionsAndExpiries(t *testing.T) {
 	}
 	before := nl.RaftStats()["last_log_index"]
 	clock.Advance(time.Hour)
-	if _, err := nl.Reserve(ctx, engine.ReserveParams{Queue: "none", WorkerID: "w", N: 1}); err != nil && !errors.Is(err, engine.ErrNotFound) {
+	if _, err := cluster.Do(ctx, nl, engine.ReserveOp{Params: engine.ReserveParams{Queue: "none", WorkerID: "w", N: 1}}); err != nil && !errors.Is(err, engine.ErrNotFound) {
 		t.Fatal(err)
 	}
 	after := nl.RaftStats()["last_log_index"]
@@ -345,7 +345,7 @@ func TestCluster_TimeNeverRunsBackwardsAcrossFailover(t *testing.T) {
 	li := c.WaitLeader()
 	skew[li].Store(int64(time.Hour)) // the first leader's clock runs an hour ahead
 	ctx := ctxT(t, 10*time.Second)
-	first, err := c.Node(li).Enqueue(ctx, job("q", 1))
+	first, err := cluster.Do(ctx, c.Node(li), engine.EnqueueOp{Params: job("q", 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestCluster_TimeNeverRunsBackwardsAcrossFailover(t *testing.T) {
 	}
 	c.Kill(li)
 	nl := c.Node(c.WaitLeaderAmong(others(c, li)))
-	second, err := nl.Enqueue(ctx, job("q", 2))
+	second, err := cluster.Do(ctx, nl, engine.EnqueueOp{Params: job("q", 2)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestCluster_FollowerRedirectsToLeader(t *testing.T) {
 		return f.Leader().GRPCAddr == want.GRPCAddr
 	})
 
-	_, err := f.Enqueue(ctxT(t, time.Second), job("q", 1))
+	_, err := cluster.Do(ctxT(t, time.Second), f, engine.EnqueueOp{Params: job("q", 1)})
 	var nle *cluster.NotLeaderError
 	if !errors.As(err, &nle) || !errors.Is(err, cluster.ErrNotLeader) {
 		t.Fatalf("follower enqueue: err %v, want *NotLeaderError", err)
@@ -476,11 +476,11 @@ func TestCluster_TransferLeadership(t *testing.T) {
 	}
 	clustertest.WaitFor(t, 5*time.Second, "the target to lead", target.IsLeader)
 	clustertest.WaitFor(t, 5*time.Second, "an enqueue on the new leader", func() bool {
-		_, err := target.Enqueue(context.Background(), job("q", 1))
+		_, err := cluster.Do(context.Background(), target, engine.EnqueueOp{Params: job("q", 1)})
 		return err == nil
 	})
 	// The old leader answers with a redirect, never a success.
-	if _, err := c.Node(li).Enqueue(ctxT(t, time.Second), job("q", 2)); err == nil {
+	if _, err := cluster.Do(ctxT(t, time.Second), c.Node(li), engine.EnqueueOp{Params: job("q", 2)}); err == nil {
 		t.Fatal("the former leader accepted a write after the transfer")
 	}
 }
@@ -506,12 +506,12 @@ func TestCluster_StalledDiskLeaderStepsDown(t *testing.T) {
 	t.Cleanup(func() { close(release) }) // runs before the nodes' shutdown
 	li := c.WaitLeader()
 	stalled[li].Store(true)
-	_, err := c.Node(li).Enqueue(ctxT(t, 5*time.Second), job("q", 1))
+	_, err := cluster.Do(ctxT(t, 5*time.Second), c.Node(li), engine.EnqueueOp{Params: job("q", 1)})
 	if err == nil {
 		t.Fatal("a leader with a stalled disk reported a committed enqueue")
 	}
 	nl := c.WaitLeaderAmong(others(c, li))
-	if _, err := c.Node(nl).Enqueue(ctxT(t, 5*time.Second), job("q", 2)); err != nil {
+	if _, err := cluster.Do(ctxT(t, 5*time.Second), c.Node(nl), engine.EnqueueOp{Params: job("q", 2)}); err != nil {
 		t.Fatalf("new leader: %v", err)
 	}
 }
@@ -541,7 +541,7 @@ func TestAckBatch_PerItemOutcomes(t *testing.T) {
 	leader := c.Node(li)
 	ctx := ctxT(t, 20*time.Second)
 	ids := enqueueN(t, leader, 6, 3)
-	ds, err := leader.Reserve(ctx, engine.ReserveParams{Queue: "q", WorkerID: "w", N: len(ids), Lease: time.Minute})
+	ds, err := cluster.Do(ctx, leader, engine.ReserveOp{Params: engine.ReserveParams{Queue: "q", WorkerID: "w", N: len(ids), Lease: time.Minute}})
 	if err != nil || len(ds) != len(ids) {
 		t.Fatalf("reserve: %d deliveries, %v", len(ds), err)
 	}

@@ -141,9 +141,10 @@ func TestDiskFullRefusesWritesAndRecovers(t *testing.T) {
 		attempts++
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		res, err := node.Enqueue(ctx, engine.EnqueueParams{
+		res, err := cluster.Do(ctx, node, engine.EnqueueOp{Params: engine.EnqueueParams{
 			Queue: "q", JobType: "t", Payload: payload(i), IdempotencyKey: fmt.Sprint("attempt-", attempts),
-		})
+		}})
+
 		return res.JobID, err
 	}
 	acked := map[engine.JobID]int{} // job id -> payload seed
@@ -267,7 +268,7 @@ func TestDiskFullRefusesWritesAndRecovers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for len(got) < len(acked) {
-		ds, err := node.Reserve(ctx, engine.ReserveParams{Queue: "q", WorkerID: "w", N: 100})
+		ds, err := cluster.Do(ctx, node, engine.ReserveOp{Params: engine.ReserveParams{Queue: "q", WorkerID: "w", N: 100}})
 		if err != nil {
 			t.Fatalf("reserve after recovery: %v", err)
 		}

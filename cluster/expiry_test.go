@@ -20,11 +20,11 @@ func TestExpiry_RefusedUntilEveryMemberApplies(t *testing.T) {
 		leader := leaderWithOddMember(t, oddVersion)
 		ctx := context.Background()
 		p := engine.EnqueueParams{Queue: "q", JobType: "t", Expiry: &engine.ExpiryOpts{TTL: time.Minute}}
-		res, err := leader.Enqueue(ctx, p)
-		if _, perr := leader.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t"}); perr != nil {
+		res, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: p})
+		if _, perr := cluster.Do(ctx, leader, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t"}}); perr != nil {
 			t.Fatalf("a plain enqueue is refused: %v", perr)
 		}
-		uerr := leader.UpdateQueue(ctx, engine.QueueUpdate{Name: "q", Set: engine.QueueConfig{FairnessKey: "tenant"}})
+		_, uerr := cluster.Do(ctx, leader, engine.UpdateQueueOp{Update: engine.QueueUpdate{Name: "q", Set: engine.QueueConfig{FairnessKey: "tenant"}}})
 		if oddVersion < fsm.CommandVersionExpiryFairness {
 			var ve *cluster.CommandVersionError
 			if !errors.As(err, &ve) || ve.Version != fsm.CommandVersionExpiryFairness {

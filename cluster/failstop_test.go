@@ -12,6 +12,7 @@ import (
 
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/cluster/clustertest"
+	"github.com/sepp-io/sepp/engine"
 )
 
 // failingStore fails every log write with err while it is set.
@@ -50,11 +51,11 @@ func TestCluster_FailedLogWriteStopsTheNode(t *testing.T) {
 				cfg.OnStoreFailure = func(err error) { stopped <- err }
 			}))
 			li := c.WaitLeader()
-			if _, err := c.Node(li).Enqueue(ctxT(t, 5*time.Second), job("q", 1)); err != nil {
+			if _, err := cluster.Do(ctxT(t, 5*time.Second), c.Node(li), engine.EnqueueOp{Params: job("q", 1)}); err != nil {
 				t.Fatal(err)
 			}
 			fail[li].Store(&tc.err)
-			if _, err := c.Node(li).Enqueue(ctxT(t, 5*time.Second), job("q", 2)); err == nil {
+			if _, err := cluster.Do(ctxT(t, 5*time.Second), c.Node(li), engine.EnqueueOp{Params: job("q", 2)}); err == nil {
 				t.Fatal("a leader whose disk failed the write reported a committed enqueue")
 			}
 			if !tc.stops {
@@ -81,7 +82,7 @@ func TestCluster_FailedLogWriteStopsTheNode(t *testing.T) {
 			}
 			c.Stop(li) // what sepp serve's exit does
 			nl := c.WaitLeaderAmong(others(c, li))
-			if _, err := c.Node(nl).Enqueue(ctxT(t, 5*time.Second), job("q", 3)); err != nil {
+			if _, err := cluster.Do(ctxT(t, 5*time.Second), c.Node(nl), engine.EnqueueOp{Params: job("q", 3)}); err != nil {
 				t.Fatalf("new leader: %v", err)
 			}
 			select {

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/cluster/clustertest"
 	"github.com/sepp-io/sepp/engine"
 )
@@ -39,7 +40,7 @@ func TestNode_MetricsFollowerLag(t *testing.T) {
 	defer cancel()
 	enqueue := func(n int) {
 		for i := range n {
-			if _, err := leader.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte{byte(i)}}); err != nil {
+			if _, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte{byte(i)}}}); err != nil {
 				t.Fatalf("enqueue: %v", err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/cluster/clustertest"
 	"github.com/sepp-io/sepp/engine"
 )
@@ -45,7 +46,7 @@ func TestNode_MetricsTimeLogWritesAndCommits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for i := range enqueues {
-		if _, err := n.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte{byte(i)}}); err != nil {
+		if _, err := cluster.Do(ctx, n, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte{byte(i)}}}); err != nil {
 			t.Fatalf("enqueue %d: %v", i, err)
 		}
 	}

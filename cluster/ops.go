@@ -10,14 +10,17 @@ import (
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
 
-// The client operations. Each is one command through the log; each returns
+// The writes behind Propose (propose.go), one method per engine.Op, each
+// with its command builder and version gate; unexported, so Propose is the
+// one way in (AckBatch, the API's batched ack, stays beside it). Each is
+// one command through the log; each returns
 // the engine's result, an engine error (errors.Is an engine sentinel), or a
 // node error: *NotLeaderError / ErrNoLeader / ErrShutdown / a context error
 // (nothing proposed, safe to retry) or ErrUnknownOutcome (retry with the
 // same idempotency key or request id).
 
-// Enqueue adds one job.
-func (n *Node) Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.EnqueueResult, error) {
+// enqueue adds one job.
+func (n *Node) enqueue(ctx context.Context, p engine.EnqueueParams) (engine.EnqueueResult, error) {
 	if p.Unique != nil || p.Expiry != nil {
 		if err := n.checkUniqueVersion(ctx, []engine.EnqueueParams{p}); err != nil {
 			return engine.EnqueueResult{}, err
@@ -39,11 +42,11 @@ func (n *Node) Enqueue(ctx context.Context, p engine.EnqueueParams) (engine.Enqu
 	return res.Enqueue, res.Err
 }
 
-// EnqueueBatch adds several jobs, normally in one command; each item
+// enqueueBatch adds several jobs, normally in one command; each item
 // succeeds or fails on its own. A batch above max_entry_bytes is split
 // across commands (enqueueBatchSplit), so that no batch of valid items
 // fails whole for the size of its log entry.
-func (n *Node) EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) ([]engine.BatchItemResult, error) {
+func (n *Node) enqueueBatch(ctx context.Context, items []engine.EnqueueParams) ([]engine.BatchItemResult, error) {
 	if err := n.checkUniqueVersion(ctx, items); err != nil {
 		return nil, err
 	}
@@ -66,8 +69,8 @@ func (n *Node) EnqueueBatch(ctx context.Context, items []engine.EnqueueParams) (
 	return res.Batch, res.Err
 }
 
-// Reserve leases up to p.N jobs.
-func (n *Node) Reserve(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error) {
+// reserve leases up to p.N jobs.
+func (n *Node) reserve(ctx context.Context, p engine.ReserveParams) ([]engine.Delivery, error) {
 	// A request id outlives its leases once every member applies that
 	// (fsm.CommandVersionReserveRetry); until then reserves keep the
 	// older form, which every member applies alike.
@@ -82,8 +85,8 @@ func (n *Node) Reserve(ctx context.Context, p engine.ReserveParams) ([]engine.De
 	return res.Deliveries, res.Err
 }
 
-// Ack completes a delivery.
-func (n *Node) Ack(ctx context.Context, ref engine.LeaseRef) error {
+// ack completes a delivery.
+func (n *Node) ack(ctx context.Context, ref engine.LeaseRef) error {
 	res, err := n.propose(ctx, fsm.AckCommand(ref))
 	if err != nil {
 		return err
@@ -239,8 +242,8 @@ func (n *Node) memberLacking(v uint32) string {
 	return ""
 }
 
-// Nack fails a delivery.
-func (n *Node) Nack(ctx context.Context, p engine.NackParams) (engine.NackResult, error) {
+// nack fails a delivery.
+func (n *Node) nack(ctx context.Context, p engine.NackParams) (engine.NackResult, error) {
 	res, err := n.propose(ctx, fsm.NackCommand(p))
 	if err != nil {
 		return engine.NackResult{}, err
@@ -248,8 +251,8 @@ func (n *Node) Nack(ctx context.Context, p engine.NackParams) (engine.NackResult
 	return res.Nack, res.Err
 }
 
-// Release gives a delivery back without counting a failure.
-func (n *Node) Release(ctx context.Context, ref engine.LeaseRef) error {
+// release gives a delivery back without counting a failure.
+func (n *Node) release(ctx context.Context, ref engine.LeaseRef) error {
 	res, err := n.propose(ctx, fsm.ReleaseCommand(ref))
 	if err != nil {
 		return err
@@ -257,8 +260,8 @@ func (n *Node) Release(ctx context.Context, ref engine.LeaseRef) error {
 	return res.Err
 }
 
-// ExtendLease pushes a lease's deadline out and returns the new deadline.
-func (n *Node) ExtendLease(ctx context.Context, p engine.ExtendParams) (time.Time, error) {
+// extendLease pushes a lease's deadline out and returns the new deadline.
+func (n *Node) extendLease(ctx context.Context, p engine.ExtendParams) (time.Time, error) {
 	res, err := n.propose(ctx, fsm.ExtendLeaseCommand(p))
 	if err != nil {
 		return time.Time{}, err
@@ -266,8 +269,8 @@ func (n *Node) ExtendLease(ctx context.Context, p engine.ExtendParams) (time.Tim
 	return res.Deadline, res.Err
 }
 
-// DrainDeadLetters removes and returns up to p.Max dead-letter records.
-func (n *Node) DrainDeadLetters(ctx context.Context, p engine.DrainParams) ([]engine.DeadLetterRecord, error) {
+// drainDeadLetters removes and returns up to p.Max dead-letter records.
+func (n *Node) drainDeadLetters(ctx context.Context, p engine.DrainParams) ([]engine.DeadLetterRecord, error) {
 	res, err := n.propose(ctx, fsm.DrainCommand(p))
 	if err != nil {
 		return nil, err
@@ -275,8 +278,8 @@ func (n *Node) DrainDeadLetters(ctx context.Context, p engine.DrainParams) ([]en
 	return res.Records, res.Err
 }
 
-// RequeueDeadLetters makes dead jobs Ready again.
-func (n *Node) RequeueDeadLetters(ctx context.Context, ids []engine.JobID) ([]engine.ItemResult, error) {
+// requeueDeadLetters makes dead jobs Ready again.
+func (n *Node) requeueDeadLetters(ctx context.Context, ids []engine.JobID) ([]engine.ItemResult, error) {
 	res, err := n.propose(ctx, fsm.RequeueDeadLettersCommand(ids))
 	if err != nil {
 		return nil, err
@@ -284,8 +287,8 @@ func (n *Node) RequeueDeadLetters(ctx context.Context, ids []engine.JobID) ([]en
 	return res.Items, res.Err
 }
 
-// DeleteDeadLetters drops dead-letter records.
-func (n *Node) DeleteDeadLetters(ctx context.Context, ids []engine.JobID) ([]engine.ItemResult, error) {
+// deleteDeadLetters drops dead-letter records.
+func (n *Node) deleteDeadLetters(ctx context.Context, ids []engine.JobID) ([]engine.ItemResult, error) {
 	res, err := n.propose(ctx, fsm.DeleteDeadLettersCommand(ids))
 	if err != nil {
 		return nil, err
@@ -293,8 +296,8 @@ func (n *Node) DeleteDeadLetters(ctx context.Context, ids []engine.JobID) ([]eng
 	return res.Items, res.Err
 }
 
-// DeadLetterJobs dead-letters live jobs on an operator's word.
-func (n *Node) DeadLetterJobs(ctx context.Context, ids []engine.JobID, reason string) ([]engine.ItemResult, error) {
+// deadLetterJobs dead-letters live jobs on an operator's word.
+func (n *Node) deadLetterJobs(ctx context.Context, ids []engine.JobID, reason string) ([]engine.ItemResult, error) {
 	res, err := n.propose(ctx, fsm.DeadLetterJobsCommand(ids, reason))
 	if err != nil {
 		return nil, err
@@ -302,8 +305,8 @@ func (n *Node) DeadLetterJobs(ctx context.Context, ids []engine.JobID, reason st
 	return res.Items, res.Err
 }
 
-// PauseQueue stops deliveries from a queue.
-func (n *Node) PauseQueue(ctx context.Context, queue string) error {
+// pauseQueue stops deliveries from a queue.
+func (n *Node) pauseQueue(ctx context.Context, queue string) error {
 	res, err := n.propose(ctx, fsm.PauseQueueCommand(queue))
 	if err != nil {
 		return err
@@ -311,8 +314,8 @@ func (n *Node) PauseQueue(ctx context.Context, queue string) error {
 	return res.Err
 }
 
-// ResumeQueue resumes deliveries from a queue.
-func (n *Node) ResumeQueue(ctx context.Context, queue string) error {
+// resumeQueue resumes deliveries from a queue.
+func (n *Node) resumeQueue(ctx context.Context, queue string) error {
 	res, err := n.propose(ctx, fsm.ResumeQueueCommand(queue))
 	if err != nil {
 		return err

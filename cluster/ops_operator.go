@@ -29,8 +29,8 @@ func (n *Node) proposeVersioned(ctx context.Context, cmd *cmdpb.Command) (fsm.Re
 	return n.propose(ctx, cmd)
 }
 
-// CreateQueue adds a configured queue.
-func (n *Node) CreateQueue(ctx context.Context, qc engine.QueueConfig, paused bool) error {
+// createQueue adds a configured queue.
+func (n *Node) createQueue(ctx context.Context, qc engine.QueueConfig, paused bool) error {
 	res, err := n.proposeVersioned(ctx, fsm.CreateQueueCommand(qc, paused))
 	if err != nil {
 		return err
@@ -38,8 +38,8 @@ func (n *Node) CreateQueue(ctx context.Context, qc engine.QueueConfig, paused bo
 	return res.Err
 }
 
-// UpdateQueue changes a queue's settings.
-func (n *Node) UpdateQueue(ctx context.Context, u engine.QueueUpdate) error {
+// updateQueue changes a queue's settings.
+func (n *Node) updateQueue(ctx context.Context, u engine.QueueUpdate) error {
 	res, err := n.proposeVersioned(ctx, fsm.UpdateQueueCommand(u))
 	if err != nil {
 		return err
@@ -47,8 +47,8 @@ func (n *Node) UpdateQueue(ctx context.Context, u engine.QueueUpdate) error {
 	return res.Err
 }
 
-// DeleteQueue removes a queue, with its jobs when force is set.
-func (n *Node) DeleteQueue(ctx context.Context, queue string, force bool) (engine.QueueRemoval, error) {
+// deleteQueue removes a queue, with its jobs when force is set.
+func (n *Node) deleteQueue(ctx context.Context, queue string, force bool) (engine.QueueRemoval, error) {
 	res, err := n.proposeVersioned(ctx, fsm.DeleteQueueCommand(queue, force))
 	if err != nil {
 		return engine.QueueRemoval{}, err
@@ -56,8 +56,8 @@ func (n *Node) DeleteQueue(ctx context.Context, queue string, force bool) (engin
 	return res.Removed, res.Err
 }
 
-// PurgeQueue removes a queue's waiting jobs or its dead letters.
-func (n *Node) PurgeQueue(ctx context.Context, queue string, target engine.PurgeTarget) (engine.QueueRemoval, error) {
+// purgeQueue removes a queue's waiting jobs or its dead letters.
+func (n *Node) purgeQueue(ctx context.Context, queue string, target engine.PurgeTarget) (engine.QueueRemoval, error) {
 	res, err := n.proposeVersioned(ctx, fsm.PurgeQueueCommand(queue, target))
 	if err != nil {
 		return engine.QueueRemoval{}, err
@@ -65,9 +65,9 @@ func (n *Node) PurgeQueue(ctx context.Context, queue string, target engine.Purge
 	return res.Removed, res.Err
 }
 
-// ActOnJobs applies an action to live jobs (delete, run now, reschedule,
+// actOnJobs applies an action to live jobs (delete, run now, reschedule,
 // priority) and answers per job.
-func (n *Node) ActOnJobs(ctx context.Context, p engine.JobActionParams) ([]engine.ItemResult, error) {
+func (n *Node) actOnJobs(ctx context.Context, p engine.JobActionParams) ([]engine.ItemResult, error) {
 	res, err := n.proposeVersioned(ctx, fsm.JobsActCommand(p))
 	if err != nil {
 		return nil, err

@@ -15,48 +15,55 @@ import (
 func (n *Node) Propose(ctx context.Context, op engine.Op) (any, error) {
 	switch op := op.(type) {
 	case engine.EnqueueOp:
-		return n.Enqueue(ctx, op.Params)
+		return n.enqueue(ctx, op.Params)
 	case engine.EnqueueBatchOp:
-		return n.EnqueueBatch(ctx, op.Items)
+		return n.enqueueBatch(ctx, op.Items)
 	case engine.ReserveOp:
-		return n.Reserve(ctx, op.Params)
+		return n.reserve(ctx, op.Params)
 	case engine.AckOp:
-		return engine.Done{}, n.Ack(ctx, op.Ref)
+		return engine.Done{}, n.ack(ctx, op.Ref)
 	case engine.NackOp:
-		return n.Nack(ctx, op.Params)
+		return n.nack(ctx, op.Params)
 	case engine.ReleaseOp:
-		return engine.Done{}, n.Release(ctx, op.Ref)
+		return engine.Done{}, n.release(ctx, op.Ref)
 	case engine.ExtendLeaseOp:
-		return n.ExtendLease(ctx, op.Params)
+		return n.extendLease(ctx, op.Params)
 	case engine.DrainDeadLettersOp:
-		return n.DrainDeadLetters(ctx, op.Params)
+		return n.drainDeadLetters(ctx, op.Params)
 	case engine.RequeueDeadLettersOp:
-		return n.RequeueDeadLetters(ctx, op.IDs)
+		return n.requeueDeadLetters(ctx, op.IDs)
 	case engine.DeleteDeadLettersOp:
-		return n.DeleteDeadLetters(ctx, op.IDs)
+		return n.deleteDeadLetters(ctx, op.IDs)
 	case engine.DeadLetterJobsOp:
-		return n.DeadLetterJobs(ctx, op.IDs, op.Reason)
+		return n.deadLetterJobs(ctx, op.IDs, op.Reason)
 	case engine.PauseQueueOp:
-		return engine.Done{}, n.PauseQueue(ctx, op.Queue)
+		return engine.Done{}, n.pauseQueue(ctx, op.Queue)
 	case engine.ResumeQueueOp:
-		return engine.Done{}, n.ResumeQueue(ctx, op.Queue)
+		return engine.Done{}, n.resumeQueue(ctx, op.Queue)
 	case engine.CreateQueueOp:
-		return engine.Done{}, n.CreateQueue(ctx, op.Config, op.Paused)
+		return engine.Done{}, n.createQueue(ctx, op.Config, op.Paused)
 	case engine.UpdateQueueOp:
-		return engine.Done{}, n.UpdateQueue(ctx, op.Update)
+		return engine.Done{}, n.updateQueue(ctx, op.Update)
 	case engine.DeleteQueueOp:
-		return n.DeleteQueue(ctx, op.Queue, op.Force)
+		return n.deleteQueue(ctx, op.Queue, op.Force)
 	case engine.PurgeQueueOp:
-		return n.PurgeQueue(ctx, op.Queue, op.Target)
+		return n.purgeQueue(ctx, op.Queue, op.Target)
 	case engine.ActOnJobsOp:
-		return n.ActOnJobs(ctx, op.Params)
+		return n.actOnJobs(ctx, op.Params)
 	case engine.StartRedriveOp:
-		return n.StartRedrive(ctx, op.Params)
+		return n.startRedrive(ctx, op.Params)
 	case engine.SetRedriveStateOp:
-		return n.SetRedriveState(ctx, op.ID, op.State, op.By)
+		return n.setRedriveState(ctx, op.ID, op.State, op.By)
 	case engine.CreateScheduleOp, engine.UpdateScheduleOp, engine.SetSchedulePausedOp, engine.DeleteScheduleOp,
 		engine.UpsertScheduleOp, engine.PauseScheduleOp:
 		return engine.Done{}, n.writeSchedule(ctx, op)
 	}
 	return nil, fmt.Errorf("cluster: %T is not an operation this node proposes", op)
+}
+
+// Do proposes op through n and returns its result typed: what a caller of
+// one kind of write (a test, a tool) uses instead of a method per write.
+func Do[R any](ctx context.Context, n *Node, op engine.OpOf[R]) (R, error) {
+	v, err := n.Propose(ctx, op)
+	return engine.ResultOf(op, v, err)
 }

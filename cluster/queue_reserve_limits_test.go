@@ -58,11 +58,11 @@ func TestQueueReserveLimits_RollingUpgrade(t *testing.T) {
 	if declaredLimitsOn(leader) {
 		t.Fatal("the rule of version 15 is on while a member applies 14")
 	}
-	err := leader.UpdateQueue(ctx, engine.QueueUpdate{Name: "declared", Set: engine.QueueConfig{MaxReserved: 1}})
+	_, err := cluster.Do(ctx, leader, engine.UpdateQueueOp{Update: engine.QueueUpdate{Name: "declared", Set: engine.QueueConfig{MaxReserved: 1}}})
 	if !errors.Is(err, cluster.ErrUpgradeInProgress) || !strings.Contains(err.Error(), "command version 15 (queue_reserve_limits)") {
 		t.Fatalf("a limit changed during the upgrade: %v, want ErrUpgradeInProgress naming command version 15 (queue_reserve_limits)", err)
 	}
-	err = leader.UpdateQueue(ctx, engine.QueueUpdate{Name: "declared", Inherit: []string{"max_reserved"}})
+	_, err = cluster.Do(ctx, leader, engine.UpdateQueueOp{Update: engine.QueueUpdate{Name: "declared", Inherit: []string{"max_reserved"}}})
 	if !errors.Is(err, cluster.ErrUpgradeInProgress) {
 		t.Fatalf("a limit dropped during the upgrade: %v, want ErrUpgradeInProgress", err)
 	}
@@ -70,10 +70,10 @@ func TestQueueReserveLimits_RollingUpgrade(t *testing.T) {
 		t.Fatalf("a refused update changed max_reserved to %d", got)
 	}
 	two := uint32(2)
-	if err := leader.UpdateQueue(ctx, engine.QueueUpdate{Name: "declared", Set: engine.QueueConfig{DefaultPriority: &two}}); err != nil {
+	if _, err := cluster.Do(ctx, leader, engine.UpdateQueueOp{Update: engine.QueueUpdate{Name: "declared", Set: engine.QueueConfig{DefaultPriority: &two}}}); err != nil {
 		t.Fatalf("another setting during the upgrade: %v", err)
 	}
-	if err := leader.CreateQueue(ctx, engine.QueueConfig{Name: "created", MaxReserved: 4}, false); err != nil {
+	if _, err := cluster.Do(ctx, leader, engine.CreateQueueOp{Config: engine.QueueConfig{Name: "created", MaxReserved: 4}, Paused: false}); err != nil {
 		t.Fatalf("a create with limits during the upgrade: %v", err)
 	}
 	if got := queueMaxReserved(leader, "created"); got != 4 {
@@ -85,7 +85,7 @@ func TestQueueReserveLimits_RollingUpgrade(t *testing.T) {
 	if got := queueMaxReserved(leader, "declared"); got != 3 || queuePriority(leader, "declared") != 2 {
 		t.Fatalf("the conversion changed the queue: max_reserved %d, default_priority %d", got, queuePriority(leader, "declared"))
 	}
-	if err := leader.UpdateQueue(ctx, engine.QueueUpdate{Name: "declared", Set: engine.QueueConfig{MaxReserved: 1}}); err != nil {
+	if _, err := cluster.Do(ctx, leader, engine.UpdateQueueOp{Update: engine.QueueUpdate{Name: "declared", Set: engine.QueueConfig{MaxReserved: 1}}}); err != nil {
 		t.Fatalf("a limit changed after the upgrade: %v", err)
 	}
 	next := others(c, li)[0]

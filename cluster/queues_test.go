@@ -45,11 +45,11 @@ func TestQueues_RuntimeChangesSurviveLeaderChanges(t *testing.T) {
 	clustertest.WaitFor(t, 10*time.Second, "the file's queue declared", func() bool {
 		return queueAttempts(leader, "declared") == 5 && len(declarations(leader)) == 1
 	})
-	if err := leader.CreateQueue(ctx, engine.QueueConfig{Name: "runtime"}, true); err != nil {
+	if _, err := cluster.Do(ctx, leader, engine.CreateQueueOp{Config: engine.QueueConfig{Name: "runtime"}, Paused: true}); err != nil {
 		t.Fatal(err)
 	}
 	nine := uint32(9)
-	if err := leader.UpdateQueue(ctx, engine.QueueUpdate{Name: "declared", Set: engine.QueueConfig{DefaultMaxAttempts: &nine}}); err != nil {
+	if _, err := cluster.Do(ctx, leader, engine.UpdateQueueOp{Update: engine.QueueUpdate{Name: "declared", Set: engine.QueueConfig{DefaultMaxAttempts: &nine}}}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -102,7 +102,7 @@ func TestQueues_RefusedDuringAnUpgrade(t *testing.T) {
 		cfg.PeerCommandVersion = func(context.Context, cluster.NodeInfo) (uint32, error) { return fsm.CommandVersionMemoryBudget, nil }
 	}))
 	leader := c.Node(c.WaitLeader())
-	err := leader.CreateQueue(context.Background(), engine.QueueConfig{Name: "q"}, false)
+	_, err := cluster.Do(context.Background(), leader, engine.CreateQueueOp{Config: engine.QueueConfig{Name: "q"}, Paused: false})
 	if !errors.Is(err, cluster.ErrUpgradeInProgress) {
 		t.Fatalf("CreateQueue during an upgrade: %v, want ErrUpgradeInProgress", err)
 	}
@@ -125,17 +125,17 @@ func TestJobsCancel_RefusedDuringAnUpgrade(t *testing.T) {
 	ctx := context.Background()
 	var ids []engine.JobID
 	for range 2 {
-		res, err := leader.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t"})
+		res, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, res.JobID)
 	}
-	ds, err := leader.Reserve(ctx, engine.ReserveParams{Queue: "q", WorkerID: "w", N: 1, Lease: time.Minute})
+	ds, err := cluster.Do(ctx, leader, engine.ReserveOp{Params: engine.ReserveParams{Queue: "q", WorkerID: "w", N: 1, Lease: time.Minute}})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("reserve: %v %v", ds, err)
 	}
-	_, err = leader.ActOnJobs(ctx, engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{ds[0].Job.ID}})
+	_, err = cluster.Do(ctx, leader, engine.ActOnJobsOp{Params: engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{ds[0].Job.ID}}})
 	if !errors.Is(err, cluster.ErrUpgradeInProgress) {
 		t.Fatalf("cancel during an upgrade: %v, want ErrUpgradeInProgress", err)
 	}
@@ -145,7 +145,7 @@ func TestJobsCancel_RefusedDuringAnUpgrade(t *testing.T) {
 	if s, err := leaderStats(leader, "q"); err != nil || s.Reserved != 1 {
 		t.Fatalf("after the refused cancel: %+v %v; want the job still reserved", s, err)
 	}
-	res, err := leader.ActOnJobs(ctx, engine.JobActionParams{Action: engine.JobActionDelete, IDs: []engine.JobID{ids[1]}})
+	res, err := cluster.Do(ctx, leader, engine.ActOnJobsOp{Params: engine.JobActionParams{Action: engine.JobActionDelete, IDs: []engine.JobID{ids[1]}}})
 	if err != nil || len(res) != 1 || res[0].Err != nil {
 		t.Fatalf("delete during the upgrade: %+v %v", res, err)
 	}

@@ -20,8 +20,8 @@ import (
 // step: a task of rate r moves about r/10 records per step.
 const redrivePace = 100 * time.Millisecond
 
-// StartRedrive starts a redrive task.
-func (n *Node) StartRedrive(ctx context.Context, p engine.RedriveParams) (engine.RedriveTask, error) {
+// startRedrive starts a redrive task.
+func (n *Node) startRedrive(ctx context.Context, p engine.RedriveParams) (engine.RedriveTask, error) {
 	res, err := n.proposeVersioned(ctx, fsm.RedriveStartCommand(p))
 	if err != nil {
 		return engine.RedriveTask{}, err
@@ -29,9 +29,9 @@ func (n *Node) StartRedrive(ctx context.Context, p engine.RedriveParams) (engine
 	return res.Redrive, res.Err
 }
 
-// SetRedriveState pauses (RedrivePaused), resumes (RedriveRunning) or
+// setRedriveState pauses (RedrivePaused), resumes (RedriveRunning) or
 // cancels (RedriveCancelled) a task; by names who, for the audit record.
-func (n *Node) SetRedriveState(ctx context.Context, id uint64, state engine.RedriveState, by string) (engine.RedriveTask, error) {
+func (n *Node) setRedriveState(ctx context.Context, id uint64, state engine.RedriveState, by string) (engine.RedriveTask, error) {
 	res, err := n.proposeVersioned(ctx, fsm.RedriveSetStateCommand(id, state, by))
 	if err != nil {
 		return engine.RedriveTask{}, err

@@ -30,13 +30,13 @@ func TestRedrive_LeaderKilledMidwayMovesEveryRecordExactlyOnce(t *testing.T) {
 	leader := c.Node(li)
 	var ids []engine.JobID
 	for i := range records {
-		res, err := leader.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t", Payload: fmt.Appendf(nil, "job-%02d", i)})
+		res, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t", Payload: fmt.Appendf(nil, "job-%02d", i)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, res.JobID)
 	}
-	items, err := leader.DeadLetterJobs(ctx, ids, "poison")
+	items, err := cluster.Do(ctx, leader, engine.DeadLetterJobsOp{IDs: ids, Reason: "poison"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +46,11 @@ func TestRedrive_LeaderKilledMidwayMovesEveryRecordExactlyOnce(t *testing.T) {
 		}
 	}
 	// A record outside the selection stays.
-	other, err := leader.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "other", Payload: []byte("other")})
+	other, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "other", Payload: []byte("other")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := leader.DeadLetterJobs(ctx, []engine.JobID{other.JobID}, "poison"); err != nil {
+	if _, err := cluster.Do(ctx, leader, engine.DeadLetterJobsOp{IDs: []engine.JobID{other.JobID}, Reason: "poison"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -60,7 +60,7 @@ func TestRedrive_LeaderKilledMidwayMovesEveryRecordExactlyOnce(t *testing.T) {
 	}
 	var task engine.RedriveTask
 	clustertest.WaitFor(t, 10*time.Second, "every member known to apply the redrive commands", func() bool {
-		task, err = leader.StartRedrive(ctx, p)
+		task, err = cluster.Do(ctx, leader, engine.StartRedriveOp{Params: p})
 		if err != nil && !errors.Is(err, cluster.ErrUpgradeInProgress) {
 			t.Fatal(err)
 		}

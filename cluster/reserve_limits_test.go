@@ -28,21 +28,21 @@ func TestCluster_ReserveLimitHoldsAcrossFailover(t *testing.T) {
 	ids := enqueueN(t, leader, 5, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ds, err := leader.Reserve(ctx, engine.ReserveParams{Queue: "q", N: 5, WorkerID: "w", Lease: time.Minute})
+	ds, err := cluster.Do(ctx, leader, engine.ReserveOp{Params: engine.ReserveParams{Queue: "q", N: 5, WorkerID: "w", Lease: time.Minute}})
 	if err != nil || len(ds) != maxReserved {
 		t.Fatalf("reserve under max_reserved %d: %d jobs, %v", maxReserved, len(ds), err)
 	}
 
 	c.Kill(li)
 	nl := c.Node(c.WaitLeaderAmong(others(c, li)))
-	more, err := nl.Reserve(ctx, engine.ReserveParams{Queue: "q", N: 5, WorkerID: "w"})
+	more, err := cluster.Do(ctx, nl, engine.ReserveOp{Params: engine.ReserveParams{Queue: "q", N: 5, WorkerID: "w"}})
 	if err != nil || len(more) != 0 {
 		t.Fatalf("the new leader handed out %d jobs past max_reserved (%v)", len(more), err)
 	}
-	if err := nl.Ack(ctx, engine.LeaseRef{JobID: ds[0].Job.ID, LeaseToken: ds[0].LeaseToken}); err != nil {
+	if _, err := cluster.Do(ctx, nl, engine.AckOp{Ref: engine.LeaseRef{JobID: ds[0].Job.ID, LeaseToken: ds[0].LeaseToken}}); err != nil {
 		t.Fatal(err)
 	}
-	more, err = nl.Reserve(ctx, engine.ReserveParams{Queue: "q", N: 5, WorkerID: "w"})
+	more, err = cluster.Do(ctx, nl, engine.ReserveOp{Params: engine.ReserveParams{Queue: "q", N: 5, WorkerID: "w"}})
 	if err != nil || len(more) != 1 || more[0].Job.ID != ids[maxReserved] {
 		t.Fatalf("after an ack the new leader handed out %v (%v), want job %d", more, err, ids[maxReserved])
 	}

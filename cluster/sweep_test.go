@@ -31,7 +31,7 @@ func TestCluster_ExpiringKeysTickOncePerSweepDelay(t *testing.T) {
 	for i := range keys {
 		p := job("q", i)
 		p.IdempotencyKey = "k" + strconv.Itoa(i)
-		if _, err := leader.Enqueue(ctx, p); err != nil {
+		if _, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: p}); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(10 * time.Millisecond)

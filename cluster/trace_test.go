@@ -22,11 +22,11 @@ func TestTraceContext_KeptOnceEveryMemberApplies(t *testing.T) {
 		leader := leaderWithOddMember(t, oddVersion)
 		ctx := context.Background()
 		trace := &engine.TraceContext{Traceparent: tp, Tracestate: "k=v"}
-		res, err := leader.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t", Trace: trace})
+		res, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t", Trace: trace}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		batch, err := leader.EnqueueBatch(ctx, []engine.EnqueueParams{{Queue: "q", JobType: "t", Trace: trace}, {Queue: "q", JobType: "t"}})
+		batch, err := cluster.Do(ctx, leader, engine.EnqueueBatchOp{Items: []engine.EnqueueParams{{Queue: "q", JobType: "t", Trace: trace}, {Queue: "q", JobType: "t"}}})
 		if err != nil || len(batch) != 2 || batch[0].Err != nil || batch[1].Err != nil {
 			t.Fatalf("batch = %+v, %v", batch, err)
 		}
@@ -72,14 +72,14 @@ func TestTraceContext_SurvivesSnapshotAndRestart(t *testing.T) {
 	ctx := context.Background()
 	before := &engine.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "a=1"}
 	after := &engine.TraceContext{Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
-	first, err := leader.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t", Trace: before})
+	first, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t", Trace: before}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := leader.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	second, err := leader.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t", Trace: after}) // in the log only
+	second, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t", Trace: after}}) // in the log only
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestUnique_RefusedUntilEveryMemberApplies(t *testing.T) {
 		leader := leaderWithOddMember(t, oddVersion)
 		p := engine.EnqueueParams{Queue: "q", JobType: "t", Unique: &engine.UniqueOpts{Key: "k"}}
 		ctx := context.Background()
-		res, err := leader.Enqueue(ctx, p)
+		res, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: p})
 		if oddVersion < fsm.CommandVersionUnique {
 			var ve *cluster.CommandVersionError
 			if !errors.As(err, &ve) || ve.Version != fsm.CommandVersionUnique {
@@ -30,7 +30,7 @@ func TestUnique_RefusedUntilEveryMemberApplies(t *testing.T) {
 			if ve.Feature != "unique_jobs" || !strings.Contains(err.Error(), "needs command version 8 (unique_jobs)") {
 				t.Fatalf("old member: refusal %q names feature %q, want unique_jobs", err, ve.Feature)
 			}
-			if _, err := leader.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t"}); err != nil {
+			if _, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t"}}); err != nil {
 				t.Fatalf("a plain enqueue is refused: %v", err)
 			}
 			continue
@@ -38,7 +38,7 @@ func TestUnique_RefusedUntilEveryMemberApplies(t *testing.T) {
 		if err != nil || res.Duplicate {
 			t.Fatalf("enqueue = %+v, %v", res, err)
 		}
-		dup, err := leader.Enqueue(ctx, p)
+		dup, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: p})
 		if err != nil || !dup.Duplicate || dup.JobID != res.JobID {
 			t.Fatalf("second enqueue = %+v, %v; want a duplicate of job %d", dup, err, res.JobID)
 		}

@@ -43,7 +43,7 @@ func enqueueUntilReady(t *testing.T, n *cluster.Node, payload []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for {
-		_, err := n.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t", Payload: payload})
+		_, err := cluster.Do(ctx, n, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t", Payload: payload}})
 		if err == nil {
 			return
 		}

@@ -25,11 +25,11 @@ func TestVersionGate_NewLeaderWaitsForItsMembersAnswers(t *testing.T) {
 		call func(ctx context.Context, n *cluster.Node) error
 	}{
 		{"enqueue with a ttl", func(ctx context.Context, n *cluster.Node) error {
-			_, err := n.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t", Expiry: &engine.ExpiryOpts{TTL: time.Minute}})
+			_, err := cluster.Do(ctx, n, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t", Expiry: &engine.ExpiryOpts{TTL: time.Minute}}})
 			return err
 		}},
 		{"unique enqueue", func(ctx context.Context, n *cluster.Node) error {
-			_, err := n.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t", Unique: &engine.UniqueOpts{Key: "k"}})
+			_, err := cluster.Do(ctx, n, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t", Unique: &engine.UniqueOpts{Key: "k"}}})
 			return err
 		}},
 		{"schedule", func(ctx context.Context, n *cluster.Node) error {
@@ -85,7 +85,7 @@ func TestVersionGate_RefusalNamesTheMemberThatHasNotAnswered(t *testing.T) {
 	leader := c.Node(c.WaitLeader())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := leader.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t", Expiry: &engine.ExpiryOpts{TTL: time.Minute}})
+	_, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t", Expiry: &engine.ExpiryOpts{TTL: time.Minute}}})
 	var ve *cluster.CommandVersionError
 	if !errors.As(err, &ve) {
 		t.Fatalf("enqueue with a ttl = %v, want a *CommandVersionError", err)
@@ -93,7 +93,7 @@ func TestVersionGate_RefusalNamesTheMemberThatHasNotAnswered(t *testing.T) {
 	if !strings.Contains(err.Error(), "has not yet told the leader") || !strings.Contains(ve.Lacking, "member ") {
 		t.Fatalf("refusal %q does not name the member that has not answered", err)
 	}
-	if _, err := leader.Enqueue(ctx, engine.EnqueueParams{Queue: "q", JobType: "t"}); err != nil {
+	if _, err := cluster.Do(ctx, leader, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "q", JobType: "t"}}); err != nil {
 		t.Fatalf("a plain enqueue is refused: %v", err)
 	}
 }
