@@ -21,7 +21,7 @@ func (s *adminService) GetQueue(ctx context.Context, req *seppv1.GetQueueRequest
 	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		var err error
 		if stats, err = e.QueueStats(s.now(), req.GetName()); err != nil {
-			return err
+			return renameField(err, "queue", "name")
 		}
 		cfg := e.Config()
 		lim = cfg.Limits
@@ -74,7 +74,7 @@ func (s *adminService) UpdateQueue(ctx context.Context, req *seppv1.UpdateQueueR
 	}
 	u.Set.Name = ""
 	if _, err := Propose(ctx, s.b, engine.UpdateQueueOp{Update: u}); err != nil {
-		return nil, err
+		return nil, renameField(err, "queue", "name")
 	}
 	eff, err := s.effective(ctx, req.GetName())
 	if err != nil {
@@ -86,7 +86,7 @@ func (s *adminService) UpdateQueue(ctx context.Context, req *seppv1.UpdateQueueR
 func (s *adminService) DeleteQueue(ctx context.Context, req *seppv1.DeleteQueueRequest) (*seppv1.DeleteQueueResponse, error) {
 	res, err := Propose(ctx, s.b, engine.DeleteQueueOp{Queue: req.GetName(), Force: req.GetForce()})
 	if err != nil {
-		return nil, err
+		return nil, renameField(err, "queue", "name")
 	}
 	return &seppv1.DeleteQueueResponse{JobsRemoved: uint64(res.Jobs), DeadLettersRemoved: uint64(res.DeadLetters)}, nil
 }
@@ -103,7 +103,7 @@ func (s *adminService) PurgeQueue(ctx context.Context, req *seppv1.PurgeQueueReq
 	}
 	res, err := Propose(ctx, s.b, engine.PurgeQueueOp{Queue: req.GetName(), Target: target})
 	if err != nil {
-		return nil, err
+		return nil, renameField(err, "queue", "name")
 	}
 	return &seppv1.PurgeQueueResponse{JobsRemoved: uint64(res.Jobs), DeadLettersRemoved: uint64(res.DeadLetters)}, nil
 }

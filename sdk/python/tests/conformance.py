@@ -247,7 +247,8 @@ class Driver:
         try:
             return await self._dispatch(op, a)
         except SeppError as e:
-            raise StepError(error_kind(e), e.field if isinstance(e, InvalidField) else "", e) from e
+            named = e.field if isinstance(e, (InvalidField, NotFound, AlreadyExists)) else ""
+            raise StepError(error_kind(e), named, e) from e
 
     async def _dispatch(self, op: str, a: dict[str, Any]) -> dict[str, Any]:
         c = self.c

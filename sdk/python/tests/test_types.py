@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import grpc
 import pytest
+from google.protobuf import any_pb2
 
-from sepp import (DeadLetterCause, EnqueueRequest, InvalidField, JobState, Priority, QueueSettings, RedriveOptions,
-                  RedriveSelection, RetryDirective)
+from sepp import (AlreadyExists, DeadLetterCause, EnqueueRequest, InvalidField, JobState, NotFound, Priority,
+                  QueueSettings, RedriveOptions, RedriveSelection, RetryDirective)
+from sepp.errors import from_status
+from sepp.v1 import errors_pb2
 from sepp.v1 import types_pb2 as tpb
 
 
@@ -83,3 +87,18 @@ def test_redrive_options_to_proto() -> None:
     assert not m.selection.HasField("failed_before")
     assert RedriveSelection.from_proto(m.selection) == RedriveSelection(queue="q", cause=DeadLetterCause.ADMIN,
                                                                         failed_after=after)
+
+
+@pytest.mark.parametrize("code, cls", [
+    (grpc.StatusCode.NOT_FOUND, NotFound),
+    (grpc.StatusCode.ALREADY_EXISTS, AlreadyExists),
+])
+def test_not_found_and_already_exists_name_the_field(code: grpc.StatusCode, cls: type) -> None:
+    detail = any_pb2.Any()
+    detail.Pack(errors_pb2.FieldViolation(field="name", description='queue "q" does not exist'))
+    err = from_status("get queue", code, 'queue "q" does not exist', [detail])
+    assert type(err) is cls
+    assert isinstance(err, (NotFound, AlreadyExists))
+    assert err.field == "name"
+    bare = from_status("get queue", code, "m", [])
+    assert isinstance(bare, (NotFound, AlreadyExists)) and bare.field == ""

@@ -125,8 +125,14 @@ pub enum Error {
         latest_allowed: SystemTime,
         message: String,
     },
-    /// No such job, record, queue or schedule.
-    NotFound { op: &'static str, message: String },
+    /// No such job, record, queue or schedule. `field` names the request
+    /// field that named it (for example `name`; empty when the server named
+    /// none).
+    NotFound {
+        op: &'static str,
+        field: String,
+        message: String,
+    },
     /// Another job of the queue holds the uniqueness key and the enqueue
     /// asked to be refused ([`UniqueOptions::with_refuse`](crate::UniqueOptions::with_refuse));
     /// nothing was added. `job_id` is the holding job, `queue` its queue.
@@ -137,8 +143,13 @@ pub enum Error {
         message: String,
     },
     /// What the call creates exists already (a schedule or queue of that
-    /// name).
-    AlreadyExists { op: &'static str, message: String },
+    /// name). `field` names the request field that named it (empty when
+    /// the server named none).
+    AlreadyExists {
+        op: &'static str,
+        field: String,
+        message: String,
+    },
     /// The delivery's lease is not the job's current one (it expired, or
     /// the job was redelivered, acked or released). Nothing changed.
     LeaseLost { op: &'static str, message: String },
@@ -420,11 +431,19 @@ pub(crate) fn from_status(op: &'static str, code: Code, message: String, details
             });
             match holder {
                 Some((queue, job_id)) => Error::UniqueConflict { op, queue, job_id, message },
-                None => Error::AlreadyExists { op, message },
+                None => Error::AlreadyExists {
+                    op,
+                    field: field_violation.map(|v| v.field.clone()).unwrap_or_default(),
+                    message,
+                },
             }
         }
         Code::NotFound if is_lease_op(op) => Error::LeaseLost { op, message },
-        Code::NotFound => Error::NotFound { op, message },
+        Code::NotFound => Error::NotFound {
+            op,
+            field: field_violation.map(|v| v.field.clone()).unwrap_or_default(),
+            message,
+        },
         Code::FailedPrecondition => {
             let cancelled = details.iter().any(|d| match d {
                 Detail::Precondition(types) => types.iter().any(|t| t == "LEASE_CANCELLED"),
@@ -564,5 +583,23 @@ mod tests {
             description: "d".into(),
         };
         assert_eq!(Detail::decode("type.googleapis.com/google.rpc.ResourceInfo", &r.encode_to_vec()), Some(Detail::Resource(r)));
+    }
+
+    #[test]
+    fn not_found_and_already_exists_name_the_field() {
+        let named = vec![Detail::FieldViolation(pb::FieldViolation {
+            field: "name".into(),
+            ..pb::FieldViolation::default()
+        })];
+        for code in [Code::NotFound, Code::AlreadyExists] {
+            match from_status("get queue", code, "m".into(), &named) {
+                Error::NotFound { field, .. } | Error::AlreadyExists { field, .. } => assert_eq!(field, "name", "{:?}", code),
+                other => panic!("{:?}: {:?}", code, other),
+            }
+            match from_status("get queue", code, "m".into(), &[]) {
+                Error::NotFound { field, .. } | Error::AlreadyExists { field, .. } => assert_eq!(field, "", "{:?}", code),
+                other => panic!("{:?}: {:?}", code, other),
+            }
+        }
     }
 }

@@ -60,7 +60,7 @@ impl From<Mismatch> for CallError {
 impl From<Error> for CallError {
     fn from(e: Error) -> Self {
         let field = match &e {
-            Error::InvalidArgument { field, .. } => field.clone(),
+            Error::InvalidArgument { field, .. } | Error::NotFound { field, .. } | Error::AlreadyExists { field, .. } => field.clone(),
             _ => String::new(),
         };
         CallError::Step(StepError { kind: error_kind(&e), field, err: e })

@@ -77,26 +77,27 @@ export class InvalidArgumentError extends SeppError {
   readonly description: string;
   constructor(op: string, code: Code, message: string, details: ErrorDetail[] = []) {
     super(op, code, message, details);
-    let field = "",
-      limit = "",
-      description = "";
-    for (const d of details) {
-      if (d.type === "sepp.v1.FieldViolation" && "field" in d && field === "") {
-        ({ field, limit, description } = d);
-      }
-    }
-    if (field === "") {
-      for (const d of details) {
-        if (d.type === "google.rpc.BadRequest" && "fieldViolations" in d && d.fieldViolations.length > 0) {
-          field = d.fieldViolations[0]!.field;
-          description = d.fieldViolations[0]!.description;
-        }
-      }
-    }
+    const { field, limit, description } = fieldViolationOf(details);
     this.field = field;
     this.limit = limit;
     this.description = description || message;
   }
+}
+
+/** The request field a status's details name (sepp.v1.FieldViolation, else
+ * the first of google.rpc.BadRequest); empty strings when none. */
+function fieldViolationOf(details: ErrorDetail[]): { field: string; limit: string; description: string } {
+  for (const d of details) {
+    if (d.type === "sepp.v1.FieldViolation" && "field" in d) {
+      return { field: d.field, limit: d.limit, description: d.description };
+    }
+  }
+  for (const d of details) {
+    if (d.type === "google.rpc.BadRequest" && "fieldViolations" in d && d.fieldViolations.length > 0) {
+      return { field: d.fieldViolations[0]!.field, limit: "", description: d.fieldViolations[0]!.description };
+    }
+  }
+  return { field: "", limit: "", description: "" };
 }
 
 /** scheduledAt lies beyond the queue's schedule horizon. */
@@ -120,15 +121,29 @@ export class ScheduledTooFarError extends InvalidArgumentError {
   }
 }
 
-/** No such job, dead-letter record, queue or schedule. */
+/** No such job, dead-letter record, queue or schedule. `field` names the
+ * request field that named it (e.g. "name"; empty when the server named
+ * none). */
 export class NotFoundError extends SeppError {
   override name = "NotFoundError";
+  readonly field: string;
+  constructor(op: string, code: Code, message: string, details: ErrorDetail[] = []) {
+    super(op, code, message, details);
+    this.field = fieldViolationOf(details).field;
+  }
 }
 
 /** What the call would create exists already: a queue or a schedule of
- * that name, or (UniqueConflictError) a job holding the uniqueness key. */
+ * that name, or (UniqueConflictError) a job holding the uniqueness key.
+ * `field` names the request field that named it (empty when the server
+ * named none). */
 export class AlreadyExistsError extends SeppError {
   override name = "AlreadyExistsError";
+  readonly field: string;
+  constructor(op: string, code: Code, message: string, details: ErrorDetail[] = []) {
+    super(op, code, message, details);
+    this.field = fieldViolationOf(details).field;
+  }
 }
 
 /** A unique enqueue with `unique.refuse` found its key held by another job

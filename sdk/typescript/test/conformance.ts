@@ -323,7 +323,7 @@ class Driver {
     try {
       return await this.dispatch(op, new Args(m));
     } catch (e) {
-      if (e instanceof SeppError) throw new StepError(errorKind(e), e instanceof InvalidArgumentError ? e.field : "", e);
+      if (e instanceof SeppError) throw new StepError(errorKind(e), e instanceof InvalidArgumentError || e instanceof NotFoundError || e instanceof AlreadyExistsError ? e.field : "", e);
       throw e;
     }
   }

@@ -110,12 +110,25 @@ class ScheduledTooFar(InvalidArgument):
 
 
 class NotFound(SeppError):
-    """No such job, dead-letter record or queue."""
+    """No such job, dead-letter record or queue: ``field`` names the request
+    field that named it (for example ``"name"``; empty when the server named
+    none)."""
+
+    def __init__(self, message: str, *, field: str = "", op: str = "",
+                 code: grpc.StatusCode = grpc.StatusCode.UNKNOWN, server_message: str = "") -> None:
+        super().__init__(message, op=op, code=code, server_message=server_message)
+        self.field = field
 
 
 class AlreadyExists(SeppError):
     """What the call would add exists already (a schedule of that name, a
-    configured queue); nothing changed."""
+    configured queue); nothing changed. ``field`` names the request field
+    that named it (empty when the server named none)."""
+
+    def __init__(self, message: str, *, field: str = "", op: str = "",
+                 code: grpc.StatusCode = grpc.StatusCode.UNKNOWN, server_message: str = "") -> None:
+        super().__init__(message, op=op, code=code, server_message=server_message)
+        self.field = field
 
 
 class UniqueConflict(AlreadyExists):
@@ -311,11 +324,11 @@ def from_status(op: str, code: grpc.StatusCode, message: str,
     if code == C.NOT_FOUND:
         if op in _LEASE_OPS:
             return LeaseLost(message, **kw.as_dict())
-        return NotFound(message, **kw.as_dict())
+        return NotFound(message, field=d.field.field if d.field is not None else "", **kw.as_dict())
     if code == C.ALREADY_EXISTS:
         if d.conflict is not None:
             return d.conflict
-        return AlreadyExists(message, **kw.as_dict())
+        return AlreadyExists(message, field=d.field.field if d.field is not None else "", **kw.as_dict())
     if code == C.FAILED_PRECONDITION:
         if d.precondition_is_cancel:
             return JobCancelled(message, **kw.as_dict())
