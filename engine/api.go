@@ -131,7 +131,7 @@ type QueueConfig struct {
 	// on this queue (payload and custom fields as they arrived, plus fields
 	// naming the origin, cause, last reason and final attempt).
 	DeadLetterQueue string
-	// Reserve limits of the queue (limits_reserve.go); zero values set
+	// Reserve limits of the queue (reserve_limits.go); zero values set
 	// none. MaxReserved caps the queue's jobs reserved at once, across all
 	// workers. RateLimit reservations per RatePeriod (default 1s), up to
 	// RateBurst (default RateLimit) at once, is a token bucket on the

@@ -20,7 +20,7 @@ import "slices"
 //     in the rotation (a key's lines are found through a map).
 //
 // The reserve limits apply on top: a job whose concurrency key is full is
-// parked as ever (limits_reserve.go), and comes back to its line.
+// parked as ever (reserve_limits.go), and comes back to its line.
 
 // fairLevel is a priority level of a queue with a fairness key.
 type fairLevel struct {

@@ -42,7 +42,7 @@ const (
 	// is NextAttemptAt, not a producer's scheduled_at).
 	flagRetryWait
 	// flagParked marks a Ready job set aside in its queue's key index
-	// while its concurrency key is full (limits_reserve.go); it is on no
+	// while its concurrency key is full (reserve_limits.go); it is on no
 	// priority level meanwhile.
 	flagParked
 )
@@ -119,7 +119,7 @@ type queue struct {
 	held int64
 
 	// rateTAT is the rate limit's token bucket: the theoretical arrival
-	// time of the next token (limits_reserve.go). Part of the state; 0
+	// time of the next token (reserve_limits.go). Part of the state; 0
 	// while the queue has no rate limit.
 	rateTAT int64
 	// keys indexes the reserved and parked jobs per concurrency key value
