@@ -277,6 +277,18 @@ func (r *runner) add(name string, value float64, unit string) {
 	}
 }
 
+// figure is the value of the figure name reported so far, if any.
+func (r *runner) figure(name string) (float64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.report.Figures {
+		if f.Name == name {
+			return f.Value, true
+		}
+	}
+	return 0, false
+}
+
 func (r *runner) note(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	r.mu.Lock()

@@ -56,6 +56,21 @@ func (r *runner) diskFigures(dir string) error {
 	return nil
 }
 
+// addFsyncRatio reports figure as a multiple of the disk's fsync latency
+// measured in the same run (floor, a diskFigures figure), as
+// <figure>_per_fsync: a synchronous enqueue cannot beat one fsync on the
+// leader and one on a follower in parallel, so the ratio says how far
+// above that floor it is, whatever the disk. Nothing is reported against a
+// cluster the bench did not start (no disk figures) or a floor of 0.
+func (r *runner) addFsyncRatio(figure, floor string) {
+	v, okV := r.figure(figure)
+	f, okF := r.figure(floor)
+	if !okV || !okF || f <= 0 {
+		return
+	}
+	r.add(figure+"_per_fsync", v/f, "x")
+}
+
 // diskProbe is one pattern of appends, each followed by an fsync.
 type diskProbe struct {
 	name                   string

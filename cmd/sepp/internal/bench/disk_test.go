@@ -90,3 +90,39 @@ func TestRequireEmptyDir(t *testing.T) {
 		})
 	}
 }
+
+// A latency is also printed as a multiple of the same run's fsync, when
+// the bench timed the disk; against a cluster it did not start there is no
+// floor and no ratio.
+func TestAddFsyncRatio(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		figures []Figure
+		want    float64 // 0: no ratio reported
+	}{
+		{"both figures", []Figure{{Name: "disk_fsync_p50", Value: 0.5}, {Name: "sync_enqueue_p50", Value: 1.5}}, 3},
+		{"no disk figure", []Figure{{Name: "sync_enqueue_p50", Value: 1.5}}, 0},
+		{"a floor of 0", []Figure{{Name: "disk_fsync_p50", Value: 0}, {Name: "sync_enqueue_p50", Value: 1.5}}, 0},
+		{"no latency figure", []Figure{{Name: "disk_fsync_p50", Value: 0.5}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			r := &runner{opts: Options{Out: &out}}
+			r.report.Figures = tc.figures
+			r.addFsyncRatio("sync_enqueue_p50", "disk_fsync_p50")
+			got, ok := r.figure("sync_enqueue_p50_per_fsync")
+			if tc.want == 0 {
+				if ok {
+					t.Fatalf("reported a ratio %v", got)
+				}
+				return
+			}
+			if !ok || got != tc.want {
+				t.Fatalf("ratio %v (reported %v), want %v", got, ok, tc.want)
+			}
+			if line := "sync_enqueue_p50_per_fsync: 3 x\n"; out.String() != line {
+				t.Fatalf("printed %q, want %q", out.String(), line)
+			}
+		})
+	}
+}

@@ -122,6 +122,8 @@ func (r *runner) timeSyncEnqueues(ctx context.Context, label, figure string, cal
 	r.add(figure+"_p50", ms(percentile(lat, 0.50)), "ms")
 	r.add(figure+"_p99", ms(percentile(lat, 0.99)), "ms")
 	r.add(figure+"_p999", ms(percentile(lat, 0.999)), "ms")
+	r.addFsyncRatio(figure+"_p50", "disk_fsync_p50")
+	r.addFsyncRatio(figure+"_p99", "disk_fsync_p99")
 	// What the disk and the commit took of those milliseconds (timings.go).
 	r.addTimingFigures(figure, before, r.sampleTimings(ctx), int64(r.opts.Latency), calls...)
 	return nil
@@ -157,6 +159,7 @@ func (r *runner) idleLatency(ctx context.Context, queue string) error {
 	sortDurations(lat)
 	r.add("sync_enqueue_after_idle_p50", ms(percentile(lat, 0.50)), "ms")
 	r.add("sync_enqueue_after_idle_p90", ms(percentile(lat, 0.90)), "ms")
+	r.addFsyncRatio("sync_enqueue_after_idle_p50", "disk_fsync_after_idle_p50")
 	return nil
 }
 
