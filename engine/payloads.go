@@ -122,9 +122,23 @@ func payloadVia(j *job, read func(JobID) []byte) []byte {
 	if uint32(len(p)) != j.payloadLen {
 		// The store lost or mangled what the engine put: answering with
 		// another payload than the producer's would be silent corruption.
-		panic(fmt.Sprintf("engine: payload of job %d is %d bytes in its store, want %d", j.id, len(p), j.payloadLen))
+		panic(&PayloadDamageError{ID: j.id, Got: len(p), Want: int(j.payloadLen)})
 	}
 	return p
+}
+
+// PayloadDamageError is what the engine panics with when its store answers
+// a payload of another length than the one it put: it stops the node
+// rather than hand out another payload than the producer's. The store's
+// owner (fsm) recovers it only to mark its store for a rebuild from the
+// snapshot and the log, then lets it stop the node.
+type PayloadDamageError struct {
+	ID        JobID
+	Got, Want int
+}
+
+func (e *PayloadDamageError) Error() string {
+	return fmt.Sprintf("engine: payload of job %d is %d bytes in its store, want %d", e.ID, e.Got, e.Want)
 }
 
 // releasePayload deletes j's payload: j is gone for good.

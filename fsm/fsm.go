@@ -211,6 +211,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 // operation this binary does not know, panics with its log index: a replica
 // that cannot apply an entry must stop rather than silently diverge.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	defer f.markOnDamage()
 	responses := make([]any, len(logs))
 	f.mu.Lock()
 	if f.payloads != nil && len(logs) > 0 {
@@ -516,6 +517,7 @@ func (f *FSM) AppliedIndex() uint64 { return f.appliedIndex.Load() }
 // node replays entries its payload store already holds (after a restart),
 // it returns ErrCatchingUp: the state is older than the store's payloads.
 func (f *FSM) Read(fn func(e *engine.Engine) error) error {
+	defer f.markOnDamage()
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {

@@ -177,6 +177,22 @@ func (p *payloadStore) fail(what string, err error) {
 	panic(fmt.Sprintf("fsm: payload store: %s: %v (the store is rebuilt from the snapshot and the log at the next start)", what, err))
 }
 
+// markOnDamage, deferred around what reads payloads through the engine (an
+// apply, a read, a digest), leaves the rebuild marker when the engine stops
+// the node over a payload its store mangled (engine.PayloadDamageError),
+// then lets the panic go on: without the marker the node would meet the
+// same record after every restart.
+func (f *FSM) markOnDamage() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if _, ok := r.(*engine.PayloadDamageError); ok && f.payloads != nil {
+		markForRebuild(f.payloads.dir)
+	}
+	panic(r)
+}
+
 // rebuildMarker, in the store's directory, makes the next openPayloadStore
 // empty the store instead of keeping it.
 const rebuildMarker = "SEPP-REBUILD"

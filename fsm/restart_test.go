@@ -18,6 +18,7 @@ import (
 
 	"github.com/sepp-io/sepp/engine"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+	storepb "github.com/sepp-io/sepp/proto/seppstore/v1"
 	"github.com/sepp-io/sepp/store"
 )
 
@@ -283,6 +284,35 @@ func TestFSM_DamagedStoreIsRebuilt(t *testing.T) {
 		"marked after a failed read": func(t *testing.T, sst string) {
 			t.Helper()
 			markForRebuild(filepath.Dir(sst))
+		},
+		// A record that reads back fine but holds another payload than
+		// the one put (a bug, or a damage no checksum caught): the engine
+		// stops the node when it meets it, and the store must be rebuilt
+		// at the next start, not met again.
+		"a payload of another length": func(t *testing.T, sst string) {
+			t.Helper()
+			st, err := store.Open(filepath.Dir(sst), store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var live uint64
+			if err := st.JobRange(0, ^uint64(0), func(id uint64, body *storepb.JobBody) bool {
+				live = id
+				return len(body.GetPayload()) == 0 // the first job with a payload
+			}); err != nil || live == 0 {
+				t.Fatalf("no job with a payload in the store (%v)", err)
+			}
+			b := st.NewBatch()
+			b.PutJob(live, &storepb.JobBody{Payload: []byte("another payload of another length")})
+			if err := b.CommitUnindexed(); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
 		},
 	}
 	for name, damage := range damages {

@@ -336,6 +336,7 @@ func (f *FSM) Digest() [32]byte {
 // digested state includes, read as one: replicas whose indexes are equal must
 // have equal digests.
 func (f *FSM) DigestAt() ([32]byte, uint64) {
+	defer f.markOnDamage()
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed || f.behindStoreLocked() {
