@@ -1,12 +1,12 @@
 // The client and the Worker against a real three-node cluster (sepp dev),
 // one behaviour per test; each test has queues of its own.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DevCluster, post, waitFor } from "./cluster.js";
+import { DevCluster, post, waitFor, useCluster } from "./cluster.js";
 import { jobFromJSON } from "../src/types.js";
 import {
   SeppClient,
@@ -32,21 +32,10 @@ import {
 let cluster: DevCluster;
 let client: SeppClient;
 
-before(
-  async () => {
-    cluster = await DevCluster.start();
-    client = await SeppClient.connect(cluster.urls);
-  },
-  { timeout: 120_000 },
-);
-
-after(
-  async () => {
-    client?.close();
-    await cluster?.stop();
-  },
-  { timeout: 60_000 },
-);
+useCluster((c, cl) => {
+  cluster = c;
+  client = cl;
+});
 
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 

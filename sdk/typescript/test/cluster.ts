@@ -6,6 +6,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve, dirname } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
+import { before, after } from "node:test";
+import { SeppClient } from "../src/index.js";
 
 export interface DevNode {
   id: string;
@@ -166,4 +168,29 @@ export async function waitFor(what: string, cond: () => Promise<boolean> | boole
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Starts a three-node cluster and a client connected to it before a test
+ * file's tests, hands both to ready, and closes them after the tests. */
+export function useCluster(ready: (cluster: DevCluster, client: SeppClient) => void): void {
+  let cluster: DevCluster | undefined;
+  let client: SeppClient | undefined;
+  before(
+    async () => {
+      cluster = await DevCluster.start();
+      // No wait for the features: a new cluster's leader holds a unique,
+      // expiring or schedule write until it has asked its members, rather
+      // than refusing it, so the first tests run right after the start.
+      client = await SeppClient.connect(cluster.urls);
+      ready(cluster, client);
+    },
+    { timeout: 120_000 },
+  );
+  after(
+    async () => {
+      client?.close();
+      await cluster?.stop();
+    },
+    { timeout: 60_000 },
+  );
 }

@@ -1,30 +1,17 @@
 // The SDK conformance suite (conformance/scenarios at the repository's
 // root), run with SeppClient against a local three-node sepp dev cluster;
 // and the runner's self-test: a scenario that expects the wrong thing fails.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DevCluster } from "./cluster.js";
+import { useCluster } from "./cluster.js";
 import { SeppClient } from "../src/index.js";
 import { loadScenarios, Mismatch, parseScenario, runScenario } from "./conformance.js";
 
-let cluster: DevCluster;
 let client: SeppClient;
 
-before(
-  async () => {
-    cluster = await DevCluster.start();
-    client = await SeppClient.connect(cluster.urls);
-  },
-  { timeout: 120_000 },
-);
-
-after(
-  async () => {
-    client?.close();
-    await cluster?.stop();
-  },
-  { timeout: 60_000 },
-);
+useCluster((_, cl) => {
+  client = cl;
+});
 
 const scenarios = loadScenarios();
 const unique = (name: string) => `ts-${name}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;

@@ -1,9 +1,9 @@
 // Unique jobs, expiry of unstarted jobs and periodic schedules against a
 // real three-node cluster (sepp dev); each test has queues and schedules of
 // its own.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DevCluster, waitFor } from "./cluster.js";
+import { waitFor, useCluster } from "./cluster.js";
 import {
   SeppClient,
   AlreadyExistsError,
@@ -13,27 +13,11 @@ import {
   Schedule,
 } from "../src/index.js";
 
-let cluster: DevCluster;
 let client: SeppClient;
 
-before(
-  async () => {
-    cluster = await DevCluster.start();
-    // No wait for the features: a new cluster's leader holds a unique,
-    // expiring or schedule write until it has asked its members, rather
-    // than refusing it, so the first tests run right after the start.
-    client = await SeppClient.connect(cluster.urls);
-  },
-  { timeout: 120_000 },
-);
-
-after(
-  async () => {
-    client?.close();
-    await cluster?.stop();
-  },
-  { timeout: 60_000 },
-);
+useCluster((_, cl) => {
+  client = cl;
+});
 
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
