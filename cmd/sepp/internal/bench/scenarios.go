@@ -424,13 +424,15 @@ func (r *runner) queueStats(ctx context.Context, queue string) (client.QueueStat
 }
 
 // endToEnd offers a fixed rate (so the figure is not queueing delay) and
-// measures enqueue start to ack done.
+// measures from enqueue start to the delivery in the worker's hands, where
+// a handler starts (e2e_to_handler), and to its ack done (e2e_latency).
 func (r *runner) endToEnd(ctx context.Context) error {
 	queue := queueName("e2e")
 	rate := max(r.opts.MixedRate, 1)
 	n := int(float64(rate) * r.opts.MixedRateFor.Seconds())
 	var mu sync.Mutex
 	lat := make([]time.Duration, 0, n)
+	started := make([]time.Duration, 0, n)
 	var got atomic.Int64
 	workCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -444,6 +446,13 @@ func (r *runner) endToEnd(ctx context.Context) error {
 				if err != nil {
 					return
 				}
+				mu.Lock()
+				for _, d := range ds {
+					if _, sent, ok := payloadSeq(d.Job.Payload); ok {
+						started = append(started, time.Since(sent))
+					}
+				}
+				mu.Unlock()
 				_ = r.ackAll(ctx, ds, func(d client.Delivery) {
 					if _, sent, ok := payloadSeq(d.Job.Payload); ok {
 						mu.Lock()
@@ -477,7 +486,10 @@ func (r *runner) endToEnd(ctx context.Context) error {
 	mu.Lock()
 	defer mu.Unlock()
 	sortDurations(lat)
+	sortDurations(started)
 	r.add("e2e_offered_rate", float64(rate), "jobs/s")
+	r.add("e2e_to_handler_p50", ms(percentile(started, 0.50)), "ms")
+	r.add("e2e_to_handler_p99", ms(percentile(started, 0.99)), "ms")
 	r.add("e2e_latency_p50", ms(percentile(lat, 0.50)), "ms")
 	r.add("e2e_latency_p99", ms(percentile(lat, 0.99)), "ms")
 	return nil
