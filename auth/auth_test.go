@@ -62,7 +62,7 @@ func TestMethodRoles_CoverEveryMethodExactly(t *testing.T) {
 
 // wantRole is the brief's table, written out independently of MethodRoles.
 var wantRole = map[string]Role{
-	"Enqueue": RoleProducer, "EnqueueBatch": RoleProducer,
+	"Enqueue": RoleProducer, "EnqueueBatch": RoleProducer, "WaitJob": RoleProducer,
 	"Reserve": RoleWorker, "Ack": RoleWorker, "AckBatch": RoleWorker, "Nack": RoleWorker, "Release": RoleWorker, "ExtendLease": RoleWorker,
 	"GetServerInfo": RoleViewer, "ListQueues": RoleViewer, "ListJobs": RoleViewer, "GetJob": RoleViewer,
 	"ListDeadLetters": RoleViewer, "GetDeadLetter": RoleViewer, "Status": RoleViewer, "GetQueue": RoleViewer,

@@ -49,6 +49,10 @@ func ParseRole(s string) (Role, error) {
 var MethodRoles = map[string]Role{
 	seppv1.QueueService_Enqueue_FullMethodName:      RoleProducer,
 	seppv1.QueueService_EnqueueBatch_FullMethodName: RoleProducer,
+	// WaitJob is the producer's half of enqueue-and-wait: a token that
+	// enqueues must be able to await its jobs' outcomes without also
+	// being a viewer of every queue.
+	seppv1.QueueService_WaitJob_FullMethodName: RoleProducer,
 
 	seppv1.QueueService_Reserve_FullMethodName:     RoleWorker,
 	seppv1.QueueService_Ack_FullMethodName:         RoleWorker,

@@ -137,6 +137,17 @@ func (s Server) GCMinHeadroomBytes() (int64, error) {
 // payloads are pointer-free, so the mark walks the job records only.
 const DefaultGCPercent = 50
 
+// DefaultMaxResultBytes is limits.max_result_bytes's default: a result is
+// a job's outcome (an id, a status, a small document), not a payload; 64
+// KiB holds those and keeps a completed job's record small on disk.
+// MaxMaxResultBytes is its upper bound, the default max_payload_bytes'
+// 1 MiB times 16: above it a result belongs in a blob store, named by the
+// result.
+const (
+	DefaultMaxResultBytes = 64 << 10
+	MaxMaxResultBytes     = 16 << 20
+)
+
 // MemoryLimitBytes interprets server.memory_limit: the limit in bytes, or
 // auto true for "auto" (the caller derives it from the cgroup), or 0 for
 // none.
@@ -305,6 +316,12 @@ type Limits struct {
 	// MaxPayloadBytes is the largest job payload (advertised); one byte more
 	// is InvalidArgument naming payload.
 	MaxPayloadBytes int `toml:"max_payload_bytes"`
+	// MaxResultBytes is the largest result an Ack may carry (advertised),
+	// 1..16 MiB, default 64 KiB; one byte more is InvalidArgument naming
+	// result and the limit. The leader checks it before proposing, so the
+	// leader's value applies; server.max_message_bytes must exceed it by
+	// at least 64 KiB.
+	MaxResultBytes int `toml:"max_result_bytes"`
 	// MaxBatchSize is the most jobs in one EnqueueBatch (advertised).
 	MaxBatchSize int `toml:"max_batch_size"`
 	// MaxCustomFields is the most custom fields on one job.
@@ -641,6 +658,7 @@ func Default() Config {
 			DefaultLeaseMS:         lim.DefaultLease.Milliseconds(),
 			MaxLeaseMS:             lim.MaxLease.Milliseconds(),
 			MaxPayloadBytes:        lim.MaxPayloadBytes,
+			MaxResultBytes:         DefaultMaxResultBytes,
 			MaxBatchSize:           lim.MaxBatchSize,
 			MaxCustomFields:        lim.MaxCustomFields,
 			MaxCustomFieldBytes:    lim.MaxCustomFieldBytes,
@@ -774,6 +792,11 @@ func (c Config) Validate() error {
 	}); s.MaxMessageBytes < job+64<<10 {
 		add("server.max_message_bytes (%d) must exceed the largest job the limits allow (%d bytes: limits.max_payload_bytes %d, max_custom_fields x max_custom_field_bytes, names, attempt_history) by at least 64 KiB",
 			s.MaxMessageBytes, job, c.Limits.MaxPayloadBytes)
+	}
+	if r := c.Limits.MaxResultBytes; r < 1 || r > MaxMaxResultBytes {
+		add("limits.max_result_bytes: must be 1..%d, got %d", MaxMaxResultBytes, r)
+	} else if s.MaxMessageBytes < r+64<<10 {
+		add("server.max_message_bytes (%d) must exceed limits.max_result_bytes (%d) by at least 64 KiB", s.MaxMessageBytes, r)
 	}
 	if s.ReadyMaxApplyLag < 1 || s.ReadyMaxApplyLag > 1<<30 {
 		add("server.ready_max_apply_lag: must be 1..%d entries, got %d", 1<<30, s.ReadyMaxApplyLag)

@@ -338,6 +338,7 @@ func limitsToProto(l engine.Limits, o Options) *seppv1.Limits {
 		MaxLeaseMs:           l.MaxLease.Milliseconds(),
 		MaxReserveWaitMs:     o.MaxReserveWait.Milliseconds(),
 		MaxPayloadBytes:      uint64OrZero(l.MaxPayloadBytes),
+		MaxResultBytes:       uint64OrZero(o.MaxResultBytes),
 		MaxBatchSize:         uint32(max(l.MaxBatchSize, 0)),
 		MaxCustomFields:      uint32(max(l.MaxCustomFields, 0)),
 		MaxCustomFieldBytes:  uint64OrZero(l.MaxCustomFieldBytes),

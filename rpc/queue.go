@@ -370,6 +370,9 @@ func (s *queueService) Ack(ctx context.Context, req *seppv1.AckRequest) (*seppv1
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkResult(req.GetResult()); err != nil {
+		return nil, err
+	}
 	spans := s.settleSpans(ctx, "ack", []engine.LeaseRef{ref})
 	_, err = Propose(ctx, s.b, engine.AckOp{Ref: ref})
 	if spans != nil {
@@ -379,6 +382,27 @@ func (s *queueService) Ack(ctx context.Context, req *seppv1.AckRequest) (*seppv1
 		return nil, err
 	}
 	return &seppv1.AckResponse{}, nil
+}
+
+// ErrResultNotKept refuses an Ack that carries a result on a server that
+// keeps no results: nothing was applied, the lease still holds. A worker
+// that sends a result expects it kept (WaitJob, GetJob), so dropping it
+// silently would lose the job's outcome; the worker may ack without it.
+// The gRPC layer answers FailedPrecondition with a PreconditionFailure of
+// type VERSION naming the feature "results".
+var ErrResultNotKept = errors.New("result: this server keeps no job results (the capability \"results\" is missing from GetServerInfo); ack without a result")
+
+// checkResult checks an Ack's result against max_result_bytes, then
+// refuses a non-empty one while the server keeps no results.
+func (s *queueService) checkResult(result []byte) error {
+	if n := len(result); n > s.opts.MaxResultBytes {
+		return invalidField("result", "max_result_bytes="+itoa(s.opts.MaxResultBytes),
+			"must be at most max_result_bytes=%d bytes, got %d", s.opts.MaxResultBytes, n)
+	}
+	if len(result) > 0 {
+		return ErrResultNotKept
+	}
+	return nil
 }
 
 // MaxAckBatch is the most deliveries one AckBatch call may carry.

@@ -26,6 +26,7 @@ const (
 	DefaultMaxReserveWait         = 30 * time.Second
 	DefaultMaxConcurrentLongPolls = 1024
 	DefaultLeaderWait             = 500 * time.Millisecond // a few election timeouts
+	DefaultMaxResultBytes         = 64 << 10               // config.DefaultMaxResultBytes
 )
 
 // Options configure NewGRPCServer. The zero value is usable.
@@ -37,6 +38,9 @@ type Options struct {
 	MaxMessageBytes int
 	// MaxReserveWait caps the long-poll wait a Reserve may ask for.
 	MaxReserveWait time.Duration
+	// MaxResultBytes bounds an Ack's result (advertised); a larger one
+	// fails with InvalidArgument naming result and the limit.
+	MaxResultBytes int
 	// MaxConcurrentLongPolls caps the Reserves waiting at once on this
 	// server; one more fails with ResourceExhausted.
 	MaxConcurrentLongPolls int
@@ -78,6 +82,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxReserveWait <= 0 {
 		o.MaxReserveWait = DefaultMaxReserveWait
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = DefaultMaxResultBytes
 	}
 	if o.MaxConcurrentLongPolls <= 0 {
 		o.MaxConcurrentLongPolls = DefaultMaxConcurrentLongPolls

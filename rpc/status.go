@@ -37,6 +37,7 @@ import (
 //	engine ErrAlreadyExists          AlreadyExists
 //	engine ErrQueueNotEmpty, ErrQueueInUse  FailedPrecondition + PreconditionFailure(QUEUE)
 //	cluster ErrUpgradeInProgress     FailedPrecondition + PreconditionFailure(VERSION)
+//	rpc ErrResultNotKept             FailedPrecondition + PreconditionFailure(VERSION, feature=results)
 //	cluster ErrUnknownMember         NotFound (no such voter to transfer to)
 //	engine ErrQueueFull, ErrCapacity ResourceExhausted
 //	engine *MemoryFullError          ResourceExhausted + QuotaFailure(the budget's key)
@@ -163,6 +164,10 @@ func statusFor(err error) *status.Status {
 	case errors.Is(err, engine.ErrQueueNotEmpty), errors.Is(err, engine.ErrQueueInUse):
 		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
 			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "QUEUE", Subject: "queue", Description: err.Error()}},
+		})
+	case errors.Is(err, ErrResultNotKept):
+		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
+			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "VERSION", Subject: "feature=results", Description: err.Error()}},
 		})
 	case errors.Is(err, cluster.ErrUpgradeInProgress):
 		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{

@@ -286,6 +286,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		Logger:                 log.Named("rpc"),
 		MaxMessageBytes:        cfg.Server.MaxMessageBytes,
 		MaxReserveWait:         time.Duration(cfg.Server.MaxLongPollMS) * time.Millisecond,
+		MaxResultBytes:         cfg.Limits.MaxResultBytes,
 		MaxConcurrentLongPolls: cfg.Server.MaxLongPolls,
 		Version:                version,
 		Registerer:             reg,

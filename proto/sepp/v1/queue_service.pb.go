@@ -24,6 +24,152 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type WaitJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// How long to wait; 0 takes the default (30 s), more than 60 s is capped.
+	TimeoutMs     int64 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitJobRequest) Reset() {
+	*x = WaitJobRequest{}
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitJobRequest) ProtoMessage() {}
+
+func (x *WaitJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitJobRequest.ProtoReflect.Descriptor instead.
+func (*WaitJobRequest) Descriptor() ([]byte, []int) {
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WaitJobRequest) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *WaitJobRequest) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type WaitJobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job as the server holds it now (its state is the terminal one when
+	// terminal is true).
+	Job *Job `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	// True when the job reached a terminal state; false when the wait ran
+	// out first.
+	Terminal bool `protobuf:"varint,2,opt,name=terminal,proto3" json:"terminal,omitempty"`
+	// JOB_STATE_COMPLETED or JOB_STATE_DEAD when terminal; the job's current
+	// state otherwise.
+	State JobState `protobuf:"varint,3,opt,name=state,proto3,enum=sepp.v1.JobState" json:"state,omitempty"`
+	// The worker's result of a completed job (empty when it gave none).
+	Result []byte `protobuf:"bytes,4,opt,name=result,proto3" json:"result,omitempty"`
+	// Why a dead job died; UNSPECIFIED unless state is JOB_STATE_DEAD.
+	Cause DeadLetterCause `protobuf:"varint,5,opt,name=cause,proto3,enum=sepp.v1.DeadLetterCause" json:"cause,omitempty"`
+	// When the job completed or died.
+	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitJobResponse) Reset() {
+	*x = WaitJobResponse{}
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitJobResponse) ProtoMessage() {}
+
+func (x *WaitJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitJobResponse.ProtoReflect.Descriptor instead.
+func (*WaitJobResponse) Descriptor() ([]byte, []int) {
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WaitJobResponse) GetJob() *Job {
+	if x != nil {
+		return x.Job
+	}
+	return nil
+}
+
+func (x *WaitJobResponse) GetTerminal() bool {
+	if x != nil {
+		return x.Terminal
+	}
+	return false
+}
+
+func (x *WaitJobResponse) GetState() JobState {
+	if x != nil {
+		return x.State
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
+func (x *WaitJobResponse) GetResult() []byte {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *WaitJobResponse) GetCause() DeadLetterCause {
+	if x != nil {
+		return x.Cause
+	}
+	return DeadLetterCause_DEAD_LETTER_CAUSE_UNSPECIFIED
+}
+
+func (x *WaitJobResponse) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
+}
+
 type EnqueueRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Queue   string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
@@ -63,7 +209,7 @@ type EnqueueRequest struct {
 
 func (x *EnqueueRequest) Reset() {
 	*x = EnqueueRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[0]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -75,7 +221,7 @@ func (x *EnqueueRequest) String() string {
 func (*EnqueueRequest) ProtoMessage() {}
 
 func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[0]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -88,7 +234,7 @@ func (x *EnqueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{0}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *EnqueueRequest) GetQueue() string {
@@ -197,7 +343,7 @@ type UniqueOptions struct {
 
 func (x *UniqueOptions) Reset() {
 	*x = UniqueOptions{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[1]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -209,7 +355,7 @@ func (x *UniqueOptions) String() string {
 func (*UniqueOptions) ProtoMessage() {}
 
 func (x *UniqueOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[1]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -222,7 +368,7 @@ func (x *UniqueOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UniqueOptions.ProtoReflect.Descriptor instead.
 func (*UniqueOptions) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{1}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UniqueOptions) GetKey() string {
@@ -275,7 +421,7 @@ type EnqueueResponse struct {
 
 func (x *EnqueueResponse) Reset() {
 	*x = EnqueueResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[2]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -287,7 +433,7 @@ func (x *EnqueueResponse) String() string {
 func (*EnqueueResponse) ProtoMessage() {}
 
 func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[2]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -300,7 +446,7 @@ func (x *EnqueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{2}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EnqueueResponse) GetJobId() uint64 {
@@ -333,7 +479,7 @@ type EnqueueBatchRequest struct {
 
 func (x *EnqueueBatchRequest) Reset() {
 	*x = EnqueueBatchRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[3]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -345,7 +491,7 @@ func (x *EnqueueBatchRequest) String() string {
 func (*EnqueueBatchRequest) ProtoMessage() {}
 
 func (x *EnqueueBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[3]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -358,7 +504,7 @@ func (x *EnqueueBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchRequest.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{3}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EnqueueBatchRequest) GetJobs() []*EnqueueRequest {
@@ -378,7 +524,7 @@ type EnqueueBatchResponse struct {
 
 func (x *EnqueueBatchResponse) Reset() {
 	*x = EnqueueBatchResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[4]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -390,7 +536,7 @@ func (x *EnqueueBatchResponse) String() string {
 func (*EnqueueBatchResponse) ProtoMessage() {}
 
 func (x *EnqueueBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[4]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -403,7 +549,7 @@ func (x *EnqueueBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchResponse.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{4}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EnqueueBatchResponse) GetResults() []*EnqueueBatchResult {
@@ -427,7 +573,7 @@ type EnqueueBatchResult struct {
 
 func (x *EnqueueBatchResult) Reset() {
 	*x = EnqueueBatchResult{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[5]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -439,7 +585,7 @@ func (x *EnqueueBatchResult) String() string {
 func (*EnqueueBatchResult) ProtoMessage() {}
 
 func (x *EnqueueBatchResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[5]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -452,7 +598,7 @@ func (x *EnqueueBatchResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnqueueBatchResult.ProtoReflect.Descriptor instead.
 func (*EnqueueBatchResult) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{5}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EnqueueBatchResult) GetOutcome() isEnqueueBatchResult_Outcome {
@@ -517,7 +663,7 @@ type ReserveRequest struct {
 
 func (x *ReserveRequest) Reset() {
 	*x = ReserveRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[6]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +675,7 @@ func (x *ReserveRequest) String() string {
 func (*ReserveRequest) ProtoMessage() {}
 
 func (x *ReserveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[6]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +688,7 @@ func (x *ReserveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveRequest.ProtoReflect.Descriptor instead.
 func (*ReserveRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{6}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReserveRequest) GetQueue() string {
@@ -597,7 +743,7 @@ type ReserveResponse struct {
 
 func (x *ReserveResponse) Reset() {
 	*x = ReserveResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[7]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +755,7 @@ func (x *ReserveResponse) String() string {
 func (*ReserveResponse) ProtoMessage() {}
 
 func (x *ReserveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[7]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +768,7 @@ func (x *ReserveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveResponse.ProtoReflect.Descriptor instead.
 func (*ReserveResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{7}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReserveResponse) GetJobs() []*ReservedJob {
@@ -633,15 +779,18 @@ func (x *ReserveResponse) GetJobs() []*ReservedJob {
 }
 
 type AckRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ctx           *JobContext            `protobuf:"bytes,1,opt,name=ctx,proto3" json:"ctx,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Ctx   *JobContext            `protobuf:"bytes,1,opt,name=ctx,proto3" json:"ctx,omitempty"`
+	// The job's result, kept with the completed job for completed_retention
+	// (GetJob, ListJobs, WaitJob). At most max_result_bytes.
+	Result        []byte `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[8]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -653,7 +802,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[8]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -666,12 +815,19 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{8}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AckRequest) GetCtx() *JobContext {
 	if x != nil {
 		return x.Ctx
+	}
+	return nil
+}
+
+func (x *AckRequest) GetResult() []byte {
+	if x != nil {
+		return x.Result
 	}
 	return nil
 }
@@ -684,7 +840,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[9]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +852,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[9]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +865,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{9}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{11}
 }
 
 type AckBatchRequest struct {
@@ -721,7 +877,7 @@ type AckBatchRequest struct {
 
 func (x *AckBatchRequest) Reset() {
 	*x = AckBatchRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[10]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -733,7 +889,7 @@ func (x *AckBatchRequest) String() string {
 func (*AckBatchRequest) ProtoMessage() {}
 
 func (x *AckBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[10]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -746,7 +902,7 @@ func (x *AckBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckBatchRequest.ProtoReflect.Descriptor instead.
 func (*AckBatchRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{10}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AckBatchRequest) GetCtxs() []*JobContext {
@@ -766,7 +922,7 @@ type AckBatchResponse struct {
 
 func (x *AckBatchResponse) Reset() {
 	*x = AckBatchResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[11]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +934,7 @@ func (x *AckBatchResponse) String() string {
 func (*AckBatchResponse) ProtoMessage() {}
 
 func (x *AckBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[11]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +947,7 @@ func (x *AckBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckBatchResponse.ProtoReflect.Descriptor instead.
 func (*AckBatchResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{11}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AckBatchResponse) GetResults() []*AckBatchResult {
@@ -811,7 +967,7 @@ type AckBatchResult struct {
 
 func (x *AckBatchResult) Reset() {
 	*x = AckBatchResult{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[12]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +979,7 @@ func (x *AckBatchResult) String() string {
 func (*AckBatchResult) ProtoMessage() {}
 
 func (x *AckBatchResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[12]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +992,7 @@ func (x *AckBatchResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckBatchResult.ProtoReflect.Descriptor instead.
 func (*AckBatchResult) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{12}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AckBatchResult) GetError() *ItemError {
@@ -855,7 +1011,7 @@ type ReleaseRequest struct {
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[13]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +1023,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[13]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +1036,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{13}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReleaseRequest) GetCtx() *JobContext {
@@ -898,7 +1054,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[14]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1066,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[14]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1079,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{14}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{16}
 }
 
 // RetryDirective is the worker's word on what happens after a nack; at most
@@ -943,7 +1099,7 @@ type RetryDirective struct {
 
 func (x *RetryDirective) Reset() {
 	*x = RetryDirective{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[15]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -955,7 +1111,7 @@ func (x *RetryDirective) String() string {
 func (*RetryDirective) ProtoMessage() {}
 
 func (x *RetryDirective) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[15]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -968,7 +1124,7 @@ func (x *RetryDirective) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryDirective.ProtoReflect.Descriptor instead.
 func (*RetryDirective) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{15}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RetryDirective) GetDirective() isRetryDirective_Directive {
@@ -1041,7 +1197,7 @@ type NackRequest struct {
 
 func (x *NackRequest) Reset() {
 	*x = NackRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[16]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1053,7 +1209,7 @@ func (x *NackRequest) String() string {
 func (*NackRequest) ProtoMessage() {}
 
 func (x *NackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[16]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1066,7 +1222,7 @@ func (x *NackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackRequest.ProtoReflect.Descriptor instead.
 func (*NackRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{16}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NackRequest) GetCtx() *JobContext {
@@ -1103,7 +1259,7 @@ type NackResponse struct {
 
 func (x *NackResponse) Reset() {
 	*x = NackResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[17]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1271,7 @@ func (x *NackResponse) String() string {
 func (*NackResponse) ProtoMessage() {}
 
 func (x *NackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[17]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1284,7 @@ func (x *NackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NackResponse.ProtoReflect.Descriptor instead.
 func (*NackResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{17}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *NackResponse) GetDeadLettered() bool {
@@ -1156,7 +1312,7 @@ type ExtendLeaseRequest struct {
 
 func (x *ExtendLeaseRequest) Reset() {
 	*x = ExtendLeaseRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[18]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1168,7 +1324,7 @@ func (x *ExtendLeaseRequest) String() string {
 func (*ExtendLeaseRequest) ProtoMessage() {}
 
 func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[18]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1181,7 +1337,7 @@ func (x *ExtendLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{18}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExtendLeaseRequest) GetCtx() *JobContext {
@@ -1207,7 +1363,7 @@ type ExtendLeaseResponse struct {
 
 func (x *ExtendLeaseResponse) Reset() {
 	*x = ExtendLeaseResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[19]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1375,7 @@ func (x *ExtendLeaseResponse) String() string {
 func (*ExtendLeaseResponse) ProtoMessage() {}
 
 func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[19]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1388,7 @@ func (x *ExtendLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ExtendLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{19}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExtendLeaseResponse) GetLeaseDeadline() *timestamppb.Timestamp {
@@ -1254,7 +1410,7 @@ type DrainDeadLettersRequest struct {
 
 func (x *DrainDeadLettersRequest) Reset() {
 	*x = DrainDeadLettersRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[20]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1422,7 @@ func (x *DrainDeadLettersRequest) String() string {
 func (*DrainDeadLettersRequest) ProtoMessage() {}
 
 func (x *DrainDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[20]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1435,7 @@ func (x *DrainDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*DrainDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{20}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DrainDeadLettersRequest) GetQueue() string {
@@ -1312,7 +1468,7 @@ type DrainDeadLettersResponse struct {
 
 func (x *DrainDeadLettersResponse) Reset() {
 	*x = DrainDeadLettersResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[21]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1324,7 +1480,7 @@ func (x *DrainDeadLettersResponse) String() string {
 func (*DrainDeadLettersResponse) ProtoMessage() {}
 
 func (x *DrainDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[21]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1337,7 +1493,7 @@ func (x *DrainDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*DrainDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{21}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DrainDeadLettersResponse) GetRecords() []*DeadLetterRecord {
@@ -1371,7 +1527,7 @@ type GetServerInfoRequest struct {
 
 func (x *GetServerInfoRequest) Reset() {
 	*x = GetServerInfoRequest{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[22]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1539,7 @@ func (x *GetServerInfoRequest) String() string {
 func (*GetServerInfoRequest) ProtoMessage() {}
 
 func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[22]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1552,7 @@ func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{22}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetServerInfoRequest) GetAllowStale() bool {
@@ -1440,7 +1596,7 @@ type GetServerInfoResponse struct {
 
 func (x *GetServerInfoResponse) Reset() {
 	*x = GetServerInfoResponse{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[23]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1608,7 @@ func (x *GetServerInfoResponse) String() string {
 func (*GetServerInfoResponse) ProtoMessage() {}
 
 func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[23]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1621,7 @@ func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{23}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetServerInfoResponse) GetVersion() string {
@@ -1576,7 +1732,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[24]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1744,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[24]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1757,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{24}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Capability) GetName() string {
@@ -1677,13 +1833,18 @@ type Limits struct {
 	PayloadsOffHeap bool `protobuf:"varint,28,opt,name=payloads_off_heap,json=payloadsOffHeap,proto3" json:"payloads_off_heap,omitempty"`
 	// The space this node's payload store takes on disk: its own figure.
 	PayloadStoreBytes uint64 `protobuf:"varint,29,opt,name=payload_store_bytes,json=payloadStoreBytes,proto3" json:"payload_store_bytes,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The largest result an Ack may carry ([limits] max_result_bytes).
+	MaxResultBytes uint64 `protobuf:"varint,30,opt,name=max_result_bytes,json=maxResultBytes,proto3" json:"max_result_bytes,omitempty"`
+	// How long completed jobs are kept with their results
+	// ([limits] completed_retention); 0: not kept.
+	CompletedRetentionMs int64 `protobuf:"varint,31,opt,name=completed_retention_ms,json=completedRetentionMs,proto3" json:"completed_retention_ms,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[25]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1856,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[25]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1869,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{25}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Limits) GetMinPriority() uint32 {
@@ -1914,6 +2075,20 @@ func (x *Limits) GetPayloadStoreBytes() uint64 {
 	return 0
 }
 
+func (x *Limits) GetMaxResultBytes() uint64 {
+	if x != nil {
+		return x.MaxResultBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetCompletedRetentionMs() int64 {
+	if x != nil {
+		return x.CompletedRetentionMs
+	}
+	return 0
+}
+
 // QueueLimits are one configured queue's effective settings (its overrides
 // applied over the global ones).
 type QueueLimits struct {
@@ -1954,7 +2129,7 @@ type QueueLimits struct {
 
 func (x *QueueLimits) Reset() {
 	*x = QueueLimits{}
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[26]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1966,7 +2141,7 @@ func (x *QueueLimits) String() string {
 func (*QueueLimits) ProtoMessage() {}
 
 func (x *QueueLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_queue_service_proto_msgTypes[26]
+	mi := &file_sepp_v1_queue_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1979,7 +2154,7 @@ func (x *QueueLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueLimits.ProtoReflect.Descriptor instead.
 func (*QueueLimits) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{26}
+	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *QueueLimits) GetName() string {
@@ -2112,7 +2287,19 @@ var File_sepp_v1_queue_service_proto protoreflect.FileDescriptor
 
 const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1bsepp/v1/queue_service.proto\x12\asepp.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13sepp/v1/types.proto\"\xcd\x04\n" +
+	"\x1bsepp/v1/queue_service.proto\x12\asepp.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13sepp/v1/types.proto\"F\n" +
+	"\x0eWaitJobRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\"\xfb\x01\n" +
+	"\x0fWaitJobResponse\x12\x1e\n" +
+	"\x03job\x18\x01 \x01(\v2\f.sepp.v1.JobR\x03job\x12\x1a\n" +
+	"\bterminal\x18\x02 \x01(\bR\bterminal\x12'\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x11.sepp.v1.JobStateR\x05state\x12\x16\n" +
+	"\x06result\x18\x04 \x01(\fR\x06result\x12.\n" +
+	"\x05cause\x18\x05 \x01(\x0e2\x18.sepp.v1.DeadLetterCauseR\x05cause\x12;\n" +
+	"\vfinished_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\"\xcd\x04\n" +
 	"\x0eEnqueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
@@ -2159,10 +2346,11 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\";\n" +
 	"\x0fReserveResponse\x12(\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x14.sepp.v1.ReservedJobR\x04jobs\"3\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x14.sepp.v1.ReservedJobR\x04jobs\"K\n" +
 	"\n" +
 	"AckRequest\x12%\n" +
-	"\x03ctx\x18\x01 \x01(\v2\x13.sepp.v1.JobContextR\x03ctx\"\r\n" +
+	"\x03ctx\x18\x01 \x01(\v2\x13.sepp.v1.JobContextR\x03ctx\x12\x16\n" +
+	"\x06result\x18\x02 \x01(\fR\x06result\"\r\n" +
 	"\vAckResponse\":\n" +
 	"\x0fAckBatchRequest\x12'\n" +
 	"\x04ctxs\x18\x01 \x03(\v2\x13.sepp.v1.JobContextR\x04ctxs\"E\n" +
@@ -2221,7 +2409,8 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"Capability\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fcommand_version\x18\x02 \x01(\rR\x0ecommandVersion\x12#\n" +
-	"\rcluster_ready\x18\x03 \x01(\bR\fclusterReady\"\xfd\t\n" +
+	"\rcluster_ready\x18\x03 \x01(\bR\fclusterReady\"\xdd\n" +
+	"\n" +
 	"\x06Limits\x12!\n" +
 	"\fmin_priority\x18\x01 \x01(\rR\vminPriority\x12!\n" +
 	"\fmax_priority\x18\x02 \x01(\rR\vmaxPriority\x12)\n" +
@@ -2253,7 +2442,9 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x0emax_disk_bytes\x18\x1a \x01(\x04R\fmaxDiskBytes\x12&\n" +
 	"\x0fdisk_held_bytes\x18\x1b \x01(\x04R\rdiskHeldBytes\x12*\n" +
 	"\x11payloads_off_heap\x18\x1c \x01(\bR\x0fpayloadsOffHeap\x12.\n" +
-	"\x13payload_store_bytes\x18\x1d \x01(\x04R\x11payloadStoreBytes\"\xce\x05\n" +
+	"\x13payload_store_bytes\x18\x1d \x01(\x04R\x11payloadStoreBytes\x12(\n" +
+	"\x10max_result_bytes\x18\x1e \x01(\x04R\x0emaxResultBytes\x124\n" +
+	"\x16completed_retention_ms\x18\x1f \x01(\x03R\x14completedRetentionMs\"\xce\x05\n" +
 	"\vQueueLimits\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10default_priority\x18\x02 \x01(\rR\x0fdefaultPriority\x120\n" +
@@ -2276,7 +2467,7 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x0fconcurrency_key\x18@ \x01(\tR\x0econcurrencyKey\x12\x1e\n" +
 	"\vmax_per_key\x18A \x01(\x04R\tmaxPerKey\x12\x1f\n" +
 	"\vmax_wait_ms\x18\x8c\x01 \x01(\x03R\tmaxWaitMs\x12\"\n" +
-	"\ffairness_key\x18\x8d\x01 \x01(\tR\vfairnessKey2\xb0\x05\n" +
+	"\ffairness_key\x18\x8d\x01 \x01(\tR\vfairnessKey2\xee\x05\n" +
 	"\fQueueService\x12<\n" +
 	"\aEnqueue\x12\x17.sepp.v1.EnqueueRequest\x1a\x18.sepp.v1.EnqueueResponse\x12K\n" +
 	"\fEnqueueBatch\x12\x1c.sepp.v1.EnqueueBatchRequest\x1a\x1d.sepp.v1.EnqueueBatchResponse\x12<\n" +
@@ -2287,7 +2478,8 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x04Nack\x12\x14.sepp.v1.NackRequest\x1a\x15.sepp.v1.NackResponse\x12H\n" +
 	"\vExtendLease\x12\x1b.sepp.v1.ExtendLeaseRequest\x1a\x1c.sepp.v1.ExtendLeaseResponse\x12W\n" +
 	"\x10DrainDeadLetters\x12 .sepp.v1.DrainDeadLettersRequest\x1a!.sepp.v1.DrainDeadLettersResponse\x12N\n" +
-	"\rGetServerInfo\x12\x1d.sepp.v1.GetServerInfoRequest\x1a\x1e.sepp.v1.GetServerInfoResponseB.Z,github.com/sepp-io/sepp/proto/sepp/v1;seppv1b\x06proto3"
+	"\rGetServerInfo\x12\x1d.sepp.v1.GetServerInfoRequest\x1a\x1e.sepp.v1.GetServerInfoResponse\x12<\n" +
+	"\aWaitJob\x12\x17.sepp.v1.WaitJobRequest\x1a\x18.sepp.v1.WaitJobResponseB.Z,github.com/sepp-io/sepp/proto/sepp/v1;seppv1b\x06proto3"
 
 var (
 	file_sepp_v1_queue_service_proto_rawDescOnce sync.Once
@@ -2301,108 +2493,118 @@ func file_sepp_v1_queue_service_proto_rawDescGZIP() []byte {
 	return file_sepp_v1_queue_service_proto_rawDescData
 }
 
-var file_sepp_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_sepp_v1_queue_service_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_sepp_v1_queue_service_proto_goTypes = []any{
-	(*EnqueueRequest)(nil),           // 0: sepp.v1.EnqueueRequest
-	(*UniqueOptions)(nil),            // 1: sepp.v1.UniqueOptions
-	(*EnqueueResponse)(nil),          // 2: sepp.v1.EnqueueResponse
-	(*EnqueueBatchRequest)(nil),      // 3: sepp.v1.EnqueueBatchRequest
-	(*EnqueueBatchResponse)(nil),     // 4: sepp.v1.EnqueueBatchResponse
-	(*EnqueueBatchResult)(nil),       // 5: sepp.v1.EnqueueBatchResult
-	(*ReserveRequest)(nil),           // 6: sepp.v1.ReserveRequest
-	(*ReserveResponse)(nil),          // 7: sepp.v1.ReserveResponse
-	(*AckRequest)(nil),               // 8: sepp.v1.AckRequest
-	(*AckResponse)(nil),              // 9: sepp.v1.AckResponse
-	(*AckBatchRequest)(nil),          // 10: sepp.v1.AckBatchRequest
-	(*AckBatchResponse)(nil),         // 11: sepp.v1.AckBatchResponse
-	(*AckBatchResult)(nil),           // 12: sepp.v1.AckBatchResult
-	(*ReleaseRequest)(nil),           // 13: sepp.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),          // 14: sepp.v1.ReleaseResponse
-	(*RetryDirective)(nil),           // 15: sepp.v1.RetryDirective
-	(*NackRequest)(nil),              // 16: sepp.v1.NackRequest
-	(*NackResponse)(nil),             // 17: sepp.v1.NackResponse
-	(*ExtendLeaseRequest)(nil),       // 18: sepp.v1.ExtendLeaseRequest
-	(*ExtendLeaseResponse)(nil),      // 19: sepp.v1.ExtendLeaseResponse
-	(*DrainDeadLettersRequest)(nil),  // 20: sepp.v1.DrainDeadLettersRequest
-	(*DrainDeadLettersResponse)(nil), // 21: sepp.v1.DrainDeadLettersResponse
-	(*GetServerInfoRequest)(nil),     // 22: sepp.v1.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil),    // 23: sepp.v1.GetServerInfoResponse
-	(*Capability)(nil),               // 24: sepp.v1.Capability
-	(*Limits)(nil),                   // 25: sepp.v1.Limits
-	(*QueueLimits)(nil),              // 26: sepp.v1.QueueLimits
-	nil,                              // 27: sepp.v1.EnqueueRequest.CustomEntry
-	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
-	(*TraceContext)(nil),             // 29: sepp.v1.TraceContext
-	(JobState)(0),                    // 30: sepp.v1.JobState
-	(*ItemError)(nil),                // 31: sepp.v1.ItemError
-	(*durationpb.Duration)(nil),      // 32: google.protobuf.Duration
-	(*ReservedJob)(nil),              // 33: sepp.v1.ReservedJob
-	(*JobContext)(nil),               // 34: sepp.v1.JobContext
-	(*emptypb.Empty)(nil),            // 35: google.protobuf.Empty
-	(*DeadLetterRecord)(nil),         // 36: sepp.v1.DeadLetterRecord
-	(*MemberFacts)(nil),              // 37: sepp.v1.MemberFacts
-	(RetryBackoff)(0),                // 38: sepp.v1.RetryBackoff
+	(*WaitJobRequest)(nil),           // 0: sepp.v1.WaitJobRequest
+	(*WaitJobResponse)(nil),          // 1: sepp.v1.WaitJobResponse
+	(*EnqueueRequest)(nil),           // 2: sepp.v1.EnqueueRequest
+	(*UniqueOptions)(nil),            // 3: sepp.v1.UniqueOptions
+	(*EnqueueResponse)(nil),          // 4: sepp.v1.EnqueueResponse
+	(*EnqueueBatchRequest)(nil),      // 5: sepp.v1.EnqueueBatchRequest
+	(*EnqueueBatchResponse)(nil),     // 6: sepp.v1.EnqueueBatchResponse
+	(*EnqueueBatchResult)(nil),       // 7: sepp.v1.EnqueueBatchResult
+	(*ReserveRequest)(nil),           // 8: sepp.v1.ReserveRequest
+	(*ReserveResponse)(nil),          // 9: sepp.v1.ReserveResponse
+	(*AckRequest)(nil),               // 10: sepp.v1.AckRequest
+	(*AckResponse)(nil),              // 11: sepp.v1.AckResponse
+	(*AckBatchRequest)(nil),          // 12: sepp.v1.AckBatchRequest
+	(*AckBatchResponse)(nil),         // 13: sepp.v1.AckBatchResponse
+	(*AckBatchResult)(nil),           // 14: sepp.v1.AckBatchResult
+	(*ReleaseRequest)(nil),           // 15: sepp.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),          // 16: sepp.v1.ReleaseResponse
+	(*RetryDirective)(nil),           // 17: sepp.v1.RetryDirective
+	(*NackRequest)(nil),              // 18: sepp.v1.NackRequest
+	(*NackResponse)(nil),             // 19: sepp.v1.NackResponse
+	(*ExtendLeaseRequest)(nil),       // 20: sepp.v1.ExtendLeaseRequest
+	(*ExtendLeaseResponse)(nil),      // 21: sepp.v1.ExtendLeaseResponse
+	(*DrainDeadLettersRequest)(nil),  // 22: sepp.v1.DrainDeadLettersRequest
+	(*DrainDeadLettersResponse)(nil), // 23: sepp.v1.DrainDeadLettersResponse
+	(*GetServerInfoRequest)(nil),     // 24: sepp.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),    // 25: sepp.v1.GetServerInfoResponse
+	(*Capability)(nil),               // 26: sepp.v1.Capability
+	(*Limits)(nil),                   // 27: sepp.v1.Limits
+	(*QueueLimits)(nil),              // 28: sepp.v1.QueueLimits
+	nil,                              // 29: sepp.v1.EnqueueRequest.CustomEntry
+	(*Job)(nil),                      // 30: sepp.v1.Job
+	(JobState)(0),                    // 31: sepp.v1.JobState
+	(DeadLetterCause)(0),             // 32: sepp.v1.DeadLetterCause
+	(*timestamppb.Timestamp)(nil),    // 33: google.protobuf.Timestamp
+	(*TraceContext)(nil),             // 34: sepp.v1.TraceContext
+	(*ItemError)(nil),                // 35: sepp.v1.ItemError
+	(*durationpb.Duration)(nil),      // 36: google.protobuf.Duration
+	(*ReservedJob)(nil),              // 37: sepp.v1.ReservedJob
+	(*JobContext)(nil),               // 38: sepp.v1.JobContext
+	(*emptypb.Empty)(nil),            // 39: google.protobuf.Empty
+	(*DeadLetterRecord)(nil),         // 40: sepp.v1.DeadLetterRecord
+	(*MemberFacts)(nil),              // 41: sepp.v1.MemberFacts
+	(RetryBackoff)(0),                // 42: sepp.v1.RetryBackoff
 }
 var file_sepp_v1_queue_service_proto_depIdxs = []int32{
-	28, // 0: sepp.v1.EnqueueRequest.scheduled_at:type_name -> google.protobuf.Timestamp
-	27, // 1: sepp.v1.EnqueueRequest.custom:type_name -> sepp.v1.EnqueueRequest.CustomEntry
-	1,  // 2: sepp.v1.EnqueueRequest.unique:type_name -> sepp.v1.UniqueOptions
-	28, // 3: sepp.v1.EnqueueRequest.expires_at:type_name -> google.protobuf.Timestamp
-	29, // 4: sepp.v1.EnqueueRequest.trace_context:type_name -> sepp.v1.TraceContext
-	30, // 5: sepp.v1.EnqueueResponse.state:type_name -> sepp.v1.JobState
-	0,  // 6: sepp.v1.EnqueueBatchRequest.jobs:type_name -> sepp.v1.EnqueueRequest
-	5,  // 7: sepp.v1.EnqueueBatchResponse.results:type_name -> sepp.v1.EnqueueBatchResult
-	2,  // 8: sepp.v1.EnqueueBatchResult.enqueued:type_name -> sepp.v1.EnqueueResponse
-	31, // 9: sepp.v1.EnqueueBatchResult.error:type_name -> sepp.v1.ItemError
-	32, // 10: sepp.v1.ReserveRequest.lease:type_name -> google.protobuf.Duration
-	32, // 11: sepp.v1.ReserveRequest.wait:type_name -> google.protobuf.Duration
-	33, // 12: sepp.v1.ReserveResponse.jobs:type_name -> sepp.v1.ReservedJob
-	34, // 13: sepp.v1.AckRequest.ctx:type_name -> sepp.v1.JobContext
-	34, // 14: sepp.v1.AckBatchRequest.ctxs:type_name -> sepp.v1.JobContext
-	12, // 15: sepp.v1.AckBatchResponse.results:type_name -> sepp.v1.AckBatchResult
-	31, // 16: sepp.v1.AckBatchResult.error:type_name -> sepp.v1.ItemError
-	34, // 17: sepp.v1.ReleaseRequest.ctx:type_name -> sepp.v1.JobContext
-	35, // 18: sepp.v1.RetryDirective.default:type_name -> google.protobuf.Empty
-	32, // 19: sepp.v1.RetryDirective.after:type_name -> google.protobuf.Duration
-	35, // 20: sepp.v1.RetryDirective.dead_letter:type_name -> google.protobuf.Empty
-	34, // 21: sepp.v1.NackRequest.ctx:type_name -> sepp.v1.JobContext
-	15, // 22: sepp.v1.NackRequest.directive:type_name -> sepp.v1.RetryDirective
-	28, // 23: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
-	34, // 24: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
-	32, // 25: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
-	28, // 26: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
-	36, // 27: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
-	25, // 28: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
-	26, // 29: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
-	37, // 30: sepp.v1.GetServerInfoResponse.members:type_name -> sepp.v1.MemberFacts
-	24, // 31: sepp.v1.GetServerInfoResponse.capabilities:type_name -> sepp.v1.Capability
-	38, // 32: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	38, // 33: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	0,  // 34: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
-	3,  // 35: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
-	6,  // 36: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
-	8,  // 37: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
-	10, // 38: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
-	13, // 39: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
-	16, // 40: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
-	18, // 41: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
-	20, // 42: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
-	22, // 43: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
-	2,  // 44: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
-	4,  // 45: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
-	7,  // 46: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
-	9,  // 47: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
-	11, // 48: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
-	14, // 49: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
-	17, // 50: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
-	19, // 51: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
-	21, // 52: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
-	23, // 53: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
-	44, // [44:54] is the sub-list for method output_type
-	34, // [34:44] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	30, // 0: sepp.v1.WaitJobResponse.job:type_name -> sepp.v1.Job
+	31, // 1: sepp.v1.WaitJobResponse.state:type_name -> sepp.v1.JobState
+	32, // 2: sepp.v1.WaitJobResponse.cause:type_name -> sepp.v1.DeadLetterCause
+	33, // 3: sepp.v1.WaitJobResponse.finished_at:type_name -> google.protobuf.Timestamp
+	33, // 4: sepp.v1.EnqueueRequest.scheduled_at:type_name -> google.protobuf.Timestamp
+	29, // 5: sepp.v1.EnqueueRequest.custom:type_name -> sepp.v1.EnqueueRequest.CustomEntry
+	3,  // 6: sepp.v1.EnqueueRequest.unique:type_name -> sepp.v1.UniqueOptions
+	33, // 7: sepp.v1.EnqueueRequest.expires_at:type_name -> google.protobuf.Timestamp
+	34, // 8: sepp.v1.EnqueueRequest.trace_context:type_name -> sepp.v1.TraceContext
+	31, // 9: sepp.v1.EnqueueResponse.state:type_name -> sepp.v1.JobState
+	2,  // 10: sepp.v1.EnqueueBatchRequest.jobs:type_name -> sepp.v1.EnqueueRequest
+	7,  // 11: sepp.v1.EnqueueBatchResponse.results:type_name -> sepp.v1.EnqueueBatchResult
+	4,  // 12: sepp.v1.EnqueueBatchResult.enqueued:type_name -> sepp.v1.EnqueueResponse
+	35, // 13: sepp.v1.EnqueueBatchResult.error:type_name -> sepp.v1.ItemError
+	36, // 14: sepp.v1.ReserveRequest.lease:type_name -> google.protobuf.Duration
+	36, // 15: sepp.v1.ReserveRequest.wait:type_name -> google.protobuf.Duration
+	37, // 16: sepp.v1.ReserveResponse.jobs:type_name -> sepp.v1.ReservedJob
+	38, // 17: sepp.v1.AckRequest.ctx:type_name -> sepp.v1.JobContext
+	38, // 18: sepp.v1.AckBatchRequest.ctxs:type_name -> sepp.v1.JobContext
+	14, // 19: sepp.v1.AckBatchResponse.results:type_name -> sepp.v1.AckBatchResult
+	35, // 20: sepp.v1.AckBatchResult.error:type_name -> sepp.v1.ItemError
+	38, // 21: sepp.v1.ReleaseRequest.ctx:type_name -> sepp.v1.JobContext
+	39, // 22: sepp.v1.RetryDirective.default:type_name -> google.protobuf.Empty
+	36, // 23: sepp.v1.RetryDirective.after:type_name -> google.protobuf.Duration
+	39, // 24: sepp.v1.RetryDirective.dead_letter:type_name -> google.protobuf.Empty
+	38, // 25: sepp.v1.NackRequest.ctx:type_name -> sepp.v1.JobContext
+	17, // 26: sepp.v1.NackRequest.directive:type_name -> sepp.v1.RetryDirective
+	33, // 27: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
+	38, // 28: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
+	36, // 29: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
+	33, // 30: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
+	40, // 31: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
+	27, // 32: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
+	28, // 33: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
+	41, // 34: sepp.v1.GetServerInfoResponse.members:type_name -> sepp.v1.MemberFacts
+	26, // 35: sepp.v1.GetServerInfoResponse.capabilities:type_name -> sepp.v1.Capability
+	42, // 36: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	42, // 37: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	2,  // 38: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
+	5,  // 39: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
+	8,  // 40: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
+	10, // 41: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
+	12, // 42: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
+	15, // 43: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
+	18, // 44: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
+	20, // 45: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
+	22, // 46: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
+	24, // 47: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
+	0,  // 48: sepp.v1.QueueService.WaitJob:input_type -> sepp.v1.WaitJobRequest
+	4,  // 49: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
+	6,  // 50: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
+	9,  // 51: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
+	11, // 52: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
+	13, // 53: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
+	16, // 54: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
+	19, // 55: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
+	21, // 56: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
+	23, // 57: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
+	25, // 58: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
+	1,  // 59: sepp.v1.QueueService.WaitJob:output_type -> sepp.v1.WaitJobResponse
+	49, // [49:60] is the sub-list for method output_type
+	38, // [38:49] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_queue_service_proto_init() }
@@ -2411,24 +2613,24 @@ func file_sepp_v1_queue_service_proto_init() {
 		return
 	}
 	file_sepp_v1_types_proto_init()
-	file_sepp_v1_queue_service_proto_msgTypes[0].OneofWrappers = []any{}
-	file_sepp_v1_queue_service_proto_msgTypes[5].OneofWrappers = []any{
+	file_sepp_v1_queue_service_proto_msgTypes[2].OneofWrappers = []any{}
+	file_sepp_v1_queue_service_proto_msgTypes[7].OneofWrappers = []any{
 		(*EnqueueBatchResult_Enqueued)(nil),
 		(*EnqueueBatchResult_Error)(nil),
 	}
-	file_sepp_v1_queue_service_proto_msgTypes[15].OneofWrappers = []any{
+	file_sepp_v1_queue_service_proto_msgTypes[17].OneofWrappers = []any{
 		(*RetryDirective_Default)(nil),
 		(*RetryDirective_After)(nil),
 		(*RetryDirective_DeadLetter)(nil),
 	}
-	file_sepp_v1_queue_service_proto_msgTypes[20].OneofWrappers = []any{}
+	file_sepp_v1_queue_service_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sepp_v1_queue_service_proto_rawDesc), len(file_sepp_v1_queue_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

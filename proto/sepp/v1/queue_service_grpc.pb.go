@@ -29,6 +29,7 @@ const (
 	QueueService_ExtendLease_FullMethodName      = "/sepp.v1.QueueService/ExtendLease"
 	QueueService_DrainDeadLetters_FullMethodName = "/sepp.v1.QueueService/DrainDeadLetters"
 	QueueService_GetServerInfo_FullMethodName    = "/sepp.v1.QueueService/GetServerInfo"
+	QueueService_WaitJob_FullMethodName          = "/sepp.v1.QueueService/WaitJob"
 )
 
 // QueueServiceClient is the client API for QueueService service.
@@ -49,7 +50,11 @@ type QueueServiceClient interface {
 	// soon as a job is ready or the wait (capped by the server) runs out, then
 	// with no jobs.
 	Reserve(ctx context.Context, in *ReserveRequest, opts ...grpc.CallOption) (*ReserveResponse, error)
-	// Ack completes a delivery: the job leaves the server.
+	// Ack completes a delivery: the job leaves the server. It may carry a
+	// result of at most max_result_bytes (GetServerInfo's limits; over it:
+	// INVALID_ARGUMENT naming the limit). A non-empty result is refused with
+	// FAILED_PRECONDITION until every member keeps results (the capability
+	// "results"): a worker that sends one expects it kept.
 	Ack(ctx context.Context, in *AckRequest, opts ...grpc.CallOption) (*AckResponse, error)
 	// AckBatch completes several deliveries in one call, for throughput; each
 	// item is its own confirmed ack and succeeds or fails on its own (results
@@ -70,6 +75,16 @@ type QueueServiceClient interface {
 	DrainDeadLetters(ctx context.Context, in *DrainDeadLettersRequest, opts ...grpc.CallOption) (*DrainDeadLettersResponse, error)
 	// GetServerInfo advertises the server's capabilities and limits.
 	GetServerInfo(ctx context.Context, in *GetServerInfoRequest, opts ...grpc.CallOption) (*GetServerInfoResponse, error)
+	// WaitJob long-polls the leader until the job reaches a terminal state
+	// (completed, or dead-lettered for any cause: rejected, attempts
+	// exhausted, lease expired, admin, cancelled, expired) or timeout_ms
+	// (default 30 s, capped at 60 s) passes. A timeout is not an error: it
+	// answers terminal false with the job's current state. A job the server
+	// does not know (never enqueued, or gone past its retention, or completed
+	// where completed jobs are not kept) is NOT_FOUND. It reads the
+	// replicated state, so a client that retries on a new leader after a
+	// leader change gets the same answer.
+	WaitJob(ctx context.Context, in *WaitJobRequest, opts ...grpc.CallOption) (*WaitJobResponse, error)
 }
 
 type queueServiceClient struct {
@@ -180,6 +195,16 @@ func (c *queueServiceClient) GetServerInfo(ctx context.Context, in *GetServerInf
 	return out, nil
 }
 
+func (c *queueServiceClient) WaitJob(ctx context.Context, in *WaitJobRequest, opts ...grpc.CallOption) (*WaitJobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WaitJobResponse)
+	err := c.cc.Invoke(ctx, QueueService_WaitJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // QueueServiceServer is the server API for QueueService service.
 // All implementations must embed UnimplementedQueueServiceServer
 // for forward compatibility.
@@ -198,7 +223,11 @@ type QueueServiceServer interface {
 	// soon as a job is ready or the wait (capped by the server) runs out, then
 	// with no jobs.
 	Reserve(context.Context, *ReserveRequest) (*ReserveResponse, error)
-	// Ack completes a delivery: the job leaves the server.
+	// Ack completes a delivery: the job leaves the server. It may carry a
+	// result of at most max_result_bytes (GetServerInfo's limits; over it:
+	// INVALID_ARGUMENT naming the limit). A non-empty result is refused with
+	// FAILED_PRECONDITION until every member keeps results (the capability
+	// "results"): a worker that sends one expects it kept.
 	Ack(context.Context, *AckRequest) (*AckResponse, error)
 	// AckBatch completes several deliveries in one call, for throughput; each
 	// item is its own confirmed ack and succeeds or fails on its own (results
@@ -219,6 +248,16 @@ type QueueServiceServer interface {
 	DrainDeadLetters(context.Context, *DrainDeadLettersRequest) (*DrainDeadLettersResponse, error)
 	// GetServerInfo advertises the server's capabilities and limits.
 	GetServerInfo(context.Context, *GetServerInfoRequest) (*GetServerInfoResponse, error)
+	// WaitJob long-polls the leader until the job reaches a terminal state
+	// (completed, or dead-lettered for any cause: rejected, attempts
+	// exhausted, lease expired, admin, cancelled, expired) or timeout_ms
+	// (default 30 s, capped at 60 s) passes. A timeout is not an error: it
+	// answers terminal false with the job's current state. A job the server
+	// does not know (never enqueued, or gone past its retention, or completed
+	// where completed jobs are not kept) is NOT_FOUND. It reads the
+	// replicated state, so a client that retries on a new leader after a
+	// leader change gets the same answer.
+	WaitJob(context.Context, *WaitJobRequest) (*WaitJobResponse, error)
 	mustEmbedUnimplementedQueueServiceServer()
 }
 
@@ -258,6 +297,9 @@ func (UnimplementedQueueServiceServer) DrainDeadLetters(context.Context, *DrainD
 }
 func (UnimplementedQueueServiceServer) GetServerInfo(context.Context, *GetServerInfoRequest) (*GetServerInfoResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetServerInfo not implemented")
+}
+func (UnimplementedQueueServiceServer) WaitJob(context.Context, *WaitJobRequest) (*WaitJobResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method WaitJob not implemented")
 }
 func (UnimplementedQueueServiceServer) mustEmbedUnimplementedQueueServiceServer() {}
 func (UnimplementedQueueServiceServer) testEmbeddedByValue()                      {}
@@ -460,6 +502,24 @@ func _QueueService_GetServerInfo_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _QueueService_WaitJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WaitJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueueServiceServer).WaitJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueueService_WaitJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueueServiceServer).WaitJob(ctx, req.(*WaitJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // QueueService_ServiceDesc is the grpc.ServiceDesc for QueueService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -506,6 +566,10 @@ var QueueService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetServerInfo",
 			Handler:    _QueueService_GetServerInfo_Handler,
+		},
+		{
+			MethodName: "WaitJob",
+			Handler:    _QueueService_WaitJob_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

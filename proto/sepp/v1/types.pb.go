@@ -24,8 +24,9 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// JobState is where a job is in its lifecycle. Completed (acked) jobs leave
-// the server; dead jobs stay only while dead-letter retention keeps them.
+// JobState is where a job is in its lifecycle. Completed (acked) jobs stay
+// only while completed retention keeps them; dead jobs stay only while
+// dead-letter retention keeps them.
 type JobState int32
 
 const (
@@ -38,8 +39,9 @@ const (
 	JobState_JOB_STATE_RESERVED JobState = 3
 	// Dead-lettered and retained.
 	JobState_JOB_STATE_DEAD JobState = 4
-	// Acked. Only a unique-key duplicate reports it, of a holder that keeps
-	// its key for completed_for after its ack; completed jobs are not kept.
+	// Acked. A unique-key duplicate reports it, of a holder that keeps its
+	// key for completed_for after its ack; WaitJob reports it for a job it
+	// saw complete.
 	JobState_JOB_STATE_COMPLETED JobState = 5
 )
 

@@ -28,10 +28,12 @@ class AckBatchResult(_message.Message):
     def __init__(self, error: _Optional[_Union[_types_pb2.ItemError, _Mapping]] = ...) -> None: ...
 
 class AckRequest(_message.Message):
-    __slots__ = ["ctx"]
+    __slots__ = ["ctx", "result"]
     CTX_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
     ctx: _types_pb2.JobContext
-    def __init__(self, ctx: _Optional[_Union[_types_pb2.JobContext, _Mapping]] = ...) -> None: ...
+    result: bytes
+    def __init__(self, ctx: _Optional[_Union[_types_pb2.JobContext, _Mapping]] = ..., result: _Optional[bytes] = ...) -> None: ...
 
 class AckResponse(_message.Message):
     __slots__ = []
@@ -181,7 +183,8 @@ class GetServerInfoResponse(_message.Message):
     def __init__(self, version: _Optional[str] = ..., node_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_grpc_addr: _Optional[str] = ..., stale: bool = ..., dead_letter_retention_enabled: bool = ..., dead_letter_retention_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., queues: _Optional[_Iterable[_Union[QueueLimits, _Mapping]]] = ..., members: _Optional[_Iterable[_Union[_types_pb2.MemberFacts, _Mapping]]] = ..., capabilities: _Optional[_Iterable[_Union[Capability, _Mapping]]] = ...) -> None: ...
 
 class Limits(_message.Message):
-    __slots__ = ["default_lease_ms", "default_max_attempts", "default_priority", "disk_held_bytes", "idempotency_window_ms", "max_attempts_ceiling", "max_batch_size", "max_custom_field_bytes", "max_custom_fields", "max_disk_bytes", "max_job_type_bytes", "max_lease_ms", "max_memory_bytes", "max_message_bytes", "max_payload_bytes", "max_priority", "max_queue_length", "max_queue_name_bytes", "max_reserve_batch", "max_reserve_wait_ms", "max_schedule_horizon_ms", "memory_held_bytes", "min_priority", "payload_store_bytes", "payloads_off_heap", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "strict"]
+    __slots__ = ["completed_retention_ms", "default_lease_ms", "default_max_attempts", "default_priority", "disk_held_bytes", "idempotency_window_ms", "max_attempts_ceiling", "max_batch_size", "max_custom_field_bytes", "max_custom_fields", "max_disk_bytes", "max_job_type_bytes", "max_lease_ms", "max_memory_bytes", "max_message_bytes", "max_payload_bytes", "max_priority", "max_queue_length", "max_queue_name_bytes", "max_reserve_batch", "max_reserve_wait_ms", "max_result_bytes", "max_schedule_horizon_ms", "memory_held_bytes", "min_priority", "payload_store_bytes", "payloads_off_heap", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "strict"]
+    COMPLETED_RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_LEASE_MS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_PRIORITY_FIELD_NUMBER: _ClassVar[int]
@@ -202,6 +205,7 @@ class Limits(_message.Message):
     MAX_QUEUE_NAME_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_RESERVE_BATCH_FIELD_NUMBER: _ClassVar[int]
     MAX_RESERVE_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_RESULT_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_SCHEDULE_HORIZON_MS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_HELD_BYTES_FIELD_NUMBER: _ClassVar[int]
     MIN_PRIORITY_FIELD_NUMBER: _ClassVar[int]
@@ -211,6 +215,7 @@ class Limits(_message.Message):
     RETRY_DELAY_MAX_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     STRICT_FIELD_NUMBER: _ClassVar[int]
+    completed_retention_ms: int
     default_lease_ms: int
     default_max_attempts: int
     default_priority: int
@@ -231,6 +236,7 @@ class Limits(_message.Message):
     max_queue_name_bytes: int
     max_reserve_batch: int
     max_reserve_wait_ms: int
+    max_result_bytes: int
     max_schedule_horizon_ms: int
     memory_held_bytes: int
     min_priority: int
@@ -240,7 +246,7 @@ class Limits(_message.Message):
     retry_delay_max_ms: int
     retry_delay_ms: int
     strict: bool
-    def __init__(self, min_priority: _Optional[int] = ..., max_priority: _Optional[int] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., max_attempts_ceiling: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., default_lease_ms: _Optional[int] = ..., max_lease_ms: _Optional[int] = ..., max_reserve_wait_ms: _Optional[int] = ..., max_payload_bytes: _Optional[int] = ..., max_batch_size: _Optional[int] = ..., max_custom_fields: _Optional[int] = ..., max_custom_field_bytes: _Optional[int] = ..., max_job_type_bytes: _Optional[int] = ..., max_queue_name_bytes: _Optional[int] = ..., max_message_bytes: _Optional[int] = ..., idempotency_window_ms: _Optional[int] = ..., max_queue_length: _Optional[int] = ..., strict: bool = ..., max_memory_bytes: _Optional[int] = ..., memory_held_bytes: _Optional[int] = ..., max_disk_bytes: _Optional[int] = ..., disk_held_bytes: _Optional[int] = ..., payloads_off_heap: bool = ..., payload_store_bytes: _Optional[int] = ...) -> None: ...
+    def __init__(self, min_priority: _Optional[int] = ..., max_priority: _Optional[int] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., max_attempts_ceiling: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., default_lease_ms: _Optional[int] = ..., max_lease_ms: _Optional[int] = ..., max_reserve_wait_ms: _Optional[int] = ..., max_payload_bytes: _Optional[int] = ..., max_batch_size: _Optional[int] = ..., max_custom_fields: _Optional[int] = ..., max_custom_field_bytes: _Optional[int] = ..., max_job_type_bytes: _Optional[int] = ..., max_queue_name_bytes: _Optional[int] = ..., max_message_bytes: _Optional[int] = ..., idempotency_window_ms: _Optional[int] = ..., max_queue_length: _Optional[int] = ..., strict: bool = ..., max_memory_bytes: _Optional[int] = ..., memory_held_bytes: _Optional[int] = ..., max_disk_bytes: _Optional[int] = ..., disk_held_bytes: _Optional[int] = ..., payloads_off_heap: bool = ..., payload_store_bytes: _Optional[int] = ..., max_result_bytes: _Optional[int] = ..., completed_retention_ms: _Optional[int] = ...) -> None: ...
 
 class NackRequest(_message.Message):
     __slots__ = ["ctx", "directive", "reason"]
@@ -355,3 +361,27 @@ class UniqueOptions(_message.Message):
     key: str
     refuse: bool
     def __init__(self, key: _Optional[str] = ..., fields: _Optional[_Iterable[str]] = ..., cover_dead: bool = ..., completed_for_ms: _Optional[int] = ..., refuse: bool = ...) -> None: ...
+
+class WaitJobRequest(_message.Message):
+    __slots__ = ["job_id", "timeout_ms"]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    timeout_ms: int
+    def __init__(self, job_id: _Optional[int] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class WaitJobResponse(_message.Message):
+    __slots__ = ["cause", "finished_at", "job", "result", "state", "terminal"]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TERMINAL_FIELD_NUMBER: _ClassVar[int]
+    cause: _types_pb2.DeadLetterCause
+    finished_at: _timestamp_pb2.Timestamp
+    job: _types_pb2.Job
+    result: bytes
+    state: _types_pb2.JobState
+    terminal: bool
+    def __init__(self, job: _Optional[_Union[_types_pb2.Job, _Mapping]] = ..., terminal: bool = ..., state: _Optional[_Union[_types_pb2.JobState, str]] = ..., result: _Optional[bytes] = ..., cause: _Optional[_Union[_types_pb2.DeadLetterCause, str]] = ..., finished_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -67,6 +67,11 @@ class QueueServiceStub(object):
                 request_serializer=sepp_dot_v1_dot_queue__service__pb2.GetServerInfoRequest.SerializeToString,
                 response_deserializer=sepp_dot_v1_dot_queue__service__pb2.GetServerInfoResponse.FromString,
                 )
+        self.WaitJob = channel.unary_unary(
+                '/sepp.v1.QueueService/WaitJob',
+                request_serializer=sepp_dot_v1_dot_queue__service__pb2.WaitJobRequest.SerializeToString,
+                response_deserializer=sepp_dot_v1_dot_queue__service__pb2.WaitJobResponse.FromString,
+                )
 
 
 class QueueServiceServicer(object):
@@ -101,7 +106,11 @@ class QueueServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def Ack(self, request, context):
-        """Ack completes a delivery: the job leaves the server.
+        """Ack completes a delivery: the job leaves the server. It may carry a
+        result of at most max_result_bytes (GetServerInfo's limits; over it:
+        INVALID_ARGUMENT naming the limit). A non-empty result is refused with
+        FAILED_PRECONDITION until every member keeps results (the capability
+        "results"): a worker that sends one expects it kept.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -151,6 +160,21 @@ class QueueServiceServicer(object):
 
     def GetServerInfo(self, request, context):
         """GetServerInfo advertises the server's capabilities and limits.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WaitJob(self, request, context):
+        """WaitJob long-polls the leader until the job reaches a terminal state
+        (completed, or dead-lettered for any cause: rejected, attempts
+        exhausted, lease expired, admin, cancelled, expired) or timeout_ms
+        (default 30 s, capped at 60 s) passes. A timeout is not an error: it
+        answers terminal false with the job's current state. A job the server
+        does not know (never enqueued, or gone past its retention, or completed
+        where completed jobs are not kept) is NOT_FOUND. It reads the
+        replicated state, so a client that retries on a new leader after a
+        leader change gets the same answer.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -208,6 +232,11 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.GetServerInfo,
                     request_deserializer=sepp_dot_v1_dot_queue__service__pb2.GetServerInfoRequest.FromString,
                     response_serializer=sepp_dot_v1_dot_queue__service__pb2.GetServerInfoResponse.SerializeToString,
+            ),
+            'WaitJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.WaitJob,
+                    request_deserializer=sepp_dot_v1_dot_queue__service__pb2.WaitJobRequest.FromString,
+                    response_serializer=sepp_dot_v1_dot_queue__service__pb2.WaitJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -389,5 +418,22 @@ class QueueService(object):
         return grpc.experimental.unary_unary(request, target, '/sepp.v1.QueueService/GetServerInfo',
             sepp_dot_v1_dot_queue__service__pb2.GetServerInfoRequest.SerializeToString,
             sepp_dot_v1_dot_queue__service__pb2.GetServerInfoResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def WaitJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/sepp.v1.QueueService/WaitJob',
+            sepp_dot_v1_dot_queue__service__pb2.WaitJobRequest.SerializeToString,
+            sepp_dot_v1_dot_queue__service__pb2.WaitJobResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -3,7 +3,23 @@
 //
 // The protojson (Connect JSON) shapes of its messages and enums.
 
-import type { DeadLetterRecordJSON, ItemErrorJSON, JobContextJSON, JobStateJSON, MemberFactsJSON, ReservedJobJSON, RetryBackoffJSON, TraceContextJSON } from "./types_json.js";
+import type { DeadLetterCauseJSON, DeadLetterRecordJSON, ItemErrorJSON, JobContextJSON, JobJSON, JobStateJSON, MemberFactsJSON, ReservedJobJSON, RetryBackoffJSON, TraceContextJSON } from "./types_json.js";
+
+/** sepp.v1.WaitJobRequest in the protojson mapping. */
+export interface WaitJobRequestJSON {
+  jobId?: string;
+  timeoutMs?: string;
+}
+
+/** sepp.v1.WaitJobResponse in the protojson mapping. */
+export interface WaitJobResponseJSON {
+  job?: JobJSON;
+  terminal?: boolean;
+  state?: JobStateJSON;
+  result?: string;
+  cause?: DeadLetterCauseJSON;
+  finishedAt?: string;
+}
 
 /** sepp.v1.EnqueueRequest in the protojson mapping. */
 export interface EnqueueRequestJSON {
@@ -73,6 +89,7 @@ export interface ReserveResponseJSON {
 /** sepp.v1.AckRequest in the protojson mapping. */
 export interface AckRequestJSON {
   ctx?: JobContextJSON;
+  result?: string;
 }
 
 /** sepp.v1.AckResponse in the protojson mapping. */
@@ -208,6 +225,8 @@ export interface LimitsJSON {
   diskHeldBytes?: string;
   payloadsOffHeap?: boolean;
   payloadStoreBytes?: string;
+  maxResultBytes?: string;
+  completedRetentionMs?: string;
 }
 
 /** sepp.v1.QueueLimits in the protojson mapping. */
