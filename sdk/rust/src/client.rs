@@ -497,7 +497,7 @@ impl SeppClient {
     /// Completes a delivery: the job leaves the server. [`Error::LeaseLost`]
     /// when the lease was no longer this delivery's.
     pub async fn ack(&self, ctx: &JobContext) -> Result<(), Error> {
-        let _: (pb::AckResponse, bool) = self.call("ack", "sepp.v1.QueueService/Ack", &pb::AckRequest { ctx: Some(ctx.to_wire()) }, Policy::Safe, Duration::ZERO).await?;
+        let _: (pb::AckResponse, bool) = self.call("ack", "sepp.v1.QueueService/Ack", &pb::AckRequest { ctx: Some(ctx.to_wire()), result: Vec::new() }, Policy::Safe, Duration::ZERO).await?;
         Ok(())
     }
 

@@ -251,8 +251,9 @@ pub struct MemberFacts {
     #[prost(bool, tag="9")]
     pub legacy: bool,
 }
-/// JobState is where a job is in its lifecycle. Completed (acked) jobs leave
-/// the server; dead jobs stay only while dead-letter retention keeps them.
+/// JobState is where a job is in its lifecycle. Completed (acked) jobs stay
+/// only while completed retention keeps them; dead jobs stay only while
+/// dead-letter retention keeps them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum JobState {
@@ -265,8 +266,9 @@ pub enum JobState {
     Reserved = 3,
     /// Dead-lettered and retained.
     Dead = 4,
-    /// Acked. Only a unique-key duplicate reports it, of a holder that keeps
-    /// its key for completed_for after its ack; completed jobs are not kept.
+    /// Acked. A unique-key duplicate reports it, of a holder that keeps its
+    /// key for completed_for after its ack; WaitJob reports it for a job it
+    /// saw complete.
     Completed = 5,
 }
 impl JobState {
@@ -449,6 +451,40 @@ pub struct UnknownOutcome {
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
+pub struct WaitJobRequest {
+    #[prost(uint64, tag="1")]
+    pub job_id: u64,
+    /// How long to wait; 0 takes the default (30 s), more than 60 s is capped.
+    #[prost(int64, tag="2")]
+    pub timeout_ms: i64,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct WaitJobResponse {
+    /// The job as the server holds it now (its state is the terminal one when
+    /// terminal is true).
+    #[prost(message, optional, tag="1")]
+    pub job: ::core::option::Option<Job>,
+    /// True when the job reached a terminal state; false when the wait ran
+    /// out first.
+    #[prost(bool, tag="2")]
+    pub terminal: bool,
+    /// JOB_STATE_COMPLETED or JOB_STATE_DEAD when terminal; the job's current
+    /// state otherwise.
+    #[prost(enumeration="JobState", tag="3")]
+    pub state: i32,
+    /// The worker's result of a completed job (empty when it gave none).
+    #[prost(bytes="vec", tag="4")]
+    pub result: ::prost::alloc::vec::Vec<u8>,
+    /// Why a dead job died; UNSPECIFIED unless state is JOB_STATE_DEAD.
+    #[prost(enumeration="DeadLetterCause", tag="5")]
+    pub cause: i32,
+    /// When the job completed or died.
+    #[prost(message, optional, tag="6")]
+    pub finished_at: ::core::option::Option<::prost_types::Timestamp>,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct EnqueueRequest {
     #[prost(string, tag="1")]
     pub queue: ::prost::alloc::string::String,
@@ -597,6 +633,10 @@ pub struct ReserveResponse {
 pub struct AckRequest {
     #[prost(message, optional, tag="1")]
     pub ctx: ::core::option::Option<JobContext>,
+    /// The job's result, kept with the completed job for completed_retention
+    /// (GetJob, ListJobs, WaitJob). At most max_result_bytes.
+    #[prost(bytes="vec", tag="2")]
+    pub result: ::prost::alloc::vec::Vec<u8>,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -866,6 +906,13 @@ pub struct Limits {
     /// The space this node's payload store takes on disk: its own figure.
     #[prost(uint64, tag="29")]
     pub payload_store_bytes: u64,
+    /// The largest result an Ack may carry (\[limits\] max_result_bytes).
+    #[prost(uint64, tag="30")]
+    pub max_result_bytes: u64,
+    /// How long completed jobs are kept with their results
+    /// (\[limits\] completed_retention); 0: not kept.
+    #[prost(int64, tag="31")]
+    pub completed_retention_ms: i64,
 }
 /// QueueLimits are one configured queue's effective settings (its overrides
 /// applied over the global ones).
