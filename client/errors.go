@@ -28,6 +28,12 @@ var (
 	ErrScheduledTooFar = errors.New("scheduled too far")
 	// ErrNotFound: no such job, dead-letter record or queue.
 	ErrNotFound = errors.New("not found")
+	// ErrUnsupported: the request uses a feature the server, or a member
+	// of its cluster during a rolling upgrade, does not apply yet (a
+	// PreconditionFailure of type VERSION; GetServerInfo's capabilities
+	// say which): nothing changed, and a lease the request carried is
+	// still held. It also matches ErrWrongState.
+	ErrUnsupported = errors.New("unsupported by the server")
 	// ErrLeaseLost: the delivery's lease is no longer the job's current one
 	// (it expired, or the job was redelivered, acked or released). The call
 	// changed nothing; the job belongs to someone else now.
@@ -258,7 +264,9 @@ func fromStatusValue(op string, st *status.Status) *Error {
 			e.Kinds = append(e.Kinds, ErrLeaseLost)
 		}
 	case codes.FailedPrecondition:
-		if preconditionIs(precondition, "LEASE_CANCELLED") {
+		if preconditionIs(precondition, "VERSION") {
+			e.Kinds = []error{ErrUnsupported, ErrWrongState}
+		} else if preconditionIs(precondition, "LEASE_CANCELLED") {
 			e.Kinds = []error{ErrLeaseLost, ErrJobCancelled}
 		} else if leaseOps[op] || preconditionIsLease(precondition) {
 			e.Kinds = []error{ErrLeaseLost}

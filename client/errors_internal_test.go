@@ -1,6 +1,13 @@
 package client
 
-import "testing"
+import (
+	"errors"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
 
 // A FieldError's message names its field, even when the description only
 // mentions the field inside a limit's name.
@@ -22,5 +29,27 @@ func TestFieldError_ErrorNamesField(t *testing.T) {
 				t.Errorf("Error() = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A FailedPrecondition of type VERSION is ErrUnsupported, never a lost
+// lease, even on a lease operation: the server refused a feature and the
+// lease is still held (an Ack whose result the server would not keep).
+func TestFromStatus_VersionIsUnsupported(t *testing.T) {
+	st, err := status.New(codes.FailedPrecondition, "result: not kept").WithDetails(&errdetails.PreconditionFailure{
+		Violations: []*errdetails.PreconditionFailure_Violation{{Type: "VERSION", Subject: "feature=results"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fromStatus("ack", st.Err())
+	if !errors.Is(got, ErrUnsupported) || errors.Is(got, ErrLeaseLost) {
+		t.Fatalf("fromStatus(ack, VERSION) = %v: want ErrUnsupported and not ErrLeaseLost", got)
+	}
+	lease, _ := status.New(codes.FailedPrecondition, "lease lost").WithDetails(&errdetails.PreconditionFailure{
+		Violations: []*errdetails.PreconditionFailure_Violation{{Type: "LEASE", Subject: "job"}},
+	})
+	if got := fromStatus("ack", lease.Err()); !errors.Is(got, ErrLeaseLost) || errors.Is(got, ErrUnsupported) {
+		t.Fatalf("fromStatus(ack, LEASE) = %v: want ErrLeaseLost only", got)
 	}
 }

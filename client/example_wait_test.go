@@ -1,0 +1,83 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/sepp-io/sepp/client"
+)
+
+// Waiting for an outcome: WaitJob returns once the job completed or died,
+// with the cause of a death. The example server keeps dead letters for an
+// hour, so a dead job's outcome can be read.
+func Example_waitJob() {
+	addr, stop := exampleServer()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, []string{addr})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	res, err := c.Enqueue(ctx, client.NewEnqueueRequest("images", "resize"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	// A worker gives up on the job.
+	go func() {
+		ds, err := c.Reserve(ctx, "images", client.ReserveOptions{WorkerID: "w1", Wait: 5 * time.Second})
+		if err != nil || len(ds) != 1 {
+			log.Fatal(ds, err)
+		}
+		if _, err := c.Nack(ctx, ds[0].Ctx, client.DeadLetter(), "corrupt image"); err != nil {
+			log.Fatal(err)
+		}
+	}()
+
+	out, err := c.WaitJob(ctx, res.JobID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out.Terminal, out.State, out.Cause)
+
+	// A job the server does not hold has no outcome.
+	_, err = c.WaitJob(ctx, res.JobID+1000)
+	fmt.Println(errors.Is(err, client.ErrNotFound))
+	// Output:
+	// true dead rejected
+	// true
+}
+
+// A result on an ack: a server that keeps no results refuses it with
+// ErrUnsupported and the lease stays held, so the worker acks without it.
+func Example_ackWithResult() {
+	addr, stop := exampleServer()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, []string{addr})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	if _, err := c.Enqueue(ctx, client.NewEnqueueRequest("images", "resize")); err != nil {
+		log.Fatal(err)
+	}
+	ds, err := c.Reserve(ctx, "images", client.ReserveOptions{WorkerID: "w1"})
+	if err != nil || len(ds) != 1 {
+		log.Fatal(ds, err)
+	}
+	err = c.AckWithResult(ctx, ds[0].Ctx, []byte(`{"width":640}`))
+	if errors.Is(err, client.ErrUnsupported) {
+		err = c.Ack(ctx, ds[0].Ctx)
+	}
+	fmt.Println(err)
+	// Output:
+	// <nil>
+}
