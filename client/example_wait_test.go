@@ -39,6 +39,7 @@ func Example_waitJob() {
 		}
 	}()
 
+	// docs:begin wait
 	out, err := c.WaitJob(ctx, res.JobID)
 	if err != nil {
 		log.Fatal(err)
@@ -48,6 +49,7 @@ func Example_waitJob() {
 	// A job the server does not hold has no outcome.
 	_, err = c.WaitJob(ctx, res.JobID+1000)
 	fmt.Println(errors.Is(err, client.ErrNotFound))
+	// docs:end wait
 	// Output:
 	// true dead rejected
 	// true
@@ -73,10 +75,12 @@ func Example_ackWithResult() {
 	if err != nil || len(ds) != 1 {
 		log.Fatal(ds, err)
 	}
+	// docs:begin ack-result
 	err = c.AckWithResult(ctx, ds[0].Ctx, []byte(`{"width":640}`))
 	if errors.Is(err, client.ErrUnsupported) {
 		err = c.Ack(ctx, ds[0].Ctx)
 	}
+	// docs:end ack-result
 	fmt.Println(err)
 	// Output:
 	// <nil>
