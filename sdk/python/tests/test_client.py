@@ -153,6 +153,24 @@ async def test_nack_directives_and_drain(client: SeppClient) -> None:
     assert (d.job.id, d.ctx.attempt) == (again.job_id, 1)
 
 
+async def test_wait_job_outcomes(client: SeppClient) -> None:
+    queue = q()
+    res = await client.enqueue(EnqueueRequest(queue, "resize"))
+    out = await client.poll_job(res.job_id, timeout=timedelta(milliseconds=50))
+    assert out.terminal is False and out.state == JobState.READY and out.job.id == res.job_id
+
+    waiting = asyncio.create_task(client.wait_job(res.job_id))
+    (d,) = await client.reserve(queue)
+    assert await client.nack(d.ctx, RetryDirective.dead_letter(), "corrupt image") is True
+    async with asyncio.timeout(10):
+        out = await waiting
+    assert (out.terminal, out.state, out.cause) == (True, JobState.DEAD, DeadLetterCause.REJECTED)
+    assert out.finished_at is not None
+
+    with pytest.raises(NotFound):
+        await client.wait_job(res.job_id + 100000)
+
+
 async def test_release_and_extend_lease(client: SeppClient) -> None:
     queue = q()
     res = await client.enqueue(EnqueueRequest(queue, "x"))

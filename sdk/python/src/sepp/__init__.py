@@ -16,7 +16,8 @@ from sepp.errors import (AlreadyExists, ClientClosed, InternalError, InvalidArgu
                          Unauthenticated, Unavailable, UniqueConflict, UnknownOutcome, WrongState)
 from sepp.producer import Producer
 from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterCause, DeadLetterRecord,
-                        Delivery, EnqueueRequest, EnqueueResult, Job, JobAttempt, JobContext, JobState, JobTemplate,
+                        Delivery, EnqueueRequest, EnqueueResult, Job, JobAttempt, JobContext, JobOutcome, JobState,
+                        JobTemplate,
                         NodeInfo, Priority, PurgeTarget, QueueInfo, QueueRemoval, QueueSettings, QueueStats,
                         RedriveOptions, RedrivePreview, RedriveSelection, RedriveState, RedriveTask, RetryDirective,
                         Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ServerInfo, TraceContext,
@@ -28,7 +29,8 @@ __version__ = "0.1.0"
 __all__ = [
     "SeppClient", "new_key", "Producer", "Worker", "Handler", "HandlerError", "Retry", "RetryAfter", "Permanent",
     "EnqueueRequest", "EnqueueResult", "BatchResult", "Priority", "JobState", "DeadLetterCause", "RetryDirective",
-    "Job", "JobAttempt", "JobContext", "Delivery", "DeadLetterRecord", "ServerInfo", "QueueStats", "ActionResult",
+    "Job", "JobAttempt", "JobContext", "JobOutcome", "Delivery", "DeadLetterRecord", "ServerInfo", "QueueStats",
+    "ActionResult",
     "NodeInfo", "ClusterMember", "ClusterStatus", "UniqueOptions", "JobTemplate", "ScheduleDefinition", "Schedule",
     "ScheduleOverlap", "ScheduleCatchUp", "QueueSettings", "QueueInfo", "QueueRemoval", "PurgeTarget",
     "RedriveState", "RedriveSelection", "RedriveOptions", "RedriveTask", "RedrivePreview", "TraceContext",

@@ -28,10 +28,11 @@ import grpc.aio
 from sepp.errors import (ClientClosed, InternalError, InvalidField, LeaseLost, SeppError, UnknownOutcome,
                          from_item_error, from_rpc_error, not_leader_hint)
 from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterRecord,
-                        Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, NodeInfo, PurgeTarget,
+                        Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobState, NodeInfo,
+                        PurgeTarget,
                         QueueInfo, QueueRemoval, QueueSettings, QueueStats, RedriveOptions, RedrivePreview,
                         RedriveTask, RetryDirective, Schedule, ScheduleDefinition, ServerInfo, TraceContext, _from_ts,
-                        _queue_stats, _to_duration, _to_ts)
+                        _queue_stats, _to_duration, _to_ts, _whole_ms)
 from sepp.v1 import admin_service_pb2 as apb
 from sepp.v1 import admin_service_pb2_grpc as agrpc
 from sepp.v1 import cluster_service_pb2 as cpb
@@ -55,6 +56,9 @@ _LEADER_HEADER = "sepp-leader-grpc-addr"
 # under the server's limit of 1000).
 _ACK_MAX_IN_FLIGHT = 4
 _ACK_MAX_BATCH = 256
+# The wait each WaitJob call of wait_job asks for: the server's default,
+# below its 60 s cap.
+_WAIT_JOB_POLL = timedelta(seconds=30)
 
 
 def new_key() -> str:
@@ -523,6 +527,37 @@ class SeppClient:
             return [Delivery(JobContext.from_proto(j.ctx), Job.from_proto(j.job)) for j in resp.jobs]
 
         return await self._call("reserve", _Policy.SAFE, attempt, extra)
+
+    async def wait_job(self, job_id: int) -> JobOutcome:
+        """Wait until the job completed or died and return its outcome
+        (bound it with asyncio.timeout). It long-polls the leader, asking
+        again each time a poll runs out; through a leader change it retries
+        on the new leader, which answers the same (the outcome is replicated
+        state). NotFound when the server holds no such job: never enqueued,
+        or gone without a record kept (completed and dead-letter
+        retention)."""
+        while True:
+            out = await self.poll_job(job_id, timeout=_WAIT_JOB_POLL)
+            if out.terminal:
+                return out
+
+    async def poll_job(self, job_id: int, *, timeout: timedelta = timedelta(seconds=30)) -> JobOutcome:
+        """One WaitJob call of at most ``timeout`` (the server caps it at
+        60 s): ``terminal`` is False when the job was still running at its
+        end."""
+        m = qpb.WaitJobRequest(job_id=job_id, timeout_ms=max(_whole_ms(timeout), 1))
+
+        async def attempt(a: _Attempt) -> JobOutcome:
+            resp = await self._unary(a, _queue(a.channel).WaitJob, m)
+            self._confirm_leader(a.addr)
+            return JobOutcome.from_proto(resp)
+
+        return await self._call("wait job", _Policy.SAFE, attempt, timeout.total_seconds())
+
+    async def enqueue_and_wait(self, request: EnqueueRequest) -> tuple[EnqueueResult, JobOutcome]:
+        """Enqueue, then wait_job on the new job."""
+        res = await self.enqueue(request)
+        return res, await self.wait_job(res.job_id)
 
     async def ack(self, ctx: JobContext) -> None:
         """Complete a delivery: the job leaves the server. LeaseLost means

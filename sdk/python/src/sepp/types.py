@@ -463,6 +463,23 @@ class DeadLetterRecord:
 
 
 @dataclass(frozen=True)
+class JobOutcome:
+    """What wait_job answers: the job and, once terminal, how it ended."""
+
+    job: Job
+    terminal: bool  # True once the job completed or died
+    state: JobState  # COMPLETED or DEAD when terminal, the current state otherwise
+    result: bytes  # the worker's result of a completed job (b"" when none)
+    cause: DeadLetterCause  # why a dead job died; UNSPECIFIED otherwise
+    finished_at: Optional[datetime]  # when it completed or died
+
+    @classmethod
+    def from_proto(cls, m: qpb.WaitJobResponse) -> JobOutcome:
+        return cls(Job.from_proto(m.job), m.terminal, JobState(m.state), bytes(m.result),
+                   DeadLetterCause(m.cause), _from_ts(m.finished_at))
+
+
+@dataclass(frozen=True)
 class ServerInfo:
     """A node's capabilities and limits (GetServerInfo)."""
 
