@@ -23,6 +23,8 @@ import {
   jobContextToJSON,
   JobContext,
   jobFromJSON,
+  JobOutcome,
+  jobOutcomeFromJSON,
   jobStateFromJSON,
   RetryDirective,
   Schedule,
@@ -79,6 +81,8 @@ import type {
   ReserveResponseJSON,
   RetryDirectiveJSON,
   UniqueOptionsJSON,
+  WaitJobRequestJSON,
+  WaitJobResponseJSON,
 } from "./gen/sepp/v1/queue_service_json.js";
 import type {
   CreateScheduleRequestJSON,
@@ -246,6 +250,10 @@ const defaults = {
 
 /** The response header a follower sets on a call it forwarded to the leader. */
 const leaderHeader = "sepp-leader-grpc-addr";
+
+// The wait each WaitJob call of wait() asks for: the server's default,
+// below its 60 s cap.
+const WAIT_JOB_POLL_MS = 30_000;
 
 /** Why one attempt failed, and what that means for a retry. */
 class AttemptFailure {
@@ -902,6 +910,37 @@ export class SeppClient {
       const rj = message<ReservedJobJSON>(v);
       return { ctx: jobContextFromJSON(rj.ctx), job: jobFromJSON(rj.job) };
     });
+  }
+
+  /**
+   * Waits until the job completed or died and resolves to its outcome
+   * (bound it with opts.signal). It long-polls the leader, asking again each
+   * time a poll runs out; through a leader change it retries on the new
+   * leader, which answers the same (the outcome is replicated state).
+   * Rejects with NotFoundError when the server holds no such job: never
+   * enqueued, or gone without a record kept (completed and dead-letter
+   * retention).
+   */
+  async wait(jobId: JobId, opts: CallOptions = {}): Promise<JobOutcome> {
+    for (;;) {
+      const out = await this.pollJob(jobId, WAIT_JOB_POLL_MS, opts);
+      if (out.terminal) return out;
+    }
+  }
+
+  /** One WaitJob call of at most timeoutMs (the server caps it at 60 s):
+   * terminal is false when the job was still running at its end. */
+  async pollJob(jobId: JobId, timeoutMs = WAIT_JOB_POLL_MS, opts: CallOptions = {}): Promise<JobOutcome> {
+    const ms = Math.max(Math.floor(timeoutMs), 1);
+    const m = await this.call<WaitJobRequestJSON, WaitJobResponseJSON>(
+      "wait job", "sepp.v1.QueueService/WaitJob", { jobId, timeoutMs: String(ms) }, "safe", ms, opts);
+    return jobOutcomeFromJSON(m);
+  }
+
+  /** Enqueues req, then waits for the new job's outcome. */
+  async enqueueAndWait(req: EnqueueRequest, opts: CallOptions = {}): Promise<{ enqueued: EnqueueResult; outcome: JobOutcome }> {
+    const enqueued = await this.enqueue(req, opts);
+    return { enqueued, outcome: await this.wait(enqueued.jobId, opts) };
   }
 
   /** Completes a delivery: the job leaves the server. Rejects with

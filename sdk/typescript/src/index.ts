@@ -30,6 +30,7 @@ export type {
   JobAttempt,
   JobOrigin,
   JobContext,
+  JobOutcome,
   Delivery,
   ServerInfo,
   JobTemplate,

@@ -8,7 +8,7 @@ import type {
   JobOriginJSON,
   JobStateJSON,
 } from "./gen/sepp/v1/types_json.js";
-import type { GetServerInfoResponseJSON } from "./gen/sepp/v1/queue_service_json.js";
+import type { GetServerInfoResponseJSON, WaitJobResponseJSON } from "./gen/sepp/v1/queue_service_json.js";
 import type { JobTemplateJSON, ScheduleCatchUpJSON, ScheduleJSON, ScheduleOverlapJSON } from "./gen/sepp/v1/admin_service_json.js";
 
 /**
@@ -40,7 +40,7 @@ export type Priority = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
  */
 export type JobId = string;
 
-export type JobState = "unspecified" | "scheduled" | "ready" | "reserved" | "dead";
+export type JobState = "unspecified" | "scheduled" | "ready" | "reserved" | "dead" | "completed";
 export type DeadLetterCause = "unspecified" | "attempts_exhausted" | "rejected" | "lease_expired" | "admin" | "cancelled" | "expired";
 
 // The enum decoders switch on the generated unions, so a value renamed in
@@ -59,6 +59,9 @@ function jobState(v: JobStateJSON | number | undefined): JobState {
     case "JOB_STATE_DEAD":
     case 4:
       return "dead";
+    case "JOB_STATE_COMPLETED":
+    case 5:
+      return "completed";
   }
   return "unspecified";
 }
@@ -533,6 +536,35 @@ export function jobContextToJSON(c: JobContext): JobContextJSON {
   };
   if (c.leaseDeadline) m.leaseDeadline = c.leaseDeadline.toISOString();
   return m;
+}
+
+/** What wait answers: the job and, once terminal, how it ended. */
+export interface JobOutcome {
+  job: Job;
+  /** True once the job completed or died. */
+  terminal: boolean;
+  /** "completed" or "dead" when terminal, the current state otherwise. */
+  state: JobState;
+  /** The worker's result of a completed job (empty when none). */
+  result: Uint8Array;
+  /** Why a dead job died; "unspecified" otherwise. */
+  cause: DeadLetterCause;
+  /** When the job completed or died. */
+  finishedAt?: Date;
+}
+
+export function jobOutcomeFromJSON(v: unknown): JobOutcome {
+  const m = message<WaitJobResponseJSON>(v);
+  const out: JobOutcome = {
+    job: jobFromJSON(m.job),
+    terminal: m.terminal === true,
+    state: jobState(m.state),
+    result: base64ToBytes(str(m.result)),
+    cause: deadLetterCause(m.cause),
+  };
+  const at = timeFrom(m.finishedAt);
+  if (at) out.finishedAt = at;
+  return out;
 }
 
 export function deadLetterFromJSON(v: unknown): DeadLetterRecord {

@@ -256,6 +256,23 @@ test("typed errors carry the server's details: a field and its limit", async () 
   await assert.rejects(client.getJob("999999999"), NotFoundError);
 });
 
+test("wait: a poll that runs out is not terminal; a death wakes the wait with its cause; an unknown job is NotFound", async () => {
+  const { jobId } = await client.enqueue({ queue: "wait", jobType: "resize" });
+  const polled = await client.pollJob(jobId, 50);
+  assert.equal(polled.terminal, false);
+  assert.equal(polled.state, "ready");
+  assert.equal(polled.job.id, jobId);
+
+  const waiting = client.wait(jobId);
+  const [d] = await client.reserve("wait");
+  assert.equal(await client.nack(d!.ctx, RetryDirective.deadLetter(), "corrupt image"), true);
+  const out = await waiting;
+  assert.deepEqual([out.terminal, out.state, out.cause], [true, "dead", "rejected"]);
+  assert.ok(out.finishedAt, "finishedAt set");
+
+  await assert.rejects(client.wait(String(BigInt(jobId) + 100000n)), NotFoundError);
+});
+
 test("nack(ctx, RetryDirective...) says whether it dead-lettered", async () => {
   await client.enqueue({ queue: "nack", jobType: "t", maxAttempts: 3 });
   let [d] = await client.reserve("nack");
