@@ -36,9 +36,9 @@ const LeaderAddrHeader = "sepp-leader-grpc-addr"
 // and the leader's answer goes back to the caller. Clients behind a load
 // balancer, or pinned to one node, then need no redirect.
 //
-// Not forwarded: long-poll reserves (a waiting reserve would hold a slot
-// of the leader's per-connection limit on the follower's one connection;
-// the client is redirected instead), ClusterService calls, and calls that
+// Not forwarded: long-poll reserves and WaitJob calls (a waiting call
+// would hold a slot of the leader's per-connection limit on the
+// follower's one connection; the client is redirected instead), ClusterService calls, and calls that
 // already were forwarded. The caller's metadata (its bearer token among
 // it) goes along, so the leader authorizes the caller, not the follower.
 //
@@ -105,6 +105,9 @@ func forwardable(method string, req any) bool {
 		return false
 	}
 	if r, ok := req.(*seppv1.ReserveRequest); ok && r.GetWait().AsDuration() > 0 {
+		return false
+	}
+	if _, ok := req.(*seppv1.WaitJobRequest); ok {
 		return false
 	}
 	return true

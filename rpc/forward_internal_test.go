@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
@@ -61,5 +62,29 @@ func TestForwardedMetadata_DropsTransportHeaders(t *testing.T) {
 	}
 	if out.Get("authorization")[0] != "Bearer t" || out.Get("x-trace")[0] != "abc" || out.Get(ForwardedFromHeader)[0] != "n2" {
 		t.Fatalf("forwarded metadata %v", out)
+	}
+}
+
+// Long polls are redirected, not forwarded: a waiting reserve and every
+// WaitJob. A reserve that does not wait is forwarded like any write.
+func TestForwardable_LongPollsAreRedirected(t *testing.T) {
+	tests := []struct {
+		name   string
+		method string
+		req    any
+		want   bool
+	}{
+		{"Enqueue", seppv1.QueueService_Enqueue_FullMethodName, &seppv1.EnqueueRequest{}, true},
+		{"ReserveNoWait", seppv1.QueueService_Reserve_FullMethodName, &seppv1.ReserveRequest{}, true},
+		{"ReserveWaiting", seppv1.QueueService_Reserve_FullMethodName, &seppv1.ReserveRequest{Wait: durationpb.New(time.Second)}, false},
+		{"WaitJob", seppv1.QueueService_WaitJob_FullMethodName, &seppv1.WaitJobRequest{JobId: 1}, false},
+		{"ClusterStatus", seppv1.ClusterService_Status_FullMethodName, &seppv1.StatusRequest{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := forwardable(tt.method, tt.req); got != tt.want {
+				t.Errorf("forwardable(%s) = %v, want %v", tt.method, got, tt.want)
+			}
+		})
 	}
 }
