@@ -11,7 +11,11 @@ use crate::error::{from_status, Detail, Error};
 use crate::pb;
 use crate::schedule::{Schedule, ScheduleDefinition};
 use crate::transport::{AttemptError, Transport};
-use crate::types::{duration, system_time, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobState, ServerInfo, TraceContext};
+use crate::types::{duration, system_time, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobState, ServerInfo, TraceContext};
+/// The wait each WaitJob call of `wait_job` asks for: the server's
+/// default, below its 60 s cap.
+const WAIT_JOB_POLL: Duration = Duration::from_secs(30);
+
 
 /// What happens to a nacked job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -492,6 +496,37 @@ impl SeppClient {
                 _ => Err(Error::internal("reserve", "the server answered a delivery without its ctx or job")),
             })
             .collect()
+    }
+
+    /// Waits until the job completed or died and returns its outcome (bound
+    /// it with a timeout around the future). It long-polls the leader,
+    /// asking again each time a poll runs out; through a leader change it
+    /// retries on the new leader, which answers the same (the outcome is
+    /// replicated state). [`Error::NotFound`] when the server holds no such
+    /// job: never enqueued, or gone without a record kept (completed and
+    /// dead-letter retention).
+    pub async fn wait_job(&self, job_id: u64) -> Result<JobOutcome, Error> {
+        loop {
+            let out = self.poll_job(job_id, WAIT_JOB_POLL).await?;
+            if out.terminal {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// One WaitJob call of at most `timeout` (the server caps it at 60 s):
+    /// `terminal` is false when the job was still running at its end.
+    pub async fn poll_job(&self, job_id: u64, timeout: Duration) -> Result<JobOutcome, Error> {
+        let req = pb::WaitJobRequest { job_id, timeout_ms: (timeout.as_millis().min(i64::MAX as u128) as i64).max(1) };
+        let (resp, _): (pb::WaitJobResponse, bool) = self.call("wait job", "sepp.v1.QueueService/WaitJob", &req, Policy::Safe, timeout).await?;
+        Ok(JobOutcome::from_wire(resp))
+    }
+
+    /// Enqueues `request`, then waits for the new job's outcome.
+    pub async fn enqueue_and_wait(&self, request: EnqueueRequest) -> Result<(EnqueueResult, JobOutcome), Error> {
+        let res = self.enqueue(request).await?;
+        let out = self.wait_job(res.job_id).await?;
+        Ok((res, out))
     }
 
     /// Completes a delivery: the job leaves the server. [`Error::LeaseLost`]

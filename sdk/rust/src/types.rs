@@ -363,6 +363,9 @@ pub enum JobState {
     Ready,
     Reserved,
     Dead,
+    /// Acked: reported by WaitJob for a job it saw complete, and by a
+    /// unique-key duplicate of a holder that keeps its key after its ack.
+    Completed,
 }
 
 impl JobState {
@@ -372,6 +375,7 @@ impl JobState {
             Some(pb::JobState::Ready) => JobState::Ready,
             Some(pb::JobState::Reserved) => JobState::Reserved,
             Some(pb::JobState::Dead) => JobState::Dead,
+            Some(pb::JobState::Completed) => JobState::Completed,
             _ => JobState::Unspecified,
         }
     }
@@ -383,6 +387,7 @@ impl JobState {
             JobState::Ready => pb::JobState::Ready,
             JobState::Reserved => pb::JobState::Reserved,
             JobState::Dead => pb::JobState::Dead,
+            JobState::Completed => pb::JobState::Completed,
         }
     }
 }
@@ -549,6 +554,36 @@ pub struct DeadLetterRecord {
     pub final_attempt: u32,
     /// The last nack's reason, when a worker gave one.
     pub last_reason: Option<String>,
+}
+
+/// What [`SeppClient::wait_job`](crate::SeppClient::wait_job) answers: the
+/// job and, once terminal, how it ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobOutcome {
+    pub job: Job,
+    /// True once the job completed or died.
+    pub terminal: bool,
+    /// Completed or Dead when terminal, the current state otherwise.
+    pub state: JobState,
+    /// The worker's result of a completed job (empty when none).
+    pub result: Vec<u8>,
+    /// Why a dead job died; Unspecified otherwise.
+    pub cause: DeadLetterCause,
+    /// When the job completed or died.
+    pub finished_at: Option<SystemTime>,
+}
+
+impl JobOutcome {
+    pub(crate) fn from_wire(r: pb::WaitJobResponse) -> JobOutcome {
+        JobOutcome {
+            job: Job::from_wire(r.job.unwrap_or_default()),
+            terminal: r.terminal,
+            state: JobState::from_wire(r.state),
+            result: r.result,
+            cause: DeadLetterCause::from_wire(r.cause),
+            finished_at: r.finished_at.and_then(system_time),
+        }
+    }
 }
 
 impl DeadLetterRecord {

@@ -149,6 +149,28 @@ async fn leases_ack_release_extend_and_lease_lost() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_job_outcomes() {
+    let client = common::shared().client().await;
+    let q = "rs-wait";
+    let res = client.enqueue(EnqueueRequest::new(q, "resize").unwrap()).await.unwrap();
+    let polled = client.poll_job(res.job_id, Duration::from_millis(50)).await.unwrap();
+    assert_eq!((polled.terminal, polled.state, polled.job.id), (false, JobState::Ready, res.job_id));
+
+    let waiter = client.clone();
+    let waiting = tokio::spawn(async move { waiter.wait_job(res.job_id).await });
+    let d = client.reserve(q, reserve_opts(1)).await.unwrap().remove(0);
+    assert!(client.nack(&d.ctx, RetryDirective::DeadLetter, "corrupt image").await.unwrap());
+    let out = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("the wait woke").unwrap().unwrap();
+    assert_eq!((out.terminal, out.state, out.cause), (true, JobState::Dead, DeadLetterCause::Rejected));
+    assert!(out.finished_at.is_some());
+
+    match client.wait_job(res.job_id + 100_000).await {
+        Err(Error::NotFound { .. }) => {}
+        other => panic!("an unknown job: want NotFound, got {:?}", other),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nack_directives_dead_letters_drain_and_replay() {
     let client = common::shared().client().await;
     let q = "rs-nack";
