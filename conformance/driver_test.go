@@ -204,25 +204,7 @@ func (d *goDriver) dispatch(ctx context.Context, op string, a *args) (map[string
 	c := d.c
 	switch op {
 	case "enqueue":
-		req := client.NewEnqueueRequest(a.str("queue"), a.str("job_type")).WithPayload([]byte(a.str("payload")))
-		if a.has("priority") {
-			req.WithPriority(client.Priority(a.num("priority")))
-		}
-		if a.has("delay_ms") {
-			req.WithScheduledAt(time.Now().Add(ms(a.num("delay_ms"))))
-		}
-		if a.has("max_attempts") {
-			req.WithMaxAttempts(uint32(a.num("max_attempts")))
-		}
-		if a.has("idempotency_key") {
-			req.WithIdempotencyKey(a.str("idempotency_key"))
-		}
-		if a.has("unique_key") {
-			req.WithUnique(client.UniqueOptions{Key: a.str("unique_key"), Refuse: a.boolean("unique_refuse")})
-		}
-		if a.has("ttl_ms") {
-			req.WithTTL(ms(a.num("ttl_ms")))
-		}
+		req := enqueueRequest(a)
 		if a.err != nil {
 			return nil, nil
 		}
@@ -444,8 +426,126 @@ func (d *goDriver) dispatch(ctx context.Context, op string, a *args) (map[string
 		return task(c.ResumeRedrive(ctx, a.num("id")))
 	case "cancel_redrive":
 		return task(c.CancelRedrive(ctx, a.num("id")))
+	case "enqueue_batch":
+		items, _ := a.m["jobs"].([]any)
+		reqs := make([]*client.EnqueueRequest, len(items))
+		for i, it := range items {
+			m, ok := it.(map[string]any)
+			if !ok {
+				a.fail("jobs", "an array of enqueue arguments")
+				return nil, nil
+			}
+			item := &args{m: m}
+			reqs[i] = enqueueRequest(item)
+			if item.err != nil {
+				a.err = fmt.Errorf("jobs[%d]: %w", i, item.err)
+				return nil, nil
+			}
+		}
+		rs, err := c.EnqueueBatch(ctx, reqs)
+		if err != nil {
+			return nil, err
+		}
+		results := []any{}
+		for _, r := range rs {
+			if r.Err != nil {
+				results = append(results, map[string]any{"job_id": nil, "duplicate": nil, "error": errorKind(r.Err)})
+				continue
+			}
+			results = append(results, map[string]any{"job_id": r.Result.JobID, "duplicate": r.Result.Duplicate, "error": nil})
+		}
+		return map[string]any{"results": results}, nil
+	case "ack_batch":
+		ids := a.ids("job_ids")
+		jcs := make([]client.JobContext, len(ids))
+		for i, id := range ids {
+			dl, ok := d.deliveries[id]
+			if !ok {
+				a.err = fmt.Errorf("job %d was never reserved in this scenario", id)
+				return nil, nil
+			}
+			jcs[i] = dl.Ctx
+		}
+		errs := c.AckBatch(ctx, jcs)
+		results := []any{}
+		for i, e := range errs {
+			var kind any
+			if e != nil {
+				kind = errorKind(e)
+			}
+			results = append(results, map[string]any{"job_id": ids[i], "error": kind})
+		}
+		return map[string]any{"results": results}, nil
+	case "drain_dead_letters":
+		rs, err := c.DrainDeadLetters(ctx, client.DrainOptions{Queue: a.str("queue"), Max: int(a.num("max"))})
+		if err != nil {
+			return nil, err
+		}
+		records := []any{}
+		for _, r := range rs {
+			records = append(records, deadLetterResult(r))
+		}
+		return map[string]any{"records": records}, nil
+	case "create_schedule":
+		def := client.ScheduleDefinition{
+			Name: a.str("name"), Cron: a.str("cron"), Interval: ms(a.num("interval_ms")), TimeZone: a.str("time_zone"),
+			Template: client.JobTemplate{Queue: a.str("queue"), JobType: a.str("job_type"), Payload: []byte(a.str("payload"))},
+			Paused:   a.boolean("paused"),
+		}
+		if a.err != nil {
+			return nil, nil
+		}
+		return schedule(c.CreateSchedule(ctx, def))
+	case "get_schedule":
+		return schedule(c.GetSchedule(ctx, a.str("name"), 0, false))
+	case "pause_schedule":
+		return schedule(c.PauseSchedule(ctx, a.str("name")))
+	case "resume_schedule":
+		return schedule(c.ResumeSchedule(ctx, a.str("name")))
+	case "delete_schedule":
+		return map[string]any{}, c.DeleteSchedule(ctx, a.str("name"))
+	case "list_schedules":
+		ss, err := c.ListSchedules(ctx, 0, false)
+		if err != nil {
+			return nil, err
+		}
+		prefix := a.str("name_prefix")
+		sort.Slice(ss, func(i, j int) bool { return ss[i].Name < ss[j].Name })
+		schedules := []any{}
+		for _, s := range ss {
+			if strings.HasPrefix(s.Name, prefix) {
+				m, _ := schedule(s, nil)
+				schedules = append(schedules, m)
+			}
+		}
+		return map[string]any{"schedules": schedules}, nil
 	}
 	return nil, fmt.Errorf("unknown op %q", op)
+}
+
+// enqueueRequest reads enqueue's arguments (also each item of
+// enqueue_batch's jobs).
+func enqueueRequest(a *args) *client.EnqueueRequest {
+	req := client.NewEnqueueRequest(a.str("queue"), a.str("job_type")).WithPayload([]byte(a.str("payload")))
+	if a.has("priority") {
+		req.WithPriority(client.Priority(a.num("priority")))
+	}
+	if a.has("delay_ms") {
+		req.WithScheduledAt(time.Now().Add(ms(a.num("delay_ms"))))
+	}
+	if a.has("max_attempts") {
+		req.WithMaxAttempts(uint32(a.num("max_attempts")))
+	}
+	if a.has("idempotency_key") {
+		req.WithIdempotencyKey(a.str("idempotency_key"))
+	}
+	if a.has("unique_key") {
+		req.WithUnique(client.UniqueOptions{Key: a.str("unique_key"), Refuse: a.boolean("unique_refuse")})
+	}
+	if a.has("ttl_ms") {
+		req.WithTTL(ms(a.num("ttl_ms")))
+	}
+	return req
 }
 
 func jobResult(j client.Job) map[string]any {
@@ -490,6 +590,18 @@ func task(t client.RedriveTask, err error) (map[string]any, error) {
 	return map[string]any{
 		"id": t.ID, "state": t.State.String(), "queue": t.Options.Selection.Queue, "fresh": t.Options.Fresh,
 		"to_queue": t.Options.ToQueue, "rate": t.Options.Rate, "moved": t.Moved, "remaining": t.Remaining,
+	}, nil
+}
+
+// schedule is a schedule's stable part: no fire times or counters, which
+// depend on the clock.
+func schedule(s client.Schedule, err error) (map[string]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"name": s.Name, "paused": s.Paused, "queue": s.Template.Queue, "job_type": s.Template.JobType,
+		"payload": string(s.Template.Payload), "cron": s.Cron, "interval_ms": s.Interval.Milliseconds(), "time_zone": s.TimeZone,
 	}, nil
 }
 

@@ -14,11 +14,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Optional
 
-from sepp import (AlreadyExists, DeadLetterCause, DeadLetterRecord, EnqueueRequest, InternalError, InvalidArgument,
-                  InvalidField, Job, JobCancelled, JobState, LeaseLost, NotFound, PermissionDenied, PurgeTarget,
-                  QueueFull, QueueSettings, QueueStats, RedriveOptions, RedriveSelection, RedriveTask,
-                  ResourceExhausted, RetryDirective, ScheduledTooFar, SeppClient, SeppError, Unauthenticated,
-                  Unavailable, UniqueConflict, UniqueOptions, UnknownOutcome, WrongState)
+from sepp import (AlreadyExists, BatchResult, DeadLetterCause, DeadLetterRecord, EnqueueRequest, InternalError,
+                  InvalidArgument, InvalidField, Job, JobCancelled, JobTemplate, JobState, LeaseLost, NotFound,
+                  PermissionDenied, PurgeTarget, QueueFull, QueueSettings, QueueStats, RedriveOptions, RedriveSelection,
+                  RedriveTask, ResourceExhausted, RetryDirective, Schedule, ScheduleDefinition, ScheduledTooFar,
+                  SeppClient, SeppError, Unauthenticated, Unavailable, UniqueConflict, UniqueOptions, UnknownOutcome,
+                  WrongState)
 from sepp.types import ActionResult, Delivery
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "conformance" / "scenarios"
@@ -229,6 +230,34 @@ def _redrive(a: dict[str, Any]) -> RedriveOptions:
     return RedriveOptions(sel, to_queue=a.get("to_queue", ""), fresh=a.get("fresh", False), rate=a.get("rate", 0))
 
 
+def _enqueue_request(a: dict[str, Any]) -> EnqueueRequest:
+    """enqueue's arguments (also each item of enqueue_batch's jobs)."""
+    req = EnqueueRequest(a["queue"], a["job_type"], a.get("payload", "").encode(), priority=a.get("priority"),
+                         max_attempts=a.get("max_attempts", 0), idempotency_key=a.get("idempotency_key", ""))
+    if "delay_ms" in a:
+        req.scheduled_at = datetime.now(timezone.utc) + _ms(a["delay_ms"])
+    if "unique_key" in a:
+        req.unique = UniqueOptions(key=a["unique_key"], refuse=a.get("unique_refuse", False))
+    if "ttl_ms" in a:
+        req.ttl = _ms(a["ttl_ms"])
+    return req
+
+
+def _batch_item(r: BatchResult) -> dict[str, Any]:
+    if r.error is not None or r.result is None:
+        return {"job_id": None, "duplicate": None, "error": error_kind(r.error) if r.error else "unknown"}
+    return {"job_id": r.result.job_id, "duplicate": r.result.duplicate, "error": None}
+
+
+def _schedule(s: Schedule) -> dict[str, Any]:
+    """A schedule's stable part: no fire times or counters, which depend on
+    the clock."""
+    d = s.definition
+    return {"name": d.name, "paused": d.paused, "queue": d.template.queue, "job_type": d.template.job_type,
+            "payload": d.template.payload.decode(), "cron": d.cron,
+            "interval_ms": 0 if d.interval is None else _whole_ms(d.interval), "time_zone": d.time_zone}
+
+
 class Driver:
     """Runs steps with SeppClient; keeps each reserved job's last delivery
     for ack, nack, release and extend_lease."""
@@ -253,15 +282,7 @@ class Driver:
     async def _dispatch(self, op: str, a: dict[str, Any]) -> dict[str, Any]:
         c = self.c
         if op == "enqueue":
-            req = EnqueueRequest(a["queue"], a["job_type"], a.get("payload", "").encode(), priority=a.get("priority"),
-                                 max_attempts=a.get("max_attempts", 0), idempotency_key=a.get("idempotency_key", ""))
-            if "delay_ms" in a:
-                req.scheduled_at = datetime.now(timezone.utc) + _ms(a["delay_ms"])
-            if "unique_key" in a:
-                req.unique = UniqueOptions(key=a["unique_key"], refuse=a.get("unique_refuse", False))
-            if "ttl_ms" in a:
-                req.ttl = _ms(a["ttl_ms"])
-            r = await c.enqueue(req)
+            r = await c.enqueue(_enqueue_request(a))
             return {"job_id": r.job_id, "state": str(r.state), "duplicate": r.duplicate}
         if op == "reserve":
             lease = _ms(a["lease_ms"]) if "lease_ms" in a else None
@@ -367,6 +388,46 @@ class Driver:
             return _task(await c.resume_redrive(a["id"]))
         if op == "cancel_redrive":
             return _task(await c.cancel_redrive(a["id"]))
+        if op == "enqueue_batch":
+            # An item EnqueueRequest refuses to build (priority 12) fails in
+            # its place, as the Go client's batch answers it; the rest go.
+            items: list[Optional[BatchResult]] = []
+            reqs: list[EnqueueRequest] = []
+            for j in a["jobs"]:
+                try:
+                    reqs.append(_enqueue_request(j))
+                    items.append(None)
+                except SeppError as e:
+                    items.append(BatchResult(error=e))
+            sent = iter(await c.enqueue_batch(reqs) if reqs else [])
+            return {"results": [_batch_item(r if r is not None else next(sent)) for r in items]}
+        if op == "ack_batch":
+            ds = [self._delivery({"job_id": i}) for i in a["job_ids"]]
+            errs = await c.ack_batch([d.ctx for d in ds])
+            return {"results": [{"job_id": i, "error": None if e is None else error_kind(e)}
+                                for i, e in zip(a["job_ids"], errs)]}
+        if op == "drain_dead_letters":
+            records = await c.drain_dead_letters(a.get("queue"), max=a.get("max", 1))
+            return {"records": [_dead_letter(r) for r in records]}
+        if op == "create_schedule":
+            interval = _ms(a["interval_ms"]) if "interval_ms" in a else None
+            template = JobTemplate(a.get("queue", ""), a.get("job_type", ""), a.get("payload", "").encode())
+            return _schedule(await c.create_schedule(ScheduleDefinition(
+                a["name"], template, cron=a.get("cron", ""), interval=interval, time_zone=a.get("time_zone", ""),
+                paused=a.get("paused", False))))
+        if op == "get_schedule":
+            return _schedule(await c.get_schedule(a["name"]))
+        if op == "pause_schedule":
+            return _schedule(await c.pause_schedule(a["name"]))
+        if op == "resume_schedule":
+            return _schedule(await c.resume_schedule(a["name"]))
+        if op == "delete_schedule":
+            await c.delete_schedule(a["name"])
+            return {}
+        if op == "list_schedules":
+            prefix = a.get("name_prefix", "")
+            ss = sorted((s for s in await c.list_schedules() if s.name.startswith(prefix)), key=lambda s: s.name)
+            return {"schedules": [_schedule(s) for s in ss]}
         raise Mismatch(f"unknown op {op!r}")
 
 

@@ -536,6 +536,36 @@ impl SeppClient {
         Ok(())
     }
 
+    /// Completes several deliveries in one call: one entry per delivery, in
+    /// order, `Ok` when acked, else what [`SeppClient::ack`] would have
+    /// answered for it alone ([`Error::LeaseLost`] when its lease was no
+    /// longer its own). A lease found lost by a retry, after an attempt that
+    /// may have acked it, is [`Error::UnknownOutcome`]. The outer error is
+    /// set only when the call as a whole failed.
+    pub async fn ack_batch(&self, ctxs: &[JobContext]) -> Result<Vec<Result<(), Error>>, Error> {
+        if ctxs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let req = pb::AckBatchRequest {
+            ctxs: ctxs.iter().map(JobContext::to_wire).collect(),
+        };
+        let (resp, retried): (pb::AckBatchResponse, bool) = self.call("ack batch", "sepp.v1.QueueService/AckBatch", &req, Policy::Safe, Duration::ZERO).await?;
+        if resp.results.len() != ctxs.len() {
+            return Err(Error::internal("ack batch", format!("the server answered {} results for {} deliveries", resp.results.len(), ctxs.len())));
+        }
+        Ok(resp
+            .results
+            .into_iter()
+            .map(|r| match r.error {
+                None => Ok(()),
+                Some(e) => match item_error("ack", e) {
+                    err @ Error::LeaseLost { .. } if retried => Err(Error::unknown_outcome("ack", "a retry found the lease gone after an attempt that may have acked it", err)),
+                    err => Err(err),
+                },
+            })
+            .collect())
+    }
+
     /// Fails a delivery; the directive says what happens next. True exactly
     /// when the job was dead-lettered (DeadLetter, or the failing attempt
     /// reached max_attempts).

@@ -16,8 +16,8 @@ use serde_json::{json, Map, Value};
 
 use sepp_rs::client::{ReserveOptions, RetryDirective, SeppClient};
 use sepp_rs::{
-    ActionResult, DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, Error, Job, JobState, Page, Priority, PurgeTarget, QueueSettings, QueueStats, QueueUpdate, RedriveOptions,
-    RedriveSelection, RedriveState, RedriveTask, RetryBackoff, UniqueOptions,
+    ActionResult, DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Error, Job, JobState, JobTemplate, Page, Priority, PurgeTarget, QueueSettings, QueueStats,
+    QueueUpdate, RedriveOptions, RedriveSelection, RedriveState, RedriveTask, RetryBackoff, Schedule, ScheduleDefinition, ScheduleSpec, UniqueOptions,
 };
 
 fn scenario_dir() -> PathBuf {
@@ -441,6 +441,61 @@ fn redrive(a: &Args) -> Result<RedriveOptions, Mismatch> {
     })
 }
 
+/// enqueue's arguments (also each item of enqueue_batch's jobs); an
+/// argument EnqueueRequest or Priority refuses (priority 12) is the SDK's
+/// error.
+fn enqueue_request(a: &Args) -> Result<Result<EnqueueRequest, Error>, Mismatch> {
+    let (queue, job_type, payload) = (a.str("queue")?, a.str("job_type")?, a.str("payload")?);
+    let opt = |k: &str| -> Result<Option<u64>, Mismatch> { Ok(if a.has(k) { Some(a.num(k)?) } else { None }) };
+    let (priority, delay, max_attempts, ttl) = (opt("priority")?, opt("delay_ms")?, opt("max_attempts")?, opt("ttl_ms")?);
+    let key = if a.has("idempotency_key") { Some(a.str("idempotency_key")?) } else { None };
+    let unique = if a.has("unique_key") { Some(UniqueOptions::by_key(a.str("unique_key")?).with_refuse(a.boolean("unique_refuse")?)) } else { None };
+    let build = || -> Result<EnqueueRequest, Error> {
+        let mut req = EnqueueRequest::new(queue, job_type)?.with_payload(payload.into_bytes());
+        if let Some(p) = priority {
+            req = req.with_priority(Priority::new(p as u32)?);
+        }
+        if let Some(d) = delay {
+            req = req.with_scheduled_at(SystemTime::now() + ms(d));
+        }
+        if let Some(n) = max_attempts {
+            req = req.with_max_attempts(n as u32);
+        }
+        if let Some(k) = key {
+            req = req.with_idempotency_key(k);
+        }
+        if let Some(u) = unique {
+            req = req.with_unique(u);
+        }
+        if let Some(t) = ttl {
+            req = req.with_ttl(ms(t));
+        }
+        Ok(req)
+    };
+    Ok(build())
+}
+
+fn batch_item(r: &Result<EnqueueResult, Error>) -> Value {
+    match r {
+        Ok(r) => json!({"job_id": r.job_id, "duplicate": r.duplicate, "error": null}),
+        Err(e) => json!({"job_id": null, "duplicate": null, "error": error_kind(e)}),
+    }
+}
+
+/// A schedule's stable part: no fire times or counters, which depend on
+/// the clock.
+fn schedule_result(s: &Schedule) -> Value {
+    let d = &s.definition;
+    let (cron, interval_ms) = match &d.spec {
+        ScheduleSpec::Cron(c) => (c.clone(), 0),
+        ScheduleSpec::Interval(i) => (String::new(), whole_ms(*i)),
+    };
+    json!({
+        "name": d.name, "paused": d.paused, "queue": d.template.queue, "job_type": d.template.job_type, "payload": text(&d.template.payload),
+        "cron": cron, "interval_ms": interval_ms, "time_zone": d.time_zone,
+    })
+}
+
 /// Runs steps with SeppClient; keeps each reserved job's last delivery for
 /// ack, nack, release and extend_lease.
 struct Driver<'c> {
@@ -459,25 +514,7 @@ impl<'c> Driver<'c> {
         let c = self.c;
         let v = match op {
             "enqueue" => {
-                let mut req = EnqueueRequest::new(a.str("queue")?, a.str("job_type")?)?.with_payload(a.str("payload")?.into_bytes());
-                if a.has("priority") {
-                    req = req.with_priority(Priority::new(a.num("priority")? as u32)?);
-                }
-                if a.has("delay_ms") {
-                    req = req.with_scheduled_at(SystemTime::now() + ms(a.num("delay_ms")?));
-                }
-                if a.has("max_attempts") {
-                    req = req.with_max_attempts(a.num("max_attempts")? as u32);
-                }
-                if a.has("idempotency_key") {
-                    req = req.with_idempotency_key(a.str("idempotency_key")?);
-                }
-                if a.has("unique_key") {
-                    req = req.with_unique(UniqueOptions::by_key(a.str("unique_key")?).with_refuse(a.boolean("unique_refuse")?));
-                }
-                if a.has("ttl_ms") {
-                    req = req.with_ttl(ms(a.num("ttl_ms")?));
-                }
+                let req = enqueue_request(&a)??;
                 let r = c.enqueue(req).await?;
                 json!({"job_id": r.job_id, "state": state_name(r.state), "duplicate": r.duplicate})
             }
@@ -607,6 +644,73 @@ impl<'c> Driver<'c> {
             "pause_redrive" => task_result(&c.pause_redrive(a.num("id")?).await?),
             "resume_redrive" => task_result(&c.resume_redrive(a.num("id")?).await?),
             "cancel_redrive" => task_result(&c.cancel_redrive(a.num("id")?).await?),
+            "enqueue_batch" => {
+                let items = a.0.get("jobs").and_then(Value::as_array).ok_or_else(|| Mismatch("argument jobs: want an array of enqueue arguments".into()))?;
+                // An item EnqueueRequest or Priority refuses to build fails
+                // in its place, as the Go client's batch answers it; the
+                // rest go in one batch.
+                let mut slots: Vec<Option<Result<EnqueueResult, Error>>> = Vec::new();
+                let mut reqs = Vec::new();
+                for item in items {
+                    let m = item.as_object().ok_or_else(|| Mismatch(format!("argument jobs: {} is not an object", item)))?;
+                    match enqueue_request(&Args(m))? {
+                        Ok(req) => {
+                            reqs.push(req);
+                            slots.push(None);
+                        }
+                        Err(refused) => slots.push(Some(Err(refused))),
+                    }
+                }
+                let mut sent = if reqs.is_empty() { Vec::new() } else { c.enqueue_batch(reqs).await? }.into_iter();
+                let mut results = Vec::new();
+                for slot in slots {
+                    let r = match slot {
+                        Some(refused) => refused,
+                        None => sent.next().ok_or_else(|| Mismatch("enqueue_batch answered fewer results than items".into()))?,
+                    };
+                    results.push(batch_item(&r));
+                }
+                json!({ "results": results })
+            }
+            "ack_batch" => {
+                let ids = a.ids("job_ids")?;
+                let mut ctxs = Vec::new();
+                for id in &ids {
+                    let m: Map<String, Value> = [("job_id".to_string(), json!(id))].into_iter().collect();
+                    ctxs.push(self.delivery(&Args(&m))?.ctx);
+                }
+                let rs = c.ack_batch(&ctxs).await?;
+                let results: Vec<Value> = ids.iter().zip(&rs).map(|(id, r)| json!({"job_id": id, "error": r.as_ref().err().map(error_kind)})).collect();
+                json!({ "results": results })
+            }
+            "drain_dead_letters" => {
+                let queue = if a.has("queue") { Some(a.str("queue")?) } else { None };
+                let records = c.drain_dead_letters(queue.as_deref(), a.num("max")? as u32).await?;
+                json!({ "records": records.iter().map(dead_letter_result).collect::<Vec<_>>() })
+            }
+            "create_schedule" => {
+                let template = JobTemplate::new(a.str("queue")?, a.str("job_type")?).with_payload(a.str("payload")?.into_bytes());
+                let def = if a.has("cron") {
+                    ScheduleDefinition::cron(a.str("name")?, a.str("cron")?, template)
+                } else {
+                    ScheduleDefinition::every(a.str("name")?, ms(a.num("interval_ms")?), template)
+                };
+                let def = def.with_time_zone(a.str("time_zone")?).with_paused(a.boolean("paused")?);
+                schedule_result(&c.create_schedule(&def).await?)
+            }
+            "get_schedule" => schedule_result(&c.get_schedule(&a.str("name")?, 0).await?),
+            "pause_schedule" => schedule_result(&c.pause_schedule(&a.str("name")?).await?),
+            "resume_schedule" => schedule_result(&c.resume_schedule(&a.str("name")?).await?),
+            "delete_schedule" => {
+                c.delete_schedule(&a.str("name")?).await?;
+                json!({})
+            }
+            "list_schedules" => {
+                let prefix = a.str("name_prefix")?;
+                let mut ss: Vec<Schedule> = c.list_schedules(0).await?.into_iter().filter(|s| s.name().starts_with(&prefix)).collect();
+                ss.sort_by(|x, y| x.name().cmp(y.name()));
+                json!({ "schedules": ss.iter().map(schedule_result).collect::<Vec<_>>() })
+            }
             other => return Err(Mismatch(format!("unknown op {:?}", other)).into()),
         };
         Ok(v)

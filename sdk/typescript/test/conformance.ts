@@ -31,7 +31,7 @@ import {
   UnknownOutcomeError,
   WrongStateError,
 } from "../src/index.js";
-import type { ActionResult, QueueSettings, QueueStats, RedriveOptions, RedriveTask } from "../src/index.js";
+import type { ActionResult, BatchResult, QueueSettings, QueueStats, RedriveOptions, RedriveTask, Schedule, ScheduleDefinition } from "../src/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 // Compiled to dist/test/; the scenarios are at the repository's root.
@@ -273,6 +273,11 @@ class Args {
     const v = this.m[k];
     return Array.isArray(v) ? v.map((x) => String(x)) : [];
   }
+  objs(k: string): Args[] {
+    const v = this.m[k];
+    if (!Array.isArray(v) || !v.every(isObj)) throw new Mismatch(`argument ${k}: want an array of objects, got ${show(v)}`);
+    return v.map((x) => new Args(x as Obj));
+  }
   sub(k: string): Args {
     const v = this.m[k];
     return new Args(isObj(v) ? v : {});
@@ -307,6 +312,36 @@ function redrive(a: Args): RedriveOptions {
   return o;
 }
 
+/** enqueue's arguments (also each item of enqueue_batch's jobs). */
+function enqueueRequest(a: Args): EnqueueRequest {
+  const req: EnqueueRequest = { queue: a.str("queue"), jobType: a.str("job_type"), payload: a.str("payload") };
+  if (a.has("priority")) req.priority = a.num("priority");
+  if (a.has("delay_ms")) req.scheduledAt = new Date(Date.now() + a.num("delay_ms"));
+  if (a.has("max_attempts")) req.maxAttempts = a.num("max_attempts");
+  if (a.has("idempotency_key")) req.idempotencyKey = a.str("idempotency_key");
+  if (a.has("unique_key")) req.unique = { key: a.str("unique_key"), refuse: a.bool("unique_refuse") };
+  if (a.has("ttl_ms")) req.ttlMs = a.num("ttl_ms");
+  return req;
+}
+
+function batchResult(r: BatchResult): Obj {
+  return r.ok ? { job_id: id(r.result.jobId), duplicate: r.result.duplicate, error: null } : { job_id: null, duplicate: null, error: errorKind(r.error) };
+}
+
+/** A schedule's stable part: no fire times or counters, which depend on the clock. */
+function scheduleResult(s: Schedule): Obj {
+  return {
+    name: s.name,
+    paused: s.paused,
+    queue: s.template.queue,
+    job_type: s.template.jobType,
+    payload: text(s.template.payload),
+    cron: s.cron,
+    interval_ms: s.intervalMs,
+    time_zone: s.timeZone,
+  };
+}
+
 /** Runs steps with SeppClient; keeps each reserved job's last delivery for
  * ack, nack, release and extend_lease. */
 class Driver {
@@ -332,14 +367,7 @@ class Driver {
     const c = this.c;
     switch (op) {
       case "enqueue": {
-        const req: EnqueueRequest = { queue: a.str("queue"), jobType: a.str("job_type"), payload: a.str("payload") };
-        if (a.has("priority")) req.priority = a.num("priority");
-        if (a.has("delay_ms")) req.scheduledAt = new Date(Date.now() + a.num("delay_ms"));
-        if (a.has("max_attempts")) req.maxAttempts = a.num("max_attempts");
-        if (a.has("idempotency_key")) req.idempotencyKey = a.str("idempotency_key");
-        if (a.has("unique_key")) req.unique = { key: a.str("unique_key"), refuse: a.bool("unique_refuse") };
-        if (a.has("ttl_ms")) req.ttlMs = a.num("ttl_ms");
-        const r = await c.enqueue(req);
+        const r = await c.enqueue(enqueueRequest(a));
         return { job_id: id(r.jobId), state: r.state, duplicate: r.duplicate };
       }
       case "reserve": {
@@ -465,6 +493,45 @@ class Driver {
         return taskResult(await c.resumeRedrive(String(a.num("id"))));
       case "cancel_redrive":
         return taskResult(await c.cancelRedrive(String(a.num("id"))));
+      case "enqueue_batch": {
+        const jobs = a.objs("jobs").map((j) => enqueueRequest(j));
+        return { results: (await c.enqueueBatch(jobs)).map(batchResult) };
+      }
+      case "ack_batch": {
+        const ids = a.ids("job_ids");
+        const ds = ids.map((i) => this.delivery(new Args({ job_id: id(i) })));
+        const errs = await c.ackBatch(ds.map((d) => d.ctx));
+        return { results: errs.map((e, i) => ({ job_id: id(ids[i]!), error: e ? errorKind(e) : null })) };
+      }
+      case "drain_dead_letters": {
+        const records = await c.drainDeadLetters(a.has("queue") ? a.str("queue") : undefined, a.num("max"));
+        return { records: records.map(deadLetterResult) };
+      }
+      case "create_schedule": {
+        const def: ScheduleDefinition = {
+          name: a.str("name"),
+          template: { queue: a.str("queue"), jobType: a.str("job_type"), payload: a.str("payload") },
+          paused: a.bool("paused"),
+        };
+        if (a.has("cron")) def.cron = a.str("cron");
+        if (a.has("interval_ms")) def.intervalMs = a.num("interval_ms");
+        if (a.has("time_zone")) def.timeZone = a.str("time_zone");
+        return scheduleResult(await c.createSchedule(def));
+      }
+      case "get_schedule":
+        return scheduleResult(await c.getSchedule(a.str("name")));
+      case "pause_schedule":
+        return scheduleResult(await c.pauseSchedule(a.str("name")));
+      case "resume_schedule":
+        return scheduleResult(await c.resumeSchedule(a.str("name")));
+      case "delete_schedule":
+        await c.deleteSchedule(a.str("name"));
+        return {};
+      case "list_schedules": {
+        const prefix = a.str("name_prefix");
+        const ss = (await c.listSchedules()).filter((s) => s.name.startsWith(prefix)).sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+        return { schedules: ss.map(scheduleResult) };
+      }
     }
     throw new Mismatch(`unknown op ${JSON.stringify(op)}`);
   }
