@@ -212,3 +212,52 @@ func (e *Engine) EnablePayloadsOffHeap(now time.Time) {
 		e.charge(c.q, c.n)
 	}
 }
+
+// PayloadLen is the payload length of the live job or retained
+// dead-letter record id; ok is false when the engine holds neither.
+func (e *Engine) PayloadLen(id JobID) (n uint32, ok bool) {
+	if j := e.jobs.get(id); j != nil {
+		return j.payloadLen, true
+	}
+	if r := e.dead[id]; r != nil {
+		return r.j.payloadLen, true
+	}
+	return 0, false
+}
+
+// PayloadCount is how many live jobs and retained records have a
+// non-empty payload: the records a snapshot's payload section holds.
+func (e *Engine) PayloadCount() int {
+	n := 0
+	e.jobs.each(func(j *job) bool {
+		if j.payloadLen > 0 {
+			n++
+		}
+		return true
+	})
+	for _, r := range e.dead {
+		if r.j.payloadLen > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// LoadPayload puts the payload of job id after a RestoreWith of a stream
+// written with PayloadLengths: the job (or record) must be held with a
+// payload of exactly len(p) bytes, else the input is corrupt
+// (ErrCorruptSnapshot) and nothing is put. While the store is ahead
+// (SetPayloadsAhead) it only checks: the store holds the payload already.
+func (e *Engine) LoadPayload(id JobID, p []byte) error {
+	n, ok := e.PayloadLen(id)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: payload of job %d, which the snapshot does not hold", ErrCorruptSnapshot, id)
+	case n == 0 || int(n) != len(p):
+		return fmt.Errorf("%w: payload of job %d is %d bytes, the snapshot's job has %d", ErrCorruptSnapshot, id, len(p), n)
+	}
+	if !e.payloadsAhead {
+		e.payloads.PutPayload(id, p)
+	}
+	return nil
+}

@@ -41,15 +41,34 @@ var ErrCorruptSnapshot = errors.New("corrupt snapshot")
 
 // Snapshot writes the whole state in a canonical encoding: equal states give
 // equal bytes. It streams through a buffer and does not change the engine.
-func (e *Engine) Snapshot(w io.Writer) error {
+func (e *Engine) Snapshot(w io.Writer) error { return e.SnapshotWith(w, SnapshotOptions{}) }
+
+// SnapshotOptions choose how Snapshot writes what it writes.
+type SnapshotOptions struct {
+	// PayloadLengths writes each job's payload length in place of its
+	// bytes (a uvarint where the length-prefixed bytes would be) and reads
+	// no payload from the store: the state machine writes the bodies
+	// afterwards from a point-in-time view of its store, off the apply
+	// path (fsm/snapshot.go), so the part taken under its lock costs
+	// O(jobs), not O(bytes). Such a stream is restored only by RestoreWith
+	// with the same option, then LoadPayload; nothing in the stream says
+	// which way it was written (its container does).
+	PayloadLengths bool
+}
+
+// SnapshotWith is Snapshot written as o says.
+func (e *Engine) SnapshotWith(w io.Writer, o SnapshotOptions) error {
 	if e.payloadsAhead {
 		return ErrPayloadsAhead
 	}
 	crc := crc32.NewIEEE()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 64<<10)
-	read, done := e.payloadReader()
-	defer done()
-	enc := &encoder{w: bw, payload: read}
+	enc := &encoder{w: bw, lengthsOnly: o.PayloadLengths}
+	if !o.PayloadLengths {
+		read, done := e.payloadReader()
+		defer done()
+		enc.payload = read
+	}
 	e.encode(enc)
 	if enc.err != nil {
 		return fmt.Errorf("engine snapshot: %w", enc.err)
@@ -83,6 +102,8 @@ type encoder struct {
 	err error
 	// payload reads a job's payload for the walk (payloadReader).
 	payload func(JobID) []byte
+	// lengthsOnly: payload lengths, not bytes (SnapshotOptions).
+	lengthsOnly bool
 }
 
 func (c *encoder) uvarint(v uint64) {
@@ -332,7 +353,11 @@ func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64, v7 bool
 	c.uvarint(uint64(j.id))
 	c.uvarint(qindex[j.q])
 	c.string(*j.jobType)
-	c.bytes(payloadVia(j, c.payload))
+	if c.lengthsOnly {
+		c.uvarint(uint64(j.payloadLen))
+	} else {
+		c.bytes(payloadVia(j, c.payload))
+	}
 	c.byte(j.priority)
 	c.byte(uint8(j.state))
 	c.byte(j.flags & flagRetryWait)
@@ -388,9 +413,16 @@ func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64, v7 bool
 // length larger than what is left is refused at once: every counted item
 // takes at least one byte, so such a count can only be corrupt, and
 // refusing it early spares reading and allocating for it.
-func (e *Engine) Restore(r io.Reader) error {
+func (e *Engine) Restore(r io.Reader) error { return e.RestoreWith(r, SnapshotOptions{}) }
+
+// RestoreWith is Restore of a stream SnapshotWith wrote with o. With
+// PayloadLengths the restored jobs have their payload lengths but no
+// payload in the store: the caller then hands each one to LoadPayload
+// (or keeps a store that holds them, SetPayloadsAhead).
+func (e *Engine) RestoreWith(r io.Reader, o SnapshotOptions) error {
 	tr := &trailerReader{r: r, crc: crc32.NewIEEE()}
 	d := newDecoder(tr)
+	d.lengthsOnly = o.PayloadLengths
 	if n, ok := inputSize(r); ok {
 		d.size = n
 	}
@@ -495,6 +527,9 @@ type decoder struct {
 	// payloadsAhead: that store already holds the snapshot's payloads
 	// (Engine.SetPayloadsAhead); they are read past, not written.
 	payloadsAhead bool
+	// lengthsOnly: the jobs carry payload lengths, not bytes
+	// (SnapshotOptions.PayloadLengths).
+	lengthsOnly bool
 }
 
 const decodeBufSize = 64 << 10
@@ -1056,7 +1091,16 @@ func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
 			j.jobType = j.q.internJobTypeBytes(jt)
 		}
 	}
-	e.putPayload(j, d.view()) // the store copies it
+	if d.lengthsOnly {
+		n := d.uvarint()
+		if d.err == nil && n > maxDecodeBytes {
+			d.fail("job %d: payload length %d exceeds the limit of %d", j.id, n, maxDecodeBytes)
+		}
+		j.payloadLen = uint32(n) // its bytes come with LoadPayload
+		e.diskHeld += int64(j.payloadLen)
+	} else {
+		e.putPayload(j, d.view()) // the store copies it
+	}
 	j.priority = d.byte()
 	j.state = State(d.byte())
 	j.flags = d.byte()

@@ -50,6 +50,41 @@ func seedSnapshot(tb testing.TB) []byte {
 	return sink.Bytes()
 }
 
+// seedPayloadSectionSnapshot is a valid format 2 stream: a node with a
+// payload store whose members all restore format 2.
+func seedPayloadSectionSnapshot(tb testing.TB) []byte {
+	tb.Helper()
+	f, err := Open(Config{Engine: engine.Config{Limits: engine.DefaultLimits()}, SnapshotTempDir: tb.TempDir(), PayloadDir: filepath.Join(tb.TempDir(), "payloads")})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	cmds := stamped(t0,
+		SetNodeCommand(NodeMeta{ID: "n1", RaftAddr: "127.0.0.1:1", MaxCommandVersion: payloadSectionCommandVersion}),
+		EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("one")}),
+		EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("two")}),
+		EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t"}),
+	)
+	data, err := EncodeEntry(cmds)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: data})
+	snap, err := f.Snapshot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer snap.Release()
+	var sink bufferSink
+	if err := snap.Persist(&sink); err != nil {
+		tb.Fatal(err)
+	}
+	if v := sink.Bytes()[11]; v != snapshotFormatPayloadSection {
+		tb.Fatalf("seed written in format %d", v)
+	}
+	return sink.Bytes()
+}
+
 // TestSnapshotSeedCorpus writes (with -update-corpus) and checks the
 // committed seed of FuzzRestoreSnapshot.
 func TestSnapshotSeedCorpus(t *testing.T) {
@@ -74,6 +109,9 @@ func TestSnapshotSeedCorpus(t *testing.T) {
 func FuzzRestoreSnapshot(f *testing.F) {
 	seed := seedSnapshot(f)
 	f.Add(seed)
+	v2 := seedPayloadSectionSnapshot(f)
+	f.Add(v2)
+	f.Add(v2[:len(v2)-20]) // cut in the payload section
 	f.Add(seed[:len(seed)/2])
 	f.Add([]byte("SEPPSNAP"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 
 	"github.com/hashicorp/raft"
@@ -16,15 +17,30 @@ import (
 
 	"github.com/sepp-io/sepp/engine"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+	"github.com/sepp-io/sepp/store"
 )
 
 // Snapshot stream layout (all integers big-endian):
 //
 //	magic            8 bytes  "SEPPSNAP"
-//	format version   uint32   SnapshotFormatVersion
+//	format version   uint32   1 or 2 (SnapshotFormatVersion)
 //	meta length      uint32   then that many bytes of cmdpb.SnapshotMeta
 //	engine length    uint64   then that many bytes of engine.Snapshot output
+//	payloads         (format 2 only) records of
+//	                   job id  uint64 (ascending, 0 ends the section)
+//	                   length  uint32, then that many payload bytes
 //	checksum         uint32   CRC-32C of every byte before it
+//
+// Format 1 carries the payloads inside the engine's part. Format 2 (issue 35
+// item 3) writes the engine's part with payload lengths only
+// (engine.SnapshotOptions.PayloadLengths) and the bodies after it, read
+// from a point-in-time view of the payload store (store.Snapshot) taken
+// with the engine's part under the lock, so both are the state at the
+// snapshot's index: the lock is held for O(jobs) of metadata, and the
+// bodies are read and written by Persist on raft's snapshot goroutine
+// while entries keep applying. A node writes format 2 only with a payload
+// store and only once every member restores it (writesPayloadSection);
+// every binary restores both.
 //
 // The engine's part is copied from a temporary file written under the read
 // lock in Snapshot, so a large state never needs a second in-memory copy and
@@ -32,11 +48,23 @@ import (
 // network transfer to a follower.
 const (
 	snapshotMagic = "SEPPSNAP"
-	// SnapshotFormatVersion is the layout above; Restore accepts 1.
-	SnapshotFormatVersion = 1
+	// snapshotFormatInline is format 1: payloads inside the engine's part.
+	snapshotFormatInline = 1
+	// snapshotFormatPayloadSection is format 2: the payload section after it.
+	snapshotFormatPayloadSection = 2
+	// SnapshotFormatVersion is the newest layout above; Restore accepts 1
+	// and 2.
+	SnapshotFormatVersion = snapshotFormatPayloadSection
 	// maxSnapshotMetaBytes bounds the meta section (a member list and a time),
 	// so that a corrupt length cannot make Restore allocate gigabytes.
 	maxSnapshotMetaBytes = 16 << 20
+	// payloadSectionCommandVersion is the command version whose binaries
+	// all restore format 2: a member applying it runs a binary that has
+	// this code (version 18 is queue tags, which a binary may have without
+	// it). Until every member applies it, a node writes format 1, which a
+	// follower of an older binary installs and a node rolled back to one
+	// restarts from: an older binary refuses format 2.
+	payloadSectionCommandVersion = 19
 )
 
 // ErrSnapshot wraps every reason a snapshot stream is rejected.
@@ -53,7 +81,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: snapshot temp file: %w", err)
 	}
-	snap := &fileSnapshot{path: tmp.Name()}
+	snap := &fileSnapshot{path: tmp.Name(), format: snapshotFormatInline}
 
 	f.mu.RLock()
 	if f.behindStoreLocked() {
@@ -62,6 +90,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, fmt.Errorf("fsm: snapshot: %w", ErrCatchingUp) // raft tries again at its next interval
 	}
 	if f.payloads != nil {
+		if f.writesPayloadSectionLocked() {
+			snap.format = snapshotFormatPayloadSection
+		}
 		// The store's index at or past this snapshot's, flushed before raft
 		// keeps the snapshot (Persist waits for it), so that a restart from
 		// this snapshot, even after a crash, finds the store at or past it
@@ -70,6 +101,12 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		err := f.payloads.markApplied()
 		if err == nil {
 			snap.storeFlushed, err = f.payloads.st.FlushAsync()
+		}
+		if err == nil && snap.format == snapshotFormatPayloadSection {
+			// Between two applies, under the lock: the store's view is
+			// exactly the engine's at this index, whatever is applied
+			// while Persist reads it.
+			snap.bodies, err = f.payloads.st.NewSnapshot()
 		}
 		if err != nil {
 			f.mu.RUnlock()
@@ -82,7 +119,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		meta.Nodes = append(meta.Nodes, nodeMetaToProto(n))
 	}
 	bw := bufio.NewWriterSize(tmp, 1<<20)
-	err = f.eng.Snapshot(bw)
+	err = f.eng.SnapshotWith(bw, engine.SnapshotOptions{PayloadLengths: snap.format == snapshotFormatPayloadSection})
 	f.mu.RUnlock()
 	if err == nil {
 		err = bw.Flush()
@@ -108,11 +145,32 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	return snap, nil
 }
 
+// writesPayloadSectionLocked reports whether a snapshot is written in
+// format 2: every member applies payloadSectionCommandVersion. A pure
+// function of the replicated member list, as every byte a snapshot holds
+// is a function of the log. No member known (a state machine outside a
+// cluster, tests): format 1, as before.
+func (f *FSM) writesPayloadSectionLocked() bool {
+	if len(f.nodes) == 0 {
+		return false
+	}
+	for _, n := range f.nodes {
+		if !n.AppliesCommandVersion(payloadSectionCommandVersion) {
+			return false
+		}
+	}
+	return true
+}
+
 // fileSnapshot is a captured state waiting to be persisted.
 type fileSnapshot struct {
 	path      string
+	format    uint32
 	meta      []byte
 	engineLen int64
+	// bodies is the payload store's view at the snapshot's index, read by
+	// Persist into the payload section (format 2 only).
+	bodies *store.Snapshot
 	// storeFlushed waits for the payload store's flush started at the
 	// snapshot (nil without a store).
 	storeFlushed func() error
@@ -144,7 +202,7 @@ func (s *fileSnapshot) writeTo(w io.Writer) error {
 
 	header := make([]byte, 0, 8+4+4)
 	header = append(header, snapshotMagic...)
-	header = binary.BigEndian.AppendUint32(header, SnapshotFormatVersion)
+	header = binary.BigEndian.AppendUint32(header, s.format)
 	header = binary.BigEndian.AppendUint32(header, uint32(len(s.meta)))
 	if _, err := out.Write(header); err != nil {
 		return err
@@ -162,14 +220,49 @@ func (s *fileSnapshot) writeTo(w io.Writer) error {
 	if n != s.engineLen {
 		return fmt.Errorf("engine snapshot file is %d bytes, expected %d", n, s.engineLen)
 	}
+	if s.bodies != nil {
+		if err := writePayloadSection(out, s.bodies); err != nil {
+			return err
+		}
+	}
 	if _, err := bw.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32())); err != nil {
 		return err
 	}
 	return bw.Flush()
 }
 
-// Release removes the temporary file.
-func (s *fileSnapshot) Release() { _ = os.Remove(s.path) }
+// writePayloadSection writes the payload section of format 2 from the
+// store's view: each job body in ascending id order, then the id 0.
+func writePayloadSection(out io.Writer, bodies *store.Snapshot) error {
+	var rec [12]byte
+	err := bodies.EachJob(func(id uint64, payload []byte) error {
+		if id == 0 || len(payload) == 0 || len(payload) > math.MaxUint32 {
+			// The engine never stores an empty payload nor uses id 0.
+			return fmt.Errorf("payload store holds job %d with %d bytes", id, len(payload))
+		}
+		binary.BigEndian.PutUint64(rec[:8], id)
+		binary.BigEndian.PutUint32(rec[8:], uint32(len(payload)))
+		if _, err := out.Write(rec[:]); err != nil {
+			return err
+		}
+		_, err := out.Write(payload)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("payload section: %w", err)
+	}
+	var end [8]byte // the id 0 ends the section
+	_, err = out.Write(end[:])
+	return err
+}
+
+// Release removes the temporary file and releases the store's view.
+func (s *fileSnapshot) Release() {
+	_ = os.Remove(s.path)
+	if s.bodies != nil {
+		_ = s.bodies.Close()
+	}
+}
 
 // Restore replaces the state with a snapshot's: it builds a fresh engine from
 // the stream, verifies the checksum, and only then swaps it in. A corrupt or
@@ -269,8 +362,9 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 	if string(header[:8]) != snapshotMagic {
 		return nil, nil, fmt.Errorf("%w: magic %q, want %q", ErrSnapshot, header[:8], snapshotMagic)
 	}
-	if v := binary.BigEndian.Uint32(header[8:12]); v != SnapshotFormatVersion {
-		return nil, nil, fmt.Errorf("%w: format version %d, this binary restores %d", ErrSnapshot, v, SnapshotFormatVersion)
+	format := binary.BigEndian.Uint32(header[8:12])
+	if format != snapshotFormatInline && format != snapshotFormatPayloadSection {
+		return nil, nil, fmt.Errorf("%w: format version %d, this binary restores 1 and %d", ErrSnapshot, format, SnapshotFormatVersion)
 	}
 	metaLen := binary.BigEndian.Uint32(header[12:16])
 	if metaLen > maxSnapshotMetaBytes {
@@ -303,7 +397,8 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 		eng.UsePayloadStore(payloads)
 		eng.SetPayloadsAhead(ahead)
 	}
-	if err := eng.Restore(section); err != nil {
+	opts := engine.SnapshotOptions{PayloadLengths: format == snapshotFormatPayloadSection}
+	if err := eng.RestoreWith(section, opts); err != nil {
 		return nil, nil, fmt.Errorf("%w: engine: %w", ErrSnapshot, err)
 	}
 	// The engine may stop before the end of its section; the rest still
@@ -312,6 +407,11 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 		return nil, nil, fmt.Errorf("%w: engine section: %w", ErrSnapshot, err)
 	} else if section.N != 0 {
 		return nil, nil, fmt.Errorf("%w: engine section truncated (%d bytes after the engine's end, %d missing)", ErrSnapshot, rest, section.N)
+	}
+	if format == snapshotFormatPayloadSection {
+		if err := readPayloadSection(body, eng); err != nil {
+			return nil, nil, fmt.Errorf("%w: payload section: %w", ErrSnapshot, err)
+		}
 	}
 	want := crc.Sum32()
 	var sumBuf [4]byte
@@ -322,6 +422,65 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 		return nil, nil, fmt.Errorf("%w: checksum %08x, computed %08x", ErrSnapshot, got, want)
 	}
 	return eng, meta, nil
+}
+
+// readPayloadSection hands each payload of format 2's section to the
+// restored engine (engine.LoadPayload: into the store being filled, or
+// only checked when the store kept from the last run is ahead). Each
+// record must name a job the engine holds with a payload of exactly that
+// length, in ascending id order, and every such job must have one: a
+// length is checked against the engine's before anything is allocated, so
+// a corrupt one asks for no more than the engine's job says.
+func readPayloadSection(r io.Reader, eng *engine.Engine) error {
+	var (
+		rec  [12]byte
+		buf  []byte
+		last uint64
+		n    int
+	)
+	for {
+		if _, err := io.ReadFull(r, rec[:8]); err != nil {
+			return fmt.Errorf("record %d: %w", n, eofIsUnexpected(err))
+		}
+		id := binary.BigEndian.Uint64(rec[:8])
+		if id == 0 {
+			break
+		}
+		if id <= last {
+			return fmt.Errorf("job %d after job %d: ids must ascend", id, last)
+		}
+		last = id
+		if _, err := io.ReadFull(r, rec[8:]); err != nil {
+			return fmt.Errorf("job %d: %w", id, eofIsUnexpected(err))
+		}
+		size := binary.BigEndian.Uint32(rec[8:])
+		want, ok := eng.PayloadLen(engine.JobID(id))
+		if !ok || want != size || size == 0 {
+			return fmt.Errorf("job %d: a payload of %d bytes, where the engine holds %v with %d", id, size, ok, want)
+		}
+		if cap(buf) < int(size) {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return fmt.Errorf("job %d: %w", id, eofIsUnexpected(err))
+		}
+		if err := eng.LoadPayload(engine.JobID(id), buf); err != nil {
+			return err
+		}
+		n++
+	}
+	if want := eng.PayloadCount(); n != want {
+		return fmt.Errorf("%d payloads, the engine's jobs have %d", n, want)
+	}
+	return nil
+}
+
+func eofIsUnexpected(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // Digest is a hash of the whole replicated state: the engine's digest, the

@@ -82,6 +82,9 @@ type Store struct {
 
 	mu     sync.Mutex // guards closed against Close racing a commit
 	closed bool
+	// snaps counts the open Snapshots: Close waits for them, so that a
+	// persist still streaming from one never reads a closed database.
+	snaps sync.WaitGroup
 
 	failure *failure
 	faults  *faultInjector // a test build's crash in a flush (faultinject_on.go)
@@ -205,6 +208,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.faults.stop()
+	s.snaps.Wait()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}

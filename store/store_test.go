@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -478,5 +480,63 @@ func TestReadCheckpoint_RefusesBadStreams(t *testing.T) {
 				t.Fatalf("err = %v, want ErrCorrupt containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSnapshot_PointInTime: a snapshot sees the job bodies committed when it
+// was taken, in id order, and none of what is put or deleted after; Close
+// waits for it.
+func TestSnapshot_PointInTime(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.NewBatch()
+	for _, id := range []uint64{3, 1, 2} {
+		b.PutJob(id, &storepb.JobBody{Payload: []byte{byte(id)}})
+	}
+	if err := b.Commit(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.NewSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = s.NewBatch()
+	b.DeleteJob(2)
+	b.PutJob(4, &storepb.JobBody{Payload: []byte{4}})
+	if err := b.Commit(2, 1); err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	if err := snap.EachJob(func(id uint64, p []byte) error {
+		if len(p) != 1 || p[0] != byte(id) {
+			t.Errorf("job %d: payload %v", id, p)
+		}
+		got = append(got, id)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []uint64{1, 2, 3}) {
+		t.Errorf("snapshot jobs %v, want [1 2 3]", got)
+	}
+	stop := errors.New("stop")
+	if err := snap.EachJob(func(uint64, []byte) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("EachJob: %v, want fn's error", err)
+	}
+	closed := make(chan struct{})
+	go func() { _ = s.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a snapshot was open")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := snap.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-closed
+	if _, err := s.NewSnapshot(); !errors.Is(err, ErrClosed) {
+		t.Errorf("NewSnapshot after Close: %v, want ErrClosed", err)
 	}
 }
