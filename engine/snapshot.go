@@ -241,6 +241,9 @@ func (e *Engine) encode(c *encoder) {
 	if version >= snapshotVersionTrace {
 		e.encodeTraceSection(c)
 	}
+	if version >= snapshotVersionTags {
+		encodeTagsSection(c, e.cfg)
+	}
 }
 
 func encodeConfig(c *encoder, cfg Config, version uint64) {
@@ -954,6 +957,11 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	}
 	if d.version >= snapshotVersionTrace {
 		if err := d.decodeTraceSection(e); err != nil {
+			return nil, err
+		}
+	}
+	if d.version >= snapshotVersionTags {
+		if err := d.decodeTagsSection(&e.cfg); err != nil {
 			return nil, err
 		}
 	}
