@@ -22,6 +22,16 @@ func HasTags(cfg Config) bool {
 	return false
 }
 
+// StripTags returns cfg without queue tags: the config a leader proposes
+// while a member does not apply them yet.
+func StripTags(cfg Config) Config {
+	out := cloneConfig(cfg)
+	for i := range out.Queues {
+		out.Queues[i].Tags = nil
+	}
+	return out
+}
+
 func encodeTagsSection(c *encoder, cfg Config) {
 	c.uvarint(uint64(len(cfg.Queues)))
 	for _, q := range cfg.Queues {

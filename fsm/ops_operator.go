@@ -127,8 +127,19 @@ func DeclaredConfigCommand(cfg engine.Config) *cmdpb.Command {
 // CommandVersionQueueReserveLimits.
 func DeclaredReserveLimitsConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
 	// Never lower: the config may need a later version (tags, say).
-	cmd.Version = max(cmd.Version, CommandVersionQueueReserveLimits)
+	atLeast(&cmd.Version, CommandVersionQueueReserveLimits)
 	cmd.GetConfigSet().DeclaredReserveLimits = true
+	return cmd
+}
+
+// TaggedConfigCommand raises cmd, a declarative ConfigSet built by the
+// builders above and wrapped by those that turn a switch on, to
+// CommandVersionQueueTags when its config sets a queue's tags: a wrapper
+// stamps its own version, which may be lower. Call it last.
+func TaggedConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
+	if engine.HasTags(EngineConfigFromProto(cmd.GetConfigSet().GetConfig())) {
+		atLeast(&cmd.Version, CommandVersionQueueTags)
+	}
 	return cmd
 }
 

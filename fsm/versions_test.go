@@ -193,6 +193,8 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"DeclaredConfigTags", DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} })), CommandVersionQueueTags},
 		// The reserve-limits rule never lowers a version its config needs.
 		{"DeclaredReserveLimitsWithTags", DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} }))), CommandVersionQueueTags},
+		{"TaggedOverPayloadsOffHeap", TaggedConfigCommand(PayloadsOffHeapConfigCommand(DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} })))), CommandVersionQueueTags},
+		{"RecordFieldsWithTags", ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} }))), CommandVersionQueueTags},
 		{"DeclaredReserveLimitsOverEdges", DeclaredReserveLimitsConfigCommand(ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(plainCfg))), CommandVersionQueueReserveLimits},
 	}
 	stamped := map[uint32]bool{}
