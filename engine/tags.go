@@ -51,13 +51,6 @@ func TagsMap(tags []Tag) map[string]string {
 	return out
 }
 
-// SortTags sorts tags by key in place and returns them, for callers that
-// build them from another order (a decoded command lists them sorted).
-func SortTags(tags []Tag) []Tag {
-	slices.SortFunc(tags, func(a, b Tag) int { return cmp.Compare(a.Key, b.Key) })
-	return tags
-}
-
 // CheckTag says why key and value cannot be a queue tag; "" when they can.
 // The API and the config file call it to name their own field; the engine
 // checks every queue's tags with it again, so no path around them exists.
