@@ -37,10 +37,13 @@ type QueueStats struct {
 	// FairnessActiveKeys counts, with a fairness key, the key values whose
 	// Ready jobs take turns now.
 	FairnessActiveKeys uint64
+	// Tags are the queue's key/value labels; nil when it has none.
+	Tags map[string]string
 }
 
 func queueStatsFromProto(q *seppv1.QueueSummary) QueueStats {
 	s := QueueStats{
+		Tags:               q.GetTags(),
 		Name:               q.GetName(),
 		Paused:             q.GetPaused(),
 		Configured:         q.GetConfigured(),
@@ -67,9 +70,16 @@ func queueStatsFromProto(q *seppv1.QueueSummary) QueueStats {
 
 // ListQueues lists every known queue with its counts.
 func (c *Client) ListQueues(ctx context.Context, stale bool) ([]QueueStats, error) {
+	return c.ListQueuesByTag(ctx, stale)
+}
+
+// ListQueuesByTag lists the queues whose tags match every term: "key=value"
+// (the tag with that value) or "key" (the tag, any value). No term lists
+// every queue, as ListQueues does.
+func (c *Client) ListQueuesByTag(ctx context.Context, stale bool, terms ...string) ([]QueueStats, error) {
 	var out []QueueStats
 	err := c.call(ctx, "list queues", retrySafe, 0, func(ctx context.Context, a *attempt) error {
-		resp, err := seppv1.NewAdminServiceClient(a.cc).ListQueues(ctx, &seppv1.ListQueuesRequest{AllowStale: stale}, c.opts.callOptions...)
+		resp, err := seppv1.NewAdminServiceClient(a.cc).ListQueues(ctx, &seppv1.ListQueuesRequest{AllowStale: stale, Tag: terms}, c.opts.callOptions...)
 		if err != nil {
 			return err
 		}

@@ -50,6 +50,14 @@ type QueueSettings struct {
 	RateBurst      *uint64
 	ConcurrencyKey *string
 	MaxPerKey      *uint64
+	// Tags are key/value labels to find the queue by (ListQueuesByTag);
+	// they change nothing about how it runs. At most 50; a key is 1..128
+	// bytes of letters, digits, spaces and _ . : / = + - @, a value at most
+	// 256 bytes. On update nil leaves them and a non-nil map replaces the
+	// whole set: an empty one drops them, as Inherit "tags" does. Not in
+	// Effective (tags have no global value). Needs the server's capability
+	// queue_tags.
+	Tags map[string]string
 }
 
 // QueueInfo is one queue: its counts, its own settings and what it runs
@@ -209,6 +217,9 @@ func queueSettingsToProto(s QueueSettings) (*seppv1.QueueSettings, error) {
 		ConcurrencyKey:       s.ConcurrencyKey,
 		MaxPerKey:            s.MaxPerKey,
 	}
+	if s.Tags != nil {
+		out.Tags = &seppv1.QueueTags{Tags: s.Tags}
+	}
 	if s.RetryBackoff != nil {
 		var b seppv1.RetryBackoff
 		switch *s.RetryBackoff {
@@ -256,6 +267,12 @@ func queueSettingsFromProto(p *seppv1.QueueSettings) QueueSettings {
 		RateBurst:          p.RateBurst,
 		ConcurrencyKey:     p.ConcurrencyKey,
 		MaxPerKey:          p.MaxPerKey,
+	}
+	if p.Tags != nil {
+		out.Tags = p.GetTags().GetTags()
+		if out.Tags == nil {
+			out.Tags = map[string]string{}
+		}
 	}
 	if p.RetryBackoff != nil {
 		b := backoffName(p.GetRetryBackoff())

@@ -272,6 +272,12 @@ func (n *Node) membersConfig() engine.Config {
 		// the jobs the others expire and reserving in another order.
 		cfg = engine.StripExpiryFairness(cfg)
 	}
+	if engine.HasTags(cfg) && !n.membersApply(fsm.CommandVersionQueueTags) {
+		// An older member would drop the tags, and its state and answers
+		// would differ from the others': none until every member applies
+		// them.
+		cfg = engine.StripTags(cfg)
+	}
 	return cfg
 }
 
@@ -324,9 +330,11 @@ func (n *Node) setConfig(ctx context.Context) bool {
 		if declaredLimits {
 			cmd = fsm.DeclaredReserveLimitsConfigCommand(cmd)
 		}
-		if payloadsOff { // last: it stamps the highest version
+		if payloadsOff {
 			cmd = fsm.PayloadsOffHeapConfigCommand(cmd)
 		}
+		// Last: the wrappers above stamp their own versions.
+		cmd = fsm.TaggedConfigCommand(cmd)
 		return n.runDuty(ctx, "set config", cmd)
 	}
 	if reflect.DeepEqual(running, want) {

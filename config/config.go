@@ -478,6 +478,11 @@ type Queue struct {
 	// Ready jobs so one value's burst cannot starve the others. Jobs
 	// without the field share one turn. Not combined with max_per_key.
 	FairnessKey string `toml:"fairness_key"`
+	// Tags label the queue, e.g. tags = { team = "payments", env = "prod" },
+	// for the admin UI's filter and ListQueues; they change nothing about
+	// how it runs. At most 50; a key is 1..128 bytes of letters, digits,
+	// spaces and _ . : / = + - @, a value at most 256 bytes.
+	Tags map[string]string `toml:"tags"`
 }
 
 // Admin is the [admin] table: the web UI's sign-in.
@@ -1158,6 +1163,7 @@ func (c Config) EngineConfig() (engine.Config, error) {
 			MaxPerKey:          q.MaxPerKey,
 			MaxWait:            ms(q.MaxWaitMS),
 			FairnessKey:        q.FairnessKey,
+			Tags:               engine.TagsFromMap(q.Tags), // sorted: the file's order is not kept
 		}
 		if q.RetryDelayMS != nil {
 			d := ms(*q.RetryDelayMS)

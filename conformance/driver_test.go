@@ -355,7 +355,7 @@ func (d *goDriver) dispatch(ctx context.Context, op string, a *args) (map[string
 		out["effective"] = settingsResult(q.Effective)
 		return out, nil
 	case "list_queues":
-		qs, err := c.ListQueues(ctx, false)
+		qs, err := c.ListQueuesByTag(ctx, false, a.strs("tag")...)
 		if err != nil {
 			return nil, err
 		}
@@ -565,7 +565,21 @@ func deadLetterResult(r client.DeadLetterRecord) map[string]any {
 func statsResult(q client.QueueStats) map[string]any {
 	return map[string]any{
 		"name": q.Name, "paused": q.Paused, "scheduled": q.Scheduled, "ready": q.Ready, "reserved": q.Reserved, "dead": q.Dead,
+		"tags": tagsResult(q.Tags),
 	}
+}
+
+// tagsResult is a queue's tags as the scenarios write them: an object, or
+// null for none.
+func tagsResult(tags map[string]string) any {
+	if tags == nil {
+		return nil
+	}
+	out := make(map[string]any, len(tags))
+	for k, v := range tags {
+		out[k] = v
+	}
+	return out
 }
 
 func actions(rs []client.ActionResult, err error) (map[string]any, error) {
@@ -665,6 +679,13 @@ func queueSettings(a *args) client.QueueSettings {
 	s.MaxScheduleHorizon = dur("max_schedule_horizon_ms")
 	s.MaxLength = u64("max_length")
 	s.DeadLetterQueue = str("dead_letter_queue")
+	if a.has("tags") {
+		t := a.sub("tags")
+		s.Tags = make(map[string]string, len(t.m))
+		for k := range t.m {
+			s.Tags[k] = t.str(k)
+		}
+	}
 	return s
 }
 
@@ -685,6 +706,7 @@ func settingsResult(s client.QueueSettings) map[string]any {
 	put("max_schedule_horizon_ms", deref(s.MaxScheduleHorizon).Milliseconds(), s.MaxScheduleHorizon != nil)
 	put("max_length", deref(s.MaxLength), s.MaxLength != nil)
 	put("dead_letter_queue", deref(s.DeadLetterQueue), s.DeadLetterQueue != nil)
+	out["tags"] = tagsResult(s.Tags)
 	return out
 }
 

@@ -151,6 +151,9 @@ type QueueConfig struct {
 	// turns within a priority level (fairness.go): a reserve rotates over
 	// the values with Ready jobs. Jobs without the field share one turn.
 	FairnessKey string
+	// Tags are the queue's key/value labels (tags.go), sorted by key; nil:
+	// none. They change nothing about how the queue runs.
+	Tags []Tag
 }
 
 // Config is everything that shapes the engine's behaviour. It is part of the
@@ -409,6 +412,8 @@ type QueueStats struct {
 	// key and the key values taking turns (fairness.go).
 	MaxWait  time.Duration
 	Fairness Fairness
+	// Tags are the queue's tags (tags.go), sorted by key; the caller's copy.
+	Tags []Tag
 }
 
 // ItemResult is the outcome of one id of an operator action.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -210,6 +211,9 @@ func (c Config) validateQueue(q QueueConfig, names map[string]int) error {
 	if err := validateExpiryFairness(q, key); err != nil {
 		return err
 	}
+	if err := validateTags(q, key); err != nil {
+		return err
+	}
 	if q.DeadLetterQueue != "" {
 		if err := checkQueueName(key("dead_letter_queue"), q.DeadLetterQueue); err != nil {
 			return err
@@ -337,6 +341,7 @@ func cloneConfig(cfg Config) Config {
 			MaxPerKey:          q.MaxPerKey,
 			MaxWait:            q.MaxWait,
 			FairnessKey:        q.FairnessKey,
+			Tags:               slices.Clone(q.Tags),
 		}
 	}
 	return out

@@ -244,6 +244,9 @@ func (e *Engine) queueStats(now time.Time, q *queue) QueueStats {
 	s.Limits = reserveLimitsView(q, e.queueConfig(q.name), t)
 	s.Fairness = fairnessView(q)
 	s.MaxWait = time.Duration(q.set.maxWait)
+	if qc := e.queueConfig(q.name); qc != nil {
+		s.Tags = slices.Clone(qc.Tags)
+	}
 	for c := CauseAttemptsExhausted; c <= maxCause; c++ {
 		s.DeadLettered[c] = q.deadLettered[c]
 	}

@@ -71,6 +71,12 @@ type QueueUpdate struct {
 	// unknown: what every update did before fsm command version 15, whose
 	// older entries the fsm applies with it.
 	KeepReserveLimits bool
+	// SetTags makes Set.Tags replace the queue's tags, the whole set (nil:
+	// none). KeepTags leaves the tags as they are whatever SetTags says and
+	// refuses "tags" in Inherit as unknown: what every update did before
+	// fsm command version 18, whose older entries the fsm applies with it.
+	SetTags  bool
+	KeepTags bool
 }
 
 // QueueSettingKeys are the config keys of a queue's overrides, in the order
@@ -79,7 +85,7 @@ var QueueSettingKeys = []string{
 	"default_priority", "default_max_attempts", "retry_delay_ms", "retry_backoff",
 	"retry_delay_max_ms", "max_schedule_horizon_ms", "max_length", "max_memory_bytes",
 	"dead_letter_queue", "max_reserved", "rate_limit", "rate_period_ms", "rate_burst",
-	"concurrency_key", "max_per_key", "max_wait_ms", "fairness_key",
+	"concurrency_key", "max_per_key", "max_wait_ms", "fairness_key", "tags",
 }
 
 // ReserveLimitKeys are the config keys of a queue's reserve limits, in the
@@ -89,7 +95,16 @@ var ReserveLimitKeys = []string{"max_reserved", "rate_limit", "rate_period_ms", 
 
 // legacyQueueSettingKeys are QueueSettingKeys without the reserve limits:
 // the keys an update with KeepReserveLimits knows.
-var legacyQueueSettingKeys = slices.DeleteFunc(slices.Clone(QueueSettingKeys), func(k string) bool { return slices.Contains(ReserveLimitKeys, k) })
+var legacyQueueSettingKeys = slices.DeleteFunc(slices.Clone(QueueSettingKeys), func(k string) bool { return k == "tags" || slices.Contains(ReserveLimitKeys, k) })
+
+// untaggedQueueSettingKeys are QueueSettingKeys without "tags": the keys an
+// update with KeepTags (before command version 18) knows.
+var untaggedQueueSettingKeys = slices.DeleteFunc(slices.Clone(QueueSettingKeys), func(k string) bool { return k == "tags" })
+
+// TouchesTags reports whether u sets or inherits the queue's tags.
+func (u QueueUpdate) TouchesTags() bool {
+	return u.SetTags || slices.Contains(u.Inherit, "tags")
+}
 
 // TouchesReserveLimits reports whether u sets or inherits a reserve limit.
 func (u QueueUpdate) TouchesReserveLimits() bool {
@@ -156,8 +171,11 @@ func (e *Engine) UpdateQueue(now time.Time, u QueueUpdate) error {
 	}
 	qc := &next.Queues[i]
 	for _, k := range u.Inherit {
-		if u.KeepReserveLimits && slices.Contains(ReserveLimitKeys, k) {
+		if u.KeepReserveLimits && (k == "tags" || slices.Contains(ReserveLimitKeys, k)) {
 			return invalid("inherit", "unknown setting %s; one of %v", quoteShort(k), legacyQueueSettingKeys)
+		}
+		if u.KeepTags && k == "tags" {
+			return invalid("inherit", "unknown setting %s; one of %v", quoteShort(k), untaggedQueueSettingKeys)
 		}
 		switch k {
 		case "default_priority":
@@ -194,6 +212,8 @@ func (e *Engine) UpdateQueue(now time.Time, u QueueUpdate) error {
 			qc.MaxWait = 0
 		case "fairness_key":
 			qc.FairnessKey = ""
+		case "tags":
+			qc.Tags = nil
 		default:
 			return invalid("inherit", "unknown setting %s; one of %v", quoteShort(k), QueueSettingKeys)
 		}
@@ -225,6 +245,13 @@ func (e *Engine) UpdateQueue(now time.Time, u QueueUpdate) error {
 	}
 	if s.FairnessKey != "" {
 		qc.FairnessKey = s.FairnessKey
+	}
+	// Tags are one setting: a set replaces the whole set.
+	if u.SetTags && !u.KeepTags {
+		qc.Tags = slices.Clone(s.Tags)
+		if len(qc.Tags) == 0 {
+			qc.Tags = nil
+		}
 	}
 	if err := next.Validate(); err != nil {
 		return err
@@ -511,6 +538,18 @@ func declarationFingerprint(qc QueueConfig, withLimits bool) uint64 {
 		b = binary.AppendVarint(b, int64(qc.MaxWait))
 		b = binary.AppendUvarint(b, uint64(len(qc.FairnessKey)))
 		b = append(b, qc.FairnessKey...)
+	}
+	if len(qc.Tags) > 0 {
+		// Only when set, as above, so a definition without tags keeps
+		// the fingerprint it had before tags existed.
+		b = append(b, 't')
+		b = binary.AppendUvarint(b, uint64(len(qc.Tags)))
+		for _, t := range qc.Tags {
+			b = binary.AppendUvarint(b, uint64(len(t.Key)))
+			b = append(b, t.Key...)
+			b = binary.AppendUvarint(b, uint64(len(t.Value)))
+			b = append(b, t.Value...)
+		}
 	}
 	if withLimits {
 		b = append(b, 'r')

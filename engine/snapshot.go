@@ -262,6 +262,9 @@ func (e *Engine) encode(c *encoder) {
 	if version >= snapshotVersionTrace {
 		e.encodeTraceSection(c)
 	}
+	if version >= snapshotVersionTags {
+		encodeTagsSection(c, e.cfg)
+	}
 }
 
 func encodeConfig(c *encoder, cfg Config, version uint64) {
@@ -989,6 +992,11 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	}
 	if d.version >= snapshotVersionTrace {
 		if err := d.decodeTraceSection(e); err != nil {
+			return nil, err
+		}
+	}
+	if d.version >= snapshotVersionTags {
+		if err := d.decodeTagsSection(&e.cfg); err != nil {
 			return nil, err
 		}
 	}

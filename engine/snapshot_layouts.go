@@ -29,6 +29,7 @@ const (
 	snapshotVersionAttempts      = 11
 	snapshotVersionPayloadsOff   = 12
 	snapshotVersionTrace         = 13
+	snapshotVersionTags          = 14
 )
 
 // snapshotLayoutRow is one layout and what it adds.
@@ -52,6 +53,7 @@ var snapshotLayouts = [...]snapshotLayoutRow{
 	{snapshotVersionAttempts, "the attempts section (snapshot_attempts.go): the recordFields flag, each reserved job's delivery start, each job's attempt detail and forwarded origin; written once the cluster runs recordFields"},
 	{snapshotVersionPayloadsOff, "limits.max_disk_bytes after max_memory_bytes, and bit 1 of the attempts section's flags: payloads are charged to the disk budget, not the memory budget (payloads.go); written once the cluster runs payloadsOffHeap or sets max_disk_bytes"},
 	{snapshotVersionTrace, "the trace section (trace.go): each live job's and retained record's W3C trace context by job id; written once a job got one"},
+	{snapshotVersionTags, "the tags section (snapshot_tags.go): each configured queue's tags, in the config's queue order; written only while a queue has tags"},
 }
 
 // snapshotVersion is the newest layout this engine writes and reads.

@@ -239,6 +239,8 @@ func TestFuzzSeedCorpus(t *testing.T) {
 		"payloads-off-engine": snapshotBytes(t, payloadsOffEngine(t)),
 		// Layout version 13: trace contexts of live jobs and records.
 		"trace-engine": snapshotBytes(t, traceEngine(t)),
+		// Layout version 14: queue tags.
+		"tags-engine": snapshotBytes(t, taggedEngine(t)),
 		// Layout version 6: periodic schedules, one fired, one paused.
 		"scheduled-engine": snapshotBytes(t, scheduledEngine(t)),
 		// The golden snapshots of layouts 4, 5, 7, 8 and 9 (3 and 6 are
@@ -393,6 +395,7 @@ func TestGoldenSnapshotLayouts(t *testing.T) {
 		{"attempts-engine", 11, func(t *testing.T) *engine.Engine { t.Helper(); return attemptsEngine(t) }, true},
 		{"payloads-off-engine", 12, func(t *testing.T) *engine.Engine { t.Helper(); return payloadsOffEngine(t) }, true},
 		{"trace-engine", 13, func(t *testing.T) *engine.Engine { t.Helper(); return traceEngine(t) }, true},
+		{"tags-engine", 14, func(t *testing.T) *engine.Engine { t.Helper(); return taggedEngine(t) }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

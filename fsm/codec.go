@@ -371,6 +371,9 @@ func SetConfigCommand(cfg engine.Config) *cmdpb.Command {
 	if cfg.Limits.MaxDiskBytes != 0 {
 		c.Version = CommandVersionPayloadsOffHeap
 	}
+	if engine.HasTags(cfg) {
+		c.Version = CommandVersionQueueTags
+	}
 	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: EngineConfigToProto(cfg)}}
 	return c
 }
@@ -593,6 +596,9 @@ func EngineConfigToProto(cfg engine.Config) *cmdpb.EngineConfig {
 			MaxWaitNanos:            int64(q.MaxWait),
 			FairnessKey:             q.FairnessKey,
 		}
+		for _, t := range q.Tags { // sorted by key already (engine.Tag)
+			pq.Tags = append(pq.Tags, &cmdpb.QueueTag{Key: t.Key, Value: t.Value})
+		}
 		if q.RetryBackoff != nil {
 			b := uint32(*q.RetryBackoff)
 			pq.RetryBackoff = &b
@@ -652,6 +658,11 @@ func EngineConfigFromProto(pc *cmdpb.EngineConfig) engine.Config {
 			MaxPerKey:          int(pq.GetMaxPerKey()),
 			MaxWait:            time.Duration(pq.GetMaxWaitNanos()),
 			FairnessKey:        pq.GetFairnessKey(),
+		}
+		// In the entry's order: the engine refuses tags not sorted by key,
+		// so a damaged entry fails alike on every replica.
+		for _, t := range pq.GetTags() {
+			q.Tags = append(q.Tags, engine.Tag{Key: t.GetKey(), Value: t.GetValue()})
 		}
 		if pq.DefaultPriority != nil {
 			v := pq.GetDefaultPriority()

@@ -21,7 +21,7 @@ import (
 // cmd (DeclaredConfigCommand or RecordFieldsConfigCommand) that also turns
 // forwardKeepsPriority on.
 func ForwardKeepsPriorityConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
-	cmd.Version = CommandVersionDeadLetterEdges
+	atLeast(&cmd.Version, CommandVersionDeadLetterEdges) // never lower what the config needs (tags)
 	cmd.GetConfigSet().ForwardKeepsPriority = true
 	return cmd
 }

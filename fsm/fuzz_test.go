@@ -73,6 +73,13 @@ func seedEntries(t testing.TB) map[string][]byte {
 		// item beside an untraced one.
 		"trace_context": {EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Trace: &engine.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "v=1"}}),
 			EnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t", Payload: []byte("p"), Trace: &engine.TraceContext{Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"}}, {Queue: "q", JobType: "u"}})},
+		// Queue tags (18): a create with tags, an update that replaces
+		// them, one that drops them by inherit and a declarative config
+		// that tags its queue.
+		"queue_tags": {CreateQueueCommand(engine.QueueConfig{Name: "tagged", Tags: []engine.Tag{{Key: "env", Value: "prod"}, {Key: "team", Value: "core"}}}, false),
+			UpdateQueueCommand(engine.QueueUpdate{Name: "tagged", SetTags: true, Set: engine.QueueConfig{Tags: []engine.Tag{{Key: "owner", Value: "ops@example.com"}}}}),
+			UpdateQueueCommand(engine.QueueUpdate{Name: "tagged", Inherit: []string{"tags"}}),
+			DeclaredConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "d", Tags: []engine.Tag{{Key: "from", Value: "file"}}}}})},
 		// Cancelling a reserved job (9).
 		"cancel": {JobsActCommand(engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{1}, Reason: "stuck"})},
 		// Unique jobs (8).

@@ -69,6 +69,7 @@ func TestGoldenEntries(t *testing.T) {
 		{"seed_queue_reserve_limits", 2, CommandVersionQueueReserveLimits, "queue_reserve_limits"},
 		{"seed_payloads_off_heap", 2, CommandVersionPayloadsOffHeap, "payloads_off_heap"},
 		{"seed_trace_context", 2, CommandVersionTraceContext, "trace_context"},
+		{"seed_queue_tags", 2, CommandVersionQueueTags, "queue_tags"},
 	}
 	covered := map[[2]uint32]bool{}
 	for _, tt := range tests {

@@ -10,7 +10,7 @@ import (
 // DeclaredConfigCommand) that also turns recordFields on.
 func RecordFieldsConfigCommand(cfg engine.Config) *cmdpb.Command {
 	c := DeclaredConfigCommand(cfg)
-	c.Version = CommandVersionRecordFields
+	atLeast(&c.Version, CommandVersionRecordFields) // never lower what the config needs (tags)
 	c.GetConfigSet().RecordFields = true
 	return c
 }

@@ -37,6 +37,9 @@ func CreateQueueCommand(qc engine.QueueConfig, paused bool) *cmdpb.Command {
 	if qc.DeadLetterQueue != "" {
 		c.Version = CommandVersionDeadLetterEdges // the target is checked
 	}
+	if len(qc.Tags) > 0 {
+		c.Version = CommandVersionQueueTags
+	}
 	c.Op = &cmdpb.Command_QueueCreate{QueueCreate: &cmdpb.QueueCreate{Config: queueConfigToProto(qc), Paused: paused}}
 	return c
 }
@@ -57,11 +60,18 @@ func UpdateQueueCommand(u engine.QueueUpdate) *cmdpb.Command {
 	if u.TouchesReserveLimits() {
 		c.Version = CommandVersionQueueReserveLimits
 	}
+	if u.TouchesTags() {
+		c.Version = CommandVersionQueueTags
+	}
+	if !u.SetTags {
+		set.Tags = nil // tags that are not set are not the update's
+	}
 	c.Op = &cmdpb.Command_QueueUpdate{QueueUpdate: &cmdpb.QueueUpdate{
 		Config:             queueConfigToProto(set),
 		SetDeadLetterQueue: u.SetDeadLetterQueue,
 		Inherit:            u.Inherit,
 		Paused:             clonePtr(u.Paused),
+		SetTags:            u.SetTags,
 	}}
 	return c
 }
@@ -103,6 +113,9 @@ func DeclaredConfigCommand(cfg engine.Config) *cmdpb.Command {
 	if cfg.Limits.MaxDiskBytes != 0 {
 		c.Version = CommandVersionPayloadsOffHeap
 	}
+	if engine.HasTags(cfg) {
+		c.Version = CommandVersionQueueTags
+	}
 	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: EngineConfigToProto(cfg), Declarative: true}}
 	return c
 }
@@ -113,8 +126,20 @@ func DeclaredConfigCommand(cfg engine.Config) *cmdpb.Command {
 // part of it (engine.ApplyDeclaredReserveLimits); of
 // CommandVersionQueueReserveLimits.
 func DeclaredReserveLimitsConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
-	cmd.Version = CommandVersionQueueReserveLimits
+	// Never lower: the config may need a later version (tags, say).
+	atLeast(&cmd.Version, CommandVersionQueueReserveLimits)
 	cmd.GetConfigSet().DeclaredReserveLimits = true
+	return cmd
+}
+
+// TaggedConfigCommand raises cmd, a declarative ConfigSet built by the
+// builders above and wrapped by those that turn a switch on, to
+// CommandVersionQueueTags when its config sets a queue's tags: a wrapper
+// stamps its own version, which may be lower. Call it last.
+func TaggedConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
+	if engine.HasTags(EngineConfigFromProto(cmd.GetConfigSet().GetConfig())) {
+		atLeast(&cmd.Version, CommandVersionQueueTags)
+	}
 	return cmd
 }
 
@@ -151,6 +176,9 @@ func (f *FSM) applyQueueUpdate(now time.Time, version uint32, c *cmdpb.QueueUpda
 		// An older entry's reserve limits were ignored, their keys in
 		// inherit refused: the same again, so replicas replay it alike.
 		KeepReserveLimits: version < CommandVersionQueueReserveLimits,
+		// Likewise tags before version 18.
+		SetTags:  c.GetSetTags(),
+		KeepTags: version < CommandVersionQueueTags,
 	}
 	u.Set.Name = ""
 	if version >= CommandVersionDeadLetterEdges && u.SetDeadLetterQueue {

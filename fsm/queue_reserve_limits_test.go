@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func TestQueueUpdate_ReserveLimitsByVersion(t *testing.T) {
 			} else if res.Err != nil {
 				t.Fatal(res.Err)
 			}
-			if got := queueLimits(t, f, "q"); got != tt.want {
+			if got := queueLimits(t, f, "q"); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("limits %+v, want %+v", got, tt.want)
 			}
 		})

@@ -47,6 +47,7 @@ const (
 	CommandVersionQueueReserveLimits = 15
 	CommandVersionPayloadsOffHeap    = 16
 	CommandVersionTraceContext       = 17
+	CommandVersionQueueTags          = 18
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -97,6 +98,8 @@ var commandVersions = [...]commandVersionRow{
 		"a ConfigSet that sets payloads_off_heap (payloads.go): payloads are charged to the disk count, not the memory budget; an older binary would keep charging them to memory and refuse the enqueues the others accept"},
 	{CommandVersionTraceContext, "trace_context", nil,
 		"an enqueue (single or batch) with an item that carries a W3C trace context (engine/trace.go): an older binary would drop the field, and its state, snapshot and answers would differ from the others'; until every member applies it the leader proposes enqueues without their trace contexts (cluster)"},
+	{CommandVersionQueueTags, "queue_tags", nil,
+		"a QueueCreate, QueueUpdate or ConfigSet that sets a queue's tags, or a QueueUpdate that names tags in inherit (engine/tags.go): an older binary drops the field and refuses the key, so its state, snapshot and answers would differ from the others'"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -161,6 +164,7 @@ var (
 	FeatureQueueReserveLimits = mustFeature(CommandVersionQueueReserveLimits)
 	FeaturePayloadsOffHeap    = mustFeature(CommandVersionPayloadsOffHeap)
 	FeatureTraceContext       = mustFeature(CommandVersionTraceContext)
+	FeatureQueueTags          = mustFeature(CommandVersionQueueTags)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

@@ -186,6 +186,15 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"UpdateQueueReserveLimits", UpdateQueueCommand(engine.QueueUpdate{Name: "q", Set: engine.QueueConfig{MaxReserved: 3}}), CommandVersionQueueReserveLimits},
 		{"UpdateQueueInheritRateLimit", UpdateQueueCommand(engine.QueueUpdate{Name: "q", Inherit: []string{"rate_limit"}}), CommandVersionQueueReserveLimits},
 		{"DeclaredReserveLimitsConfig", DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(plainCfg)), CommandVersionQueueReserveLimits},
+		{"CreateQueueTags", CreateQueueCommand(engine.QueueConfig{Name: "q", Tags: []engine.Tag{{Key: "env", Value: "prod"}}}, false), CommandVersionQueueTags},
+		{"UpdateQueueSetTags", UpdateQueueCommand(engine.QueueUpdate{Name: "q", SetTags: true}), CommandVersionQueueTags},
+		{"UpdateQueueInheritTags", UpdateQueueCommand(engine.QueueUpdate{Name: "q", Inherit: []string{"tags"}}), CommandVersionQueueTags},
+		{"SetConfigTags", SetConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} })), CommandVersionQueueTags},
+		{"DeclaredConfigTags", DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} })), CommandVersionQueueTags},
+		// The reserve-limits rule never lowers a version its config needs.
+		{"DeclaredReserveLimitsWithTags", DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} }))), CommandVersionQueueTags},
+		{"TaggedOverPayloadsOffHeap", TaggedConfigCommand(PayloadsOffHeapConfigCommand(DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} })))), CommandVersionQueueTags},
+		{"RecordFieldsWithTags", ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} }))), CommandVersionQueueTags},
 		{"DeclaredReserveLimitsOverEdges", DeclaredReserveLimitsConfigCommand(ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(plainCfg))), CommandVersionQueueReserveLimits},
 	}
 	stamped := map[uint32]bool{}

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/sepp-io/sepp/engine"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
@@ -39,6 +40,14 @@ func (s *adminService) isStale(allowStale bool) bool {
 }
 
 func (s *adminService) ListQueues(ctx context.Context, req *seppv1.ListQueuesRequest) (*seppv1.ListQueuesResponse, error) {
+	filter := make([]engine.TagFilter, 0, len(req.GetTag()))
+	for i, term := range req.GetTag() {
+		f, err := engine.ParseTagFilter(term)
+		if err != nil {
+			return nil, renameField(err, "tag", fmt.Sprintf("tag[%d]", i))
+		}
+		filter = append(filter, f)
+	}
 	var stats []engine.QueueStats
 	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
 		stats = e.Stats(s.now())
@@ -48,7 +57,9 @@ func (s *adminService) ListQueues(ctx context.Context, req *seppv1.ListQueuesReq
 	}
 	out := &seppv1.ListQueuesResponse{Stale: s.isStale(req.GetAllowStale())}
 	for _, q := range stats {
-		out.Queues = append(out.Queues, queueStatsToProto(q))
+		if engine.MatchTags(q.Tags, filter) {
+			out.Queues = append(out.Queues, queueStatsToProto(q))
+		}
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -67,6 +68,8 @@ func (s *adminService) UpdateQueue(ctx context.Context, req *seppv1.UpdateQueueR
 		Name:               req.GetName(),
 		Set:                set,
 		SetDeadLetterQueue: req.GetSettings() != nil && req.GetSettings().DeadLetterQueue != nil,
+		// A present QueueTags replaces the whole set, an empty one too.
+		SetTags: req.GetSettings().GetTags() != nil,
 		// A reserve limit set to 0 (or an empty concurrency_key) is
 		// dropped, as when inherit names it: none has a global value.
 		Inherit: append(slices.Clone(req.GetInherit()), reserveLimitsZeroed(req.GetSettings())...),
@@ -201,8 +204,34 @@ func queueSettingsFromProto(name string, p *seppv1.QueueSettings) (engine.QueueC
 	if err := reserveLimitsFromProto(&qc, p); err != nil {
 		return qc, err
 	}
+	if p.Tags != nil {
+		tags, err := queueTagsFromProto(p.GetTags().GetTags())
+		if err != nil {
+			return qc, err
+		}
+		qc.Tags = tags
+	}
 	return qc, nil
 }
+
+// queueTagsFromProto checks the API's tags against the limits, naming the
+// offending tag as the request spells it, and sorts them by key (the
+// engine's form; the map's order is random).
+func queueTagsFromProto(m map[string]string) ([]engine.Tag, error) {
+	if len(m) > engine.MaxQueueTags {
+		return nil, invalidField("settings.tags.tags", "at most 50 tags", "holds %d tags, above the limit of %d", len(m), engine.MaxQueueTags)
+	}
+	tags := engine.TagsFromMap(m)
+	for _, t := range tags { // sorted: the first bad key is the same on every call
+		if reason := engine.CheckTag(t.Key, t.Value); reason != "" {
+			return nil, invalidField(fmt.Sprintf("settings.tags.tags[%q]", t.Key), tagLimitText, "%s", reason)
+		}
+	}
+	return tags, nil
+}
+
+// tagLimitText is the limits of one tag as an error's detail states them.
+const tagLimitText = "key 1..128 bytes of letters, digits, spaces and _ . : / = + - @; value 0..256 bytes; valid UTF-8"
 
 // Bounds of the reserve limits as the API states them (the engine checks
 // the same, naming the queue's config key, and how they combine).
@@ -334,6 +363,9 @@ func queueSettingsToProto(q engine.QueueConfig) *seppv1.QueueSettings {
 	if q.ConcurrencyKey != "" {
 		k := q.ConcurrencyKey
 		out.ConcurrencyKey = &k
+	}
+	if len(q.Tags) > 0 {
+		out.Tags = &seppv1.QueueTags{Tags: engine.TagsMap(q.Tags)}
 	}
 	return out
 }

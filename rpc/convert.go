@@ -233,6 +233,7 @@ func itemResultsToProto(rs []engine.ItemResult) []*seppv1.JobActionResult {
 
 func queueStatsToProto(q engine.QueueStats) *seppv1.QueueSummary {
 	out := &seppv1.QueueSummary{
+		Tags:           engine.TagsMap(q.Tags),
 		Name:           q.Name,
 		Paused:         q.Paused,
 		Configured:     q.Configured,

@@ -72,6 +72,7 @@ func (h *handler) routes() http.Handler {
 	mux.HandleFunc("POST /queues/{queue}/resume", h.with(accessOperate, h.resume))
 	mux.HandleFunc("POST /queues/create", h.with(accessOperate, h.createQueue))
 	mux.HandleFunc("POST /queues/{queue}/limits", h.with(accessOperate, h.setReserveLimits))
+	mux.HandleFunc("POST /queues/{queue}/tags", h.with(accessOperate, h.setTags))
 	mux.HandleFunc("POST /queues/{queue}/purge", h.with(accessOperate, h.purgeQueue))
 	mux.HandleFunc("POST /queues/{queue}/delete", h.with(accessOperate, h.deleteQueue))
 	mux.HandleFunc("POST /queues/{queue}/dead-letters/requeue", h.with(accessOperate, h.requeue))

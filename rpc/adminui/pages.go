@@ -57,10 +57,15 @@ type queuesView struct {
 	Every     time.Duration
 	Queues    []queueRow
 	Retention time.Duration
+	// TagFilter narrows the list to the queues whose tags match every
+	// term; Hidden counts the queues it left out.
+	TagFilter tagFilterView
+	Hidden    int
 }
 
 type queueRow struct {
 	engine.QueueStats
+	Chips             []tagChip
 	DeadLetteredTotal uint64
 	Rates             rates
 	Spark             template.HTML // enqueued/s over the ring
@@ -68,16 +73,25 @@ type queueRow struct {
 
 func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request, q *request) {
 	now := h.clock()
+	terms, filter, ferr := parseTagFilter(r.URL.Query())
 	var v queuesView
 	stale, err := h.read(r.Context(), func(e engine.View) error {
 		stats := e.Stats(now)
 		h.ring.maybeSample(now, stats)
-		v = queuesView{Retention: e.Config().Limits.DeadLetterRetention, Queues: make([]queueRow, 0, len(stats))}
+		v = queuesView{Retention: e.Config().Limits.DeadLetterRetention, Queues: make([]queueRow, 0, len(stats)), TagFilter: tagFilterViewOf(terms)}
 		for _, s := range stats {
-			v.Queues = append(v.Queues, queueRow{QueueStats: s, DeadLetteredTotal: sumCauses(s.DeadLettered)})
+			// The same match as ListQueues' tag filter.
+			if !engine.MatchTags(s.Tags, filter) {
+				v.Hidden++
+				continue
+			}
+			v.Queues = append(v.Queues, queueRow{QueueStats: s, Chips: chipsOf(s.Tags, terms), DeadLetteredTotal: sumCauses(s.DeadLettered)})
 		}
 		return nil
 	})
+	if ferr != nil {
+		v.TagFilter.Error = ferr.Error()
+	}
 	if err != nil {
 		h.readFailed(w, r, q, err)
 		return
@@ -154,6 +168,9 @@ type queueView struct {
 	Truncated bool
 	// Own is the queue's own reserve limits, for the form that sets them.
 	Own limitsForm
+	// Chips are the queue's tags; TagsText the same for the Tags form.
+	Chips    []tagChip
+	TagsText string
 }
 
 func (q queueView) RetentionOff() bool { return q.Retention <= 0 }
@@ -205,6 +222,7 @@ func (h *handler) queuePage(w http.ResponseWriter, r *http.Request, q *request) 
 				v.Own = limitsFormOf(qc)
 			}
 		}
+		v.Chips, v.TagsText = chipsOf(st.Tags, nil), tagsText(st.Tags)
 		switch {
 		case filter.active():
 			sc, err := scan(e, name, state, filter, offset+pageSize+1)

@@ -67,6 +67,8 @@ func (h *handler) createQueue(w http.ResponseWriter, r *http.Request, q *request
 	}
 	qc.DeadLetterQueue = strings.TrimSpace(r.PostForm.Get("dead_letter_queue"))
 	bad = append(bad, readReserveLimits(r, &qc)...)
+	tags, badTags := readTags(r.PostForm.Get("tags"))
+	qc.Tags, bad = tags, append(bad, badTags...)
 	paused := r.PostForm.Get("paused") == "yes"
 	h.perform(w, r, q, action{name: "create-queue", queue: name, back: "/queues", run: func(ctx context.Context) (flash, error) {
 		if len(bad) > 0 {

@@ -240,8 +240,11 @@ func (ScheduleCatchUp) EnumDescriptor() ([]byte, []int) {
 }
 
 type ListQueuesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AllowStale    bool                   `protobuf:"varint,1,opt,name=allow_stale,json=allowStale,proto3" json:"allow_stale,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	AllowStale bool                   `protobuf:"varint,1,opt,name=allow_stale,json=allowStale,proto3" json:"allow_stale,omitempty"`
+	// Only the queues whose tags match every term: "key=value" (the tag
+	// with that value; the first '=' splits) or "key" (the tag, any value).
+	Tag           []string `protobuf:"bytes,2,rep,name=tag,proto3" json:"tag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -281,6 +284,13 @@ func (x *ListQueuesRequest) GetAllowStale() bool {
 		return x.AllowStale
 	}
 	return false
+}
+
+func (x *ListQueuesRequest) GetTag() []string {
+	if x != nil {
+		return x.Tag
+	}
+	return nil
 }
 
 type ListQueuesResponse struct {
@@ -365,8 +375,10 @@ type QueueSummary struct {
 	PurgedTotal uint64 `protobuf:"varint,40,opt,name=purged_total,json=purgedTotal,proto3" json:"purged_total,omitempty"`
 	// With a fairness key: the key values whose Ready jobs take turns now.
 	FairnessActiveKeys uint64 `protobuf:"varint,140,opt,name=fairness_active_keys,json=fairnessActiveKeys,proto3" json:"fairness_active_keys,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The queue's tags (QueueSettings.tags).
+	Tags          map[string]string `protobuf:"bytes,180,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QueueSummary) Reset() {
@@ -516,6 +528,13 @@ func (x *QueueSummary) GetFairnessActiveKeys() uint64 {
 		return x.FairnessActiveKeys
 	}
 	return 0
+}
+
+func (x *QueueSummary) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
 }
 
 // DeadLetterCount counts the jobs ever dead-lettered with one cause.
@@ -1521,8 +1540,15 @@ type QueueSettings struct {
 	RateBurst      *uint64 `protobuf:"varint,63,opt,name=rate_burst,json=rateBurst,proto3,oneof" json:"rate_burst,omitempty"`
 	ConcurrencyKey *string `protobuf:"bytes,64,opt,name=concurrency_key,json=concurrencyKey,proto3,oneof" json:"concurrency_key,omitempty"`
 	MaxPerKey      *uint64 `protobuf:"varint,65,opt,name=max_per_key,json=maxPerKey,proto3,oneof" json:"max_per_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Key/value labels to find the queue by (ListQueuesRequest.tag); they
+	// change nothing about how it runs. At most 50; a key is 1..128 bytes of
+	// letters, digits, spaces and _ . : / = + - @, a value 0..256 bytes of
+	// UTF-8. On update a set QueueTags replaces the whole set (an empty one
+	// drops them, as naming tags in inherit does). Needs the capability
+	// queue_tags.
+	Tags          *QueueTags `protobuf:"bytes,180,opt,name=tags,proto3" json:"tags,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QueueSettings) Reset() {
@@ -1674,6 +1700,60 @@ func (x *QueueSettings) GetMaxPerKey() uint64 {
 	return 0
 }
 
+func (x *QueueSettings) GetTags() *QueueTags {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+// QueueTags wraps a queue's tags so an update can tell "replace with
+// these" (set, maybe empty) from "leave them" (unset): a map has no
+// presence of its own.
+type QueueTags struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tags          map[string]string      `protobuf:"bytes,1,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueTags) Reset() {
+	*x = QueueTags{}
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueTags) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueTags) ProtoMessage() {}
+
+func (x *QueueTags) ProtoReflect() protoreflect.Message {
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueTags.ProtoReflect.Descriptor instead.
+func (*QueueTags) Descriptor() ([]byte, []int) {
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *QueueTags) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
 type GetQueueRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1684,7 +1764,7 @@ type GetQueueRequest struct {
 
 func (x *GetQueueRequest) Reset() {
 	*x = GetQueueRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[23]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1776,7 @@ func (x *GetQueueRequest) String() string {
 func (*GetQueueRequest) ProtoMessage() {}
 
 func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[23]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1789,7 @@ func (x *GetQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueRequest.ProtoReflect.Descriptor instead.
 func (*GetQueueRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{23}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetQueueRequest) GetName() string {
@@ -1740,7 +1820,7 @@ type GetQueueResponse struct {
 
 func (x *GetQueueResponse) Reset() {
 	*x = GetQueueResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[24]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +1832,7 @@ func (x *GetQueueResponse) String() string {
 func (*GetQueueResponse) ProtoMessage() {}
 
 func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[24]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,7 +1845,7 @@ func (x *GetQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueResponse.ProtoReflect.Descriptor instead.
 func (*GetQueueResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{24}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetQueueResponse) GetSummary() *QueueSummary {
@@ -1808,7 +1888,7 @@ type CreateQueueRequest struct {
 
 func (x *CreateQueueRequest) Reset() {
 	*x = CreateQueueRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[25]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1820,7 +1900,7 @@ func (x *CreateQueueRequest) String() string {
 func (*CreateQueueRequest) ProtoMessage() {}
 
 func (x *CreateQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[25]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1833,7 +1913,7 @@ func (x *CreateQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueRequest.ProtoReflect.Descriptor instead.
 func (*CreateQueueRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{25}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateQueueRequest) GetName() string {
@@ -1866,7 +1946,7 @@ type CreateQueueResponse struct {
 
 func (x *CreateQueueResponse) Reset() {
 	*x = CreateQueueResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[26]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1878,7 +1958,7 @@ func (x *CreateQueueResponse) String() string {
 func (*CreateQueueResponse) ProtoMessage() {}
 
 func (x *CreateQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[26]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,7 +1971,7 @@ func (x *CreateQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateQueueResponse.ProtoReflect.Descriptor instead.
 func (*CreateQueueResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{26}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreateQueueResponse) GetEffective() *QueueLimits {
@@ -1911,8 +1991,8 @@ type UpdateQueueRequest struct {
 	// retry_backoff, retry_delay_max_ms, max_schedule_horizon_ms,
 	// max_length, max_memory_bytes, dead_letter_queue, max_reserved,
 	// rate_limit, rate_period_ms, rate_burst, concurrency_key, max_per_key,
-	// max_wait_ms, fairness_key. A reserve limit has no global value:
-	// dropping it leaves none.
+	// max_wait_ms, fairness_key, tags. A reserve limit has no global value:
+	// dropping it leaves none; nor have tags.
 	Inherit []string `protobuf:"bytes,3,rep,name=inherit,proto3" json:"inherit,omitempty"`
 	// Pause (true) or resume (false); unset leaves it.
 	Paused        *bool `protobuf:"varint,4,opt,name=paused,proto3,oneof" json:"paused,omitempty"`
@@ -1922,7 +2002,7 @@ type UpdateQueueRequest struct {
 
 func (x *UpdateQueueRequest) Reset() {
 	*x = UpdateQueueRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[27]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +2014,7 @@ func (x *UpdateQueueRequest) String() string {
 func (*UpdateQueueRequest) ProtoMessage() {}
 
 func (x *UpdateQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[27]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2027,7 @@ func (x *UpdateQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateQueueRequest.ProtoReflect.Descriptor instead.
 func (*UpdateQueueRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{27}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UpdateQueueRequest) GetName() string {
@@ -1987,7 +2067,7 @@ type UpdateQueueResponse struct {
 
 func (x *UpdateQueueResponse) Reset() {
 	*x = UpdateQueueResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[28]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1999,7 +2079,7 @@ func (x *UpdateQueueResponse) String() string {
 func (*UpdateQueueResponse) ProtoMessage() {}
 
 func (x *UpdateQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[28]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2012,7 +2092,7 @@ func (x *UpdateQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateQueueResponse.ProtoReflect.Descriptor instead.
 func (*UpdateQueueResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{28}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpdateQueueResponse) GetEffective() *QueueLimits {
@@ -2033,7 +2113,7 @@ type DeleteQueueRequest struct {
 
 func (x *DeleteQueueRequest) Reset() {
 	*x = DeleteQueueRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[29]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2045,7 +2125,7 @@ func (x *DeleteQueueRequest) String() string {
 func (*DeleteQueueRequest) ProtoMessage() {}
 
 func (x *DeleteQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[29]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2058,7 +2138,7 @@ func (x *DeleteQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteQueueRequest.ProtoReflect.Descriptor instead.
 func (*DeleteQueueRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{29}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeleteQueueRequest) GetName() string {
@@ -2085,7 +2165,7 @@ type DeleteQueueResponse struct {
 
 func (x *DeleteQueueResponse) Reset() {
 	*x = DeleteQueueResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[30]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2097,7 +2177,7 @@ func (x *DeleteQueueResponse) String() string {
 func (*DeleteQueueResponse) ProtoMessage() {}
 
 func (x *DeleteQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[30]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2110,7 +2190,7 @@ func (x *DeleteQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteQueueResponse.ProtoReflect.Descriptor instead.
 func (*DeleteQueueResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{30}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DeleteQueueResponse) GetJobsRemoved() uint64 {
@@ -2137,7 +2217,7 @@ type PurgeQueueRequest struct {
 
 func (x *PurgeQueueRequest) Reset() {
 	*x = PurgeQueueRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[31]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2149,7 +2229,7 @@ func (x *PurgeQueueRequest) String() string {
 func (*PurgeQueueRequest) ProtoMessage() {}
 
 func (x *PurgeQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[31]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2162,7 +2242,7 @@ func (x *PurgeQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeQueueRequest.ProtoReflect.Descriptor instead.
 func (*PurgeQueueRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{31}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PurgeQueueRequest) GetName() string {
@@ -2189,7 +2269,7 @@ type PurgeQueueResponse struct {
 
 func (x *PurgeQueueResponse) Reset() {
 	*x = PurgeQueueResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[32]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2201,7 +2281,7 @@ func (x *PurgeQueueResponse) String() string {
 func (*PurgeQueueResponse) ProtoMessage() {}
 
 func (x *PurgeQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[32]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2214,7 +2294,7 @@ func (x *PurgeQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeQueueResponse.ProtoReflect.Descriptor instead.
 func (*PurgeQueueResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{32}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PurgeQueueResponse) GetJobsRemoved() uint64 {
@@ -2240,7 +2320,7 @@ type DeleteJobsRequest struct {
 
 func (x *DeleteJobsRequest) Reset() {
 	*x = DeleteJobsRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[33]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2252,7 +2332,7 @@ func (x *DeleteJobsRequest) String() string {
 func (*DeleteJobsRequest) ProtoMessage() {}
 
 func (x *DeleteJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[33]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2265,7 +2345,7 @@ func (x *DeleteJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteJobsRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{33}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeleteJobsRequest) GetJobIds() []uint64 {
@@ -2284,7 +2364,7 @@ type DeleteJobsResponse struct {
 
 func (x *DeleteJobsResponse) Reset() {
 	*x = DeleteJobsResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[34]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +2376,7 @@ func (x *DeleteJobsResponse) String() string {
 func (*DeleteJobsResponse) ProtoMessage() {}
 
 func (x *DeleteJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[34]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +2389,7 @@ func (x *DeleteJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteJobsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteJobsResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{34}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeleteJobsResponse) GetResults() []*JobActionResult {
@@ -2328,7 +2408,7 @@ type RunJobsNowRequest struct {
 
 func (x *RunJobsNowRequest) Reset() {
 	*x = RunJobsNowRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[35]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2340,7 +2420,7 @@ func (x *RunJobsNowRequest) String() string {
 func (*RunJobsNowRequest) ProtoMessage() {}
 
 func (x *RunJobsNowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[35]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2353,7 +2433,7 @@ func (x *RunJobsNowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJobsNowRequest.ProtoReflect.Descriptor instead.
 func (*RunJobsNowRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{35}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RunJobsNowRequest) GetJobIds() []uint64 {
@@ -2372,7 +2452,7 @@ type RunJobsNowResponse struct {
 
 func (x *RunJobsNowResponse) Reset() {
 	*x = RunJobsNowResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[36]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2384,7 +2464,7 @@ func (x *RunJobsNowResponse) String() string {
 func (*RunJobsNowResponse) ProtoMessage() {}
 
 func (x *RunJobsNowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[36]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2397,7 +2477,7 @@ func (x *RunJobsNowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJobsNowResponse.ProtoReflect.Descriptor instead.
 func (*RunJobsNowResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{36}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RunJobsNowResponse) GetResults() []*JobActionResult {
@@ -2417,7 +2497,7 @@ type RescheduleJobsRequest struct {
 
 func (x *RescheduleJobsRequest) Reset() {
 	*x = RescheduleJobsRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[37]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2429,7 +2509,7 @@ func (x *RescheduleJobsRequest) String() string {
 func (*RescheduleJobsRequest) ProtoMessage() {}
 
 func (x *RescheduleJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[37]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2442,7 +2522,7 @@ func (x *RescheduleJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RescheduleJobsRequest.ProtoReflect.Descriptor instead.
 func (*RescheduleJobsRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{37}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RescheduleJobsRequest) GetJobIds() []uint64 {
@@ -2468,7 +2548,7 @@ type RescheduleJobsResponse struct {
 
 func (x *RescheduleJobsResponse) Reset() {
 	*x = RescheduleJobsResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[38]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2480,7 +2560,7 @@ func (x *RescheduleJobsResponse) String() string {
 func (*RescheduleJobsResponse) ProtoMessage() {}
 
 func (x *RescheduleJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[38]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2493,7 +2573,7 @@ func (x *RescheduleJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RescheduleJobsResponse.ProtoReflect.Descriptor instead.
 func (*RescheduleJobsResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{38}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RescheduleJobsResponse) GetResults() []*JobActionResult {
@@ -2514,7 +2594,7 @@ type SetJobsPriorityRequest struct {
 
 func (x *SetJobsPriorityRequest) Reset() {
 	*x = SetJobsPriorityRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[39]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2526,7 +2606,7 @@ func (x *SetJobsPriorityRequest) String() string {
 func (*SetJobsPriorityRequest) ProtoMessage() {}
 
 func (x *SetJobsPriorityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[39]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2539,7 +2619,7 @@ func (x *SetJobsPriorityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetJobsPriorityRequest.ProtoReflect.Descriptor instead.
 func (*SetJobsPriorityRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{39}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SetJobsPriorityRequest) GetJobIds() []uint64 {
@@ -2565,7 +2645,7 @@ type SetJobsPriorityResponse struct {
 
 func (x *SetJobsPriorityResponse) Reset() {
 	*x = SetJobsPriorityResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[40]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2577,7 +2657,7 @@ func (x *SetJobsPriorityResponse) String() string {
 func (*SetJobsPriorityResponse) ProtoMessage() {}
 
 func (x *SetJobsPriorityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[40]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +2670,7 @@ func (x *SetJobsPriorityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetJobsPriorityResponse.ProtoReflect.Descriptor instead.
 func (*SetJobsPriorityResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{40}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SetJobsPriorityResponse) GetResults() []*JobActionResult {
@@ -2614,7 +2694,7 @@ type CancelJobsRequest struct {
 
 func (x *CancelJobsRequest) Reset() {
 	*x = CancelJobsRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[41]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2626,7 +2706,7 @@ func (x *CancelJobsRequest) String() string {
 func (*CancelJobsRequest) ProtoMessage() {}
 
 func (x *CancelJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[41]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2639,7 +2719,7 @@ func (x *CancelJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobsRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobsRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{41}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CancelJobsRequest) GetJobIds() []uint64 {
@@ -2672,7 +2752,7 @@ type CancelJobsResponse struct {
 
 func (x *CancelJobsResponse) Reset() {
 	*x = CancelJobsResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[42]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2684,7 +2764,7 @@ func (x *CancelJobsResponse) String() string {
 func (*CancelJobsResponse) ProtoMessage() {}
 
 func (x *CancelJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[42]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2697,7 +2777,7 @@ func (x *CancelJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobsResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobsResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{42}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CancelJobsResponse) GetResults() []*JobActionResult {
@@ -2725,7 +2805,7 @@ type RedriveSelection struct {
 
 func (x *RedriveSelection) Reset() {
 	*x = RedriveSelection{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[43]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2737,7 +2817,7 @@ func (x *RedriveSelection) String() string {
 func (*RedriveSelection) ProtoMessage() {}
 
 func (x *RedriveSelection) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[43]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2750,7 +2830,7 @@ func (x *RedriveSelection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveSelection.ProtoReflect.Descriptor instead.
 func (*RedriveSelection) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{43}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RedriveSelection) GetQueue() string {
@@ -2812,7 +2892,7 @@ type StartRedriveRequest struct {
 
 func (x *StartRedriveRequest) Reset() {
 	*x = StartRedriveRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[44]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2824,7 +2904,7 @@ func (x *StartRedriveRequest) String() string {
 func (*StartRedriveRequest) ProtoMessage() {}
 
 func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[44]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2837,7 +2917,7 @@ func (x *StartRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveRequest.ProtoReflect.Descriptor instead.
 func (*StartRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{44}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *StartRedriveRequest) GetSelection() *RedriveSelection {
@@ -2880,7 +2960,7 @@ type PreviewRedriveRequest struct {
 
 func (x *PreviewRedriveRequest) Reset() {
 	*x = PreviewRedriveRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[45]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2892,7 +2972,7 @@ func (x *PreviewRedriveRequest) String() string {
 func (*PreviewRedriveRequest) ProtoMessage() {}
 
 func (x *PreviewRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[45]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2905,7 +2985,7 @@ func (x *PreviewRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewRedriveRequest.ProtoReflect.Descriptor instead.
 func (*PreviewRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{45}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PreviewRedriveRequest) GetRedrive() *StartRedriveRequest {
@@ -2931,7 +3011,7 @@ type StartRedriveResponse struct {
 
 func (x *StartRedriveResponse) Reset() {
 	*x = StartRedriveResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[46]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2943,7 +3023,7 @@ func (x *StartRedriveResponse) String() string {
 func (*StartRedriveResponse) ProtoMessage() {}
 
 func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[46]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2956,7 +3036,7 @@ func (x *StartRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRedriveResponse.ProtoReflect.Descriptor instead.
 func (*StartRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{46}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StartRedriveResponse) GetTask() *RedriveTask {
@@ -2977,7 +3057,7 @@ type PreviewRedriveResponse struct {
 
 func (x *PreviewRedriveResponse) Reset() {
 	*x = PreviewRedriveResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[47]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2989,7 +3069,7 @@ func (x *PreviewRedriveResponse) String() string {
 func (*PreviewRedriveResponse) ProtoMessage() {}
 
 func (x *PreviewRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[47]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3002,7 +3082,7 @@ func (x *PreviewRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewRedriveResponse.ProtoReflect.Descriptor instead.
 func (*PreviewRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{47}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PreviewRedriveResponse) GetMatching() uint64 {
@@ -3048,7 +3128,7 @@ type RedriveTask struct {
 
 func (x *RedriveTask) Reset() {
 	*x = RedriveTask{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[48]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3060,7 +3140,7 @@ func (x *RedriveTask) String() string {
 func (*RedriveTask) ProtoMessage() {}
 
 func (x *RedriveTask) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[48]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3073,7 +3153,7 @@ func (x *RedriveTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveTask.ProtoReflect.Descriptor instead.
 func (*RedriveTask) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{48}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RedriveTask) GetId() uint64 {
@@ -3190,7 +3270,7 @@ type ListRedrivesRequest struct {
 
 func (x *ListRedrivesRequest) Reset() {
 	*x = ListRedrivesRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[49]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3202,7 +3282,7 @@ func (x *ListRedrivesRequest) String() string {
 func (*ListRedrivesRequest) ProtoMessage() {}
 
 func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[49]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3215,7 +3295,7 @@ func (x *ListRedrivesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesRequest.ProtoReflect.Descriptor instead.
 func (*ListRedrivesRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{49}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListRedrivesRequest) GetAllowStale() bool {
@@ -3235,7 +3315,7 @@ type ListRedrivesResponse struct {
 
 func (x *ListRedrivesResponse) Reset() {
 	*x = ListRedrivesResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[50]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3247,7 +3327,7 @@ func (x *ListRedrivesResponse) String() string {
 func (*ListRedrivesResponse) ProtoMessage() {}
 
 func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[50]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3260,7 +3340,7 @@ func (x *ListRedrivesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRedrivesResponse.ProtoReflect.Descriptor instead.
 func (*ListRedrivesResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{50}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListRedrivesResponse) GetTasks() []*RedriveTask {
@@ -3287,7 +3367,7 @@ type GetRedriveRequest struct {
 
 func (x *GetRedriveRequest) Reset() {
 	*x = GetRedriveRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[51]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3299,7 +3379,7 @@ func (x *GetRedriveRequest) String() string {
 func (*GetRedriveRequest) ProtoMessage() {}
 
 func (x *GetRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[51]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3312,7 +3392,7 @@ func (x *GetRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRedriveRequest.ProtoReflect.Descriptor instead.
 func (*GetRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{51}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetRedriveRequest) GetId() uint64 {
@@ -3339,7 +3419,7 @@ type GetRedriveResponse struct {
 
 func (x *GetRedriveResponse) Reset() {
 	*x = GetRedriveResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[52]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3351,7 +3431,7 @@ func (x *GetRedriveResponse) String() string {
 func (*GetRedriveResponse) ProtoMessage() {}
 
 func (x *GetRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[52]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3364,7 +3444,7 @@ func (x *GetRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRedriveResponse.ProtoReflect.Descriptor instead.
 func (*GetRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{52}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetRedriveResponse) GetTask() *RedriveTask {
@@ -3390,7 +3470,7 @@ type PauseRedriveRequest struct {
 
 func (x *PauseRedriveRequest) Reset() {
 	*x = PauseRedriveRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[53]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3402,7 +3482,7 @@ func (x *PauseRedriveRequest) String() string {
 func (*PauseRedriveRequest) ProtoMessage() {}
 
 func (x *PauseRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[53]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3415,7 +3495,7 @@ func (x *PauseRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRedriveRequest.ProtoReflect.Descriptor instead.
 func (*PauseRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{53}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PauseRedriveRequest) GetId() uint64 {
@@ -3434,7 +3514,7 @@ type PauseRedriveResponse struct {
 
 func (x *PauseRedriveResponse) Reset() {
 	*x = PauseRedriveResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[54]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3446,7 +3526,7 @@ func (x *PauseRedriveResponse) String() string {
 func (*PauseRedriveResponse) ProtoMessage() {}
 
 func (x *PauseRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[54]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3459,7 +3539,7 @@ func (x *PauseRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRedriveResponse.ProtoReflect.Descriptor instead.
 func (*PauseRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{54}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PauseRedriveResponse) GetTask() *RedriveTask {
@@ -3478,7 +3558,7 @@ type ResumeRedriveRequest struct {
 
 func (x *ResumeRedriveRequest) Reset() {
 	*x = ResumeRedriveRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[55]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3490,7 +3570,7 @@ func (x *ResumeRedriveRequest) String() string {
 func (*ResumeRedriveRequest) ProtoMessage() {}
 
 func (x *ResumeRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[55]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3503,7 +3583,7 @@ func (x *ResumeRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRedriveRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{55}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ResumeRedriveRequest) GetId() uint64 {
@@ -3522,7 +3602,7 @@ type ResumeRedriveResponse struct {
 
 func (x *ResumeRedriveResponse) Reset() {
 	*x = ResumeRedriveResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[56]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3534,7 +3614,7 @@ func (x *ResumeRedriveResponse) String() string {
 func (*ResumeRedriveResponse) ProtoMessage() {}
 
 func (x *ResumeRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[56]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3547,7 +3627,7 @@ func (x *ResumeRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRedriveResponse.ProtoReflect.Descriptor instead.
 func (*ResumeRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{56}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ResumeRedriveResponse) GetTask() *RedriveTask {
@@ -3566,7 +3646,7 @@ type CancelRedriveRequest struct {
 
 func (x *CancelRedriveRequest) Reset() {
 	*x = CancelRedriveRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[57]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3578,7 +3658,7 @@ func (x *CancelRedriveRequest) String() string {
 func (*CancelRedriveRequest) ProtoMessage() {}
 
 func (x *CancelRedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[57]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3591,7 +3671,7 @@ func (x *CancelRedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRedriveRequest.ProtoReflect.Descriptor instead.
 func (*CancelRedriveRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{57}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CancelRedriveRequest) GetId() uint64 {
@@ -3610,7 +3690,7 @@ type CancelRedriveResponse struct {
 
 func (x *CancelRedriveResponse) Reset() {
 	*x = CancelRedriveResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[58]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3622,7 +3702,7 @@ func (x *CancelRedriveResponse) String() string {
 func (*CancelRedriveResponse) ProtoMessage() {}
 
 func (x *CancelRedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[58]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3635,7 +3715,7 @@ func (x *CancelRedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRedriveResponse.ProtoReflect.Descriptor instead.
 func (*CancelRedriveResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{58}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CancelRedriveResponse) GetTask() *RedriveTask {
@@ -3666,7 +3746,7 @@ type JobTemplate struct {
 
 func (x *JobTemplate) Reset() {
 	*x = JobTemplate{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[59]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3678,7 +3758,7 @@ func (x *JobTemplate) String() string {
 func (*JobTemplate) ProtoMessage() {}
 
 func (x *JobTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[59]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3691,7 +3771,7 @@ func (x *JobTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobTemplate.ProtoReflect.Descriptor instead.
 func (*JobTemplate) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{59}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *JobTemplate) GetQueue() string {
@@ -3775,7 +3855,7 @@ type Schedule struct {
 
 func (x *Schedule) Reset() {
 	*x = Schedule{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[60]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3787,7 +3867,7 @@ func (x *Schedule) String() string {
 func (*Schedule) ProtoMessage() {}
 
 func (x *Schedule) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[60]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3800,7 +3880,7 @@ func (x *Schedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
 func (*Schedule) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{60}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Schedule) GetName() string {
@@ -3918,7 +3998,7 @@ type CreateScheduleRequest struct {
 
 func (x *CreateScheduleRequest) Reset() {
 	*x = CreateScheduleRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[61]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3930,7 +4010,7 @@ func (x *CreateScheduleRequest) String() string {
 func (*CreateScheduleRequest) ProtoMessage() {}
 
 func (x *CreateScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[61]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3943,7 +4023,7 @@ func (x *CreateScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateScheduleRequest.ProtoReflect.Descriptor instead.
 func (*CreateScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{61}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CreateScheduleRequest) GetSchedule() *Schedule {
@@ -3962,7 +4042,7 @@ type CreateScheduleResponse struct {
 
 func (x *CreateScheduleResponse) Reset() {
 	*x = CreateScheduleResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[62]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3974,7 +4054,7 @@ func (x *CreateScheduleResponse) String() string {
 func (*CreateScheduleResponse) ProtoMessage() {}
 
 func (x *CreateScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[62]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3987,7 +4067,7 @@ func (x *CreateScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateScheduleResponse.ProtoReflect.Descriptor instead.
 func (*CreateScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{62}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *CreateScheduleResponse) GetSchedule() *Schedule {
@@ -4019,7 +4099,7 @@ type UpdateScheduleRequest struct {
 
 func (x *UpdateScheduleRequest) Reset() {
 	*x = UpdateScheduleRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[63]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4031,7 +4111,7 @@ func (x *UpdateScheduleRequest) String() string {
 func (*UpdateScheduleRequest) ProtoMessage() {}
 
 func (x *UpdateScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[63]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4044,7 +4124,7 @@ func (x *UpdateScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateScheduleRequest.ProtoReflect.Descriptor instead.
 func (*UpdateScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{63}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *UpdateScheduleRequest) GetSchedule() *Schedule {
@@ -4070,7 +4150,7 @@ type UpdateScheduleResponse struct {
 
 func (x *UpdateScheduleResponse) Reset() {
 	*x = UpdateScheduleResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[64]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4082,7 +4162,7 @@ func (x *UpdateScheduleResponse) String() string {
 func (*UpdateScheduleResponse) ProtoMessage() {}
 
 func (x *UpdateScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[64]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4095,7 +4175,7 @@ func (x *UpdateScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateScheduleResponse.ProtoReflect.Descriptor instead.
 func (*UpdateScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{64}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *UpdateScheduleResponse) GetSchedule() *Schedule {
@@ -4114,7 +4194,7 @@ type DeleteScheduleRequest struct {
 
 func (x *DeleteScheduleRequest) Reset() {
 	*x = DeleteScheduleRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[65]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4126,7 +4206,7 @@ func (x *DeleteScheduleRequest) String() string {
 func (*DeleteScheduleRequest) ProtoMessage() {}
 
 func (x *DeleteScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[65]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4139,7 +4219,7 @@ func (x *DeleteScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScheduleRequest.ProtoReflect.Descriptor instead.
 func (*DeleteScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{65}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *DeleteScheduleRequest) GetName() string {
@@ -4157,7 +4237,7 @@ type DeleteScheduleResponse struct {
 
 func (x *DeleteScheduleResponse) Reset() {
 	*x = DeleteScheduleResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[66]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4169,7 +4249,7 @@ func (x *DeleteScheduleResponse) String() string {
 func (*DeleteScheduleResponse) ProtoMessage() {}
 
 func (x *DeleteScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[66]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4182,7 +4262,7 @@ func (x *DeleteScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteScheduleResponse.ProtoReflect.Descriptor instead.
 func (*DeleteScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{66}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{67}
 }
 
 type GetScheduleRequest struct {
@@ -4197,7 +4277,7 @@ type GetScheduleRequest struct {
 
 func (x *GetScheduleRequest) Reset() {
 	*x = GetScheduleRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[67]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4209,7 +4289,7 @@ func (x *GetScheduleRequest) String() string {
 func (*GetScheduleRequest) ProtoMessage() {}
 
 func (x *GetScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[67]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4222,7 +4302,7 @@ func (x *GetScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetScheduleRequest.ProtoReflect.Descriptor instead.
 func (*GetScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{67}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GetScheduleRequest) GetName() string {
@@ -4256,7 +4336,7 @@ type GetScheduleResponse struct {
 
 func (x *GetScheduleResponse) Reset() {
 	*x = GetScheduleResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[68]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4268,7 +4348,7 @@ func (x *GetScheduleResponse) String() string {
 func (*GetScheduleResponse) ProtoMessage() {}
 
 func (x *GetScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[68]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4281,7 +4361,7 @@ func (x *GetScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetScheduleResponse.ProtoReflect.Descriptor instead.
 func (*GetScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{68}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GetScheduleResponse) GetSchedule() *Schedule {
@@ -4309,7 +4389,7 @@ type ListSchedulesRequest struct {
 
 func (x *ListSchedulesRequest) Reset() {
 	*x = ListSchedulesRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[69]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4321,7 +4401,7 @@ func (x *ListSchedulesRequest) String() string {
 func (*ListSchedulesRequest) ProtoMessage() {}
 
 func (x *ListSchedulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[69]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4334,7 +4414,7 @@ func (x *ListSchedulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSchedulesRequest.ProtoReflect.Descriptor instead.
 func (*ListSchedulesRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{69}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ListSchedulesRequest) GetNextFireTimes() uint32 {
@@ -4361,7 +4441,7 @@ type ListSchedulesResponse struct {
 
 func (x *ListSchedulesResponse) Reset() {
 	*x = ListSchedulesResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[70]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4373,7 +4453,7 @@ func (x *ListSchedulesResponse) String() string {
 func (*ListSchedulesResponse) ProtoMessage() {}
 
 func (x *ListSchedulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[70]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4386,7 +4466,7 @@ func (x *ListSchedulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSchedulesResponse.ProtoReflect.Descriptor instead.
 func (*ListSchedulesResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{70}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ListSchedulesResponse) GetSchedules() []*Schedule {
@@ -4412,7 +4492,7 @@ type PauseScheduleRequest struct {
 
 func (x *PauseScheduleRequest) Reset() {
 	*x = PauseScheduleRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[71]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4424,7 +4504,7 @@ func (x *PauseScheduleRequest) String() string {
 func (*PauseScheduleRequest) ProtoMessage() {}
 
 func (x *PauseScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[71]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4437,7 +4517,7 @@ func (x *PauseScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseScheduleRequest.ProtoReflect.Descriptor instead.
 func (*PauseScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{71}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PauseScheduleRequest) GetName() string {
@@ -4456,7 +4536,7 @@ type PauseScheduleResponse struct {
 
 func (x *PauseScheduleResponse) Reset() {
 	*x = PauseScheduleResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[72]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4468,7 +4548,7 @@ func (x *PauseScheduleResponse) String() string {
 func (*PauseScheduleResponse) ProtoMessage() {}
 
 func (x *PauseScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[72]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4481,7 +4561,7 @@ func (x *PauseScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseScheduleResponse.ProtoReflect.Descriptor instead.
 func (*PauseScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{72}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *PauseScheduleResponse) GetSchedule() *Schedule {
@@ -4500,7 +4580,7 @@ type ResumeScheduleRequest struct {
 
 func (x *ResumeScheduleRequest) Reset() {
 	*x = ResumeScheduleRequest{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[73]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4512,7 +4592,7 @@ func (x *ResumeScheduleRequest) String() string {
 func (*ResumeScheduleRequest) ProtoMessage() {}
 
 func (x *ResumeScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[73]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4525,7 +4605,7 @@ func (x *ResumeScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ResumeScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{73}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ResumeScheduleRequest) GetName() string {
@@ -4544,7 +4624,7 @@ type ResumeScheduleResponse struct {
 
 func (x *ResumeScheduleResponse) Reset() {
 	*x = ResumeScheduleResponse{}
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[74]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4556,7 +4636,7 @@ func (x *ResumeScheduleResponse) String() string {
 func (*ResumeScheduleResponse) ProtoMessage() {}
 
 func (x *ResumeScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_admin_service_proto_msgTypes[74]
+	mi := &file_sepp_v1_admin_service_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4569,7 +4649,7 @@ func (x *ResumeScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeScheduleResponse.ProtoReflect.Descriptor instead.
 func (*ResumeScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{74}
+	return file_sepp_v1_admin_service_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ResumeScheduleResponse) GetSchedule() *Schedule {
@@ -4583,13 +4663,14 @@ var File_sepp_v1_admin_service_proto protoreflect.FileDescriptor
 
 const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1bsepp/v1/admin_service.proto\x12\asepp.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsepp/v1/queue_service.proto\x1a\x13sepp/v1/types.proto\"4\n" +
+	"\x1bsepp/v1/admin_service.proto\x12\asepp.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsepp/v1/queue_service.proto\x1a\x13sepp/v1/types.proto\"F\n" +
 	"\x11ListQueuesRequest\x12\x1f\n" +
 	"\vallow_stale\x18\x01 \x01(\bR\n" +
-	"allowStale\"Y\n" +
+	"allowStale\x12\x10\n" +
+	"\x03tag\x18\x02 \x03(\tR\x03tag\"Y\n" +
 	"\x12ListQueuesResponse\x12-\n" +
 	"\x06queues\x18\x01 \x03(\v2\x15.sepp.v1.QueueSummaryR\x06queues\x12\x14\n" +
-	"\x05stale\x18\x02 \x01(\bR\x05stale\"\xf5\x04\n" +
+	"\x05stale\x18\x02 \x01(\bR\x05stale\"\xe4\x05\n" +
 	"\fQueueSummary\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x1e\n" +
@@ -4612,7 +4693,11 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\rkeys_at_limit\x18= \x01(\x04R\vkeysAtLimit\x12\x1e\n" +
 	"\vheld_by_key\x18> \x01(\x04R\theldByKey\x12!\n" +
 	"\fpurged_total\x18( \x01(\x04R\vpurgedTotal\x121\n" +
-	"\x14fairness_active_keys\x18\x8c\x01 \x01(\x04R\x12fairnessActiveKeys\"W\n" +
+	"\x14fairness_active_keys\x18\x8c\x01 \x01(\x04R\x12fairnessActiveKeys\x124\n" +
+	"\x04tags\x18\xb4\x01 \x03(\v2\x1f.sepp.v1.QueueSummary.TagsEntryR\x04tags\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"W\n" +
 	"\x0fDeadLetterCount\x12.\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x18.sepp.v1.DeadLetterCauseR\x05cause\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x04R\x05count\"\xa9\x01\n" +
@@ -4671,7 +4756,7 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\x12PauseQueueResponse\"*\n" +
 	"\x12ResumeQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x15\n" +
-	"\x13ResumeQueueResponse\"\xd8\b\n" +
+	"\x13ResumeQueueResponse\"\x81\t\n" +
 	"\rQueueSettings\x12.\n" +
 	"\x10default_priority\x18\x01 \x01(\rH\x00R\x0fdefaultPriority\x88\x01\x01\x125\n" +
 	"\x14default_max_attempts\x18\x02 \x01(\rH\x01R\x12defaultMaxAttempts\x88\x01\x01\x12)\n" +
@@ -4693,7 +4778,8 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\n" +
 	"rate_burst\x18? \x01(\x04H\x0eR\trateBurst\x88\x01\x01\x12,\n" +
 	"\x0fconcurrency_key\x18@ \x01(\tH\x0fR\x0econcurrencyKey\x88\x01\x01\x12#\n" +
-	"\vmax_per_key\x18A \x01(\x04H\x10R\tmaxPerKey\x88\x01\x01B\x13\n" +
+	"\vmax_per_key\x18A \x01(\x04H\x10R\tmaxPerKey\x88\x01\x01\x12'\n" +
+	"\x04tags\x18\xb4\x01 \x01(\v2\x12.sepp.v1.QueueTagsR\x04tagsB\x13\n" +
 	"\x11_default_priorityB\x17\n" +
 	"\x15_default_max_attemptsB\x11\n" +
 	"\x0f_retry_delay_msB\x10\n" +
@@ -4710,7 +4796,12 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\x0f_rate_period_msB\r\n" +
 	"\v_rate_burstB\x12\n" +
 	"\x10_concurrency_keyB\x0e\n" +
-	"\f_max_per_key\"F\n" +
+	"\f_max_per_key\"v\n" +
+	"\tQueueTags\x120\n" +
+	"\x04tags\x18\x01 \x03(\v2\x1c.sepp.v1.QueueTags.TagsEntryR\x04tags\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"F\n" +
 	"\x0fGetQueueRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vallow_stale\x18\x02 \x01(\bR\n" +
@@ -4976,7 +5067,7 @@ func file_sepp_v1_admin_service_proto_rawDescGZIP() []byte {
 }
 
 var file_sepp_v1_admin_service_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_sepp_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_sepp_v1_admin_service_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_sepp_v1_admin_service_proto_goTypes = []any{
 	(PurgeTarget)(0),                   // 0: sepp.v1.PurgeTarget
 	(RedriveState)(0),                  // 1: sepp.v1.RedriveState
@@ -5005,206 +5096,212 @@ var file_sepp_v1_admin_service_proto_goTypes = []any{
 	(*ResumeQueueRequest)(nil),         // 24: sepp.v1.ResumeQueueRequest
 	(*ResumeQueueResponse)(nil),        // 25: sepp.v1.ResumeQueueResponse
 	(*QueueSettings)(nil),              // 26: sepp.v1.QueueSettings
-	(*GetQueueRequest)(nil),            // 27: sepp.v1.GetQueueRequest
-	(*GetQueueResponse)(nil),           // 28: sepp.v1.GetQueueResponse
-	(*CreateQueueRequest)(nil),         // 29: sepp.v1.CreateQueueRequest
-	(*CreateQueueResponse)(nil),        // 30: sepp.v1.CreateQueueResponse
-	(*UpdateQueueRequest)(nil),         // 31: sepp.v1.UpdateQueueRequest
-	(*UpdateQueueResponse)(nil),        // 32: sepp.v1.UpdateQueueResponse
-	(*DeleteQueueRequest)(nil),         // 33: sepp.v1.DeleteQueueRequest
-	(*DeleteQueueResponse)(nil),        // 34: sepp.v1.DeleteQueueResponse
-	(*PurgeQueueRequest)(nil),          // 35: sepp.v1.PurgeQueueRequest
-	(*PurgeQueueResponse)(nil),         // 36: sepp.v1.PurgeQueueResponse
-	(*DeleteJobsRequest)(nil),          // 37: sepp.v1.DeleteJobsRequest
-	(*DeleteJobsResponse)(nil),         // 38: sepp.v1.DeleteJobsResponse
-	(*RunJobsNowRequest)(nil),          // 39: sepp.v1.RunJobsNowRequest
-	(*RunJobsNowResponse)(nil),         // 40: sepp.v1.RunJobsNowResponse
-	(*RescheduleJobsRequest)(nil),      // 41: sepp.v1.RescheduleJobsRequest
-	(*RescheduleJobsResponse)(nil),     // 42: sepp.v1.RescheduleJobsResponse
-	(*SetJobsPriorityRequest)(nil),     // 43: sepp.v1.SetJobsPriorityRequest
-	(*SetJobsPriorityResponse)(nil),    // 44: sepp.v1.SetJobsPriorityResponse
-	(*CancelJobsRequest)(nil),          // 45: sepp.v1.CancelJobsRequest
-	(*CancelJobsResponse)(nil),         // 46: sepp.v1.CancelJobsResponse
-	(*RedriveSelection)(nil),           // 47: sepp.v1.RedriveSelection
-	(*StartRedriveRequest)(nil),        // 48: sepp.v1.StartRedriveRequest
-	(*PreviewRedriveRequest)(nil),      // 49: sepp.v1.PreviewRedriveRequest
-	(*StartRedriveResponse)(nil),       // 50: sepp.v1.StartRedriveResponse
-	(*PreviewRedriveResponse)(nil),     // 51: sepp.v1.PreviewRedriveResponse
-	(*RedriveTask)(nil),                // 52: sepp.v1.RedriveTask
-	(*ListRedrivesRequest)(nil),        // 53: sepp.v1.ListRedrivesRequest
-	(*ListRedrivesResponse)(nil),       // 54: sepp.v1.ListRedrivesResponse
-	(*GetRedriveRequest)(nil),          // 55: sepp.v1.GetRedriveRequest
-	(*GetRedriveResponse)(nil),         // 56: sepp.v1.GetRedriveResponse
-	(*PauseRedriveRequest)(nil),        // 57: sepp.v1.PauseRedriveRequest
-	(*PauseRedriveResponse)(nil),       // 58: sepp.v1.PauseRedriveResponse
-	(*ResumeRedriveRequest)(nil),       // 59: sepp.v1.ResumeRedriveRequest
-	(*ResumeRedriveResponse)(nil),      // 60: sepp.v1.ResumeRedriveResponse
-	(*CancelRedriveRequest)(nil),       // 61: sepp.v1.CancelRedriveRequest
-	(*CancelRedriveResponse)(nil),      // 62: sepp.v1.CancelRedriveResponse
-	(*JobTemplate)(nil),                // 63: sepp.v1.JobTemplate
-	(*Schedule)(nil),                   // 64: sepp.v1.Schedule
-	(*CreateScheduleRequest)(nil),      // 65: sepp.v1.CreateScheduleRequest
-	(*CreateScheduleResponse)(nil),     // 66: sepp.v1.CreateScheduleResponse
-	(*UpdateScheduleRequest)(nil),      // 67: sepp.v1.UpdateScheduleRequest
-	(*UpdateScheduleResponse)(nil),     // 68: sepp.v1.UpdateScheduleResponse
-	(*DeleteScheduleRequest)(nil),      // 69: sepp.v1.DeleteScheduleRequest
-	(*DeleteScheduleResponse)(nil),     // 70: sepp.v1.DeleteScheduleResponse
-	(*GetScheduleRequest)(nil),         // 71: sepp.v1.GetScheduleRequest
-	(*GetScheduleResponse)(nil),        // 72: sepp.v1.GetScheduleResponse
-	(*ListSchedulesRequest)(nil),       // 73: sepp.v1.ListSchedulesRequest
-	(*ListSchedulesResponse)(nil),      // 74: sepp.v1.ListSchedulesResponse
-	(*PauseScheduleRequest)(nil),       // 75: sepp.v1.PauseScheduleRequest
-	(*PauseScheduleResponse)(nil),      // 76: sepp.v1.PauseScheduleResponse
-	(*ResumeScheduleRequest)(nil),      // 77: sepp.v1.ResumeScheduleRequest
-	(*ResumeScheduleResponse)(nil),     // 78: sepp.v1.ResumeScheduleResponse
-	nil,                                // 79: sepp.v1.JobTemplate.CustomEntry
-	(*durationpb.Duration)(nil),        // 80: google.protobuf.Duration
-	(DeadLetterCause)(0),               // 81: sepp.v1.DeadLetterCause
-	(JobState)(0),                      // 82: sepp.v1.JobState
-	(*Job)(nil),                        // 83: sepp.v1.Job
-	(*DeadLetterRecord)(nil),           // 84: sepp.v1.DeadLetterRecord
-	(*JobActionResult)(nil),            // 85: sepp.v1.JobActionResult
-	(RetryBackoff)(0),                  // 86: sepp.v1.RetryBackoff
-	(*QueueLimits)(nil),                // 87: sepp.v1.QueueLimits
-	(*timestamppb.Timestamp)(nil),      // 88: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),      // 89: google.protobuf.FieldMask
+	(*QueueTags)(nil),                  // 27: sepp.v1.QueueTags
+	(*GetQueueRequest)(nil),            // 28: sepp.v1.GetQueueRequest
+	(*GetQueueResponse)(nil),           // 29: sepp.v1.GetQueueResponse
+	(*CreateQueueRequest)(nil),         // 30: sepp.v1.CreateQueueRequest
+	(*CreateQueueResponse)(nil),        // 31: sepp.v1.CreateQueueResponse
+	(*UpdateQueueRequest)(nil),         // 32: sepp.v1.UpdateQueueRequest
+	(*UpdateQueueResponse)(nil),        // 33: sepp.v1.UpdateQueueResponse
+	(*DeleteQueueRequest)(nil),         // 34: sepp.v1.DeleteQueueRequest
+	(*DeleteQueueResponse)(nil),        // 35: sepp.v1.DeleteQueueResponse
+	(*PurgeQueueRequest)(nil),          // 36: sepp.v1.PurgeQueueRequest
+	(*PurgeQueueResponse)(nil),         // 37: sepp.v1.PurgeQueueResponse
+	(*DeleteJobsRequest)(nil),          // 38: sepp.v1.DeleteJobsRequest
+	(*DeleteJobsResponse)(nil),         // 39: sepp.v1.DeleteJobsResponse
+	(*RunJobsNowRequest)(nil),          // 40: sepp.v1.RunJobsNowRequest
+	(*RunJobsNowResponse)(nil),         // 41: sepp.v1.RunJobsNowResponse
+	(*RescheduleJobsRequest)(nil),      // 42: sepp.v1.RescheduleJobsRequest
+	(*RescheduleJobsResponse)(nil),     // 43: sepp.v1.RescheduleJobsResponse
+	(*SetJobsPriorityRequest)(nil),     // 44: sepp.v1.SetJobsPriorityRequest
+	(*SetJobsPriorityResponse)(nil),    // 45: sepp.v1.SetJobsPriorityResponse
+	(*CancelJobsRequest)(nil),          // 46: sepp.v1.CancelJobsRequest
+	(*CancelJobsResponse)(nil),         // 47: sepp.v1.CancelJobsResponse
+	(*RedriveSelection)(nil),           // 48: sepp.v1.RedriveSelection
+	(*StartRedriveRequest)(nil),        // 49: sepp.v1.StartRedriveRequest
+	(*PreviewRedriveRequest)(nil),      // 50: sepp.v1.PreviewRedriveRequest
+	(*StartRedriveResponse)(nil),       // 51: sepp.v1.StartRedriveResponse
+	(*PreviewRedriveResponse)(nil),     // 52: sepp.v1.PreviewRedriveResponse
+	(*RedriveTask)(nil),                // 53: sepp.v1.RedriveTask
+	(*ListRedrivesRequest)(nil),        // 54: sepp.v1.ListRedrivesRequest
+	(*ListRedrivesResponse)(nil),       // 55: sepp.v1.ListRedrivesResponse
+	(*GetRedriveRequest)(nil),          // 56: sepp.v1.GetRedriveRequest
+	(*GetRedriveResponse)(nil),         // 57: sepp.v1.GetRedriveResponse
+	(*PauseRedriveRequest)(nil),        // 58: sepp.v1.PauseRedriveRequest
+	(*PauseRedriveResponse)(nil),       // 59: sepp.v1.PauseRedriveResponse
+	(*ResumeRedriveRequest)(nil),       // 60: sepp.v1.ResumeRedriveRequest
+	(*ResumeRedriveResponse)(nil),      // 61: sepp.v1.ResumeRedriveResponse
+	(*CancelRedriveRequest)(nil),       // 62: sepp.v1.CancelRedriveRequest
+	(*CancelRedriveResponse)(nil),      // 63: sepp.v1.CancelRedriveResponse
+	(*JobTemplate)(nil),                // 64: sepp.v1.JobTemplate
+	(*Schedule)(nil),                   // 65: sepp.v1.Schedule
+	(*CreateScheduleRequest)(nil),      // 66: sepp.v1.CreateScheduleRequest
+	(*CreateScheduleResponse)(nil),     // 67: sepp.v1.CreateScheduleResponse
+	(*UpdateScheduleRequest)(nil),      // 68: sepp.v1.UpdateScheduleRequest
+	(*UpdateScheduleResponse)(nil),     // 69: sepp.v1.UpdateScheduleResponse
+	(*DeleteScheduleRequest)(nil),      // 70: sepp.v1.DeleteScheduleRequest
+	(*DeleteScheduleResponse)(nil),     // 71: sepp.v1.DeleteScheduleResponse
+	(*GetScheduleRequest)(nil),         // 72: sepp.v1.GetScheduleRequest
+	(*GetScheduleResponse)(nil),        // 73: sepp.v1.GetScheduleResponse
+	(*ListSchedulesRequest)(nil),       // 74: sepp.v1.ListSchedulesRequest
+	(*ListSchedulesResponse)(nil),      // 75: sepp.v1.ListSchedulesResponse
+	(*PauseScheduleRequest)(nil),       // 76: sepp.v1.PauseScheduleRequest
+	(*PauseScheduleResponse)(nil),      // 77: sepp.v1.PauseScheduleResponse
+	(*ResumeScheduleRequest)(nil),      // 78: sepp.v1.ResumeScheduleRequest
+	(*ResumeScheduleResponse)(nil),     // 79: sepp.v1.ResumeScheduleResponse
+	nil,                                // 80: sepp.v1.QueueSummary.TagsEntry
+	nil,                                // 81: sepp.v1.QueueTags.TagsEntry
+	nil,                                // 82: sepp.v1.JobTemplate.CustomEntry
+	(*durationpb.Duration)(nil),        // 83: google.protobuf.Duration
+	(DeadLetterCause)(0),               // 84: sepp.v1.DeadLetterCause
+	(JobState)(0),                      // 85: sepp.v1.JobState
+	(*Job)(nil),                        // 86: sepp.v1.Job
+	(*DeadLetterRecord)(nil),           // 87: sepp.v1.DeadLetterRecord
+	(*JobActionResult)(nil),            // 88: sepp.v1.JobActionResult
+	(RetryBackoff)(0),                  // 89: sepp.v1.RetryBackoff
+	(*QueueLimits)(nil),                // 90: sepp.v1.QueueLimits
+	(*timestamppb.Timestamp)(nil),      // 91: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 92: google.protobuf.FieldMask
 }
 var file_sepp_v1_admin_service_proto_depIdxs = []int32{
 	6,  // 0: sepp.v1.ListQueuesResponse.queues:type_name -> sepp.v1.QueueSummary
-	80, // 1: sepp.v1.QueueSummary.oldest_ready_age:type_name -> google.protobuf.Duration
+	83, // 1: sepp.v1.QueueSummary.oldest_ready_age:type_name -> google.protobuf.Duration
 	7,  // 2: sepp.v1.QueueSummary.dead_lettered_total:type_name -> sepp.v1.DeadLetterCount
-	81, // 3: sepp.v1.DeadLetterCount.cause:type_name -> sepp.v1.DeadLetterCause
-	82, // 4: sepp.v1.ListJobsRequest.state:type_name -> sepp.v1.JobState
-	83, // 5: sepp.v1.ListJobsResponse.jobs:type_name -> sepp.v1.Job
-	83, // 6: sepp.v1.GetJobResponse.job:type_name -> sepp.v1.Job
-	84, // 7: sepp.v1.ListDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
-	84, // 8: sepp.v1.GetDeadLetterResponse.record:type_name -> sepp.v1.DeadLetterRecord
-	85, // 9: sepp.v1.RequeueDeadLettersResponse.results:type_name -> sepp.v1.JobActionResult
-	85, // 10: sepp.v1.DeleteDeadLettersResponse.results:type_name -> sepp.v1.JobActionResult
-	85, // 11: sepp.v1.DeadLetterJobsResponse.results:type_name -> sepp.v1.JobActionResult
-	86, // 12: sepp.v1.QueueSettings.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	6,  // 13: sepp.v1.GetQueueResponse.summary:type_name -> sepp.v1.QueueSummary
-	26, // 14: sepp.v1.GetQueueResponse.settings:type_name -> sepp.v1.QueueSettings
-	87, // 15: sepp.v1.GetQueueResponse.effective:type_name -> sepp.v1.QueueLimits
-	26, // 16: sepp.v1.CreateQueueRequest.settings:type_name -> sepp.v1.QueueSettings
-	87, // 17: sepp.v1.CreateQueueResponse.effective:type_name -> sepp.v1.QueueLimits
-	26, // 18: sepp.v1.UpdateQueueRequest.settings:type_name -> sepp.v1.QueueSettings
-	87, // 19: sepp.v1.UpdateQueueResponse.effective:type_name -> sepp.v1.QueueLimits
-	0,  // 20: sepp.v1.PurgeQueueRequest.target:type_name -> sepp.v1.PurgeTarget
-	85, // 21: sepp.v1.DeleteJobsResponse.results:type_name -> sepp.v1.JobActionResult
-	85, // 22: sepp.v1.RunJobsNowResponse.results:type_name -> sepp.v1.JobActionResult
-	88, // 23: sepp.v1.RescheduleJobsRequest.run_at:type_name -> google.protobuf.Timestamp
-	85, // 24: sepp.v1.RescheduleJobsResponse.results:type_name -> sepp.v1.JobActionResult
-	85, // 25: sepp.v1.SetJobsPriorityResponse.results:type_name -> sepp.v1.JobActionResult
-	85, // 26: sepp.v1.CancelJobsResponse.results:type_name -> sepp.v1.JobActionResult
-	81, // 27: sepp.v1.RedriveSelection.cause:type_name -> sepp.v1.DeadLetterCause
-	88, // 28: sepp.v1.RedriveSelection.failed_after:type_name -> google.protobuf.Timestamp
-	88, // 29: sepp.v1.RedriveSelection.failed_before:type_name -> google.protobuf.Timestamp
-	47, // 30: sepp.v1.StartRedriveRequest.selection:type_name -> sepp.v1.RedriveSelection
-	48, // 31: sepp.v1.PreviewRedriveRequest.redrive:type_name -> sepp.v1.StartRedriveRequest
-	52, // 32: sepp.v1.StartRedriveResponse.task:type_name -> sepp.v1.RedriveTask
-	84, // 33: sepp.v1.PreviewRedriveResponse.sample:type_name -> sepp.v1.DeadLetterRecord
-	47, // 34: sepp.v1.RedriveTask.selection:type_name -> sepp.v1.RedriveSelection
-	1,  // 35: sepp.v1.RedriveTask.state:type_name -> sepp.v1.RedriveState
-	88, // 36: sepp.v1.RedriveTask.created_at:type_name -> google.protobuf.Timestamp
-	88, // 37: sepp.v1.RedriveTask.updated_at:type_name -> google.protobuf.Timestamp
-	88, // 38: sepp.v1.RedriveTask.ended_at:type_name -> google.protobuf.Timestamp
-	52, // 39: sepp.v1.ListRedrivesResponse.tasks:type_name -> sepp.v1.RedriveTask
-	52, // 40: sepp.v1.GetRedriveResponse.task:type_name -> sepp.v1.RedriveTask
-	52, // 41: sepp.v1.PauseRedriveResponse.task:type_name -> sepp.v1.RedriveTask
-	52, // 42: sepp.v1.ResumeRedriveResponse.task:type_name -> sepp.v1.RedriveTask
-	52, // 43: sepp.v1.CancelRedriveResponse.task:type_name -> sepp.v1.RedriveTask
-	79, // 44: sepp.v1.JobTemplate.custom:type_name -> sepp.v1.JobTemplate.CustomEntry
-	80, // 45: sepp.v1.Schedule.interval:type_name -> google.protobuf.Duration
-	63, // 46: sepp.v1.Schedule.template:type_name -> sepp.v1.JobTemplate
-	2,  // 47: sepp.v1.Schedule.overlap:type_name -> sepp.v1.ScheduleOverlap
-	3,  // 48: sepp.v1.Schedule.catch_up:type_name -> sepp.v1.ScheduleCatchUp
-	88, // 49: sepp.v1.Schedule.next_fire_times:type_name -> google.protobuf.Timestamp
-	88, // 50: sepp.v1.Schedule.last_fire_time:type_name -> google.protobuf.Timestamp
-	88, // 51: sepp.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	88, // 52: sepp.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
-	64, // 53: sepp.v1.CreateScheduleRequest.schedule:type_name -> sepp.v1.Schedule
-	64, // 54: sepp.v1.CreateScheduleResponse.schedule:type_name -> sepp.v1.Schedule
-	64, // 55: sepp.v1.UpdateScheduleRequest.schedule:type_name -> sepp.v1.Schedule
-	89, // 56: sepp.v1.UpdateScheduleRequest.update_mask:type_name -> google.protobuf.FieldMask
-	64, // 57: sepp.v1.UpdateScheduleResponse.schedule:type_name -> sepp.v1.Schedule
-	64, // 58: sepp.v1.GetScheduleResponse.schedule:type_name -> sepp.v1.Schedule
-	64, // 59: sepp.v1.ListSchedulesResponse.schedules:type_name -> sepp.v1.Schedule
-	64, // 60: sepp.v1.PauseScheduleResponse.schedule:type_name -> sepp.v1.Schedule
-	64, // 61: sepp.v1.ResumeScheduleResponse.schedule:type_name -> sepp.v1.Schedule
-	4,  // 62: sepp.v1.AdminService.ListQueues:input_type -> sepp.v1.ListQueuesRequest
-	8,  // 63: sepp.v1.AdminService.ListJobs:input_type -> sepp.v1.ListJobsRequest
-	10, // 64: sepp.v1.AdminService.GetJob:input_type -> sepp.v1.GetJobRequest
-	12, // 65: sepp.v1.AdminService.ListDeadLetters:input_type -> sepp.v1.ListDeadLettersRequest
-	14, // 66: sepp.v1.AdminService.GetDeadLetter:input_type -> sepp.v1.GetDeadLetterRequest
-	16, // 67: sepp.v1.AdminService.RequeueDeadLetters:input_type -> sepp.v1.RequeueDeadLettersRequest
-	18, // 68: sepp.v1.AdminService.DeleteDeadLetters:input_type -> sepp.v1.DeleteDeadLettersRequest
-	20, // 69: sepp.v1.AdminService.DeadLetterJobs:input_type -> sepp.v1.DeadLetterJobsRequest
-	22, // 70: sepp.v1.AdminService.PauseQueue:input_type -> sepp.v1.PauseQueueRequest
-	24, // 71: sepp.v1.AdminService.ResumeQueue:input_type -> sepp.v1.ResumeQueueRequest
-	27, // 72: sepp.v1.AdminService.GetQueue:input_type -> sepp.v1.GetQueueRequest
-	29, // 73: sepp.v1.AdminService.CreateQueue:input_type -> sepp.v1.CreateQueueRequest
-	31, // 74: sepp.v1.AdminService.UpdateQueue:input_type -> sepp.v1.UpdateQueueRequest
-	33, // 75: sepp.v1.AdminService.DeleteQueue:input_type -> sepp.v1.DeleteQueueRequest
-	35, // 76: sepp.v1.AdminService.PurgeQueue:input_type -> sepp.v1.PurgeQueueRequest
-	37, // 77: sepp.v1.AdminService.DeleteJobs:input_type -> sepp.v1.DeleteJobsRequest
-	39, // 78: sepp.v1.AdminService.RunJobsNow:input_type -> sepp.v1.RunJobsNowRequest
-	41, // 79: sepp.v1.AdminService.RescheduleJobs:input_type -> sepp.v1.RescheduleJobsRequest
-	43, // 80: sepp.v1.AdminService.SetJobsPriority:input_type -> sepp.v1.SetJobsPriorityRequest
-	45, // 81: sepp.v1.AdminService.CancelJobs:input_type -> sepp.v1.CancelJobsRequest
-	48, // 82: sepp.v1.AdminService.StartRedrive:input_type -> sepp.v1.StartRedriveRequest
-	49, // 83: sepp.v1.AdminService.PreviewRedrive:input_type -> sepp.v1.PreviewRedriveRequest
-	53, // 84: sepp.v1.AdminService.ListRedrives:input_type -> sepp.v1.ListRedrivesRequest
-	55, // 85: sepp.v1.AdminService.GetRedrive:input_type -> sepp.v1.GetRedriveRequest
-	57, // 86: sepp.v1.AdminService.PauseRedrive:input_type -> sepp.v1.PauseRedriveRequest
-	59, // 87: sepp.v1.AdminService.ResumeRedrive:input_type -> sepp.v1.ResumeRedriveRequest
-	61, // 88: sepp.v1.AdminService.CancelRedrive:input_type -> sepp.v1.CancelRedriveRequest
-	65, // 89: sepp.v1.AdminService.CreateSchedule:input_type -> sepp.v1.CreateScheduleRequest
-	67, // 90: sepp.v1.AdminService.UpdateSchedule:input_type -> sepp.v1.UpdateScheduleRequest
-	69, // 91: sepp.v1.AdminService.DeleteSchedule:input_type -> sepp.v1.DeleteScheduleRequest
-	71, // 92: sepp.v1.AdminService.GetSchedule:input_type -> sepp.v1.GetScheduleRequest
-	73, // 93: sepp.v1.AdminService.ListSchedules:input_type -> sepp.v1.ListSchedulesRequest
-	75, // 94: sepp.v1.AdminService.PauseSchedule:input_type -> sepp.v1.PauseScheduleRequest
-	77, // 95: sepp.v1.AdminService.ResumeSchedule:input_type -> sepp.v1.ResumeScheduleRequest
-	5,  // 96: sepp.v1.AdminService.ListQueues:output_type -> sepp.v1.ListQueuesResponse
-	9,  // 97: sepp.v1.AdminService.ListJobs:output_type -> sepp.v1.ListJobsResponse
-	11, // 98: sepp.v1.AdminService.GetJob:output_type -> sepp.v1.GetJobResponse
-	13, // 99: sepp.v1.AdminService.ListDeadLetters:output_type -> sepp.v1.ListDeadLettersResponse
-	15, // 100: sepp.v1.AdminService.GetDeadLetter:output_type -> sepp.v1.GetDeadLetterResponse
-	17, // 101: sepp.v1.AdminService.RequeueDeadLetters:output_type -> sepp.v1.RequeueDeadLettersResponse
-	19, // 102: sepp.v1.AdminService.DeleteDeadLetters:output_type -> sepp.v1.DeleteDeadLettersResponse
-	21, // 103: sepp.v1.AdminService.DeadLetterJobs:output_type -> sepp.v1.DeadLetterJobsResponse
-	23, // 104: sepp.v1.AdminService.PauseQueue:output_type -> sepp.v1.PauseQueueResponse
-	25, // 105: sepp.v1.AdminService.ResumeQueue:output_type -> sepp.v1.ResumeQueueResponse
-	28, // 106: sepp.v1.AdminService.GetQueue:output_type -> sepp.v1.GetQueueResponse
-	30, // 107: sepp.v1.AdminService.CreateQueue:output_type -> sepp.v1.CreateQueueResponse
-	32, // 108: sepp.v1.AdminService.UpdateQueue:output_type -> sepp.v1.UpdateQueueResponse
-	34, // 109: sepp.v1.AdminService.DeleteQueue:output_type -> sepp.v1.DeleteQueueResponse
-	36, // 110: sepp.v1.AdminService.PurgeQueue:output_type -> sepp.v1.PurgeQueueResponse
-	38, // 111: sepp.v1.AdminService.DeleteJobs:output_type -> sepp.v1.DeleteJobsResponse
-	40, // 112: sepp.v1.AdminService.RunJobsNow:output_type -> sepp.v1.RunJobsNowResponse
-	42, // 113: sepp.v1.AdminService.RescheduleJobs:output_type -> sepp.v1.RescheduleJobsResponse
-	44, // 114: sepp.v1.AdminService.SetJobsPriority:output_type -> sepp.v1.SetJobsPriorityResponse
-	46, // 115: sepp.v1.AdminService.CancelJobs:output_type -> sepp.v1.CancelJobsResponse
-	50, // 116: sepp.v1.AdminService.StartRedrive:output_type -> sepp.v1.StartRedriveResponse
-	51, // 117: sepp.v1.AdminService.PreviewRedrive:output_type -> sepp.v1.PreviewRedriveResponse
-	54, // 118: sepp.v1.AdminService.ListRedrives:output_type -> sepp.v1.ListRedrivesResponse
-	56, // 119: sepp.v1.AdminService.GetRedrive:output_type -> sepp.v1.GetRedriveResponse
-	58, // 120: sepp.v1.AdminService.PauseRedrive:output_type -> sepp.v1.PauseRedriveResponse
-	60, // 121: sepp.v1.AdminService.ResumeRedrive:output_type -> sepp.v1.ResumeRedriveResponse
-	62, // 122: sepp.v1.AdminService.CancelRedrive:output_type -> sepp.v1.CancelRedriveResponse
-	66, // 123: sepp.v1.AdminService.CreateSchedule:output_type -> sepp.v1.CreateScheduleResponse
-	68, // 124: sepp.v1.AdminService.UpdateSchedule:output_type -> sepp.v1.UpdateScheduleResponse
-	70, // 125: sepp.v1.AdminService.DeleteSchedule:output_type -> sepp.v1.DeleteScheduleResponse
-	72, // 126: sepp.v1.AdminService.GetSchedule:output_type -> sepp.v1.GetScheduleResponse
-	74, // 127: sepp.v1.AdminService.ListSchedules:output_type -> sepp.v1.ListSchedulesResponse
-	76, // 128: sepp.v1.AdminService.PauseSchedule:output_type -> sepp.v1.PauseScheduleResponse
-	78, // 129: sepp.v1.AdminService.ResumeSchedule:output_type -> sepp.v1.ResumeScheduleResponse
-	96, // [96:130] is the sub-list for method output_type
-	62, // [62:96] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	80, // 3: sepp.v1.QueueSummary.tags:type_name -> sepp.v1.QueueSummary.TagsEntry
+	84, // 4: sepp.v1.DeadLetterCount.cause:type_name -> sepp.v1.DeadLetterCause
+	85, // 5: sepp.v1.ListJobsRequest.state:type_name -> sepp.v1.JobState
+	86, // 6: sepp.v1.ListJobsResponse.jobs:type_name -> sepp.v1.Job
+	86, // 7: sepp.v1.GetJobResponse.job:type_name -> sepp.v1.Job
+	87, // 8: sepp.v1.ListDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
+	87, // 9: sepp.v1.GetDeadLetterResponse.record:type_name -> sepp.v1.DeadLetterRecord
+	88, // 10: sepp.v1.RequeueDeadLettersResponse.results:type_name -> sepp.v1.JobActionResult
+	88, // 11: sepp.v1.DeleteDeadLettersResponse.results:type_name -> sepp.v1.JobActionResult
+	88, // 12: sepp.v1.DeadLetterJobsResponse.results:type_name -> sepp.v1.JobActionResult
+	89, // 13: sepp.v1.QueueSettings.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	27, // 14: sepp.v1.QueueSettings.tags:type_name -> sepp.v1.QueueTags
+	81, // 15: sepp.v1.QueueTags.tags:type_name -> sepp.v1.QueueTags.TagsEntry
+	6,  // 16: sepp.v1.GetQueueResponse.summary:type_name -> sepp.v1.QueueSummary
+	26, // 17: sepp.v1.GetQueueResponse.settings:type_name -> sepp.v1.QueueSettings
+	90, // 18: sepp.v1.GetQueueResponse.effective:type_name -> sepp.v1.QueueLimits
+	26, // 19: sepp.v1.CreateQueueRequest.settings:type_name -> sepp.v1.QueueSettings
+	90, // 20: sepp.v1.CreateQueueResponse.effective:type_name -> sepp.v1.QueueLimits
+	26, // 21: sepp.v1.UpdateQueueRequest.settings:type_name -> sepp.v1.QueueSettings
+	90, // 22: sepp.v1.UpdateQueueResponse.effective:type_name -> sepp.v1.QueueLimits
+	0,  // 23: sepp.v1.PurgeQueueRequest.target:type_name -> sepp.v1.PurgeTarget
+	88, // 24: sepp.v1.DeleteJobsResponse.results:type_name -> sepp.v1.JobActionResult
+	88, // 25: sepp.v1.RunJobsNowResponse.results:type_name -> sepp.v1.JobActionResult
+	91, // 26: sepp.v1.RescheduleJobsRequest.run_at:type_name -> google.protobuf.Timestamp
+	88, // 27: sepp.v1.RescheduleJobsResponse.results:type_name -> sepp.v1.JobActionResult
+	88, // 28: sepp.v1.SetJobsPriorityResponse.results:type_name -> sepp.v1.JobActionResult
+	88, // 29: sepp.v1.CancelJobsResponse.results:type_name -> sepp.v1.JobActionResult
+	84, // 30: sepp.v1.RedriveSelection.cause:type_name -> sepp.v1.DeadLetterCause
+	91, // 31: sepp.v1.RedriveSelection.failed_after:type_name -> google.protobuf.Timestamp
+	91, // 32: sepp.v1.RedriveSelection.failed_before:type_name -> google.protobuf.Timestamp
+	48, // 33: sepp.v1.StartRedriveRequest.selection:type_name -> sepp.v1.RedriveSelection
+	49, // 34: sepp.v1.PreviewRedriveRequest.redrive:type_name -> sepp.v1.StartRedriveRequest
+	53, // 35: sepp.v1.StartRedriveResponse.task:type_name -> sepp.v1.RedriveTask
+	87, // 36: sepp.v1.PreviewRedriveResponse.sample:type_name -> sepp.v1.DeadLetterRecord
+	48, // 37: sepp.v1.RedriveTask.selection:type_name -> sepp.v1.RedriveSelection
+	1,  // 38: sepp.v1.RedriveTask.state:type_name -> sepp.v1.RedriveState
+	91, // 39: sepp.v1.RedriveTask.created_at:type_name -> google.protobuf.Timestamp
+	91, // 40: sepp.v1.RedriveTask.updated_at:type_name -> google.protobuf.Timestamp
+	91, // 41: sepp.v1.RedriveTask.ended_at:type_name -> google.protobuf.Timestamp
+	53, // 42: sepp.v1.ListRedrivesResponse.tasks:type_name -> sepp.v1.RedriveTask
+	53, // 43: sepp.v1.GetRedriveResponse.task:type_name -> sepp.v1.RedriveTask
+	53, // 44: sepp.v1.PauseRedriveResponse.task:type_name -> sepp.v1.RedriveTask
+	53, // 45: sepp.v1.ResumeRedriveResponse.task:type_name -> sepp.v1.RedriveTask
+	53, // 46: sepp.v1.CancelRedriveResponse.task:type_name -> sepp.v1.RedriveTask
+	82, // 47: sepp.v1.JobTemplate.custom:type_name -> sepp.v1.JobTemplate.CustomEntry
+	83, // 48: sepp.v1.Schedule.interval:type_name -> google.protobuf.Duration
+	64, // 49: sepp.v1.Schedule.template:type_name -> sepp.v1.JobTemplate
+	2,  // 50: sepp.v1.Schedule.overlap:type_name -> sepp.v1.ScheduleOverlap
+	3,  // 51: sepp.v1.Schedule.catch_up:type_name -> sepp.v1.ScheduleCatchUp
+	91, // 52: sepp.v1.Schedule.next_fire_times:type_name -> google.protobuf.Timestamp
+	91, // 53: sepp.v1.Schedule.last_fire_time:type_name -> google.protobuf.Timestamp
+	91, // 54: sepp.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	91, // 55: sepp.v1.Schedule.updated_at:type_name -> google.protobuf.Timestamp
+	65, // 56: sepp.v1.CreateScheduleRequest.schedule:type_name -> sepp.v1.Schedule
+	65, // 57: sepp.v1.CreateScheduleResponse.schedule:type_name -> sepp.v1.Schedule
+	65, // 58: sepp.v1.UpdateScheduleRequest.schedule:type_name -> sepp.v1.Schedule
+	92, // 59: sepp.v1.UpdateScheduleRequest.update_mask:type_name -> google.protobuf.FieldMask
+	65, // 60: sepp.v1.UpdateScheduleResponse.schedule:type_name -> sepp.v1.Schedule
+	65, // 61: sepp.v1.GetScheduleResponse.schedule:type_name -> sepp.v1.Schedule
+	65, // 62: sepp.v1.ListSchedulesResponse.schedules:type_name -> sepp.v1.Schedule
+	65, // 63: sepp.v1.PauseScheduleResponse.schedule:type_name -> sepp.v1.Schedule
+	65, // 64: sepp.v1.ResumeScheduleResponse.schedule:type_name -> sepp.v1.Schedule
+	4,  // 65: sepp.v1.AdminService.ListQueues:input_type -> sepp.v1.ListQueuesRequest
+	8,  // 66: sepp.v1.AdminService.ListJobs:input_type -> sepp.v1.ListJobsRequest
+	10, // 67: sepp.v1.AdminService.GetJob:input_type -> sepp.v1.GetJobRequest
+	12, // 68: sepp.v1.AdminService.ListDeadLetters:input_type -> sepp.v1.ListDeadLettersRequest
+	14, // 69: sepp.v1.AdminService.GetDeadLetter:input_type -> sepp.v1.GetDeadLetterRequest
+	16, // 70: sepp.v1.AdminService.RequeueDeadLetters:input_type -> sepp.v1.RequeueDeadLettersRequest
+	18, // 71: sepp.v1.AdminService.DeleteDeadLetters:input_type -> sepp.v1.DeleteDeadLettersRequest
+	20, // 72: sepp.v1.AdminService.DeadLetterJobs:input_type -> sepp.v1.DeadLetterJobsRequest
+	22, // 73: sepp.v1.AdminService.PauseQueue:input_type -> sepp.v1.PauseQueueRequest
+	24, // 74: sepp.v1.AdminService.ResumeQueue:input_type -> sepp.v1.ResumeQueueRequest
+	28, // 75: sepp.v1.AdminService.GetQueue:input_type -> sepp.v1.GetQueueRequest
+	30, // 76: sepp.v1.AdminService.CreateQueue:input_type -> sepp.v1.CreateQueueRequest
+	32, // 77: sepp.v1.AdminService.UpdateQueue:input_type -> sepp.v1.UpdateQueueRequest
+	34, // 78: sepp.v1.AdminService.DeleteQueue:input_type -> sepp.v1.DeleteQueueRequest
+	36, // 79: sepp.v1.AdminService.PurgeQueue:input_type -> sepp.v1.PurgeQueueRequest
+	38, // 80: sepp.v1.AdminService.DeleteJobs:input_type -> sepp.v1.DeleteJobsRequest
+	40, // 81: sepp.v1.AdminService.RunJobsNow:input_type -> sepp.v1.RunJobsNowRequest
+	42, // 82: sepp.v1.AdminService.RescheduleJobs:input_type -> sepp.v1.RescheduleJobsRequest
+	44, // 83: sepp.v1.AdminService.SetJobsPriority:input_type -> sepp.v1.SetJobsPriorityRequest
+	46, // 84: sepp.v1.AdminService.CancelJobs:input_type -> sepp.v1.CancelJobsRequest
+	49, // 85: sepp.v1.AdminService.StartRedrive:input_type -> sepp.v1.StartRedriveRequest
+	50, // 86: sepp.v1.AdminService.PreviewRedrive:input_type -> sepp.v1.PreviewRedriveRequest
+	54, // 87: sepp.v1.AdminService.ListRedrives:input_type -> sepp.v1.ListRedrivesRequest
+	56, // 88: sepp.v1.AdminService.GetRedrive:input_type -> sepp.v1.GetRedriveRequest
+	58, // 89: sepp.v1.AdminService.PauseRedrive:input_type -> sepp.v1.PauseRedriveRequest
+	60, // 90: sepp.v1.AdminService.ResumeRedrive:input_type -> sepp.v1.ResumeRedriveRequest
+	62, // 91: sepp.v1.AdminService.CancelRedrive:input_type -> sepp.v1.CancelRedriveRequest
+	66, // 92: sepp.v1.AdminService.CreateSchedule:input_type -> sepp.v1.CreateScheduleRequest
+	68, // 93: sepp.v1.AdminService.UpdateSchedule:input_type -> sepp.v1.UpdateScheduleRequest
+	70, // 94: sepp.v1.AdminService.DeleteSchedule:input_type -> sepp.v1.DeleteScheduleRequest
+	72, // 95: sepp.v1.AdminService.GetSchedule:input_type -> sepp.v1.GetScheduleRequest
+	74, // 96: sepp.v1.AdminService.ListSchedules:input_type -> sepp.v1.ListSchedulesRequest
+	76, // 97: sepp.v1.AdminService.PauseSchedule:input_type -> sepp.v1.PauseScheduleRequest
+	78, // 98: sepp.v1.AdminService.ResumeSchedule:input_type -> sepp.v1.ResumeScheduleRequest
+	5,  // 99: sepp.v1.AdminService.ListQueues:output_type -> sepp.v1.ListQueuesResponse
+	9,  // 100: sepp.v1.AdminService.ListJobs:output_type -> sepp.v1.ListJobsResponse
+	11, // 101: sepp.v1.AdminService.GetJob:output_type -> sepp.v1.GetJobResponse
+	13, // 102: sepp.v1.AdminService.ListDeadLetters:output_type -> sepp.v1.ListDeadLettersResponse
+	15, // 103: sepp.v1.AdminService.GetDeadLetter:output_type -> sepp.v1.GetDeadLetterResponse
+	17, // 104: sepp.v1.AdminService.RequeueDeadLetters:output_type -> sepp.v1.RequeueDeadLettersResponse
+	19, // 105: sepp.v1.AdminService.DeleteDeadLetters:output_type -> sepp.v1.DeleteDeadLettersResponse
+	21, // 106: sepp.v1.AdminService.DeadLetterJobs:output_type -> sepp.v1.DeadLetterJobsResponse
+	23, // 107: sepp.v1.AdminService.PauseQueue:output_type -> sepp.v1.PauseQueueResponse
+	25, // 108: sepp.v1.AdminService.ResumeQueue:output_type -> sepp.v1.ResumeQueueResponse
+	29, // 109: sepp.v1.AdminService.GetQueue:output_type -> sepp.v1.GetQueueResponse
+	31, // 110: sepp.v1.AdminService.CreateQueue:output_type -> sepp.v1.CreateQueueResponse
+	33, // 111: sepp.v1.AdminService.UpdateQueue:output_type -> sepp.v1.UpdateQueueResponse
+	35, // 112: sepp.v1.AdminService.DeleteQueue:output_type -> sepp.v1.DeleteQueueResponse
+	37, // 113: sepp.v1.AdminService.PurgeQueue:output_type -> sepp.v1.PurgeQueueResponse
+	39, // 114: sepp.v1.AdminService.DeleteJobs:output_type -> sepp.v1.DeleteJobsResponse
+	41, // 115: sepp.v1.AdminService.RunJobsNow:output_type -> sepp.v1.RunJobsNowResponse
+	43, // 116: sepp.v1.AdminService.RescheduleJobs:output_type -> sepp.v1.RescheduleJobsResponse
+	45, // 117: sepp.v1.AdminService.SetJobsPriority:output_type -> sepp.v1.SetJobsPriorityResponse
+	47, // 118: sepp.v1.AdminService.CancelJobs:output_type -> sepp.v1.CancelJobsResponse
+	51, // 119: sepp.v1.AdminService.StartRedrive:output_type -> sepp.v1.StartRedriveResponse
+	52, // 120: sepp.v1.AdminService.PreviewRedrive:output_type -> sepp.v1.PreviewRedriveResponse
+	55, // 121: sepp.v1.AdminService.ListRedrives:output_type -> sepp.v1.ListRedrivesResponse
+	57, // 122: sepp.v1.AdminService.GetRedrive:output_type -> sepp.v1.GetRedriveResponse
+	59, // 123: sepp.v1.AdminService.PauseRedrive:output_type -> sepp.v1.PauseRedriveResponse
+	61, // 124: sepp.v1.AdminService.ResumeRedrive:output_type -> sepp.v1.ResumeRedriveResponse
+	63, // 125: sepp.v1.AdminService.CancelRedrive:output_type -> sepp.v1.CancelRedriveResponse
+	67, // 126: sepp.v1.AdminService.CreateSchedule:output_type -> sepp.v1.CreateScheduleResponse
+	69, // 127: sepp.v1.AdminService.UpdateSchedule:output_type -> sepp.v1.UpdateScheduleResponse
+	71, // 128: sepp.v1.AdminService.DeleteSchedule:output_type -> sepp.v1.DeleteScheduleResponse
+	73, // 129: sepp.v1.AdminService.GetSchedule:output_type -> sepp.v1.GetScheduleResponse
+	75, // 130: sepp.v1.AdminService.ListSchedules:output_type -> sepp.v1.ListSchedulesResponse
+	77, // 131: sepp.v1.AdminService.PauseSchedule:output_type -> sepp.v1.PauseScheduleResponse
+	79, // 132: sepp.v1.AdminService.ResumeSchedule:output_type -> sepp.v1.ResumeScheduleResponse
+	99, // [99:133] is the sub-list for method output_type
+	65, // [65:99] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_admin_service_proto_init() }
@@ -5215,15 +5312,15 @@ func file_sepp_v1_admin_service_proto_init() {
 	file_sepp_v1_queue_service_proto_init()
 	file_sepp_v1_types_proto_init()
 	file_sepp_v1_admin_service_proto_msgTypes[22].OneofWrappers = []any{}
-	file_sepp_v1_admin_service_proto_msgTypes[27].OneofWrappers = []any{}
-	file_sepp_v1_admin_service_proto_msgTypes[59].OneofWrappers = []any{}
+	file_sepp_v1_admin_service_proto_msgTypes[28].OneofWrappers = []any{}
+	file_sepp_v1_admin_service_proto_msgTypes[60].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sepp_v1_admin_service_proto_rawDesc), len(file_sepp_v1_admin_service_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   76,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1970,8 +1970,12 @@ type QueueUpdate struct {
 	SetDeadLetterQueue bool                   `protobuf:"varint,2,opt,name=set_dead_letter_queue,json=setDeadLetterQueue,proto3" json:"set_dead_letter_queue,omitempty"`
 	Inherit            []string               `protobuf:"bytes,3,rep,name=inherit,proto3" json:"inherit,omitempty"`
 	Paused             *bool                  `protobuf:"varint,4,opt,name=paused,proto3,oneof" json:"paused,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// set_tags: config.tags replace the queue's tags, the whole set (none
+	// when empty). It and "tags" in inherit count from command version 18:
+	// an older entry leaves the tags alone (engine.QueueUpdate.KeepTags).
+	SetTags       bool `protobuf:"varint,5,opt,name=set_tags,json=setTags,proto3" json:"set_tags,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QueueUpdate) Reset() {
@@ -2028,6 +2032,13 @@ func (x *QueueUpdate) GetInherit() []string {
 func (x *QueueUpdate) GetPaused() bool {
 	if x != nil && x.Paused != nil {
 		return *x.Paused
+	}
+	return false
+}
+
+func (x *QueueUpdate) GetSetTags() bool {
+	if x != nil {
+		return x.SetTags
 	}
 	return false
 }
@@ -2535,8 +2546,11 @@ type QueueConfig struct {
 	ConcurrencyKey  string `protobuf:"bytes,64,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
 	MaxPerKey       int64  `protobuf:"varint,65,opt,name=max_per_key,json=maxPerKey,proto3" json:"max_per_key,omitempty"`
 	// Expiry and fairness (command version 11); zero: none.
-	MaxWaitNanos  int64  `protobuf:"varint,140,opt,name=max_wait_nanos,json=maxWaitNanos,proto3" json:"max_wait_nanos,omitempty"`
-	FairnessKey   string `protobuf:"bytes,141,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
+	MaxWaitNanos int64  `protobuf:"varint,140,opt,name=max_wait_nanos,json=maxWaitNanos,proto3" json:"max_wait_nanos,omitempty"`
+	FairnessKey  string `protobuf:"bytes,141,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
+	// Tags (command version 18), sorted by key with no key twice: a list,
+	// not a map, so the entry's bytes do not depend on map order.
+	Tags          []*QueueTag `protobuf:"bytes,180,rep,name=tags,proto3" json:"tags,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2697,6 +2711,66 @@ func (x *QueueConfig) GetFairnessKey() string {
 	return ""
 }
 
+func (x *QueueConfig) GetTags() []*QueueTag {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+// QueueTag is one queue tag (engine.Tag).
+type QueueTag struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueTag) Reset() {
+	*x = QueueTag{}
+	mi := &file_seppcmd_v1_command_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueTag) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueTag) ProtoMessage() {}
+
+func (x *QueueTag) ProtoReflect() protoreflect.Message {
+	mi := &file_seppcmd_v1_command_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueTag.ProtoReflect.Descriptor instead.
+func (*QueueTag) Descriptor() ([]byte, []int) {
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *QueueTag) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *QueueTag) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 // NodeMetadata names a member's addresses, so that any replica can tell a
 // client where the leader's gRPC endpoint is.
 type NodeMetadata struct {
@@ -2729,7 +2803,7 @@ type NodeMetadata struct {
 
 func (x *NodeMetadata) Reset() {
 	*x = NodeMetadata{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[31]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2741,7 +2815,7 @@ func (x *NodeMetadata) String() string {
 func (*NodeMetadata) ProtoMessage() {}
 
 func (x *NodeMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[31]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2754,7 +2828,7 @@ func (x *NodeMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetadata.ProtoReflect.Descriptor instead.
 func (*NodeMetadata) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{31}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *NodeMetadata) GetId() string {
@@ -2857,7 +2931,7 @@ type NodeMetadataSet struct {
 
 func (x *NodeMetadataSet) Reset() {
 	*x = NodeMetadataSet{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[32]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2869,7 +2943,7 @@ func (x *NodeMetadataSet) String() string {
 func (*NodeMetadataSet) ProtoMessage() {}
 
 func (x *NodeMetadataSet) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[32]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2882,7 +2956,7 @@ func (x *NodeMetadataSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetadataSet.ProtoReflect.Descriptor instead.
 func (*NodeMetadataSet) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{32}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NodeMetadataSet) GetNode() *NodeMetadata {
@@ -2901,7 +2975,7 @@ type NodeMetadataDelete struct {
 
 func (x *NodeMetadataDelete) Reset() {
 	*x = NodeMetadataDelete{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[33]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2913,7 +2987,7 @@ func (x *NodeMetadataDelete) String() string {
 func (*NodeMetadataDelete) ProtoMessage() {}
 
 func (x *NodeMetadataDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[33]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2926,7 +3000,7 @@ func (x *NodeMetadataDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetadataDelete.ProtoReflect.Descriptor instead.
 func (*NodeMetadataDelete) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{33}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *NodeMetadataDelete) GetId() string {
@@ -2953,7 +3027,7 @@ type SnapshotMeta struct {
 
 func (x *SnapshotMeta) Reset() {
 	*x = SnapshotMeta{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[34]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2965,7 +3039,7 @@ func (x *SnapshotMeta) String() string {
 func (*SnapshotMeta) ProtoMessage() {}
 
 func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[34]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2978,7 +3052,7 @@ func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotMeta.ProtoReflect.Descriptor instead.
 func (*SnapshotMeta) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{34}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SnapshotMeta) GetLastNowUnixNano() int64 {
@@ -3025,7 +3099,7 @@ type ScheduleUpsert struct {
 
 func (x *ScheduleUpsert) Reset() {
 	*x = ScheduleUpsert{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[35]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3037,7 +3111,7 @@ func (x *ScheduleUpsert) String() string {
 func (*ScheduleUpsert) ProtoMessage() {}
 
 func (x *ScheduleUpsert) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[35]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3050,7 +3124,7 @@ func (x *ScheduleUpsert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleUpsert.ProtoReflect.Descriptor instead.
 func (*ScheduleUpsert) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{35}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ScheduleUpsert) GetName() string {
@@ -3132,7 +3206,7 @@ type ScheduleDelete struct {
 
 func (x *ScheduleDelete) Reset() {
 	*x = ScheduleDelete{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[36]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3144,7 +3218,7 @@ func (x *ScheduleDelete) String() string {
 func (*ScheduleDelete) ProtoMessage() {}
 
 func (x *ScheduleDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[36]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3157,7 +3231,7 @@ func (x *ScheduleDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleDelete.ProtoReflect.Descriptor instead.
 func (*ScheduleDelete) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{36}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ScheduleDelete) GetName() string {
@@ -3180,7 +3254,7 @@ type SchedulePauseSet struct {
 
 func (x *SchedulePauseSet) Reset() {
 	*x = SchedulePauseSet{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[37]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3192,7 +3266,7 @@ func (x *SchedulePauseSet) String() string {
 func (*SchedulePauseSet) ProtoMessage() {}
 
 func (x *SchedulePauseSet) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[37]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3205,7 +3279,7 @@ func (x *SchedulePauseSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulePauseSet.ProtoReflect.Descriptor instead.
 func (*SchedulePauseSet) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{37}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SchedulePauseSet) GetName() string {
@@ -3244,7 +3318,7 @@ type ScheduleFire struct {
 
 func (x *ScheduleFire) Reset() {
 	*x = ScheduleFire{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[38]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3256,7 +3330,7 @@ func (x *ScheduleFire) String() string {
 func (*ScheduleFire) ProtoMessage() {}
 
 func (x *ScheduleFire) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[38]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3269,7 +3343,7 @@ func (x *ScheduleFire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleFire.ProtoReflect.Descriptor instead.
 func (*ScheduleFire) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{38}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ScheduleFire) GetName() string {
@@ -3315,7 +3389,7 @@ type RedriveSelection struct {
 
 func (x *RedriveSelection) Reset() {
 	*x = RedriveSelection{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[39]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3401,7 @@ func (x *RedriveSelection) String() string {
 func (*RedriveSelection) ProtoMessage() {}
 
 func (x *RedriveSelection) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[39]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3414,7 @@ func (x *RedriveSelection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveSelection.ProtoReflect.Descriptor instead.
 func (*RedriveSelection) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{39}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RedriveSelection) GetQueue() string {
@@ -3399,7 +3473,7 @@ type RedriveStart struct {
 
 func (x *RedriveStart) Reset() {
 	*x = RedriveStart{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[40]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3411,7 +3485,7 @@ func (x *RedriveStart) String() string {
 func (*RedriveStart) ProtoMessage() {}
 
 func (x *RedriveStart) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[40]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3424,7 +3498,7 @@ func (x *RedriveStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveStart.ProtoReflect.Descriptor instead.
 func (*RedriveStart) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{40}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RedriveStart) GetSelection() *RedriveSelection {
@@ -3474,7 +3548,7 @@ type RedriveStep struct {
 
 func (x *RedriveStep) Reset() {
 	*x = RedriveStep{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[41]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3486,7 +3560,7 @@ func (x *RedriveStep) String() string {
 func (*RedriveStep) ProtoMessage() {}
 
 func (x *RedriveStep) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[41]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3499,7 +3573,7 @@ func (x *RedriveStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveStep.ProtoReflect.Descriptor instead.
 func (*RedriveStep) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{41}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RedriveStep) GetTaskId() uint64 {
@@ -3529,7 +3603,7 @@ type RedriveSetState struct {
 
 func (x *RedriveSetState) Reset() {
 	*x = RedriveSetState{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[42]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3541,7 +3615,7 @@ func (x *RedriveSetState) String() string {
 func (*RedriveSetState) ProtoMessage() {}
 
 func (x *RedriveSetState) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[42]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3554,7 +3628,7 @@ func (x *RedriveSetState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveSetState.ProtoReflect.Descriptor instead.
 func (*RedriveSetState) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{42}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RedriveSetState) GetTaskId() uint64 {
@@ -3722,12 +3796,13 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x11payloads_off_heap\x18\xb4\x01 \x01(\bR\x0fpayloadsOffHeap\"V\n" +
 	"\vQueueCreate\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.seppcmd.v1.QueueConfigR\x06config\x12\x16\n" +
-	"\x06paused\x18\x02 \x01(\bR\x06paused\"\xb3\x01\n" +
+	"\x06paused\x18\x02 \x01(\bR\x06paused\"\xce\x01\n" +
 	"\vQueueUpdate\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.seppcmd.v1.QueueConfigR\x06config\x121\n" +
 	"\x15set_dead_letter_queue\x18\x02 \x01(\bR\x12setDeadLetterQueue\x12\x18\n" +
 	"\ainherit\x18\x03 \x03(\tR\ainherit\x12\x1b\n" +
-	"\x06paused\x18\x04 \x01(\bH\x00R\x06paused\x88\x01\x01B\t\n" +
+	"\x06paused\x18\x04 \x01(\bH\x00R\x06paused\x88\x01\x01\x12\x19\n" +
+	"\bset_tags\x18\x05 \x01(\bR\asetTagsB\t\n" +
 	"\a_paused\"9\n" +
 	"\vQueueDelete\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x14\n" +
@@ -3771,7 +3846,7 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x06strict\x18\x16 \x01(\bR\x06strict\x12?\n" +
 	"\x1cidempotency_min_window_nanos\x18\x17 \x01(\x03R\x19idempotencyMinWindowNanos\x12(\n" +
 	"\x10max_memory_bytes\x18\x18 \x01(\x03R\x0emaxMemoryBytes\x12$\n" +
-	"\x0emax_disk_bytes\x18\x19 \x01(\x03R\fmaxDiskBytes\"\xb0\a\n" +
+	"\x0emax_disk_bytes\x18\x19 \x01(\x03R\fmaxDiskBytes\"\xdb\a\n" +
 	"\vQueueConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x10default_priority\x18\x02 \x01(\rH\x00R\x0fdefaultPriority\x88\x01\x01\x125\n" +
@@ -3794,7 +3869,8 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x0fconcurrency_key\x18@ \x01(\tR\x0econcurrencyKey\x12\x1e\n" +
 	"\vmax_per_key\x18A \x01(\x03R\tmaxPerKey\x12%\n" +
 	"\x0emax_wait_nanos\x18\x8c\x01 \x01(\x03R\fmaxWaitNanos\x12\"\n" +
-	"\ffairness_key\x18\x8d\x01 \x01(\tR\vfairnessKeyB\x13\n" +
+	"\ffairness_key\x18\x8d\x01 \x01(\tR\vfairnessKey\x12)\n" +
+	"\x04tags\x18\xb4\x01 \x03(\v2\x14.seppcmd.v1.QueueTagR\x04tagsB\x13\n" +
 	"\x11_default_priorityB\x17\n" +
 	"\x15_default_max_attemptsB\x14\n" +
 	"\x12_retry_delay_nanosB\x10\n" +
@@ -3802,7 +3878,10 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x16_retry_delay_max_nanosB\x1d\n" +
 	"\x1b_max_schedule_horizon_nanosB\r\n" +
 	"\v_max_lengthB\x13\n" +
-	"\x11_max_memory_bytes\"\xf0\x03\n" +
+	"\x11_max_memory_bytes\"2\n" +
+	"\bQueueTag\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xf0\x03\n" +
 	"\fNodeMetadata\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
@@ -3883,7 +3962,7 @@ func file_seppcmd_v1_command_proto_rawDescGZIP() []byte {
 	return file_seppcmd_v1_command_proto_rawDescData
 }
 
-var file_seppcmd_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_seppcmd_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_seppcmd_v1_command_proto_goTypes = []any{
 	(*Entry)(nil),              // 0: seppcmd.v1.Entry
 	(*Command)(nil),            // 1: seppcmd.v1.Command
@@ -3916,19 +3995,20 @@ var file_seppcmd_v1_command_proto_goTypes = []any{
 	(*EngineConfig)(nil),       // 28: seppcmd.v1.EngineConfig
 	(*Limits)(nil),             // 29: seppcmd.v1.Limits
 	(*QueueConfig)(nil),        // 30: seppcmd.v1.QueueConfig
-	(*NodeMetadata)(nil),       // 31: seppcmd.v1.NodeMetadata
-	(*NodeMetadataSet)(nil),    // 32: seppcmd.v1.NodeMetadataSet
-	(*NodeMetadataDelete)(nil), // 33: seppcmd.v1.NodeMetadataDelete
-	(*SnapshotMeta)(nil),       // 34: seppcmd.v1.SnapshotMeta
-	(*ScheduleUpsert)(nil),     // 35: seppcmd.v1.ScheduleUpsert
-	(*ScheduleDelete)(nil),     // 36: seppcmd.v1.ScheduleDelete
-	(*SchedulePauseSet)(nil),   // 37: seppcmd.v1.SchedulePauseSet
-	(*ScheduleFire)(nil),       // 38: seppcmd.v1.ScheduleFire
-	(*RedriveSelection)(nil),   // 39: seppcmd.v1.RedriveSelection
-	(*RedriveStart)(nil),       // 40: seppcmd.v1.RedriveStart
-	(*RedriveStep)(nil),        // 41: seppcmd.v1.RedriveStep
-	(*RedriveSetState)(nil),    // 42: seppcmd.v1.RedriveSetState
-	nil,                        // 43: seppcmd.v1.EnqueueParams.CustomEntry
+	(*QueueTag)(nil),           // 31: seppcmd.v1.QueueTag
+	(*NodeMetadata)(nil),       // 32: seppcmd.v1.NodeMetadata
+	(*NodeMetadataSet)(nil),    // 33: seppcmd.v1.NodeMetadataSet
+	(*NodeMetadataDelete)(nil), // 34: seppcmd.v1.NodeMetadataDelete
+	(*SnapshotMeta)(nil),       // 35: seppcmd.v1.SnapshotMeta
+	(*ScheduleUpsert)(nil),     // 36: seppcmd.v1.ScheduleUpsert
+	(*ScheduleDelete)(nil),     // 37: seppcmd.v1.ScheduleDelete
+	(*SchedulePauseSet)(nil),   // 38: seppcmd.v1.SchedulePauseSet
+	(*ScheduleFire)(nil),       // 39: seppcmd.v1.ScheduleFire
+	(*RedriveSelection)(nil),   // 40: seppcmd.v1.RedriveSelection
+	(*RedriveStart)(nil),       // 41: seppcmd.v1.RedriveStart
+	(*RedriveStep)(nil),        // 42: seppcmd.v1.RedriveStep
+	(*RedriveSetState)(nil),    // 43: seppcmd.v1.RedriveSetState
+	nil,                        // 44: seppcmd.v1.EnqueueParams.CustomEntry
 }
 var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	1,  // 0: seppcmd.v1.Entry.commands:type_name -> seppcmd.v1.Command
@@ -3948,22 +4028,22 @@ var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	20, // 14: seppcmd.v1.Command.queue_resume:type_name -> seppcmd.v1.QueueResume
 	21, // 15: seppcmd.v1.Command.tick:type_name -> seppcmd.v1.Tick
 	22, // 16: seppcmd.v1.Command.config_set:type_name -> seppcmd.v1.ConfigSet
-	32, // 17: seppcmd.v1.Command.node_metadata_set:type_name -> seppcmd.v1.NodeMetadataSet
-	33, // 18: seppcmd.v1.Command.node_metadata_delete:type_name -> seppcmd.v1.NodeMetadataDelete
+	33, // 17: seppcmd.v1.Command.node_metadata_set:type_name -> seppcmd.v1.NodeMetadataSet
+	34, // 18: seppcmd.v1.Command.node_metadata_delete:type_name -> seppcmd.v1.NodeMetadataDelete
 	10, // 19: seppcmd.v1.Command.job_ack_batch:type_name -> seppcmd.v1.JobAckBatch
 	23, // 20: seppcmd.v1.Command.queue_create:type_name -> seppcmd.v1.QueueCreate
 	24, // 21: seppcmd.v1.Command.queue_update:type_name -> seppcmd.v1.QueueUpdate
 	25, // 22: seppcmd.v1.Command.queue_delete:type_name -> seppcmd.v1.QueueDelete
 	27, // 23: seppcmd.v1.Command.queue_purge:type_name -> seppcmd.v1.QueuePurge
 	26, // 24: seppcmd.v1.Command.jobs_act:type_name -> seppcmd.v1.JobsAct
-	35, // 25: seppcmd.v1.Command.schedule_upsert:type_name -> seppcmd.v1.ScheduleUpsert
-	36, // 26: seppcmd.v1.Command.schedule_delete:type_name -> seppcmd.v1.ScheduleDelete
-	37, // 27: seppcmd.v1.Command.schedule_pause_set:type_name -> seppcmd.v1.SchedulePauseSet
-	38, // 28: seppcmd.v1.Command.schedule_fire:type_name -> seppcmd.v1.ScheduleFire
-	40, // 29: seppcmd.v1.Command.redrive_start:type_name -> seppcmd.v1.RedriveStart
-	41, // 30: seppcmd.v1.Command.redrive_step:type_name -> seppcmd.v1.RedriveStep
-	42, // 31: seppcmd.v1.Command.redrive_set_state:type_name -> seppcmd.v1.RedriveSetState
-	43, // 32: seppcmd.v1.EnqueueParams.custom:type_name -> seppcmd.v1.EnqueueParams.CustomEntry
+	36, // 25: seppcmd.v1.Command.schedule_upsert:type_name -> seppcmd.v1.ScheduleUpsert
+	37, // 26: seppcmd.v1.Command.schedule_delete:type_name -> seppcmd.v1.ScheduleDelete
+	38, // 27: seppcmd.v1.Command.schedule_pause_set:type_name -> seppcmd.v1.SchedulePauseSet
+	39, // 28: seppcmd.v1.Command.schedule_fire:type_name -> seppcmd.v1.ScheduleFire
+	41, // 29: seppcmd.v1.Command.redrive_start:type_name -> seppcmd.v1.RedriveStart
+	42, // 30: seppcmd.v1.Command.redrive_step:type_name -> seppcmd.v1.RedriveStep
+	43, // 31: seppcmd.v1.Command.redrive_set_state:type_name -> seppcmd.v1.RedriveSetState
+	44, // 32: seppcmd.v1.EnqueueParams.custom:type_name -> seppcmd.v1.EnqueueParams.CustomEntry
 	4,  // 33: seppcmd.v1.EnqueueParams.unique:type_name -> seppcmd.v1.UniqueOptions
 	3,  // 34: seppcmd.v1.EnqueueParams.trace:type_name -> seppcmd.v1.TraceContext
 	2,  // 35: seppcmd.v1.JobEnqueue.params:type_name -> seppcmd.v1.EnqueueParams
@@ -3977,15 +4057,16 @@ var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	30, // 43: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
 	29, // 44: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
 	30, // 45: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
-	31, // 46: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
-	31, // 47: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
-	2,  // 48: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
-	39, // 49: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
-	50, // [50:50] is the sub-list for method output_type
-	50, // [50:50] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	31, // 46: seppcmd.v1.QueueConfig.tags:type_name -> seppcmd.v1.QueueTag
+	32, // 47: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
+	32, // 48: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
+	2,  // 49: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
+	40, // 50: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_seppcmd_v1_command_proto_init() }
@@ -4035,7 +4116,7 @@ func file_seppcmd_v1_command_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seppcmd_v1_command_proto_rawDesc), len(file_seppcmd_v1_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   44,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -184,7 +184,7 @@ def _dead_letter(r: DeadLetterRecord) -> dict[str, Any]:
 
 def _stats(q: QueueStats) -> dict[str, Any]:
     return {"name": q.name, "paused": q.paused, "scheduled": q.scheduled, "ready": q.ready, "reserved": q.reserved,
-            "dead": q.dead}
+            "dead": q.dead, "tags": dict(q.tags) or None}
 
 
 def _settings(s: QueueSettings) -> dict[str, Any]:
@@ -194,7 +194,8 @@ def _settings(s: QueueSettings) -> dict[str, Any]:
     return {"default_priority": s.default_priority, "default_max_attempts": s.default_max_attempts,
             "retry_delay_ms": ms(s.retry_delay), "retry_backoff": s.retry_backoff,
             "retry_delay_max_ms": ms(s.retry_delay_max), "max_schedule_horizon_ms": ms(s.max_schedule_horizon),
-            "max_length": s.max_length, "dead_letter_queue": s.dead_letter_queue}
+            "max_length": s.max_length, "dead_letter_queue": s.dead_letter_queue,
+            "tags": None if s.tags is None else dict(s.tags)}
 
 
 def _queue_settings(a: dict[str, Any]) -> QueueSettings:
@@ -204,7 +205,8 @@ def _queue_settings(a: dict[str, Any]) -> QueueSettings:
     return QueueSettings(default_priority=a.get("default_priority"), default_max_attempts=a.get("default_max_attempts"),
                          retry_delay=ms("retry_delay_ms"), retry_backoff=a.get("retry_backoff"),
                          retry_delay_max=ms("retry_delay_max_ms"), max_schedule_horizon=ms("max_schedule_horizon_ms"),
-                         max_length=a.get("max_length"), dead_letter_queue=a.get("dead_letter_queue"))
+                         max_length=a.get("max_length"), dead_letter_queue=a.get("dead_letter_queue"),
+                         tags=a.get("tags"))
 
 
 def _actions(rs: list[ActionResult]) -> dict[str, Any]:
@@ -355,7 +357,8 @@ class Driver:
             return {**_stats(q.stats), "settings": _settings(q.settings), "effective": _settings(q.effective)}
         if op == "list_queues":
             prefix = a.get("name_prefix", "")
-            qs = sorted((q for q in await c.list_queues() if q.name.startswith(prefix)), key=lambda q: q.name)
+            qs = sorted((q for q in await c.list_queues(tags=a.get("tag", [])) if q.name.startswith(prefix)),
+                        key=lambda q: q.name)
             return {"queues": [_stats(q) for q in qs]}
         if op in ("delete_queue", "purge_queue"):
             if op == "delete_queue":

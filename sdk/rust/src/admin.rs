@@ -4,7 +4,7 @@
 //! surface (`client/admin.go`, `queues.go`, `jobactions.go`, `redrive.go`)
 //! is the model.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime};
 
 use crate::client::{item_error, Policy, SeppClient};
@@ -34,6 +34,8 @@ pub struct QueueStats {
     pub dropped_total: u64,
     /// Waiting jobs an operator purged.
     pub purged_total: u64,
+    /// The queue's tags (key/value labels), by key; empty when it has none.
+    pub tags: BTreeMap<String, String>,
 }
 
 impl QueueStats {
@@ -57,6 +59,7 @@ impl QueueStats {
             dead_lettered_total: by_cause,
             dropped_total: q.dropped_total,
             purged_total: q.purged_total,
+            tags: q.tags.into_iter().collect(),
         }
     }
 }
@@ -118,6 +121,15 @@ pub struct QueueSettings {
     pub rate_burst: Option<u64>,
     pub concurrency_key: Option<String>,
     pub max_per_key: Option<u64>,
+    /// Key/value labels to find the queue by
+    /// ([`SeppClient::list_queues_by_tag`]); they change nothing about how
+    /// it runs. At most 50; a key is 1..128 bytes of letters, digits,
+    /// spaces and `_ . : / = + - @`, a value at most 256 bytes. On update
+    /// `None` leaves them and `Some` replaces the whole set (an empty map
+    /// drops them, as inheriting `"tags"` does). `None` in
+    /// [`QueueInfo::effective`]: tags have no global value. Needs the
+    /// server capability `queue_tags`.
+    pub tags: Option<BTreeMap<String, String>>,
 }
 
 fn millis(d: Duration) -> i64 {
@@ -148,6 +160,8 @@ impl QueueSettings {
             rate_burst: self.rate_burst,
             concurrency_key: self.concurrency_key.clone(),
             max_per_key: self.max_per_key,
+            // Some (even empty) is present on the wire: it replaces the set.
+            tags: self.tags.as_ref().map(|t| pb::QueueTags { tags: t.iter().map(|(k, v)| (k.clone(), v.clone())).collect() }),
         }
     }
 
@@ -170,6 +184,7 @@ impl QueueSettings {
             rate_burst: s.rate_burst,
             concurrency_key: s.concurrency_key,
             max_per_key: s.max_per_key,
+            tags: s.tags.map(|t| t.tags.into_iter().collect()),
         }
     }
 
@@ -193,6 +208,7 @@ impl QueueSettings {
             rate_burst: Some(l.rate_burst),
             concurrency_key: Some(l.concurrency_key),
             max_per_key: Some(l.max_per_key),
+            tags: None,
         }
     }
 }
@@ -399,7 +415,15 @@ impl SeppClient {
 
     /// Every known queue with its counts.
     pub async fn list_queues(&self) -> Result<Vec<QueueStats>, Error> {
-        let (r, _): (pb::ListQueuesResponse, bool) = self.call("list queues", "sepp.v1.AdminService/ListQueues", &pb::ListQueuesRequest { allow_stale: false }, Policy::Safe, NO_EXTRA).await?;
+        self.list_queues_by_tag(&[]).await
+    }
+
+    /// The queues whose tags match every term: `"key=value"` (the tag with
+    /// that value) or `"key"` (the tag, any value); no term lists every
+    /// queue, as [`SeppClient::list_queues`] does.
+    pub async fn list_queues_by_tag(&self, terms: &[&str]) -> Result<Vec<QueueStats>, Error> {
+        let req = pb::ListQueuesRequest { allow_stale: false, tag: terms.iter().map(|t| t.to_string()).collect() };
+        let (r, _): (pb::ListQueuesResponse, bool) = self.call("list queues", "sepp.v1.AdminService/ListQueues", &req, Policy::Safe, NO_EXTRA).await?;
         Ok(r.queues.into_iter().map(QueueStats::from_wire).collect())
     }
 

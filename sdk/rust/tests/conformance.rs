@@ -357,7 +357,8 @@ fn dead_letter_result(r: &DeadLetterRecord) -> Value {
 }
 
 fn stats_result(q: &QueueStats) -> Map<String, Value> {
-    let v = json!({"name": q.name, "paused": q.paused, "scheduled": q.scheduled, "ready": q.ready, "reserved": q.reserved, "dead": q.dead});
+    let tags = if q.tags.is_empty() { Value::Null } else { json!(q.tags) };
+    let v = json!({"name": q.name, "paused": q.paused, "scheduled": q.scheduled, "ready": q.ready, "reserved": q.reserved, "dead": q.dead, "tags": tags});
     v.as_object().cloned().unwrap_or_default()
 }
 
@@ -371,6 +372,7 @@ fn settings_result(s: &QueueSettings) -> Value {
         "max_schedule_horizon_ms": s.max_schedule_horizon.map(whole_ms),
         "max_length": s.max_length,
         "dead_letter_queue": s.dead_letter_queue,
+        "tags": s.tags,
     })
 }
 
@@ -394,6 +396,15 @@ fn queue_settings(a: &Args) -> Result<QueueSettings, Mismatch> {
         max_schedule_horizon: dur_of("max_schedule_horizon_ms")?,
         max_length: u64_of("max_length")?,
         dead_letter_queue: str_of("dead_letter_queue")?,
+        tags: match a.0.get("tags") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(m)) => Some(
+                m.iter()
+                    .map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())).ok_or_else(|| Mismatch(format!("argument tags.{}: want a string", k))))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Some(v) => return mismatch(format!("argument tags: want an object, got {}", v)),
+        },
         ..QueueSettings::default()
     })
 }
@@ -607,7 +618,9 @@ impl<'c> Driver<'c> {
             }
             "list_queues" => {
                 let prefix = a.str("name_prefix")?;
-                let mut qs: Vec<QueueStats> = c.list_queues().await?.into_iter().filter(|q| q.name.starts_with(&prefix)).collect();
+                let terms = a.strs("tag");
+                let terms: Vec<&str> = terms.iter().map(String::as_str).collect();
+                let mut qs: Vec<QueueStats> = c.list_queues_by_tag(&terms).await?.into_iter().filter(|q| q.name.starts_with(&prefix)).collect();
                 qs.sort_by(|x, y| x.name.cmp(&y.name));
                 json!({ "queues": qs.iter().map(|q| Value::Object(stats_result(q))).collect::<Vec<_>>() })
             }

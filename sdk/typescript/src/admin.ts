@@ -37,6 +37,8 @@ export interface QueueStats {
   droppedTotal: number;
   /** Waiting jobs an operator purged. */
   purgedTotal: number;
+  /** The queue's tags (key/value labels); empty when it has none. */
+  tags: Record<string, string>;
 }
 
 /**
@@ -71,14 +73,27 @@ export interface QueueSettings {
   rateBurst?: number;
   concurrencyKey?: string;
   maxPerKey?: number;
+  /**
+   * Key/value labels to find the queue by (listQueuesByTag); they change
+   * nothing about how it runs. At most 50; a key is 1..128 bytes of
+   * letters, digits, spaces and _ . : / = + - @, a value at most 256 bytes.
+   * On update undefined leaves them and an object replaces the whole set
+   * ({} drops them, as inherit "tags" does). Not in the effective
+   * settings. Needs the server capability queue_tags.
+   */
+  tags?: Record<string, string>;
 }
+
+/** What a queue runs with: every setting set (tags have no global value,
+ * so they are not among them). */
+export type EffectiveQueueSettings = Required<Omit<QueueSettings, "tags">>;
 
 /** One queue: its counts, its own settings and what it runs with
  * (effective: its settings over the global limits). */
 export interface QueueInfo {
   stats: QueueStats;
   settings: QueueSettings;
-  effective: Required<QueueSettings>;
+  effective: EffectiveQueueSettings;
 }
 
 /** What updateQueue changes: the set fields of settings replace the
@@ -182,7 +197,16 @@ export function queueStatsFromJSON(v: unknown): QueueStats {
     deadLetteredTotal: byCause,
     droppedTotal: num(q.droppedTotal),
     purgedTotal: num(q.purgedTotal),
+    tags: tagsFromJSON(q.tags),
   };
+}
+
+function tagsFromJSON(v: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (v !== null && typeof v === "object") {
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) out[k] = str(x);
+  }
+  return out;
 }
 
 function whole(field: string, v: number | undefined): string | undefined {
@@ -204,6 +228,8 @@ export function queueSettingsToJSON(s: QueueSettings = {}): QueueSettingsJSON {
   if (s.deadLetterQueue !== undefined) m.deadLetterQueue = s.deadLetterQueue;
   if (s.fairnessKey !== undefined) m.fairnessKey = s.fairnessKey;
   if (s.concurrencyKey !== undefined) m.concurrencyKey = s.concurrencyKey;
+  // Present (even {}) replaces the queue's tags; absent leaves them.
+  if (s.tags !== undefined) m.tags = { tags: { ...s.tags } };
   const n: [keyof QueueSettingsJSON & keyof QueueSettings, number | undefined][] = [
     ["retryDelayMs", s.retryDelayMs],
     ["retryDelayMaxMs", s.retryDelayMaxMs],
@@ -254,10 +280,11 @@ export function queueSettingsFromJSON(v: unknown): QueueSettings {
   set("rateBurst", n(m.rateBurst));
   set("concurrencyKey", t(m.concurrencyKey));
   set("maxPerKey", n(m.maxPerKey));
+  if (m.tags !== undefined && m.tags !== null) s.tags = tagsFromJSON(m.tags.tags);
   return s;
 }
 
-export function queueLimitsFromJSON(v: unknown): Required<QueueSettings> {
+export function queueLimitsFromJSON(v: unknown): EffectiveQueueSettings {
   const l = message<QueueLimitsJSON>(v);
   return {
     defaultPriority: num(l.defaultPriority),

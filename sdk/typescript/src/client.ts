@@ -145,6 +145,7 @@ import {
   QueueInfo,
   QueueRemoval,
   QueueSettings,
+  EffectiveQueueSettings,
   QueueStats,
   QueueUpdate,
   RedriveOptions,
@@ -1059,7 +1060,17 @@ export class SeppClient {
 
   /** Every known queue with its counts. */
   async listQueues(opts: CallOptions = {}, stale = false): Promise<QueueStats[]> {
-    const m = await this.call<ListQueuesRequestJSON, ListQueuesResponseJSON>("list queues", "sepp.v1.AdminService/ListQueues", { allowStale: stale }, "safe", 0, opts);
+    return this.listQueuesByTag([], opts, stale);
+  }
+
+  /**
+   * The queues whose tags match every term: "key=value" (the tag with that
+   * value) or "key" (the tag, any value); no term lists every queue.
+   */
+  async listQueuesByTag(tags: string[], opts: CallOptions = {}, stale = false): Promise<QueueStats[]> {
+    const body: ListQueuesRequestJSON = { allowStale: stale };
+    if (tags.length > 0) body.tag = [...tags];
+    const m = await this.call<ListQueuesRequestJSON, ListQueuesResponseJSON>("list queues", "sepp.v1.AdminService/ListQueues", body, "safe", 0, opts);
     return arr(m.queues).map(queueStatsFromJSON);
   }
 
@@ -1173,7 +1184,7 @@ export class SeppClient {
    * naming it, a deadLetterQueue that does not exist with NotFoundError.
    * Not retried once it may have been applied (the retry would find it).
    */
-  async createQueue(name: string, settings: QueueSettings = {}, options: { paused?: boolean } = {}, opts: CallOptions = {}): Promise<Required<QueueSettings>> {
+  async createQueue(name: string, settings: QueueSettings = {}, options: { paused?: boolean } = {}, opts: CallOptions = {}): Promise<EffectiveQueueSettings> {
     const body: CreateQueueRequestJSON = { name, settings: queueSettingsToJSON(settings) };
     if (options.paused) body.paused = true;
     const m = await this.call<CreateQueueRequestJSON, CreateQueueResponseJSON>("create queue", "sepp.v1.AdminService/CreateQueue", body, "not_sent", 0, opts);
@@ -1189,7 +1200,7 @@ export class SeppClient {
 
   /** Changes a queue (see QueueUpdate) and resolves to its effective
    * settings; NotFoundError for an unknown queue. Idempotent, so retried. */
-  async updateQueue(name: string, update: QueueUpdate, opts: CallOptions = {}): Promise<Required<QueueSettings>> {
+  async updateQueue(name: string, update: QueueUpdate, opts: CallOptions = {}): Promise<EffectiveQueueSettings> {
     const body: UpdateQueueRequestJSON = { name, settings: queueSettingsToJSON(update.settings), inherit: update.inherit ?? [] };
     if (update.paused !== undefined) body.paused = update.paused;
     const m = await this.call<UpdateQueueRequestJSON, UpdateQueueResponseJSON>("update queue", "sepp.v1.AdminService/UpdateQueue", body, "safe", 0, opts);

@@ -5,6 +5,7 @@ export type { ClientOptions, CallOptions, ReserveOptions, ListOptions, ScheduleR
 export type {
   QueueStats,
   QueueSettings,
+  EffectiveQueueSettings,
   QueueInfo,
   QueueUpdate,
   QueueRemoval,

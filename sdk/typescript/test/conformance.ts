@@ -206,7 +206,7 @@ function deadLetterResult(r: DeadLetterRecord): Obj {
 }
 
 function statsResult(q: QueueStats): Obj {
-  return { name: q.name, paused: q.paused, scheduled: q.scheduled, ready: q.ready, reserved: q.reserved, dead: q.dead };
+  return { name: q.name, paused: q.paused, scheduled: q.scheduled, ready: q.ready, reserved: q.reserved, dead: q.dead, tags: Object.keys(q.tags).length > 0 ? { ...q.tags } : null };
 }
 
 function settingsResult(s: QueueSettings): Obj {
@@ -220,6 +220,7 @@ function settingsResult(s: QueueSettings): Obj {
     max_schedule_horizon_ms: v(s.maxScheduleHorizonMs),
     max_length: v(s.maxLength),
     dead_letter_queue: v(s.deadLetterQueue),
+    tags: s.tags === undefined ? null : { ...s.tags },
   };
 }
 
@@ -278,6 +279,9 @@ class Args {
     if (!Array.isArray(v) || !v.every(isObj)) throw new Mismatch(`argument ${k}: want an array of objects, got ${show(v)}`);
     return v.map((x) => new Args(x as Obj));
   }
+  keys(): string[] {
+    return Object.keys(this.m);
+  }
   sub(k: string): Args {
     const v = this.m[k];
     return new Args(isObj(v) ? v : {});
@@ -294,6 +298,10 @@ function queueSettings(a: Args): QueueSettings {
   if (a.has("max_schedule_horizon_ms")) s.maxScheduleHorizonMs = a.num("max_schedule_horizon_ms");
   if (a.has("max_length")) s.maxLength = a.num("max_length");
   if (a.has("dead_letter_queue")) s.deadLetterQueue = a.str("dead_letter_queue");
+  if (a.has("tags")) {
+    const t = a.sub("tags");
+    s.tags = Object.fromEntries(t.keys().map((k) => [k, t.str(k)]));
+  }
   return s;
 }
 
@@ -457,7 +465,7 @@ class Driver {
       }
       case "list_queues": {
         const prefix = a.str("name_prefix");
-        const qs = (await c.listQueues()).filter((q) => q.name.startsWith(prefix)).sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+        const qs = (await c.listQueuesByTag(a.strs("tag"))).filter((q) => q.name.startsWith(prefix)).sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
         return { queues: qs.map(statsResult) };
       }
       case "delete_queue": {

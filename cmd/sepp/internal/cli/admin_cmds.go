@@ -28,17 +28,19 @@ func parseIDs(args []string) ([]uint64, error) {
 func (e *env) queuesCommand() *cobra.Command {
 	var (
 		stale bool
+		tags  []string
 		watch watchFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "queues",
 		Short: "List queues with their counts",
-		Long: `List queues with their counts. --watch prints the list again every
+		Long: `List queues with their counts. --tag lists only the queues with every tag
+given (key=value, or key for any value). --watch prints the list again every
 --interval until Ctrl-C (or --count times); with --json, one JSON array per line.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return e.runWatched(cmd, watch, func(ctx context.Context, c *client.Client, out io.Writer) error {
-				qs, err := c.ListQueues(ctx, stale)
+				qs, err := c.ListQueuesByTag(ctx, stale, tags...)
 				if err != nil {
 					return err
 				}
@@ -62,7 +64,8 @@ func (e *env) queuesCommand() *cobra.Command {
 						PurgedTotal       uint64            `json:"purged_total"`
 						// FairnessActiveKeys: the fairness key values whose
 						// Ready jobs take turns now.
-						FairnessActiveKeys uint64 `json:"fairness_active_keys"`
+						FairnessActiveKeys uint64            `json:"fairness_active_keys"`
+						Tags               map[string]string `json:"tags"`
 					}
 					views := make([]view, 0, len(qs))
 					for _, q := range qs {
@@ -72,7 +75,7 @@ func (e *env) queuesCommand() *cobra.Command {
 						}
 						views = append(views, view{q.Name, q.Paused, q.Configured, q.Scheduled, q.Ready, q.Reserved, q.Dead,
 							q.OldestReadyAge.Milliseconds(), q.EnqueuedTotal, q.AckedTotal, dl, q.DroppedTotal,
-							q.RateTokens, q.KeysAtLimit, q.HeldByKey, q.PurgedTotal, q.FairnessActiveKeys})
+							q.RateTokens, q.KeysAtLimit, q.HeldByKey, q.PurgedTotal, q.FairnessActiveKeys, q.Tags})
 					}
 					return e.printJSON(out, views)
 				}
@@ -85,13 +88,14 @@ func (e *env) queuesCommand() *cobra.Command {
 					rows = append(rows, []string{q.Name, strconv.FormatBool(q.Paused),
 						strconv.FormatUint(q.Scheduled, 10), strconv.FormatUint(q.Ready, 10), strconv.FormatUint(q.Reserved, 10),
 						strconv.FormatUint(q.Dead, 10), HumanDuration(q.OldestReadyAge), strconv.FormatUint(q.EnqueuedTotal, 10),
-						strconv.FormatUint(q.AckedTotal, 10), strconv.FormatUint(dead, 10)})
+						strconv.FormatUint(q.AckedTotal, 10), strconv.FormatUint(dead, 10), orDash(tagsText(q.Tags))})
 				}
-				return table(out, "QUEUE\tPAUSED\tSCHEDULED\tREADY\tRESERVED\tDEAD\tOLDEST_READY\tENQUEUED\tACKED\tDEAD_LETTERED", rows)
+				return table(out, "QUEUE\tPAUSED\tSCHEDULED\tREADY\tRESERVED\tDEAD\tOLDEST_READY\tENQUEUED\tACKED\tDEAD_LETTERED\tTAGS", rows)
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&stale, "stale", false, "let any node answer from its own state (may lag)")
+	cmd.Flags().StringArrayVar(&tags, "tag", nil, "only the queues with this tag: key=value, or key for any value (repeat: every one must match)")
 	cmd.AddCommand(e.queueSubcommands()...)
 	watch.register(cmd)
 	return cmd

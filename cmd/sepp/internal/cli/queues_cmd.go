@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,6 +36,7 @@ type settingsFlags struct {
 	rateBurst, maxPerKey      uint64
 	ratePeriod                time.Duration
 	concurrencyKey            string
+	tags                      map[string]string
 }
 
 func (f *settingsFlags) register(fs *pflag.FlagSet) {
@@ -54,6 +57,7 @@ func (f *settingsFlags) register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&f.rateBurst, "rate-burst", 0, "reservations at once after a quiet spell (0: the rate limit)")
 	fs.StringVar(&f.concurrencyKey, "concurrency-key", "", "custom field whose values --max-per-key limits, e.g. customer (\"\": none)")
 	fs.Uint64Var(&f.maxPerKey, "max-per-key", 0, "jobs reserved at once per value of --concurrency-key (0: no limit)")
+	fs.StringToStringVar(&f.tags, "tags", nil, "the queue's tags, e.g. team=payments,env=prod; on update they replace the set (--tags \"\" or --inherit tags: none)")
 }
 
 func (f *settingsFlags) read(fs *pflag.FlagSet) client.QueueSettings {
@@ -110,28 +114,34 @@ func (f *settingsFlags) read(fs *pflag.FlagSet) client.QueueSettings {
 	if set("max-per-key") {
 		s.MaxPerKey = &f.maxPerKey
 	}
+	if set("tags") {
+		// Non-nil even when empty: an empty --tags replaces the set with none.
+		s.Tags = make(map[string]string, len(f.tags))
+		maps.Copy(s.Tags, f.tags)
+	}
 	return s
 }
 
 // settingsView is a queue's settings as JSON: unset ones are left out.
 type settingsView struct {
-	DefaultPriority    *uint32 `json:"default_priority,omitempty"`
-	DefaultMaxAttempts *uint32 `json:"default_max_attempts,omitempty"`
-	RetryDelayMS       *int64  `json:"retry_delay_ms,omitempty"`
-	RetryBackoff       *string `json:"retry_backoff,omitempty"`
-	RetryDelayMaxMS    *int64  `json:"retry_delay_max_ms,omitempty"`
-	MaxScheduleHorizon *int64  `json:"max_schedule_horizon_ms,omitempty"`
-	MaxLength          *uint64 `json:"max_length,omitempty"`
-	MaxMemoryBytes     *uint64 `json:"max_memory_bytes,omitempty"`
-	DeadLetterQueue    *string `json:"dead_letter_queue,omitempty"`
-	MaxWaitMS          *int64  `json:"max_wait_ms,omitempty"`
-	FairnessKey        *string `json:"fairness_key,omitempty"`
-	MaxReserved        *uint64 `json:"max_reserved,omitempty"`
-	RateLimit          *uint64 `json:"rate_limit,omitempty"`
-	RatePeriodMS       *int64  `json:"rate_period_ms,omitempty"`
-	RateBurst          *uint64 `json:"rate_burst,omitempty"`
-	ConcurrencyKey     *string `json:"concurrency_key,omitempty"`
-	MaxPerKey          *uint64 `json:"max_per_key,omitempty"`
+	DefaultPriority    *uint32           `json:"default_priority,omitempty"`
+	DefaultMaxAttempts *uint32           `json:"default_max_attempts,omitempty"`
+	RetryDelayMS       *int64            `json:"retry_delay_ms,omitempty"`
+	RetryBackoff       *string           `json:"retry_backoff,omitempty"`
+	RetryDelayMaxMS    *int64            `json:"retry_delay_max_ms,omitempty"`
+	MaxScheduleHorizon *int64            `json:"max_schedule_horizon_ms,omitempty"`
+	MaxLength          *uint64           `json:"max_length,omitempty"`
+	MaxMemoryBytes     *uint64           `json:"max_memory_bytes,omitempty"`
+	DeadLetterQueue    *string           `json:"dead_letter_queue,omitempty"`
+	MaxWaitMS          *int64            `json:"max_wait_ms,omitempty"`
+	FairnessKey        *string           `json:"fairness_key,omitempty"`
+	MaxReserved        *uint64           `json:"max_reserved,omitempty"`
+	RateLimit          *uint64           `json:"rate_limit,omitempty"`
+	RatePeriodMS       *int64            `json:"rate_period_ms,omitempty"`
+	RateBurst          *uint64           `json:"rate_burst,omitempty"`
+	ConcurrencyKey     *string           `json:"concurrency_key,omitempty"`
+	MaxPerKey          *uint64           `json:"max_per_key,omitempty"`
+	Tags               map[string]string `json:"tags,omitempty"`
 }
 
 func viewSettings(s client.QueueSettings) settingsView {
@@ -144,7 +154,7 @@ func viewSettings(s client.QueueSettings) settingsView {
 	}
 	v := settingsView{DefaultPriority: s.DefaultPriority, DefaultMaxAttempts: s.DefaultMaxAttempts, RetryDelayMS: ms(s.RetryDelay),
 		RetryBackoff: s.RetryBackoff, RetryDelayMaxMS: ms(s.RetryDelayMax), MaxScheduleHorizon: ms(s.MaxScheduleHorizon),
-		MaxLength: s.MaxLength, MaxMemoryBytes: s.MaxMemoryBytes, DeadLetterQueue: s.DeadLetterQueue}
+		MaxLength: s.MaxLength, MaxMemoryBytes: s.MaxMemoryBytes, DeadLetterQueue: s.DeadLetterQueue, Tags: s.Tags}
 	// Shown only when set (the effective settings hold 0 and "" for none).
 	if s.MaxWait != nil && *s.MaxWait != 0 {
 		v.MaxWaitMS = ms(s.MaxWait)
@@ -166,6 +176,16 @@ func viewSettings(s client.QueueSettings) settingsView {
 		v.ConcurrencyKey = s.ConcurrencyKey
 	}
 	return v
+}
+
+// tagsText is a queue's tags as the CLI prints them: key=value, by key,
+// comma-separated (the form --tags takes).
+func tagsText(tags map[string]string) string {
+	parts := make([]string, 0, len(tags))
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		parts = append(parts, k+"="+tags[k])
+	}
+	return strings.Join(parts, ",")
 }
 
 // optionalRows are the settings a table lists only when the queue sets
@@ -309,6 +329,9 @@ func (e *env) queueGetCommand() *cobra.Command {
 				}
 				fmt.Fprintf(out, "queue %s: paused %v, configured %v; scheduled %d, ready %d, reserved %d, dead %d\n",
 					args[0], q.Stats.Paused, q.Stats.Configured, q.Stats.Scheduled, q.Stats.Ready, q.Stats.Reserved, q.Stats.Dead)
+				if len(q.Stats.Tags) > 0 {
+					fmt.Fprintf(out, "tags: %s\n", tagsText(q.Stats.Tags))
+				}
 				fmt.Fprintln(out, `QUEUE is the queue's own setting ("-": it inherits the global one); EFFECTIVE is what the server applies.`)
 				return printQueueSettings(out, q.Settings, q.Effective)
 			})
@@ -328,7 +351,7 @@ func (e *env) queueUpdateCommand() *cobra.Command {
 		Long: "Change some of a queue's settings; the others stay. --inherit drops settings " +
 			"(default_priority, default_max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, " +
 			"max_schedule_horizon_ms, max_length, max_memory_bytes, dead_letter_queue, max_reserved, rate_limit, " +
-			"rate_period_ms, rate_burst, concurrency_key, max_per_key, max_wait_ms, fairness_key) so the queue takes " +
+			"rate_period_ms, rate_burst, concurrency_key, max_per_key, max_wait_ms, fairness_key, tags) so the queue takes " +
 			"the global value again; a reserve limit has none, so it is dropped (as with --max-reserved 0).\n\n" +
 			"The reserve limits take effect at once, on every node: for example\n" +
 			"  sepp queues update invoices --max-reserved 20 --rate-limit 5 --rate-period 1s\n" +

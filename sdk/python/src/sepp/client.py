@@ -736,9 +736,11 @@ class SeppClient:
 
         return await self._call(op, policy, attempt)
 
-    async def list_queues(self, *, stale: bool = False) -> list[QueueStats]:
-        """Every queue's counts."""
-        r = await self._admin("list queues", "ListQueues", apb.ListQueuesRequest(allow_stale=stale))
+    async def list_queues(self, *, stale: bool = False, tags: Sequence[str] = ()) -> list[QueueStats]:
+        """Every queue's counts; with ``tags``, only the queues matching
+        every term: ``"key=value"`` (the tag with that value) or ``"key"``
+        (the tag, any value)."""
+        r = await self._admin("list queues", "ListQueues", apb.ListQueuesRequest(allow_stale=stale, tag=list(tags)))
         return [_queue_stats(q) for q in r.queues]
 
     # -- queues as managed objects ------------------------------------------

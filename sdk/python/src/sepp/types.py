@@ -521,6 +521,8 @@ class QueueStats:
     acked_total: int
     dead_lettered_total: Mapping[DeadLetterCause, int]
     dropped_total: int
+    #: The queue's tags (key/value labels); empty when it has none.
+    tags: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -742,6 +744,13 @@ class QueueSettings:
     rate_burst: Optional[int] = None
     concurrency_key: Optional[str] = None
     max_per_key: Optional[int] = None
+    #: Key/value labels to find the queue by (``list_queues(tags=...)``);
+    #: they change nothing about how it runs. At most 50; a key is 1..128
+    #: bytes of letters, digits, spaces and ``_ . : / = + - @``, a value at
+    #: most 256 bytes. On update None leaves them and a mapping replaces the
+    #: whole set (an empty one drops them, as inherit ``"tags"`` does). Not
+    #: in ``QueueInfo.effective``. Needs the server capability queue_tags.
+    tags: Optional[Mapping[str, str]] = None
 
     def to_proto(self) -> apb.QueueSettings:
         m = apb.QueueSettings()
@@ -760,6 +769,11 @@ class QueueSettings:
                 raise InvalidField("retry_backoff", f'must be "none" or "exponential", got {self.retry_backoff!r}')
             m.retry_backoff = (tpb.RETRY_BACKOFF_EXPONENTIAL if self.retry_backoff == "exponential"
                                else tpb.RETRY_BACKOFF_NONE)
+        if self.tags is not None:
+            # SetInParent: an empty mapping is still present, replacing the
+            # queue's tags with none.
+            m.tags.SetInParent()
+            m.tags.tags.update(self.tags)
         return m
 
     @classmethod
@@ -785,6 +799,7 @@ class QueueSettings:
             rate_burst=m.rate_burst if m.HasField("rate_burst") else None,
             concurrency_key=m.concurrency_key if m.HasField("concurrency_key") else None,
             max_per_key=m.max_per_key if m.HasField("max_per_key") else None,
+            tags=dict(m.tags.tags) if m.HasField("tags") else None,
         )
 
     @classmethod
@@ -800,7 +815,8 @@ class QueueSettings:
 def _queue_stats(q: apb.QueueSummary) -> QueueStats:
     return QueueStats(q.name, q.paused, q.configured, q.scheduled, q.ready, q.reserved, q.dead,
                       q.oldest_ready_age.ToTimedelta(), q.enqueued_total, q.acked_total,
-                      {DeadLetterCause(c.cause): c.count for c in q.dead_lettered_total}, q.dropped_total)
+                      {DeadLetterCause(c.cause): c.count for c in q.dead_lettered_total}, q.dropped_total,
+                      dict(q.tags))
 
 
 @dataclass(frozen=True)

@@ -973,6 +973,10 @@ pub struct QueueLimits {
 pub struct ListQueuesRequest {
     #[prost(bool, tag="1")]
     pub allow_stale: bool,
+    /// Only the queues whose tags match every term: "key=value" (the tag
+    /// with that value; the first '=' splits) or "key" (the tag, any value).
+    #[prost(string, repeated, tag="2")]
+    pub tag: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -1030,6 +1034,9 @@ pub struct QueueSummary {
     /// With a fairness key: the key values whose Ready jobs take turns now.
     #[prost(uint64, tag="140")]
     pub fairness_active_keys: u64,
+    /// The queue's tags (QueueSettings.tags).
+    #[prost(map="string, string", tag="180")]
+    pub tags: ::std::collections::HashMap<::prost::alloc::string::String, ::prost::alloc::string::String>,
 }
 /// DeadLetterCount counts the jobs ever dead-lettered with one cause.
 #[allow(clippy::derive_partial_eq_without_eq)]
@@ -1240,6 +1247,23 @@ pub struct QueueSettings {
     pub concurrency_key: ::core::option::Option<::prost::alloc::string::String>,
     #[prost(uint64, optional, tag="65")]
     pub max_per_key: ::core::option::Option<u64>,
+    /// Key/value labels to find the queue by (ListQueuesRequest.tag); they
+    /// change nothing about how it runs. At most 50; a key is 1..128 bytes of
+    /// letters, digits, spaces and _ . : / = + - @, a value 0..256 bytes of
+    /// UTF-8. On update a set QueueTags replaces the whole set (an empty one
+    /// drops them, as naming tags in inherit does). Needs the capability
+    /// queue_tags.
+    #[prost(message, optional, tag="180")]
+    pub tags: ::core::option::Option<QueueTags>,
+}
+/// QueueTags wraps a queue's tags so an update can tell "replace with
+/// these" (set, maybe empty) from "leave them" (unset): a map has no
+/// presence of its own.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct QueueTags {
+    #[prost(map="string, string", tag="1")]
+    pub tags: ::std::collections::HashMap<::prost::alloc::string::String, ::prost::alloc::string::String>,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -1293,8 +1317,8 @@ pub struct UpdateQueueRequest {
     /// retry_backoff, retry_delay_max_ms, max_schedule_horizon_ms,
     /// max_length, max_memory_bytes, dead_letter_queue, max_reserved,
     /// rate_limit, rate_period_ms, rate_burst, concurrency_key, max_per_key,
-    /// max_wait_ms, fairness_key. A reserve limit has no global value:
-    /// dropping it leaves none.
+    /// max_wait_ms, fairness_key, tags. A reserve limit has no global value:
+    /// dropping it leaves none; nor have tags.
     #[prost(string, repeated, tag="3")]
     pub inherit: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     /// Pause (true) or resume (false); unset leaves it.

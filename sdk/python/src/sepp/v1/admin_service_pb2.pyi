@@ -309,10 +309,12 @@ class ListJobsResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[_types_pb2.Job, _Mapping]]] = ..., next_after_job_id: _Optional[int] = ..., stale: bool = ...) -> None: ...
 
 class ListQueuesRequest(_message.Message):
-    __slots__ = ["allow_stale"]
+    __slots__ = ["allow_stale", "tag"]
     ALLOW_STALE_FIELD_NUMBER: _ClassVar[int]
+    TAG_FIELD_NUMBER: _ClassVar[int]
     allow_stale: bool
-    def __init__(self, allow_stale: bool = ...) -> None: ...
+    tag: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, allow_stale: bool = ..., tag: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListQueuesResponse(_message.Message):
     __slots__ = ["queues", "stale"]
@@ -419,7 +421,7 @@ class PurgeQueueResponse(_message.Message):
     def __init__(self, jobs_removed: _Optional[int] = ..., dead_letters_removed: _Optional[int] = ...) -> None: ...
 
 class QueueSettings(_message.Message):
-    __slots__ = ["concurrency_key", "dead_letter_queue", "default_max_attempts", "default_priority", "fairness_key", "max_length", "max_memory_bytes", "max_per_key", "max_reserved", "max_schedule_horizon_ms", "max_wait_ms", "rate_burst", "rate_limit", "rate_period_ms", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms"]
+    __slots__ = ["concurrency_key", "dead_letter_queue", "default_max_attempts", "default_priority", "fairness_key", "max_length", "max_memory_bytes", "max_per_key", "max_reserved", "max_schedule_horizon_ms", "max_wait_ms", "rate_burst", "rate_limit", "rate_period_ms", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "tags"]
     CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTER_QUEUE_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
@@ -437,6 +439,7 @@ class QueueSettings(_message.Message):
     RETRY_BACKOFF_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAY_MAX_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
     concurrency_key: str
     dead_letter_queue: str
     default_max_attempts: int
@@ -454,10 +457,18 @@ class QueueSettings(_message.Message):
     retry_backoff: _types_pb2.RetryBackoff
     retry_delay_max_ms: int
     retry_delay_ms: int
-    def __init__(self, default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_length: _Optional[int] = ..., max_memory_bytes: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., max_wait_ms: _Optional[int] = ..., fairness_key: _Optional[str] = ..., max_reserved: _Optional[int] = ..., rate_limit: _Optional[int] = ..., rate_period_ms: _Optional[int] = ..., rate_burst: _Optional[int] = ..., concurrency_key: _Optional[str] = ..., max_per_key: _Optional[int] = ...) -> None: ...
+    tags: QueueTags
+    def __init__(self, default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_length: _Optional[int] = ..., max_memory_bytes: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., max_wait_ms: _Optional[int] = ..., fairness_key: _Optional[str] = ..., max_reserved: _Optional[int] = ..., rate_limit: _Optional[int] = ..., rate_period_ms: _Optional[int] = ..., rate_burst: _Optional[int] = ..., concurrency_key: _Optional[str] = ..., max_per_key: _Optional[int] = ..., tags: _Optional[_Union[QueueTags, _Mapping]] = ...) -> None: ...
 
 class QueueSummary(_message.Message):
-    __slots__ = ["acked_total", "configured", "dead", "dead_lettered_total", "dropped_total", "enqueued_total", "fairness_active_keys", "held_by_key", "keys_at_limit", "name", "oldest_ready_age", "paused", "purged_total", "rate_tokens", "ready", "reserved", "scheduled"]
+    __slots__ = ["acked_total", "configured", "dead", "dead_lettered_total", "dropped_total", "enqueued_total", "fairness_active_keys", "held_by_key", "keys_at_limit", "name", "oldest_ready_age", "paused", "purged_total", "rate_tokens", "ready", "reserved", "scheduled", "tags"]
+    class TagsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ACKED_TOTAL_FIELD_NUMBER: _ClassVar[int]
     CONFIGURED_FIELD_NUMBER: _ClassVar[int]
     DEAD_FIELD_NUMBER: _ClassVar[int]
@@ -475,6 +486,7 @@ class QueueSummary(_message.Message):
     READY_FIELD_NUMBER: _ClassVar[int]
     RESERVED_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
     acked_total: int
     configured: bool
     dead: int
@@ -492,7 +504,21 @@ class QueueSummary(_message.Message):
     ready: int
     reserved: int
     scheduled: int
-    def __init__(self, name: _Optional[str] = ..., paused: bool = ..., configured: bool = ..., scheduled: _Optional[int] = ..., ready: _Optional[int] = ..., reserved: _Optional[int] = ..., dead: _Optional[int] = ..., oldest_ready_age: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., enqueued_total: _Optional[int] = ..., acked_total: _Optional[int] = ..., dead_lettered_total: _Optional[_Iterable[_Union[DeadLetterCount, _Mapping]]] = ..., dropped_total: _Optional[int] = ..., rate_tokens: _Optional[int] = ..., keys_at_limit: _Optional[int] = ..., held_by_key: _Optional[int] = ..., purged_total: _Optional[int] = ..., fairness_active_keys: _Optional[int] = ...) -> None: ...
+    tags: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., paused: bool = ..., configured: bool = ..., scheduled: _Optional[int] = ..., ready: _Optional[int] = ..., reserved: _Optional[int] = ..., dead: _Optional[int] = ..., oldest_ready_age: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., enqueued_total: _Optional[int] = ..., acked_total: _Optional[int] = ..., dead_lettered_total: _Optional[_Iterable[_Union[DeadLetterCount, _Mapping]]] = ..., dropped_total: _Optional[int] = ..., rate_tokens: _Optional[int] = ..., keys_at_limit: _Optional[int] = ..., held_by_key: _Optional[int] = ..., purged_total: _Optional[int] = ..., fairness_active_keys: _Optional[int] = ..., tags: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class QueueTags(_message.Message):
+    __slots__ = ["tags"]
+    class TagsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    tags: _containers.ScalarMap[str, str]
+    def __init__(self, tags: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class RedriveSelection(_message.Message):
     __slots__ = ["cause", "failed_after", "failed_before", "job_type", "queue", "reason_contains"]

@@ -65,6 +65,7 @@ export const ScheduleCatchUpNames: readonly ScheduleCatchUpJSON[] = [
 /** sepp.v1.ListQueuesRequest in the protojson mapping. */
 export interface ListQueuesRequestJSON {
   allowStale?: boolean;
+  tag?: string[];
 }
 
 /** sepp.v1.ListQueuesResponse in the protojson mapping. */
@@ -92,6 +93,7 @@ export interface QueueSummaryJSON {
   heldByKey?: string;
   purgedTotal?: string;
   fairnessActiveKeys?: string;
+  tags?: Record<string, string>;
 }
 
 /** sepp.v1.DeadLetterCount in the protojson mapping. */
@@ -221,6 +223,12 @@ export interface QueueSettingsJSON {
   rateBurst?: string;
   concurrencyKey?: string;
   maxPerKey?: string;
+  tags?: QueueTagsJSON;
+}
+
+/** sepp.v1.QueueTags in the protojson mapping. */
+export interface QueueTagsJSON {
+  tags?: Record<string, string>;
 }
 
 /** sepp.v1.GetQueueRequest in the protojson mapping. */
