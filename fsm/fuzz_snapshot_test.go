@@ -60,7 +60,7 @@ func seedPayloadSectionSnapshot(tb testing.TB) []byte {
 	}
 	defer func() { _ = f.Close() }()
 	cmds := stamped(t0,
-		SetNodeCommand(NodeMeta{ID: "n1", RaftAddr: "127.0.0.1:1", MaxCommandVersion: payloadSectionCommandVersion}),
+		SetNodeCommand(NodeMeta{ID: "n1", RaftAddr: "127.0.0.1:1", MaxCommandVersion: CommandVersionSnapshotPayloads}),
 		EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("one")}),
 		EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("two")}),
 		EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t"}),

@@ -75,7 +75,7 @@ func BenchmarkSnapshotPayloads(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			f := benchFSM(b, strings.TrimSuffix(mode, "-section"))
 			if mode == "store-section" {
-				f.nodes["n1"] = NodeMeta{ID: "n1", MaxCommandVersion: payloadSectionCommandVersion}
+				f.nodes["n1"] = NodeMeta{ID: "n1", MaxCommandVersion: CommandVersionSnapshotPayloads}
 			}
 			fillWaiting(b, f, jobs, 256)
 			var persist time.Duration

@@ -58,13 +58,6 @@ const (
 	// maxSnapshotMetaBytes bounds the meta section (a member list and a time),
 	// so that a corrupt length cannot make Restore allocate gigabytes.
 	maxSnapshotMetaBytes = 16 << 20
-	// payloadSectionCommandVersion is the command version whose binaries
-	// all restore format 2: a member applying it runs a binary that has
-	// this code (version 18 is queue tags, which a binary may have without
-	// it). Until every member applies it, a node writes format 1, which a
-	// follower of an older binary installs and a node rolled back to one
-	// restarts from: an older binary refuses format 2.
-	payloadSectionCommandVersion = 19
 )
 
 // ErrSnapshot wraps every reason a snapshot stream is rejected.
@@ -146,7 +139,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 }
 
 // writesPayloadSectionLocked reports whether a snapshot is written in
-// format 2: every member applies payloadSectionCommandVersion. A pure
+// format 2: every member applies CommandVersionSnapshotPayloads. A pure
 // function of the replicated member list, as every byte a snapshot holds
 // is a function of the log. No member known (a state machine outside a
 // cluster, tests): format 1, as before.
@@ -155,7 +148,7 @@ func (f *FSM) writesPayloadSectionLocked() bool {
 		return false
 	}
 	for _, n := range f.nodes {
-		if !n.AppliesCommandVersion(payloadSectionCommandVersion) {
+		if !n.AppliesCommandVersion(CommandVersionSnapshotPayloads) {
 			return false
 		}
 	}

@@ -15,11 +15,11 @@ import (
 // (v2) or one member's binary that does not (v1).
 func joinMembers(r *logRecorder, f *FSM, v2 bool) {
 	r.t.Helper()
-	version := uint32(payloadSectionCommandVersion)
+	version := uint32(CommandVersionSnapshotPayloads)
 	for i := range 3 {
 		v := version
 		if !v2 && i == 2 {
-			v = payloadSectionCommandVersion - 1
+			v = CommandVersionSnapshotPayloads - 1
 		}
 		r.apply(f, SetNodeCommand(NodeMeta{ID: fmt.Sprint("n", i), RaftAddr: fmt.Sprint("127.0.0.1:", 7000+i), MaxCommandVersion: v}))
 	}

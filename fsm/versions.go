@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -48,6 +49,8 @@ const (
 	CommandVersionPayloadsOffHeap    = 16
 	CommandVersionTraceContext       = 17
 	CommandVersionQueueTags          = 18
+	// CommandVersionSnapshotPayloads = 19: a capability row (below).
+	CommandVersionSnapshotPayloads = 19
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -61,6 +64,17 @@ type commandVersionRow struct {
 	ops     []protoreflect.Name
 	adds    string
 }
+
+// capabilityVersions are the rows no command carries: each says that the
+// binary reads something besides the log, which the others must not send
+// it before it can (a snapshot format). Members report it like any other
+// version, and the code that needs it asks whether every member applies
+// it (NodeMeta.AppliesCommandVersion); a command stamped with one would be
+// a bug (TestVersionTable_OneDeclaration).
+var capabilityVersions = []uint32{CommandVersionSnapshotPayloads}
+
+// isCapability reports whether version v is a capability row.
+func isCapability(v uint32) bool { return slices.Contains(capabilityVersions, v) }
 
 // commandVersions is the table, one row per version, in order.
 var commandVersions = [...]commandVersionRow{
@@ -100,6 +114,8 @@ var commandVersions = [...]commandVersionRow{
 		"an enqueue (single or batch) with an item that carries a W3C trace context (engine/trace.go): an older binary would drop the field, and its state, snapshot and answers would differ from the others'; until every member applies it the leader proposes enqueues without their trace contexts (cluster)"},
 	{CommandVersionQueueTags, "queue_tags", nil,
 		"a QueueCreate, QueueUpdate or ConfigSet that sets a queue's tags, or a QueueUpdate that names tags in inherit (engine/tags.go): an older binary drops the field and refuses the key, so its state, snapshot and answers would differ from the others'"},
+	{CommandVersionSnapshotPayloads, "snapshot_payload_section", nil,
+		"a capability, no command: the binary restores snapshot format 2, whose payloads follow the engine's part (snapshot.go), written off the apply path; a node writes format 2 only once every member applies this version, since an older binary refuses it"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -165,6 +181,8 @@ var (
 	FeaturePayloadsOffHeap    = mustFeature(CommandVersionPayloadsOffHeap)
 	FeatureTraceContext       = mustFeature(CommandVersionTraceContext)
 	FeatureQueueTags          = mustFeature(CommandVersionQueueTags)
+	// FeatureSnapshotPayloads: snapshot format 2 (a capability row).
+	FeatureSnapshotPayloads = mustFeature(CommandVersionSnapshotPayloads)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

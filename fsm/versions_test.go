@@ -225,7 +225,10 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		stamped[tc.cmd.GetVersion()] = true
 	}
 	for _, r := range commandVersions {
-		if !stamped[r.version] {
+		switch {
+		case isCapability(r.version) && stamped[r.version]:
+			t.Errorf("a builder stamps version %d (%s), a capability no command carries", r.version, r.feature)
+		case !isCapability(r.version) && !stamped[r.version]:
 			t.Errorf("no builder stamps version %d (%s): a row no command carries, or a missing case here", r.version, r.feature)
 		}
 	}
@@ -238,8 +241,14 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 // constant is declared outside versions.go.
 func TestVersionTable_OneDeclaration(t *testing.T) {
 	tableConsts := map[string]uint32{}
+	capabilities := map[string]bool{}
 	for _, r := range commandVersions {
-		tableConsts[versionConstName(t, r.version)] = r.version
+		name := versionConstName(t, r.version)
+		if isCapability(r.version) {
+			capabilities[name] = true
+			continue
+		}
+		tableConsts[name] = r.version
 	}
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -270,9 +279,16 @@ func TestVersionTable_OneDeclaration(t *testing.T) {
 			case *ast.CallExpr:
 				return
 			}
+			if id, ok := e.(*ast.Ident); ok && capabilities[id.Name] {
+				t.Errorf("%s: %s stamps %s, a capability no command carries", fset.Position(e.Pos()), where, id.Name)
+				return
+			}
 			t.Errorf("%s: %s sets a command version from %s, not from a constant of the table (versions.go)", fset.Position(e.Pos()), where, exprString(e))
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && capabilities[id.Name] && path != "versions.go" {
+				used[id.Name] = true // a capability is asked for, never stamped
+			}
 			switch x := n.(type) {
 			case *ast.GenDecl:
 				if x.Tok != token.CONST || path == "versions.go" {
@@ -322,6 +338,11 @@ func TestVersionTable_OneDeclaration(t *testing.T) {
 	for name, v := range tableConsts {
 		if !used[name] {
 			t.Errorf("%s (version %d) is stamped nowhere outside versions.go", name, v)
+		}
+	}
+	for name := range capabilities {
+		if !used[name] {
+			t.Errorf("%s, a capability, is asked for nowhere outside versions.go", name)
 		}
 	}
 }
