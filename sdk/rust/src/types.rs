@@ -558,7 +558,7 @@ pub struct DeadLetterRecord {
 
 /// What [`SeppClient::wait_job`](crate::SeppClient::wait_job) answers: the
 /// job and, once terminal, how it ended.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobOutcome {
     pub job: Job,
     /// True once the job completed or died.
