@@ -79,7 +79,7 @@ test("unique: a repeat returns the holder as a duplicate; refuse rejects with Un
   assert.notEqual(freed.jobId, first.jobId);
 });
 
-test("unique: completedForMs holds the key after the ack; the duplicate's state is then unspecified", async () => {
+test("unique: completedForMs holds the key after the ack; the duplicate's state is then completed", async () => {
   const q = "uniq-completed";
   const req = { queue: q, jobType: "digest", unique: { key: "digest-1", completedForMs: 600_000 } };
   const first = await client.enqueue(req);
@@ -89,7 +89,7 @@ test("unique: completedForMs holds the key after the ack; the duplicate's state 
   const again = await client.enqueue(req);
   assert.equal(again.duplicate, true);
   assert.equal(again.jobId, first.jobId);
-  assert.equal(again.state, "unspecified");
+  assert.equal(again.state, "completed");
 });
 
 test("unique and ttl: bad options are refused client-side (and by the server) naming the field", async () => {
