@@ -45,8 +45,19 @@ func TestCluster_ScheduleFiresEachTickOnceAcrossFailover(t *testing.T) {
 	before := fired(t, nl)
 	waitFired(t, nl, before+3)
 	c.Restart(li)
-	if _, err := nl.Propose(ctx, engine.SetSchedulePausedOp{Name: p.Name, Paused: true}); err != nil {
-		t.Fatal(err)
+	// Leadership may move again around the restart (two candidates after
+	// the kill, one deposed by the other's term): pause through whichever
+	// node leads when asked.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		cur := c.Node(c.WaitLeader())
+		_, err := cur.Propose(ctx, engine.SetSchedulePausedOp{Name: p.Name, Paused: true})
+		if err == nil {
+			nl = cur
+			break
+		}
+		if !errors.Is(err, cluster.ErrNotLeader) && !errors.Is(err, cluster.ErrNoLeader) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
 	c.RequireSameDigest()
 
