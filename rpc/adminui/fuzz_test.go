@@ -334,8 +334,16 @@ func TestFuzzHandlersCorpus(t *testing.T) {
 		want[fmt.Sprintf("seed_%02d", i)] = corpusFile(in)
 	}
 	if *updateFuzzCorpus {
-		if err := os.RemoveAll(dir); err != nil {
+		// Only the seeds are rewritten: the regression_* inputs the fuzzer
+		// found stay.
+		old, err := filepath.Glob(filepath.Join(dir, "seed_*"))
+		if err != nil {
 			t.Fatal(err)
+		}
+		for _, f := range old {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
