@@ -34,6 +34,7 @@ FUZZTIME  ?= 20s
 # FuzzRestoreSnapshot ran 4 inputs in 8s; with 50x, ~8000 in 12s).
 FUZZMINIMIZE ?= 100x
 BENCHTIME ?= 1s
+BENCHFLAGS ?=
 # make bench-ab: the git revision to compare the working tree with, the
 # rounds of each, and flags for sepp bench.
 OLD         ?= HEAD~1
@@ -243,8 +244,8 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; a count such as 2
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzFind$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./cgroupmem
 
 .PHONY: bench
-bench: ## Go benchmarks of the hot paths with allocation counts.
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./engine/... ./fsm/...
+bench: ## Go benchmarks of the hot paths with allocation counts (BENCHFLAGS=-short: backlogs a hundredth the size, CI's check that each still runs).
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(BENCHFLAGS) ./engine/... ./fsm/...
 
 .PHONY: bench-ab
 bench-ab: ## sepp bench alternately with OLD (a git rev) and the working tree, ROUNDS times; means side by side (BENCH_FLAGS passes flags).

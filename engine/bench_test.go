@@ -21,6 +21,27 @@ import (
 
 const waiting = 1_000_000
 
+// skipMillionUnderShort skips the sizes of a million waiting jobs and up
+// under -short (the O(log n) figures need them; CI's one-iteration check
+// that the benchmark runs does not).
+func skipMillionUnderShort(b *testing.B, n int) {
+	b.Helper()
+	if testing.Short() && n >= waiting {
+		b.Skipf("%d waiting jobs: skipped under -short", n)
+	}
+}
+
+// benchBacklog is the waiting jobs a benchmark fills before it measures: a
+// million, or a hundredth of it under -short, which CI uses to check at one
+// iteration that every benchmark still runs (make bench BENCHFLAGS=-short),
+// where filling a million jobs per benchmark would cost a minute.
+func benchBacklog() int {
+	if testing.Short() {
+		return waiting / 100
+	}
+	return waiting
+}
+
 // cpuTimer reports the process CPU time (all threads, the GC's included) per
 // op next to ns/op: on a shared, loaded machine wall time per op says more
 // about the neighbours than about the engine.
@@ -53,7 +74,7 @@ func prefilled(tb testing.TB, mutate ...func(*engine.Config)) (*engine.Engine, t
 	tb.Helper()
 	e := et.New(tb, mutate...)
 	now := et.Epoch
-	for range waiting {
+	for range benchBacklog() {
 		if _, err := e.Enqueue(now, engine.EnqueueParams{Queue: "q", JobType: "work", Payload: payload100}); err != nil {
 			tb.Fatal(err)
 		}
@@ -154,7 +175,7 @@ func BenchmarkPromote(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for range waiting {
+	for range benchBacklog() {
 		if _, err := e.Enqueue(start, engine.EnqueueParams{Queue: "q", JobType: "work", Payload: payload100}); err != nil {
 			b.Fatal(err)
 		}
@@ -188,14 +209,14 @@ func TestMemoryPerJob(t *testing.T) {
 	runtime.KeepAlive(e)
 }
 
-// snapshotOfWaiting is the snapshot of a million waiting 100-byte jobs, each
+// snapshotOfWaiting is the snapshot of a million (benchBacklog) waiting 100-byte jobs, each
 // enqueued with a 32-character idempotency key as the Go client sends, so
 // the key table is part of the state as it is on a server.
 func snapshotOfWaiting(tb testing.TB) []byte {
 	tb.Helper()
 	e := engine.New(engine.DefaultConfig())
 	now := et.Epoch
-	for i := range waiting {
+	for i := range benchBacklog() {
 		p := engine.EnqueueParams{Queue: "bench.recovery.1796004621867132920", JobType: "bench", Payload: payload100,
 			IdempotencyKey: fmt.Sprintf("%032x", i)}
 		if _, err := e.Enqueue(now, p); err != nil {

@@ -37,6 +37,7 @@ func BenchmarkEnqueueReserveAckFair(b *testing.B) {
 		}
 		for _, n := range sizes {
 			b.Run(fmt.Sprintf("keys=%d/waiting=%d", k, n), func(b *testing.B) {
+				skipMillionUnderShort(b, n)
 				e := et.New(b, et.WithQueue(q))
 				now := et.Epoch
 				for i := range n {

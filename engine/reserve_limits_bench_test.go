@@ -21,6 +21,7 @@ func BenchmarkEnqueueReserveAckLimited(b *testing.B) {
 	}
 	for _, n := range []int{10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprint("waiting=", n), func(b *testing.B) {
+			skipMillionUnderShort(b, n)
 			e := et.New(b, et.WithQueue(limited))
 			now := et.Epoch
 			for i := range n {
@@ -58,6 +59,7 @@ func BenchmarkReserveAckHotKey(b *testing.B) {
 	hot := map[string]string{"customer": "hot"}
 	for _, n := range []int{10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprint("waiting=", n), func(b *testing.B) {
+			skipMillionUnderShort(b, n)
 			e := et.New(b, et.WithQueue(engine.QueueConfig{Name: "q", ConcurrencyKey: "customer", MaxPerKey: 1}))
 			now := et.Epoch
 			for range n + b.N {

@@ -273,7 +273,11 @@ func BenchmarkVerifyLogEntry(b *testing.B) {
 //
 //	go test ./fsm -run '^$' -bench ReplayMillion -benchmem -benchtime 2x
 func BenchmarkReplayMillion(b *testing.B) {
-	const jobs, perEntry = 1_000_000, 128
+	const perEntry = 128
+	jobs := 1_000_000
+	if testing.Short() { // CI's one-iteration check that it runs (make bench BENCHFLAGS=-short)
+		jobs /= 100
+	}
 	payload := make([]byte, 100)
 	var logs []*raft.Log
 	for i := 0; i < jobs; i += perEntry {

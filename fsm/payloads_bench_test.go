@@ -68,7 +68,7 @@ func BenchmarkApplyEnqueueBatchPayloads(b *testing.B) {
 //
 //	go test -run '^$' -bench 'SnapshotPayloads' -benchtime 3x ./fsm/
 func BenchmarkSnapshotPayloads(b *testing.B) {
-	const jobs = 200_000
+	jobs := shortBench(200_000)
 	// store-section: the store with every member restoring format 2, so
 	// the capture writes payload lengths and the bodies go to Persist.
 	for _, mode := range append(payloadModes, "store-section") {
@@ -114,7 +114,7 @@ func (discardSink) Close() error                { return nil }
 //
 //	go test -run '^$' -bench 'RestorePayloads' -benchtime 2x ./fsm/
 func BenchmarkRestorePayloads(b *testing.B) {
-	const jobs = 200_000
+	jobs := shortBench(200_000)
 	src := benchFSM(b, "heap")
 	fillWaiting(b, src, jobs, 1024)
 	data := snapshotBytes(b, src)
@@ -194,4 +194,14 @@ func BenchmarkReserveAckAtBacklog(b *testing.B) {
 			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "jobs/s")
 		})
 	}
+}
+
+// shortBench is n, or a hundredth of it under -short: CI runs every
+// benchmark once that way to check that it still runs (make bench
+// BENCHFLAGS=-short), not to measure.
+func shortBench(n int) int {
+	if testing.Short() {
+		return n / 100
+	}
+	return n
 }
