@@ -210,7 +210,7 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	if len(p.Custom) > 0 {
 		custom = maps.Clone(p.Custom)
 	}
-	j := e.addJob(q, q.internJobType(p.JobType), p.Payload, prio, maxAttempts, custom, due)
+	j := e.addJob(q, p.JobType, p.Payload, prio, maxAttempts, custom, due)
 	if deadline != 0 {
 		e.setDeadline(j, deadline)
 	}
@@ -238,17 +238,17 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 
 // addJob creates a job with the next id: Scheduled until due when due is
 // set, else Ready.
-func (e *Engine) addJob(q *queue, jobType *string, payload []byte, prio uint8, maxAttempts uint32, custom map[string]string, due int64) *job {
+func (e *Engine) addJob(q *queue, jobType string, payload []byte, prio uint8, maxAttempts uint32, custom map[string]string, due int64) *job {
 	j := &job{
 		id:          JobID(e.nextID),
 		q:           q,
-		jobType:     jobType,
 		enqueuedAt:  e.now,
 		heapIdx:     -1,
 		maxAttempts: maxAttempts,
 		priority:    prio,
 	}
 	e.nextID++
+	j.setJobType(jobType)
 	e.putPayload(j, payload)
 	if custom != nil {
 		j.extension().custom = custom

@@ -20,7 +20,7 @@ func (e *Engine) viewWithoutPayload(j *job) Job {
 	v := Job{
 		ID:          j.id,
 		Queue:       j.q.name,
-		JobType:     *j.jobType,
+		JobType:     j.jobType(),
 		Priority:    uint32(j.priority),
 		State:       j.state,
 		EnqueuedAt:  fromNanos(j.enqueuedAt),

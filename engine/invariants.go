@@ -70,8 +70,6 @@ func (e *Engine) CheckInvariants() error {
 			return fmt.Errorf("job %d: attempt %d above max attempts %d", j.id, j.attempt, j.maxAttempts)
 		case j.priority > MaxPriority:
 			return fmt.Errorf("job %d: priority %d", j.id, j.priority)
-		case j.state != StateReserved && j.lease != 0:
-			return fmt.Errorf("job %d: %v with lease %d", j.id, j.state, j.lease)
 		case j.state != StateScheduled && j.flags&flagRetryWait != 0:
 			return fmt.Errorf("job %d: %v marked as waiting for a retry", j.id, j.state)
 		case j.state != StateReady && j.flags&flagInRing != 0:
@@ -153,10 +151,17 @@ func (e *Engine) CheckInvariants() error {
 	if err := checkHeap(&e.leases); err != nil {
 		return fmt.Errorf("leases: %w", err)
 	}
-	for _, j := range e.leases.items {
+	if len(e.leases.tokens) != len(e.leases.items) {
+		return fmt.Errorf("leases: %d tokens for %d jobs", len(e.leases.tokens), len(e.leases.items))
+	}
+	for i, j := range e.leases.items {
 		mark(j, whereLeases)
-		if j.state != StateReserved || j.due == 0 || j.lease == 0 || uint64(j.lease) >= e.nextLease || j.attempt < 1 {
-			return fmt.Errorf("job %d: leased but %v deadline %d lease %d attempt %d", j.id, j.state, j.due, j.lease, j.attempt)
+		// A job is Reserved exactly while it is here, so its heap
+		// position finds its token (Engine.leaseOf); a stale position
+		// would hand out another job's lease.
+		lease := e.leases.tokens[i]
+		if j.state != StateReserved || int(j.heapIdx) != i || j.due == 0 || lease == 0 || uint64(lease) >= e.nextLease || j.attempt < 1 {
+			return fmt.Errorf("job %d: leased but %v at %d of %d deadline %d lease %d attempt %d", j.id, j.state, j.heapIdx, i, j.due, lease, j.attempt)
 		}
 		got[j.q].reserved++
 	}

@@ -130,7 +130,7 @@ func (e *Engine) jobHeld(j *job) int64 {
 // that changes the content but not the payload charges the difference of
 // two jobCharge, the same wherever the payload lives.
 func jobCharge(j *job) int64 {
-	n := int64(jobOverhead) + int64(len(*j.jobType))
+	n := int64(jobOverhead) + int64(len(j.jobType()))
 	if x := j.ext; x != nil && (x.scheduledAt != 0 || x.lastReason != "" || len(x.custom) > 0 || len(x.history) > 0 || x.uniqueKey != "" || x.origin != nil || x.expiresAt != 0 || x.trace != nil) {
 		n += extOverhead + customCharge(x.custom) + int64(len(x.lastReason)) + int64(len(x.uniqueKey))
 		for i := range x.history {
