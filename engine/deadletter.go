@@ -375,7 +375,7 @@ func (e *Engine) DeadLetterJobs(now time.Time, ids []JobID, reason string) []Ite
 	out := make([]ItemResult, len(ids))
 	for i, id := range ids {
 		out[i].JobID = id
-		j := e.jobs.get(id)
+		j := e.jobForChange(id)
 		switch {
 		case j == nil && e.dead[id] != nil:
 			out[i].Err = fmt.Errorf("job %d is already dead-lettered: %w", id, ErrWrongState)

@@ -22,6 +22,11 @@ type Engine struct {
 	workers map[JobID]string // worker id of a Reserved job, when it gave one
 	sched   jobHeap          // Scheduled jobs by (due, id)
 	leases  jobHeap          // Reserved jobs by (lease deadline, id)
+	// nCompact counts the compact jobs (compact.go), held in their levels'
+	// compact rings and not in jobs.
+	nCompact int
+	// compactOff keeps every job as a *job (HoldEveryJobFull, tests).
+	compactOff bool
 
 	dead               map[JobID]*deadRecord
 	deadHead, deadTail *deadRecord

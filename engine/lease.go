@@ -71,9 +71,8 @@ func (e *Engine) reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
 	deadline := addSat(e.now, lease)
 	out := make([]Delivery, 0, min(n, q.nReady))
 	for prio := MaxPriority; prio >= 0 && len(out) < n; prio-- {
-		level := &q.ready[prio]
 		for len(out) < n {
-			j := level.pop()
+			j := e.popReady(q, prio)
 			if j == nil {
 				break
 			}

@@ -230,7 +230,7 @@ func (e *Engine) recount() {
 	for _, q := range e.queues {
 		q.held = 0
 	}
-	e.jobs.each(func(j *job) bool {
+	e.eachJob(func(j *job) bool {
 		e.charge(j.q, e.jobHeld(j))
 		return true
 	})
@@ -266,7 +266,7 @@ func (e *Engine) recount() {
 // incremental counts (CheckInvariants).
 func (e *Engine) checkMemoryCounts() error {
 	perQueue := make(map[*queue]int64, len(e.queues))
-	e.jobs.each(func(j *job) bool {
+	e.eachJob(func(j *job) bool {
 		perQueue[j.q] += e.jobHeld(j)
 		return true
 	})
@@ -307,7 +307,7 @@ func (e *Engine) checkMemoryCounts() error {
 		return fmt.Errorf("engine counts %d held bytes, holds %d", e.held, total)
 	}
 	var disk int64
-	e.jobs.each(func(j *job) bool {
+	e.eachJob(func(j *job) bool {
 		disk += int64(j.payloadLen)
 		return true
 	})

@@ -181,8 +181,8 @@ func (e *Engine) encode(c *encoder) {
 		}
 	}
 
-	c.uvarint(uint64(e.jobs.len()))
-	e.jobs.each(func(j *job) bool { // in id order
+	c.uvarint(uint64(e.liveJobs()))
+	e.eachJob(func(j *job) bool { // in id order
 		e.encodeJob(c, j, qindex, v7)
 		return c.err == nil
 	})
@@ -446,6 +446,13 @@ func (e *Engine) RestoreWith(r io.Reader, o SnapshotOptions) error {
 	}
 	if err := tr.check(); err != nil {
 		return fmt.Errorf("engine restore: %w: %w", ErrCorruptSnapshot, err)
+	}
+	if o.PayloadLengths {
+		// LoadPayload's lookups by id come next, one per job: they find
+		// a job in the job index in O(1), a compact one by a search of
+		// the levels. PayloadsLoaded files them compact after.
+	} else {
+		fresh.compactAll() // once every section has filled the jobs in
 	}
 	if err := fresh.CheckInvariants(); err != nil {
 		return fmt.Errorf("engine restore: %w: %w", ErrCorruptSnapshot, err)

@@ -231,13 +231,17 @@ type readyLevel struct {
 	live    int // live jobs in ring
 	returns jobHeap
 	fair    *fairLevel
+	// compact holds the level's compact jobs (compact.go) in id order,
+	// nCompact of its entries live; only on a level without fairness.
+	compact  chunkFIFO[readyEntry]
+	nCompact int
 }
 
 func (r *readyLevel) len() int {
 	if r.fair != nil {
 		return r.fair.n
 	}
-	return r.live + r.returns.Len()
+	return r.live + r.returns.Len() + r.nCompact
 }
 
 func (r *readyLevel) push(j *job) {
@@ -358,6 +362,16 @@ func (d *deque[T]) PushBack(v T) {
 	}
 	d.buf[(d.head+d.n)&(len(d.buf)-1)] = v
 	d.n++
+}
+
+// PopBack removes the last element (no shrink: the next push refills it).
+func (d *deque[T]) PopBack() T {
+	var zero T
+	i := (d.head + d.n - 1) & (len(d.buf) - 1)
+	v := d.buf[i]
+	d.buf[i] = zero
+	d.n--
+	return v
 }
 
 func (d *deque[T]) PopFront() T {
@@ -563,6 +577,11 @@ func (h *reservationHeap) Pop() any {
 type jobIndex struct {
 	pages map[uint64]*idPage
 	n     int
+	// spare is the last page freed (all nil), kept for the next page
+	// needed: with compact jobs (compact.go) outside the index, a page may
+	// hold a single reserved job at a time, and reserve and ack would
+	// otherwise allocate and free a 4 KiB page each.
+	spare *idPage
 }
 
 const (
@@ -592,7 +611,11 @@ func (x *jobIndex) set(j *job) {
 		if x.pages == nil {
 			x.pages = make(map[uint64]*idPage)
 		}
-		page = &idPage{}
+		page = x.spare
+		x.spare = nil
+		if page == nil {
+			page = &idPage{}
+		}
 		x.pages[pn] = page
 	}
 	page.slots[uint64(j.id)&(idPageSize-1)] = j
@@ -608,6 +631,7 @@ func (x *jobIndex) del(id JobID) {
 	x.n--
 	if page.n == 0 {
 		delete(x.pages, pn)
+		x.spare = page // every slot is nil again
 	}
 }
 
