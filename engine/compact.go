@@ -70,6 +70,7 @@ func (e *Engine) compactify(j *job) bool {
 	r.compact.PushBack(readyEntry{id: j.id, enqueuedAt: j.enqueuedAt, payloadLen: j.payloadLen, maxAttempts: uint16(j.maxAttempts), typ: j.typ})
 	r.nCompact++
 	e.nCompact++
+	e.spareJob = j
 	return true
 }
 
@@ -87,6 +88,30 @@ func viewOf(q *queue, prio int, ent *readyEntry) *job {
 		priority:    uint8(prio),
 		state:       StateReady,
 	}
+}
+
+// convert builds the *job a compact entry of q's level prio becomes,
+// reusing the one compactify last let go (a fresh job's, referenced
+// nowhere since): with compact jobs, an enqueue, reserve and ack cycle
+// would otherwise allocate a job struct twice.
+func (e *Engine) convert(q *queue, prio int, ent *readyEntry) *job {
+	j := e.spareJob
+	if j == nil {
+		return viewOf(q, prio, ent)
+	}
+	e.spareJob = nil
+	*j = job{
+		id:          ent.id,
+		q:           q,
+		enqueuedAt:  ent.enqueuedAt,
+		heapIdx:     -1,
+		maxAttempts: uint32(ent.maxAttempts),
+		payloadLen:  ent.payloadLen,
+		typ:         ent.typ,
+		priority:    uint8(prio),
+		state:       StateReady,
+	}
+	return j
 }
 
 // dropCompactTombstones removes removed entries at the compact ring's front.
@@ -130,7 +155,7 @@ func (e *Engine) popReady(q *queue, prio int) *job {
 		r.dropCompactTombstones()
 		ent := r.compact.ptr(0)
 		if next := r.peek(); next == nil || ent.id < next.id {
-			j := viewOf(q, prio, ent)
+			j := e.convert(q, prio, ent)
 			r.compact.PopFront()
 			r.nCompact--
 			e.nCompact--
@@ -210,7 +235,7 @@ func (e *Engine) jobForChange(id JobID) *job {
 	}
 	r := &q.ready[prio]
 	ent := r.compact.ptr(i)
-	j := viewOf(q, prio, ent)
+	j := e.convert(q, prio, ent)
 	ent.maxAttempts = 0 // a tombstone
 	r.nCompact--
 	e.nCompact--
@@ -228,7 +253,7 @@ func (e *Engine) materializeQueue(q *queue) {
 		for r.nCompact > 0 {
 			r.dropCompactTombstones()
 			ent := r.compact.ptr(0)
-			j := viewOf(q, prio, ent)
+			j := e.convert(q, prio, ent)
 			r.compact.PopFront()
 			r.nCompact--
 			e.nCompact--

@@ -27,6 +27,9 @@ type Engine struct {
 	nCompact int
 	// compactOff keeps every job as a *job (HoldEveryJobFull, tests).
 	compactOff bool
+	// spareJob is the struct of the job compactify last made compact,
+	// referenced nowhere, for the next conversion (compact.go). Not state.
+	spareJob *job
 
 	dead               map[JobID]*deadRecord
 	deadHead, deadTail *deadRecord
