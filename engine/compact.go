@@ -77,7 +77,14 @@ func (e *Engine) compactify(j *job) bool {
 // viewOf builds the *job of a compact entry of q's level prio, filed
 // nowhere.
 func viewOf(q *queue, prio int, ent *readyEntry) *job {
-	return &job{
+	j := new(job)
+	fillView(j, q, prio, ent)
+	return j
+}
+
+// fillView makes j the job of a compact entry of q's level prio.
+func fillView(j *job, q *queue, prio int, ent *readyEntry) {
+	*j = job{
 		id:          ent.id,
 		q:           q,
 		enqueuedAt:  ent.enqueuedAt,
@@ -97,20 +104,10 @@ func viewOf(q *queue, prio int, ent *readyEntry) *job {
 func (e *Engine) convert(q *queue, prio int, ent *readyEntry) *job {
 	j := e.spareJob
 	if j == nil {
-		return viewOf(q, prio, ent)
+		j = new(job)
 	}
 	e.spareJob = nil
-	*j = job{
-		id:          ent.id,
-		q:           q,
-		enqueuedAt:  ent.enqueuedAt,
-		heapIdx:     -1,
-		maxAttempts: uint32(ent.maxAttempts),
-		payloadLen:  ent.payloadLen,
-		typ:         ent.typ,
-		priority:    uint8(prio),
-		state:       StateReady,
-	}
+	fillView(j, q, prio, ent)
 	return j
 }
 
@@ -337,8 +334,10 @@ func (c *compactCursor) skipDead() bool {
 	return false
 }
 
-// eachJob calls fn for every live job in id order, compact ones as views
-// (fresh, so fn may keep them), until fn returns false.
+// eachJob calls fn for every live job in id order, compact ones as a
+// view, until fn returns false. The view is one struct refilled for each
+// compact job, so that a walk over millions of them (a snapshot, a digest,
+// the invariants) leaves no garbage: fn must not keep the pointer.
 func (e *Engine) eachJob(fn func(*job) bool) {
 	if e.nCompact == 0 {
 		e.jobs.each(fn)
@@ -354,6 +353,7 @@ func (e *Engine) eachJob(fn func(*job) bool) {
 		}
 	}
 	heap.Init(&h)
+	var view job
 	// emitUpTo yields the compact jobs below limit (all when limit is 0).
 	emitUpTo := func(limit JobID) bool {
 		for len(h) > 0 {
@@ -362,7 +362,8 @@ func (e *Engine) eachJob(fn func(*job) bool) {
 			if limit != 0 && ent.id >= limit {
 				return true
 			}
-			if !fn(viewOf(c.q, c.prio, ent)) {
+			fillView(&view, c.q, c.prio, ent)
+			if !fn(&view) {
 				return false
 			}
 			c.i++
