@@ -53,7 +53,7 @@ func (e *Engine) attemptOf(j *job) attemptRecord {
 	r := attemptRecord{attempt: j.attempt, worker: e.workers[j.id]}
 	if e.recordFields {
 		r.startedAt = e.started[j.id]
-		r.lease = j.lease
+		r.lease = e.leaseOf(j)
 	}
 	return r
 }

@@ -204,7 +204,7 @@ func (e *Engine) forward(j *job, cause Cause) {
 	}
 	if e.recordFields {
 		// Custom keys as they arrived; the origin in the copy's own fields.
-		fj := e.addJob(dq, dq.internJobType(*j.jobType), e.payloadOf(j), prio, maxAttempts, custom, 0)
+		fj := e.addJob(dq, j.jobType(), e.payloadOf(j), prio, maxAttempts, custom, 0)
 		before := jobCharge(fj)
 		fj.extension().origin = &jobOrigin{queue: j.q.name, jobID: j.id, cause: cause, failedAt: e.now, lastReason: lastReason, finalAttempt: j.attempt}
 		e.charge(dq, jobCharge(fj)-before)
@@ -216,7 +216,7 @@ func (e *Engine) forward(j *job, cause Cause) {
 	custom[FieldCause] = cause.String()
 	custom[FieldLastReason] = lastReason
 	custom[FieldFinalAttempt] = strconv.FormatUint(uint64(j.attempt), 10)
-	fj := e.addJob(dq, dq.internJobType(*j.jobType), e.payloadOf(j), prio, maxAttempts, custom, 0)
+	fj := e.addJob(dq, j.jobType(), e.payloadOf(j), prio, maxAttempts, custom, 0)
 	e.setTrace(fj, traceOf(j))
 }
 
@@ -375,7 +375,7 @@ func (e *Engine) DeadLetterJobs(now time.Time, ids []JobID, reason string) []Ite
 	out := make([]ItemResult, len(ids))
 	for i, id := range ids {
 		out[i].JobID = id
-		j := e.jobs.get(id)
+		j := e.jobForChange(id)
 		switch {
 		case j == nil && e.dead[id] != nil:
 			out[i].Err = fmt.Errorf("job %d is already dead-lettered: %w", id, ErrWrongState)

@@ -22,6 +22,14 @@ type Engine struct {
 	workers map[JobID]string // worker id of a Reserved job, when it gave one
 	sched   jobHeap          // Scheduled jobs by (due, id)
 	leases  jobHeap          // Reserved jobs by (lease deadline, id)
+	// nCompact counts the compact jobs (compact.go), held in their levels'
+	// compact rings and not in jobs.
+	nCompact int
+	// compactOff keeps every job as a *job (HoldEveryJobFull, tests).
+	compactOff bool
+	// spareJob is the struct of the job compactify last made compact,
+	// referenced nowhere, for the next conversion (compact.go). Not state.
+	spareJob *job
 
 	dead               map[JobID]*deadRecord
 	deadHead, deadTail *deadRecord
@@ -142,7 +150,7 @@ func newEmpty() *Engine {
 		queues:       make(map[string]*queue),
 		workers:      make(map[JobID]string),
 		started:      make(map[JobID]int64),
-		leases:       jobHeap{},
+		leases:       jobHeap{withTokens: true},
 		sched:        jobHeap{},
 		dead:         make(map[JobID]*deadRecord),
 		reservations: make(map[string]*reservation),
@@ -369,9 +377,17 @@ func (e *Engine) detach(j *job) {
 	default:
 		panic(fmt.Sprintf("engine: detach of job %d in state %v", j.id, j.state))
 	}
-	j.lease = 0
 	j.due = 0
 	j.flags &^= flagRetryWait
+}
+
+// leaseOf is j's current lease token while it is Reserved (kept beside it
+// in the leases heap, jobHeap.tokens), else 0.
+func (e *Engine) leaseOf(j *job) LeaseToken {
+	if j.state != StateReserved || j.heapIdx < 0 {
+		return 0
+	}
+	return e.leases.tokens[j.heapIdx]
 }
 
 // makeReady puts a job (not in any structure) on its queue's Ready line.

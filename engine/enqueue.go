@@ -210,7 +210,7 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	if len(p.Custom) > 0 {
 		custom = maps.Clone(p.Custom)
 	}
-	j := e.addJob(q, q.internJobType(p.JobType), p.Payload, prio, maxAttempts, custom, due)
+	j := e.newJob(q, p.JobType, p.Payload, prio, maxAttempts, custom, due)
 	if deadline != 0 {
 		e.setDeadline(j, deadline)
 	}
@@ -233,27 +233,40 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 		e.charge(q, keyCharge(&ent))
 		e.keys.add(ent)
 	}
-	return EnqueueResult{JobID: j.id, State: j.state}, nil
+	res := EnqueueResult{JobID: j.id, State: j.state}
+	if !e.compactify(j) {
+		e.jobs.set(j)
+	}
+	return res, nil
 }
 
 // addJob creates a job with the next id: Scheduled until due when due is
 // set, else Ready.
-func (e *Engine) addJob(q *queue, jobType *string, payload []byte, prio uint8, maxAttempts uint32, custom map[string]string, due int64) *job {
+func (e *Engine) addJob(q *queue, jobType string, payload []byte, prio uint8, maxAttempts uint32, custom map[string]string, due int64) *job {
+	j := e.newJob(q, jobType, payload, prio, maxAttempts, custom, due)
+	e.jobs.set(j)
+	return j
+}
+
+// newJob is addJob but for the job index: the caller files the job there
+// or compact (compactify), deciding once the job is complete. (Filing it
+// and taking it out again would create and free an index page per job
+// when most jobs are compact.)
+func (e *Engine) newJob(q *queue, jobType string, payload []byte, prio uint8, maxAttempts uint32, custom map[string]string, due int64) *job {
 	j := &job{
 		id:          JobID(e.nextID),
 		q:           q,
-		jobType:     jobType,
 		enqueuedAt:  e.now,
 		heapIdx:     -1,
 		maxAttempts: maxAttempts,
 		priority:    prio,
 	}
 	e.nextID++
+	j.setJobType(jobType)
 	e.putPayload(j, payload)
 	if custom != nil {
 		j.extension().custom = custom
 	}
-	e.jobs.set(j)
 	q.enqueued++
 	if due != 0 {
 		j.extension().scheduledAt = due
@@ -270,7 +283,7 @@ func (e *Engine) addJob(q *queue, jobType *string, payload []byte, prio uint8, m
 
 // stateOf is a job's state, StateDead for a retained record, else unknown.
 func (e *Engine) stateOf(id JobID) State {
-	if j := e.jobs.get(id); j != nil {
+	if j := e.jobForRead(id); j != nil {
 		return j.state
 	}
 	if e.dead[id] != nil {

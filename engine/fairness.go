@@ -207,7 +207,7 @@ func (e *Engine) rebuildFairness(q *queue) {
 	for prio := range q.ready {
 		level := &q.ready[prio]
 		for level.len() > 0 {
-			jobs = append(jobs, level.pop())
+			jobs = append(jobs, e.popReady(q, prio))
 		}
 		*level = readyLevel{}
 		if q.set.fairKey != "" {

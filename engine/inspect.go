@@ -20,7 +20,7 @@ func (e *Engine) viewWithoutPayload(j *job) Job {
 	v := Job{
 		ID:          j.id,
 		Queue:       j.q.name,
-		JobType:     *j.jobType,
+		JobType:     j.jobType(),
 		Priority:    uint32(j.priority),
 		State:       j.state,
 		EnqueuedAt:  fromNanos(j.enqueuedAt),
@@ -64,7 +64,7 @@ func (e *Engine) viewWithoutPayload(j *job) Job {
 // GetJob returns a live job (Scheduled, Ready or Reserved) or a retained
 // dead one.
 func (e *Engine) GetJob(id JobID) (Job, error) {
-	if j := e.jobs.get(id); j != nil {
+	if j := e.jobForRead(id); j != nil {
 		return e.view(j), nil
 	}
 	if r := e.dead[id]; r != nil {
@@ -123,6 +123,13 @@ func (e *Engine) ListJobs(queue string, state State, page Page) ([]Job, error) {
 				for i := lo; i < ring.Len() && taken < limit; i++ {
 					if j := ring.At(i); j.flags&flagInRing != 0 {
 						keep(j)
+						taken++
+					}
+				}
+				taken = 0
+				for i := level.compactAfter(page.AfterID); i < level.compact.Len() && taken < limit; i++ {
+					if ent := level.compact.ptr(i); ent.maxAttempts != 0 {
+						keep(viewOf(q, prio, ent))
 						taken++
 					}
 				}
@@ -252,7 +259,7 @@ func (e *Engine) queueStats(now time.Time, q *queue) QueueStats {
 	}
 	var oldest *job
 	for prio := range q.ready {
-		if j := q.ready[prio].peek(); j != nil && (oldest == nil || j.id < oldest.id) {
+		if j := peekReady(q, prio); j != nil && (oldest == nil || j.id < oldest.id) {
 			oldest = j
 		}
 	}

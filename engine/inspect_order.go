@@ -37,7 +37,7 @@ func (e *Engine) ListReadyInOrder(queue string, offset, limit int) ([]Job, error
 		// A level with a fairness key hands out its lines in turn: the
 		// front line's next job, then the next line's, round and round.
 		var lines []*levelWalk
-		q.ready[prio].lines(func(r *readyLevel) { lines = append(lines, newLevelWalk(r)) })
+		q.ready[prio].lines(func(r *readyLevel) { lines = append(lines, newLevelWalk(q, prio, r)) })
 		for len(lines) > 0 {
 			live := lines[:0]
 			for _, w := range lines {
@@ -74,16 +74,41 @@ type levelWalk struct {
 	level   *readyLevel
 	returns []*job
 	i, ri   int
+	// The level's compact jobs (compact.go), merged by id with the rest.
+	q     *queue
+	prio  int
+	ci    int
+	ahead *job // the line's next job but compact, already taken from ring or returns
 }
 
-func newLevelWalk(r *readyLevel) *levelWalk {
+func newLevelWalk(q *queue, prio int, r *readyLevel) *levelWalk {
 	returns := slices.Clone(r.returns.items)
 	slices.SortFunc(returns, func(a, b *job) int { return cmpID(a.id, b.id) })
-	return &levelWalk{level: r, returns: returns}
+	return &levelWalk{level: r, returns: returns, q: q, prio: prio}
 }
 
 // next is the line's next job, or nil when it has none left.
 func (w *levelWalk) next() *job {
+	if w.ahead == nil {
+		w.ahead = w.nextFull()
+	}
+	c := w.level.compact.Len()
+	for w.ci < c && w.level.compact.ptr(w.ci).maxAttempts == 0 {
+		w.ci++
+	}
+	if w.ci < c {
+		if ent := w.level.compact.ptr(w.ci); w.ahead == nil || ent.id < w.ahead.id {
+			w.ci++
+			return viewOf(w.q, w.prio, ent)
+		}
+	}
+	j := w.ahead
+	w.ahead = nil
+	return j
+}
+
+// nextFull is the line's next job held as a *job, or nil.
+func (w *levelWalk) nextFull() *job {
 	for w.i < w.level.ring.Len() {
 		j := w.level.ring.At(w.i)
 		if j.flags&flagInRing == 0 {

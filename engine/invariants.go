@@ -19,9 +19,10 @@ const (
 	whereScheduled
 	whereLeases
 	whereParked
+	whereCompact
 )
 
-var whereNames = [...]string{whereRing: "a ready ring", whereReadyHeap: "a ready heap", whereScheduled: "the scheduled set", whereLeases: "the leases", whereParked: "a concurrency key's parked jobs"}
+var whereNames = [...]string{whereRing: "a ready ring", whereReadyHeap: "a ready heap", whereScheduled: "the scheduled set", whereLeases: "the leases", whereParked: "a concurrency key's parked jobs", whereCompact: "a compact ring"}
 
 // sortSeen sorts the notes by id and reports a job noted twice.
 func sortSeen(seen []seenJob) error {
@@ -56,7 +57,8 @@ func (e *Engine) CheckInvariants() error {
 	// id, the notes must list each job of the index exactly once. (A slice
 	// and a sort cost a fraction of a map of a million ids, and Restore runs
 	// this on every snapshot.)
-	seen := make([]seenJob, 0, e.jobs.len())
+	seen := make([]seenJob, 0, e.liveJobs())
+	nCompact := 0
 	mark := func(j *job, where uint8) { seen = append(seen, seenJob{id: j.id, where: where}) }
 	checkJob := func(j *job) error {
 		switch {
@@ -70,8 +72,6 @@ func (e *Engine) CheckInvariants() error {
 			return fmt.Errorf("job %d: attempt %d above max attempts %d", j.id, j.attempt, j.maxAttempts)
 		case j.priority > MaxPriority:
 			return fmt.Errorf("job %d: priority %d", j.id, j.priority)
-		case j.state != StateReserved && j.lease != 0:
-			return fmt.Errorf("job %d: %v with lease %d", j.id, j.state, j.lease)
 		case j.state != StateScheduled && j.flags&flagRetryWait != 0:
 			return fmt.Errorf("job %d: %v marked as waiting for a retry", j.id, j.state)
 		case j.state != StateReady && j.flags&flagInRing != 0:
@@ -120,6 +120,32 @@ func (e *Engine) CheckInvariants() error {
 					if err := checkHeap(&level.returns); err != nil {
 						return fmt.Errorf("queue %q priority %d returns: %w", q.name, prio, err)
 					}
+					// Compact jobs (compact.go): in id order, live ones
+					// counted, only on a level without fairness, of a type
+					// the queue interns.
+					live = 0
+					for i := 0; i < level.compact.Len(); i++ {
+						ent := level.compact.ptr(i)
+						if i > 0 && ent.id <= last {
+							return fmt.Errorf("queue %q priority %d: compact ring out of id order at %d", q.name, prio, ent.id)
+						}
+						last = ent.id
+						if ent.maxAttempts == 0 {
+							continue
+						}
+						live++
+						seen = append(seen, seenJob{id: ent.id, where: whereCompact})
+						if int(ent.typ) >= len(q.types) || q.ready[prio].fair != nil {
+							return fmt.Errorf("job %d: compact in queue %q priority %d with type %d of %d, fairness %v", ent.id, q.name, prio, ent.typ, len(q.types), q.ready[prio].fair != nil)
+						}
+					}
+					if level.compact.Len() > 0 && level.compact.ptr(0).maxAttempts == 0 {
+						return fmt.Errorf("queue %q priority %d: compact ring starts with a removed entry", q.name, prio)
+					}
+					if live != level.nCompact {
+						return fmt.Errorf("queue %q priority %d: compact ring holds %d live jobs, counted %d", q.name, prio, live, level.nCompact)
+					}
+					nCompact += live
 					for _, j := range level.returns.items {
 						mark(j, whereReadyHeap)
 						if j.state != StateReady || j.q != q || int(j.priority) != prio || j.due != 0 {
@@ -153,25 +179,37 @@ func (e *Engine) CheckInvariants() error {
 	if err := checkHeap(&e.leases); err != nil {
 		return fmt.Errorf("leases: %w", err)
 	}
-	for _, j := range e.leases.items {
+	if len(e.leases.tokens) != len(e.leases.items) {
+		return fmt.Errorf("leases: %d tokens for %d jobs", len(e.leases.tokens), len(e.leases.items))
+	}
+	for i, j := range e.leases.items {
 		mark(j, whereLeases)
-		if j.state != StateReserved || j.due == 0 || j.lease == 0 || uint64(j.lease) >= e.nextLease || j.attempt < 1 {
-			return fmt.Errorf("job %d: leased but %v deadline %d lease %d attempt %d", j.id, j.state, j.due, j.lease, j.attempt)
+		// A job is Reserved exactly while it is here, so its heap
+		// position finds its token (Engine.leaseOf); a stale position
+		// would hand out another job's lease.
+		lease := e.leases.tokens[i]
+		if j.state != StateReserved || int(j.heapIdx) != i || j.due == 0 || lease == 0 || uint64(lease) >= e.nextLease || j.attempt < 1 {
+			return fmt.Errorf("job %d: leased but %v at %d of %d deadline %d lease %d attempt %d", j.id, j.state, j.heapIdx, i, j.due, lease, j.attempt)
 		}
 		got[j.q].reserved++
+	}
+	if nCompact != e.nCompact {
+		return fmt.Errorf("compact rings hold %d jobs, counted %d", nCompact, e.nCompact)
 	}
 	if err := sortSeen(seen); err != nil {
 		return err
 	}
-	if len(seen) != e.jobs.len() {
-		return fmt.Errorf("%d jobs in structures, %d in the job index", len(seen), e.jobs.len())
+	if len(seen) != e.liveJobs() {
+		return fmt.Errorf("%d jobs in structures, %d in the job index and %d compact", len(seen), e.jobs.len(), e.nCompact)
 	}
 	indexed := 0
 	var indexErr error
-	e.jobs.each(func(j *job) bool { // in id order, as seen is now
+	e.eachJob(func(j *job) bool { // in id order, as seen is now
 		if indexed >= len(seen) {
-			indexErr = fmt.Errorf("job index holds more than its count of %d jobs", e.jobs.len())
-		} else if e.jobs.get(j.id) != j {
+			indexErr = fmt.Errorf("job index holds more than its count of %d jobs", e.liveJobs())
+		} else if compact := seen[indexed].where == whereCompact; compact && e.jobs.get(j.id) != nil {
+			indexErr = fmt.Errorf("job %d is both compact and in the job index", j.id)
+		} else if !compact && e.jobs.get(j.id) != j {
 			indexErr = fmt.Errorf("job %d filed under another id", j.id)
 		} else if seen[indexed].id != j.id {
 			indexErr = fmt.Errorf("job %d is in no structure", min(j.id, seen[indexed].id))
@@ -184,8 +222,8 @@ func (e *Engine) CheckInvariants() error {
 	if indexErr != nil {
 		return indexErr
 	}
-	if indexed != e.jobs.len() {
-		return fmt.Errorf("job index holds %d jobs, counts %d", indexed, e.jobs.len())
+	if indexed != e.liveJobs() {
+		return fmt.Errorf("job index and compact rings hold %d jobs, count %d", indexed, e.liveJobs())
 	}
 	for _, page := range e.jobs.pages {
 		if page != nil && page.n == 0 {

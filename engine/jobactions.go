@@ -78,7 +78,7 @@ func (e *Engine) ActOnJobs(now time.Time, p JobActionParams) ([]ItemResult, erro
 }
 
 func (e *Engine) actOnJob(p JobActionParams, id JobID) error {
-	j := e.jobs.get(id)
+	j := e.jobForChange(id)
 	switch {
 	case j == nil && e.dead[id] != nil:
 		return fmt.Errorf("job %d is dead-lettered; requeue or delete its record instead: %w", id, ErrWrongState)

@@ -71,9 +71,8 @@ func (e *Engine) reserve(now time.Time, p ReserveParams) ([]Delivery, error) {
 	deadline := addSat(e.now, lease)
 	out := make([]Delivery, 0, min(n, q.nReady))
 	for prio := MaxPriority; prio >= 0 && len(out) < n; prio-- {
-		level := &q.ready[prio]
 		for len(out) < n {
-			j := level.pop()
+			j := e.popReady(q, prio)
 			if j == nil {
 				break
 			}
@@ -112,8 +111,6 @@ func (e *Engine) deliver(j *job, deadline int64, worker string) {
 		e.unwatchDeadline(j) // a reserved job is never expired
 	}
 	j.attempt++
-	j.lease = LeaseToken(e.nextLease)
-	e.nextLease++
 	j.state = StateReserved
 	j.due = deadline
 	j.q.act.Reserved++
@@ -121,6 +118,8 @@ func (e *Engine) deliver(j *job, deadline int64, worker string) {
 		j.q.act.observeWait(time.Duration(e.now - j.enqueuedAt))
 	}
 	heap.Push(&e.leases, j)
+	e.leases.tokens[j.heapIdx] = LeaseToken(e.nextLease)
+	e.nextLease++
 	if worker != "" {
 		e.workers[j.id] = worker
 		e.charge(j.q, workerCharge(worker))
@@ -136,7 +135,7 @@ func (e *Engine) deliver(j *job, deadline int64, worker string) {
 func (e *Engine) delivery(j *job) Delivery {
 	return Delivery{
 		Job:           e.viewWithoutPayload(j),
-		LeaseToken:    j.lease,
+		LeaseToken:    e.leaseOf(j),
 		Attempt:       j.attempt,
 		MaxAttempts:   j.maxAttempts,
 		LeaseDeadline: fromNanos(j.due),
@@ -146,7 +145,7 @@ func (e *Engine) delivery(j *job) Delivery {
 func (e *Engine) replayReservation(r *reservation) []Delivery {
 	var out []Delivery
 	for i, id := range r.ids {
-		if j := e.jobs.get(id); j != nil && j.state == StateReserved && j.lease == r.tokens[i] {
+		if j := e.jobs.get(id); j != nil && j.state == StateReserved && e.leaseOf(j) == r.tokens[i] {
 			out = append(out, e.delivery(j))
 		}
 	}
@@ -170,7 +169,7 @@ func (e *Engine) recoverReservation(r *reservation, deadline int64, worker strin
 		}
 		tok := r.tokens[i]
 		switch {
-		case liveToken(tok) && j.state == StateReserved && j.lease == tok:
+		case liveToken(tok) && j.state == StateReserved && e.leaseOf(j) == tok:
 			if j.due < deadline {
 				j.due = deadline
 				heap.Fix(&e.leases, int(j.heapIdx))
@@ -181,8 +180,8 @@ func (e *Engine) recoverReservation(r *reservation, deadline int64, worker strin
 			e.detach(j)
 			j.attempt-- // the lapsed delivery never reached a worker
 			e.deliver(j, deadline, worker)
-			r.tokens[i] = j.lease
-			e.resByLease[j.lease] = r
+			r.tokens[i] = e.leaseOf(j)
+			e.resByLease[r.tokens[i]] = r
 		default:
 			continue
 		}
@@ -218,7 +217,8 @@ func (e *Engine) unindexReservation(r *reservation) {
 // and the job goes back to Ready), so that a retry can hand the job back on
 // that attempt if nobody reserved it since.
 func (e *Engine) holdUnseen(j *job, t int64) bool {
-	r := e.resByLease[j.lease]
+	lease := e.leaseOf(j)
+	r := e.resByLease[lease]
 	if r == nil || r.expiresAt <= t {
 		return false
 	}
@@ -228,12 +228,12 @@ func (e *Engine) holdUnseen(j *job, t int64) bool {
 		return true
 	}
 	for i, tok := range r.tokens {
-		if tok == j.lease && r.ids[i] == j.id {
+		if tok == lease && r.ids[i] == j.id {
 			r.tokens[i] = expiredSlot | LeaseToken(j.attempt)
 			break
 		}
 	}
-	delete(e.resByLease, j.lease)
+	delete(e.resByLease, lease)
 	return false
 }
 
@@ -271,7 +271,7 @@ func (e *Engine) leased(ref LeaseRef) (*job, error) {
 		return nil, &FieldError{Field: "job_id", Reason: fmt.Sprintf("job %d was never enqueued", ref.JobID), Err: ErrNotFound}
 	}
 	j := e.jobs.get(ref.JobID)
-	if j == nil || j.state != StateReserved || j.lease != ref.LeaseToken {
+	if j == nil || j.state != StateReserved || e.leaseOf(j) != ref.LeaseToken {
 		if e.cancelledLease(j, ref) {
 			return nil, fmt.Errorf("job %d, lease %d: %w", ref.JobID, ref.LeaseToken, ErrLeaseCancelled)
 		}

@@ -379,11 +379,17 @@ func TestModel_RandomOperations(t *testing.T) {
 				clock: et.Epoch,
 				stats: map[string]int{},
 			}
+			// The twin holds every job as a *job, the engine fresh plain
+			// ones compact (compact.go): the forms must agree op by op.
+			engine.HoldEveryJobFull(r.twin)
 			for i := 0; i < steps; i++ {
 				r.step(i)
 			}
 			if r.e.Digest() != r.twin.Digest() {
 				t.Fatal("two engines fed the same operations differ")
+			}
+			if r.stats["steps-with-compact-jobs"] == 0 {
+				t.Fatal("the engine never held a job compact: the twins compared one form")
 			}
 			t.Logf("ops: %v", r.stats)
 		})
@@ -908,6 +914,9 @@ func (r *modelRun) step(i int) {
 check:
 	m.prune()
 	r.stats[kind]++
+	if engine.CompactJobs(r.e) > 0 {
+		r.stats["steps-with-compact-jobs"]++
+	}
 	r.compare(i)
 	if rng.Intn(100) == 0 {
 		et.RequireInvariants(t, r.e) // includes snapshot -> restore -> same digest

@@ -60,7 +60,7 @@ func (e *Engine) UsePayloadStore(s PayloadStore) {
 	if s == nil {
 		panic("engine: UsePayloadStore(nil)")
 	}
-	if e.jobs.len() > 0 || len(e.dead) > 0 {
+	if e.liveJobs() > 0 || len(e.dead) > 0 {
 		panic("engine: UsePayloadStore on an engine holding jobs")
 	}
 	e.payloads = s
@@ -200,7 +200,7 @@ func (e *Engine) EnablePayloadsOffHeap(now time.Time) {
 		n int64
 	}
 	var changes []change
-	e.jobs.each(func(j *job) bool {
+	e.eachJob(func(j *job) bool {
 		changes = append(changes, change{j.q, -int64(j.payloadLen)})
 		return true
 	})
@@ -216,7 +216,7 @@ func (e *Engine) EnablePayloadsOffHeap(now time.Time) {
 // PayloadLen is the payload length of the live job or retained
 // dead-letter record id; ok is false when the engine holds neither.
 func (e *Engine) PayloadLen(id JobID) (n uint32, ok bool) {
-	if j := e.jobs.get(id); j != nil {
+	if j := e.jobForRead(id); j != nil {
 		return j.payloadLen, true
 	}
 	if r := e.dead[id]; r != nil {
@@ -229,7 +229,7 @@ func (e *Engine) PayloadLen(id JobID) (n uint32, ok bool) {
 // non-empty payload: the records a snapshot's payload section holds.
 func (e *Engine) PayloadCount() int {
 	n := 0
-	e.jobs.each(func(j *job) bool {
+	e.eachJob(func(j *job) bool {
 		if j.payloadLen > 0 {
 			n++
 		}
@@ -242,6 +242,12 @@ func (e *Engine) PayloadCount() int {
 	}
 	return n
 }
+
+// PayloadsLoaded says that the LoadPayload calls after a RestoreWith of
+// a PayloadLengths stream are done: the engine then holds its fresh plain
+// waiting jobs compact (compact.go), which it defers until then. Without
+// the call they stay in the job index: the same state, more memory.
+func (e *Engine) PayloadsLoaded() { e.compactAll() }
 
 // LoadPayload puts the payload of job id after a RestoreWith of a stream
 // written with PayloadLengths: the job (or record) must be held with a

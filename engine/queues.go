@@ -368,6 +368,7 @@ func (e *Engine) removeLive(j *job) {
 // queueJobs lists q's live jobs in id order, only the waiting ones (Ready
 // and Scheduled) when waitingOnly. O(jobs held): an operator action.
 func (e *Engine) queueJobs(q *queue, waitingOnly bool) []*job {
+	e.materializeQueue(q) // the caller changes them
 	var out []*job
 	e.jobs.each(func(j *job) bool {
 		if j.q == q && (!waitingOnly || j.state != StateReserved) {

@@ -129,7 +129,7 @@ func (t *redriveTask) matches(r *deadRecord) bool {
 		t.before != 0 && r.failedAt >= t.before,
 		s.Queue != "" && r.j.q.name != s.Queue,
 		s.Cause != CauseUnknown && r.cause != s.Cause,
-		s.JobType != "" && *r.j.jobType != s.JobType:
+		s.JobType != "" && r.j.jobType() != s.JobType:
 		return false
 	}
 	if s.ReasonContains != "" {
@@ -352,7 +352,7 @@ func (e *Engine) redriveOne(t *redriveTask, r *deadRecord) error {
 	payload := e.payloadOf(j) // read before dropDead deletes it
 	e.dropDead(r)
 	j.q.deadDrained++
-	rj := e.addJob(tq, tq.internJobType(*j.jobType), payload, j.priority, maxAttempts, custom, 0)
+	rj := e.addJob(tq, j.jobType(), payload, j.priority, maxAttempts, custom, 0)
 	e.setTrace(rj, traceOf(j))
 	return nil
 }

@@ -330,7 +330,7 @@ func (e *Engine) FireSchedule(now time.Time, name string, tick, nextTick time.Ti
 		res.Skipped = "missed"
 	case s.p.Paused:
 		res.Skipped = "paused"
-	case s.p.Overlap == OverlapSkip && s.lastJob != 0 && e.jobs.get(s.lastJob) != nil:
+	case s.p.Overlap == OverlapSkip && s.lastJob != 0 && e.jobForRead(s.lastJob) != nil:
 		res.Skipped = "overlap"
 	default:
 		p := fireParams(&s.p, t)

@@ -181,8 +181,8 @@ func (e *Engine) encode(c *encoder) {
 		}
 	}
 
-	c.uvarint(uint64(e.jobs.len()))
-	e.jobs.each(func(j *job) bool { // in id order
+	c.uvarint(uint64(e.liveJobs()))
+	e.eachJob(func(j *job) bool { // in id order
 		e.encodeJob(c, j, qindex, v7)
 		return c.err == nil
 	})
@@ -355,7 +355,7 @@ func encodeOpt[T any](c *encoder, p *T, put func(T)) {
 func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64, v7 bool) {
 	c.uvarint(uint64(j.id))
 	c.uvarint(qindex[j.q])
-	c.string(*j.jobType)
+	c.string(j.jobType())
 	if c.lengthsOnly {
 		c.uvarint(uint64(j.payloadLen))
 	} else {
@@ -366,7 +366,7 @@ func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64, v7 bool
 	c.byte(j.flags & flagRetryWait)
 	c.varint(j.enqueuedAt)
 	c.varint(j.due)
-	c.uvarint(uint64(j.lease))
+	c.uvarint(uint64(e.leaseOf(j)))
 	c.uvarint(uint64(j.attempt))
 	c.uvarint(uint64(j.maxAttempts))
 	if j.state == StateReserved {
@@ -447,6 +447,13 @@ func (e *Engine) RestoreWith(r io.Reader, o SnapshotOptions) error {
 	if err := tr.check(); err != nil {
 		return fmt.Errorf("engine restore: %w: %w", ErrCorruptSnapshot, err)
 	}
+	if o.PayloadLengths {
+		// LoadPayload's lookups by id come next, one per job: they find
+		// a job in the job index in O(1), a compact one by a search of
+		// the levels. PayloadsLoaded files them compact after.
+	} else {
+		fresh.compactAll() // once every section has filled the jobs in
+	}
 	if err := fresh.CheckInvariants(); err != nil {
 		return fmt.Errorf("engine restore: %w: %w", ErrCorruptSnapshot, err)
 	}
@@ -524,6 +531,9 @@ type decoder struct {
 	// length (trailer included) when known, else -1.
 	tr   *trailerReader
 	size int64
+	// lease is the lease token of the job decodeJob read last (0 unless
+	// Reserved): the job has no field for it (Engine.leaseOf).
+	lease LeaseToken
 	// payloads is the store the restored engine keeps payloads in: the
 	// restoring engine's own when it is not the in-heap map.
 	payloads PayloadStore
@@ -860,6 +870,7 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 			j.q.nReserved++
 			j.heapIdx = int32(len(e.leases.items))
 			e.leases.items = append(e.leases.items, j)
+			e.leases.tokens = append(e.leases.tokens, d.lease)
 		default:
 			return nil, fmt.Errorf("job %d: state %v is not live", j.id, j.state)
 		}
@@ -1096,7 +1107,7 @@ func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
 			d.fail("job %d: empty job type", j.id)
 		} else {
 			j.q = qs[qi]
-			j.jobType = j.q.internJobTypeBytes(jt)
+			j.setJobTypeBytes(jt)
 		}
 	}
 	if d.lengthsOnly {
@@ -1114,7 +1125,12 @@ func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
 	j.flags = d.byte()
 	j.enqueuedAt = d.varint()
 	j.due = d.varint()
-	j.lease = LeaseToken(d.uvarint())
+	d.lease = LeaseToken(d.uvarint())
+	if d.lease != 0 && j.state != StateReserved {
+		// Only a Reserved job has a lease (kept in the leases heap, which
+		// holds nothing else); this was an invariant of the job struct.
+		d.fail("job %d: %v with lease %d", j.id, j.state, d.lease)
+	}
 	j.attempt = d.u32()
 	j.maxAttempts = d.u32()
 	var worker string

@@ -12,12 +12,10 @@ import (
 type job struct {
 	id         JobID
 	q          *queue
-	jobType    *string // interned per queue: a pointer, not a 16-byte header
 	enqueuedAt int64
 	// due is the run time while Scheduled and the lease deadline while
 	// Reserved; zero otherwise.
 	due         int64
-	lease       LeaseToken // the current lease while Reserved; else 0
 	ext         *jobExt
 	heapIdx     int32  // position in the one heap holding the job, or -1
 	attempt     uint32 // deliveries burned so far (the current one while Reserved)
@@ -26,12 +24,49 @@ type job struct {
 	// the engine's PayloadStore under the job's id (payloads.go), off the
 	// job so that a backlog's bodies need not live in the Go heap.
 	payloadLen uint32
-	priority   uint8
-	state      State
-	flags      uint8
-	// No field of its count of held bytes: it would take the struct from
-	// the 80-byte size class to the 96-byte one. jobCharge recomputes it
-	// from the content, which changes only where the count follows.
+	// typ is the job type's index in q.types, or typeInExt when the queue
+	// interns no more types (its ext.jobType holds it): two bytes rather
+	// than an 8-byte pointer, which with the lease token kept beside the
+	// lease heap (leaseOf) puts the struct in the 64-byte size class.
+	typ      uint16
+	priority uint8
+	state    State
+	flags    uint8
+	// No field of its count of held bytes: it would take the struct out
+	// of the 64-byte size class. jobCharge recomputes it from the
+	// content, which changes only where the count follows.
+}
+
+// typeInExt is job.typ of a job whose type its queue does not intern.
+const typeInExt = 1<<16 - 1
+
+// jobType is j's job type.
+func (j *job) jobType() string {
+	if j.typ == typeInExt {
+		return j.ext.jobType
+	}
+	return j.q.types[j.typ]
+}
+
+// setJobType files s as j's type (j.q must be set): interned in j.q when
+// it can be, else in j's extension.
+func (j *job) setJobType(s string) {
+	if i, ok := j.q.internJobType(s); ok {
+		j.typ = i
+		return
+	}
+	j.typ = typeInExt
+	j.extension().jobType = string([]byte(s)) // own a copy
+}
+
+// setJobTypeBytes is setJobType of a decoder's view: the lookup of a
+// known type does not allocate.
+func (j *job) setJobTypeBytes(b []byte) {
+	if i, ok := j.q.jobTypes[string(b)]; ok {
+		j.typ = i
+		return
+	}
+	j.setJobType(string(b))
 }
 
 const (
@@ -49,6 +84,10 @@ const (
 
 // jobExt holds what most jobs never need.
 type jobExt struct {
+	// jobType is the job's type when its queue interns no more types
+	// (job.typ is typeInExt); "" otherwise. Not charged here: jobCharge
+	// charges the type's length whatever holds it.
+	jobType     string
 	custom      map[string]string
 	scheduledAt int64 // the producer's scheduled_at when the job was held back
 	lastReason  string
@@ -144,9 +183,12 @@ type queue struct {
 	// created the queue or restored it. Not part of the state (activity.go).
 	act QueueActivity
 
-	// jobTypes interns job type strings so a million jobs of one type share
-	// one string, held through one pointer. Not part of the state.
-	jobTypes map[string]*string
+	// types interns job type strings so a million jobs of one type share
+	// one string, named by a 2-byte index (job.typ); jobTypes finds a
+	// type's index. Not part of the state: the indexes depend on the order
+	// in which this engine met the types.
+	types    []string
+	jobTypes map[string]uint16
 	// nameHash is the name's hash for the idempotency key index (0 until
 	// first needed). Not part of the state.
 	nameHash uint64
@@ -154,28 +196,23 @@ type queue struct {
 
 const maxInternedJobTypes = 1024
 
-// internJobTypeBytes is internJobType of a decoder's view: the lookup of a
-// known type does not allocate.
-func (q *queue) internJobTypeBytes(b []byte) *string {
-	if v, ok := q.jobTypes[string(b)]; ok {
-		return v
-	}
-	return q.internJobType(string(b))
-}
-
-func (q *queue) internJobType(s string) *string {
+// internJobType returns s's index in q.types, adding it while the queue
+// interns fewer than maxInternedJobTypes; ok is false once it is full.
+func (q *queue) internJobType(s string) (i uint16, ok bool) {
 	if v, ok := q.jobTypes[s]; ok {
-		return v
+		return v, true
+	}
+	if len(q.types) >= maxInternedJobTypes {
+		return 0, false
 	}
 	if q.jobTypes == nil {
-		q.jobTypes = make(map[string]*string)
+		q.jobTypes = make(map[string]uint16)
 	}
-	p := new(string)
-	*p = string([]byte(s)) // own a copy, not a slice of someone's buffer
-	if len(q.jobTypes) < maxInternedJobTypes {
-		q.jobTypes[*p] = p
-	}
-	return p
+	own := string([]byte(s)) // own a copy, not a slice of someone's buffer
+	i = uint16(len(q.types))
+	q.types = append(q.types, own)
+	q.jobTypes[own] = i
+	return i, true
 }
 
 func (q *queue) live() int { return q.nReady + q.nScheduled + q.nReserved }
@@ -194,13 +231,17 @@ type readyLevel struct {
 	live    int // live jobs in ring
 	returns jobHeap
 	fair    *fairLevel
+	// compact holds the level's compact jobs (compact.go) in id order,
+	// nCompact of its entries live; only on a level without fairness.
+	compact  chunkFIFO[readyEntry]
+	nCompact int
 }
 
 func (r *readyLevel) len() int {
 	if r.fair != nil {
 		return r.fair.n
 	}
-	return r.live + r.returns.Len()
+	return r.live + r.returns.Len() + r.nCompact
 }
 
 func (r *readyLevel) push(j *job) {
@@ -323,6 +364,16 @@ func (d *deque[T]) PushBack(v T) {
 	d.n++
 }
 
+// PopBack removes the last element (no shrink: the next push refills it).
+func (d *deque[T]) PopBack() T {
+	var zero T
+	i := (d.head + d.n - 1) & (len(d.buf) - 1)
+	v := d.buf[i]
+	d.buf[i] = zero
+	d.n--
+	return v
+}
+
 func (d *deque[T]) PopFront() T {
 	var zero T
 	v := d.buf[d.head]
@@ -346,9 +397,17 @@ func (d *deque[T]) resize(size int) {
 // jobHeap is a min-heap of jobs with each job's index kept in job.heapIdx, so
 // a job can be removed or re-keyed in O(log n). byID orders by id alone (the
 // Ready returns); otherwise by (due, id) (the scheduled set, the leases).
+//
+// The leases heap (withTokens) keeps each Reserved job's lease token in
+// tokens, beside its item: only a Reserved job has one, and a job is
+// Reserved exactly while it is in this heap, so the token costs 8 bytes per
+// lease here instead of 8 bytes in every job's struct (which took the
+// struct out of the 64-byte size class). Engine.leaseOf reads it.
 type jobHeap struct {
-	items []*job
-	byID  bool
+	items      []*job
+	tokens     []LeaseToken // withTokens only: tokens[i] is items[i]'s lease
+	byID       bool
+	withTokens bool
 }
 
 func (h *jobHeap) Len() int { return len(h.items) }
@@ -363,6 +422,9 @@ func (h *jobHeap) Less(a, b int) bool {
 
 func (h *jobHeap) Swap(a, b int) {
 	h.items[a], h.items[b] = h.items[b], h.items[a]
+	if h.withTokens {
+		h.tokens[a], h.tokens[b] = h.tokens[b], h.tokens[a]
+	}
 	h.items[a].heapIdx = int32(a)
 	h.items[b].heapIdx = int32(b)
 }
@@ -371,6 +433,9 @@ func (h *jobHeap) Push(x any) {
 	j := x.(*job)
 	j.heapIdx = int32(len(h.items))
 	h.items = append(h.items, j)
+	if h.withTokens {
+		h.tokens = append(h.tokens, 0) // the caller sets it (Engine.deliver)
+	}
 }
 
 func (h *jobHeap) Pop() any {
@@ -379,8 +444,14 @@ func (h *jobHeap) Pop() any {
 	h.items[n] = nil
 	h.items = h.items[:n]
 	j.heapIdx = -1
+	if h.withTokens {
+		h.tokens = h.tokens[:n]
+	}
 	if cap(h.items) > 1024 && len(h.items) < cap(h.items)/4 {
 		h.items = append([]*job(nil), h.items...)
+		if h.withTokens {
+			h.tokens = append([]LeaseToken(nil), h.tokens...)
+		}
 	}
 	return j
 }
@@ -506,6 +577,11 @@ func (h *reservationHeap) Pop() any {
 type jobIndex struct {
 	pages map[uint64]*idPage
 	n     int
+	// spare is the last page freed (all nil), kept for the next page
+	// needed: with compact jobs (compact.go) outside the index, a page may
+	// hold a single reserved job at a time, and reserve and ack would
+	// otherwise allocate and free a 4 KiB page each.
+	spare *idPage
 }
 
 const (
@@ -535,7 +611,11 @@ func (x *jobIndex) set(j *job) {
 		if x.pages == nil {
 			x.pages = make(map[uint64]*idPage)
 		}
-		page = &idPage{}
+		page = x.spare
+		x.spare = nil
+		if page == nil {
+			page = &idPage{}
+		}
 		x.pages[pn] = page
 	}
 	page.slots[uint64(j.id)&(idPageSize-1)] = j
@@ -551,6 +631,7 @@ func (x *jobIndex) del(id JobID) {
 	x.n--
 	if page.n == 0 {
 		delete(x.pages, pn)
+		x.spare = page // every slot is nil again
 	}
 }
 

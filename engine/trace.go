@@ -136,7 +136,7 @@ func traceOf(j *job) *TraceContext {
 // dead one; ok is false when the job is not held or has no trace context.
 // A cheap read (no payload, no view) for the spans of an ack or a nack.
 func (e *Engine) JobTrace(id JobID) (queue string, t TraceContext, ok bool) {
-	j := e.jobs.get(id)
+	j := e.jobForRead(id)
 	if j == nil {
 		if r := e.dead[id]; r != nil {
 			j = r.j

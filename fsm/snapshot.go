@@ -405,6 +405,7 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 		if err := readPayloadSection(body, eng); err != nil {
 			return nil, nil, fmt.Errorf("%w: payload section: %w", ErrSnapshot, err)
 		}
+		eng.PayloadsLoaded()
 	}
 	want := crc.Sum32()
 	var sumBuf [4]byte

@@ -1,0 +1,9 @@
+package engine
+
+// HoldEveryJobFull makes e keep every job as a *job, never compact
+// (compact.go): a twin for tests that compare the two forms op by op. A
+// Restore into e turns it off again.
+func HoldEveryJobFull(e *Engine) { e.compactOff = true }
+
+// CompactJobs is how many jobs e holds compact.
+func CompactJobs(e *Engine) int { return e.nCompact }
