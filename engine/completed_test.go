@@ -36,6 +36,8 @@ func TestCompleted_AckKeepsJobWithResultUntilRetentionEnds(t *testing.T) {
 	t.Parallel()
 	clock := et.NewClock()
 	e := completedEngine(t, time.Hour)
+	recs := &recordingStore{payloads: map[engine.JobID][]byte{}, completed: map[engine.JobID]engine.CompletedRecord{}}
+	e.UsePayloadStore(recs)
 	start := clock.Now()
 	id := et.MustEnqueue(t, e, start, et.Job("kept"))
 	d := et.MustReserveOne(t, e, clock.Advance(time.Second), "kept")
@@ -80,6 +82,9 @@ func TestCompleted_AckKeepsJobWithResultUntilRetentionEnds(t *testing.T) {
 	}
 	if n := e.CompletedCount(); n != 0 {
 		t.Fatalf("%d completed jobs held after expiry", n)
+	}
+	if len(recs.completed) != 0 {
+		t.Fatalf("the store keeps %d completed records after their retention", len(recs.completed))
 	}
 	if _, ok := e.NextDeadline(); ok {
 		t.Fatal("a deadline is left after the last completed job expired")
@@ -298,6 +303,28 @@ func TestCompleted_HeapBytesPerJob(t *testing.T) {
 	if per > 40 {
 		t.Fatalf("a completed job holds %.1f B of heap, want about 16 (its FIFO entry)", per)
 	}
+}
+
+// recordingStore keeps payloads and completed records in maps the test
+// reads.
+type recordingStore struct {
+	payloads  map[engine.JobID][]byte
+	completed map[engine.JobID]engine.CompletedRecord
+}
+
+func (s *recordingStore) PutPayload(id engine.JobID, p []byte) { s.payloads[id] = bytes.Clone(p) }
+func (s *recordingStore) Payload(id engine.JobID) []byte       { return s.payloads[id] }
+func (s *recordingStore) DeletePayload(id engine.JobID)        { delete(s.payloads, id) }
+func (s *recordingStore) PutCompleted(r *engine.CompletedRecord) {
+	if _, dup := s.completed[r.ID]; dup {
+		panic(fmt.Sprintf("completed job %d written twice", r.ID))
+	}
+	s.completed[r.ID] = *r
+}
+func (s *recordingStore) DeleteCompleted(id engine.JobID) { delete(s.completed, id) }
+func (s *recordingStore) Completed(id engine.JobID) (engine.CompletedRecord, bool) {
+	r, ok := s.completed[id]
+	return r, ok
 }
 
 // discardCompleted is a payload and completed store that keeps nothing:

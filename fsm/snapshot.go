@@ -313,7 +313,12 @@ func writeCompletedSection(out io.Writer, view *store.Snapshot) error {
 // to the restored engine (engine.LoadCompleted): exactly one per completed
 // job the engine's part holds, in ascending id order.
 func readCompletedSection(r io.Reader, eng *engine.Engine) error {
-	want := eng.CompletedIDs()
+	return readCompletedRecords(r, eng.CompletedIDs(), eng.LoadCompleted)
+}
+
+// readCompletedRecords reads the section's records, which must be exactly
+// those of want (ascending), and hands each to load.
+func readCompletedRecords(r io.Reader, want []engine.JobID, load func(*engine.CompletedRecord)) error {
 	var (
 		rec [12]byte
 		buf []byte
@@ -348,8 +353,8 @@ func readCompletedSection(r io.Reader, eng *engine.Engine) error {
 		if err := proto.Unmarshal(buf, c); err != nil {
 			return fmt.Errorf("job %d: %w", id, err)
 		}
-		r := completedFromStore(engine.JobID(id), c)
-		eng.LoadCompleted(&r)
+		rec := completedFromStore(engine.JobID(id), c)
+		load(&rec)
 		n++
 	}
 	if n != len(want) {
