@@ -564,6 +564,12 @@ func declarationFingerprint(qc QueueConfig, withLimits bool) uint64 {
 			b = append(b, t.Value...)
 		}
 	}
+	if qc.CompletedRetention != 0 {
+		// Only when set, as tags, so a definition without one keeps the
+		// fingerprint it had before the setting existed.
+		b = append(b, 'c')
+		b = binary.AppendVarint(b, int64(qc.CompletedRetention))
+	}
 	if withLimits {
 		b = append(b, 'r')
 		for _, v := range []int64{int64(qc.MaxReserved), int64(qc.RateLimit), int64(qc.RatePeriod), int64(qc.RateBurst), int64(qc.MaxPerKey)} {

@@ -1,11 +1,11 @@
 package fsm
 
 import (
-	"slices"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/hashicorp/go-hclog"
 

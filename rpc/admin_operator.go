@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/sepp-io/sepp/engine"
@@ -203,7 +203,7 @@ func queueSettingsFromProto(name string, p *seppv1.QueueSettings) (engine.QueueC
 		switch {
 		case v == 0:
 			return qc, invalidField("settings.completed_retention_ms", "1.."+strconv.FormatInt(limit, 10),
-				"is 0; 0 (keep no completed job) is the default: leave it unset, or to drop it list completed_retention_ms in inherit")
+				"must be 1..%d ms, got 0; 0 (keep no completed job) is the default: leave it unset, or to drop it list completed_retention_ms in inherit", limit)
 		case v < 0 || v > limit:
 			return qc, invalidField("settings.completed_retention_ms", "1.."+strconv.FormatInt(limit, 10),
 				"must be 1..%d ms (30 days), got %d", limit, v)
