@@ -77,6 +77,7 @@ class JobState(enum.IntEnum):
     READY = tpb.JOB_STATE_READY
     RESERVED = tpb.JOB_STATE_RESERVED
     DEAD = tpb.JOB_STATE_DEAD
+    COMPLETED = tpb.JOB_STATE_COMPLETED
 
     def __str__(self) -> str:
         return self.name.lower()
@@ -376,6 +377,13 @@ class Job:
     expires_at: Optional[datetime] = None
     #: The producer's W3C trace context; None: none.
     trace_context: Optional[TraceContext] = None
+    #: A completed job's result (b"" when the worker gave none), kept for
+    #: its queue's completed_retention_ms.
+    result: bytes = b""
+    #: When a completed job was acked; None otherwise.
+    completed_at: Optional[datetime] = None
+    #: How long the completing delivery ran; None when not recorded.
+    run_time: Optional[timedelta] = None
 
     @classmethod
     def from_proto(cls, m: tpb.Job) -> Job:
@@ -390,6 +398,9 @@ class Job:
                           for a in m.history),
             expires_at=_from_ts(m.expires_at),
             trace_context=TraceContext.from_proto(m.trace_context) if m.HasField("trace_context") else None,
+            result=bytes(m.result),
+            completed_at=_from_ts(m.completed_at),
+            run_time=m.run_time.ToTimedelta() if m.HasField("run_time") else None,
         )
 
 
