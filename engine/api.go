@@ -423,6 +423,10 @@ type QueueStats struct {
 	Fairness Fairness
 	// Tags are the queue's tags (tags.go), sorted by key; the caller's copy.
 	Tags []Tag
+	// Completed counts the completed jobs the queue keeps, for its
+	// CompletedRetention (completed.go).
+	Completed          int
+	CompletedRetention time.Duration
 }
 
 // ItemResult is the outcome of one id of an operator action.

@@ -249,6 +249,8 @@ func (e *Engine) queueStats(now time.Time, q *queue) QueueStats {
 	s.Limits = reserveLimitsView(q, e.queueConfig(q.name), t)
 	s.Fairness = fairnessView(q)
 	s.MaxWait = time.Duration(q.set.maxWait)
+	s.Completed = q.completed.len()
+	s.CompletedRetention = time.Duration(q.set.completedRetention)
 	if qc := e.queueConfig(q.name); qc != nil {
 		s.Tags = slices.Clone(qc.Tags)
 	}
