@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/sepp-io/sepp/engine"
 	"github.com/sepp-io/sepp/rpc"
@@ -68,4 +72,53 @@ func TestCompletedTabAndJobPage(t *testing.T) {
 
 	r = b.get("/queues/emails?tab=completed")
 	mustContain(t, "completed tab of a queue keeping none", html.UnescapeString(r.body), "keeps no completed jobs", "completed_retention_ms")
+}
+
+// TestScreenshotCompleted writes docs/completed.png (a queue's Completed
+// tab) and docs/completed-job.png (a completed job's page). Run it with
+// SEPP_SCREENSHOTS=1.
+func TestScreenshotCompleted(t *testing.T) {
+	if os.Getenv("SEPP_SCREENSHOTS") != "1" {
+		t.Skip("set SEPP_SCREENSHOTS=1 to write the docs/ screenshots")
+	}
+	tab := newTab(t)
+	e := newEnv(t, adminui.Options{Auth: true, Users: testUsers(t)}, week)
+	first := completeOn(t, e, []byte(`{"width":640,"height":480,"url":"https://cdn.example.com/t/cat-640.png"}`))
+	ctx := t.Context()
+	for i, result := range []string{`{"width":320,"height":240}`, "", `{"width":1280,"height":960}`} {
+		res, err := rpc.Propose(ctx, e.backend, engine.EnqueueOp{Params: engine.EnqueueParams{Queue: "thumbnails", JobType: "resize", Payload: []byte(`{}`)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := rpc.Propose(ctx, e.backend, engine.ReserveOp{Params: engine.ReserveParams{Queue: "thumbnails", WorkerID: fmt.Sprint("worker-", i), N: 1}})
+		if err != nil || len(ds) != 1 || ds[0].Job.ID != res.JobID {
+			t.Fatalf("reserve: %v", err)
+		}
+		e.clock.Advance(time.Duration(300+400*i) * time.Millisecond)
+		if _, err := rpc.Propose(ctx, e.backend, engine.AckOp{Ref: engine.LeaseRef{JobID: ds[0].Job.ID, LeaseToken: ds[0].LeaseToken}, Result: []byte(result)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(40 * time.Second)
+	h, err := adminui.New(e.backend, adminui.Options{Auth: true, Users: testUsers(t), Clock: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newServer(t, h)
+	browserSignIn(t, tab, base, operatorName, operatorPass)
+	dir := filepath.Join("..", "..", "docs")
+	for _, s := range []struct{ file, path, ready string }{
+		{"completed.png", "/queues/thumbnails?tab=completed", "#jobs"},
+		{"completed-job.png", fmt.Sprintf("/queues/thumbnails/jobs/%d", first), "#completed"},
+	} {
+		do(t, tab, "open "+s.path, chromedp.Navigate(base+s.path), chromedp.WaitVisible(chromedp.CSS(s.ready)))
+		png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, s.file), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote docs/%s (%d bytes)", s.file, len(png))
+	}
 }
