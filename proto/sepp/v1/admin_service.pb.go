@@ -2003,8 +2003,10 @@ type UpdateQueueRequest struct {
 	// retry_backoff, retry_delay_max_ms, max_schedule_horizon_ms,
 	// max_length, max_memory_bytes, dead_letter_queue, max_reserved,
 	// rate_limit, rate_period_ms, rate_burst, concurrency_key, max_per_key,
-	// max_wait_ms, fairness_key, tags. A reserve limit has no global value:
-	// dropping it leaves none; nor have tags.
+	// max_wait_ms, fairness_key, tags, completed_retention_ms. A reserve
+	// limit has no global value: dropping it leaves none; nor have tags, nor
+	// completed_retention_ms (dropping it keeps no completed job, and drops
+	// those kept at the next tick).
 	Inherit []string `protobuf:"bytes,3,rep,name=inherit,proto3" json:"inherit,omitempty"`
 	// Pause (true) or resume (false); unset leaves it.
 	Paused        *bool `protobuf:"varint,4,opt,name=paused,proto3,oneof" json:"paused,omitempty"`
