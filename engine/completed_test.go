@@ -366,3 +366,34 @@ func BenchmarkEnqueueReserveAckKept(b *testing.B) {
 		}
 	}
 }
+
+// completedSeedEngine is taggedEngine with a queue keeping completed
+// jobs: one acked with a result after a failed attempt, one without; the
+// fuzzer starts from a layout 15 snapshot.
+func completedSeedEngine(t testing.TB) *engine.Engine {
+	t.Helper()
+	e := taggedEngine(t)
+	now := e.Now().Add(time.Second)
+	if err := e.CreateQueue(now, engine.QueueConfig{Name: "kept", CompletedRetention: time.Hour}, false); err != nil {
+		t.Fatal(err)
+	}
+	first := et.MustEnqueue(t, e, now, et.Job("kept"))
+	d := et.MustReserveOne(t, e, now, "kept")
+	if _, err := e.Nack(now, engine.NackParams{LeaseRef: et.Ref(d), Reason: "busy"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, result := range [][]byte{[]byte(`{"ok":true}`), nil} {
+		d := et.MustReserveOne(t, e, now.Add(time.Second), "kept")
+		if err := e.AckWithResult(now.Add(2*time.Second), et.Ref(d), result); err != nil {
+			t.Fatal(err)
+		}
+		if result == nil {
+			break
+		}
+		et.MustEnqueue(t, e, now, et.Job("kept"))
+	}
+	if j, err := e.GetJob(first); err != nil || j.State != engine.StateCompleted || len(j.History) != 1 {
+		t.Fatalf("seed: %+v %v", j, err)
+	}
+	return e
+}
