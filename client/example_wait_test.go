@@ -123,3 +123,33 @@ func Example_ackWithResult() {
 	// completed {"width":640}
 	// completed {"width":320} false
 }
+
+// A queue that keeps no completed jobs (completed_retention_ms 0, the
+// default) refuses a result: ErrWrongState, nothing applied, the lease
+// still held, so the worker acks without it. A Worker does the same by
+// itself and reports the refusal through OnError.
+func Example_ackWithResultRefused() {
+	addr, stop := exampleServer()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, []string{addr})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	if _, err := c.Enqueue(ctx, client.NewEnqueueRequest("images", "resize")); err != nil {
+		log.Fatal(err)
+	}
+	ds, err := c.Reserve(ctx, "images", client.ReserveOptions{WorkerID: "w1"})
+	if err != nil || len(ds) != 1 {
+		log.Fatal(ds, err)
+	}
+	err = c.AckWithResult(ctx, ds[0].Ctx, []byte(`{"width":640}`))
+	fmt.Println(errors.Is(err, client.ErrWrongState), errors.Is(err, client.ErrLeaseLost))
+	fmt.Println(c.Ack(ctx, ds[0].Ctx))
+	// Output:
+	// true false
+	// <nil>
+}
