@@ -97,3 +97,60 @@ func enqueueReserve(t *testing.T, n *cluster.Node, queue string) engine.LeaseRef
 	}
 	return engine.LeaseRef{JobID: ds[0].Job.ID, LeaseToken: ds[0].LeaseToken}
 }
+
+// TestResults_SurviveSnapshotAndRestart: completed jobs and their results
+// are in the snapshot (format 3 once every member applies 20) and in the
+// replayed log: every node restarted from both still answers them, and
+// the replicas agree.
+func TestResults_SurviveSnapshotAndRestart(t *testing.T) {
+	c := clustertest.New(t, 3, clustertest.WithConfig(func(_ int, cfg *cluster.Config) {
+		cfg.PeerCommandVersion = func(context.Context, cluster.NodeInfo) (uint32, error) { return fsm.CommandVersion, nil }
+	}))
+	leader := c.Node(c.WaitLeader())
+	clustertest.WaitFor(t, 10*time.Second, "the members' versions recorded", func() bool {
+		n := 0
+		for _, m := range leader.FSM().Nodes() {
+			if m.AppliesCommandVersion(fsm.CommandVersionResults) {
+				n++
+			}
+		}
+		return n == 3
+	})
+	ctx := context.Background()
+	if _, err := cluster.Do(ctx, leader, engine.CreateQueueOp{Config: engine.QueueConfig{Name: "kept", CompletedRetention: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	first := enqueueReserve(t, leader, "kept")
+	if _, err := leader.Propose(ctx, engine.AckOp{Ref: first, Result: []byte("before the snapshot")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	second := enqueueReserve(t, leader, "kept")
+	if _, err := leader.Propose(ctx, engine.AckOp{Ref: second, Result: []byte("in the log only")}); err != nil {
+		t.Fatal(err)
+	}
+	c.RequireSameDigest()
+	for i := range 3 {
+		c.Kill(i)
+	}
+	for i := range 3 {
+		c.Restart(i)
+	}
+	n := c.Node(c.WaitLeader())
+	for id, want := range map[engine.JobID]string{first.JobID: "before the snapshot", second.JobID: "in the log only"} {
+		var job engine.Job
+		if err := n.Read(ctx, false, func(e engine.View) error {
+			var err error
+			job, err = e.GetJob(id)
+			return err
+		}); err != nil {
+			t.Fatalf("job %d after restart: %v", id, err)
+		}
+		if job.State != engine.StateCompleted || job.Completed == nil || string(job.Completed.Result) != want {
+			t.Fatalf("job %d after restart: %+v, want completed with %q", id, job, want)
+		}
+	}
+	c.RequireSameDigest()
+}
