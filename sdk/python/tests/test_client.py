@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from sepp import (ClientClosed, DeadLetterCause, EnqueueRequest, InvalidField, JobState, LeaseLost, NotFound,
-                  Priority, QueueFull, ResourceExhausted, RetryDirective, ScheduledTooFar, SeppClient, UnknownOutcome,
-                  Unavailable, WrongState)
+                  Priority, QueueFull, QueueSettings, ResourceExhausted, RetryDirective, ScheduledTooFar, SeppClient,
+                  UnknownOutcome, Unavailable, WrongState)
 
 from cluster import Cluster
 
@@ -185,6 +185,13 @@ async def test_ack_with_result(client: SeppClient) -> None:
     job = await client.get_job(res.job_id)
     assert (job.state, job.result, job.attempt) == (JobState.COMPLETED, b'{"width":640}', 1)
     assert job.completed_at is not None and job.run_time is not None
+
+    # A queue created keeping completed jobs: its own and effective settings.
+    kept = q()
+    eff = await client.create_queue(kept, QueueSettings(completed_retention=timedelta(minutes=5)))
+    assert eff.completed_retention == timedelta(minutes=5)
+    info = await client.get_queue(kept)
+    assert info.settings.completed_retention == timedelta(minutes=5)
 
     # A queue that keeps none refuses a result; the lease still holds.
     queue = q()

@@ -762,6 +762,12 @@ class QueueSettings:
     #: whole set (an empty one drops them, as inherit ``"tags"`` does). Not
     #: in ``QueueInfo.effective``. Needs the server capability queue_tags.
     tags: Optional[Mapping[str, str]] = None
+    #: How long an acked job is kept with its result (whole milliseconds,
+    #: 1 ms..30 days): get_job and wait_job answer for it, and
+    #: ack_with_result is accepted. Drop it with inherit
+    #: ``"completed_retention_ms"``; in ``QueueInfo.effective`` 0 is none.
+    #: Needs the server capability results.
+    completed_retention: Optional[timedelta] = None
 
     def to_proto(self) -> apb.QueueSettings:
         m = apb.QueueSettings()
@@ -771,7 +777,8 @@ class QueueSettings:
             v = getattr(self, name)
             if v is not None:
                 setattr(m, name, v)
-        for name in ("retry_delay", "retry_delay_max", "max_schedule_horizon", "max_wait", "rate_period"):
+        for name in ("retry_delay", "retry_delay_max", "max_schedule_horizon", "max_wait", "rate_period",
+                     "completed_retention"):
             d = getattr(self, name)
             if d is not None:
                 setattr(m, name + "_ms", _whole_ms(d))
@@ -811,6 +818,7 @@ class QueueSettings:
             concurrency_key=m.concurrency_key if m.HasField("concurrency_key") else None,
             max_per_key=m.max_per_key if m.HasField("max_per_key") else None,
             tags=dict(m.tags.tags) if m.HasField("tags") else None,
+            completed_retention=ms("completed_retention_ms"),
         )
 
     @classmethod
@@ -820,7 +828,7 @@ class QueueSettings:
                    _backoff_name(m.retry_backoff), m.retry_delay_max_ms * _MS, m.max_schedule_horizon_ms * _MS,
                    m.max_length, m.max_memory_bytes, m.dead_letter_queue, m.max_wait_ms * _MS, m.fairness_key,
                    m.max_reserved, m.rate_limit, m.rate_period_ms * _MS, m.rate_burst, m.concurrency_key,
-                   m.max_per_key)
+                   m.max_per_key, completed_retention=m.completed_retention_ms * _MS)
 
 
 def _queue_stats(q: apb.QueueSummary) -> QueueStats:
