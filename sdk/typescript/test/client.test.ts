@@ -286,6 +286,10 @@ test("ackWithResult: the result is read back by wait and getJob; a queue that ke
   assert.equal(new TextDecoder().decode(job.result), '{"width":640}');
   assert.ok(job.completedAt, "completedAt set");
 
+  const eff = await client.createQueue("kept-created", { completedRetentionMs: 300000 });
+  assert.equal(eff.completedRetentionMs, 300000);
+  assert.equal((await client.getQueue("kept-created")).settings.completedRetentionMs, 300000);
+
   await client.enqueue({ queue: "not-kept", jobType: "resize" });
   const [e] = await client.reserve("not-kept");
   await assert.rejects(client.ackWithResult(e!.ctx, new TextEncoder().encode("lost")), WrongStateError);
