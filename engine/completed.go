@@ -513,7 +513,9 @@ func (d *decoder) decodeCompletedSection(e *Engine) error {
 	if d.err != nil {
 		return d.err
 	}
-	if e.completedHeld == 0 && !HasCompletedRetention(e.cfg) {
+	// Layout 15 is written only while used; a later layout carries the
+	// section whether or not it holds anything.
+	if d.version == snapshotVersionCompleted && e.completedHeld == 0 && !HasCompletedRetention(e.cfg) {
 		return errors.New("completed section: layout 15 written without completed retention or a completed job")
 	}
 	if !d.completedSection {
