@@ -266,6 +266,10 @@ func fromStatusValue(op string, st *status.Status) *Error {
 	case codes.FailedPrecondition:
 		if preconditionIs(precondition, "VERSION") {
 			e.Kinds = []error{ErrUnsupported, ErrWrongState}
+		} else if preconditionIs(precondition, "QUEUE") {
+			// The queue's settings refuse it (an ack's result where the
+			// queue keeps no completed job): the lease still holds.
+			e.Kinds = []error{ErrWrongState}
 		} else if preconditionIs(precondition, "LEASE_CANCELLED") {
 			e.Kinds = []error{ErrLeaseLost, ErrJobCancelled}
 		} else if leaseOps[op] || preconditionIsLease(precondition) {

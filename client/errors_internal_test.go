@@ -52,4 +52,12 @@ func TestFromStatus_VersionIsUnsupported(t *testing.T) {
 	if got := fromStatus("ack", lease.Err()); !errors.Is(got, ErrLeaseLost) || errors.Is(got, ErrUnsupported) {
 		t.Fatalf("fromStatus(ack, LEASE) = %v: want ErrLeaseLost only", got)
 	}
+	// A result the queue does not keep (completed_retention_ms 0): the
+	// lease still holds, so never a lost lease.
+	queue, _ := status.New(codes.FailedPrecondition, "keeps no completed jobs").WithDetails(&errdetails.PreconditionFailure{
+		Violations: []*errdetails.PreconditionFailure_Violation{{Type: "QUEUE", Subject: "completed_retention_ms"}},
+	})
+	if got := fromStatus("ack", queue.Err()); !errors.Is(got, ErrWrongState) || errors.Is(got, ErrLeaseLost) {
+		t.Fatalf("fromStatus(ack, QUEUE) = %v: want ErrWrongState and not ErrLeaseLost", got)
+	}
 }

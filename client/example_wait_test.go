@@ -55,9 +55,80 @@ func Example_waitJob() {
 	// true
 }
 
-// A result on an ack: a server that keeps no results refuses it with
-// ErrUnsupported and the lease stays held, so the worker acks without it.
+// A result on an ack: the queue "thumbnails" keeps completed jobs an hour
+// (completed_retention_ms), so the producer's WaitJob gets the result. A
+// queue that keeps none refuses it with ErrWrongState, and a cluster not
+// yet upgraded with ErrUnsupported; either way the lease stays held, so
+// the worker acks without it.
 func Example_ackWithResult() {
+	addr, stop := exampleServer()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.New(ctx, []string{addr})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	res, err := c.Enqueue(ctx, client.NewEnqueueRequest("thumbnails", "resize"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ds, err := c.Reserve(ctx, "thumbnails", client.ReserveOptions{WorkerID: "w1"})
+	if err != nil || len(ds) != 1 {
+		log.Fatal(ds, err)
+	}
+	// docs:begin ack-result
+	err = c.AckWithResult(ctx, ds[0].Ctx, []byte(`{"width":640}`))
+	if errors.Is(err, client.ErrWrongState) { // kept nowhere: ack without it
+		err = c.Ack(ctx, ds[0].Ctx)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := c.WaitJob(ctx, res.JobID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out.State, string(out.Result))
+	// docs:end ack-result
+
+	// A Worker's handler sets the result on its delivery.
+	if _, err := c.Enqueue(ctx, client.NewEnqueueRequest("thumbnails", "resize")); err != nil {
+		log.Fatal(err)
+	}
+	done := make(chan uint64, 1)
+	w := client.NewWorker(c, client.WorkerOptions{WorkerID: "w2"})
+	// docs:begin worker-result
+	w.Handle("thumbnails", "resize", func(ctx context.Context, d *client.Delivery) error {
+		d.SetResult([]byte(`{"width":320}`))
+		done <- d.Ctx.JobID
+		return nil
+	})
+	// docs:end worker-result
+	stopped := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(stopped) }()
+	id := <-done
+	out, err = c.WaitJob(ctx, id)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out.State, string(out.Result), out.Job.CompletedAt.IsZero())
+	if err := w.Stop(ctx); err != nil {
+		log.Fatal(err)
+	}
+	<-stopped
+	// Output:
+	// completed {"width":640}
+	// completed {"width":320} false
+}
+
+// A queue that keeps no completed jobs (completed_retention_ms 0, the
+// default) refuses a result: ErrWrongState, nothing applied, the lease
+// still held, so the worker acks without it. A Worker does the same by
+// itself and reports the refusal through OnError.
+func Example_ackWithResultRefused() {
 	addr, stop := exampleServer()
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -75,13 +146,10 @@ func Example_ackWithResult() {
 	if err != nil || len(ds) != 1 {
 		log.Fatal(ds, err)
 	}
-	// docs:begin ack-result
 	err = c.AckWithResult(ctx, ds[0].Ctx, []byte(`{"width":640}`))
-	if errors.Is(err, client.ErrUnsupported) {
-		err = c.Ack(ctx, ds[0].Ctx)
-	}
-	// docs:end ack-result
-	fmt.Println(err)
+	fmt.Println(errors.Is(err, client.ErrWrongState), errors.Is(err, client.ErrLeaseLost))
+	fmt.Println(c.Ack(ctx, ds[0].Ctx))
 	// Output:
+	// true false
 	// <nil>
 }

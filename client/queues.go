@@ -35,6 +35,12 @@ type QueueSettings struct {
 	// priority level; drop it with Inherit "fairness_key". In Effective,
 	// "" is none.
 	FairnessKey *string
+	// CompletedRetention keeps each acked job, with its result, this long
+	// (whole milliseconds, 1ms..30 days): GetJob, ListJobs with
+	// StateCompleted and WaitJob answer for it, and AckWithResult is
+	// accepted. Drop it with Inherit "completed_retention_ms". In
+	// Effective, 0 is none.
+	CompletedRetention *time.Duration
 	// The reserve limits (docs/reserve-limits.md); none has a global
 	// value, so nil and 0 (or "") both mean none, and on update a pointer
 	// to 0 (or "") drops the limit, as Inherit of its key does. MaxReserved
@@ -210,6 +216,7 @@ func queueSettingsToProto(s QueueSettings) (*seppv1.QueueSettings, error) {
 		DeadLetterQueue:      s.DeadLetterQueue,
 		MaxWaitMs:            ms(s.MaxWait),
 		FairnessKey:          s.FairnessKey,
+		CompletedRetentionMs: ms(s.CompletedRetention),
 		MaxReserved:          s.MaxReserved,
 		RateLimit:            s.RateLimit,
 		RatePeriodMs:         ms(s.RatePeriod),
@@ -261,6 +268,7 @@ func queueSettingsFromProto(p *seppv1.QueueSettings) QueueSettings {
 		DeadLetterQueue:    p.DeadLetterQueue,
 		MaxWait:            dur(p.MaxWaitMs),
 		FairnessKey:        p.FairnessKey,
+		CompletedRetention: dur(p.CompletedRetentionMs),
 		MaxReserved:        p.MaxReserved,
 		RateLimit:          p.RateLimit,
 		RatePeriod:         dur(p.RatePeriodMs),
@@ -297,6 +305,7 @@ func queueLimitsFromProto(l *seppv1.QueueLimits) QueueSettings {
 		DeadLetterQueue:    &dlq,
 		MaxWait:            ms(l.GetMaxWaitMs()),
 		FairnessKey:        ptrTo(l.GetFairnessKey()),
+		CompletedRetention: ms(l.GetCompletedRetentionMs()),
 		MaxReserved:        ptrTo(l.GetMaxReserved()),
 		RateLimit:          ptrTo(l.GetRateLimit()),
 		RatePeriod:         ms(l.GetRatePeriodMs()),

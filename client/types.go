@@ -137,6 +137,14 @@ type Job struct {
 	ExpiresAt time.Time // the deadline to be reserved by; zero: none
 	// TraceContext is the producer's W3C trace context; nil: none.
 	TraceContext *TraceContext
+
+	// A completed job's (StateCompleted, kept for its queue's
+	// CompletedRetention): the worker's result (nil when it gave none),
+	// when it was acked, and how long the completing delivery ran (0 when
+	// the server did not record its start).
+	Result      []byte
+	CompletedAt time.Time
+	RunTime     time.Duration
 }
 
 // JobAttempt is one ended delivery of a job.
@@ -186,7 +194,19 @@ func (jc JobContext) LastAttempt() bool { return jc.Attempt >= jc.MaxAttempts }
 type Delivery struct {
 	Ctx JobContext
 	Job Job
+
+	// result is what a handler set with SetResult: a Worker acks with it.
+	result []byte
 }
+
+// SetResult gives the job a result, for a handler run by a Worker: when the
+// handler then returns nil, the Worker acks with it (AckWithResult), so a
+// producer waiting on the job (WaitJob) or reading it (GetJob) gets it. The
+// job's queue must keep completed jobs (QueueSettings.CompletedRetention);
+// a server that refuses the result leaves the lease held, and the Worker
+// then acks without it and reports the refusal (WorkerOptions.OnError),
+// so the job is not run again. At most the server's max_result_bytes.
+func (d *Delivery) SetResult(result []byte) { d.result = result }
 
 // DeadLetterRecord is a retained dead job.
 type DeadLetterRecord struct {
@@ -523,6 +543,9 @@ func jobFromProto(m *seppv1.Job) Job {
 			FailedAt: timeFrom(o.GetFailedAt()), LastReason: o.GetLastReason(), FinalAttempt: o.GetFinalAttempt(),
 		}
 	}
+	j.Result = m.GetResult()
+	j.CompletedAt = timeFrom(m.GetCompletedAt())
+	j.RunTime = m.GetRunTime().AsDuration()
 	return j
 }
 

@@ -94,9 +94,12 @@ func (c *Client) EnqueueAndWait(ctx context.Context, req *EnqueueRequest) (res E
 // AckWithResult completes a delivery with a result for the job's waiters
 // (WaitJob) and readers (GetJob), at most the server's max_result_bytes
 // (ServerInfo limits; over it ErrInvalidArgument naming result). Unlike
-// Ack it is not coalesced into AckBatch calls, which carry no results. A
-// server that keeps no results refuses a non-empty one with
-// ErrFailedPrecondition and leaves the lease held: ack without it.
+// Ack it is not coalesced into AckBatch calls, which carry no results. The
+// job's queue must keep completed jobs (QueueSettings.CompletedRetention):
+// where it does not, the server refuses the result with ErrWrongState; a
+// cluster not yet upgraded to keep results refuses it with ErrUnsupported
+// (which also matches ErrWrongState). Either way nothing was applied and
+// the lease is still held: ack without it.
 func (c *Client) AckWithResult(ctx context.Context, jc JobContext, result []byte) error {
 	m := &seppv1.AckRequest{Ctx: jc.toProto(), Result: result}
 	return c.call(ctx, "ack", retrySafe, 0, func(ctx context.Context, a *attempt) error {

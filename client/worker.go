@@ -340,7 +340,7 @@ func (w *Worker) run(d Delivery) {
 	case out.Ack:
 		ctx, c := context.WithTimeout(context.Background(), w.opts.Lease)
 		defer c()
-		if err := w.c.Ack(ctx, d.Ctx); err != nil {
+		if err := w.ack(ctx, &d); err != nil {
 			w.report(fmt.Errorf("sepp worker: ack job %d: %w", d.Ctx.JobID, err))
 		}
 	case errors.Is(cause, errWorkerStopping):
@@ -350,6 +350,23 @@ func (w *Worker) run(d Delivery) {
 	default:
 		w.nack(d, out.Directive, out.Reason)
 	}
+}
+
+// ack acks d, with the result its handler set (Delivery.SetResult). A
+// result the server refuses (it keeps none: ErrUnsupported, or the queue
+// keeps no completed job: ErrWrongState) leaves the lease held; the job
+// ran, so it is acked without the result rather than run again, and the
+// refusal is reported.
+func (w *Worker) ack(ctx context.Context, d *Delivery) error {
+	if len(d.result) == 0 {
+		return w.c.Ack(ctx, d.Ctx)
+	}
+	err := w.c.AckWithResult(ctx, d.Ctx, d.result)
+	if errors.Is(err, ErrUnsupported) || errors.Is(err, ErrWrongState) {
+		w.report(fmt.Errorf("sepp worker: job %d: result refused, acking without it: %w", d.Ctx.JobID, err))
+		err = w.c.Ack(ctx, d.Ctx)
+	}
+	return err
 }
 
 func (w *Worker) nack(d Delivery, directive RetryDirective, reason string) {

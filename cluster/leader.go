@@ -278,6 +278,11 @@ func (n *Node) membersConfig() engine.Config {
 		// them.
 		cfg = engine.StripTags(cfg)
 	}
+	if engine.HasCompletedRetention(cfg) && !n.membersApply(fsm.CommandVersionResults) {
+		// An older member would drop the setting and keep no completed
+		// job: none kept until every member applies it.
+		cfg = engine.StripCompletedRetention(cfg)
+	}
 	return cfg
 }
 

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -86,13 +87,32 @@ func (n *Node) reserve(ctx context.Context, p engine.ReserveParams) ([]engine.De
 }
 
 // ack completes a delivery.
-func (n *Node) ack(ctx context.Context, ref engine.LeaseRef) error {
-	res, err := n.propose(ctx, fsm.AckCommand(ref))
+func (n *Node) ack(ctx context.Context, ref engine.LeaseRef, result []byte) error {
+	cmd := fsm.AckWithResultCommand(ref, result)
+	if len(result) > 0 {
+		// Until every member keeps results, one that does not would drop
+		// it: refused before anything is proposed, the lease still held.
+		ok, err := n.membersApplyFor(ctx, fsm.CommandVersionResults)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w (%s)", ErrResultNotKept, n.memberLacking(fsm.CommandVersionResults))
+		}
+	}
+	res, err := n.propose(ctx, cmd)
 	if err != nil {
 		return err
 	}
 	return res.Err
 }
+
+// ErrResultNotKept refuses an ack that carries a result while some member
+// of the cluster does not apply command version 20 (results): nothing was
+// proposed, the lease still holds, and the worker may ack without it.
+// The gRPC layer answers FailedPrecondition with a PreconditionFailure of
+// type VERSION naming the feature "results".
+var ErrResultNotKept = errors.New("result: this cluster keeps no job results yet (the capability \"results\" is missing from GetServerInfo until every member applies command version 20); ack without a result")
 
 // AckBatch completes several deliveries; each succeeds or fails on its own
 // (errs[i], nil when acked), in order, as if acked one by one. The acks

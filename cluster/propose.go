@@ -21,7 +21,7 @@ func (n *Node) Propose(ctx context.Context, op engine.Op) (any, error) {
 	case engine.ReserveOp:
 		return n.reserve(ctx, op.Params)
 	case engine.AckOp:
-		return engine.Done{}, n.ack(ctx, op.Ref)
+		return engine.Done{}, n.ack(ctx, op.Ref, op.Result)
 	case engine.NackOp:
 		return n.nack(ctx, op.Params)
 	case engine.ReleaseOp:

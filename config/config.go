@@ -489,6 +489,12 @@ type Queue struct {
 	// how it runs. At most 50; a key is 1..128 bytes of letters, digits,
 	// spaces and _ . : / = + - @, a value at most 256 bytes.
 	Tags map[string]string `toml:"tags"`
+	// CompletedRetentionMS keeps each acked job, with its worker's result,
+	// this many milliseconds (GetJob, ListJobs state completed, WaitJob);
+	// 0, the default, keeps none, and an ack carrying a result is then
+	// refused. At most 2592000000 (30 days). Each kept job costs 16 bytes
+	// of memory on every node and its record (result included) on disk.
+	CompletedRetentionMS int64 `toml:"completed_retention_ms"`
 }
 
 // Admin is the [admin] table: the web UI's sign-in.
@@ -1170,6 +1176,7 @@ func (c Config) EngineConfig() (engine.Config, error) {
 			MaxWait:            ms(q.MaxWaitMS),
 			FairnessKey:        q.FairnessKey,
 			Tags:               engine.TagsFromMap(q.Tags), // sorted: the file's order is not kept
+			CompletedRetention: ms(q.CompletedRetentionMS),
 		}
 		if q.RetryDelayMS != nil {
 			d := ms(*q.RetryDelayMS)

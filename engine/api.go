@@ -154,6 +154,9 @@ type QueueConfig struct {
 	// Tags are the queue's key/value labels (tags.go), sorted by key; nil:
 	// none. They change nothing about how the queue runs.
 	Tags []Tag
+	// CompletedRetention is how long an acked job is kept, with its
+	// result (completed.go); 0: not kept. 0..MaxCompletedRetention.
+	CompletedRetention time.Duration
 }
 
 // Config is everything that shapes the engine's behaviour. It is part of the
@@ -292,6 +295,8 @@ type TickResult struct {
 	// Expired counts waiting jobs whose deadline passed unreserved
 	// (dead-lettered with the cause expired; also counted in DeadLettered).
 	Expired int
+	// CompletedExpired counts completed jobs whose retention ended.
+	CompletedExpired int
 }
 
 // Attempt is one entry of a job's attempt history.
@@ -348,6 +353,10 @@ type Job struct {
 	// pointer, so that a Delivery stays in its size class); the view's own
 	// copy.
 	Trace *TraceContext
+
+	// Completed is set on a completed job's view (completed.go): its
+	// result and completion time. (A pointer, as Trace is.)
+	Completed *CompletedInfo
 }
 
 // ExpiresAt is the job's deadline (ExpiresAtNanos); zero: none.
@@ -414,6 +423,10 @@ type QueueStats struct {
 	Fairness Fairness
 	// Tags are the queue's tags (tags.go), sorted by key; the caller's copy.
 	Tags []Tag
+	// Completed counts the completed jobs the queue keeps, for its
+	// CompletedRetention (completed.go).
+	Completed          int
+	CompletedRetention time.Duration
 }
 
 // ItemResult is the outcome of one id of an operator action.

@@ -214,6 +214,9 @@ func (c Config) validateQueue(q QueueConfig, names map[string]int) error {
 	if err := validateTags(q, key); err != nil {
 		return err
 	}
+	if err := validateCompletedRetention(q, key); err != nil {
+		return err
+	}
 	if q.DeadLetterQueue != "" {
 		if err := checkQueueName(key("dead_letter_queue"), q.DeadLetterQueue); err != nil {
 			return err
@@ -264,6 +267,9 @@ type settings struct {
 	limits             reserveLimits
 	maxWait            int64  // the queue's max_wait; 0: none (expiry.go)
 	fairKey            string // the queue's fairness key; "": none (fairness.go)
+	// completedRetention is how long an acked job is kept; 0: not kept
+	// (completed.go).
+	completedRetention int64
 	// ownPriority: the queue sets default_priority itself, so a job
 	// forwarded to it takes that priority instead of keeping its own.
 	ownPriority bool
@@ -311,6 +317,7 @@ func resolveSettings(l Limits, q *QueueConfig) settings {
 	s.limits = resolveReserveLimits(q)
 	s.maxWait = int64(q.MaxWait)
 	s.fairKey = q.FairnessKey
+	s.completedRetention = int64(q.CompletedRetention)
 	return s
 }
 
@@ -342,6 +349,7 @@ func cloneConfig(cfg Config) Config {
 			MaxWait:            q.MaxWait,
 			FairnessKey:        q.FairnessKey,
 			Tags:               slices.Clone(q.Tags),
+			CompletedRetention: q.CompletedRetention,
 		}
 	}
 	return out

@@ -130,6 +130,16 @@ type Engine struct {
 	// applied write (SetPayloadsAhead): a node replaying its log after a
 	// restart over the store it kept.
 	payloadsAhead bool
+
+	// completed keeps completed jobs' records (completed.go): the payload
+	// store when it keeps them too (the node's on-disk store), else a map.
+	completed CompletedStore
+	// completedHeld counts the completed jobs in the queues' FIFOs;
+	// completedNext is the earliest of their expiries while completedDue.
+	// Derived from the FIFOs and the queues' retentions.
+	completedHeld int
+	completedNext int64
+	completedDue  bool
 }
 
 // New returns an empty engine running cfg. cfg must have passed Validate; an
@@ -157,6 +167,7 @@ func newEmpty() *Engine {
 		resByLease:   make(map[LeaseToken]*reservation),
 		schedules:    make(map[string]*schedule),
 		payloads:     newHeapPayloads(),
+		completed:    heapCompleted{},
 	}
 }
 
@@ -187,6 +198,9 @@ func (e *Engine) applyConfig(cfg Config) {
 		if q.set.limits != old || (q.keys == nil) != (q.set.limits.maxPerKey == 0) {
 			e.rebuildKeyLimits(q)
 		}
+	}
+	if e.completedHeld > 0 {
+		e.findCompletedNext() // a retention may have changed
 	}
 	e.rateLimited = e.rateLimited[:0]
 	for i := range e.cfg.Queues {

@@ -70,6 +70,9 @@ func (e *Engine) GetJob(id JobID) (Job, error) {
 	if r := e.dead[id]; r != nil {
 		return e.view(r.j), nil
 	}
+	if v, ok := e.getCompleted(id); ok {
+		return v, nil
+	}
 	return Job{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
 }
 
@@ -157,8 +160,10 @@ func (e *Engine) ListJobs(queue string, state State, page Page) ([]Job, error) {
 		for r := q.deadHead; r != nil; r = r.qnext {
 			keep(r.j)
 		}
+	case StateCompleted:
+		return e.listCompleted(q, page.AfterID, limit), nil
 	default:
-		return nil, invalid("state", "must be scheduled, ready, reserved or dead, got %v", state)
+		return nil, invalid("state", "must be scheduled, ready, reserved, dead or completed, got %v", state)
 	}
 	found = smallestJobs(found, limit)
 	out := make([]Job, len(found))
@@ -251,6 +256,8 @@ func (e *Engine) queueStats(now time.Time, q *queue) QueueStats {
 	s.Limits = reserveLimitsView(q, e.queueConfig(q.name), t)
 	s.Fairness = fairnessView(q)
 	s.MaxWait = time.Duration(q.set.maxWait)
+	s.Completed = q.completed.len()
+	s.CompletedRetention = time.Duration(q.set.completedRetention)
 	if qc := e.queueConfig(q.name); qc != nil {
 		s.Tags = slices.Clone(qc.Tags)
 	}

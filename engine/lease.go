@@ -306,11 +306,23 @@ func (e *Engine) cancelledLease(j *job, ref LeaseRef) bool {
 
 // Ack completes a delivery: the job leaves the engine.
 func (e *Engine) Ack(now time.Time, ref LeaseRef) error {
+	return e.AckWithResult(now, ref, nil)
+}
+
+// AckWithResult is Ack keeping result with the completed job: its queue
+// must keep completed jobs (completed_retention above 0), else it is
+// refused with ErrNoCompletedRetention and nothing changes. On a queue
+// that keeps them every ack keeps its job, with or without a result.
+func (e *Engine) AckWithResult(now time.Time, ref LeaseRef, result []byte) error {
 	e.advance(now)
 	j, err := e.leased(ref)
 	if err != nil {
 		return err
 	}
+	if err := checkResultKept(j, result); err != nil {
+		return err
+	}
+	e.complete(j, result)
 	if at, ok := e.started[j.id]; ok { // recorded once every member keeps attempt detail
 		j.q.act.observeRun(time.Duration(e.now - at))
 	}

@@ -265,6 +265,9 @@ func (e *Engine) recount() {
 	for _, ent := range e.uniqueDone {
 		e.charge(ent.ref.q, int64(len(ent.ref.key)))
 	}
+	for _, q := range e.queues { // sums: order does not matter
+		e.charge(q, int64(q.completed.len())*completedEntryCharge)
+	}
 }
 
 // checkMemoryCounts recomputes every charge and compares it with the
@@ -297,6 +300,14 @@ func (e *Engine) checkMemoryCounts() error {
 	}
 	for _, ent := range e.uniqueDone {
 		perQueue[ent.ref.q] += int64(len(ent.ref.key))
+	}
+	completed := 0
+	for _, q := range e.queues {
+		perQueue[q] += int64(q.completed.len()) * completedEntryCharge
+		completed += q.completed.len()
+	}
+	if completed != e.completedHeld {
+		return fmt.Errorf("engine counts %d completed jobs, holds %d", e.completedHeld, completed)
 	}
 	var total int64
 	for _, r := range e.resHeap {

@@ -37,7 +37,11 @@ type (
 	// ReserveOp leases jobs to a worker (Reserve).
 	ReserveOp struct{ Params ReserveParams }
 	// AckOp completes a leased job (Ack).
-	AckOp struct{ Ref LeaseRef }
+	// Result, when set, is kept with the completed job (completed.go).
+	AckOp struct {
+		Ref    LeaseRef
+		Result []byte
+	}
 	// NackOp fails a leased job with a retry directive (Nack).
 	NackOp struct{ Params NackParams }
 	// ReleaseOp hands a leased job back unharmed (Release).
@@ -198,7 +202,7 @@ func (e *Engine) Apply(now time.Time, op Op) (any, error) {
 	case ReserveOp:
 		return e.Reserve(now, op.Params)
 	case AckOp:
-		return Done{}, e.Ack(now, op.Ref)
+		return Done{}, e.AckWithResult(now, op.Ref, op.Result)
 	case NackOp:
 		return e.Nack(now, op.Params)
 	case ReleaseOp:

@@ -64,6 +64,9 @@ func (e *Engine) UsePayloadStore(s PayloadStore) {
 		panic("engine: UsePayloadStore on an engine holding jobs")
 	}
 	e.payloads = s
+	if c, ok := s.(CompletedStore); ok {
+		e.completed = c
+	}
 }
 
 // SetPayloadsAhead tells the engine whether its payload store already

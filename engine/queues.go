@@ -86,6 +86,7 @@ var QueueSettingKeys = []string{
 	"retry_delay_max_ms", "max_schedule_horizon_ms", "max_length", "max_memory_bytes",
 	"dead_letter_queue", "max_reserved", "rate_limit", "rate_period_ms", "rate_burst",
 	"concurrency_key", "max_per_key", "max_wait_ms", "fairness_key", "tags",
+	"completed_retention_ms",
 }
 
 // ReserveLimitKeys are the config keys of a queue's reserve limits, in the
@@ -95,11 +96,13 @@ var ReserveLimitKeys = []string{"max_reserved", "rate_limit", "rate_period_ms", 
 
 // legacyQueueSettingKeys are QueueSettingKeys without the reserve limits:
 // the keys an update with KeepReserveLimits knows.
-var legacyQueueSettingKeys = slices.DeleteFunc(slices.Clone(QueueSettingKeys), func(k string) bool { return k == "tags" || slices.Contains(ReserveLimitKeys, k) })
+var legacyQueueSettingKeys = slices.DeleteFunc(slices.Clone(QueueSettingKeys), func(k string) bool {
+	return k == "tags" || k == "completed_retention_ms" || slices.Contains(ReserveLimitKeys, k)
+})
 
 // untaggedQueueSettingKeys are QueueSettingKeys without "tags": the keys an
 // update with KeepTags (before command version 18) knows.
-var untaggedQueueSettingKeys = slices.DeleteFunc(slices.Clone(QueueSettingKeys), func(k string) bool { return k == "tags" })
+var untaggedQueueSettingKeys = slices.DeleteFunc(slices.Clone(QueueSettingKeys), func(k string) bool { return k == "tags" || k == "completed_retention_ms" })
 
 // TouchesTags reports whether u sets or inherits the queue's tags.
 func (u QueueUpdate) TouchesTags() bool {
@@ -214,6 +217,8 @@ func (e *Engine) UpdateQueue(now time.Time, u QueueUpdate) error {
 			qc.FairnessKey = ""
 		case "tags":
 			qc.Tags = nil
+		case "completed_retention_ms":
+			qc.CompletedRetention = 0
 		default:
 			return invalid("inherit", "unknown setting %s; one of %v", quoteShort(k), QueueSettingKeys)
 		}
@@ -242,6 +247,11 @@ func (e *Engine) UpdateQueue(now time.Time, u QueueUpdate) error {
 	}
 	if s.MaxWait != 0 {
 		qc.MaxWait = s.MaxWait
+	}
+	// completed_retention as max_wait: a set value replaces, inherit drops
+	// it (0: the kept completed jobs expire at the next tick).
+	if s.CompletedRetention != 0 {
+		qc.CompletedRetention = s.CompletedRetention
 	}
 	if s.FairnessKey != "" {
 		qc.FairnessKey = s.FairnessKey
@@ -314,6 +324,9 @@ func (e *Engine) DeleteQueue(now time.Time, name string, force bool) (QueueRemov
 		e.dropDead(q.deadHead)
 		res.DeadLetters++
 	}
+	// Its completed jobs go with it: their records name a queue that no
+	// longer exists, and nothing would expire them.
+	e.dropQueueCompleted(q)
 	e.forgetKeysOf(q)
 	if q.held != 0 {
 		panic(fmt.Sprintf("engine: deleted queue %q still counts %d held bytes", name, q.held))
@@ -551,6 +564,12 @@ func declarationFingerprint(qc QueueConfig, withLimits bool) uint64 {
 			b = binary.AppendUvarint(b, uint64(len(t.Value)))
 			b = append(b, t.Value...)
 		}
+	}
+	if qc.CompletedRetention != 0 {
+		// Only when set, as tags, so a definition without one keeps the
+		// fingerprint it had before the setting existed.
+		b = append(b, 'c')
+		b = binary.AppendVarint(b, int64(qc.CompletedRetention))
 	}
 	if withLimits {
 		b = append(b, 'r')

@@ -54,6 +54,12 @@ type SnapshotOptions struct {
 	// with the same option, then LoadPayload; nothing in the stream says
 	// which way it was written (its container does).
 	PayloadLengths bool
+	// CompletedSection leaves the completed jobs' records out of the
+	// completed section (completed.go): the state machine writes them
+	// after the payloads from the same point-in-time view of its store
+	// (fsm snapshot format 3), off the apply path. Restored only by
+	// RestoreWith with the same option, then LoadCompleted.
+	CompletedSection bool
 }
 
 // SnapshotWith is Snapshot written as o says.
@@ -63,7 +69,7 @@ func (e *Engine) SnapshotWith(w io.Writer, o SnapshotOptions) error {
 	}
 	crc := crc32.NewIEEE()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 64<<10)
-	enc := &encoder{w: bw, lengthsOnly: o.PayloadLengths}
+	enc := &encoder{w: bw, lengthsOnly: o.PayloadLengths, completedSection: o.CompletedSection}
 	if !o.PayloadLengths {
 		read, done := e.payloadReader()
 		defer done()
@@ -104,6 +110,8 @@ type encoder struct {
 	payload func(JobID) []byte
 	// lengthsOnly: payload lengths, not bytes (SnapshotOptions).
 	lengthsOnly bool
+	// completedSection: no completed record (SnapshotOptions).
+	completedSection bool
 }
 
 func (c *encoder) uvarint(v uint64) {
@@ -264,6 +272,9 @@ func (e *Engine) encode(c *encoder) {
 	}
 	if version >= snapshotVersionTags {
 		encodeTagsSection(c, e.cfg)
+	}
+	if version >= snapshotVersionCompleted {
+		e.encodeCompletedSection(c, qs)
 	}
 }
 
@@ -426,6 +437,7 @@ func (e *Engine) RestoreWith(r io.Reader, o SnapshotOptions) error {
 	tr := &trailerReader{r: r, crc: crc32.NewIEEE()}
 	d := newDecoder(tr)
 	d.lengthsOnly = o.PayloadLengths
+	d.completedSection = o.CompletedSection
 	if n, ok := inputSize(r); ok {
 		d.size = n
 	}
@@ -543,6 +555,9 @@ type decoder struct {
 	// lengthsOnly: the jobs carry payload lengths, not bytes
 	// (SnapshotOptions.PayloadLengths).
 	lengthsOnly bool
+	// completedSection: the completed section holds no record
+	// (SnapshotOptions.CompletedSection).
+	completedSection bool
 }
 
 const decodeBufSize = 64 << 10
@@ -799,6 +814,9 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	if d.payloads != nil {
 		e.payloads = d.payloads
 		e.payloadsAhead = d.payloadsAhead
+		if c, ok := d.payloads.(CompletedStore); ok {
+			e.completed = c
+		}
 	}
 	e.now = d.varint()
 	e.nextID = d.uvarint()
@@ -1008,6 +1026,11 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	}
 	if d.version >= snapshotVersionTags {
 		if err := d.decodeTagsSection(&e.cfg); err != nil {
+			return nil, err
+		}
+	}
+	if d.version >= snapshotVersionCompleted {
+		if err := d.decodeCompletedSection(e); err != nil {
 			return nil, err
 		}
 	}

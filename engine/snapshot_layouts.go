@@ -30,6 +30,7 @@ const (
 	snapshotVersionPayloadsOff   = 12
 	snapshotVersionTrace         = 13
 	snapshotVersionTags          = 14
+	snapshotVersionCompleted     = 15
 )
 
 // snapshotLayoutRow is one layout and what it adds.
@@ -54,6 +55,7 @@ var snapshotLayouts = [...]snapshotLayoutRow{
 	{snapshotVersionPayloadsOff, "limits.max_disk_bytes after max_memory_bytes, and bit 1 of the attempts section's flags: payloads are charged to the disk budget, not the memory budget (payloads.go); written once the cluster runs payloadsOffHeap or sets max_disk_bytes"},
 	{snapshotVersionTrace, "the trace section (trace.go): each live job's and retained record's W3C trace context by job id; written once a job got one"},
 	{snapshotVersionTags, "the tags section (snapshot_tags.go): each configured queue's tags, in the config's queue order; written only while a queue has tags"},
+	{snapshotVersionCompleted, "the completed section (completed.go): each configured queue's completed_retention, each queue's completed jobs (time, id) in completion order and, unless the state machine streams them itself, their records; written only while a queue keeps completed jobs or has a retention"},
 }
 
 // snapshotVersion is the newest layout this engine writes and reads.

@@ -68,8 +68,9 @@ func (d *decoder) decodeTagsSection(cfg *Config) error {
 			return fmt.Errorf("tags section: %w", err)
 		}
 	}
-	// Layout 14 is written only while a queue has tags.
-	if !tagged {
+	// Layout 14 is written only while a queue has tags; a later layout
+	// carries the section whether or not a queue has some.
+	if !tagged && d.version == snapshotVersionTags {
 		return errors.New("tags section: layout 14 written without a tag")
 	}
 	return nil

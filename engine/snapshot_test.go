@@ -184,6 +184,7 @@ func FuzzRestore(f *testing.F) {
 	f.Add(snapshotBytes(f, uniqueEngine(f)))
 	f.Add(snapshotBytes(f, redrivingEngine(f)))
 	f.Add(snapshotBytes(f, expiryFairEngine(f)))
+	f.Add(snapshotBytes(f, completedSeedEngine(f)))
 	f.Add([]byte("SEPPENG\x00\x01"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		restoreFuzzed(t, data)
@@ -241,6 +242,8 @@ func TestFuzzSeedCorpus(t *testing.T) {
 		"trace-engine": snapshotBytes(t, traceEngine(t)),
 		// Layout version 14: queue tags.
 		"tags-engine": snapshotBytes(t, taggedEngine(t)),
+		// Layout version 15: completed jobs and their records.
+		"completed-engine": snapshotBytes(t, completedSeedEngine(t)),
 		// Layout version 6: periodic schedules, one fired, one paused.
 		"scheduled-engine": snapshotBytes(t, scheduledEngine(t)),
 		// The golden snapshots of layouts 4, 5, 7, 8 and 9 (3 and 6 are

@@ -165,6 +165,10 @@ type queue struct {
 	// while the queue sets max_per_key; nil otherwise. Derived.
 	keys *keyLimits
 
+	// completed is the queue's completed jobs kept for its
+	// completed_retention, in completion order (completed.go).
+	completed completedFIFO
+
 	// Retained dead-letter records of this queue, in failed_at order.
 	deadHead, deadTail *deadRecord
 	nDead              int

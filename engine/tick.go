@@ -45,6 +45,7 @@ func (e *Engine) advance(now time.Time) TickResult {
 		e.makeReady(j)
 	}
 	e.expireDue(t, &res)
+	e.expireCompleted(t, &res)
 	for len(e.deadExp) > 0 && e.deadExp[0].expiresAt <= t {
 		r := e.deadExp[0]
 		e.dropDead(r)
@@ -106,6 +107,9 @@ func (e *Engine) nextDue(sweepDelay int64) (t time.Time, ok bool) {
 	}
 	if len(e.deadExp) > 0 {
 		consider(e.deadExp[0].expiresAt)
+	}
+	if e.completedDue {
+		consider(e.completedNext)
 	}
 	if len(e.expiry) > 0 {
 		consider(e.expiry[0].ext.expiresAt)

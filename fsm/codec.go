@@ -248,6 +248,18 @@ func AckCommand(ref engine.LeaseRef) *cmdpb.Command {
 	return c
 }
 
+// AckWithResultCommand builds a JobAck carrying the worker's result, of
+// CommandVersionResults when result is not empty (an older binary would
+// drop it); an empty one is AckCommand's, unchanged.
+func AckWithResultCommand(ref engine.LeaseRef, result []byte) *cmdpb.Command {
+	c := AckCommand(ref)
+	if len(result) > 0 {
+		c.Version = CommandVersionResults
+		c.GetJobAck().Result = result
+	}
+	return c
+}
+
 // AckBatchCommand builds a JobAckBatch (command version 2): the refs ack in
 // order, each as AckCommand's would, and the Result's Acks holds one error
 // per ref. Propose it only to a cluster whose every member applies
@@ -373,6 +385,9 @@ func SetConfigCommand(cfg engine.Config) *cmdpb.Command {
 	}
 	if engine.HasTags(cfg) {
 		c.Version = CommandVersionQueueTags
+	}
+	if engine.HasCompletedRetention(cfg) {
+		c.Version = CommandVersionResults
 	}
 	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: EngineConfigToProto(cfg)}}
 	return c
@@ -595,6 +610,7 @@ func EngineConfigToProto(cfg engine.Config) *cmdpb.EngineConfig {
 			MaxPerKey:               int64(q.MaxPerKey),
 			MaxWaitNanos:            int64(q.MaxWait),
 			FairnessKey:             q.FairnessKey,
+			CompletedRetentionNanos: int64(q.CompletedRetention),
 		}
 		for _, t := range q.Tags { // sorted by key already (engine.Tag)
 			pq.Tags = append(pq.Tags, &cmdpb.QueueTag{Key: t.Key, Value: t.Value})
@@ -658,6 +674,7 @@ func EngineConfigFromProto(pc *cmdpb.EngineConfig) engine.Config {
 			MaxPerKey:          int(pq.GetMaxPerKey()),
 			MaxWait:            time.Duration(pq.GetMaxWaitNanos()),
 			FairnessKey:        pq.GetFairnessKey(),
+			CompletedRetention: time.Duration(pq.GetCompletedRetentionNanos()),
 		}
 		// In the entry's order: the engine refuses tags not sorted by key,
 		// so a damaged entry fails alike on every replica.

@@ -386,7 +386,7 @@ func (f *FSM) applyJobReserve(now time.Time, c *cmdpb.JobReserve, retryWindow bo
 }
 
 func (f *FSM) applyJobAck(now time.Time, c *cmdpb.JobAck) Result {
-	return Result{Err: f.eng.Ack(now, leaseRefFromProto(c.GetRef()))}
+	return Result{Err: f.eng.AckWithResult(now, leaseRefFromProto(c.GetRef()), c.GetResult())}
 }
 
 // applyJobAckBatch acks each ref (job_ids[i], lease_tokens[i]) as

@@ -80,6 +80,15 @@ func seedEntries(t testing.TB) map[string][]byte {
 			UpdateQueueCommand(engine.QueueUpdate{Name: "tagged", SetTags: true, Set: engine.QueueConfig{Tags: []engine.Tag{{Key: "owner", Value: "ops@example.com"}}}}),
 			UpdateQueueCommand(engine.QueueUpdate{Name: "tagged", Inherit: []string{"tags"}}),
 			DeclaredConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "d", Tags: []engine.Tag{{Key: "from", Value: "file"}}}}})},
+		// Completed jobs and results (20): a queue that keeps them, a job
+		// acked with a result, the retention changed, then inherited.
+		"results": {CreateQueueCommand(engine.QueueConfig{Name: "kept", CompletedRetention: time.Hour}, false),
+			EnqueueCommand(engine.EnqueueParams{Queue: "kept", JobType: "t", Payload: []byte("p")}),
+			ReserveCommand(engine.ReserveParams{Queue: "kept", WorkerID: "w", N: 1, Lease: time.Minute}),
+			AckWithResultCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1}, []byte(`{"ok":true}`)),
+			UpdateQueueCommand(engine.QueueUpdate{Name: "kept", Set: engine.QueueConfig{CompletedRetention: time.Minute}}),
+			SetConfigCommand(engine.Config{Limits: seedLimits(), Queues: []engine.QueueConfig{{Name: "kept", CompletedRetention: 2 * time.Hour}}}),
+			UpdateQueueCommand(engine.QueueUpdate{Name: "kept", Inherit: []string{"completed_retention_ms"}})},
 		// Cancelling a reserved job (9).
 		"cancel": {JobsActCommand(engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{1}, Reason: "stuck"})},
 		// Unique jobs (8).

@@ -70,6 +70,7 @@ func TestGoldenEntries(t *testing.T) {
 		{"seed_payloads_off_heap", 2, CommandVersionPayloadsOffHeap, "payloads_off_heap"},
 		{"seed_trace_context", 2, CommandVersionTraceContext, "trace_context"},
 		{"seed_queue_tags", 2, CommandVersionQueueTags, "queue_tags"},
+		{"seed_results", 2, CommandVersionResults, "results"},
 	}
 	covered := map[[2]uint32]bool{}
 	for _, tt := range tests {

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"slices"
 	"time"
 
 	"github.com/sepp-io/sepp/engine"
@@ -40,6 +41,9 @@ func CreateQueueCommand(qc engine.QueueConfig, paused bool) *cmdpb.Command {
 	if len(qc.Tags) > 0 {
 		c.Version = CommandVersionQueueTags
 	}
+	if qc.CompletedRetention != 0 {
+		c.Version = CommandVersionResults
+	}
 	c.Op = &cmdpb.Command_QueueCreate{QueueCreate: &cmdpb.QueueCreate{Config: queueConfigToProto(qc), Paused: paused}}
 	return c
 }
@@ -62,6 +66,9 @@ func UpdateQueueCommand(u engine.QueueUpdate) *cmdpb.Command {
 	}
 	if u.TouchesTags() {
 		c.Version = CommandVersionQueueTags
+	}
+	if set.CompletedRetention != 0 || slices.Contains(u.Inherit, "completed_retention_ms") {
+		c.Version = CommandVersionResults
 	}
 	if !u.SetTags {
 		set.Tags = nil // tags that are not set are not the update's
@@ -116,6 +123,9 @@ func DeclaredConfigCommand(cfg engine.Config) *cmdpb.Command {
 	if engine.HasTags(cfg) {
 		c.Version = CommandVersionQueueTags
 	}
+	if engine.HasCompletedRetention(cfg) {
+		c.Version = CommandVersionResults
+	}
 	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: EngineConfigToProto(cfg), Declarative: true}}
 	return c
 }
@@ -137,8 +147,12 @@ func DeclaredReserveLimitsConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
 // CommandVersionQueueTags when its config sets a queue's tags: a wrapper
 // stamps its own version, which may be lower. Call it last.
 func TaggedConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
-	if engine.HasTags(EngineConfigFromProto(cmd.GetConfigSet().GetConfig())) {
+	cfg := EngineConfigFromProto(cmd.GetConfigSet().GetConfig())
+	if engine.HasTags(cfg) {
 		atLeast(&cmd.Version, CommandVersionQueueTags)
+	}
+	if engine.HasCompletedRetention(cfg) {
+		atLeast(&cmd.Version, CommandVersionResults)
 	}
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -417,4 +418,134 @@ func (p *payloadStore) close() error {
 		return err
 	}
 	return ferr
+}
+
+var _ engine.CompletedStore = (*payloadStore)(nil)
+
+// PutCompleted writes a completed job's record (engine/completed.go): at
+// the ack's apply, or in a load from a snapshot.
+func (p *payloadStore) PutCompleted(r *engine.CompletedRecord) {
+	if p.batch == nil {
+		panic("fsm: completed job written outside an apply or a load")
+	}
+	p.batch.PutCompleted(uint64(r.ID), completedToStore(r))
+	if p.loading && p.batch.Len() >= loadBatchBytes {
+		if err := p.batch.CommitUnindexed(); err != nil {
+			p.fail("load", err)
+		}
+		p.batch = p.st.NewBatch()
+	}
+}
+
+// DeleteCompleted deletes a completed job's record (its retention ended,
+// or its queue was deleted).
+func (p *payloadStore) DeleteCompleted(id engine.JobID) {
+	if p.batch == nil {
+		panic("fsm: completed job deleted outside an apply")
+	}
+	p.batch.DeleteCompleted(uint64(id))
+}
+
+// Completed reads a completed job's record for a view (a read, under the
+// read lock, no batch open; or a snapshot's walk). A failed read stops
+// the node, as a failed payload read does.
+func (p *payloadStore) Completed(id engine.JobID) (engine.CompletedRecord, bool) {
+	c, err := p.st.Completed(uint64(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return engine.CompletedRecord{}, false
+	}
+	if err != nil {
+		p.fail(fmt.Sprintf("read completed job %d", id), err)
+	}
+	return completedFromStore(id, c), true
+}
+
+// completedToStore is the store's record of r.
+func completedToStore(r *engine.CompletedRecord) *storepb.CompletedJob {
+	c := &storepb.CompletedJob{
+		Queue:               r.Queue,
+		JobType:             r.JobType,
+		Result:              r.Result,
+		CompletedAtUnixNano: unixNano(r.CompletedAt),
+		StartedAtUnixNano:   unixNano(r.StartedAt),
+		EnqueuedAtUnixNano:  unixNano(r.EnqueuedAt),
+		Attempt:             r.Attempt,
+		MaxAttempts:         r.MaxAttempts,
+		Priority:            r.Priority,
+		Worker:              r.WorkerID,
+	}
+	for _, h := range r.History {
+		c.History = append(c.History, &storepb.Attempt{
+			Attempt:           h.Attempt,
+			Outcome:           outcomeToStore(h.Outcome),
+			AtUnixNano:        unixNano(h.At),
+			Worker:            h.WorkerID,
+			Reason:            h.Reason,
+			StartedAtUnixNano: unixNano(h.StartedAt),
+			Lease:             uint64(h.LeaseToken),
+			Directive:         directiveToStore(h.Directive),
+		})
+	}
+	return c
+}
+
+// completedFromStore is the engine's record of job id from the store's.
+func completedFromStore(id engine.JobID, c *storepb.CompletedJob) engine.CompletedRecord {
+	r := engine.CompletedRecord{
+		ID:          id,
+		Queue:       c.GetQueue(),
+		JobType:     c.GetJobType(),
+		Result:      c.GetResult(),
+		CompletedAt: fromUnixNano(c.GetCompletedAtUnixNano()),
+		StartedAt:   fromUnixNano(c.GetStartedAtUnixNano()),
+		EnqueuedAt:  fromUnixNano(c.GetEnqueuedAtUnixNano()),
+		Attempt:     c.GetAttempt(),
+		MaxAttempts: c.GetMaxAttempts(),
+		Priority:    c.GetPriority(),
+		WorkerID:    c.GetWorker(),
+	}
+	for _, h := range c.GetHistory() {
+		a := engine.Attempt{
+			Attempt:    h.GetAttempt(),
+			WorkerID:   h.GetWorker(),
+			At:         fromUnixNano(h.GetAtUnixNano()),
+			Outcome:    outcomeFromStore(h.GetOutcome()),
+			Reason:     h.GetReason(),
+			StartedAt:  fromUnixNano(h.GetStartedAtUnixNano()),
+			LeaseToken: engine.LeaseToken(h.GetLease()),
+			Directive:  directiveFromStore(h.GetDirective()),
+		}
+		if !a.StartedAt.IsZero() {
+			a.Duration = a.At.Sub(a.StartedAt)
+		}
+		r.History = append(r.History, a)
+	}
+	return r
+}
+
+// The engine names attempt outcomes and directives; the store keeps the
+// numbers of store.proto (a directive plus one, 0: none).
+var (
+	storeOutcomes   = []string{"", "nack", "lease_expired", "released", "cancelled"}
+	storeDirectives = []string{"", "default", "after", "dead_letter"}
+)
+
+func outcomeToStore(name string) storepb.AttemptOutcome {
+	return storepb.AttemptOutcome(max(slices.Index(storeOutcomes, name), 0))
+}
+
+func outcomeFromStore(o storepb.AttemptOutcome) string {
+	if int(o) < len(storeOutcomes) {
+		return storeOutcomes[o]
+	}
+	return ""
+}
+
+func directiveToStore(name string) uint32 { return uint32(max(slices.Index(storeDirectives, name), 0)) }
+
+func directiveFromStore(d uint32) string {
+	if int(d) < len(storeDirectives) {
+		return storeDirectives[d]
+	}
+	return ""
 }

@@ -29,7 +29,11 @@ type logRecorder struct {
 	rng     *rand.Rand
 	now     time.Time
 	leases  []engine.LeaseRef
+	leaseQ  []string // the queue of each lease
 	entries []*raft.Log
+	// results adds queue "kept", which keeps completed jobs a minute, whose
+	// acks carry results (completed_test.go).
+	results bool
 }
 
 func newLogRecorder(t *testing.T, seed uint64) *logRecorder {
@@ -43,12 +47,19 @@ func newLogRecorder(t *testing.T, seed uint64) *logRecorder {
 // payload), drains of dead letters and ticks.
 func (r *logRecorder) run(f *FSM, n int) {
 	r.t.Helper()
+	queues := []string{"a", "b", "dlq"}
 	if len(r.entries) == 0 {
-		r.apply(f, CreateQueueCommand(engine.QueueConfig{Name: "dlq"}, false),
-			CreateQueueCommand(engine.QueueConfig{Name: "a", DeadLetterQueue: "dlq"}, false))
+		cmds := []*cmdpb.Command{CreateQueueCommand(engine.QueueConfig{Name: "dlq"}, false),
+			CreateQueueCommand(engine.QueueConfig{Name: "a", DeadLetterQueue: "dlq"}, false)}
+		if r.results {
+			cmds = append(cmds, CreateQueueCommand(engine.QueueConfig{Name: "kept", CompletedRetention: time.Minute}, false))
+		}
+		r.apply(f, cmds...)
 		n--
 	}
-	queues := []string{"a", "b", "dlq"}
+	if r.results {
+		queues = append(queues, "kept", "kept")
+	}
 	for range n {
 		r.now = r.now.Add(time.Duration(r.rng.IntN(2000)) * time.Millisecond)
 		var cmds []*cmdpb.Command
@@ -66,9 +77,21 @@ func (r *logRecorder) run(f *FSM, n int) {
 				cmds = append(cmds, ReserveCommand(engine.ReserveParams{Queue: q, WorkerID: "w", N: 1 + r.rng.IntN(3), Lease: time.Duration(1+r.rng.IntN(5)) * time.Second}))
 			case x < 10 && len(r.leases) > 0:
 				i := r.rng.IntN(len(r.leases))
-				ref := r.leases[i]
+				if r.results && r.rng.IntN(2) == 0 {
+					i = len(r.leases) - 1 // the newest: its lease likely holds
+				}
+				ref, lq := r.leases[i], r.leaseQ[i]
 				r.leases = append(r.leases[:i], r.leases[i+1:]...)
-				if r.rng.IntN(3) == 0 {
+				r.leaseQ = append(r.leaseQ[:i], r.leaseQ[i+1:]...)
+				if r.results && (lq == "kept" && r.rng.IntN(4) > 0 || r.rng.IntN(8) == 0) {
+					// An ack on "kept" keeps its job, with or without a
+					// result; elsewhere a result is refused.
+					var result []byte
+					if r.rng.IntN(2) == 0 {
+						result = fmt.Appendf(nil, "result of %d at %d", ref.JobID, len(r.entries))
+					}
+					cmds = append(cmds, AckWithResultCommand(ref, result))
+				} else if r.rng.IntN(3) == 0 {
 					cmds = append(cmds, AckCommand(ref))
 				} else {
 					cmds = append(cmds, NackCommand(engine.NackParams{LeaseRef: ref, Reason: "boom"}))
@@ -98,6 +121,7 @@ func (r *logRecorder) apply(f *FSM, cmds ...*cmdpb.Command) {
 	for _, res := range results {
 		for _, d := range res.Deliveries {
 			r.leases = append(r.leases, engine.LeaseRef{JobID: d.Job.ID, LeaseToken: d.LeaseToken})
+			r.leaseQ = append(r.leaseQ, d.Job.Queue)
 		}
 	}
 }

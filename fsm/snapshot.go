@@ -17,18 +17,23 @@ import (
 
 	"github.com/sepp-io/sepp/engine"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
+	storepb "github.com/sepp-io/sepp/proto/seppstore/v1"
 	"github.com/sepp-io/sepp/store"
 )
 
 // Snapshot stream layout (all integers big-endian):
 //
 //	magic            8 bytes  "SEPPSNAP"
-//	format version   uint32   1 or 2 (SnapshotFormatVersion)
+//	format version   uint32   1, 2 or 3 (SnapshotFormatVersion)
 //	meta length      uint32   then that many bytes of cmdpb.SnapshotMeta
 //	engine length    uint64   then that many bytes of engine.Snapshot output
 //	payloads         (format 2 only) records of
 //	                   job id  uint64 (ascending, 0 ends the section)
 //	                   length  uint32, then that many payload bytes
+//	completed        (format 3 only) records of
+//	                   job id  uint64 (ascending, 0 ends the section)
+//	                   length  uint32, then that many bytes of a
+//	                           seppstore.v1.CompletedJob
 //	checksum         uint32   CRC-32C of every byte before it
 //
 // Format 1 carries the payloads inside the engine's part. Format 2 (issue 35
@@ -42,6 +47,12 @@ import (
 // store and only once every member restores it (writesPayloadSection);
 // every binary restores both.
 //
+// Format 3 (issue 37) adds the completed jobs' records after the payloads,
+// read from the same view: the engine's part then holds each queue's
+// completed ids only (engine.SnapshotOptions.CompletedSection), so their
+// results are not copied under the lock either. A node writes it once
+// every member applies CommandVersionResults, whose binaries restore it.
+//
 // The engine's part is copied from a temporary file written under the read
 // lock in Snapshot, so a large state never needs a second in-memory copy and
 // the lock is held only for one sequential write to local disk, not for the
@@ -52,9 +63,16 @@ const (
 	snapshotFormatInline = 1
 	// snapshotFormatPayloadSection is format 2: the payload section after it.
 	snapshotFormatPayloadSection = 2
-	// SnapshotFormatVersion is the newest layout above; Restore accepts 1
-	// and 2.
-	SnapshotFormatVersion = snapshotFormatPayloadSection
+	// snapshotFormatCompletedSection is format 3: the completed section
+	// after the payloads.
+	snapshotFormatCompletedSection = 3
+	// SnapshotFormatVersion is the newest layout above; Restore accepts 1,
+	// 2 and 3.
+	SnapshotFormatVersion = snapshotFormatCompletedSection
+	// maxCompletedRecordBytes bounds one record of the completed section:
+	// a result of at most 16 MiB (limits.max_result_bytes) and its job's
+	// fields, so that a corrupt length cannot make Restore allocate more.
+	maxCompletedRecordBytes = 32 << 20
 	// maxSnapshotMetaBytes bounds the meta section (a member list and a time),
 	// so that a corrupt length cannot make Restore allocate gigabytes.
 	maxSnapshotMetaBytes = 16 << 20
@@ -85,6 +103,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if f.payloads != nil {
 		if f.writesPayloadSectionLocked() {
 			snap.format = snapshotFormatPayloadSection
+			if f.membersApplyLocked(CommandVersionResults) {
+				snap.format = snapshotFormatCompletedSection
+			}
 		}
 		// The store's index at or past this snapshot's, flushed before raft
 		// keeps the snapshot (Persist waits for it), so that a restart from
@@ -95,7 +116,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		if err == nil {
 			snap.storeFlushed, err = f.payloads.st.FlushAsync()
 		}
-		if err == nil && snap.format == snapshotFormatPayloadSection {
+		if err == nil && snap.format >= snapshotFormatPayloadSection {
 			// Between two applies, under the lock: the store's view is
 			// exactly the engine's at this index, whatever is applied
 			// while Persist reads it.
@@ -112,7 +133,10 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		meta.Nodes = append(meta.Nodes, nodeMetaToProto(n))
 	}
 	bw := bufio.NewWriterSize(tmp, 1<<20)
-	err = f.eng.SnapshotWith(bw, engine.SnapshotOptions{PayloadLengths: snap.format == snapshotFormatPayloadSection})
+	err = f.eng.SnapshotWith(bw, engine.SnapshotOptions{
+		PayloadLengths:   snap.format >= snapshotFormatPayloadSection,
+		CompletedSection: snap.format == snapshotFormatCompletedSection,
+	})
 	f.mu.RUnlock()
 	if err == nil {
 		err = bw.Flush()
@@ -144,11 +168,17 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // is a function of the log. No member known (a state machine outside a
 // cluster, tests): format 1, as before.
 func (f *FSM) writesPayloadSectionLocked() bool {
+	return f.membersApplyLocked(CommandVersionSnapshotPayloads)
+}
+
+// membersApplyLocked reports whether every member applies command version
+// v; false with no member known.
+func (f *FSM) membersApplyLocked(v uint32) bool {
 	if len(f.nodes) == 0 {
 		return false
 	}
 	for _, n := range f.nodes {
-		if !n.AppliesCommandVersion(CommandVersionSnapshotPayloads) {
+		if !n.AppliesCommandVersion(v) {
 			return false
 		}
 	}
@@ -217,6 +247,11 @@ func (s *fileSnapshot) writeTo(w io.Writer) error {
 		if err := writePayloadSection(out, s.bodies); err != nil {
 			return err
 		}
+		if s.format == snapshotFormatCompletedSection {
+			if err := writeCompletedSection(out, s.bodies); err != nil {
+				return err
+			}
+		}
 	}
 	if _, err := bw.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32())); err != nil {
 		return err
@@ -247,6 +282,85 @@ func writePayloadSection(out io.Writer, bodies *store.Snapshot) error {
 	var end [8]byte // the id 0 ends the section
 	_, err = out.Write(end[:])
 	return err
+}
+
+// writeCompletedSection writes the completed section of format 3 from the
+// store's view: each completed job's record as the store holds it, in
+// ascending id order, then the id 0.
+func writeCompletedSection(out io.Writer, view *store.Snapshot) error {
+	var rec [12]byte
+	err := view.EachCompleted(func(id uint64, record []byte) error {
+		if id == 0 || len(record) > maxCompletedRecordBytes {
+			return fmt.Errorf("store holds completed job %d with a record of %d bytes", id, len(record))
+		}
+		binary.BigEndian.PutUint64(rec[:8], id)
+		binary.BigEndian.PutUint32(rec[8:], uint32(len(record)))
+		if _, err := out.Write(rec[:]); err != nil {
+			return err
+		}
+		_, err := out.Write(record)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("completed section: %w", err)
+	}
+	var end [8]byte
+	_, err = out.Write(end[:])
+	return err
+}
+
+// readCompletedSection hands each record of format 3's completed section
+// to the restored engine (engine.LoadCompleted): exactly one per completed
+// job the engine's part holds, in ascending id order.
+func readCompletedSection(r io.Reader, eng *engine.Engine) error {
+	return readCompletedRecords(r, eng.CompletedIDs(), eng.LoadCompleted)
+}
+
+// readCompletedRecords reads the section's records, which must be exactly
+// those of want (ascending), and hands each to load.
+func readCompletedRecords(r io.Reader, want []engine.JobID, load func(*engine.CompletedRecord)) error {
+	var (
+		rec [12]byte
+		buf []byte
+		n   int
+	)
+	for {
+		if _, err := io.ReadFull(r, rec[:8]); err != nil {
+			return fmt.Errorf("record %d: %w", n, eofIsUnexpected(err))
+		}
+		id := binary.BigEndian.Uint64(rec[:8])
+		if id == 0 {
+			break
+		}
+		if n >= len(want) || engine.JobID(id) != want[n] {
+			return fmt.Errorf("record of job %d where the engine's next completed job is %v", id, want[n:min(n+1, len(want))])
+		}
+		if _, err := io.ReadFull(r, rec[8:]); err != nil {
+			return fmt.Errorf("job %d: %w", id, eofIsUnexpected(err))
+		}
+		size := binary.BigEndian.Uint32(rec[8:])
+		if size > maxCompletedRecordBytes {
+			return fmt.Errorf("job %d: a record of %d bytes, above %d", id, size, maxCompletedRecordBytes)
+		}
+		if cap(buf) < int(size) {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return fmt.Errorf("job %d: %w", id, eofIsUnexpected(err))
+		}
+		c := &storepb.CompletedJob{}
+		if err := proto.Unmarshal(buf, c); err != nil {
+			return fmt.Errorf("job %d: %w", id, err)
+		}
+		rec := completedFromStore(engine.JobID(id), c)
+		load(&rec)
+		n++
+	}
+	if n != len(want) {
+		return fmt.Errorf("%d completed records, the engine keeps %d completed jobs", n, len(want))
+	}
+	return nil
 }
 
 // Release removes the temporary file and releases the store's view.
@@ -356,8 +470,8 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 		return nil, nil, fmt.Errorf("%w: magic %q, want %q", ErrSnapshot, header[:8], snapshotMagic)
 	}
 	format := binary.BigEndian.Uint32(header[8:12])
-	if format != snapshotFormatInline && format != snapshotFormatPayloadSection {
-		return nil, nil, fmt.Errorf("%w: format version %d, this binary restores 1 and %d", ErrSnapshot, format, SnapshotFormatVersion)
+	if format < snapshotFormatInline || format > snapshotFormatCompletedSection {
+		return nil, nil, fmt.Errorf("%w: format version %d, this binary restores 1 to %d", ErrSnapshot, format, SnapshotFormatVersion)
 	}
 	metaLen := binary.BigEndian.Uint32(header[12:16])
 	if metaLen > maxSnapshotMetaBytes {
@@ -390,7 +504,10 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 		eng.UsePayloadStore(payloads)
 		eng.SetPayloadsAhead(ahead)
 	}
-	opts := engine.SnapshotOptions{PayloadLengths: format == snapshotFormatPayloadSection}
+	opts := engine.SnapshotOptions{
+		PayloadLengths:   format >= snapshotFormatPayloadSection,
+		CompletedSection: format == snapshotFormatCompletedSection,
+	}
 	if err := eng.RestoreWith(section, opts); err != nil {
 		return nil, nil, fmt.Errorf("%w: engine: %w", ErrSnapshot, err)
 	}
@@ -401,11 +518,16 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 	} else if section.N != 0 {
 		return nil, nil, fmt.Errorf("%w: engine section truncated (%d bytes after the engine's end, %d missing)", ErrSnapshot, rest, section.N)
 	}
-	if format == snapshotFormatPayloadSection {
+	if format >= snapshotFormatPayloadSection {
 		if err := readPayloadSection(body, eng); err != nil {
 			return nil, nil, fmt.Errorf("%w: payload section: %w", ErrSnapshot, err)
 		}
 		eng.PayloadsLoaded()
+	}
+	if format == snapshotFormatCompletedSection {
+		if err := readCompletedSection(body, eng); err != nil {
+			return nil, nil, fmt.Errorf("%w: completed section: %w", ErrSnapshot, err)
+		}
 	}
 	want := crc.Sum32()
 	var sumBuf [4]byte

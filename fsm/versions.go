@@ -51,6 +51,8 @@ const (
 	CommandVersionQueueTags          = 18
 	// CommandVersionSnapshotPayloads = 19: a capability row (below).
 	CommandVersionSnapshotPayloads = 19
+	// CommandVersionResults = 20: completed jobs kept with their results.
+	CommandVersionResults = 20
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -116,6 +118,8 @@ var commandVersions = [...]commandVersionRow{
 		"a QueueCreate, QueueUpdate or ConfigSet that sets a queue's tags, or a QueueUpdate that names tags in inherit (engine/tags.go): an older binary drops the field and refuses the key, so its state, snapshot and answers would differ from the others'"},
 	{CommandVersionSnapshotPayloads, "snapshot_payload_section", nil,
 		"a capability, no command: the binary restores snapshot format 2, whose payloads follow the engine's part (snapshot.go), written off the apply path; a node writes format 2 only once every member applies this version, since an older binary refuses it"},
+	{CommandVersionResults, "results", nil,
+		"completed jobs kept per queue (engine/completed.go): a JobAck carrying a result, and a QueueCreate, QueueUpdate or ConfigSet that sets or inherits a queue's completed_retention: an older binary would drop the result and the setting, keep no completed job, and its state, store and answers would differ from the others'; the binary also restores snapshot format 3, whose completed records follow the payloads (snapshot.go), which a node writes only once every member applies this version"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -183,6 +187,8 @@ var (
 	FeatureQueueTags          = mustFeature(CommandVersionQueueTags)
 	// FeatureSnapshotPayloads: snapshot format 2 (a capability row).
 	FeatureSnapshotPayloads = mustFeature(CommandVersionSnapshotPayloads)
+	// FeatureResults: completed jobs and their results.
+	FeatureResults = mustFeature(CommandVersionResults)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

@@ -195,6 +195,14 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"DeclaredReserveLimitsWithTags", DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} }))), CommandVersionQueueTags},
 		{"TaggedOverPayloadsOffHeap", TaggedConfigCommand(PayloadsOffHeapConfigCommand(DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} })))), CommandVersionQueueTags},
 		{"RecordFieldsWithTags", ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} }))), CommandVersionQueueTags},
+		{"AckWithResult", AckWithResultCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1}, []byte("r")), CommandVersionResults},
+		{"AckWithEmptyResult", AckWithResultCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1}, nil), commandV1},
+		{"CreateQueueCompletedRetention", CreateQueueCommand(engine.QueueConfig{Name: "q", CompletedRetention: time.Hour}, false), CommandVersionResults},
+		{"UpdateQueueCompletedRetention", UpdateQueueCommand(engine.QueueUpdate{Name: "q", Set: engine.QueueConfig{CompletedRetention: time.Hour}}), CommandVersionResults},
+		{"UpdateQueueInheritCompletedRetention", UpdateQueueCommand(engine.QueueUpdate{Name: "q", Inherit: []string{"completed_retention_ms"}}), CommandVersionResults},
+		{"SetConfigCompletedRetention", SetConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.CompletedRetention = time.Hour })), CommandVersionResults},
+		{"DeclaredConfigCompletedRetention", DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.CompletedRetention = time.Hour })), CommandVersionResults},
+		{"RetentionOverPayloadsOffHeap", TaggedConfigCommand(PayloadsOffHeapConfigCommand(DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.CompletedRetention = time.Hour })))), CommandVersionResults},
 		{"DeclaredReserveLimitsOverEdges", DeclaredReserveLimitsConfigCommand(ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(plainCfg))), CommandVersionQueueReserveLimits},
 	}
 	stamped := map[uint32]bool{}

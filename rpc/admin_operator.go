@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/sepp-io/sepp/engine"
@@ -195,6 +196,20 @@ func queueSettingsFromProto(name string, p *seppv1.QueueSettings) (engine.QueueC
 		}
 		qc.MaxWait = *d
 	}
+	if p.CompletedRetentionMs != nil {
+		// As max_wait_ms: 0 is the default, and dropping a retention is
+		// inherit's, so an explicit 0 is a mistake worth naming.
+		v, limit := p.GetCompletedRetentionMs(), engine.MaxCompletedRetention.Milliseconds()
+		switch {
+		case v == 0:
+			return qc, invalidField("settings.completed_retention_ms", "1.."+strconv.FormatInt(limit, 10),
+				"must be 1..%d ms, got 0; 0 (keep no completed job) is the default: leave it unset, or to drop it list completed_retention_ms in inherit", limit)
+		case v < 0 || v > limit:
+			return qc, invalidField("settings.completed_retention_ms", "1.."+strconv.FormatInt(limit, 10),
+				"must be 1..%d ms (30 days), got %d", limit, v)
+		}
+		qc.CompletedRetention = time.Duration(v) * time.Millisecond
+	}
 	if p.FairnessKey != nil {
 		if p.GetFairnessKey() == "" {
 			return qc, invalidField("settings.fairness_key", "a custom field name", "is empty; to drop it, list fairness_key in inherit")
@@ -342,6 +357,10 @@ func queueSettingsToProto(q engine.QueueConfig) *seppv1.QueueSettings {
 	if q.FairnessKey != "" {
 		k := q.FairnessKey
 		out.FairnessKey = &k
+	}
+	if q.CompletedRetention != 0 {
+		v := q.CompletedRetention.Milliseconds()
+		out.CompletedRetentionMs = &v
 	}
 	if q.DeadLetterQueue != "" {
 		d := q.DeadLetterQueue

@@ -47,6 +47,8 @@ func jobStateFromProto(s seppv1.JobState) engine.State {
 		return engine.StateReserved
 	case seppv1.JobState_JOB_STATE_DEAD:
 		return engine.StateDead
+	case seppv1.JobState_JOB_STATE_COMPLETED:
+		return engine.StateCompleted
 	}
 	return engine.StateUnknown
 }
@@ -164,6 +166,13 @@ func fillJob(out *seppv1.Job, j engine.Job, ts *timestamps) {
 		out.Origin = &seppv1.JobOrigin{
 			Queue: o.Queue, JobId: uint64(o.JobID), Cause: causeToProto(o.Cause),
 			FailedAt: timestampOrNil(o.FailedAt), LastReason: o.LastReason, FinalAttempt: o.FinalAttempt,
+		}
+	}
+	if c := j.Completed; c != nil {
+		out.Result = c.Result
+		out.CompletedAt = timestampOrNil(c.CompletedAt)
+		if !j.StartedAt.IsZero() {
+			out.RunTime = durationpb.New(c.CompletedAt.Sub(j.StartedAt))
 		}
 	}
 }
@@ -396,6 +405,7 @@ func queueLimitsToProto(q engine.QueueConfig, l engine.Limits) *seppv1.QueueLimi
 	out.ConcurrencyKey = q.ConcurrencyKey
 	out.MaxWaitMs = q.MaxWait.Milliseconds()
 	out.FairnessKey = q.FairnessKey
+	out.CompletedRetentionMs = q.CompletedRetention.Milliseconds()
 	if q.RateLimit > 0 {
 		out.RateLimit = uint64(q.RateLimit)
 		out.RatePeriodMs = q.RatePeriod.Milliseconds()

@@ -374,7 +374,7 @@ func (s *queueService) Ack(ctx context.Context, req *seppv1.AckRequest) (*seppv1
 		return nil, err
 	}
 	spans := s.settleSpans(ctx, "ack", []engine.LeaseRef{ref})
-	_, err = Propose(ctx, s.b, engine.AckOp{Ref: ref})
+	_, err = Propose(ctx, s.b, engine.AckOp{Ref: ref, Result: req.GetResult()})
 	if spans != nil {
 		endJobSpan(spans[0], ref.JobID, err)
 	}
@@ -384,23 +384,23 @@ func (s *queueService) Ack(ctx context.Context, req *seppv1.AckRequest) (*seppv1
 	return &seppv1.AckResponse{}, nil
 }
 
-// ErrResultNotKept refuses an Ack that carries a result on a server that
-// keeps no results: nothing was applied, the lease still holds. A worker
-// that sends a result expects it kept (WaitJob, GetJob), so dropping it
-// silently would lose the job's outcome; the worker may ack without it.
-// The gRPC layer answers FailedPrecondition with a PreconditionFailure of
-// type VERSION naming the feature "results".
-var ErrResultNotKept = errors.New("result: this server keeps no job results (the capability \"results\" is missing from GetServerInfo); ack without a result")
+// ErrResultNotKept refuses an Ack that carries a result while some member
+// of the cluster keeps no results: nothing was applied, the lease still
+// holds. A worker that sends a result expects it kept (WaitJob, GetJob),
+// so dropping it silently would lose the job's outcome; the worker may ack
+// without it. The gRPC layer answers FailedPrecondition with a
+// PreconditionFailure of type VERSION naming the feature "results". (A
+// queue whose completed_retention_ms is 0 refuses a result too, with
+// engine.ErrNoCompletedRetention: the cluster keeps results, that queue
+// does not.)
+var ErrResultNotKept = cluster.ErrResultNotKept
 
-// checkResult checks an Ack's result against max_result_bytes, then
-// refuses a non-empty one while the server keeps no results.
+// checkResult checks an Ack's result against max_result_bytes; whether it
+// is kept is the cluster's and the queue's to say.
 func (s *queueService) checkResult(result []byte) error {
 	if n := len(result); n > s.opts.MaxResultBytes {
 		return invalidField("result", "max_result_bytes="+itoa(s.opts.MaxResultBytes),
 			"must be at most max_result_bytes=%d bytes, got %d", s.opts.MaxResultBytes, n)
-	}
-	if len(result) > 0 {
-		return ErrResultNotKept
 	}
 	return nil
 }

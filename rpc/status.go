@@ -38,6 +38,7 @@ import (
 //	engine ErrQueueNotEmpty, ErrQueueInUse  FailedPrecondition + PreconditionFailure(QUEUE)
 //	cluster ErrUpgradeInProgress     FailedPrecondition + PreconditionFailure(VERSION)
 //	rpc ErrResultNotKept             FailedPrecondition + PreconditionFailure(VERSION, feature=results)
+//	engine ErrNoCompletedRetention   FailedPrecondition + PreconditionFailure(QUEUE, completed_retention_ms)
 //	cluster ErrUnknownMember         NotFound (no such voter to transfer to)
 //	engine ErrQueueFull, ErrCapacity ResourceExhausted
 //	engine *MemoryFullError          ResourceExhausted + QuotaFailure(the budget's key)
@@ -164,6 +165,12 @@ func statusFor(err error) *status.Status {
 	case errors.Is(err, engine.ErrQueueNotEmpty), errors.Is(err, engine.ErrQueueInUse):
 		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
 			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "QUEUE", Subject: "queue", Description: err.Error()}},
+		})
+	case errors.Is(err, engine.ErrNoCompletedRetention):
+		// The cluster keeps results, this queue does not: the queue's
+		// setting is the precondition to change.
+		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
+			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "QUEUE", Subject: "completed_retention_ms", Description: err.Error()}},
 		})
 	case errors.Is(err, ErrResultNotKept):
 		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{

@@ -57,6 +57,30 @@ func TestStatusFor(t *testing.T) {
 			},
 		},
 		{
+			name: "ResultNotKeptNamesTheFeature",
+			err:  fmt.Errorf("%w (member n3 applies 19)", cluster.ErrResultNotKept),
+			code: codes.FailedPrecondition, inMsg: "results",
+			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
+				pf, ok := detailOf[*errdetails.PreconditionFailure](t, st)
+				if !ok || pf.GetViolations()[0].GetType() != "VERSION" || pf.GetViolations()[0].GetSubject() != "feature=results" {
+					t.Errorf("PreconditionFailure = %v, want VERSION feature=results", pf)
+				}
+			},
+		},
+		{
+			name: "NoCompletedRetentionNamesTheSetting",
+			err:  &engine.FieldError{Field: "result", Reason: "queue \"q\" keeps no completed jobs", Err: engine.ErrNoCompletedRetention},
+			code: codes.FailedPrecondition, inMsg: "keeps no completed jobs",
+			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
+				pf, ok := detailOf[*errdetails.PreconditionFailure](t, st)
+				if !ok || pf.GetViolations()[0].GetType() != "QUEUE" || pf.GetViolations()[0].GetSubject() != "completed_retention_ms" {
+					t.Errorf("PreconditionFailure = %v, want QUEUE completed_retention_ms", pf)
+				}
+			},
+		},
+		{
 			name: "NotLeaderUnknownLeader",
 			err:  &cluster.NotLeaderError{},
 			code: codes.Unavailable, inMsg: "leader unknown",

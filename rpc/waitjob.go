@@ -123,6 +123,10 @@ func (s *queueService) jobOutcome(ctx context.Context, confirm bool, id engine.J
 		out.FinishedAt = timestampOrNil(rec.FailedAt)
 	case engine.StateCompleted:
 		out.Terminal = true
+		if c := job.Completed; c != nil {
+			out.Result = c.Result
+			out.FinishedAt = timestampOrNil(c.CompletedAt)
+		}
 	}
 	return out, nil
 }

@@ -124,6 +124,22 @@ func (b *Batch) DeleteProgress(id uint64) {
 	}
 }
 
+// PutCompleted writes a completed job's record (at its ack). It must not
+// exist: job ids are never reused, and a job is acked once.
+func (b *Batch) PutCompleted(id uint64, c *storepb.CompletedJob) {
+	b.set(completedKey(id), c, "completed job")
+}
+
+// DeleteCompleted deletes a completed job's record (its retention ended,
+// or its queue was deleted): a SingleDelete, the record being written once.
+func (b *Batch) DeleteCompleted(id uint64) {
+	if b.err == nil {
+		if err := b.b.SingleDelete(completedKey(id), nil); err != nil {
+			b.err = fmt.Errorf("store: batch delete completed job: %w", err)
+		}
+	}
+}
+
 // PutDeadLetter writes a dead-letter record of queue. It must not exist.
 func (b *Batch) PutDeadLetter(queue string, id uint64, d *storepb.DeadLetter) {
 	if b.err != nil {

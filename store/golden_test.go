@@ -51,6 +51,11 @@ func goldenRecords() []struct {
 		{"job_body", bodyKey(1<<40 + 3), b},
 		{"job_progress", progressKey(1<<40 + 3), p},
 		{"dead_letter", dk, &storepb.DeadLetter{Body: b, Progress: p, Cause: storepb.Cause_CAUSE_REJECTED, FailedAtUnixNano: 1_700_000_003_000_000_000, ExpiresAtUnixNano: 1_700_604_803_000_000_000, FinalAttempt: 3, MaxAttempts: 5, Priority: 2}},
+		{"completed_job", completedKey(1<<40 + 4), &storepb.CompletedJob{
+			Queue: "thumbnails", JobType: "resize", Result: []byte(`{"width":640}`),
+			CompletedAtUnixNano: 1_700_000_004_000_000_000, StartedAtUnixNano: 1_700_000_003_500_000_000, EnqueuedAtUnixNano: 1_700_000_000_123_456_789,
+			Attempt: 2, MaxAttempts: 3, Priority: 5, History: p.GetAttempts()[:1], Worker: "w-2",
+		}},
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 //	0x02 id (8 bytes, big endian)     JobProgress, overwritten, Delete'd
 //	0x03 n (1 byte) queue (n bytes) id (8 bytes, big endian)
 //	                                  DeadLetter, written once, SingleDelete'd
+//	0x04 id (8 bytes, big endian)     CompletedJob, written once at the ack,
+//	                                  SingleDelete'd when its retention ends
 //
 // Job ids are assigned in enqueue order, so the bodies of a queue's head sit
 // together in id order: what the engine hands out together is read by one
@@ -25,7 +27,12 @@ const (
 	kindBody     byte = 0x01
 	kindProgress byte = 0x02
 	kindDead     byte = 0x03
-	kindEnd      byte = 0x04 // first byte past every data key
+	// kindCompleted keys a completed job by id alone: GetJob finds it with
+	// one point lookup, and the engine, which keeps each queue's completed
+	// ids in completion order in memory (16 B each), deletes it by id at
+	// expiry and lists a queue's by id.
+	kindCompleted byte = 0x04
+	kindEnd       byte = 0x05 // first byte past every data key
 
 	// MaxQueueBytes bounds a queue name in a dead-letter key (one length
 	// byte). The engine's own bound (engine.MaxQueueNameBytes) is lower.
@@ -41,8 +48,9 @@ func idKey(kind byte, id uint64) []byte {
 	return k
 }
 
-func bodyKey(id uint64) []byte     { return idKey(kindBody, id) }
-func progressKey(id uint64) []byte { return idKey(kindProgress, id) }
+func bodyKey(id uint64) []byte      { return idKey(kindBody, id) }
+func progressKey(id uint64) []byte  { return idKey(kindProgress, id) }
+func completedKey(id uint64) []byte { return idKey(kindCompleted, id) }
 
 // deadPrefix is the prefix of every dead-letter key of queue.
 func deadPrefix(queue string) ([]byte, error) {

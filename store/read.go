@@ -46,6 +46,15 @@ func (s *Store) Progress(id uint64) (*storepb.JobProgress, error) {
 	return m, nil
 }
 
+// Completed reads one completed job's record; ErrNotFound if absent.
+func (s *Store) Completed(id uint64) (*storepb.CompletedJob, error) {
+	m := &storepb.CompletedJob{}
+	if err := s.get(completedKey(id), m, "completed job"); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // DeadLetter reads one dead-letter record; ErrNotFound if absent.
 func (s *Store) DeadLetter(queue string, id uint64) (*storepb.DeadLetter, error) {
 	k, err := deadKey(queue, id)

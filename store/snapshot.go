@@ -66,6 +66,28 @@ func (s *Snapshot) EachJob(fn func(id uint64, payload []byte) error) error {
 	return it.Close()
 }
 
+// EachCompleted calls fn with each completed job's id and marshalled
+// record in ascending id order, until fn returns an error, which
+// EachCompleted returns. The bytes are valid only during the call: they
+// are written to a snapshot as they are, not decoded.
+func (s *Snapshot) EachCompleted(fn func(id uint64, record []byte) error) error {
+	it, err := s.snap.NewIter(&pebble.IterOptions{LowerBound: []byte{kindCompleted}, UpperBound: []byte{kindCompleted + 1}})
+	if err != nil {
+		return fmt.Errorf("store: snapshot iterator: %w", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := fn(keyID(it.Key()), it.Value()); err != nil {
+			_ = it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return fmt.Errorf("store: read completed jobs: %w", err)
+	}
+	return it.Close()
+}
+
 // Close releases the snapshot; closing it twice is a no-op.
 func (s *Snapshot) Close() error {
 	if s.snap == nil {

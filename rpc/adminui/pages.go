@@ -136,6 +136,7 @@ var queueTabs = []struct {
 	{"scheduled", "Scheduled", engine.StateScheduled},
 	{"reserved", "Reserved", engine.StateReserved},
 	{"dead", "Dead letters", engine.StateDead},
+	{"completed", "Completed", engine.StateCompleted},
 }
 
 type tabLink struct {
@@ -275,7 +276,7 @@ func (h *handler) queuePage(w http.ResponseWriter, r *http.Request, q *request) 
 	v.ClearURL = queuePath(name) + "?tab=" + tab
 	v.Path = r.URL.RequestURI()
 	v.Charts = rateCharts("q", h.ring.series(name))
-	counts := map[string]int{"ready": v.Stats.Ready, "scheduled": v.Stats.Scheduled, "reserved": v.Stats.Reserved, "dead": v.Stats.Dead}
+	counts := map[string]int{"ready": v.Stats.Ready, "scheduled": v.Stats.Scheduled, "reserved": v.Stats.Reserved, "dead": v.Stats.Dead, "completed": v.Stats.Completed}
 	for _, t := range queueTabs {
 		v.Tabs = append(v.Tabs, tabLink{Key: t.Key, Label: t.Label, URL: queuePath(name) + "?tab=" + t.Key, Count: counts[t.Key], Active: t.Key == tab})
 	}
@@ -317,6 +318,10 @@ type jobView struct {
 	// reclaims the record.
 	Retention time.Duration
 	ExpiresAt time.Time
+	// Result is a completed job's result, rendered as a payload is;
+	// RunTime how long its completing delivery ran (0: not recorded).
+	Result  *payloadView
+	RunTime time.Duration
 }
 
 type customField struct{ Key, Value string }
@@ -408,6 +413,13 @@ func (h *handler) deadLetterPage(w http.ResponseWriter, r *http.Request, q *requ
 
 func (h *handler) renderJob(w http.ResponseWriter, r *http.Request, q *request, stale bool, v jobView) {
 	v.Payload = renderPayload(v.Job.Payload)
+	if c := v.Job.Completed; c != nil {
+		res := renderPayload(c.Result)
+		v.Result = &res
+		if !v.Job.StartedAt.IsZero() {
+			v.RunTime = c.CompletedAt.Sub(v.Job.StartedAt)
+		}
+	}
 	v.Custom = sortedCustom(v.Job.Custom)
 	tab := v.Job.State.String()
 	title := fmt.Sprintf("Job %d", v.Job.ID)

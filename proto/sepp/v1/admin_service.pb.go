@@ -1546,9 +1546,14 @@ type QueueSettings struct {
 	// UTF-8. On update a set QueueTags replaces the whole set (an empty one
 	// drops them, as naming tags in inherit does). Needs the capability
 	// queue_tags.
-	Tags          *QueueTags `protobuf:"bytes,180,opt,name=tags,proto3" json:"tags,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tags *QueueTags `protobuf:"bytes,180,opt,name=tags,proto3" json:"tags,omitempty"`
+	// How long an acked job is kept with its result (GetJob, ListJobs with
+	// state COMPLETED, WaitJob), 0..2592000000 (30 days); 0: not kept, and an
+	// Ack carrying a result is refused with FAILED_PRECONDITION. Needs the
+	// capability results.
+	CompletedRetentionMs *int64 `protobuf:"varint,190,opt,name=completed_retention_ms,json=completedRetentionMs,proto3,oneof" json:"completed_retention_ms,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *QueueSettings) Reset() {
@@ -1705,6 +1710,13 @@ func (x *QueueSettings) GetTags() *QueueTags {
 		return x.Tags
 	}
 	return nil
+}
+
+func (x *QueueSettings) GetCompletedRetentionMs() int64 {
+	if x != nil && x.CompletedRetentionMs != nil {
+		return *x.CompletedRetentionMs
+	}
+	return 0
 }
 
 // QueueTags wraps a queue's tags so an update can tell "replace with
@@ -1991,8 +2003,10 @@ type UpdateQueueRequest struct {
 	// retry_backoff, retry_delay_max_ms, max_schedule_horizon_ms,
 	// max_length, max_memory_bytes, dead_letter_queue, max_reserved,
 	// rate_limit, rate_period_ms, rate_burst, concurrency_key, max_per_key,
-	// max_wait_ms, fairness_key, tags. A reserve limit has no global value:
-	// dropping it leaves none; nor have tags.
+	// max_wait_ms, fairness_key, tags, completed_retention_ms. A reserve
+	// limit has no global value: dropping it leaves none; nor have tags, nor
+	// completed_retention_ms (dropping it keeps no completed job, and drops
+	// those kept at the next tick).
 	Inherit []string `protobuf:"bytes,3,rep,name=inherit,proto3" json:"inherit,omitempty"`
 	// Pause (true) or resume (false); unset leaves it.
 	Paused        *bool `protobuf:"varint,4,opt,name=paused,proto3,oneof" json:"paused,omitempty"`
@@ -4756,7 +4770,7 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\x12PauseQueueResponse\"*\n" +
 	"\x12ResumeQueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x15\n" +
-	"\x13ResumeQueueResponse\"\x81\t\n" +
+	"\x13ResumeQueueResponse\"\xd8\t\n" +
 	"\rQueueSettings\x12.\n" +
 	"\x10default_priority\x18\x01 \x01(\rH\x00R\x0fdefaultPriority\x88\x01\x01\x125\n" +
 	"\x14default_max_attempts\x18\x02 \x01(\rH\x01R\x12defaultMaxAttempts\x88\x01\x01\x12)\n" +
@@ -4779,7 +4793,8 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"rate_burst\x18? \x01(\x04H\x0eR\trateBurst\x88\x01\x01\x12,\n" +
 	"\x0fconcurrency_key\x18@ \x01(\tH\x0fR\x0econcurrencyKey\x88\x01\x01\x12#\n" +
 	"\vmax_per_key\x18A \x01(\x04H\x10R\tmaxPerKey\x88\x01\x01\x12'\n" +
-	"\x04tags\x18\xb4\x01 \x01(\v2\x12.sepp.v1.QueueTagsR\x04tagsB\x13\n" +
+	"\x04tags\x18\xb4\x01 \x01(\v2\x12.sepp.v1.QueueTagsR\x04tags\x12:\n" +
+	"\x16completed_retention_ms\x18\xbe\x01 \x01(\x03H\x11R\x14completedRetentionMs\x88\x01\x01B\x13\n" +
 	"\x11_default_priorityB\x17\n" +
 	"\x15_default_max_attemptsB\x11\n" +
 	"\x0f_retry_delay_msB\x10\n" +
@@ -4796,7 +4811,8 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\x0f_rate_period_msB\r\n" +
 	"\v_rate_burstB\x12\n" +
 	"\x10_concurrency_keyB\x0e\n" +
-	"\f_max_per_key\"v\n" +
+	"\f_max_per_keyB\x19\n" +
+	"\x17_completed_retention_ms\"v\n" +
 	"\tQueueTags\x120\n" +
 	"\x04tags\x18\x01 \x03(\v2\x1c.sepp.v1.QueueTags.TagsEntryR\x04tags\x1a7\n" +
 	"\tTagsEntry\x12\x10\n" +

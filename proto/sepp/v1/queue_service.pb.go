@@ -2122,9 +2122,11 @@ type QueueLimits struct {
 	MaxWaitMs int64 `protobuf:"varint,140,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
 	// The custom field whose values take turns within a priority level
 	// (reserve rotates over them); empty: plain FIFO.
-	FairnessKey   string `protobuf:"bytes,141,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FairnessKey string `protobuf:"bytes,141,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
+	// How long acked jobs are kept with their results; 0: not kept.
+	CompletedRetentionMs int64 `protobuf:"varint,190,opt,name=completed_retention_ms,json=completedRetentionMs,proto3" json:"completed_retention_ms,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *QueueLimits) Reset() {
@@ -2281,6 +2283,13 @@ func (x *QueueLimits) GetFairnessKey() string {
 		return x.FairnessKey
 	}
 	return ""
+}
+
+func (x *QueueLimits) GetCompletedRetentionMs() int64 {
+	if x != nil {
+		return x.CompletedRetentionMs
+	}
+	return 0
 }
 
 var File_sepp_v1_queue_service_proto protoreflect.FileDescriptor
@@ -2444,7 +2453,7 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x11payloads_off_heap\x18\x1c \x01(\bR\x0fpayloadsOffHeap\x12.\n" +
 	"\x13payload_store_bytes\x18\x1d \x01(\x04R\x11payloadStoreBytes\x12(\n" +
 	"\x10max_result_bytes\x18\x1e \x01(\x04R\x0emaxResultBytes\x124\n" +
-	"\x16completed_retention_ms\x18\x1f \x01(\x03R\x14completedRetentionMs\"\xce\x05\n" +
+	"\x16completed_retention_ms\x18\x1f \x01(\x03R\x14completedRetentionMs\"\x85\x06\n" +
 	"\vQueueLimits\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10default_priority\x18\x02 \x01(\rR\x0fdefaultPriority\x120\n" +
@@ -2467,7 +2476,8 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x0fconcurrency_key\x18@ \x01(\tR\x0econcurrencyKey\x12\x1e\n" +
 	"\vmax_per_key\x18A \x01(\x04R\tmaxPerKey\x12\x1f\n" +
 	"\vmax_wait_ms\x18\x8c\x01 \x01(\x03R\tmaxWaitMs\x12\"\n" +
-	"\ffairness_key\x18\x8d\x01 \x01(\tR\vfairnessKey2\xee\x05\n" +
+	"\ffairness_key\x18\x8d\x01 \x01(\tR\vfairnessKey\x125\n" +
+	"\x16completed_retention_ms\x18\xbe\x01 \x01(\x03R\x14completedRetentionMs2\xee\x05\n" +
 	"\fQueueService\x12<\n" +
 	"\aEnqueue\x12\x17.sepp.v1.EnqueueRequest\x1a\x18.sepp.v1.EnqueueResponse\x12K\n" +
 	"\fEnqueueBatch\x12\x1c.sepp.v1.EnqueueBatchRequest\x1a\x1d.sepp.v1.EnqueueBatchResponse\x12<\n" +

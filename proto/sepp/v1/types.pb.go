@@ -252,7 +252,15 @@ type Job struct {
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,140,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// The producer's W3C trace context, as enqueued; unset: none. A copy
 	// forwarded to a dead_letter_queue or redriven keeps it.
-	TraceContext  *TraceContext `protobuf:"bytes,170,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
+	TraceContext *TraceContext `protobuf:"bytes,170,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
+	// A completed job's result (empty when the worker gave none), kept for
+	// its queue's completed_retention_ms.
+	Result []byte `protobuf:"bytes,190,opt,name=result,proto3" json:"result,omitempty"`
+	// When a completed job was acked.
+	CompletedAt *timestamppb.Timestamp `protobuf:"bytes,191,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
+	// How long the completing delivery ran, from its start to its ack; unset
+	// when the start was not recorded.
+	RunTime       *durationpb.Duration `protobuf:"bytes,192,opt,name=run_time,json=runTime,proto3" json:"run_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -423,6 +431,27 @@ func (x *Job) GetExpiresAt() *timestamppb.Timestamp {
 func (x *Job) GetTraceContext() *TraceContext {
 	if x != nil {
 		return x.TraceContext
+	}
+	return nil
+}
+
+func (x *Job) GetResult() []byte {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *Job) GetCompletedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CompletedAt
+	}
+	return nil
+}
+
+func (x *Job) GetRunTime() *durationpb.Duration {
+	if x != nil {
+		return x.RunTime
 	}
 	return nil
 }
@@ -1233,7 +1262,7 @@ var File_sepp_v1_types_proto protoreflect.FileDescriptor
 
 const file_sepp_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x13sepp/v1/types.proto\x12\asepp.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa1\a\n" +
+	"\x13sepp/v1/types.proto\x12\asepp.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb1\b\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x19\n" +
@@ -1259,7 +1288,10 @@ const file_sepp_v1_types_proto_rawDesc = "" +
 	"\x06origin\x18\x97\x01 \x01(\v2\x12.sepp.v1.JobOriginR\x06origin\x12:\n" +
 	"\n" +
 	"expires_at\x18\x8c\x01 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12;\n" +
-	"\rtrace_context\x18\xaa\x01 \x01(\v2\x15.sepp.v1.TraceContextR\ftraceContext\x1a9\n" +
+	"\rtrace_context\x18\xaa\x01 \x01(\v2\x15.sepp.v1.TraceContextR\ftraceContext\x12\x17\n" +
+	"\x06result\x18\xbe\x01 \x01(\fR\x06result\x12>\n" +
+	"\fcompleted_at\x18\xbf\x01 \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x125\n" +
+	"\brun_time\x18\xc0\x01 \x01(\v2\x19.google.protobuf.DurationR\arunTime\x1a9\n" +
 	"\vCustomEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"P\n" +
@@ -1400,25 +1432,27 @@ var file_sepp_v1_types_proto_depIdxs = []int32{
 	5,  // 8: sepp.v1.Job.origin:type_name -> sepp.v1.JobOrigin
 	15, // 9: sepp.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
 	4,  // 10: sepp.v1.Job.trace_context:type_name -> sepp.v1.TraceContext
-	1,  // 11: sepp.v1.JobOrigin.cause:type_name -> sepp.v1.DeadLetterCause
-	15, // 12: sepp.v1.JobOrigin.failed_at:type_name -> google.protobuf.Timestamp
-	15, // 13: sepp.v1.JobAttempt.ended_at:type_name -> google.protobuf.Timestamp
-	15, // 14: sepp.v1.JobAttempt.started_at:type_name -> google.protobuf.Timestamp
-	16, // 15: sepp.v1.JobAttempt.duration:type_name -> google.protobuf.Duration
-	15, // 16: sepp.v1.JobContext.lease_deadline:type_name -> google.protobuf.Timestamp
-	7,  // 17: sepp.v1.ReservedJob.ctx:type_name -> sepp.v1.JobContext
-	3,  // 18: sepp.v1.ReservedJob.job:type_name -> sepp.v1.Job
-	3,  // 19: sepp.v1.DeadLetterRecord.job:type_name -> sepp.v1.Job
-	1,  // 20: sepp.v1.DeadLetterRecord.cause:type_name -> sepp.v1.DeadLetterCause
-	15, // 21: sepp.v1.DeadLetterRecord.failed_at:type_name -> google.protobuf.Timestamp
-	17, // 22: sepp.v1.ItemError.details:type_name -> google.protobuf.Any
-	10, // 23: sepp.v1.JobActionResult.error:type_name -> sepp.v1.ItemError
-	15, // 24: sepp.v1.MemberFacts.start_time:type_name -> google.protobuf.Timestamp
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	15, // 11: sepp.v1.Job.completed_at:type_name -> google.protobuf.Timestamp
+	16, // 12: sepp.v1.Job.run_time:type_name -> google.protobuf.Duration
+	1,  // 13: sepp.v1.JobOrigin.cause:type_name -> sepp.v1.DeadLetterCause
+	15, // 14: sepp.v1.JobOrigin.failed_at:type_name -> google.protobuf.Timestamp
+	15, // 15: sepp.v1.JobAttempt.ended_at:type_name -> google.protobuf.Timestamp
+	15, // 16: sepp.v1.JobAttempt.started_at:type_name -> google.protobuf.Timestamp
+	16, // 17: sepp.v1.JobAttempt.duration:type_name -> google.protobuf.Duration
+	15, // 18: sepp.v1.JobContext.lease_deadline:type_name -> google.protobuf.Timestamp
+	7,  // 19: sepp.v1.ReservedJob.ctx:type_name -> sepp.v1.JobContext
+	3,  // 20: sepp.v1.ReservedJob.job:type_name -> sepp.v1.Job
+	3,  // 21: sepp.v1.DeadLetterRecord.job:type_name -> sepp.v1.Job
+	1,  // 22: sepp.v1.DeadLetterRecord.cause:type_name -> sepp.v1.DeadLetterCause
+	15, // 23: sepp.v1.DeadLetterRecord.failed_at:type_name -> google.protobuf.Timestamp
+	17, // 24: sepp.v1.ItemError.details:type_name -> google.protobuf.Any
+	10, // 25: sepp.v1.JobActionResult.error:type_name -> sepp.v1.ItemError
+	15, // 26: sepp.v1.MemberFacts.start_time:type_name -> google.protobuf.Timestamp
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_types_proto_init() }

@@ -1169,8 +1169,11 @@ func (x *LeaseRef) GetLeaseToken() uint64 {
 }
 
 type JobAck struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *LeaseRef              `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Ref   *LeaseRef              `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	// result is the worker's result, kept with the completed job (command
+	// version 20, results); empty: none.
+	Result        []byte `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1208,6 +1211,13 @@ func (*JobAck) Descriptor() ([]byte, []int) {
 func (x *JobAck) GetRef() *LeaseRef {
 	if x != nil {
 		return x.Ref
+	}
+	return nil
+}
+
+func (x *JobAck) GetResult() []byte {
+	if x != nil {
+		return x.Result
 	}
 	return nil
 }
@@ -2550,9 +2560,12 @@ type QueueConfig struct {
 	FairnessKey  string `protobuf:"bytes,141,opt,name=fairness_key,json=fairnessKey,proto3" json:"fairness_key,omitempty"`
 	// Tags (command version 18), sorted by key with no key twice: a list,
 	// not a map, so the entry's bytes do not depend on map order.
-	Tags          []*QueueTag `protobuf:"bytes,180,rep,name=tags,proto3" json:"tags,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tags []*QueueTag `protobuf:"bytes,180,rep,name=tags,proto3" json:"tags,omitempty"`
+	// How long acked jobs are kept, with their results (command version 20);
+	// 0: not kept.
+	CompletedRetentionNanos int64 `protobuf:"varint,190,opt,name=completed_retention_nanos,json=completedRetentionNanos,proto3" json:"completed_retention_nanos,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *QueueConfig) Reset() {
@@ -2716,6 +2729,13 @@ func (x *QueueConfig) GetTags() []*QueueTag {
 		return x.Tags
 	}
 	return nil
+}
+
+func (x *QueueConfig) GetCompletedRetentionNanos() int64 {
+	if x != nil {
+		return x.CompletedRetentionNanos
+	}
+	return 0
 }
 
 // QueueTag is one queue tag (engine.Tag).
@@ -3749,9 +3769,10 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\bLeaseRef\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x04R\n" +
-	"leaseToken\"0\n" +
+	"leaseToken\"H\n" +
 	"\x06JobAck\x12&\n" +
-	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\"U\n" +
+	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\x12\x16\n" +
+	"\x06result\x18\x02 \x01(\fR\x06result\"U\n" +
 	"\vJobAckBatch\x12\x17\n" +
 	"\ajob_ids\x18\x02 \x03(\x04R\x06jobIds\x12!\n" +
 	"\flease_tokens\x18\x03 \x03(\x04R\vleaseTokensJ\x04\b\x01\x10\x02R\x04refs\"\x88\x01\n" +
@@ -3846,7 +3867,7 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x06strict\x18\x16 \x01(\bR\x06strict\x12?\n" +
 	"\x1cidempotency_min_window_nanos\x18\x17 \x01(\x03R\x19idempotencyMinWindowNanos\x12(\n" +
 	"\x10max_memory_bytes\x18\x18 \x01(\x03R\x0emaxMemoryBytes\x12$\n" +
-	"\x0emax_disk_bytes\x18\x19 \x01(\x03R\fmaxDiskBytes\"\xdb\a\n" +
+	"\x0emax_disk_bytes\x18\x19 \x01(\x03R\fmaxDiskBytes\"\x98\b\n" +
 	"\vQueueConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
 	"\x10default_priority\x18\x02 \x01(\rH\x00R\x0fdefaultPriority\x88\x01\x01\x125\n" +
@@ -3870,7 +3891,8 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\vmax_per_key\x18A \x01(\x03R\tmaxPerKey\x12%\n" +
 	"\x0emax_wait_nanos\x18\x8c\x01 \x01(\x03R\fmaxWaitNanos\x12\"\n" +
 	"\ffairness_key\x18\x8d\x01 \x01(\tR\vfairnessKey\x12)\n" +
-	"\x04tags\x18\xb4\x01 \x03(\v2\x14.seppcmd.v1.QueueTagR\x04tagsB\x13\n" +
+	"\x04tags\x18\xb4\x01 \x03(\v2\x14.seppcmd.v1.QueueTagR\x04tags\x12;\n" +
+	"\x19completed_retention_nanos\x18\xbe\x01 \x01(\x03R\x17completedRetentionNanosB\x13\n" +
 	"\x11_default_priorityB\x17\n" +
 	"\x15_default_max_attemptsB\x14\n" +
 	"\x12_retry_delay_nanosB\x10\n" +

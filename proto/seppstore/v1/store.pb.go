@@ -390,6 +390,141 @@ func (x *JobProgress) GetResult() []byte {
 	return nil
 }
 
+// CompletedJob is a job acked on a queue whose completed_retention is
+// above 0, kept until that retention passes (store key: kind 04, job id).
+// It is written once, at the ack's apply, and deleted once, by the tick
+// that passes its expiry (or when its queue is deleted or its completed
+// jobs purged): a SingleDelete.
+type CompletedJob struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Queue   string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	JobType string                 `protobuf:"bytes,2,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	// result is the worker's result; empty: none given.
+	Result              []byte `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	CompletedAtUnixNano int64  `protobuf:"varint,4,opt,name=completed_at_unix_nano,json=completedAtUnixNano,proto3" json:"completed_at_unix_nano,omitempty"`
+	// started_at_unix_nano is when the completing delivery started; 0: not
+	// recorded (the cluster did not keep attempt detail then).
+	StartedAtUnixNano  int64 `protobuf:"varint,5,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
+	EnqueuedAtUnixNano int64 `protobuf:"varint,6,opt,name=enqueued_at_unix_nano,json=enqueuedAtUnixNano,proto3" json:"enqueued_at_unix_nano,omitempty"`
+	// attempt is the completing delivery's number (1: the first).
+	Attempt     uint32 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	MaxAttempts uint32 `protobuf:"varint,8,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	Priority    uint32 `protobuf:"varint,9,opt,name=priority,proto3" json:"priority,omitempty"`
+	// history is the job's ended attempts before the completing one, as the
+	// engine held them.
+	History       []*Attempt `protobuf:"bytes,10,rep,name=history,proto3" json:"history,omitempty"`
+	Worker        string     `protobuf:"bytes,11,opt,name=worker,proto3" json:"worker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompletedJob) Reset() {
+	*x = CompletedJob{}
+	mi := &file_seppstore_v1_store_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompletedJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompletedJob) ProtoMessage() {}
+
+func (x *CompletedJob) ProtoReflect() protoreflect.Message {
+	mi := &file_seppstore_v1_store_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompletedJob.ProtoReflect.Descriptor instead.
+func (*CompletedJob) Descriptor() ([]byte, []int) {
+	return file_seppstore_v1_store_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CompletedJob) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *CompletedJob) GetJobType() string {
+	if x != nil {
+		return x.JobType
+	}
+	return ""
+}
+
+func (x *CompletedJob) GetResult() []byte {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *CompletedJob) GetCompletedAtUnixNano() int64 {
+	if x != nil {
+		return x.CompletedAtUnixNano
+	}
+	return 0
+}
+
+func (x *CompletedJob) GetStartedAtUnixNano() int64 {
+	if x != nil {
+		return x.StartedAtUnixNano
+	}
+	return 0
+}
+
+func (x *CompletedJob) GetEnqueuedAtUnixNano() int64 {
+	if x != nil {
+		return x.EnqueuedAtUnixNano
+	}
+	return 0
+}
+
+func (x *CompletedJob) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *CompletedJob) GetMaxAttempts() uint32 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *CompletedJob) GetPriority() uint32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *CompletedJob) GetHistory() []*Attempt {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+func (x *CompletedJob) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
 // Attempt is one past delivery of a job.
 type Attempt struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -410,7 +545,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_seppstore_v1_store_proto_msgTypes[3]
+	mi := &file_seppstore_v1_store_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -422,7 +557,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_seppstore_v1_store_proto_msgTypes[3]
+	mi := &file_seppstore_v1_store_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -435,7 +570,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_seppstore_v1_store_proto_rawDescGZIP(), []int{3}
+	return file_seppstore_v1_store_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Attempt) GetAttempt() uint32 {
@@ -509,7 +644,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_seppstore_v1_store_proto_msgTypes[4]
+	mi := &file_seppstore_v1_store_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -521,7 +656,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_seppstore_v1_store_proto_msgTypes[4]
+	mi := &file_seppstore_v1_store_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +669,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_seppstore_v1_store_proto_rawDescGZIP(), []int{4}
+	return file_seppstore_v1_store_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Origin) GetQueue() string {
@@ -597,7 +732,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_seppstore_v1_store_proto_msgTypes[5]
+	mi := &file_seppstore_v1_store_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +744,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_seppstore_v1_store_proto_msgTypes[5]
+	mi := &file_seppstore_v1_store_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +757,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_seppstore_v1_store_proto_rawDescGZIP(), []int{5}
+	return file_seppstore_v1_store_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeadLetter) GetBody() *JobBody {
@@ -707,7 +842,20 @@ const file_seppstore_v1_store_proto_rawDesc = "" +
 	"\battempts\x18\x01 \x03(\v2\x15.seppstore.v1.AttemptR\battempts\x12\x1f\n" +
 	"\vlast_reason\x18\x02 \x01(\tR\n" +
 	"lastReason\x12\x16\n" +
-	"\x06result\x18\x03 \x01(\fR\x06result\"\x92\x02\n" +
+	"\x06result\x18\x03 \x01(\fR\x06result\"\x92\x03\n" +
+	"\fCompletedJob\x12\x14\n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x19\n" +
+	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x16\n" +
+	"\x06result\x18\x03 \x01(\fR\x06result\x123\n" +
+	"\x16completed_at_unix_nano\x18\x04 \x01(\x03R\x13completedAtUnixNano\x12/\n" +
+	"\x14started_at_unix_nano\x18\x05 \x01(\x03R\x11startedAtUnixNano\x121\n" +
+	"\x15enqueued_at_unix_nano\x18\x06 \x01(\x03R\x12enqueuedAtUnixNano\x12\x18\n" +
+	"\aattempt\x18\a \x01(\rR\aattempt\x12!\n" +
+	"\fmax_attempts\x18\b \x01(\rR\vmaxAttempts\x12\x1a\n" +
+	"\bpriority\x18\t \x01(\rR\bpriority\x12/\n" +
+	"\ahistory\x18\n" +
+	" \x03(\v2\x15.seppstore.v1.AttemptR\ahistory\x12\x16\n" +
+	"\x06worker\x18\v \x01(\tR\x06worker\"\x92\x02\n" +
 	"\aAttempt\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\rR\aattempt\x126\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x1c.seppstore.v1.AttemptOutcomeR\aoutcome\x12 \n" +
@@ -764,32 +912,34 @@ func file_seppstore_v1_store_proto_rawDescGZIP() []byte {
 }
 
 var file_seppstore_v1_store_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_seppstore_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_seppstore_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_seppstore_v1_store_proto_goTypes = []any{
-	(AttemptOutcome)(0), // 0: seppstore.v1.AttemptOutcome
-	(Cause)(0),          // 1: seppstore.v1.Cause
-	(*StoreMeta)(nil),   // 2: seppstore.v1.StoreMeta
-	(*JobBody)(nil),     // 3: seppstore.v1.JobBody
-	(*JobProgress)(nil), // 4: seppstore.v1.JobProgress
-	(*Attempt)(nil),     // 5: seppstore.v1.Attempt
-	(*Origin)(nil),      // 6: seppstore.v1.Origin
-	(*DeadLetter)(nil),  // 7: seppstore.v1.DeadLetter
-	nil,                 // 8: seppstore.v1.JobBody.CustomEntry
+	(AttemptOutcome)(0),  // 0: seppstore.v1.AttemptOutcome
+	(Cause)(0),           // 1: seppstore.v1.Cause
+	(*StoreMeta)(nil),    // 2: seppstore.v1.StoreMeta
+	(*JobBody)(nil),      // 3: seppstore.v1.JobBody
+	(*JobProgress)(nil),  // 4: seppstore.v1.JobProgress
+	(*CompletedJob)(nil), // 5: seppstore.v1.CompletedJob
+	(*Attempt)(nil),      // 6: seppstore.v1.Attempt
+	(*Origin)(nil),       // 7: seppstore.v1.Origin
+	(*DeadLetter)(nil),   // 8: seppstore.v1.DeadLetter
+	nil,                  // 9: seppstore.v1.JobBody.CustomEntry
 }
 var file_seppstore_v1_store_proto_depIdxs = []int32{
-	8, // 0: seppstore.v1.JobBody.custom:type_name -> seppstore.v1.JobBody.CustomEntry
-	6, // 1: seppstore.v1.JobBody.origin:type_name -> seppstore.v1.Origin
-	5, // 2: seppstore.v1.JobProgress.attempts:type_name -> seppstore.v1.Attempt
-	0, // 3: seppstore.v1.Attempt.outcome:type_name -> seppstore.v1.AttemptOutcome
-	1, // 4: seppstore.v1.Origin.cause:type_name -> seppstore.v1.Cause
-	3, // 5: seppstore.v1.DeadLetter.body:type_name -> seppstore.v1.JobBody
-	4, // 6: seppstore.v1.DeadLetter.progress:type_name -> seppstore.v1.JobProgress
-	1, // 7: seppstore.v1.DeadLetter.cause:type_name -> seppstore.v1.Cause
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	9, // 0: seppstore.v1.JobBody.custom:type_name -> seppstore.v1.JobBody.CustomEntry
+	7, // 1: seppstore.v1.JobBody.origin:type_name -> seppstore.v1.Origin
+	6, // 2: seppstore.v1.JobProgress.attempts:type_name -> seppstore.v1.Attempt
+	6, // 3: seppstore.v1.CompletedJob.history:type_name -> seppstore.v1.Attempt
+	0, // 4: seppstore.v1.Attempt.outcome:type_name -> seppstore.v1.AttemptOutcome
+	1, // 5: seppstore.v1.Origin.cause:type_name -> seppstore.v1.Cause
+	3, // 6: seppstore.v1.DeadLetter.body:type_name -> seppstore.v1.JobBody
+	4, // 7: seppstore.v1.DeadLetter.progress:type_name -> seppstore.v1.JobProgress
+	1, // 8: seppstore.v1.DeadLetter.cause:type_name -> seppstore.v1.Cause
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_seppstore_v1_store_proto_init() }
@@ -803,7 +953,7 @@ func file_seppstore_v1_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seppstore_v1_store_proto_rawDesc), len(file_seppstore_v1_store_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

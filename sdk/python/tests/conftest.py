@@ -33,6 +33,10 @@ max_length = 2
 [[queues]]
 name = "near"
 max_schedule_horizon_ms = 60000
+
+[[queues]]
+name = "kept"
+completed_retention_ms = 3600000
 """
 
 

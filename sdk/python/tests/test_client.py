@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from sepp import (ClientClosed, DeadLetterCause, EnqueueRequest, InvalidField, JobState, LeaseLost, NotFound,
-                  Priority, QueueFull, ResourceExhausted, RetryDirective, ScheduledTooFar, SeppClient, UnknownOutcome,
-                  Unavailable)
+                  Priority, QueueFull, QueueSettings, ResourceExhausted, RetryDirective, ScheduledTooFar, SeppClient,
+                  UnknownOutcome, Unavailable, WrongState)
 
 from cluster import Cluster
 
@@ -169,6 +169,37 @@ async def test_wait_job_outcomes(client: SeppClient) -> None:
 
     with pytest.raises(NotFound):
         await client.wait_job(res.job_id + 100000)
+
+
+async def test_ack_with_result(client: SeppClient) -> None:
+    # Queue "kept" keeps completed jobs an hour (conftest): the result is
+    # read back by wait_job and get_job.
+    res = await client.enqueue(EnqueueRequest("kept", "resize"))
+    waiting = asyncio.create_task(client.wait_job(res.job_id))
+    (d,) = await client.reserve("kept")
+    await client.ack_with_result(d.ctx, b'{"width":640}')
+    async with asyncio.timeout(10):
+        out = await waiting
+    assert (out.terminal, out.state, out.result) == (True, JobState.COMPLETED, b'{"width":640}')
+    assert out.finished_at is not None
+    job = await client.get_job(res.job_id)
+    assert (job.state, job.result, job.attempt) == (JobState.COMPLETED, b'{"width":640}', 1)
+    assert job.completed_at is not None and job.run_time is not None
+
+    # A queue created keeping completed jobs: its own and effective settings.
+    kept = q()
+    eff = await client.create_queue(kept, QueueSettings(completed_retention=timedelta(minutes=5)))
+    assert eff.completed_retention == timedelta(minutes=5)
+    info = await client.get_queue(kept)
+    assert info.settings.completed_retention == timedelta(minutes=5)
+
+    # A queue that keeps none refuses a result; the lease still holds.
+    queue = q()
+    await client.enqueue(EnqueueRequest(queue, "resize"))
+    (d,) = await client.reserve(queue)
+    with pytest.raises(WrongState):
+        await client.ack_with_result(d.ctx, b"lost")
+    await client.ack(d.ctx)
 
 
 async def test_release_and_extend_lease(client: SeppClient) -> None:

@@ -115,6 +115,10 @@ pub struct QueueSettings {
     pub max_wait: Option<Duration>,
     /// The custom field whose values take turns within a priority level.
     pub fairness_key: Option<String>,
+    /// How long an acked job is kept with its result (1 ms..30 days; drop
+    /// it with inherit `completed_retention_ms`); in the effective
+    /// settings zero is none.
+    pub completed_retention: Option<Duration>,
     pub max_reserved: Option<u64>,
     pub rate_limit: Option<u64>,
     pub rate_period: Option<Duration>,
@@ -154,6 +158,7 @@ impl QueueSettings {
             dead_letter_queue: self.dead_letter_queue.clone(),
             max_wait_ms: self.max_wait.map(millis),
             fairness_key: self.fairness_key.clone(),
+            completed_retention_ms: self.completed_retention.map(millis),
             max_reserved: self.max_reserved,
             rate_limit: self.rate_limit,
             rate_period_ms: self.rate_period.map(millis),
@@ -178,6 +183,7 @@ impl QueueSettings {
             dead_letter_queue: s.dead_letter_queue,
             max_wait: s.max_wait_ms.map(from_millis),
             fairness_key: s.fairness_key,
+            completed_retention: s.completed_retention_ms.map(from_millis),
             max_reserved: s.max_reserved,
             rate_limit: s.rate_limit,
             rate_period: s.rate_period_ms.map(from_millis),
@@ -202,6 +208,7 @@ impl QueueSettings {
             dead_letter_queue: Some(l.dead_letter_queue),
             max_wait: Some(from_millis(l.max_wait_ms)),
             fairness_key: Some(l.fairness_key),
+            completed_retention: Some(from_millis(l.completed_retention_ms)),
             max_reserved: Some(l.max_reserved),
             rate_limit: Some(l.rate_limit),
             rate_period: Some(from_millis(l.rate_period_ms)),

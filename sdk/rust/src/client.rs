@@ -536,6 +536,18 @@ impl SeppClient {
         Ok(())
     }
 
+    /// Completes a delivery with a result, kept with the completed job for
+    /// its queue's `completed_retention_ms`: [`SeppClient::wait_job`] and
+    /// [`SeppClient::get_job`] return it. At most the server's
+    /// `max_result_bytes` ([`Error::InvalidArgument`] over it). A queue that
+    /// keeps no completed jobs, or a cluster not yet upgraded, answers
+    /// [`Error::WrongState`] and the lease still holds: ack without it.
+    pub async fn ack_with_result(&self, ctx: &JobContext, result: impl Into<Vec<u8>>) -> Result<(), Error> {
+        let req = pb::AckRequest { ctx: Some(ctx.to_wire()), result: result.into() };
+        let _: (pb::AckResponse, bool) = self.call("ack", "sepp.v1.QueueService/Ack", &req, Policy::Safe, Duration::ZERO).await?;
+        Ok(())
+    }
+
     /// Completes several deliveries in one call: one entry per delivery, in
     /// order, `Ok` when acked, else what [`SeppClient::ack`] would have
     /// answered for it alone ([`Error::LeaseLost`] when its lease was no

@@ -452,6 +452,15 @@ pub(crate) fn from_status(op: &'static str, code: Code, message: String, details
             if cancelled {
                 return Error::JobCancelled { op, message };
             }
+            // The cluster (VERSION) or the queue (QUEUE) refused a feature
+            // of the request, an ack's result: the lease still holds.
+            let refused = details.iter().any(|d| match d {
+                Detail::Precondition(types) => types.iter().any(|t| t == "VERSION" || t == "QUEUE"),
+                _ => false,
+            });
+            if refused {
+                return Error::WrongState { op, message };
+            }
             let lease = details.iter().any(|d| match d {
                 Detail::Precondition(types) => types.iter().any(|t| t.eq_ignore_ascii_case("lease")),
                 _ => false,

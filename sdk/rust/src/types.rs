@@ -457,6 +457,14 @@ pub struct Job {
     pub expires_at: Option<SystemTime>,
     /// The producer's W3C trace context, if it sent one.
     pub trace_context: Option<TraceContext>,
+    /// A completed job's result (empty when the worker gave none), kept for
+    /// its queue's `completed_retention_ms`.
+    pub result: Vec<u8>,
+    /// When a completed job was acked.
+    pub completed_at: Option<SystemTime>,
+    /// How long the completing delivery ran, if the server recorded its
+    /// start.
+    pub run_time: Option<Duration>,
 }
 
 impl Job {
@@ -476,6 +484,9 @@ impl Job {
             last_reason: non_empty(j.last_reason),
             expires_at: j.expires_at.and_then(system_time),
             trace_context: j.trace_context.and_then(TraceContext::from_wire),
+            result: j.result,
+            completed_at: j.completed_at.and_then(system_time),
+            run_time: j.run_time.and_then(|d| Duration::try_from(d).ok()),
         }
     }
 }

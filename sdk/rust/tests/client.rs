@@ -171,6 +171,31 @@ async fn wait_job_outcomes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ack_with_result_is_read_back() {
+    let client = common::shared().client().await;
+    // rs-kept keeps completed jobs an hour (common::RETENTION).
+    let res = client.enqueue(EnqueueRequest::new("rs-kept", "resize").unwrap()).await.unwrap();
+    let waiter = client.clone();
+    let waiting = tokio::spawn(async move { waiter.wait_job(res.job_id).await });
+    let d = client.reserve("rs-kept", reserve_opts(1)).await.unwrap().remove(0);
+    client.ack_with_result(&d.ctx, b"{\"width\":640}".to_vec()).await.unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("the wait woke").unwrap().unwrap();
+    assert_eq!((out.terminal, out.state, out.result.as_slice()), (true, JobState::Completed, &b"{\"width\":640}"[..]));
+    let job = client.get_job(res.job_id).await.unwrap();
+    assert_eq!((job.state, job.result.as_slice()), (JobState::Completed, &b"{\"width\":640}"[..]));
+    assert!(job.completed_at.is_some());
+
+    // A queue that keeps none refuses a result; the lease still holds.
+    client.enqueue(EnqueueRequest::new("rs-not-kept", "resize").unwrap()).await.unwrap();
+    let d = client.reserve("rs-not-kept", reserve_opts(1)).await.unwrap().remove(0);
+    match client.ack_with_result(&d.ctx, b"lost".to_vec()).await {
+        Err(Error::WrongState { .. }) => {}
+        other => panic!("a result where none are kept: want WrongState, got {:?}", other),
+    }
+    client.ack(&d.ctx).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nack_directives_dead_letters_drain_and_replay() {
     let client = common::shared().client().await;
     let q = "rs-nack";

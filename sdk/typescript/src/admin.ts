@@ -67,6 +67,11 @@ export interface QueueSettings {
   maxWaitMs?: number;
   /** The custom field whose values take turns within a priority level. */
   fairnessKey?: string;
+  /** How long an acked job is kept with its result (1 ms..30 days): wait
+   * and getJob answer for it and ackWithResult is accepted; drop it with
+   * inherit "completed_retention_ms". In effective settings 0 is none.
+   * Needs the server capability results. */
+  completedRetentionMs?: number;
   maxReserved?: number;
   rateLimit?: number;
   ratePeriodMs?: number;
@@ -237,6 +242,7 @@ export function queueSettingsToJSON(s: QueueSettings = {}): QueueSettingsJSON {
     ["maxLength", s.maxLength],
     ["maxMemoryBytes", s.maxMemoryBytes],
     ["maxWaitMs", s.maxWaitMs],
+    ["completedRetentionMs", s.completedRetentionMs],
     ["maxReserved", s.maxReserved],
     ["rateLimit", s.rateLimit],
     ["ratePeriodMs", s.ratePeriodMs],
@@ -274,6 +280,7 @@ export function queueSettingsFromJSON(v: unknown): QueueSettings {
   set("deadLetterQueue", t(m.deadLetterQueue));
   set("maxWaitMs", n(m.maxWaitMs));
   set("fairnessKey", t(m.fairnessKey));
+  set("completedRetentionMs", n(m.completedRetentionMs));
   set("maxReserved", n(m.maxReserved));
   set("rateLimit", n(m.rateLimit));
   set("ratePeriodMs", n(m.ratePeriodMs));
@@ -298,6 +305,7 @@ export function queueLimitsFromJSON(v: unknown): EffectiveQueueSettings {
     deadLetterQueue: str(l.deadLetterQueue),
     maxWaitMs: num(l.maxWaitMs),
     fairnessKey: str(l.fairnessKey),
+    completedRetentionMs: num(l.completedRetentionMs),
     maxReserved: num(l.maxReserved),
     rateLimit: num(l.rateLimit),
     ratePeriodMs: num(l.ratePeriodMs),

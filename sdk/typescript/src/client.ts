@@ -951,6 +951,18 @@ export class SeppClient {
   }
 
   /**
+   * Completes a delivery with a result, kept with the completed job for its
+   * queue's completed_retention_ms: wait and getJob return it. At most the
+   * server's max_result_bytes (InvalidArgumentError over it). A queue that
+   * keeps no completed jobs, or a cluster not yet upgraded, rejects it with
+   * WrongStateError and the lease still holds: ack without it.
+   */
+  async ackWithResult(ctx: JobContext, result: Uint8Array, opts: CallOptions = {}): Promise<void> {
+    await this.call<AckRequestJSON, AckResponseJSON>("ack", "sepp.v1.QueueService/Ack",
+      { ctx: jobContextToJSON(ctx), result: bytesToBase64(result) }, "safe", 0, opts);
+  }
+
+  /**
    * Completes several deliveries in one call. Resolves to one entry per
    * delivery, in order: undefined when acked, else the error Ack would have
    * given for it alone. A call that fails as a whole rejects.

@@ -296,6 +296,9 @@ export function errorFor(op: string, code: Code, message: string, details: Error
       return leaseOps.has(op) ? new LeaseLostError(op, code, message, details) : new NotFoundError(op, code, message, details);
     case "failed_precondition":
       if (preconditionIs(details, "LEASE_CANCELLED")) return new JobCancelledError(op, code, message, details);
+      // The cluster (VERSION) or the queue (QUEUE) refused a feature of the
+      // request, an ack's result: the lease still holds.
+      if (preconditionIs(details, "VERSION") || preconditionIs(details, "QUEUE")) return new WrongStateError(op, code, message, details);
       return leaseOps.has(op) || preconditionIsLease(details)
         ? new LeaseLostError(op, code, message, details)
         : new WrongStateError(op, code, message, details);

@@ -231,6 +231,14 @@ export interface Job {
   origin?: JobOrigin;
   /** The producer's W3C trace context; absent: none. */
   traceContext?: TraceContext;
+  /** A completed job's result (empty when the worker gave none), kept for
+   * its queue's completed_retention_ms. */
+  result: Uint8Array;
+  /** When a completed job was acked; absent otherwise. */
+  completedAt?: Date;
+  /** How long the completing delivery ran, in milliseconds; absent when
+   * not recorded. */
+  runTimeMs?: number;
 }
 
 /**
@@ -475,7 +483,10 @@ export function jobFromJSON(v: unknown): Job {
     history: arr(m.history).map(jobAttemptFromJSON),
     expiresAt: timeFrom(m.expiresAt),
     startedAt: timeFrom(m.startedAt),
+    result: base64ToBytes(str(m.result)),
+    completedAt: timeFrom(m.completedAt),
   };
+  if (typeof m.runTime === "string") j.runTimeMs = durationFrom(m.runTime);
   if (m.origin) j.origin = jobOriginFromJSON(m.origin);
   if (m.traceContext && m.traceContext.traceparent) {
     j.traceContext = { traceparent: m.traceContext.traceparent };

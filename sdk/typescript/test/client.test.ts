@@ -19,6 +19,7 @@ import {
   InvalidArgumentError,
   ScheduledTooFarError,
   NotFoundError,
+  WrongStateError,
   LeaseLostError,
   JobCancelledError,
   UnknownOutcomeError,
@@ -271,6 +272,28 @@ test("wait: a poll that runs out is not terminal; a death wakes the wait with it
   assert.ok(out.finishedAt, "finishedAt set");
 
   await assert.rejects(client.wait(String(BigInt(jobId) + 100000n)), NotFoundError);
+});
+
+test("ackWithResult: the result is read back by wait and getJob; a queue that keeps none refuses it, lease held", async () => {
+  const { jobId } = await client.enqueue({ queue: "kept", jobType: "resize" });
+  const waiting = client.wait(jobId);
+  const [d] = await client.reserve("kept");
+  await client.ackWithResult(d!.ctx, new TextEncoder().encode('{"width":640}'));
+  const out = await waiting;
+  assert.deepEqual([out.terminal, out.state, new TextDecoder().decode(out.result)], [true, "completed", '{"width":640}']);
+  const job = await client.getJob(jobId);
+  assert.equal(job.state, "completed");
+  assert.equal(new TextDecoder().decode(job.result), '{"width":640}');
+  assert.ok(job.completedAt, "completedAt set");
+
+  const eff = await client.createQueue("kept-created", { completedRetentionMs: 300000 });
+  assert.equal(eff.completedRetentionMs, 300000);
+  assert.equal((await client.getQueue("kept-created")).settings.completedRetentionMs, 300000);
+
+  await client.enqueue({ queue: "not-kept", jobType: "resize" });
+  const [e] = await client.reserve("not-kept");
+  await assert.rejects(client.ackWithResult(e!.ctx, new TextEncoder().encode("lost")), WrongStateError);
+  await client.ack(e!.ctx);
 });
 
 test("nack(ctx, RetryDirective...) says whether it dead-lettered", async () => {

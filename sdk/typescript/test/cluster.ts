@@ -32,6 +32,10 @@ dead_letter_queue = "origin.dead"
 
 [[queues]]
 name = "origin.dead"
+
+[[queues]]
+name = "kept"
+completed_retention_ms = 3600000
 `;
 
 export class DevCluster {

@@ -27,5 +27,8 @@ func reserveLimitsText(q *seppv1.QueueLimits) string {
 	if k := q.GetFairnessKey(); k != "" {
 		parts = append(parts, fmt.Sprintf("fairness_key=%q", k))
 	}
+	if ms := q.GetCompletedRetentionMs(); ms > 0 {
+		parts = append(parts, fmt.Sprintf("completed_retention=%s", time.Duration(ms)*time.Millisecond))
+	}
 	return strings.Join(parts, " ")
 }

@@ -32,6 +32,7 @@ type settingsFlags struct {
 	maxLength, maxMemoryBytes uint64
 	maxWait                   time.Duration
 	fairnessKey               string
+	completedRetention        time.Duration
 	maxReserved, rateLimit    uint64
 	rateBurst, maxPerKey      uint64
 	ratePeriod                time.Duration
@@ -50,6 +51,7 @@ func (f *settingsFlags) register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&f.maxMemoryBytes, "max-memory-bytes", 0, "the queue's own budget of held bytes (0: none)")
 	fs.StringVar(&f.deadLetterQueue, "dead-letter-queue", "", "queue that receives a copy of every job that dies here (\"\" on update: none)")
 	fs.DurationVar(&f.maxWait, "max-wait", 0, "dead-letter (cause expired) a job not reserved this long after it became due (drop: --inherit max_wait_ms)")
+	fs.DurationVar(&f.completedRetention, "completed-retention", 0, "keep acked jobs with their results this long, 1ms..720h (drop: --inherit completed_retention_ms)")
 	fs.StringVar(&f.fairnessKey, "fairness-key", "", "custom field whose values take turns within a priority level, e.g. tenant (drop: --inherit fairness_key)")
 	fs.Uint64Var(&f.maxReserved, "max-reserved", 0, "jobs of the queue reserved at once across all workers (0: no limit)")
 	fs.Uint64Var(&f.rateLimit, "rate-limit", 0, "reservations per --rate-period (0: no limit)")
@@ -96,6 +98,9 @@ func (f *settingsFlags) read(fs *pflag.FlagSet) client.QueueSettings {
 	if set("fairness-key") {
 		s.FairnessKey = &f.fairnessKey
 	}
+	if set("completed-retention") {
+		s.CompletedRetention = &f.completedRetention
+	}
 	if set("max-reserved") {
 		s.MaxReserved = &f.maxReserved
 	}
@@ -135,6 +140,7 @@ type settingsView struct {
 	DeadLetterQueue    *string           `json:"dead_letter_queue,omitempty"`
 	MaxWaitMS          *int64            `json:"max_wait_ms,omitempty"`
 	FairnessKey        *string           `json:"fairness_key,omitempty"`
+	CompletedRetention *int64            `json:"completed_retention_ms,omitempty"`
 	MaxReserved        *uint64           `json:"max_reserved,omitempty"`
 	RateLimit          *uint64           `json:"rate_limit,omitempty"`
 	RatePeriodMS       *int64            `json:"rate_period_ms,omitempty"`
@@ -161,6 +167,9 @@ func viewSettings(s client.QueueSettings) settingsView {
 	}
 	if s.FairnessKey != nil && *s.FairnessKey != "" {
 		v.FairnessKey = s.FairnessKey
+	}
+	if s.CompletedRetention != nil && *s.CompletedRetention != 0 {
+		v.CompletedRetention = ms(s.CompletedRetention)
 	}
 	nonZero := func(p *uint64) *uint64 {
 		if p == nil || *p == 0 {
@@ -190,7 +199,7 @@ func tagsText(tags map[string]string) string {
 
 // optionalRows are the settings a table lists only when the queue sets
 // them (0 and "" are none, and none has a global value to show).
-var optionalRows = []string{"max_reserved", "rate_limit", "rate_period", "rate_burst", "concurrency_key", "max_per_key", "max_wait", "fairness_key"}
+var optionalRows = []string{"max_reserved", "rate_limit", "rate_period", "rate_burst", "concurrency_key", "max_per_key", "max_wait", "fairness_key", "completed_retention"}
 
 // settingValue is a setting as a table shows it; "-" when unset.
 func settingValue(p any) string {
@@ -249,6 +258,7 @@ func settingRows(s client.QueueSettings) [][2]string {
 		{"max_per_key", nonZero(s.MaxPerKey)},
 		{"max_wait", nonZeroDur(s.MaxWait)},
 		{"fairness_key", settingValue(s.FairnessKey)},
+		{"completed_retention", nonZeroDur(s.CompletedRetention)},
 	}
 	return rows
 }
@@ -351,7 +361,7 @@ func (e *env) queueUpdateCommand() *cobra.Command {
 		Long: "Change some of a queue's settings; the others stay. --inherit drops settings " +
 			"(default_priority, default_max_attempts, retry_delay_ms, retry_backoff, retry_delay_max_ms, " +
 			"max_schedule_horizon_ms, max_length, max_memory_bytes, dead_letter_queue, max_reserved, rate_limit, " +
-			"rate_period_ms, rate_burst, concurrency_key, max_per_key, max_wait_ms, fairness_key, tags) so the queue takes " +
+			"rate_period_ms, rate_burst, concurrency_key, max_per_key, max_wait_ms, fairness_key, tags, completed_retention_ms) so the queue takes " +
 			"the global value again; a reserve limit has none, so it is dropped (as with --max-reserved 0).\n\n" +
 			"The reserve limits take effect at once, on every node: for example\n" +
 			"  sepp queues update invoices --max-reserved 20 --rate-limit 5 --rate-period 1s\n" +

@@ -611,6 +611,21 @@ class SeppClient:
                 fut.set_exception(err)
         self._pump_acks()
 
+    async def ack_with_result(self, ctx: JobContext, result: bytes) -> None:
+        """Complete a delivery with a result, kept with the completed job for
+        its queue's completed_retention_ms: wait_job and get_job return it.
+        At most the server's max_result_bytes (InvalidArgument over it).
+        Not coalesced with other acks (AckBatch carries no results). A
+        queue that keeps no completed jobs refuses it with WrongState, a
+        cluster not yet upgraded with Unsupported; either way the lease is
+        still held, so the worker may ack without it."""
+        m = qpb.AckRequest(ctx=ctx.to_proto(), result=result)
+
+        async def attempt(a: _Attempt) -> None:
+            await self._unary(a, _queue(a.channel).Ack, m)
+
+        await self._call("ack", _Policy.SAFE, attempt)
+
     async def _ack_one(self, ctx: JobContext) -> None:
         m = qpb.AckRequest(ctx=ctx.to_proto())
 

@@ -236,6 +236,9 @@ class _Details:
     not_leader: Optional[errors_pb2.NotLeader] = None
     precondition_is_lease: bool = False
     precondition_is_cancel: bool = False
+    # A VERSION or QUEUE precondition: the server or the queue refused a
+    # feature of the request (an ack's result), the lease still held.
+    precondition_is_refusal: bool = False
     conflict: Optional[UniqueConflict] = None
 
 
@@ -259,6 +262,7 @@ def _decode_details(details: Sequence[any_pb2.Any], kw: _Kw) -> _Details:
     not_leader: Optional[errors_pb2.NotLeader] = None
     lease = False
     cancelled = False
+    refusal = False
     conflict: Optional[UniqueConflict] = None
     for d in details:
         name = _type_name(d)
@@ -281,6 +285,7 @@ def _decode_details(details: Sequence[any_pb2.Any], kw: _Kw) -> _Details:
             pf = error_details_pb2.PreconditionFailure.FromString(d.value)
             lease = lease or any("lease" in v.type.lower() for v in pf.violations)
             cancelled = cancelled or any(v.type == "LEASE_CANCELLED" for v in pf.violations)
+            refusal = refusal or any(v.type in ("VERSION", "QUEUE") for v in pf.violations)
         elif name == "google.rpc.ResourceInfo":
             ri = error_details_pb2.ResourceInfo.FromString(d.value)
             if ri.resource_type == "job":
@@ -289,7 +294,7 @@ def _decode_details(details: Sequence[any_pb2.Any], kw: _Kw) -> _Details:
                 except ValueError:
                     job_id = 0
                 conflict = UniqueConflict(ri.owner, job_id, ri.description, **kw.as_dict())
-    return _Details(field, too_far, not_leader, lease, cancelled, conflict)
+    return _Details(field, too_far, not_leader, lease, cancelled, refusal, conflict)
 
 
 def status_details(err: grpc.RpcError) -> list[any_pb2.Any]:
@@ -332,6 +337,8 @@ def from_status(op: str, code: grpc.StatusCode, message: str,
     if code == C.FAILED_PRECONDITION:
         if d.precondition_is_cancel:
             return JobCancelled(message, **kw.as_dict())
+        if d.precondition_is_refusal:
+            return WrongState(message, **kw.as_dict())
         if op in _LEASE_OPS or d.precondition_is_lease:
             return LeaseLost(message, **kw.as_dict())
         return WrongState(message, **kw.as_dict())

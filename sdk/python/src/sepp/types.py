@@ -77,6 +77,7 @@ class JobState(enum.IntEnum):
     READY = tpb.JOB_STATE_READY
     RESERVED = tpb.JOB_STATE_RESERVED
     DEAD = tpb.JOB_STATE_DEAD
+    COMPLETED = tpb.JOB_STATE_COMPLETED
 
     def __str__(self) -> str:
         return self.name.lower()
@@ -376,6 +377,13 @@ class Job:
     expires_at: Optional[datetime] = None
     #: The producer's W3C trace context; None: none.
     trace_context: Optional[TraceContext] = None
+    #: A completed job's result (b"" when the worker gave none), kept for
+    #: its queue's completed_retention_ms.
+    result: bytes = b""
+    #: When a completed job was acked; None otherwise.
+    completed_at: Optional[datetime] = None
+    #: How long the completing delivery ran; None when not recorded.
+    run_time: Optional[timedelta] = None
 
     @classmethod
     def from_proto(cls, m: tpb.Job) -> Job:
@@ -390,6 +398,9 @@ class Job:
                           for a in m.history),
             expires_at=_from_ts(m.expires_at),
             trace_context=TraceContext.from_proto(m.trace_context) if m.HasField("trace_context") else None,
+            result=bytes(m.result),
+            completed_at=_from_ts(m.completed_at),
+            run_time=m.run_time.ToTimedelta() if m.HasField("run_time") else None,
         )
 
 
@@ -751,6 +762,12 @@ class QueueSettings:
     #: whole set (an empty one drops them, as inherit ``"tags"`` does). Not
     #: in ``QueueInfo.effective``. Needs the server capability queue_tags.
     tags: Optional[Mapping[str, str]] = None
+    #: How long an acked job is kept with its result (whole milliseconds,
+    #: 1 ms..30 days): get_job and wait_job answer for it, and
+    #: ack_with_result is accepted. Drop it with inherit
+    #: ``"completed_retention_ms"``; in ``QueueInfo.effective`` 0 is none.
+    #: Needs the server capability results.
+    completed_retention: Optional[timedelta] = None
 
     def to_proto(self) -> apb.QueueSettings:
         m = apb.QueueSettings()
@@ -760,7 +777,8 @@ class QueueSettings:
             v = getattr(self, name)
             if v is not None:
                 setattr(m, name, v)
-        for name in ("retry_delay", "retry_delay_max", "max_schedule_horizon", "max_wait", "rate_period"):
+        for name in ("retry_delay", "retry_delay_max", "max_schedule_horizon", "max_wait", "rate_period",
+                     "completed_retention"):
             d = getattr(self, name)
             if d is not None:
                 setattr(m, name + "_ms", _whole_ms(d))
@@ -800,6 +818,7 @@ class QueueSettings:
             concurrency_key=m.concurrency_key if m.HasField("concurrency_key") else None,
             max_per_key=m.max_per_key if m.HasField("max_per_key") else None,
             tags=dict(m.tags.tags) if m.HasField("tags") else None,
+            completed_retention=ms("completed_retention_ms"),
         )
 
     @classmethod
@@ -809,7 +828,7 @@ class QueueSettings:
                    _backoff_name(m.retry_backoff), m.retry_delay_max_ms * _MS, m.max_schedule_horizon_ms * _MS,
                    m.max_length, m.max_memory_bytes, m.dead_letter_queue, m.max_wait_ms * _MS, m.fairness_key,
                    m.max_reserved, m.rate_limit, m.rate_period_ms * _MS, m.rate_burst, m.concurrency_key,
-                   m.max_per_key)
+                   m.max_per_key, completed_retention=m.completed_retention_ms * _MS)
 
 
 def _queue_stats(q: apb.QueueSummary) -> QueueStats:

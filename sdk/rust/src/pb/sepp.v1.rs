@@ -62,6 +62,17 @@ pub struct Job {
     /// forwarded to a dead_letter_queue or redriven keeps it.
     #[prost(message, optional, tag="170")]
     pub trace_context: ::core::option::Option<TraceContext>,
+    /// A completed job's result (empty when the worker gave none), kept for
+    /// its queue's completed_retention_ms.
+    #[prost(bytes="vec", tag="190")]
+    pub result: ::prost::alloc::vec::Vec<u8>,
+    /// When a completed job was acked.
+    #[prost(message, optional, tag="191")]
+    pub completed_at: ::core::option::Option<::prost_types::Timestamp>,
+    /// How long the completing delivery ran, from its start to its ack; unset
+    /// when the start was not recorded.
+    #[prost(message, optional, tag="192")]
+    pub run_time: ::core::option::Option<::prost_types::Duration>,
 }
 /// TraceContext is a W3C trace context (<https://www.w3.org/TR/trace-context/>)
 /// in its own field, never in custom fields. An enqueue with an invalid one
@@ -967,6 +978,9 @@ pub struct QueueLimits {
     /// (reserve rotates over them); empty: plain FIFO.
     #[prost(string, tag="141")]
     pub fairness_key: ::prost::alloc::string::String,
+    /// How long acked jobs are kept with their results; 0: not kept.
+    #[prost(int64, tag="190")]
+    pub completed_retention_ms: i64,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -1255,6 +1269,12 @@ pub struct QueueSettings {
     /// queue_tags.
     #[prost(message, optional, tag="180")]
     pub tags: ::core::option::Option<QueueTags>,
+    /// How long an acked job is kept with its result (GetJob, ListJobs with
+    /// state COMPLETED, WaitJob), 0..2592000000 (30 days); 0: not kept, and an
+    /// Ack carrying a result is refused with FAILED_PRECONDITION. Needs the
+    /// capability results.
+    #[prost(int64, optional, tag="190")]
+    pub completed_retention_ms: ::core::option::Option<i64>,
 }
 /// QueueTags wraps a queue's tags so an update can tell "replace with
 /// these" (set, maybe empty) from "leave them" (unset): a map has no
@@ -1317,8 +1337,10 @@ pub struct UpdateQueueRequest {
     /// retry_backoff, retry_delay_max_ms, max_schedule_horizon_ms,
     /// max_length, max_memory_bytes, dead_letter_queue, max_reserved,
     /// rate_limit, rate_period_ms, rate_burst, concurrency_key, max_per_key,
-    /// max_wait_ms, fairness_key, tags. A reserve limit has no global value:
-    /// dropping it leaves none; nor have tags.
+    /// max_wait_ms, fairness_key, tags, completed_retention_ms. A reserve
+    /// limit has no global value: dropping it leaves none; nor have tags, nor
+    /// completed_retention_ms (dropping it keeps no completed job, and drops
+    /// those kept at the next tick).
     #[prost(string, repeated, tag="3")]
     pub inherit: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     /// Pause (true) or resume (false); unset leaves it.

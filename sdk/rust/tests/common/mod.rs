@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use sepp_rs::{ClientOptions, SeppClient};
 
-pub const RETENTION: &str = "[storage]\ndead_letter_retention_ms = 86400000\n";
+pub const RETENTION: &str =
+    "[storage]\ndead_letter_retention_ms = 86400000\n\n[[queues]]\nname = \"rs-kept\"\ncompleted_retention_ms = 3600000\n";
 
 pub fn sepp_bin() -> PathBuf {
     let p = match std::env::var_os("SEPP_BIN") {

@@ -421,7 +421,8 @@ class PurgeQueueResponse(_message.Message):
     def __init__(self, jobs_removed: _Optional[int] = ..., dead_letters_removed: _Optional[int] = ...) -> None: ...
 
 class QueueSettings(_message.Message):
-    __slots__ = ["concurrency_key", "dead_letter_queue", "default_max_attempts", "default_priority", "fairness_key", "max_length", "max_memory_bytes", "max_per_key", "max_reserved", "max_schedule_horizon_ms", "max_wait_ms", "rate_burst", "rate_limit", "rate_period_ms", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "tags"]
+    __slots__ = ["completed_retention_ms", "concurrency_key", "dead_letter_queue", "default_max_attempts", "default_priority", "fairness_key", "max_length", "max_memory_bytes", "max_per_key", "max_reserved", "max_schedule_horizon_ms", "max_wait_ms", "rate_burst", "rate_limit", "rate_period_ms", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "tags"]
+    COMPLETED_RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTER_QUEUE_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
@@ -440,6 +441,7 @@ class QueueSettings(_message.Message):
     RETRY_DELAY_MAX_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     TAGS_FIELD_NUMBER: _ClassVar[int]
+    completed_retention_ms: int
     concurrency_key: str
     dead_letter_queue: str
     default_max_attempts: int
@@ -458,7 +460,7 @@ class QueueSettings(_message.Message):
     retry_delay_max_ms: int
     retry_delay_ms: int
     tags: QueueTags
-    def __init__(self, default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_length: _Optional[int] = ..., max_memory_bytes: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., max_wait_ms: _Optional[int] = ..., fairness_key: _Optional[str] = ..., max_reserved: _Optional[int] = ..., rate_limit: _Optional[int] = ..., rate_period_ms: _Optional[int] = ..., rate_burst: _Optional[int] = ..., concurrency_key: _Optional[str] = ..., max_per_key: _Optional[int] = ..., tags: _Optional[_Union[QueueTags, _Mapping]] = ...) -> None: ...
+    def __init__(self, default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_length: _Optional[int] = ..., max_memory_bytes: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., max_wait_ms: _Optional[int] = ..., fairness_key: _Optional[str] = ..., max_reserved: _Optional[int] = ..., rate_limit: _Optional[int] = ..., rate_period_ms: _Optional[int] = ..., rate_burst: _Optional[int] = ..., concurrency_key: _Optional[str] = ..., max_per_key: _Optional[int] = ..., tags: _Optional[_Union[QueueTags, _Mapping]] = ..., completed_retention_ms: _Optional[int] = ...) -> None: ...
 
 class QueueSummary(_message.Message):
     __slots__ = ["acked_total", "configured", "dead", "dead_lettered_total", "dropped_total", "enqueued_total", "fairness_active_keys", "held_by_key", "keys_at_limit", "name", "oldest_ready_age", "paused", "purged_total", "rate_tokens", "ready", "reserved", "scheduled", "tags"]

@@ -267,7 +267,8 @@ class NackResponse(_message.Message):
     def __init__(self, dead_lettered: bool = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class QueueLimits(_message.Message):
-    __slots__ = ["concurrency_key", "dead_letter_queue", "default_max_attempts", "default_priority", "fairness_key", "max_length", "max_memory_bytes", "max_per_key", "max_reserved", "max_schedule_horizon_ms", "max_wait_ms", "name", "rate_burst", "rate_limit", "rate_period_ms", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms"]
+    __slots__ = ["completed_retention_ms", "concurrency_key", "dead_letter_queue", "default_max_attempts", "default_priority", "fairness_key", "max_length", "max_memory_bytes", "max_per_key", "max_reserved", "max_schedule_horizon_ms", "max_wait_ms", "name", "rate_burst", "rate_limit", "rate_period_ms", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms"]
+    COMPLETED_RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTER_QUEUE_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
@@ -286,6 +287,7 @@ class QueueLimits(_message.Message):
     RETRY_BACKOFF_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAY_MAX_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    completed_retention_ms: int
     concurrency_key: str
     dead_letter_queue: str
     default_max_attempts: int
@@ -304,7 +306,7 @@ class QueueLimits(_message.Message):
     retry_backoff: _types_pb2.RetryBackoff
     retry_delay_max_ms: int
     retry_delay_ms: int
-    def __init__(self, name: _Optional[str] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_length: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., max_memory_bytes: _Optional[int] = ..., max_reserved: _Optional[int] = ..., rate_limit: _Optional[int] = ..., rate_period_ms: _Optional[int] = ..., rate_burst: _Optional[int] = ..., concurrency_key: _Optional[str] = ..., max_per_key: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., fairness_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_length: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., max_memory_bytes: _Optional[int] = ..., max_reserved: _Optional[int] = ..., rate_limit: _Optional[int] = ..., rate_period_ms: _Optional[int] = ..., rate_burst: _Optional[int] = ..., concurrency_key: _Optional[str] = ..., max_per_key: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., fairness_key: _Optional[str] = ..., completed_retention_ms: _Optional[int] = ...) -> None: ...
 
 class ReleaseRequest(_message.Message):
     __slots__ = ["ctx"]

@@ -224,6 +224,7 @@ export interface QueueSettingsJSON {
   concurrencyKey?: string;
   maxPerKey?: string;
   tags?: QueueTagsJSON;
+  completedRetentionMs?: string;
 }
 
 /** sepp.v1.QueueTags in the protojson mapping. */

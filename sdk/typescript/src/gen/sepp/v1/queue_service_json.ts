@@ -249,4 +249,5 @@ export interface QueueLimitsJSON {
   maxPerKey?: string;
   maxWaitMs?: string;
   fairnessKey?: string;
+  completedRetentionMs?: string;
 }

@@ -78,6 +78,9 @@ export interface JobJSON {
   origin?: JobOriginJSON;
   expiresAt?: string;
   traceContext?: TraceContextJSON;
+  result?: string;
+  completedAt?: string;
+  runTime?: string;
 }
 
 /** sepp.v1.TraceContext in the protojson mapping. */
