@@ -197,7 +197,7 @@ func (e *Engine) complete(j *job, result []byte) {
 	r := CompletedRecord{
 		ID:          j.id,
 		Queue:       j.q.name,
-		JobType:     *j.jobType,
+		JobType:     j.jobType(),
 		Result:      result,
 		EnqueuedAt:  fromNanos(j.enqueuedAt),
 		CompletedAt: fromNanos(e.now),
