@@ -11,7 +11,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/sepp-io/sepp/apiconv"
 	"github.com/sepp-io/sepp/engine"
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
 
@@ -80,6 +82,11 @@ func seedEntries(t testing.TB) map[string][]byte {
 			UpdateQueueCommand(engine.QueueUpdate{Name: "tagged", SetTags: true, Set: engine.QueueConfig{Tags: []engine.Tag{{Key: "owner", Value: "ops@example.com"}}}}),
 			UpdateQueueCommand(engine.QueueUpdate{Name: "tagged", Inherit: []string{"tags"}}),
 			DeclaredConfigCommand(engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "d", Tags: []engine.Tag{{Key: "from", Value: "file"}}}}})},
+		// Queue settings in the public form (22): a create with every
+		// setting, an update that sets one and drops others (a zeroed
+		// reserve limit, an empty dead_letter_queue and tag set, a key in
+		// inherit), and a pause.
+		"public_queue_settings": publicQueueSettingsSeed(t),
 		// Cancelling a reserved job (9).
 		"cancel": {JobsActCommand(engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{1}, Reason: "stuck"})},
 		// Unique jobs (8).
@@ -109,6 +116,27 @@ func seedEntries(t testing.TB) map[string][]byte {
 		out[name] = data
 	}
 	return out
+}
+
+// publicQueueSettingsSeed is the public_queue_settings seed's commands,
+// converted from the API's requests as the rpc layer converts them.
+func publicQueueSettingsSeed(t testing.TB) []*cmdpb.Command {
+	t.Helper()
+	qc, err := apiconv.QueueConfig("q", everySetting())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := apiconv.QueueUpdate("q", &seppv1.QueueSettings{
+		DefaultPriority: ptr(uint32(2)), MaxReserved: ptr(uint64(0)), DeadLetterQueue: ptr(""), Tags: &seppv1.QueueTags{},
+	}, []string{"fairness_key"}, ptr(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []*cmdpb.Command{
+		PublicCreateQueueCommand(engine.QueueConfig{Name: "q.dead"}, false),
+		PublicCreateQueueCommand(qc, false),
+		PublicUpdateQueueCommand(u),
+	}
 }
 
 // seedLimits are the default limits the older seeds were written with

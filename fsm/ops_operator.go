@@ -3,6 +3,7 @@ package fsm
 import (
 	"time"
 
+	"github.com/sepp-io/sepp/apiconv"
 	"github.com/sepp-io/sepp/engine"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
@@ -74,6 +75,30 @@ func UpdateQueueCommand(u engine.QueueUpdate) *cmdpb.Command {
 		SetTags:            u.SetTags,
 	}}
 	return c
+}
+
+// PublicCreateQueueCommand builds a QueueCreate of
+// CommandVersionPublicQueueSettings: it holds the public QueueSettings
+// (apiconv.QueueSettings of qc), which the state machine converts back with
+// the API's own converter, so the log has no settings of its own to keep
+// in step with the API. The leader proposes it once every member applies
+// that version, CreateQueueCommand's before. qc is one the API's converter
+// made (apiconv.QueueConfig): whole milliseconds, as the API states them.
+func PublicCreateQueueCommand(qc engine.QueueConfig, paused bool) *cmdpb.Command {
+	return &cmdpb.Command{Version: CommandVersionPublicQueueSettings, Op: &cmdpb.Command_QueueCreate{QueueCreate: &cmdpb.QueueCreate{
+		Name: qc.Name, Settings: apiconv.QueueSettings(qc), Paused: paused,
+	}}}
+}
+
+// PublicUpdateQueueCommand builds a QueueUpdate of
+// CommandVersionPublicQueueSettings from u, which the API's converter made
+// (apiconv.QueueUpdate): the request's settings, inherit and pause as the
+// public UpdateQueueRequest has them (apiconv.QueueUpdateSettings).
+func PublicUpdateQueueCommand(u engine.QueueUpdate) *cmdpb.Command {
+	settings, inherit := apiconv.QueueUpdateSettings(u)
+	return &cmdpb.Command{Version: CommandVersionPublicQueueSettings, Op: &cmdpb.Command_QueueUpdate{QueueUpdate: &cmdpb.QueueUpdate{
+		Name: u.Name, Settings: settings, Inherit: inherit, Paused: clonePtr(u.Paused),
+	}}}
 }
 
 // DeleteQueueCommand builds a QueueDelete.
@@ -156,6 +181,14 @@ func queueConfigFromProto(pq *cmdpb.QueueConfig) engine.QueueConfig {
 
 func (f *FSM) applyQueueCreate(now time.Time, version uint32, c *cmdpb.QueueCreate) Result {
 	qc := queueConfigFromProto(c.GetConfig())
+	if version >= CommandVersionPublicQueueSettings {
+		// The public settings, through the converter the API checked them
+		// with: an error here is the same on every replica.
+		var err error
+		if qc, err = apiconv.QueueConfig(c.GetName(), c.GetSettings()); err != nil {
+			return Result{Err: err}
+		}
+	}
 	if version >= CommandVersionDeadLetterEdges {
 		// Older entries created the target on the first death (edges.go).
 		if err := f.eng.CheckDeadLetterTarget("dead_letter_queue", qc.DeadLetterQueue); err != nil {
@@ -166,21 +199,29 @@ func (f *FSM) applyQueueCreate(now time.Time, version uint32, c *cmdpb.QueueCrea
 }
 
 func (f *FSM) applyQueueUpdate(now time.Time, version uint32, c *cmdpb.QueueUpdate) Result {
-	set := queueConfigFromProto(c.GetConfig())
-	u := engine.QueueUpdate{
-		Name:               set.Name,
-		Set:                set,
-		SetDeadLetterQueue: c.GetSetDeadLetterQueue(),
-		Inherit:            c.GetInherit(),
-		Paused:             clonePtr(c.Paused),
-		// An older entry's reserve limits were ignored, their keys in
-		// inherit refused: the same again, so replicas replay it alike.
-		KeepReserveLimits: version < CommandVersionQueueReserveLimits,
-		// Likewise tags before version 18.
-		SetTags:  c.GetSetTags(),
-		KeepTags: version < CommandVersionQueueTags,
+	var u engine.QueueUpdate
+	if version >= CommandVersionPublicQueueSettings {
+		var err error
+		if u, err = apiconv.QueueUpdate(c.GetName(), c.GetSettings(), c.GetInherit(), c.Paused); err != nil {
+			return Result{Err: err}
+		}
+	} else {
+		set := queueConfigFromProto(c.GetConfig())
+		u = engine.QueueUpdate{
+			Name:               set.Name,
+			Set:                set,
+			SetDeadLetterQueue: c.GetSetDeadLetterQueue(),
+			Inherit:            c.GetInherit(),
+			Paused:             clonePtr(c.Paused),
+			// An older entry's reserve limits were ignored, their keys in
+			// inherit refused: the same again, so replicas replay it alike.
+			KeepReserveLimits: version < CommandVersionQueueReserveLimits,
+			// Likewise tags before version 18.
+			SetTags:  c.GetSetTags(),
+			KeepTags: version < CommandVersionQueueTags,
+		}
+		u.Set.Name = ""
 	}
-	u.Set.Name = ""
 	if version >= CommandVersionDeadLetterEdges && u.SetDeadLetterQueue {
 		if err := f.eng.CheckDeadLetterTarget("dead_letter_queue", u.Set.DeadLetterQueue); err != nil {
 			return Result{Err: err}

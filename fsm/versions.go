@@ -51,6 +51,13 @@ const (
 	CommandVersionQueueTags          = 18
 	// CommandVersionSnapshotPayloads = 19: a capability row (below).
 	CommandVersionSnapshotPayloads = 19
+	// 20 and 21 are held by branches under way beside this one (see
+	// reservedVersions); their rows replace the placeholders at merge.
+	commandVersionReserved20 = 20
+	commandVersionReserved21 = 21
+	// CommandVersionPublicQueueSettings = 22: QueueCreate and QueueUpdate
+	// hold the public QueueSettings instead of the log's mirror of them.
+	CommandVersionPublicQueueSettings = 22
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -75,6 +82,17 @@ var capabilityVersions = []uint32{CommandVersionSnapshotPayloads}
 
 // isCapability reports whether version v is a capability row.
 func isCapability(v uint32) bool { return slices.Contains(capabilityVersions, v) }
+
+// reservedVersions are numbers held for rows that branches developed
+// beside this one add; a merge replaces each placeholder with its row. No
+// command carries one and nothing asks for one. MERGE: a binary whose
+// table still has one claims versions it does not apply (a member of
+// another branch's build would send it their commands), so this must be
+// empty before the branch that added it ships.
+var reservedVersions = []uint32{commandVersionReserved20, commandVersionReserved21}
+
+// isReserved reports whether version v is a placeholder row.
+func isReserved(v uint32) bool { return slices.Contains(reservedVersions, v) }
 
 // commandVersions is the table, one row per version, in order.
 var commandVersions = [...]commandVersionRow{
@@ -116,6 +134,12 @@ var commandVersions = [...]commandVersionRow{
 		"a QueueCreate, QueueUpdate or ConfigSet that sets a queue's tags, or a QueueUpdate that names tags in inherit (engine/tags.go): an older binary drops the field and refuses the key, so its state, snapshot and answers would differ from the others'"},
 	{CommandVersionSnapshotPayloads, "snapshot_payload_section", nil,
 		"a capability, no command: the binary restores snapshot format 2, whose payloads follow the engine's part (snapshot.go), written off the apply path; a node writes format 2 only once every member applies this version, since an older binary refuses it"},
+	{commandVersionReserved20, "reserved_20", nil,
+		"a placeholder: the number of a row another branch adds (reservedVersions)"},
+	{commandVersionReserved21, "reserved_21", nil,
+		"a placeholder: the number of a row another branch adds (reservedVersions)"},
+	{CommandVersionPublicQueueSettings, "public_queue_settings", nil,
+		"a QueueCreate or QueueUpdate that holds the public API's QueueSettings (name, settings) in place of the log's QueueConfig (ops_operator.go), converted by apiconv as the API's validation converts them: an older binary would read the queue's settings as empty; until every member applies it the leader writes the older form (cluster)"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -183,6 +207,8 @@ var (
 	FeatureQueueTags          = mustFeature(CommandVersionQueueTags)
 	// FeatureSnapshotPayloads: snapshot format 2 (a capability row).
 	FeatureSnapshotPayloads = mustFeature(CommandVersionSnapshotPayloads)
+	// FeaturePublicQueueSettings: queue settings in the public form.
+	FeaturePublicQueueSettings = mustFeature(CommandVersionPublicQueueSettings)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

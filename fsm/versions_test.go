@@ -195,6 +195,9 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"DeclaredReserveLimitsWithTags", DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} }))), CommandVersionQueueTags},
 		{"TaggedOverPayloadsOffHeap", TaggedConfigCommand(PayloadsOffHeapConfigCommand(DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} })))), CommandVersionQueueTags},
 		{"RecordFieldsWithTags", ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} }))), CommandVersionQueueTags},
+		{"PublicCreateQueue", PublicCreateQueueCommand(engine.QueueConfig{Name: "q"}, false), CommandVersionPublicQueueSettings},
+		{"PublicCreateQueueTags", PublicCreateQueueCommand(engine.QueueConfig{Name: "q", Tags: []engine.Tag{{Key: "k"}}}, false), CommandVersionPublicQueueSettings},
+		{"PublicUpdateQueue", PublicUpdateQueueCommand(engine.QueueUpdate{Name: "q"}), CommandVersionPublicQueueSettings},
 		{"DeclaredReserveLimitsOverEdges", DeclaredReserveLimitsConfigCommand(ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(plainCfg))), CommandVersionQueueReserveLimits},
 	}
 	stamped := map[uint32]bool{}
@@ -226,6 +229,10 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 	}
 	for _, r := range commandVersions {
 		switch {
+		case isReserved(r.version):
+			if stamped[r.version] {
+				t.Errorf("a builder stamps version %d, a placeholder", r.version)
+			}
 		case isCapability(r.version) && stamped[r.version]:
 			t.Errorf("a builder stamps version %d (%s), a capability no command carries", r.version, r.feature)
 		case !isCapability(r.version) && !stamped[r.version]:
@@ -243,6 +250,9 @@ func TestVersionTable_OneDeclaration(t *testing.T) {
 	tableConsts := map[string]uint32{}
 	capabilities := map[string]bool{}
 	for _, r := range commandVersions {
+		if isReserved(r.version) {
+			continue // a placeholder: neither stamped nor asked for
+		}
 		name := versionConstName(t, r.version)
 		if isCapability(r.version) {
 			capabilities[name] = true

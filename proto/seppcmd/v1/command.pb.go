@@ -17,6 +17,7 @@
 package seppcmdv1
 
 import (
+	v1 "github.com/sepp-io/sepp/proto/sepp/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -110,6 +111,8 @@ type Command struct {
 	//	10: version 9 plus the redrive tasks (fields 130..132).
 	//	11: version 10 plus expiry and fairness: EnqueueParams.ttl_nanos and
 	//	    expires_at_unix_nano, QueueConfig.max_wait_nanos and fairness_key.
+	//	... the rest are listed in fsm/versions.go, the one table; among them
+	//	22: QueueCreate and QueueUpdate carry the public QueueSettings.
 	//
 	// The leader proposes a command of version N only while every member's
 	// NodeMetadata.max_command_version is at least N.
@@ -1907,10 +1910,18 @@ func (x *ConfigSet) GetPayloadsOffHeap() bool {
 }
 
 // QueueCreate adds a configured queue (engine.CreateQueue).
+//
+// Two forms. Before command version 22, config (the log's own mirror of the
+// settings) and paused. From version 22 (public_queue_settings), name and
+// settings, the public API's own message, converted to the engine's by the
+// one converter the API's validation uses (apiconv), and paused; config is
+// then unset. The state machine applies both forms forever.
 type QueueCreate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Config        *QueueConfig           `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
 	Paused        bool                   `protobuf:"varint,2,opt,name=paused,proto3" json:"paused,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Settings      *v1.QueueSettings      `protobuf:"bytes,4,opt,name=settings,proto3" json:"settings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1959,6 +1970,20 @@ func (x *QueueCreate) GetPaused() bool {
 	return false
 }
 
+func (x *QueueCreate) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *QueueCreate) GetSettings() *v1.QueueSettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
 // QueueUpdate changes a queue's settings (engine.UpdateQueue): the set
 // fields of config replace the queue's overrides (config.name names the
 // queue), inherit drops overrides by config key. The reserve limits of
@@ -1973,7 +1998,13 @@ type QueueUpdate struct {
 	// set_tags: config.tags replace the queue's tags, the whole set (none
 	// when empty). It and "tags" in inherit count from command version 18:
 	// an older entry leaves the tags alone (engine.QueueUpdate.KeepTags).
-	SetTags       bool `protobuf:"varint,5,opt,name=set_tags,json=setTags,proto3" json:"set_tags,omitempty"`
+	SetTags bool `protobuf:"varint,5,opt,name=set_tags,json=setTags,proto3" json:"set_tags,omitempty"`
+	// From command version 22 (public_queue_settings): name and settings,
+	// the public UpdateQueueRequest's, with inherit and paused as the
+	// request has them; config, set_dead_letter_queue and set_tags are then
+	// unset, as the settings' own field presence says what is set (apiconv).
+	Name          string            `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"`
+	Settings      *v1.QueueSettings `protobuf:"bytes,7,opt,name=settings,proto3" json:"settings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2041,6 +2072,20 @@ func (x *QueueUpdate) GetSetTags() bool {
 		return x.SetTags
 	}
 	return false
+}
+
+func (x *QueueUpdate) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *QueueUpdate) GetSettings() *v1.QueueSettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
 }
 
 // QueueDelete removes a queue (engine.DeleteQueue).
@@ -3657,7 +3702,7 @@ var File_seppcmd_v1_command_proto protoreflect.FileDescriptor
 const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\n" +
 	"\x18seppcmd/v1/command.proto\x12\n" +
-	"seppcmd.v1\"_\n" +
+	"seppcmd.v1\x1a\x1bsepp/v1/admin_service.proto\"_\n" +
 	"\x05Entry\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12/\n" +
 	"\bcommands\x18\x02 \x03(\v2\x13.seppcmd.v1.CommandR\bcommands\"\xa7\x10\n" +
@@ -3793,16 +3838,20 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\rrecord_fields\x18\x96\x01 \x01(\bR\frecordFields\x125\n" +
 	"\x16forward_keeps_priority\x18\xaa\x01 \x01(\bR\x14forwardKeepsPriority\x127\n" +
 	"\x17declared_reserve_limits\x18\xab\x01 \x01(\bR\x15declaredReserveLimits\x12+\n" +
-	"\x11payloads_off_heap\x18\xb4\x01 \x01(\bR\x0fpayloadsOffHeap\"V\n" +
+	"\x11payloads_off_heap\x18\xb4\x01 \x01(\bR\x0fpayloadsOffHeap\"\x9e\x01\n" +
 	"\vQueueCreate\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.seppcmd.v1.QueueConfigR\x06config\x12\x16\n" +
-	"\x06paused\x18\x02 \x01(\bR\x06paused\"\xce\x01\n" +
+	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x122\n" +
+	"\bsettings\x18\x04 \x01(\v2\x16.sepp.v1.QueueSettingsR\bsettings\"\x96\x02\n" +
 	"\vQueueUpdate\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.seppcmd.v1.QueueConfigR\x06config\x121\n" +
 	"\x15set_dead_letter_queue\x18\x02 \x01(\bR\x12setDeadLetterQueue\x12\x18\n" +
 	"\ainherit\x18\x03 \x03(\tR\ainherit\x12\x1b\n" +
 	"\x06paused\x18\x04 \x01(\bH\x00R\x06paused\x88\x01\x01\x12\x19\n" +
-	"\bset_tags\x18\x05 \x01(\bR\asetTagsB\t\n" +
+	"\bset_tags\x18\x05 \x01(\bR\asetTags\x12\x12\n" +
+	"\x04name\x18\x06 \x01(\tR\x04name\x122\n" +
+	"\bsettings\x18\a \x01(\v2\x16.sepp.v1.QueueSettingsR\bsettingsB\t\n" +
 	"\a_paused\"9\n" +
 	"\vQueueDelete\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x14\n" +
@@ -4009,6 +4058,7 @@ var file_seppcmd_v1_command_proto_goTypes = []any{
 	(*RedriveStep)(nil),        // 42: seppcmd.v1.RedriveStep
 	(*RedriveSetState)(nil),    // 43: seppcmd.v1.RedriveSetState
 	nil,                        // 44: seppcmd.v1.EnqueueParams.CustomEntry
+	(*v1.QueueSettings)(nil),   // 45: sepp.v1.QueueSettings
 }
 var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	1,  // 0: seppcmd.v1.Entry.commands:type_name -> seppcmd.v1.Command
@@ -4054,19 +4104,21 @@ var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	8,  // 40: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
 	28, // 41: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
 	30, // 42: seppcmd.v1.QueueCreate.config:type_name -> seppcmd.v1.QueueConfig
-	30, // 43: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
-	29, // 44: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
-	30, // 45: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
-	31, // 46: seppcmd.v1.QueueConfig.tags:type_name -> seppcmd.v1.QueueTag
-	32, // 47: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
-	32, // 48: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
-	2,  // 49: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
-	40, // 50: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
-	51, // [51:51] is the sub-list for method output_type
-	51, // [51:51] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	45, // 43: seppcmd.v1.QueueCreate.settings:type_name -> sepp.v1.QueueSettings
+	30, // 44: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
+	45, // 45: seppcmd.v1.QueueUpdate.settings:type_name -> sepp.v1.QueueSettings
+	29, // 46: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
+	30, // 47: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
+	31, // 48: seppcmd.v1.QueueConfig.tags:type_name -> seppcmd.v1.QueueTag
+	32, // 49: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
+	32, // 50: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
+	2,  // 51: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
+	40, // 52: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
+	53, // [53:53] is the sub-list for method output_type
+	53, // [53:53] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_seppcmd_v1_command_proto_init() }
