@@ -161,6 +161,9 @@ type Feature struct {
 func Features() []Feature {
 	out := make([]Feature, 0, len(commandVersions)-1)
 	for _, r := range commandVersions[1:] {
+		if isReserved(r.version) {
+			continue // a placeholder is no feature a client may key on
+		}
 		out = append(out, Feature{Name: r.feature, CommandVersion: r.version})
 	}
 	return out
@@ -169,7 +172,7 @@ func Features() []Feature {
 // FeatureOf is the feature that command version v adds; ok is false for
 // version 1 and for versions this binary does not know.
 func FeatureOf(v uint32) (f Feature, ok bool) {
-	if v < 2 || v > CommandVersion {
+	if v < 2 || v > CommandVersion || isReserved(v) {
 		return Feature{}, false
 	}
 	r := commandVersions[v-1]
