@@ -17,6 +17,10 @@ import (
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
 
+// declaredConfig is the name queueCommandLog records declarative
+// ConfigSets by.
+const declaredConfig = "(declared config)"
+
 // queueCommandLog records the QueueCreate and QueueUpdate commands a node's
 // log store is given, by the queue they name.
 type queueCommandLog struct {
@@ -40,6 +44,8 @@ func (l *queueCommandLog) record(logs []*raft.Log) {
 				name = c.GetQueueCreate().GetName() + c.GetQueueCreate().GetConfig().GetName()
 			case c.GetQueueUpdate() != nil:
 				name = c.GetQueueUpdate().GetName() + c.GetQueueUpdate().GetConfig().GetName()
+			case c.GetConfigSet().GetDeclarative():
+				name = declaredConfig
 			default:
 				continue
 			}
@@ -76,12 +82,15 @@ func (s *recordingStore) StoreLogs(logs []*raft.Log) error {
 // command version 21, the leader writes queue creates and updates in the
 // log's older form (QueueConfig), which that member reads; once every
 // member applies 22 it writes the public QueueSettings. Both give every
-// replica the same queue.
+// replica the same queue. The file's queues, declared during the upgrade,
+// are in the older form too (PublicQueueSettingsConfigCommand's own test,
+// in fsm, covers the public form of a declarative config).
 func TestPublicQueueSettings_RollingUpgrade(t *testing.T) {
 	var peers atomic.Uint32
 	peers.Store(fsm.CommandVersionPublicQueueSettings - 1)
 	recorded := &queueCommandLog{cmds: map[string][]*cmdpb.Command{}}
 	c := clustertest.New(t, 3, clustertest.WithConfig(func(_ int, cfg *cluster.Config) {
+		cfg.Engine.Queues = []engine.QueueConfig{{Name: "declared", MaxReserved: 2}}
 		cfg.PeerCommandVersion = func(context.Context, cluster.NodeInfo) (uint32, error) { return peers.Load(), nil }
 		cfg.LogStoreWrapper = func(s raft.LogStore) raft.LogStore { return &recordingStore{LogStore: s, log: recorded} }
 	}))
@@ -107,14 +116,18 @@ func TestPublicQueueSettings_RollingUpgrade(t *testing.T) {
 			t.Fatalf("no queue command recorded for %s", name)
 		}
 		for _, cmd := range cmds {
-			isPublic := cmd.GetQueueCreate().GetSettings() != nil || cmd.GetQueueUpdate().GetSettings() != nil
-			hasOld := cmd.GetQueueCreate().GetConfig() != nil || cmd.GetQueueUpdate().GetConfig() != nil
+			isPublic := cmd.GetQueueCreate().GetSettings() != nil || cmd.GetQueueUpdate().GetSettings() != nil ||
+				len(cmd.GetConfigSet().GetConfig().GetQueueSettings()) > 0
+			hasOld := cmd.GetQueueCreate().GetConfig() != nil || cmd.GetQueueUpdate().GetConfig() != nil ||
+				len(cmd.GetConfigSet().GetConfig().GetQueues()) > 0
 			if isPublic != public || hasOld == public || (cmd.GetVersion() >= fsm.CommandVersionPublicQueueSettings) != public {
 				t.Fatalf("%s: command of version %d, public form %v, older form %v; want public %v", name, cmd.GetVersion(), isPublic, hasOld, public)
 			}
 		}
 	}
 
+	clustertest.WaitFor(t, 10*time.Second, "the file's queue", func() bool { return len(declarations(leader)) == 1 })
+	requireForm(declaredConfig, false)
 	createAndUpdate("during")
 	requireForm("during", false)
 

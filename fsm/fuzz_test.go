@@ -132,10 +132,16 @@ func publicQueueSettingsSeed(t testing.TB) []*cmdpb.Command {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fair, err := apiconv.QueueConfig("d.fair", fairSetting())
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "d"}, fair}}
 	return []*cmdpb.Command{
 		PublicCreateQueueCommand(engine.QueueConfig{Name: "q.dead"}, false),
 		PublicCreateQueueCommand(qc, false),
 		PublicUpdateQueueCommand(u),
+		PublicQueueSettingsConfigCommand(DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(declared))),
 	}
 }
 

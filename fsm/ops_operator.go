@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/sepp-io/sepp/apiconv"
@@ -166,6 +167,54 @@ func TaggedConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
 		atLeast(&cmd.Version, CommandVersionQueueTags)
 	}
 	return cmd
+}
+
+// PublicQueueSettingsConfigCommand writes the queues of cmd, a declarative
+// ConfigSet built and wrapped by the builders above, in the public form
+// of CommandVersionPublicQueueSettings: each a QueueDefinition holding
+// its name and the public QueueSettings, which the state machine converts
+// with the API's converter (apiconv). A config whose queues the API
+// cannot state exactly (a duration finer than a millisecond, say) keeps
+// the older form, which applies the same on every binary: the form must
+// not change what is applied. The leader calls it last, and only once
+// every member applies the version.
+func PublicQueueSettingsConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
+	cs := cmd.GetConfigSet()
+	pc := cs.GetConfig()
+	if !cs.GetDeclarative() || len(pc.GetQueues()) == 0 {
+		return cmd
+	}
+	defs := make([]*cmdpb.QueueDefinition, 0, len(pc.GetQueues()))
+	for _, q := range EngineConfigFromProto(&cmdpb.EngineConfig{Queues: pc.GetQueues()}).Queues {
+		s := apiconv.QueueSettings(q)
+		if back, err := apiconv.QueueConfig(q.Name, s); err != nil || !reflect.DeepEqual(back, q) {
+			return cmd
+		}
+		defs = append(defs, &cmdpb.QueueDefinition{Name: q.Name, Settings: s})
+	}
+	pc.Queues, pc.QueueSettings = nil, defs
+	atLeast(&cmd.Version, CommandVersionPublicQueueSettings)
+	return cmd
+}
+
+// configOf is the engine config a ConfigSet of command version version
+// holds: its queues in the log's own form, or from version 22 in the
+// public form too, converted as the API converts them. An error (a
+// definition the API would refuse, which only a faulty leader writes) is
+// the same on every replica.
+func configOf(version uint32, pc *cmdpb.EngineConfig) (engine.Config, error) {
+	cfg := EngineConfigFromProto(pc)
+	if version < CommandVersionPublicQueueSettings {
+		return cfg, nil
+	}
+	for _, d := range pc.GetQueueSettings() {
+		qc, err := apiconv.QueueConfig(d.GetName(), d.GetSettings())
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Queues = append(cfg.Queues, qc)
+	}
+	return cfg, nil
 }
 
 func queueConfigToProto(qc engine.QueueConfig) *cmdpb.QueueConfig {

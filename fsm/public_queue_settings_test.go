@@ -166,3 +166,54 @@ func TestPublicQueueSettings_SeedApplies(t *testing.T) {
 		}
 	}
 }
+
+// A declarative ConfigSet whose queues are written in the public form
+// (PublicQueueSettingsConfigCommand) applies to the state the older form
+// gives; a config the API cannot state exactly keeps the older form.
+func TestPublicQueueSettings_DeclaredConfig(t *testing.T) {
+	every, err := apiconv.QueueConfig("q", everySetting())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fair, err := apiconv.QueueConfig("fair", fairSetting())
+	if err != nil {
+		t.Fatal(err)
+	}
+	subMillisecond := engine.QueueConfig{Name: "fine", MaxWait: 1500 * time.Microsecond}
+	tests := []struct {
+		name   string
+		queues []engine.QueueConfig
+		public bool
+	}{
+		{"EverySetting", []engine.QueueConfig{{Name: "q.dead"}, every, fair}, true},
+		{"PlainQueues", []engine.QueueConfig{{Name: "a"}, {Name: "b"}}, true},
+		{"NoQueues", nil, false},
+		{"SubMillisecondKeepsTheOlderForm", []engine.QueueConfig{{Name: "a"}, subMillisecond}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := engine.Config{Limits: engine.DefaultLimits(), Queues: tt.queues}
+			oldCmd := DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(cfg))
+			pubCmd := PublicQueueSettingsConfigCommand(DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(cfg)))
+			pc := pubCmd.GetConfigSet().GetConfig()
+			isPublic := pubCmd.GetVersion() == CommandVersionPublicQueueSettings && len(pc.GetQueues()) == 0 && len(pc.GetQueueSettings()) == len(tt.queues)
+			if isPublic != tt.public {
+				t.Fatalf("version %d, %d queues in the older form, %d in the public; want public %v", pubCmd.GetVersion(), len(pc.GetQueues()), len(pc.GetQueueSettings()), tt.public)
+			}
+			oldFSM, pubFSM := newTestFSM(t), newTestFSM(t)
+			now := time.Unix(100, 0)
+			if res := applyCommands(t, oldFSM, now, oldCmd)[0]; res.Err != nil {
+				t.Fatalf("older form: %v", res.Err)
+			}
+			if res := applyCommands(t, pubFSM, now, pubCmd)[0]; res.Err != nil {
+				t.Fatalf("public form: %v", res.Err)
+			}
+			if o, p := oldFSM.eng.Config(), pubFSM.eng.Config(); !reflect.DeepEqual(o, p) {
+				t.Fatalf("configs differ:\nolder form  %+v\npublic form %+v", o.Queues, p.Queues)
+			}
+			if oldFSM.Digest() != pubFSM.Digest() {
+				t.Fatal("the two forms give states of different digests")
+			}
+		})
+	}
+}

@@ -139,7 +139,7 @@ var commandVersions = [...]commandVersionRow{
 	{commandVersionReserved21, "reserved_21", nil,
 		"a placeholder: the number of a row another branch adds (reservedVersions)"},
 	{CommandVersionPublicQueueSettings, "public_queue_settings", nil,
-		"a QueueCreate or QueueUpdate that holds the public API's QueueSettings (name, settings) in place of the log's QueueConfig (ops_operator.go), converted by apiconv as the API's validation converts them: an older binary would read the queue's settings as empty; until every member applies it the leader writes the older form (cluster)"},
+		"a QueueCreate or QueueUpdate that holds the public API's QueueSettings (name, settings) in place of the log's QueueConfig, and a declarative ConfigSet whose queues are QueueDefinitions holding them (ops_operator.go), converted by apiconv as the API's validation converts them: an older binary would read the queues' settings as empty; until every member applies it the leader writes the older form (cluster)"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
