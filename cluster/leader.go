@@ -337,7 +337,7 @@ func (n *Node) setConfig(ctx context.Context) bool {
 		cmd = fsm.TaggedConfigCommand(cmd)
 		if n.membersApply(fsm.CommandVersionPublicQueueSettings) {
 			// The queues in the public form, once every member reads it.
-			cmd = fsm.PublicQueueSettingsConfigCommand(cmd)
+			cmd = fsm.PublicQueueSettingsConfigCommand(cmd, want)
 		}
 		return n.runDuty(ctx, "set config", cmd)
 	}

@@ -141,7 +141,7 @@ func publicQueueSettingsSeed(t testing.TB) []*cmdpb.Command {
 		PublicCreateQueueCommand(engine.QueueConfig{Name: "q.dead"}, false),
 		PublicCreateQueueCommand(qc, false),
 		PublicUpdateQueueCommand(u),
-		PublicQueueSettingsConfigCommand(DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(declared))),
+		PublicQueueSettingsConfigCommand(DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(declared)), declared),
 	}
 }
 

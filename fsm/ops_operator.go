@@ -170,22 +170,28 @@ func TaggedConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
 }
 
 // PublicQueueSettingsConfigCommand writes the queues of cmd, a declarative
-// ConfigSet built and wrapped by the builders above, in the public form
-// of CommandVersionPublicQueueSettings: each a QueueDefinition holding
-// its name and the public QueueSettings, which the state machine converts
-// with the API's converter (apiconv). A config whose queues the API
-// cannot state exactly (a duration finer than a millisecond, say) keeps
-// the older form, which applies the same on every binary: the form must
-// not change what is applied. The leader calls it last, and only once
-// every member applies the version.
-func PublicQueueSettingsConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
+// ConfigSet built from cfg by the builders above and wrapped by them, in
+// the public form of CommandVersionPublicQueueSettings: each a
+// QueueDefinition holding its name and the public QueueSettings, which the
+// state machine converts with the API's converter (apiconv). They are
+// written from cfg, not read back from cmd, so that a setting the log's
+// own QueueConfig does not have (one added after this version) reaches the
+// log. A config whose queues the API cannot state exactly (a duration
+// finer than a millisecond, which the config file cannot write) keeps the
+// older form, which applies the same on every binary: the form must not
+// change what is applied. The leader calls it last, and only once every
+// member applies the version.
+func PublicQueueSettingsConfigCommand(cmd *cmdpb.Command, cfg engine.Config) *cmdpb.Command {
 	cs := cmd.GetConfigSet()
 	pc := cs.GetConfig()
-	if !cs.GetDeclarative() || len(pc.GetQueues()) == 0 {
+	if !cs.GetDeclarative() || len(cfg.Queues) == 0 {
 		return cmd
 	}
-	defs := make([]*cmdpb.QueueDefinition, 0, len(pc.GetQueues()))
-	for _, q := range EngineConfigFromProto(&cmdpb.EngineConfig{Queues: pc.GetQueues()}).Queues {
+	defs := make([]*cmdpb.QueueDefinition, 0, len(cfg.Queues))
+	for _, q := range cfg.Queues {
+		if len(q.Tags) == 0 {
+			q.Tags = nil // none, as the older form writes them
+		}
 		s := apiconv.QueueSettings(q)
 		if back, err := apiconv.QueueConfig(q.Name, s); err != nil || !reflect.DeepEqual(back, q) {
 			return cmd

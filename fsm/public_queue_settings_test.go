@@ -187,6 +187,7 @@ func TestPublicQueueSettings_DeclaredConfig(t *testing.T) {
 	}{
 		{"EverySetting", []engine.QueueConfig{{Name: "q.dead"}, every, fair}, true},
 		{"PlainQueues", []engine.QueueConfig{{Name: "a"}, {Name: "b"}}, true},
+		{"EmptyTagList", []engine.QueueConfig{{Name: "a", Tags: []engine.Tag{}}}, true},
 		{"NoQueues", nil, false},
 		{"SubMillisecondKeepsTheOlderForm", []engine.QueueConfig{{Name: "a"}, subMillisecond}, false},
 	}
@@ -194,7 +195,7 @@ func TestPublicQueueSettings_DeclaredConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := engine.Config{Limits: engine.DefaultLimits(), Queues: tt.queues}
 			oldCmd := DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(cfg))
-			pubCmd := PublicQueueSettingsConfigCommand(DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(cfg)))
+			pubCmd := PublicQueueSettingsConfigCommand(DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(cfg)), cfg)
 			pc := pubCmd.GetConfigSet().GetConfig()
 			isPublic := pubCmd.GetVersion() == CommandVersionPublicQueueSettings && len(pc.GetQueues()) == 0 && len(pc.GetQueueSettings()) == len(tt.queues)
 			if isPublic != tt.public {

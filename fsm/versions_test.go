@@ -203,8 +203,8 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"RecordFieldsWithTags", ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.Tags = []engine.Tag{{Key: "k"}} }))), CommandVersionQueueTags},
 		{"PublicCreateQueue", PublicCreateQueueCommand(engine.QueueConfig{Name: "q"}, false), CommandVersionPublicQueueSettings},
 		{"PublicCreateQueueTags", PublicCreateQueueCommand(engine.QueueConfig{Name: "q", Tags: []engine.Tag{{Key: "k"}}}, false), CommandVersionPublicQueueSettings},
-		{"PublicQueueSettingsConfig", PublicQueueSettingsConfigCommand(DeclaredConfigCommand(queueCfg(func(*engine.QueueConfig) {}))), CommandVersionPublicQueueSettings},
-		{"PublicQueueSettingsConfigNoQueues", PublicQueueSettingsConfigCommand(DeclaredConfigCommand(plainCfg)), CommandVersionQueues},
+		{"PublicQueueSettingsConfig", PublicQueueSettingsConfigCommand(DeclaredConfigCommand(queueCfg(func(*engine.QueueConfig) {})), queueCfg(func(*engine.QueueConfig) {})), CommandVersionPublicQueueSettings},
+		{"PublicQueueSettingsConfigNoQueues", PublicQueueSettingsConfigCommand(DeclaredConfigCommand(plainCfg), plainCfg), CommandVersionQueues},
 		{"PublicUpdateQueue", PublicUpdateQueueCommand(engine.QueueUpdate{Name: "q"}), CommandVersionPublicQueueSettings},
 		{"DeclaredReserveLimitsOverEdges", DeclaredReserveLimitsConfigCommand(ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(plainCfg))), CommandVersionQueueReserveLimits},
 	}
