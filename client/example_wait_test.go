@@ -14,14 +14,9 @@ import (
 // with the cause of a death. The example server keeps dead letters for an
 // hour, so a dead job's outcome can be read.
 func Example_waitJob() {
-	addr, stop := exampleServer()
-	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := client.New(ctx, []string{addr})
-	if err != nil {
-		log.Fatal(err)
-	}
+	c := waitExampleClient(ctx)
 	defer c.Close()
 
 	res, err := c.Enqueue(ctx, client.NewEnqueueRequest("images", "resize"))
@@ -58,20 +53,16 @@ func Example_waitJob() {
 // A result on an ack: a server that keeps no results refuses it with
 // ErrUnsupported and the lease stays held, so the worker acks without it.
 func Example_ackWithResult() {
-	addr, stop := exampleServer()
-	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := client.New(ctx, []string{addr})
-	if err != nil {
-		log.Fatal(err)
-	}
+	c := waitExampleClient(ctx)
 	defer c.Close()
 
-	if _, err := c.Enqueue(ctx, client.NewEnqueueRequest("images", "resize")); err != nil {
+	// A queue of its own: Example_waitJob's server is this one.
+	if _, err := c.Enqueue(ctx, client.NewEnqueueRequest("thumbnails", "resize")); err != nil {
 		log.Fatal(err)
 	}
-	ds, err := c.Reserve(ctx, "images", client.ReserveOptions{WorkerID: "w1"})
+	ds, err := c.Reserve(ctx, "thumbnails", client.ReserveOptions{WorkerID: "w1"})
 	if err != nil || len(ds) != 1 {
 		log.Fatal(ds, err)
 	}
@@ -84,4 +75,14 @@ func Example_ackWithResult() {
 	fmt.Println(err)
 	// Output:
 	// <nil>
+}
+
+// waitExampleClient is a client of the server this file's examples share
+// (sharedExampleServer): one server start for both.
+func waitExampleClient(ctx context.Context) *client.Client {
+	c, err := client.New(ctx, []string{sharedExampleServer()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return c
 }
