@@ -45,6 +45,7 @@ func Example_waitJob() {
 	_, err = c.WaitJob(ctx, res.JobID+1000)
 	fmt.Println(errors.Is(err, client.ErrNotFound))
 	// docs:end wait
+
 	// Output:
 	// true dead rejected
 	// true
