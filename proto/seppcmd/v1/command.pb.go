@@ -2637,7 +2637,9 @@ func (x *Limits) GetMaxDiskBytes() int64 {
 	return 0
 }
 
-// QueueConfig mirrors engine.QueueConfig; an unset field inherits.
+// QueueConfig mirrors engine.QueueConfig; an unset field inherits. Frozen
+// since command version 22, which carries the public QueueSettings
+// instead: a new queue setting is added there, not here.
 type QueueConfig struct {
 	state                   protoimpl.MessageState `protogen:"open.v1"`
 	Name                    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
