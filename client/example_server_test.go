@@ -110,9 +110,29 @@ func freePorts(n int) []string {
 	return ports
 }
 
-// TestMain removes the binary seppBinary built, once every example ran.
+// sharedServer is one exampleServer for the examples that can share it,
+// started by the first of them: a server start is most of an example's
+// time. Each sharing example uses queues of its own, so none sees
+// another's jobs, whichever order they run in.
+var sharedServer struct {
+	once sync.Once
+	addr string
+	stop func()
+}
+
+// sharedExampleServer is sharedServer's address; TestMain stops it.
+func sharedExampleServer() string {
+	sharedServer.once.Do(func() { sharedServer.addr, sharedServer.stop = exampleServer() })
+	return sharedServer.addr
+}
+
+// TestMain stops the shared server and removes the binary seppBinary
+// built, once every example ran.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if sharedServer.stop != nil {
+		sharedServer.stop()
+	}
 	if builtSepp.path != "" {
 		_ = os.RemoveAll(filepath.Dir(builtSepp.path))
 	}

@@ -14,14 +14,9 @@ import (
 // with the cause of a death. The example server keeps dead letters for an
 // hour, so a dead job's outcome can be read.
 func Example_waitJob() {
-	addr, stop := exampleServer()
-	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := client.New(ctx, []string{addr})
-	if err != nil {
-		log.Fatal(err)
-	}
+	c := waitExampleClient(ctx)
 	defer c.Close()
 
 	res, err := c.Enqueue(ctx, client.NewEnqueueRequest("images", "resize"))
@@ -50,6 +45,7 @@ func Example_waitJob() {
 	_, err = c.WaitJob(ctx, res.JobID+1000)
 	fmt.Println(errors.Is(err, client.ErrNotFound))
 	// docs:end wait
+
 	// Output:
 	// true dead rejected
 	// true
@@ -61,14 +57,9 @@ func Example_waitJob() {
 // yet upgraded with ErrUnsupported; either way the lease stays held, so
 // the worker acks without it.
 func Example_ackWithResult() {
-	addr, stop := exampleServer()
-	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := client.New(ctx, []string{addr})
-	if err != nil {
-		log.Fatal(err)
-	}
+	c := waitExampleClient(ctx)
 	defer c.Close()
 
 	res, err := c.Enqueue(ctx, client.NewEnqueueRequest("thumbnails", "resize"))
@@ -129,20 +120,15 @@ func Example_ackWithResult() {
 // still held, so the worker acks without it. A Worker does the same by
 // itself and reports the refusal through OnError.
 func Example_ackWithResultRefused() {
-	addr, stop := exampleServer()
-	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := client.New(ctx, []string{addr})
-	if err != nil {
-		log.Fatal(err)
-	}
+	c := waitExampleClient(ctx)
 	defer c.Close()
 
-	if _, err := c.Enqueue(ctx, client.NewEnqueueRequest("images", "resize")); err != nil {
+	if _, err := c.Enqueue(ctx, client.NewEnqueueRequest("avatars", "resize")); err != nil {
 		log.Fatal(err)
 	}
-	ds, err := c.Reserve(ctx, "images", client.ReserveOptions{WorkerID: "w1"})
+	ds, err := c.Reserve(ctx, "avatars", client.ReserveOptions{WorkerID: "w1"})
 	if err != nil || len(ds) != 1 {
 		log.Fatal(ds, err)
 	}
@@ -152,4 +138,14 @@ func Example_ackWithResultRefused() {
 	// Output:
 	// true false
 	// <nil>
+}
+
+// waitExampleClient is a client of the server this file's examples share
+// (sharedExampleServer): one server start for all three.
+func waitExampleClient(ctx context.Context) *client.Client {
+	c, err := client.New(ctx, []string{sharedExampleServer()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return c
 }

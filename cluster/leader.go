@@ -340,6 +340,10 @@ func (n *Node) setConfig(ctx context.Context) bool {
 		}
 		// Last: the wrappers above stamp their own versions.
 		cmd = fsm.TaggedConfigCommand(cmd)
+		if n.membersApply(fsm.CommandVersionPublicQueueSettings) {
+			// The queues in the public form, once every member reads it.
+			cmd = fsm.PublicQueueSettingsConfigCommand(cmd, want)
+		}
 		return n.runDuty(ctx, "set config", cmd)
 	}
 	if reflect.DeepEqual(running, want) {

@@ -29,22 +29,42 @@ func (n *Node) proposeVersioned(ctx context.Context, cmd *cmdpb.Command) (fsm.Re
 	return n.propose(ctx, cmd)
 }
 
-// createQueue adds a configured queue.
+// createQueue adds a configured queue: in the public settings' form once
+// every member applies it (publicQueueSettings), else the log's own.
 func (n *Node) createQueue(ctx context.Context, qc engine.QueueConfig, paused bool) error {
-	res, err := n.proposeVersioned(ctx, fsm.CreateQueueCommand(qc, paused))
+	cmd := fsm.CreateQueueCommand(qc, paused)
+	if n.publicQueueSettings() {
+		cmd = fsm.PublicCreateQueueCommand(qc, paused)
+	}
+	res, err := n.proposeVersioned(ctx, cmd)
 	if err != nil {
 		return err
 	}
 	return res.Err
 }
 
-// updateQueue changes a queue's settings.
+// updateQueue changes a queue's settings, in the form createQueue uses.
 func (n *Node) updateQueue(ctx context.Context, u engine.QueueUpdate) error {
-	res, err := n.proposeVersioned(ctx, fsm.UpdateQueueCommand(u))
+	cmd := fsm.UpdateQueueCommand(u)
+	if n.publicQueueSettings() {
+		cmd = fsm.PublicUpdateQueueCommand(u)
+	}
+	res, err := n.proposeVersioned(ctx, cmd)
 	if err != nil {
 		return err
 	}
 	return res.Err
+}
+
+// publicQueueSettings reports whether a queue's settings may travel in
+// the public form (fsm.CommandVersionPublicQueueSettings): once every
+// member applies it, since an older one would read them as empty. It does
+// not wait to learn what the members apply (membersApplyFor): the older
+// form means the same to every binary, so a leader that does not know yet
+// writes it, and the command's own version still gates what it sets
+// (proposeVersioned).
+func (n *Node) publicQueueSettings() bool {
+	return n.membersApply(fsm.CommandVersionPublicQueueSettings)
 }
 
 // deleteQueue removes a queue, with its jobs when force is set.

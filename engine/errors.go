@@ -48,7 +48,10 @@ var (
 
 // FieldError is a rejected field, with the limit it broke.
 type FieldError struct {
-	Field  string // the request field, e.g. "priority" or "payload"
+	Field string // the request field, e.g. "priority" or "payload"
+	// Limit states the bound broken ("0..1000000"), where a caller has
+	// one to state apart from Reason (apiconv does); empty otherwise.
+	Limit  string
 	Reason string // what is wrong, naming the limit: "must be 0..9, got 10"
 	Err    error  // the sentinel: ErrInvalidArgument, ErrQueueFull, ...
 }

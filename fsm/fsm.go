@@ -302,7 +302,7 @@ func (f *FSM) applyCommand(index uint64, cmd *cmdpb.Command) Result {
 	case *cmdpb.Command_Tick:
 		return f.applyTick(now, op.Tick)
 	case *cmdpb.Command_ConfigSet:
-		return f.applyConfigSet(now, op.ConfigSet)
+		return f.applyConfigSet(now, cmd.GetVersion(), op.ConfigSet)
 	case *cmdpb.Command_NodeMetadataSet:
 		return f.applyNodeMetadataSet(now, op.NodeMetadataSet)
 	case *cmdpb.Command_NodeMetadataDelete:
@@ -457,15 +457,16 @@ func (f *FSM) applyTick(now time.Time, _ *cmdpb.Tick) Result {
 	return Result{Tick: f.eng.Tick(now)}
 }
 
-func (f *FSM) applyConfigSet(now time.Time, c *cmdpb.ConfigSet) Result {
-	var err error
+func (f *FSM) applyConfigSet(now time.Time, version uint32, c *cmdpb.ConfigSet) Result {
+	cfg, err := configOf(version, c.GetConfig()) // ops_operator.go
 	switch {
+	case err != nil:
 	case c.GetDeclarative() && c.GetDeclaredReserveLimits():
-		err = f.eng.ApplyDeclaredReserveLimits(now, EngineConfigFromProto(c.GetConfig())) // ops_operator.go
+		err = f.eng.ApplyDeclaredReserveLimits(now, cfg) // ops_operator.go
 	case c.GetDeclarative():
-		err = f.eng.ApplyDeclared(now, EngineConfigFromProto(c.GetConfig()))
+		err = f.eng.ApplyDeclared(now, cfg)
 	default:
-		err = f.eng.SetConfig(now, EngineConfigFromProto(c.GetConfig()))
+		err = f.eng.SetConfig(now, cfg)
 	}
 	if err == nil && c.GetRecordFields() {
 		f.eng.EnableRecordFields(now) // ops_attempts.go

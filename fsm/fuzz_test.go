@@ -11,7 +11,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/sepp-io/sepp/apiconv"
 	"github.com/sepp-io/sepp/engine"
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
 
@@ -89,6 +91,11 @@ func seedEntries(t testing.TB) map[string][]byte {
 			UpdateQueueCommand(engine.QueueUpdate{Name: "kept", Set: engine.QueueConfig{CompletedRetention: time.Minute}}),
 			SetConfigCommand(engine.Config{Limits: seedLimits(), Queues: []engine.QueueConfig{{Name: "kept", CompletedRetention: 2 * time.Hour}}}),
 			UpdateQueueCommand(engine.QueueUpdate{Name: "kept", Inherit: []string{"completed_retention_ms"}})},
+		// Queue settings in the public form (21): a create with every
+		// setting, an update that sets one and drops others (a zeroed
+		// reserve limit, an empty dead_letter_queue and tag set, a key in
+		// inherit), and a pause.
+		"public_queue_settings": publicQueueSettingsSeed(t),
 		// Cancelling a reserved job (9).
 		"cancel": {JobsActCommand(engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{1}, Reason: "stuck"})},
 		// Unique jobs (8).
@@ -118,6 +125,33 @@ func seedEntries(t testing.TB) map[string][]byte {
 		out[name] = data
 	}
 	return out
+}
+
+// publicQueueSettingsSeed is the public_queue_settings seed's commands,
+// converted from the API's requests as the rpc layer converts them.
+func publicQueueSettingsSeed(t testing.TB) []*cmdpb.Command {
+	t.Helper()
+	qc, err := apiconv.QueueConfig("q", everySetting())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := apiconv.QueueUpdate("q", &seppv1.QueueSettings{
+		DefaultPriority: ptr(uint32(2)), MaxReserved: ptr(uint64(0)), DeadLetterQueue: ptr(""), Tags: &seppv1.QueueTags{},
+	}, []string{"fairness_key"}, ptr(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fair, err := apiconv.QueueConfig("d.fair", fairSetting())
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := engine.Config{Limits: engine.DefaultLimits(), Queues: []engine.QueueConfig{{Name: "d"}, fair}}
+	return []*cmdpb.Command{
+		PublicCreateQueueCommand(engine.QueueConfig{Name: "q.dead"}, false),
+		PublicCreateQueueCommand(qc, false),
+		PublicUpdateQueueCommand(u),
+		PublicQueueSettingsConfigCommand(DeclaredReserveLimitsConfigCommand(DeclaredConfigCommand(declared)), declared),
+	}
 }
 
 // seedLimits are the default limits the older seeds were written with

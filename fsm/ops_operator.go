@@ -2,8 +2,10 @@ package fsm
 
 import (
 	"slices"
+	"reflect"
 	"time"
 
+	"github.com/sepp-io/sepp/apiconv"
 	"github.com/sepp-io/sepp/engine"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
@@ -83,6 +85,30 @@ func UpdateQueueCommand(u engine.QueueUpdate) *cmdpb.Command {
 	return c
 }
 
+// PublicCreateQueueCommand builds a QueueCreate of
+// CommandVersionPublicQueueSettings: it holds the public QueueSettings
+// (apiconv.QueueSettings of qc), which the state machine converts back with
+// the API's own converter, so the log has no settings of its own to keep
+// in step with the API. The leader proposes it once every member applies
+// that version, CreateQueueCommand's before. qc is one the API's converter
+// made (apiconv.QueueConfig): whole milliseconds, as the API states them.
+func PublicCreateQueueCommand(qc engine.QueueConfig, paused bool) *cmdpb.Command {
+	return &cmdpb.Command{Version: CommandVersionPublicQueueSettings, Op: &cmdpb.Command_QueueCreate{QueueCreate: &cmdpb.QueueCreate{
+		Name: qc.Name, Settings: apiconv.QueueSettings(qc), Paused: paused,
+	}}}
+}
+
+// PublicUpdateQueueCommand builds a QueueUpdate of
+// CommandVersionPublicQueueSettings from u, which the API's converter made
+// (apiconv.QueueUpdate): the request's settings, inherit and pause as the
+// public UpdateQueueRequest has them (apiconv.QueueUpdateSettings).
+func PublicUpdateQueueCommand(u engine.QueueUpdate) *cmdpb.Command {
+	settings, inherit := apiconv.QueueUpdateSettings(u)
+	return &cmdpb.Command{Version: CommandVersionPublicQueueSettings, Op: &cmdpb.Command_QueueUpdate{QueueUpdate: &cmdpb.QueueUpdate{
+		Name: u.Name, Settings: settings, Inherit: inherit, Paused: clonePtr(u.Paused),
+	}}}
+}
+
 // DeleteQueueCommand builds a QueueDelete.
 func DeleteQueueCommand(queue string, force bool) *cmdpb.Command {
 	c := queueCommand()
@@ -157,6 +183,60 @@ func TaggedConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
 	return cmd
 }
 
+// PublicQueueSettingsConfigCommand writes the queues of cmd, a declarative
+// ConfigSet built from cfg by the builders above and wrapped by them, in
+// the public form of CommandVersionPublicQueueSettings: each a
+// QueueDefinition holding its name and the public QueueSettings, which the
+// state machine converts with the API's converter (apiconv). They are
+// written from cfg, not read back from cmd, so that a setting the log's
+// own QueueConfig does not have (one added after this version) reaches the
+// log. A config whose queues the API cannot state exactly (a duration
+// finer than a millisecond, which the config file cannot write) keeps the
+// older form, which applies the same on every binary: the form must not
+// change what is applied. The leader calls it last, and only once every
+// member applies the version.
+func PublicQueueSettingsConfigCommand(cmd *cmdpb.Command, cfg engine.Config) *cmdpb.Command {
+	cs := cmd.GetConfigSet()
+	pc := cs.GetConfig()
+	if !cs.GetDeclarative() || len(cfg.Queues) == 0 {
+		return cmd
+	}
+	defs := make([]*cmdpb.QueueDefinition, 0, len(cfg.Queues))
+	for _, q := range cfg.Queues {
+		if len(q.Tags) == 0 {
+			q.Tags = nil // none, as the older form writes them
+		}
+		s := apiconv.QueueSettings(q)
+		if back, err := apiconv.QueueConfig(q.Name, s); err != nil || !reflect.DeepEqual(back, q) {
+			return cmd
+		}
+		defs = append(defs, &cmdpb.QueueDefinition{Name: q.Name, Settings: s})
+	}
+	pc.Queues, pc.QueueSettings = nil, defs
+	atLeast(&cmd.Version, CommandVersionPublicQueueSettings)
+	return cmd
+}
+
+// configOf is the engine config a ConfigSet of command version version
+// holds: its queues in the log's own form, or from version 22 in the
+// public form too, converted as the API converts them. An error (a
+// definition the API would refuse, which only a faulty leader writes) is
+// the same on every replica.
+func configOf(version uint32, pc *cmdpb.EngineConfig) (engine.Config, error) {
+	cfg := EngineConfigFromProto(pc)
+	if version < CommandVersionPublicQueueSettings {
+		return cfg, nil
+	}
+	for _, d := range pc.GetQueueSettings() {
+		qc, err := apiconv.QueueConfig(d.GetName(), d.GetSettings())
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Queues = append(cfg.Queues, qc)
+	}
+	return cfg, nil
+}
+
 func queueConfigToProto(qc engine.QueueConfig) *cmdpb.QueueConfig {
 	return EngineConfigToProto(engine.Config{Queues: []engine.QueueConfig{qc}}).GetQueues()[0]
 }
@@ -170,6 +250,14 @@ func queueConfigFromProto(pq *cmdpb.QueueConfig) engine.QueueConfig {
 
 func (f *FSM) applyQueueCreate(now time.Time, version uint32, c *cmdpb.QueueCreate) Result {
 	qc := queueConfigFromProto(c.GetConfig())
+	if version >= CommandVersionPublicQueueSettings {
+		// The public settings, through the converter the API checked them
+		// with: an error here is the same on every replica.
+		var err error
+		if qc, err = apiconv.QueueConfig(c.GetName(), c.GetSettings()); err != nil {
+			return Result{Err: err}
+		}
+	}
 	if version >= CommandVersionDeadLetterEdges {
 		// Older entries created the target on the first death (edges.go).
 		if err := f.eng.CheckDeadLetterTarget("dead_letter_queue", qc.DeadLetterQueue); err != nil {
@@ -180,21 +268,29 @@ func (f *FSM) applyQueueCreate(now time.Time, version uint32, c *cmdpb.QueueCrea
 }
 
 func (f *FSM) applyQueueUpdate(now time.Time, version uint32, c *cmdpb.QueueUpdate) Result {
-	set := queueConfigFromProto(c.GetConfig())
-	u := engine.QueueUpdate{
-		Name:               set.Name,
-		Set:                set,
-		SetDeadLetterQueue: c.GetSetDeadLetterQueue(),
-		Inherit:            c.GetInherit(),
-		Paused:             clonePtr(c.Paused),
-		// An older entry's reserve limits were ignored, their keys in
-		// inherit refused: the same again, so replicas replay it alike.
-		KeepReserveLimits: version < CommandVersionQueueReserveLimits,
-		// Likewise tags before version 18.
-		SetTags:  c.GetSetTags(),
-		KeepTags: version < CommandVersionQueueTags,
+	var u engine.QueueUpdate
+	if version >= CommandVersionPublicQueueSettings {
+		var err error
+		if u, err = apiconv.QueueUpdate(c.GetName(), c.GetSettings(), c.GetInherit(), c.Paused); err != nil {
+			return Result{Err: err}
+		}
+	} else {
+		set := queueConfigFromProto(c.GetConfig())
+		u = engine.QueueUpdate{
+			Name:               set.Name,
+			Set:                set,
+			SetDeadLetterQueue: c.GetSetDeadLetterQueue(),
+			Inherit:            c.GetInherit(),
+			Paused:             clonePtr(c.Paused),
+			// An older entry's reserve limits were ignored, their keys in
+			// inherit refused: the same again, so replicas replay it alike.
+			KeepReserveLimits: version < CommandVersionQueueReserveLimits,
+			// Likewise tags before version 18.
+			SetTags:  c.GetSetTags(),
+			KeepTags: version < CommandVersionQueueTags,
+		}
+		u.Set.Name = ""
 	}
-	u.Set.Name = ""
 	if version >= CommandVersionDeadLetterEdges && u.SetDeadLetterQueue {
 		if err := f.eng.CheckDeadLetterTarget("dead_letter_queue", u.Set.DeadLetterQueue); err != nil {
 			return Result{Err: err}

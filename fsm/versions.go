@@ -53,6 +53,9 @@ const (
 	CommandVersionSnapshotPayloads = 19
 	// CommandVersionResults = 20: completed jobs kept with their results.
 	CommandVersionResults = 20
+	// CommandVersionPublicQueueSettings = 21: QueueCreate and QueueUpdate
+	// hold the public QueueSettings instead of the log's mirror of them.
+	CommandVersionPublicQueueSettings = 21
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -120,6 +123,8 @@ var commandVersions = [...]commandVersionRow{
 		"a capability, no command: the binary restores snapshot format 2, whose payloads follow the engine's part (snapshot.go), written off the apply path; a node writes format 2 only once every member applies this version, since an older binary refuses it"},
 	{CommandVersionResults, "results", nil,
 		"completed jobs kept per queue (engine/completed.go): a JobAck carrying a result, and a QueueCreate, QueueUpdate or ConfigSet that sets or inherits a queue's completed_retention: an older binary would drop the result and the setting, keep no completed job, and its state, store and answers would differ from the others'; the binary also restores snapshot format 3, whose completed records follow the payloads (snapshot.go), which a node writes only once every member applies this version"},
+	{CommandVersionPublicQueueSettings, "public_queue_settings", nil,
+		"a QueueCreate or QueueUpdate that holds the public API's QueueSettings (name, settings) in place of the log's QueueConfig, and a declarative ConfigSet whose queues are QueueDefinitions holding them (ops_operator.go), converted by apiconv as the API's validation converts them: an older binary would read the queues' settings as empty; until every member applies it the leader writes the older form (cluster)"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -189,6 +194,8 @@ var (
 	FeatureSnapshotPayloads = mustFeature(CommandVersionSnapshotPayloads)
 	// FeatureResults: completed jobs and their results.
 	FeatureResults = mustFeature(CommandVersionResults)
+	// FeaturePublicQueueSettings: queue settings in the public form.
+	FeaturePublicQueueSettings = mustFeature(CommandVersionPublicQueueSettings)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

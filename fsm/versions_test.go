@@ -76,11 +76,12 @@ func TestVersionTable_Shape(t *testing.T) {
 		}
 	}
 	feats := Features()
-	if len(feats) != len(commandVersions)-1 {
-		t.Fatalf("Features() has %d entries, want %d", len(feats), len(commandVersions)-1)
+	features := commandVersions[1:] // the rows but the base
+	if len(feats) != len(features) {
+		t.Fatalf("Features() has %d entries, want %d", len(feats), len(features))
 	}
 	for i, f := range feats {
-		if r := commandVersions[i+1]; f.Name != r.feature || f.CommandVersion != r.version {
+		if r := features[i]; f.Name != r.feature || f.CommandVersion != r.version {
 			t.Errorf("Features()[%d] = %+v, want {%s %d}", i, f, r.feature, r.version)
 		}
 		if got, ok := FeatureOf(f.CommandVersion); !ok || got != f {
@@ -203,6 +204,11 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"SetConfigCompletedRetention", SetConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.CompletedRetention = time.Hour })), CommandVersionResults},
 		{"DeclaredConfigCompletedRetention", DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.CompletedRetention = time.Hour })), CommandVersionResults},
 		{"RetentionOverPayloadsOffHeap", TaggedConfigCommand(PayloadsOffHeapConfigCommand(DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.CompletedRetention = time.Hour })))), CommandVersionResults},
+		{"PublicCreateQueue", PublicCreateQueueCommand(engine.QueueConfig{Name: "q"}, false), CommandVersionPublicQueueSettings},
+		{"PublicCreateQueueTags", PublicCreateQueueCommand(engine.QueueConfig{Name: "q", Tags: []engine.Tag{{Key: "k"}}}, false), CommandVersionPublicQueueSettings},
+		{"PublicQueueSettingsConfig", PublicQueueSettingsConfigCommand(DeclaredConfigCommand(queueCfg(func(*engine.QueueConfig) {})), queueCfg(func(*engine.QueueConfig) {})), CommandVersionPublicQueueSettings},
+		{"PublicQueueSettingsConfigNoQueues", PublicQueueSettingsConfigCommand(DeclaredConfigCommand(plainCfg), plainCfg), CommandVersionQueues},
+		{"PublicUpdateQueue", PublicUpdateQueueCommand(engine.QueueUpdate{Name: "q"}), CommandVersionPublicQueueSettings},
 		{"DeclaredReserveLimitsOverEdges", DeclaredReserveLimitsConfigCommand(ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(plainCfg))), CommandVersionQueueReserveLimits},
 	}
 	stamped := map[uint32]bool{}

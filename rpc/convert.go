@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sepp-io/sepp/apiconv"
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/engine"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
@@ -88,16 +89,6 @@ func causeLabel(c engine.Cause) string {
 		return "expired"
 	}
 	return "unknown"
-}
-
-func backoffToProto(b engine.Backoff) seppv1.RetryBackoff {
-	switch b {
-	case engine.BackoffNone:
-		return seppv1.RetryBackoff_RETRY_BACKOFF_NONE
-	case engine.BackoffExponential:
-		return seppv1.RetryBackoff_RETRY_BACKOFF_EXPONENTIAL
-	}
-	return seppv1.RetryBackoff_RETRY_BACKOFF_UNSPECIFIED
 }
 
 func jobToProto(j engine.Job) *seppv1.Job {
@@ -325,13 +316,6 @@ func clusterStatusToProto(st cluster.Status) *seppv1.StatusResponse {
 	return out
 }
 
-func uint64OrZero(n int) uint64 {
-	if n < 0 {
-		return 0
-	}
-	return uint64(n)
-}
-
 func limitsToProto(l engine.Limits, o Options) *seppv1.Limits {
 	return &seppv1.Limits{
 		MinPriority:          0,
@@ -340,23 +324,23 @@ func limitsToProto(l engine.Limits, o Options) *seppv1.Limits {
 		DefaultMaxAttempts:   l.DefaultMaxAttempts,
 		MaxAttemptsCeiling:   l.MaxAttemptsCeiling,
 		RetryDelayMs:         l.RetryDelay.Milliseconds(),
-		RetryBackoff:         backoffToProto(l.RetryBackoff),
+		RetryBackoff:         apiconv.Backoff(l.RetryBackoff),
 		RetryDelayMaxMs:      l.RetryDelayMax.Milliseconds(),
 		MaxScheduleHorizonMs: l.MaxScheduleHorizon.Milliseconds(),
 		MaxReserveBatch:      uint32(max(l.MaxReserveBatch, 0)),
 		DefaultLeaseMs:       l.DefaultLease.Milliseconds(),
 		MaxLeaseMs:           l.MaxLease.Milliseconds(),
 		MaxReserveWaitMs:     o.MaxReserveWait.Milliseconds(),
-		MaxPayloadBytes:      uint64OrZero(l.MaxPayloadBytes),
-		MaxResultBytes:       uint64OrZero(o.MaxResultBytes),
+		MaxPayloadBytes:      apiconv.Uint64OrZero(l.MaxPayloadBytes),
+		MaxResultBytes:       apiconv.Uint64OrZero(o.MaxResultBytes),
 		MaxBatchSize:         uint32(max(l.MaxBatchSize, 0)),
 		MaxCustomFields:      uint32(max(l.MaxCustomFields, 0)),
-		MaxCustomFieldBytes:  uint64OrZero(l.MaxCustomFieldBytes),
-		MaxJobTypeBytes:      uint64OrZero(l.MaxJobTypeBytes),
+		MaxCustomFieldBytes:  apiconv.Uint64OrZero(l.MaxCustomFieldBytes),
+		MaxJobTypeBytes:      apiconv.Uint64OrZero(l.MaxJobTypeBytes),
 		MaxQueueNameBytes:    engine.MaxQueueNameBytes,
-		MaxMessageBytes:      uint64OrZero(o.MaxMessageBytes),
+		MaxMessageBytes:      apiconv.Uint64OrZero(o.MaxMessageBytes),
 		IdempotencyWindowMs:  l.IdempotencyWindow.Milliseconds(),
-		MaxQueueLength:       uint64OrZero(l.MaxQueueLength),
+		MaxQueueLength:       apiconv.Uint64OrZero(l.MaxQueueLength),
 		Strict:               l.Strict,
 		MaxMemoryBytes:       uint64(max(l.MaxMemoryBytes, 0)),
 		MaxDiskBytes:         uint64(max(l.MaxDiskBytes, 0)),
@@ -370,10 +354,10 @@ func queueLimitsToProto(q engine.QueueConfig, l engine.Limits) *seppv1.QueueLimi
 		DefaultPriority:      l.DefaultPriority,
 		DefaultMaxAttempts:   l.DefaultMaxAttempts,
 		RetryDelayMs:         l.RetryDelay.Milliseconds(),
-		RetryBackoff:         backoffToProto(l.RetryBackoff),
+		RetryBackoff:         apiconv.Backoff(l.RetryBackoff),
 		RetryDelayMaxMs:      l.RetryDelayMax.Milliseconds(),
 		MaxScheduleHorizonMs: l.MaxScheduleHorizon.Milliseconds(),
-		MaxLength:            uint64OrZero(l.MaxQueueLength),
+		MaxLength:            apiconv.Uint64OrZero(l.MaxQueueLength),
 		DeadLetterQueue:      q.DeadLetterQueue,
 	}
 	if q.DefaultPriority != nil {
@@ -386,7 +370,7 @@ func queueLimitsToProto(q engine.QueueConfig, l engine.Limits) *seppv1.QueueLimi
 		out.RetryDelayMs = q.RetryDelay.Milliseconds()
 	}
 	if q.RetryBackoff != nil {
-		out.RetryBackoff = backoffToProto(*q.RetryBackoff)
+		out.RetryBackoff = apiconv.Backoff(*q.RetryBackoff)
 	}
 	if q.RetryDelayMax != nil {
 		out.RetryDelayMaxMs = q.RetryDelayMax.Milliseconds()
@@ -395,7 +379,7 @@ func queueLimitsToProto(q engine.QueueConfig, l engine.Limits) *seppv1.QueueLimi
 		out.MaxScheduleHorizonMs = q.MaxScheduleHorizon.Milliseconds()
 	}
 	if q.MaxLength != nil {
-		out.MaxLength = uint64OrZero(*q.MaxLength)
+		out.MaxLength = apiconv.Uint64OrZero(*q.MaxLength)
 	}
 	if q.MaxMemoryBytes != nil {
 		out.MaxMemoryBytes = uint64(max(*q.MaxMemoryBytes, 0))

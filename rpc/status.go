@@ -124,7 +124,7 @@ func statusFor(err error) *status.Status {
 		return withDetails(codes.InvalidArgument, err.Error(), badRequest("scheduled_at", err.Error()))
 	case errors.Is(err, engine.ErrInvalidArgument):
 		if errors.As(err, &field) {
-			return fieldStatus(codes.InvalidArgument, err.Error(), field.Field, "", field.Reason)
+			return fieldStatus(codes.InvalidArgument, err.Error(), field.Field, field.Limit, field.Reason)
 		}
 		return status.New(codes.InvalidArgument, err.Error())
 	case errors.Is(err, engine.ErrLeaseCancelled):
@@ -204,7 +204,7 @@ func statusFor(err error) *status.Status {
 func fromFieldError(code codes.Code, err error) *status.Status {
 	var field *engine.FieldError
 	if errors.As(err, &field) {
-		return fieldStatus(code, err.Error(), field.Field, "", field.Reason)
+		return fieldStatus(code, err.Error(), field.Field, field.Limit, field.Reason)
 	}
 	return status.New(code, err.Error())
 }

@@ -23,9 +23,10 @@ type Lookup func(name string) (engine.Schedule, error)
 //   - SetSchedulePausedOp: a PauseScheduleOp; a resume carries the first
 //     tick after now (ErrNotFound for an unknown name).
 //
-// Any other op is returned as it is. Both backends call it (cluster.Node on
-// the leader, rpctest's in-memory node), so a schedule write means the same
-// thing in both; the engine cannot do it at apply, having no zone database.
+// Any other op is returned as it is (NeedsPrepare says which are not).
+// Both backends call it (cluster.Node on the leader, rpctest's in-memory
+// node), so a schedule write means the same thing in both; the engine
+// cannot do it at apply, having no zone database.
 //
 // The ScheduleUpsert command creates or replaces, so create and update are
 // told apart here, not at apply: a caller serializes its Prepare and the
@@ -34,6 +35,9 @@ type Lookup func(name string) (engine.Schedule, error)
 // Prepare: an update's function may read the state itself (the API checks
 // a strict server's queue that way).
 func Prepare(get Lookup, now time.Time, op engine.Op) (engine.Op, error) {
+	if !NeedsPrepare(op) {
+		return op, nil
+	}
 	switch op := op.(type) {
 	case engine.CreateScheduleOp:
 		switch _, err := get(op.Params.Name); {
@@ -76,6 +80,20 @@ func Prepare(get Lookup, now time.Time, op engine.Op) (engine.Op, error) {
 		return prepared, nil
 	}
 	return op, nil
+}
+
+// NeedsPrepare reports whether op is a schedule write in the API's form,
+// which Prepare turns into the write the log carries and the engine
+// refuses to apply as it is: a backend that carries writes out sends these
+// through Prepare (under its schedule lock), any other op straight on.
+// This is the one list of them; Prepare's cases must cover it
+// (TestNeedsPrepare).
+func NeedsPrepare(op engine.Op) bool {
+	switch op.(type) {
+	case engine.CreateScheduleOp, engine.UpdateScheduleOp, engine.SetSchedulePausedOp:
+		return true
+	}
+	return false
 }
 
 // upsert checks p's spec and stamps its first tick after now (none while

@@ -2,6 +2,7 @@ package schedspec
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -102,4 +103,47 @@ func sameOp(a, b engine.Op) bool {
 			pa.NextTick.Equal(pb.NextTick) && pa.Template.Queue == pb.Template.Queue
 	}
 	return a == b
+}
+
+// NeedsPrepare names exactly the writes Prepare turns into others: a write
+// it names comes back as another type (the engine refuses the API's form),
+// any other comes back as it was, so a backend that asks NeedsPrepare
+// sends every schedule write through Prepare and nothing else.
+func TestNeedsPrepare(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	hourly := engine.ScheduleParams{Name: "hourly", Kind: engine.ScheduleCron, Cron: "@hourly", Template: engine.JobTemplate{Queue: "q", JobType: "t"}}
+	get := func(name string) (engine.Schedule, error) {
+		if name == hourly.Name {
+			return engine.Schedule{ScheduleParams: hourly}, nil
+		}
+		return engine.Schedule{}, engine.ErrNotFound
+	}
+	tests := []struct {
+		op   engine.Op
+		want bool
+	}{
+		{engine.CreateScheduleOp{Params: engine.ScheduleParams{Name: "new", Kind: engine.ScheduleCron, Cron: "@hourly", Template: hourly.Template}}, true},
+		{engine.UpdateScheduleOp{Name: "hourly", Update: func(cur engine.Schedule) (engine.ScheduleParams, error) { return cur.ScheduleParams, nil }}, true},
+		{engine.SetSchedulePausedOp{Name: "hourly", Paused: false}, true},
+		{engine.SetSchedulePausedOp{Name: "hourly", Paused: true}, true},
+		{engine.DeleteScheduleOp{Name: "hourly"}, false},
+		{engine.UpsertScheduleOp{Params: hourly}, false},
+		{engine.PauseScheduleOp{Name: "hourly", Paused: true}, false},
+		{engine.CreateQueueOp{Config: engine.QueueConfig{Name: "q"}}, false},
+		{engine.AckOp{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.op.OpName(), func(t *testing.T) {
+			if got := NeedsPrepare(tt.op); got != tt.want {
+				t.Fatalf("NeedsPrepare = %v, want %v", got, tt.want)
+			}
+			prepared, err := Prepare(get, now, tt.op)
+			if err != nil {
+				t.Fatalf("Prepare: %v", err)
+			}
+			if changed := reflect.TypeOf(prepared) != reflect.TypeOf(tt.op); changed != tt.want {
+				t.Fatalf("Prepare turned %T into %T; NeedsPrepare says %v", tt.op, prepared, tt.want)
+			}
+		})
+	}
 }

@@ -170,8 +170,7 @@ func (b *LocalBackend) Propose(ctx context.Context, op engine.Op) (res any, err 
 		o.Params.RetryWindow = o.Params.RequestID != ""
 		op = o
 	}
-	switch op.(type) {
-	case engine.CreateScheduleOp, engine.UpdateScheduleOp, engine.SetSchedulePausedOp:
+	if schedspec.NeedsPrepare(op) {
 		// Prepared as the leader prepares it: under a lock of its own, read
 		// through consistent reads, before the write.
 		b.scheduleMu.Lock()

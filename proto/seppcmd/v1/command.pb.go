@@ -17,6 +17,7 @@
 package seppcmdv1
 
 import (
+	v1 "github.com/sepp-io/sepp/proto/sepp/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -110,6 +111,9 @@ type Command struct {
 	//	10: version 9 plus the redrive tasks (fields 130..132).
 	//	11: version 10 plus expiry and fairness: EnqueueParams.ttl_nanos and
 	//	    expires_at_unix_nano, QueueConfig.max_wait_nanos and fairness_key.
+	//	... the rest are listed in fsm/versions.go, the one table; among them
+	//	21: QueueCreate, QueueUpdate and a declarative ConfigSet's queues
+	//	    carry the public QueueSettings.
 	//
 	// The leader proposes a command of version N only while every member's
 	// NodeMetadata.max_command_version is at least N.
@@ -1917,10 +1921,18 @@ func (x *ConfigSet) GetPayloadsOffHeap() bool {
 }
 
 // QueueCreate adds a configured queue (engine.CreateQueue).
+//
+// Two forms. Before command version 21, config (the log's own mirror of the
+// settings) and paused. From version 21 (public_queue_settings), name and
+// settings, the public API's own message, converted to the engine's by the
+// one converter the API's validation uses (apiconv), and paused; config is
+// then unset. The state machine applies both forms forever.
 type QueueCreate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Config        *QueueConfig           `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
 	Paused        bool                   `protobuf:"varint,2,opt,name=paused,proto3" json:"paused,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Settings      *v1.QueueSettings      `protobuf:"bytes,4,opt,name=settings,proto3" json:"settings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1969,6 +1981,20 @@ func (x *QueueCreate) GetPaused() bool {
 	return false
 }
 
+func (x *QueueCreate) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *QueueCreate) GetSettings() *v1.QueueSettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
 // QueueUpdate changes a queue's settings (engine.UpdateQueue): the set
 // fields of config replace the queue's overrides (config.name names the
 // queue), inherit drops overrides by config key. The reserve limits of
@@ -1983,7 +2009,13 @@ type QueueUpdate struct {
 	// set_tags: config.tags replace the queue's tags, the whole set (none
 	// when empty). It and "tags" in inherit count from command version 18:
 	// an older entry leaves the tags alone (engine.QueueUpdate.KeepTags).
-	SetTags       bool `protobuf:"varint,5,opt,name=set_tags,json=setTags,proto3" json:"set_tags,omitempty"`
+	SetTags bool `protobuf:"varint,5,opt,name=set_tags,json=setTags,proto3" json:"set_tags,omitempty"`
+	// From command version 21 (public_queue_settings): name and settings,
+	// the public UpdateQueueRequest's, with inherit and paused as the
+	// request has them; config, set_dead_letter_queue and set_tags are then
+	// unset, as the settings' own field presence says what is set (apiconv).
+	Name          string            `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"`
+	Settings      *v1.QueueSettings `protobuf:"bytes,7,opt,name=settings,proto3" json:"settings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2051,6 +2083,20 @@ func (x *QueueUpdate) GetSetTags() bool {
 		return x.SetTags
 	}
 	return false
+}
+
+func (x *QueueUpdate) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *QueueUpdate) GetSettings() *v1.QueueSettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
 }
 
 // QueueDelete removes a queue (engine.DeleteQueue).
@@ -2240,9 +2286,15 @@ func (x *QueuePurge) GetTarget() uint32 {
 }
 
 type EngineConfig struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Limits        *Limits                `protobuf:"bytes,1,opt,name=limits,proto3" json:"limits,omitempty"`
-	Queues        []*QueueConfig         `protobuf:"bytes,2,rep,name=queues,proto3" json:"queues,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Limits *Limits                `protobuf:"bytes,1,opt,name=limits,proto3" json:"limits,omitempty"`
+	// The queues' definitions, in one of two forms: queues, the log's own
+	// mirror of the settings; or, in a declarative ConfigSet of command
+	// version 21 (public_queue_settings), queue_settings, the public
+	// QueueSettings with the queue's name, converted by the API's own
+	// converter (apiconv). One form or the other, never both.
+	Queues        []*QueueConfig     `protobuf:"bytes,2,rep,name=queues,proto3" json:"queues,omitempty"`
+	QueueSettings []*QueueDefinition `protobuf:"bytes,3,rep,name=queue_settings,json=queueSettings,proto3" json:"queue_settings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2291,6 +2343,67 @@ func (x *EngineConfig) GetQueues() []*QueueConfig {
 	return nil
 }
 
+func (x *EngineConfig) GetQueueSettings() []*QueueDefinition {
+	if x != nil {
+		return x.QueueSettings
+	}
+	return nil
+}
+
+// QueueDefinition is one queue of a config in the public form: the name
+// the log needs beside the public settings, which have none of their own.
+type QueueDefinition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Settings      *v1.QueueSettings      `protobuf:"bytes,2,opt,name=settings,proto3" json:"settings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueDefinition) Reset() {
+	*x = QueueDefinition{}
+	mi := &file_seppcmd_v1_command_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueDefinition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueDefinition) ProtoMessage() {}
+
+func (x *QueueDefinition) ProtoReflect() protoreflect.Message {
+	mi := &file_seppcmd_v1_command_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueDefinition.ProtoReflect.Descriptor instead.
+func (*QueueDefinition) Descriptor() ([]byte, []int) {
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *QueueDefinition) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *QueueDefinition) GetSettings() *v1.QueueSettings {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
 // Limits mirrors engine.Limits; durations are nanoseconds.
 type Limits struct {
 	state                    protoimpl.MessageState `protogen:"open.v1"`
@@ -2331,7 +2444,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[29]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2343,7 +2456,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[29]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2356,7 +2469,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{29}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Limits) GetDefaultPriority() uint32 {
@@ -2534,7 +2647,9 @@ func (x *Limits) GetMaxDiskBytes() int64 {
 	return 0
 }
 
-// QueueConfig mirrors engine.QueueConfig; an unset field inherits.
+// QueueConfig mirrors engine.QueueConfig; an unset field inherits. Frozen
+// since command version 21, which carries the public QueueSettings
+// instead: a new queue setting is added there, not here.
 type QueueConfig struct {
 	state                   protoimpl.MessageState `protogen:"open.v1"`
 	Name                    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2570,7 +2685,7 @@ type QueueConfig struct {
 
 func (x *QueueConfig) Reset() {
 	*x = QueueConfig{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[30]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2582,7 +2697,7 @@ func (x *QueueConfig) String() string {
 func (*QueueConfig) ProtoMessage() {}
 
 func (x *QueueConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[30]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2595,7 +2710,7 @@ func (x *QueueConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueConfig.ProtoReflect.Descriptor instead.
 func (*QueueConfig) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{30}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QueueConfig) GetName() string {
@@ -2749,7 +2864,7 @@ type QueueTag struct {
 
 func (x *QueueTag) Reset() {
 	*x = QueueTag{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[31]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2761,7 +2876,7 @@ func (x *QueueTag) String() string {
 func (*QueueTag) ProtoMessage() {}
 
 func (x *QueueTag) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[31]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2774,7 +2889,7 @@ func (x *QueueTag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueTag.ProtoReflect.Descriptor instead.
 func (*QueueTag) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{31}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *QueueTag) GetKey() string {
@@ -2823,7 +2938,7 @@ type NodeMetadata struct {
 
 func (x *NodeMetadata) Reset() {
 	*x = NodeMetadata{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[32]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +2950,7 @@ func (x *NodeMetadata) String() string {
 func (*NodeMetadata) ProtoMessage() {}
 
 func (x *NodeMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[32]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +2963,7 @@ func (x *NodeMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetadata.ProtoReflect.Descriptor instead.
 func (*NodeMetadata) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{32}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NodeMetadata) GetId() string {
@@ -2951,7 +3066,7 @@ type NodeMetadataSet struct {
 
 func (x *NodeMetadataSet) Reset() {
 	*x = NodeMetadataSet{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[33]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2963,7 +3078,7 @@ func (x *NodeMetadataSet) String() string {
 func (*NodeMetadataSet) ProtoMessage() {}
 
 func (x *NodeMetadataSet) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[33]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2976,7 +3091,7 @@ func (x *NodeMetadataSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetadataSet.ProtoReflect.Descriptor instead.
 func (*NodeMetadataSet) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{33}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *NodeMetadataSet) GetNode() *NodeMetadata {
@@ -2995,7 +3110,7 @@ type NodeMetadataDelete struct {
 
 func (x *NodeMetadataDelete) Reset() {
 	*x = NodeMetadataDelete{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[34]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3007,7 +3122,7 @@ func (x *NodeMetadataDelete) String() string {
 func (*NodeMetadataDelete) ProtoMessage() {}
 
 func (x *NodeMetadataDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[34]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3020,7 +3135,7 @@ func (x *NodeMetadataDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetadataDelete.ProtoReflect.Descriptor instead.
 func (*NodeMetadataDelete) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{34}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *NodeMetadataDelete) GetId() string {
@@ -3047,7 +3162,7 @@ type SnapshotMeta struct {
 
 func (x *SnapshotMeta) Reset() {
 	*x = SnapshotMeta{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[35]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3059,7 +3174,7 @@ func (x *SnapshotMeta) String() string {
 func (*SnapshotMeta) ProtoMessage() {}
 
 func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[35]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3072,7 +3187,7 @@ func (x *SnapshotMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotMeta.ProtoReflect.Descriptor instead.
 func (*SnapshotMeta) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{35}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SnapshotMeta) GetLastNowUnixNano() int64 {
@@ -3119,7 +3234,7 @@ type ScheduleUpsert struct {
 
 func (x *ScheduleUpsert) Reset() {
 	*x = ScheduleUpsert{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[36]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3131,7 +3246,7 @@ func (x *ScheduleUpsert) String() string {
 func (*ScheduleUpsert) ProtoMessage() {}
 
 func (x *ScheduleUpsert) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[36]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3144,7 +3259,7 @@ func (x *ScheduleUpsert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleUpsert.ProtoReflect.Descriptor instead.
 func (*ScheduleUpsert) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{36}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ScheduleUpsert) GetName() string {
@@ -3226,7 +3341,7 @@ type ScheduleDelete struct {
 
 func (x *ScheduleDelete) Reset() {
 	*x = ScheduleDelete{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[37]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3238,7 +3353,7 @@ func (x *ScheduleDelete) String() string {
 func (*ScheduleDelete) ProtoMessage() {}
 
 func (x *ScheduleDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[37]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3251,7 +3366,7 @@ func (x *ScheduleDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleDelete.ProtoReflect.Descriptor instead.
 func (*ScheduleDelete) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{37}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ScheduleDelete) GetName() string {
@@ -3274,7 +3389,7 @@ type SchedulePauseSet struct {
 
 func (x *SchedulePauseSet) Reset() {
 	*x = SchedulePauseSet{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[38]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3286,7 +3401,7 @@ func (x *SchedulePauseSet) String() string {
 func (*SchedulePauseSet) ProtoMessage() {}
 
 func (x *SchedulePauseSet) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[38]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3299,7 +3414,7 @@ func (x *SchedulePauseSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulePauseSet.ProtoReflect.Descriptor instead.
 func (*SchedulePauseSet) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{38}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SchedulePauseSet) GetName() string {
@@ -3338,7 +3453,7 @@ type ScheduleFire struct {
 
 func (x *ScheduleFire) Reset() {
 	*x = ScheduleFire{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[39]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3350,7 +3465,7 @@ func (x *ScheduleFire) String() string {
 func (*ScheduleFire) ProtoMessage() {}
 
 func (x *ScheduleFire) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[39]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3363,7 +3478,7 @@ func (x *ScheduleFire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleFire.ProtoReflect.Descriptor instead.
 func (*ScheduleFire) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{39}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ScheduleFire) GetName() string {
@@ -3409,7 +3524,7 @@ type RedriveSelection struct {
 
 func (x *RedriveSelection) Reset() {
 	*x = RedriveSelection{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[40]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3421,7 +3536,7 @@ func (x *RedriveSelection) String() string {
 func (*RedriveSelection) ProtoMessage() {}
 
 func (x *RedriveSelection) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[40]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3434,7 +3549,7 @@ func (x *RedriveSelection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveSelection.ProtoReflect.Descriptor instead.
 func (*RedriveSelection) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{40}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RedriveSelection) GetQueue() string {
@@ -3493,7 +3608,7 @@ type RedriveStart struct {
 
 func (x *RedriveStart) Reset() {
 	*x = RedriveStart{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[41]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3505,7 +3620,7 @@ func (x *RedriveStart) String() string {
 func (*RedriveStart) ProtoMessage() {}
 
 func (x *RedriveStart) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[41]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3518,7 +3633,7 @@ func (x *RedriveStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveStart.ProtoReflect.Descriptor instead.
 func (*RedriveStart) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{41}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RedriveStart) GetSelection() *RedriveSelection {
@@ -3568,7 +3683,7 @@ type RedriveStep struct {
 
 func (x *RedriveStep) Reset() {
 	*x = RedriveStep{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[42]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3580,7 +3695,7 @@ func (x *RedriveStep) String() string {
 func (*RedriveStep) ProtoMessage() {}
 
 func (x *RedriveStep) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[42]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3593,7 +3708,7 @@ func (x *RedriveStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveStep.ProtoReflect.Descriptor instead.
 func (*RedriveStep) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{42}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RedriveStep) GetTaskId() uint64 {
@@ -3623,7 +3738,7 @@ type RedriveSetState struct {
 
 func (x *RedriveSetState) Reset() {
 	*x = RedriveSetState{}
-	mi := &file_seppcmd_v1_command_proto_msgTypes[43]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3635,7 +3750,7 @@ func (x *RedriveSetState) String() string {
 func (*RedriveSetState) ProtoMessage() {}
 
 func (x *RedriveSetState) ProtoReflect() protoreflect.Message {
-	mi := &file_seppcmd_v1_command_proto_msgTypes[43]
+	mi := &file_seppcmd_v1_command_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3648,7 +3763,7 @@ func (x *RedriveSetState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveSetState.ProtoReflect.Descriptor instead.
 func (*RedriveSetState) Descriptor() ([]byte, []int) {
-	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{43}
+	return file_seppcmd_v1_command_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RedriveSetState) GetTaskId() uint64 {
@@ -3677,7 +3792,7 @@ var File_seppcmd_v1_command_proto protoreflect.FileDescriptor
 const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\n" +
 	"\x18seppcmd/v1/command.proto\x12\n" +
-	"seppcmd.v1\"_\n" +
+	"seppcmd.v1\x1a\x1bsepp/v1/admin_service.proto\"_\n" +
 	"\x05Entry\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12/\n" +
 	"\bcommands\x18\x02 \x03(\v2\x13.seppcmd.v1.CommandR\bcommands\"\xa7\x10\n" +
@@ -3814,16 +3929,20 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\rrecord_fields\x18\x96\x01 \x01(\bR\frecordFields\x125\n" +
 	"\x16forward_keeps_priority\x18\xaa\x01 \x01(\bR\x14forwardKeepsPriority\x127\n" +
 	"\x17declared_reserve_limits\x18\xab\x01 \x01(\bR\x15declaredReserveLimits\x12+\n" +
-	"\x11payloads_off_heap\x18\xb4\x01 \x01(\bR\x0fpayloadsOffHeap\"V\n" +
+	"\x11payloads_off_heap\x18\xb4\x01 \x01(\bR\x0fpayloadsOffHeap\"\x9e\x01\n" +
 	"\vQueueCreate\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.seppcmd.v1.QueueConfigR\x06config\x12\x16\n" +
-	"\x06paused\x18\x02 \x01(\bR\x06paused\"\xce\x01\n" +
+	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x122\n" +
+	"\bsettings\x18\x04 \x01(\v2\x16.sepp.v1.QueueSettingsR\bsettings\"\x96\x02\n" +
 	"\vQueueUpdate\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.seppcmd.v1.QueueConfigR\x06config\x121\n" +
 	"\x15set_dead_letter_queue\x18\x02 \x01(\bR\x12setDeadLetterQueue\x12\x18\n" +
 	"\ainherit\x18\x03 \x03(\tR\ainherit\x12\x1b\n" +
 	"\x06paused\x18\x04 \x01(\bH\x00R\x06paused\x88\x01\x01\x12\x19\n" +
-	"\bset_tags\x18\x05 \x01(\bR\asetTagsB\t\n" +
+	"\bset_tags\x18\x05 \x01(\bR\asetTags\x12\x12\n" +
+	"\x04name\x18\x06 \x01(\tR\x04name\x122\n" +
+	"\bsettings\x18\a \x01(\v2\x16.sepp.v1.QueueSettingsR\bsettingsB\t\n" +
 	"\a_paused\"9\n" +
 	"\vQueueDelete\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x14\n" +
@@ -3837,10 +3956,14 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\n" +
 	"QueuePurge\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x16\n" +
-	"\x06target\x18\x02 \x01(\rR\x06target\"k\n" +
+	"\x06target\x18\x02 \x01(\rR\x06target\"\xaf\x01\n" +
 	"\fEngineConfig\x12*\n" +
 	"\x06limits\x18\x01 \x01(\v2\x12.seppcmd.v1.LimitsR\x06limits\x12/\n" +
-	"\x06queues\x18\x02 \x03(\v2\x17.seppcmd.v1.QueueConfigR\x06queues\"\x8d\t\n" +
+	"\x06queues\x18\x02 \x03(\v2\x17.seppcmd.v1.QueueConfigR\x06queues\x12B\n" +
+	"\x0equeue_settings\x18\x03 \x03(\v2\x1b.seppcmd.v1.QueueDefinitionR\rqueueSettings\"Y\n" +
+	"\x0fQueueDefinition\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x122\n" +
+	"\bsettings\x18\x02 \x01(\v2\x16.sepp.v1.QueueSettingsR\bsettings\"\x8d\t\n" +
 	"\x06Limits\x12)\n" +
 	"\x10default_priority\x18\x01 \x01(\rR\x0fdefaultPriority\x120\n" +
 	"\x14default_max_attempts\x18\x02 \x01(\rR\x12defaultMaxAttempts\x120\n" +
@@ -3984,7 +4107,7 @@ func file_seppcmd_v1_command_proto_rawDescGZIP() []byte {
 	return file_seppcmd_v1_command_proto_rawDescData
 }
 
-var file_seppcmd_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_seppcmd_v1_command_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_seppcmd_v1_command_proto_goTypes = []any{
 	(*Entry)(nil),              // 0: seppcmd.v1.Entry
 	(*Command)(nil),            // 1: seppcmd.v1.Command
@@ -4015,22 +4138,24 @@ var file_seppcmd_v1_command_proto_goTypes = []any{
 	(*JobsAct)(nil),            // 26: seppcmd.v1.JobsAct
 	(*QueuePurge)(nil),         // 27: seppcmd.v1.QueuePurge
 	(*EngineConfig)(nil),       // 28: seppcmd.v1.EngineConfig
-	(*Limits)(nil),             // 29: seppcmd.v1.Limits
-	(*QueueConfig)(nil),        // 30: seppcmd.v1.QueueConfig
-	(*QueueTag)(nil),           // 31: seppcmd.v1.QueueTag
-	(*NodeMetadata)(nil),       // 32: seppcmd.v1.NodeMetadata
-	(*NodeMetadataSet)(nil),    // 33: seppcmd.v1.NodeMetadataSet
-	(*NodeMetadataDelete)(nil), // 34: seppcmd.v1.NodeMetadataDelete
-	(*SnapshotMeta)(nil),       // 35: seppcmd.v1.SnapshotMeta
-	(*ScheduleUpsert)(nil),     // 36: seppcmd.v1.ScheduleUpsert
-	(*ScheduleDelete)(nil),     // 37: seppcmd.v1.ScheduleDelete
-	(*SchedulePauseSet)(nil),   // 38: seppcmd.v1.SchedulePauseSet
-	(*ScheduleFire)(nil),       // 39: seppcmd.v1.ScheduleFire
-	(*RedriveSelection)(nil),   // 40: seppcmd.v1.RedriveSelection
-	(*RedriveStart)(nil),       // 41: seppcmd.v1.RedriveStart
-	(*RedriveStep)(nil),        // 42: seppcmd.v1.RedriveStep
-	(*RedriveSetState)(nil),    // 43: seppcmd.v1.RedriveSetState
-	nil,                        // 44: seppcmd.v1.EnqueueParams.CustomEntry
+	(*QueueDefinition)(nil),    // 29: seppcmd.v1.QueueDefinition
+	(*Limits)(nil),             // 30: seppcmd.v1.Limits
+	(*QueueConfig)(nil),        // 31: seppcmd.v1.QueueConfig
+	(*QueueTag)(nil),           // 32: seppcmd.v1.QueueTag
+	(*NodeMetadata)(nil),       // 33: seppcmd.v1.NodeMetadata
+	(*NodeMetadataSet)(nil),    // 34: seppcmd.v1.NodeMetadataSet
+	(*NodeMetadataDelete)(nil), // 35: seppcmd.v1.NodeMetadataDelete
+	(*SnapshotMeta)(nil),       // 36: seppcmd.v1.SnapshotMeta
+	(*ScheduleUpsert)(nil),     // 37: seppcmd.v1.ScheduleUpsert
+	(*ScheduleDelete)(nil),     // 38: seppcmd.v1.ScheduleDelete
+	(*SchedulePauseSet)(nil),   // 39: seppcmd.v1.SchedulePauseSet
+	(*ScheduleFire)(nil),       // 40: seppcmd.v1.ScheduleFire
+	(*RedriveSelection)(nil),   // 41: seppcmd.v1.RedriveSelection
+	(*RedriveStart)(nil),       // 42: seppcmd.v1.RedriveStart
+	(*RedriveStep)(nil),        // 43: seppcmd.v1.RedriveStep
+	(*RedriveSetState)(nil),    // 44: seppcmd.v1.RedriveSetState
+	nil,                        // 45: seppcmd.v1.EnqueueParams.CustomEntry
+	(*v1.QueueSettings)(nil),   // 46: sepp.v1.QueueSettings
 }
 var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	1,  // 0: seppcmd.v1.Entry.commands:type_name -> seppcmd.v1.Command
@@ -4050,22 +4175,22 @@ var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	20, // 14: seppcmd.v1.Command.queue_resume:type_name -> seppcmd.v1.QueueResume
 	21, // 15: seppcmd.v1.Command.tick:type_name -> seppcmd.v1.Tick
 	22, // 16: seppcmd.v1.Command.config_set:type_name -> seppcmd.v1.ConfigSet
-	33, // 17: seppcmd.v1.Command.node_metadata_set:type_name -> seppcmd.v1.NodeMetadataSet
-	34, // 18: seppcmd.v1.Command.node_metadata_delete:type_name -> seppcmd.v1.NodeMetadataDelete
+	34, // 17: seppcmd.v1.Command.node_metadata_set:type_name -> seppcmd.v1.NodeMetadataSet
+	35, // 18: seppcmd.v1.Command.node_metadata_delete:type_name -> seppcmd.v1.NodeMetadataDelete
 	10, // 19: seppcmd.v1.Command.job_ack_batch:type_name -> seppcmd.v1.JobAckBatch
 	23, // 20: seppcmd.v1.Command.queue_create:type_name -> seppcmd.v1.QueueCreate
 	24, // 21: seppcmd.v1.Command.queue_update:type_name -> seppcmd.v1.QueueUpdate
 	25, // 22: seppcmd.v1.Command.queue_delete:type_name -> seppcmd.v1.QueueDelete
 	27, // 23: seppcmd.v1.Command.queue_purge:type_name -> seppcmd.v1.QueuePurge
 	26, // 24: seppcmd.v1.Command.jobs_act:type_name -> seppcmd.v1.JobsAct
-	36, // 25: seppcmd.v1.Command.schedule_upsert:type_name -> seppcmd.v1.ScheduleUpsert
-	37, // 26: seppcmd.v1.Command.schedule_delete:type_name -> seppcmd.v1.ScheduleDelete
-	38, // 27: seppcmd.v1.Command.schedule_pause_set:type_name -> seppcmd.v1.SchedulePauseSet
-	39, // 28: seppcmd.v1.Command.schedule_fire:type_name -> seppcmd.v1.ScheduleFire
-	41, // 29: seppcmd.v1.Command.redrive_start:type_name -> seppcmd.v1.RedriveStart
-	42, // 30: seppcmd.v1.Command.redrive_step:type_name -> seppcmd.v1.RedriveStep
-	43, // 31: seppcmd.v1.Command.redrive_set_state:type_name -> seppcmd.v1.RedriveSetState
-	44, // 32: seppcmd.v1.EnqueueParams.custom:type_name -> seppcmd.v1.EnqueueParams.CustomEntry
+	37, // 25: seppcmd.v1.Command.schedule_upsert:type_name -> seppcmd.v1.ScheduleUpsert
+	38, // 26: seppcmd.v1.Command.schedule_delete:type_name -> seppcmd.v1.ScheduleDelete
+	39, // 27: seppcmd.v1.Command.schedule_pause_set:type_name -> seppcmd.v1.SchedulePauseSet
+	40, // 28: seppcmd.v1.Command.schedule_fire:type_name -> seppcmd.v1.ScheduleFire
+	42, // 29: seppcmd.v1.Command.redrive_start:type_name -> seppcmd.v1.RedriveStart
+	43, // 30: seppcmd.v1.Command.redrive_step:type_name -> seppcmd.v1.RedriveStep
+	44, // 31: seppcmd.v1.Command.redrive_set_state:type_name -> seppcmd.v1.RedriveSetState
+	45, // 32: seppcmd.v1.EnqueueParams.custom:type_name -> seppcmd.v1.EnqueueParams.CustomEntry
 	4,  // 33: seppcmd.v1.EnqueueParams.unique:type_name -> seppcmd.v1.UniqueOptions
 	3,  // 34: seppcmd.v1.EnqueueParams.trace:type_name -> seppcmd.v1.TraceContext
 	2,  // 35: seppcmd.v1.JobEnqueue.params:type_name -> seppcmd.v1.EnqueueParams
@@ -4075,20 +4200,24 @@ var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	8,  // 39: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
 	8,  // 40: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
 	28, // 41: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
-	30, // 42: seppcmd.v1.QueueCreate.config:type_name -> seppcmd.v1.QueueConfig
-	30, // 43: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
-	29, // 44: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
-	30, // 45: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
-	31, // 46: seppcmd.v1.QueueConfig.tags:type_name -> seppcmd.v1.QueueTag
-	32, // 47: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
-	32, // 48: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
-	2,  // 49: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
-	40, // 50: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
-	51, // [51:51] is the sub-list for method output_type
-	51, // [51:51] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	31, // 42: seppcmd.v1.QueueCreate.config:type_name -> seppcmd.v1.QueueConfig
+	46, // 43: seppcmd.v1.QueueCreate.settings:type_name -> sepp.v1.QueueSettings
+	31, // 44: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
+	46, // 45: seppcmd.v1.QueueUpdate.settings:type_name -> sepp.v1.QueueSettings
+	30, // 46: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
+	31, // 47: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
+	29, // 48: seppcmd.v1.EngineConfig.queue_settings:type_name -> seppcmd.v1.QueueDefinition
+	46, // 49: seppcmd.v1.QueueDefinition.settings:type_name -> sepp.v1.QueueSettings
+	32, // 50: seppcmd.v1.QueueConfig.tags:type_name -> seppcmd.v1.QueueTag
+	33, // 51: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
+	33, // 52: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
+	2,  // 53: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
+	41, // 54: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_seppcmd_v1_command_proto_init() }
@@ -4131,14 +4260,14 @@ func file_seppcmd_v1_command_proto_init() {
 	}
 	file_seppcmd_v1_command_proto_msgTypes[2].OneofWrappers = []any{}
 	file_seppcmd_v1_command_proto_msgTypes[24].OneofWrappers = []any{}
-	file_seppcmd_v1_command_proto_msgTypes[30].OneofWrappers = []any{}
+	file_seppcmd_v1_command_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_seppcmd_v1_command_proto_rawDesc), len(file_seppcmd_v1_command_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   45,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -220,6 +220,39 @@ function whole(field: string, v: number | undefined): string | undefined {
   return String(v);
 }
 
+/**
+ * The wire's QueueSettings (QueueSettingsJSON, generated from the proto by
+ * make generate) and this SDK's, field by field. It does not compile when
+ * the proto gains a field that QueueSettings lacks, or loses one: a new
+ * queue setting cannot be left out of the SDK unnoticed. (The SDK's type
+ * stays its own: numbers where the wire has int64 strings, "none" and
+ * "exponential" where it has enum names, a tag record where it has a
+ * wrapper.) queueSettingsToJSON and queueSettingsFromJSON must then map it.
+ */
+export const queueSettingsFields: {
+  [K in keyof Required<QueueSettingsJSON>]: K extends keyof QueueSettings ? true : never;
+} = {
+  defaultPriority: true,
+  defaultMaxAttempts: true,
+  retryDelayMs: true,
+  retryBackoff: true,
+  retryDelayMaxMs: true,
+  maxScheduleHorizonMs: true,
+  maxLength: true,
+  maxMemoryBytes: true,
+  deadLetterQueue: true,
+  maxWaitMs: true,
+  fairnessKey: true,
+  maxReserved: true,
+  rateLimit: true,
+  ratePeriodMs: true,
+  rateBurst: true,
+  concurrencyKey: true,
+  maxPerKey: true,
+  tags: true,
+  completedRetentionMs: true,
+};
+
 export function queueSettingsToJSON(s: QueueSettings = {}): QueueSettingsJSON {
   const m: QueueSettingsJSON = {};
   if (s.defaultPriority !== undefined) m.defaultPriority = s.defaultPriority;
