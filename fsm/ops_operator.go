@@ -1,8 +1,8 @@
 package fsm
 
 import (
-	"slices"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/sepp-io/sepp/apiconv"
