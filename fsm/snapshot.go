@@ -262,49 +262,49 @@ func (s *fileSnapshot) writeTo(w io.Writer) error {
 // writePayloadSection writes the payload section of format 2 from the
 // store's view: each job body in ascending id order, then the id 0.
 func writePayloadSection(out io.Writer, bodies *store.Snapshot) error {
-	var rec [12]byte
-	err := bodies.EachJob(func(id uint64, payload []byte) error {
+	return writeRecordSection(out, "payload", bodies.EachJob, func(id uint64, payload []byte) error {
 		if id == 0 || len(payload) == 0 || len(payload) > math.MaxUint32 {
 			// The engine never stores an empty payload nor uses id 0.
 			return fmt.Errorf("payload store holds job %d with %d bytes", id, len(payload))
 		}
-		binary.BigEndian.PutUint64(rec[:8], id)
-		binary.BigEndian.PutUint32(rec[8:], uint32(len(payload)))
-		if _, err := out.Write(rec[:]); err != nil {
-			return err
-		}
-		_, err := out.Write(payload)
-		return err
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("payload section: %w", err)
-	}
-	var end [8]byte // the id 0 ends the section
-	_, err = out.Write(end[:])
-	return err
 }
 
 // writeCompletedSection writes the completed section of format 3 from the
 // store's view: each completed job's record as the store holds it, in
 // ascending id order, then the id 0.
 func writeCompletedSection(out io.Writer, view *store.Snapshot) error {
-	var rec [12]byte
-	err := view.EachCompleted(func(id uint64, record []byte) error {
+	return writeRecordSection(out, "completed", view.EachCompleted, func(id uint64, record []byte) error {
 		if id == 0 || len(record) > maxCompletedRecordBytes {
 			return fmt.Errorf("store holds completed job %d with a record of %d bytes", id, len(record))
 		}
-		binary.BigEndian.PutUint64(rec[:8], id)
-		binary.BigEndian.PutUint32(rec[8:], uint32(len(record)))
-		if _, err := out.Write(rec[:]); err != nil {
+		return nil
+	})
+}
+
+// writeRecordSection writes one section of id-keyed records as the store
+// view's each walks them: per record its id (8 bytes, big endian), its
+// length (4 bytes) and its bytes, each first passed by check; then the
+// id 0, which ends the section.
+func writeRecordSection(out io.Writer, name string, each func(func(id uint64, rec []byte) error) error, check func(id uint64, rec []byte) error) error {
+	var hdr [12]byte
+	err := each(func(id uint64, rec []byte) error {
+		if err := check(id, rec); err != nil {
 			return err
 		}
-		_, err := out.Write(record)
+		binary.BigEndian.PutUint64(hdr[:8], id)
+		binary.BigEndian.PutUint32(hdr[8:], uint32(len(rec)))
+		if _, err := out.Write(hdr[:]); err != nil {
+			return err
+		}
+		_, err := out.Write(rec)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("completed section: %w", err)
+		return fmt.Errorf("%s section: %w", name, err)
 	}
-	var end [8]byte
+	var end [8]byte // the id 0 ends the section
 	_, err = out.Write(end[:])
 	return err
 }
