@@ -35,6 +35,7 @@ FUZZTIME  ?= 20s
 FUZZMINIMIZE ?= 100x
 BENCHTIME ?= 1s
 BENCHFLAGS ?=
+RAFT_PATCH_COUNT ?= 3
 # make bench-ab: the git revision to compare the working tree with, the
 # rounds of each, and flags for sepp bench.
 OLD         ?= HEAD~1
@@ -142,9 +143,9 @@ raft-fork: raft-fork/patches ## Tests of the patched hashicorp/raft and raft-wal
 		else echo "third_party/hashicorp has uncommitted changes: $(RAFT_FORK_TESTED) left as it was"; fi
 
 .PHONY: raft-fork/patches
-raft-fork/patches: ## The patches' own tests of the raft and raft-wal forks, under -race, three times each (what CI runs while the forks are the tree that last passed make raft-fork).
-	cd third_party/hashicorp/raft && $(GO) test -count=3 -race -run 'TestSepp' .
-	cd third_party/hashicorp/raft-wal && $(GO) test -count=3 -race -run 'TestSepp' .
+raft-fork/patches: ## The patches' own tests of the raft and raft-wal forks, under -race, RAFT_PATCH_COUNT times each (default 3; CI runs them once while the forks are the tree that last passed make raft-fork).
+	cd third_party/hashicorp/raft && $(GO) test -count=$(RAFT_PATCH_COUNT) -race -run 'TestSepp' .
+	cd third_party/hashicorp/raft-wal && $(GO) test -count=$(RAFT_PATCH_COUNT) -race -run 'TestSepp' .
 
 .PHONY: raft-fork/ci
 raft-fork/ci: ## make raft-fork when third_party/hashicorp differs from the tree that last passed it (.ci/raft-fork-tested), else make raft-fork/patches.
