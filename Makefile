@@ -230,18 +230,23 @@ sdk-python-bench: build ## Python SDK throughput (enqueue, Producer, Worker) aga
 	cd sdk/python && PYTHONPATH=src $(PYTHON) bench.py --binary $(CURDIR)/$(BIN)
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; a count such as 20000x avoids Go 1.26's deadline race).
-	$(GO) test -run '^$$' -fuzz '^FuzzRestore$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./engine
-	$(GO) test -run '^$$' -fuzz '^FuzzChunkFIFO$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./engine
+fuzz: fuzz/inputs fuzz/internal ## Run every fuzz target for FUZZTIME each (default 20s; a count such as 20000x avoids Go 1.26's deadline race).
+
+.PHONY: fuzz/inputs fuzz/internal
+fuzz/inputs: ## The fuzz targets of decoders fed from outside the process (log entries and snapshots from peers, the config file, the admin UI's requests, the client's answers, the store's records), FUZZTIME each; CI runs these.
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
 	$(GO) test -run '^$$' -fuzz '^FuzzRestoreSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
-	$(GO) test -run '^$$' -fuzz '^FuzzCheckEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntryFast$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
-	$(GO) test -run '^$$' -fuzz '^FuzzEncodeEnqueueEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzHandlers$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./rpc/adminui
 	cd client && $(GO) test -run '^$$' -fuzz '^FuzzDecodeReserveResponse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) .
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecords$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./store
+
+fuzz/internal: ## The fuzz targets of the engine's own structures and encoders, FUZZTIME each.
+	$(GO) test -run '^$$' -fuzz '^FuzzRestore$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./engine
+	$(GO) test -run '^$$' -fuzz '^FuzzChunkFIFO$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./engine
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntryFast$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
+	$(GO) test -run '^$$' -fuzz '^FuzzEncodeEnqueueEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzFind$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./cgroupmem
 
 .PHONY: bench
