@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -103,6 +105,10 @@ func TestRollingUpgradeUnderLoad(t *testing.T) {
 	}
 }
 
+// commandVersionMet finds the command version a refused entry carries in
+// the previous release's refusal ("command 0 has version 21, ...").
+var commandVersionMet = regexp.MustCompile(`has version (\d+)`)
+
 // buildReleaseBinary builds cmd/sepp of commit from this repository's
 // history into a temporary folder. It skips t (fails in CI) when the
 // history does not hold the commit (a shallow clone).
@@ -169,10 +175,13 @@ func refuseDowngrade(ctx context.Context, t *testing.T, c localCluster, insp *cl
 		return "", err
 	}
 	why := lastLogError(c.Nodes[f].Dir)
-	// The first newer entry it meets: the queue's (13) or, as the
-	// workload's reserves now carry their retry window, one of version 14.
-	if !strings.Contains(why, "has version 1") || !strings.Contains(why, "this binary applies 1..12") {
+	// The first newer entry it meets, whichever comes first in the log: a
+	// queue create (13, or 21 once every member writes queue settings in
+	// the public form) or a workload reserve carrying its retry window (14).
+	if m := commandVersionMet.FindStringSubmatch(why); m == nil || !strings.Contains(why, "this binary applies 1..12") {
 		return why, fmt.Errorf("%s's refusal does not name the command version it met: %q", c.Nodes[f].ID, why)
+	} else if v, _ := strconv.Atoi(m[1]); v <= 12 {
+		return why, fmt.Errorf("%s's refusal names version %d, which the previous release applies: %q", c.Nodes[f].ID, v, why)
 	}
 	setBin(f, seppBinary)
 	if err := c.StartNode(f); err != nil {
