@@ -310,12 +310,16 @@ func (n *Node) setConfig(ctx context.Context) bool {
 	// Likewise payloads charged to the disk count instead of the memory
 	// budget (fsm.CommandVersionPayloadsOffHeap), when the config asks.
 	payloadsOff := n.cfg.PayloadsOffHeap && n.membersApply(fsm.CommandVersionPayloadsOffHeap)
+	// And plain waiting jobs charged as the compact entries they are held
+	// as (fsm.CommandVersionCompactCharge): always, once every member can.
+	compactCharge := n.membersApply(fsm.CommandVersionCompactCharge)
 	var running engine.Config
 	var pending, declared bool
 	_ = n.fsm.Read(func(e *engine.Engine) error {
 		running = e.Config()
 		pending = e.DeclaredPending(want) || (recordFields && !e.RecordFields()) || (keepPriority && !e.ForwardKeepsPriority()) ||
-			(declaredLimits && !e.DeclaredReserveLimits()) || (payloadsOff && !e.PayloadsOffHeap())
+			(declaredLimits && !e.DeclaredReserveLimits()) || (payloadsOff && !e.PayloadsOffHeap()) ||
+			(compactCharge && !e.CompactCharge())
 		declared = len(e.Declarations()) > 0
 		return nil
 	})
@@ -337,6 +341,9 @@ func (n *Node) setConfig(ctx context.Context) bool {
 		}
 		if payloadsOff {
 			cmd = fsm.PayloadsOffHeapConfigCommand(cmd)
+		}
+		if compactCharge {
+			cmd = fsm.CompactChargeConfigCommand(cmd)
 		}
 		// Last: the wrappers above stamp their own versions.
 		cmd = fsm.TaggedConfigCommand(cmd)

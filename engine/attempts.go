@@ -139,7 +139,7 @@ func (e *Engine) convertLegacyOrigin(j *job) {
 	if !ok {
 		return
 	}
-	before := jobCharge(j)
+	before := e.jobCharge(j)
 	for _, k := range legacyOriginKeys {
 		delete(x.custom, k)
 	}
@@ -148,7 +148,7 @@ func (e *Engine) convertLegacyOrigin(j *job) {
 	}
 	o.failedAt = j.enqueuedAt // the forwarded copy was enqueued when the original died
 	x.origin = o
-	e.charge(j.q, jobCharge(j)-before)
+	e.charge(j.q, e.jobCharge(j)-before)
 }
 
 var legacyOriginKeys = [...]string{FieldOriginQueue, FieldOriginJobID, FieldCause, FieldLastReason, FieldFinalAttempt}

@@ -91,7 +91,9 @@ func (e *Engine) kill(j *job, cause Cause) {
 		q.dropped++
 		return
 	}
+	before := e.jobCharge(j) // a plain waiting job was charged compact
 	j.state = StateDead
+	e.charge(q, e.jobCharge(j)-before)
 	r := &deadRecord{
 		j:            j,
 		cause:        cause,
@@ -205,9 +207,9 @@ func (e *Engine) forward(j *job, cause Cause) {
 	if e.recordFields {
 		// Custom keys as they arrived; the origin in the copy's own fields.
 		fj := e.addJob(dq, j.jobType(), e.payloadOf(j), prio, maxAttempts, custom, 0)
-		before := jobCharge(fj)
+		before := e.jobCharge(fj)
 		fj.extension().origin = &jobOrigin{queue: j.q.name, jobID: j.id, cause: cause, failedAt: e.now, lastReason: lastReason, finalAttempt: j.attempt}
-		e.charge(dq, jobCharge(fj)-before)
+		e.charge(dq, e.jobCharge(fj)-before)
 		e.setTrace(fj, traceOf(j))
 		return
 	}
@@ -342,9 +344,11 @@ func (e *Engine) RequeueDeadLetters(now time.Time, ids []JobID) []ItemResult {
 		}
 		e.unlinkDead(r)
 		q.deadRequeued++
+		before := e.jobCharge(j)
 		j.attempt = 0
 		e.jobs.set(j)
 		e.makeReady(j)
+		e.charge(q, e.jobCharge(j)-before) // a plain job is charged compact again
 	}
 	return out
 }
@@ -392,9 +396,9 @@ func (e *Engine) DeadLetterJobs(now time.Time, ids []JobID, reason string) []Ite
 		}
 		e.detach(j)
 		if reason != "" {
-			before := jobCharge(j)
+			before := e.jobCharge(j)
 			j.extension().lastReason = reason
-			e.charge(j.q, jobCharge(j)-before)
+			e.charge(j.q, e.jobCharge(j)-before)
 		}
 		e.kill(j, CauseAdmin)
 	}

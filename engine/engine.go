@@ -123,6 +123,12 @@ type Engine struct {
 	// of command version 16, which the leader proposes only once every
 	// member applies it, so that every replica charges alike.
 	payloadsOffHeap bool
+	// compactCharge: a plain waiting job is charged as the compact entry
+	// it is held as (compactJobOverhead, memory.go), not as a full job.
+	// Set by a ConfigSet of command version 22, which the leader proposes
+	// only once every member applies it, so that every replica charges
+	// alike and refuses the same enqueues near a budget.
+	compactCharge bool
 	// diskHeld is the payload bytes of the live jobs and retained records:
 	// what the disk budget counts once payloadsOffHeap is on.
 	diskHeld int64

@@ -167,6 +167,9 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 		customBytes = customCharge(p.Custom)
 	}
 	need := enqueueCharge(p, &sk, customBytes, due != 0 || deadline != 0 || q.set.maxWait != 0, e.payloadsOffHeap)
+	if e.compactCharge && customBytes == 0 && due == 0 && deadline == 0 && q.set.maxWait == 0 && uniqueKey == "" && p.Trace == nil {
+		need -= jobOverhead + int64(len(p.JobType)) - compactJobOverhead // a plain waiting job
+	}
 	if uniqueKey != "" {
 		need += uniqueCharge(uniqueKey)
 		if customBytes == 0 && due == 0 {
@@ -216,12 +219,12 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	}
 	e.setTrace(j, p.Trace)
 	if uniqueKey != "" {
-		before := jobCharge(j)
+		before := e.jobCharge(j)
 		if p.Unique.Key != "" {
 			uniqueKey = strings.Clone(uniqueKey)
 		}
 		e.claimUnique(j, uniqueKey, p.Unique)
-		e.charge(q, jobCharge(j)-before)
+		e.charge(q, e.jobCharge(j)-before)
 	}
 	if key != "" {
 		ent := newStoredIdemEntry(q, &sk, j.id, now)

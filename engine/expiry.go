@@ -93,7 +93,7 @@ func (e *Engine) setDeadline(j *job, at int64) {
 		return
 	}
 	e.expiryUsed = true
-	before := jobCharge(j)
+	before := e.jobCharge(j)
 	x := j.extension()
 	x.expiresAt = at
 	if x.expPos != 0 {
@@ -101,7 +101,7 @@ func (e *Engine) setDeadline(j *job, at int64) {
 	} else if j.state == StateReady || j.state == StateScheduled {
 		e.watchDeadline(j)
 	}
-	e.charge(j.q, jobCharge(j)-before)
+	e.charge(j.q, e.jobCharge(j)-before)
 }
 
 // dropDeadline clears a detached job's deadline (it dies).
@@ -110,9 +110,9 @@ func (e *Engine) dropDeadline(j *job) {
 		return
 	}
 	e.unwatchDeadline(j)
-	before := jobCharge(j)
+	before := e.jobCharge(j)
 	j.ext.expiresAt = 0
-	e.charge(j.q, jobCharge(j)-before)
+	e.charge(j.q, e.jobCharge(j)-before)
 }
 
 // queueDeadline is the deadline q's max_wait gives a job added now that

@@ -112,7 +112,7 @@ func (e *Engine) actOnJob(p JobActionParams, id JobID) error {
 			return &ScheduledTooFarError{Queue: j.q.name, Horizon: time.Duration(j.q.set.horizon), Requested: p.RunAt, Latest: fromNanos(latest)}
 		}
 		e.detach(j)
-		before := jobCharge(j)
+		before := e.jobCharge(j)
 		if at > e.now {
 			j.extension().scheduledAt = at
 			e.makeScheduled(j, at, false)
@@ -122,7 +122,7 @@ func (e *Engine) actOnJob(p JobActionParams, id JobID) error {
 			}
 			e.makeReady(j)
 		}
-		e.charge(j.q, jobCharge(j)-before)
+		e.charge(j.q, e.jobCharge(j)-before)
 	case JobActionPriority:
 		prio := uint8(p.Priority)
 		if j.state != StateReady {
@@ -161,10 +161,10 @@ func (e *Engine) cancelJob(j *job, p JobActionParams) error {
 		j.q.purged++
 		return nil
 	}
-	before := jobCharge(j)
+	before := e.jobCharge(j)
 	e.recordAttempt(j, rec, outcomeCancelled, reason)
 	j.extension().lastReason = reason
-	e.charge(j.q, jobCharge(j)-before)
+	e.charge(j.q, e.jobCharge(j)-before)
 	e.cancelUsed = true
 	e.kill(j, CauseCancelled)
 	return nil

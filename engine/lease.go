@@ -110,9 +110,13 @@ func (e *Engine) deliver(j *job, deadline int64, worker string) {
 	if j.ext != nil && j.ext.expPos != 0 {
 		e.unwatchDeadline(j) // a reserved job is never expired
 	}
+	wasPlain := e.compactCharge && plainWaiting(j)
 	j.attempt++
 	j.state = StateReserved
 	j.due = deadline
+	if wasPlain { // charged as a compact entry until now
+		e.charge(j.q, e.jobCharge(j)-compactJobOverhead)
+	}
 	j.q.act.Reserved++
 	if j.attempt == 1 {
 		j.q.act.observeWait(time.Duration(e.now - j.enqueuedAt))
@@ -178,7 +182,11 @@ func (e *Engine) recoverReservation(r *reservation, deadline int64, worker strin
 			j.attempt == uint32(tok&^expiredSlot) && j.attempt > 0 &&
 			!j.q.paused && j.q.keys == nil && !j.q.set.limits.set():
 			e.detach(j)
+			before := e.jobCharge(j)
 			j.attempt-- // the lapsed delivery never reached a worker
+			// Without attempt history the job may look plain now; deliver
+			// charges from what it looks like.
+			e.charge(j.q, e.jobCharge(j)-before)
 			e.deliver(j, deadline, worker)
 			r.tokens[i] = e.leaseOf(j)
 			e.resByLease[r.tokens[i]] = r
@@ -380,10 +388,10 @@ func (e *Engine) Nack(now time.Time, p NackParams) (NackResult, error) {
 		rec.directive = uint8(p.Directive) + 1
 	}
 	e.detach(j)
-	before := jobCharge(j)
+	before := e.jobCharge(j)
 	e.recordAttempt(j, rec, outcomeNack, reason)
 	j.extension().lastReason = reason
-	e.charge(j.q, jobCharge(j)-before)
+	e.charge(j.q, e.jobCharge(j)-before)
 	if cause != CauseUnknown {
 		e.kill(j, cause)
 		return NackResult{DeadLettered: true}, nil
@@ -416,11 +424,12 @@ func (e *Engine) Release(now time.Time, ref LeaseRef) error {
 	j.q.act.Released++
 	rec := e.attemptOf(j)
 	e.detach(j)
-	before := jobCharge(j)
+	before := e.jobCharge(j)
 	e.recordAttempt(j, rec, outcomeReleased, "")
-	e.charge(j.q, jobCharge(j)-before)
 	j.attempt--
 	e.makeReady(j)
+	// Without attempt history a released first delivery is plain again.
+	e.charge(j.q, e.jobCharge(j)-before)
 	return nil
 }
 

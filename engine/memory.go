@@ -55,10 +55,10 @@ import "fmt"
 // of heap per job on amd64 with Go 1.26 (the struct, its ring slot, its
 // job-index slot, and the slack of pages and ring), counted 147 with
 // jobOverhead 144 (1.27x). A job is now a 64-byte struct, and a fresh plain
-// waiting one a 24-byte compact entry (compact.go, ~25 bytes of heap): the
-// charge over-counts them until it changes at one entry on every member
-// (store/DESIGN.md, step 2b; changing it here alone would split replicas
-// of two binaries near a budget);
+// waiting one a 24-byte compact entry (compact.go, 24.5 bytes of heap per
+// job at 1M and 10M jobs): once the cluster charges so (compactCharge,
+// command version 22, every member at once) such a job is charged
+// compactJobOverhead (1.3x); before, a full job's charge;
 // 50,000 jobs of 1 KiB with a client's 32-hex-digit key take 1217 bytes
 // per job, counted 1251 (1.03x). A 1 KiB payload occupies exactly its 1024-byte
 // size class. The other overheads are the sizes of the structs and map or
@@ -66,7 +66,14 @@ import "fmt"
 // log, gRPC buffers, the garbage between collections — is what the server's
 // default budget leaves room for (cmd/sepp: a share of the memory limit).
 const (
-	jobOverhead         = 144
+	jobOverhead = 144
+	// compactJobOverhead is a plain waiting job once the cluster charges
+	// it as what it is (compactCharge, store/DESIGN.md step 2b): a
+	// 24-byte readyEntry in its level's compact ring, measured at 24.5
+	// bytes of heap per job at 1M and 10M jobs (TestHeapPerWaitingJob),
+	// rounded up to the ring's chunk slack. Its type is an index into the
+	// queue's interned types: no type bytes are charged.
+	compactJobOverhead  = 32
 	extOverhead         = 64  // jobExt, in the 64-byte size class
 	customFieldOverhead = 48  // two string headers in a map slot, with the map's slack
 	attemptOverhead     = 56  // an attemptRecord in its slice, with slack
@@ -124,7 +131,7 @@ func customCharge(custom map[string]string) int64 {
 // jobHeld is the charge of j's content, its payload included until
 // payloads are kept off the heap (payloads.go).
 func (e *Engine) jobHeld(j *job) int64 {
-	n := jobCharge(j)
+	n := e.jobCharge(j)
 	if !e.payloadsOffHeap {
 		n += int64(j.payloadLen)
 	}
@@ -134,9 +141,12 @@ func (e *Engine) jobHeld(j *job) int64 {
 // jobCharge is the charge of j's content but its payload: an operation
 // that changes the content but not the payload charges the difference of
 // two jobCharge, the same wherever the payload lives.
-func jobCharge(j *job) int64 {
+func (e *Engine) jobCharge(j *job) int64 {
+	if e.compactCharge && plainWaiting(j) {
+		return compactJobOverhead
+	}
 	n := int64(jobOverhead) + int64(len(j.jobType()))
-	if x := j.ext; x != nil && (x.scheduledAt != 0 || x.lastReason != "" || len(x.custom) > 0 || len(x.history) > 0 || x.uniqueKey != "" || x.origin != nil || x.expiresAt != 0 || x.trace != nil) {
+	if x := j.ext; extCharged(x) {
 		n += extOverhead + customCharge(x.custom) + int64(len(x.lastReason)) + int64(len(x.uniqueKey))
 		for i := range x.history {
 			n += attemptCharge(&x.history[i])
@@ -145,6 +155,28 @@ func jobCharge(j *job) int64 {
 		n += traceCharge(x.trace)
 	}
 	return n
+}
+
+// extCharged reports whether x holds anything charged: an extension that
+// holds only a job type (typeInExt) or nothing is not.
+func extCharged(x *jobExt) bool {
+	return x != nil && (x.scheduledAt != 0 || x.lastReason != "" || len(x.custom) > 0 || len(x.history) > 0 || x.uniqueKey != "" || x.origin != nil || x.expiresAt != 0 || x.trace != nil)
+}
+
+// plainWaiting reports whether j is charged as a compact entry once the
+// cluster charges so (compactCharge): Ready, never delivered, with nothing
+// charged in its extension. It is what compactable asks of the content
+// alone, without the form's conditions (the ring position, a fairness
+// level, an interned type: which types a queue interns depends on the
+// order it met them, which a restore changes), so the charge is a function
+// of the state: a restored replica holds more jobs compact than one that
+// never restarted, and both count the same. A plain job held as a *job
+// (on a fair level, or of a type its queue does not intern) is charged as
+// a compact one all the same: the budget under-counts it by a job struct.
+// (A parked job has a concurrency key, a custom field: it is not plain.)
+func plainWaiting(j *job) bool {
+	return j.state == StateReady && j.attempt == 0 && !extCharged(j.ext) &&
+		j.maxAttempts <= 1<<16-1
 }
 
 func attemptCharge(h *attemptRecord) int64 {

@@ -382,8 +382,21 @@ func TestModel_RandomOperations(t *testing.T) {
 			// The twin holds every job as a *job, the engine fresh plain
 			// ones compact (compact.go): the forms must agree op by op.
 			engine.HoldEveryJobFull(r.twin)
+			// Plain waiting jobs charged as compact entries (memory.go),
+			// from the start, from a point in the run (the recount at
+			// enabling) or never: both engines charge by the content,
+			// whatever form they hold a job in, and CheckInvariants
+			// recomputes every charge at each step.
+			enableAt := map[int64]int{1: 0, 2: steps / 4, 20260101: steps / 2}
 			for i := 0; i < steps; i++ {
+				if at, ok := enableAt[seed]; ok && i == at {
+					r.e.EnableCompactCharge(r.m.now)
+					r.twin.EnableCompactCharge(r.m.now)
+				}
 				r.step(i)
+			}
+			if _, ok := enableAt[seed]; ok != r.e.CompactCharge() {
+				t.Fatalf("compact charge %v after the run, want %v", r.e.CompactCharge(), ok)
 			}
 			if r.e.Digest() != r.twin.Digest() {
 				t.Fatal("two engines fed the same operations differ")

@@ -325,9 +325,11 @@ func (e *Engine) redriveOne(t *redriveTask, r *deadRecord) error {
 		}
 		e.unlinkDead(r)
 		q.deadRequeued++
+		before := e.jobCharge(j)
 		j.attempt = 0
 		e.jobs.set(j)
 		e.makeReady(j)
+		e.charge(q, e.jobCharge(j)-before) // a plain job is charged compact again
 		return nil
 	}
 	tq := j.q

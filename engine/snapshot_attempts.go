@@ -22,7 +22,7 @@ func attemptDetail(j *job) bool {
 }
 
 // encodeAttemptsSection writes the flags (bit 0: recordFields, bit 1:
-// payloadsOffHeap), the
+// payloadsOffHeap, bit 2: compactCharge), the
 // delivery starts by job id, then, by job id, every live job and retained
 // record with detail: its history's detail, entry by entry, and its origin.
 func (e *Engine) encodeAttemptsSection(c *encoder) {
@@ -32,6 +32,9 @@ func (e *Engine) encodeAttemptsSection(c *encoder) {
 	}
 	if e.payloadsOffHeap {
 		flags |= 2
+	}
+	if e.compactCharge {
+		flags |= 4
 	}
 	c.uvarint(flags)
 	ids := make([]JobID, 0, len(e.started))
@@ -92,13 +95,14 @@ func (d *decoder) decodeAttemptsSection(e *Engine) error {
 	switch {
 	case d.err != nil:
 		return d.err
-	case flags&^3 != 0 || d.version < snapshotVersionPayloadsOff && flags&2 != 0:
+	case flags&^7 != 0 || d.version < snapshotVersionPayloadsOff && flags&2 != 0 || d.version < snapshotVersionCompactCharge && flags&4 != 0:
 		return fmt.Errorf("attempts section: unknown flags %#x", flags)
 	case d.version < snapshotVersionPayloadsOff && flags&1 == 0:
 		return errors.New("attempts section: layout 11 written without recordFields")
 	}
 	e.recordFields = flags&1 != 0
 	e.payloadsOffHeap = flags&2 != 0
+	e.compactCharge = flags&4 != 0
 	n := d.count(1 << 40)
 	var last JobID
 	for i := 0; i < n && d.err == nil; i++ {

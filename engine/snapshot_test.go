@@ -244,6 +244,8 @@ func TestFuzzSeedCorpus(t *testing.T) {
 		"tags-engine": snapshotBytes(t, taggedEngine(t)),
 		// Layout version 15: completed jobs and their records.
 		"completed-engine": snapshotBytes(t, completedSeedEngine(t)),
+		// Layout version 16: plain waiting jobs charged as compact entries.
+		"compact-charge-engine": snapshotBytes(t, compactChargeSeedEngine(t)),
 		// Layout version 6: periodic schedules, one fired, one paused.
 		"scheduled-engine": snapshotBytes(t, scheduledEngine(t)),
 		// The golden snapshots of layouts 4, 5, 7, 8 and 9 (3 and 6 are
@@ -399,6 +401,7 @@ func TestGoldenSnapshotLayouts(t *testing.T) {
 		{"payloads-off-engine", 12, func(t *testing.T) *engine.Engine { t.Helper(); return payloadsOffEngine(t) }, true},
 		{"trace-engine", 13, func(t *testing.T) *engine.Engine { t.Helper(); return traceEngine(t) }, true},
 		{"tags-engine", 14, func(t *testing.T) *engine.Engine { t.Helper(); return taggedEngine(t) }, true},
+		{"compact-charge-engine", 16, func(t *testing.T) *engine.Engine { t.Helper(); return compactChargeSeedEngine(t) }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -33,9 +33,9 @@ func (e *Engine) advance(now time.Time) TickResult {
 		j.q.act.LeaseExpired++
 		rec := e.attemptOf(j)
 		e.detach(j)
-		before := jobCharge(j)
+		before := e.jobCharge(j)
 		e.recordAttempt(j, rec, outcomeLeaseExpired, "")
-		e.charge(j.q, jobCharge(j)-before)
+		e.charge(j.q, e.jobCharge(j)-before)
 		if j.attempt >= j.maxAttempts {
 			e.kill(j, CauseLeaseExpired)
 			res.DeadLettered++

@@ -116,10 +116,10 @@ func (e *Engine) setTrace(j *job, t *TraceContext) {
 	if t == nil {
 		return
 	}
-	before := jobCharge(j)
+	before := e.jobCharge(j)
 	j.extension().trace = cloneTrace(t)
 	e.traceUsed = true
-	e.charge(j.q, jobCharge(j)-before)
+	e.charge(j.q, e.jobCharge(j)-before)
 }
 
 // traceOf is j's trace context, nil when it has none. The engine never

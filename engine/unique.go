@@ -247,10 +247,10 @@ func (e *Engine) uniqueKilled(j *job, retained bool) {
 	if j.ext == nil || j.ext.uniqueKey == "" || (retained && j.ext.uniqueDead) {
 		return
 	}
-	before := jobCharge(j)
+	before := e.jobCharge(j)
 	e.releaseUnique(e.unique[uniqueRef{j.q, j.ext.uniqueKey}])
 	j.ext.uniqueKey, j.ext.uniqueDead, j.ext.uniqueDoneFor = "", false, 0
-	e.charge(j.q, jobCharge(j)-before)
+	e.charge(j.q, e.jobCharge(j)-before)
 }
 
 // uniqueDropped releases the key of a record removed for good.

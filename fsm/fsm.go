@@ -477,6 +477,9 @@ func (f *FSM) applyConfigSet(now time.Time, version uint32, c *cmdpb.ConfigSet) 
 	if err == nil && c.GetPayloadsOffHeap() {
 		f.eng.EnablePayloadsOffHeap(now) // payloads.go
 	}
+	if err == nil && c.GetCompactCharge() {
+		f.eng.EnableCompactCharge(now) // compact_charge.go
+	}
 	return Result{Err: err}
 }
 

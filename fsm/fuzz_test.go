@@ -96,6 +96,12 @@ func seedEntries(t testing.TB) map[string][]byte {
 		// reserve limit, an empty dead_letter_queue and tag set, a key in
 		// inherit), and a pause.
 		"public_queue_settings": publicQueueSettingsSeed(t),
+		// Plain waiting jobs charged as compact entries (22): jobs
+		// enqueued before and after the switch, one reserved.
+		"compact_charge": {EnqueueCommand(engine.EnqueueParams{Queue: "c", JobType: "t", Payload: []byte("p")}),
+			CompactChargeConfigCommand(DeclaredConfigCommand(engine.Config{Limits: seedLimits()})),
+			EnqueueCommand(engine.EnqueueParams{Queue: "c", JobType: "t", Payload: []byte("q")}),
+			ReserveCommand(engine.ReserveParams{Queue: "c", WorkerID: "w", N: 1, Lease: time.Minute})},
 		// Cancelling a reserved job (9).
 		"cancel": {JobsActCommand(engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{1}, Reason: "stuck"})},
 		// Unique jobs (8).

@@ -218,7 +218,7 @@ func PublicQueueSettingsConfigCommand(cmd *cmdpb.Command, cfg engine.Config) *cm
 }
 
 // configOf is the engine config a ConfigSet of command version version
-// holds: its queues in the log's own form, or from version 22 in the
+// holds: its queues in the log's own form, or from version 21 in the
 // public form too, converted as the API converts them. An error (a
 // definition the API would refuse, which only a faulty leader writes) is
 // the same on every replica.

@@ -56,6 +56,9 @@ const (
 	// CommandVersionPublicQueueSettings = 21: QueueCreate and QueueUpdate
 	// hold the public QueueSettings instead of the log's mirror of them.
 	CommandVersionPublicQueueSettings = 21
+	// CommandVersionCompactCharge = 22: plain waiting jobs charged to the
+	// memory budget as the compact entries they are held as.
+	CommandVersionCompactCharge = 22
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -125,6 +128,8 @@ var commandVersions = [...]commandVersionRow{
 		"completed jobs kept per queue (engine/completed.go): a JobAck carrying a result, and a QueueCreate, QueueUpdate or ConfigSet that sets or inherits a queue's completed_retention: an older binary would drop the result and the setting, keep no completed job, and its state, store and answers would differ from the others'; the binary also restores snapshot format 3, whose completed records follow the payloads (snapshot.go), which a node writes only once every member applies this version"},
 	{CommandVersionPublicQueueSettings, "public_queue_settings", nil,
 		"a QueueCreate or QueueUpdate that holds the public API's QueueSettings (name, settings) in place of the log's QueueConfig, and a declarative ConfigSet whose queues are QueueDefinitions holding them (ops_operator.go), converted by apiconv as the API's validation converts them: an older binary would read the queues' settings as empty; until every member applies it the leader writes the older form (cluster)"},
+	{CommandVersionCompactCharge, "compact_charge", nil,
+		"a ConfigSet that sets compact_charge (fsm/compact_charge.go, engine/memory.go): a plain waiting job is charged to the memory budget as its 24-byte compact entry, not as a full job; an older binary would keep charging it in full and refuse the enqueues the others accept near a budget"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -196,6 +201,8 @@ var (
 	FeatureResults = mustFeature(CommandVersionResults)
 	// FeaturePublicQueueSettings: queue settings in the public form.
 	FeaturePublicQueueSettings = mustFeature(CommandVersionPublicQueueSettings)
+	// FeatureCompactCharge: plain waiting jobs charged as compact entries.
+	FeatureCompactCharge = mustFeature(CommandVersionCompactCharge)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

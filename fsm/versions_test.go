@@ -209,6 +209,8 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"PublicQueueSettingsConfig", PublicQueueSettingsConfigCommand(DeclaredConfigCommand(queueCfg(func(*engine.QueueConfig) {})), queueCfg(func(*engine.QueueConfig) {})), CommandVersionPublicQueueSettings},
 		{"PublicQueueSettingsConfigNoQueues", PublicQueueSettingsConfigCommand(DeclaredConfigCommand(plainCfg), plainCfg), CommandVersionQueues},
 		{"PublicUpdateQueue", PublicUpdateQueueCommand(engine.QueueUpdate{Name: "q"}), CommandVersionPublicQueueSettings},
+		{"CompactCharge", CompactChargeConfigCommand(DeclaredConfigCommand(plainCfg)), CommandVersionCompactCharge},
+		{"CompactChargeOverPublicSettings", CompactChargeConfigCommand(PublicQueueSettingsConfigCommand(TaggedConfigCommand(PayloadsOffHeapConfigCommand(DeclaredConfigCommand(queueCfg(func(*engine.QueueConfig) {})))), queueCfg(func(*engine.QueueConfig) {}))), CommandVersionCompactCharge},
 		{"DeclaredReserveLimitsOverEdges", DeclaredReserveLimitsConfigCommand(ForwardKeepsPriorityConfigCommand(RecordFieldsConfigCommand(plainCfg))), CommandVersionQueueReserveLimits},
 	}
 	stamped := map[uint32]bool{}

@@ -1844,8 +1844,14 @@ type ConfigSet struct {
 	// charged to the disk count instead of the memory budget; every job held
 	// is recharged at once (engine.EnablePayloadsOffHeap). Never turned off.
 	PayloadsOffHeap bool `protobuf:"varint,180,opt,name=payloads_off_heap,json=payloadsOffHeap,proto3" json:"payloads_off_heap,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// compact_charge (command version 22): once applied, a plain waiting job
+	// (Ready, never delivered, nothing in its extension) is charged to the
+	// memory budget as the compact entry it is held as, not as a full job;
+	// every count is recomputed at once (engine.EnableCompactCharge). Never
+	// turned off.
+	CompactCharge bool `protobuf:"varint,190,opt,name=compact_charge,json=compactCharge,proto3" json:"compact_charge,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConfigSet) Reset() {
@@ -1916,6 +1922,13 @@ func (x *ConfigSet) GetDeclaredReserveLimits() bool {
 func (x *ConfigSet) GetPayloadsOffHeap() bool {
 	if x != nil {
 		return x.PayloadsOffHeap
+	}
+	return false
+}
+
+func (x *ConfigSet) GetCompactCharge() bool {
+	if x != nil {
+		return x.CompactCharge
 	}
 	return false
 }
@@ -3922,14 +3935,15 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"#\n" +
 	"\vQueueResume\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x06\n" +
-	"\x04Tick\"\xa2\x02\n" +
+	"\x04Tick\"\xca\x02\n" +
 	"\tConfigSet\x120\n" +
 	"\x06config\x18\x01 \x01(\v2\x18.seppcmd.v1.EngineConfigR\x06config\x12 \n" +
 	"\vdeclarative\x18( \x01(\bR\vdeclarative\x12$\n" +
 	"\rrecord_fields\x18\x96\x01 \x01(\bR\frecordFields\x125\n" +
 	"\x16forward_keeps_priority\x18\xaa\x01 \x01(\bR\x14forwardKeepsPriority\x127\n" +
 	"\x17declared_reserve_limits\x18\xab\x01 \x01(\bR\x15declaredReserveLimits\x12+\n" +
-	"\x11payloads_off_heap\x18\xb4\x01 \x01(\bR\x0fpayloadsOffHeap\"\x9e\x01\n" +
+	"\x11payloads_off_heap\x18\xb4\x01 \x01(\bR\x0fpayloadsOffHeap\x12&\n" +
+	"\x0ecompact_charge\x18\xbe\x01 \x01(\bR\rcompactCharge\"\x9e\x01\n" +
 	"\vQueueCreate\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.seppcmd.v1.QueueConfigR\x06config\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x12\n" +
