@@ -223,7 +223,14 @@ async def test_handler_result_completes_the_job(client: SeppClient) -> None:
     async def plain(d: Delivery) -> None:
         pass
 
-    w = Worker(client, wait=timedelta(milliseconds=200), on_error=errors.append)
+    wrapped: list[int] = []
+
+    async def around(d: Delivery, run: Callable[[], Awaitable[None]]) -> None:
+        # A tracing hook's shape: the result still reaches the ack.
+        wrapped.append(d.job.id)
+        await run()
+
+    w = Worker(client, wait=timedelta(milliseconds=200), on_error=errors.append, around_handler=around)
     w.handle(queue, "resize", resize)
     w.handle(queue, "plain", plain)
     res = await client.enqueue(EnqueueRequest(queue, "resize"))
@@ -236,6 +243,7 @@ async def test_handler_result_completes_the_job(client: SeppClient) -> None:
     job = await client.get_job(res.job_id)
     assert (job.state, job.result, job.attempt, job.worker_id) == (JobState.COMPLETED, b'{"width":320}', 1, w.id)
     assert (plain_out.state, plain_out.result) == (JobState.COMPLETED, b"")
+    assert sorted(wrapped) == sorted([res.job_id, other.job_id])
     assert errors == []
 
 
