@@ -435,8 +435,9 @@ async fn run_one(shared: &Arc<Shared>, d: Delivery, mut aborting: watch::Receive
         _ = wait_true(&mut aborting) => Outcome::Aborted,
     };
     heartbeat.abort();
+    let result = take_result(&slot);
     let answered = match outcome {
-        Outcome::Done(Ok(())) => match slot.lock().ok().and_then(|mut s| s.take()) {
+        Outcome::Done(Ok(())) => match result {
             Some(result) if !result.is_empty() => ack_with_result(shared, &ctx, result).await,
             _ => shared.client.ack(&ctx).await,
         },
@@ -446,6 +447,15 @@ async fn run_one(shared: &Arc<Shared>, d: Delivery, mut aborting: watch::Receive
     };
     if let Err(e) = answered {
         shared.report(&e);
+    }
+}
+
+/// The result a handler's run left, if any (the guard dropped here, not
+/// held across the ack's await).
+fn take_result(slot: &ResultSlot) -> Option<Vec<u8>> {
+    match slot.lock() {
+        Ok(mut s) => s.take(),
+        Err(_) => None,
     }
 }
 
