@@ -7,10 +7,12 @@ import asyncio
 import secrets
 from datetime import timedelta
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Optional
 
-from sepp import (DeadLetterCause, Delivery, EnqueueRequest, JobCancelled, JobState, LeaseLost, Permanent, Retry,
-                  RetryAfter, SeppClient, Worker)
+import pytest
+
+from sepp import (DeadLetterCause, Delivery, EnqueueRequest, InvalidField, JobCancelled, JobState, LeaseLost, NotFound,
+                  Permanent, QueueSettings, Retry, RetryAfter, SeppClient, Worker, WrongState)
 
 from cluster import Cluster
 
@@ -206,3 +208,92 @@ async def test_operator_cancel_is_not_a_lost_lease(client: SeppClient, cluster: 
 
 async def _true(v: bool) -> bool:
     return v
+
+
+async def test_handler_result_completes_the_job(client: SeppClient) -> None:
+    # A queue that keeps completed jobs: the handler's bytes are the job's
+    # result, read back by wait_job and get_job.
+    queue = q()
+    await client.create_queue(queue, QueueSettings(completed_retention=timedelta(minutes=5)))
+    errors: list[BaseException] = []
+
+    async def resize(d: Delivery) -> Optional[bytes]:
+        return b'{"width":320}'
+
+    async def plain(d: Delivery) -> None:
+        pass
+
+    wrapped: list[int] = []
+
+    async def around(d: Delivery, run: Callable[[], Awaitable[None]]) -> None:
+        # A tracing hook's shape: the result still reaches the ack.
+        wrapped.append(d.job.id)
+        await run()
+
+    w = Worker(client, wait=timedelta(milliseconds=200), on_error=errors.append, around_handler=around)
+    w.handle(queue, "resize", resize)
+    w.handle(queue, "plain", plain)
+    res = await client.enqueue(EnqueueRequest(queue, "resize"))
+    other = await client.enqueue(EnqueueRequest(queue, "plain"))
+    async with w:
+        async with asyncio.timeout(20):
+            out = await client.wait_job(res.job_id)
+            plain_out = await client.wait_job(other.job_id)
+    assert (out.terminal, out.state, out.result) == (True, JobState.COMPLETED, b'{"width":320}')
+    job = await client.get_job(res.job_id)
+    assert (job.state, job.result, job.attempt, job.worker_id) == (JobState.COMPLETED, b'{"width":320}', 1, w.id)
+    assert (plain_out.state, plain_out.result) == (JobState.COMPLETED, b"")
+    assert sorted(wrapped) == sorted([res.job_id, other.job_id])
+    assert errors == []
+
+
+async def test_refused_result_is_reported_and_the_job_acked(client: SeppClient) -> None:
+    # A queue that keeps no completed jobs refuses a result: on_error gets
+    # the WrongState and the job is acked without it, run once.
+    queue = q()
+    errors: list[BaseException] = []
+    runs: list[int] = []
+
+    async def resize(d: Delivery) -> bytes:
+        runs.append(d.ctx.attempt)
+        return b"nowhere to keep it"
+
+    w = Worker(client, wait=timedelta(milliseconds=200), on_error=errors.append)
+    w.handle(queue, "resize", resize)
+    res = await client.enqueue(EnqueueRequest(queue, "resize"))
+    async with w:
+        await until(lambda: _acked(client, queue, 1))
+    assert runs == [1]
+    assert [type(e) for e in errors] == [WrongState], errors
+    assert f"job {res.job_id}: result refused" in "".join(getattr(errors[0], "__notes__", []))
+    with pytest.raises(NotFound):  # acked and, on this queue, not kept
+        await client.get_job(res.job_id)
+
+
+async def test_oversized_result_is_reported_and_the_job_runs_again(client: SeppClient) -> None:
+    # A result over max_result_bytes is InvalidArgument (an InvalidField
+    # naming "result"): reported, the job is not acked, and it comes back
+    # once its lease expires, as with the Go worker.
+    queue = q()
+    await client.create_queue(queue, QueueSettings(completed_retention=timedelta(minutes=5)))
+    limit = (await client.server_info()).limits.max_result_bytes
+    assert limit > 0
+    errors: list[BaseException] = []
+    runs: list[int] = []
+
+    async def resize(d: Delivery) -> bytes:
+        runs.append(d.ctx.attempt)
+        return b"x" * (limit + 1) if d.ctx.attempt == 1 else b"small"
+
+    w = Worker(client, lease=timedelta(seconds=1), wait=timedelta(milliseconds=200), on_error=errors.append)
+    w.handle(queue, "resize", resize)
+    res = await client.enqueue(EnqueueRequest(queue, "resize", max_attempts=3))
+    async with w:
+        async with asyncio.timeout(20):
+            out = await client.wait_job(res.job_id)
+    assert (out.state, out.result) == (JobState.COMPLETED, b"small")
+    assert runs == [1, 2]
+    refused = [e for e in errors if isinstance(e, InvalidField)]
+    assert len(refused) == 1 and refused[0].field == "result", errors
+    job = await client.get_job(res.job_id)
+    assert (job.attempt, [h.outcome for h in job.history]) == (2, ["lease_expired"])

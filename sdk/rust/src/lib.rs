@@ -41,4 +41,4 @@ pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient, Trac
 pub use error::{Code, Error};
 pub use schedule::{JobTemplate, Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ScheduleSpec};
 pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobState, Priority, ServerInfo, TraceContext, UniqueOptions};
-pub use worker::{BoxError, HandlerError, HandlerFuture, InstrumentHook, RunningWorker, Worker, WorkerOptions};
+pub use worker::{BoxError, HandlerError, HandlerFuture, InstrumentHook, JobResult, RunningWorker, Worker, WorkerOptions};

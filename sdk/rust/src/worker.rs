@@ -1,12 +1,27 @@
 //! [`Worker`]: reserves jobs, runs the handler registered for each, keeps
 //! its lease alive while it runs, and answers for it: ack on `Ok`, a nack
 //! whose directive the [`HandlerError`] picks on `Err`.
+//!
+//! A handler's `Ok` value is the job's result (see [`JobResult`]): `Ok(())`
+//! acks plainly, `Ok(bytes)` (a `Vec<u8>`, or `Option<Vec<u8>>`) completes
+//! the job with that result, as the Go client's `Delivery.SetResult` does:
+//! the worker acks with [`SeppClient::ack_with_result`], so
+//! [`SeppClient::wait_job`] and [`SeppClient::get_job`] return it. The
+//! job's queue must keep completed jobs (`completed_retention`), and the
+//! result be at most the server's `max_result_bytes`. A result the server
+//! refuses reaches [`WorkerOptions::on_error`] as the typed error, as with
+//! the Go worker: [`Error::WrongState`] (the queue keeps no completed jobs,
+//! or the cluster is not yet upgraded; the lease is still held) is followed
+//! by an ack without the result, so the job ran once and is not run again;
+//! any other failure of that ack ([`Error::InvalidArgument`] over
+//! `max_result_bytes`, [`Error::LeaseLost`], ...) leaves the job unacked,
+//! and it is delivered again once its lease expires.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{watch, Semaphore};
@@ -14,7 +29,7 @@ use tokio::task::JoinHandle;
 
 use crate::client::{ReserveOptions, RetryDirective, SeppClient};
 use crate::error::Error;
-use crate::types::Delivery;
+use crate::types::{Delivery, JobContext};
 
 /// Any error a handler's work produced.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -83,12 +98,43 @@ impl<E: std::error::Error + Send + Sync + 'static> From<E> for HandlerError {
     }
 }
 
+/// What a handler's `Ok` gives the worker: the job's result, if any. `()`
+/// and `None` ack without one; a non-empty `Vec<u8>` acks with it
+/// ([`SeppClient::ack_with_result`]); an empty one acks without a result.
+pub trait JobResult {
+    /// The result to ack with; `None` or empty: a plain ack.
+    fn into_job_result(self) -> Option<Vec<u8>>;
+}
+
+impl JobResult for () {
+    fn into_job_result(self) -> Option<Vec<u8>> {
+        None
+    }
+}
+
+impl JobResult for Vec<u8> {
+    fn into_job_result(self) -> Option<Vec<u8>> {
+        Some(self)
+    }
+}
+
+impl JobResult for Option<Vec<u8>> {
+    fn into_job_result(self) -> Option<Vec<u8>> {
+        self
+    }
+}
+
 /// A handler's run, as [`WorkerOptions::instrument`] receives and returns it.
+/// Its `Ok(())` stands for the handler's `Ok` whatever its value: the
+/// result, if any, reaches the worker by another way, so a hook never sees
+/// nor drops it.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), HandlerError>> + Send>>;
 
 /// A [`WorkerOptions::instrument`] hook.
 pub type InstrumentHook = Arc<dyn Fn(&Delivery, HandlerFuture) -> HandlerFuture + Send + Sync>;
-type Handler = Arc<dyn Fn(Delivery) -> HandlerFuture + Send + Sync>;
+/// Where a handler's run leaves its result for the worker's ack.
+type ResultSlot = Arc<Mutex<Option<Vec<u8>>>>;
+type Handler = Arc<dyn Fn(Delivery, ResultSlot) -> HandlerFuture + Send + Sync>;
 type ErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
 
 /// How a worker reserves and runs. `Default`: 10 at once, 30 s leases,
@@ -106,7 +152,8 @@ pub struct WorkerOptions {
     /// Names the worker in listings and attempt history.
     pub worker_id: String,
     /// Sees every error of the worker's own calls (a reserve during a
-    /// failover, an ack whose lease was lost). The worker carries on
+    /// failover, an ack whose lease was lost, a handler's result the server
+    /// refused: see the module's documentation). The worker carries on
     /// regardless; the default drops them.
     pub on_error: Option<ErrorHook>,
     /// Wraps each handler's run, with the delivery at hand: how a tracing
@@ -166,13 +213,25 @@ impl Worker {
     }
 
     /// Registers handler for job_type on queue (`""`: every type of the
-    /// queue without a handler of its own).
-    pub fn handle<F, Fut>(&mut self, queue: &str, job_type: &str, handler: F) -> &mut Self
+    /// queue without a handler of its own). The handler's `Ok` value is the
+    /// job's result ([`JobResult`]): `Ok(())` acks plainly, `Ok(bytes)`
+    /// acks with the result, kept where the queue keeps completed jobs.
+    pub fn handle<F, Fut, R>(&mut self, queue: &str, job_type: &str, handler: F) -> &mut Self
     where
         F: Fn(Delivery) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<(), HandlerError>> + Send + 'static,
+        Fut: Future<Output = Result<R, HandlerError>> + Send + 'static,
+        R: JobResult + 'static,
     {
-        let h: Handler = Arc::new(move |d| Box::pin(handler(d)));
+        let h: Handler = Arc::new(move |d, slot: ResultSlot| {
+            let run = handler(d);
+            Box::pin(async move {
+                let result = run.await?.into_job_result();
+                if let Ok(mut s) = slot.lock() {
+                    *s = result;
+                }
+                Ok(())
+            })
+        });
         self.handlers.insert((queue.to_string(), job_type.to_string()), h);
         self
     }
@@ -362,12 +421,13 @@ async fn run_one(shared: &Arc<Shared>, d: Delivery, mut aborting: watch::Receive
     };
     let (lost_tx, mut lost) = watch::channel(false);
     let heartbeat = tokio::spawn(keep_lease(shared.clone(), ctx.clone(), lost_tx));
+    let slot = ResultSlot::default();
     let run = match &shared.opts.instrument {
         Some(wrap) => {
             let seen = d.clone();
-            wrap(&seen, handler(d))
+            wrap(&seen, handler(d, slot.clone()))
         }
-        None => handler(d),
+        None => handler(d, slot.clone()),
     };
     let outcome = tokio::select! {
         r = run => Outcome::Done(r),
@@ -375,8 +435,12 @@ async fn run_one(shared: &Arc<Shared>, d: Delivery, mut aborting: watch::Receive
         _ = wait_true(&mut aborting) => Outcome::Aborted,
     };
     heartbeat.abort();
+    let result = take_result(&slot);
     let answered = match outcome {
-        Outcome::Done(Ok(())) => shared.client.ack(&ctx).await,
+        Outcome::Done(Ok(())) => match result {
+            Some(result) if !result.is_empty() => ack_with_result(shared, &ctx, result).await,
+            _ => shared.client.ack(&ctx).await,
+        },
         Outcome::Done(Err(he)) => shared.client.nack(&ctx, he.directive(), he.to_string()).await.map(drop),
         Outcome::LeaseLost => Ok(()),
         Outcome::Aborted => shared.client.release(&ctx).await,
@@ -386,11 +450,36 @@ async fn run_one(shared: &Arc<Shared>, d: Delivery, mut aborting: watch::Receive
     }
 }
 
+/// The result a handler's run left, if any (the guard dropped here, not
+/// held across the ack's await).
+fn take_result(slot: &ResultSlot) -> Option<Vec<u8>> {
+    match slot.lock() {
+        Ok(mut s) => s.take(),
+        Err(_) => None,
+    }
+}
+
+/// Acks ctx with its handler's result. A refusal ([`Error::WrongState`]:
+/// the queue keeps no completed jobs, or the cluster is not upgraded) left
+/// the lease held: the job ran, so it is acked without the result rather
+/// than run again, and the refusal is reported, as the Go worker does. Any
+/// other failure is returned (and so reported) as it came; the job then
+/// comes back when its lease expires.
+async fn ack_with_result(shared: &Shared, ctx: &JobContext, result: Vec<u8>) -> Result<(), Error> {
+    match shared.client.ack_with_result(ctx, result).await {
+        Err(e @ Error::WrongState { .. }) => {
+            shared.report(&e);
+            shared.client.ack(ctx).await
+        }
+        other => other,
+    }
+}
+
 /// Extends ctx's lease every lease/3 until aborted; flags lost when the
 /// server says the lease is gone, or when by the local clock it lapsed
 /// while extensions failed. The error reported says which: an operator's
 /// cancel is [`Error::JobCancelled`], not [`Error::LeaseLost`].
-async fn keep_lease(shared: Arc<Shared>, ctx: crate::types::JobContext, lost: watch::Sender<bool>) {
+async fn keep_lease(shared: Arc<Shared>, ctx: JobContext, lost: watch::Sender<bool>) {
     let lease = shared.opts.lease;
     let every = (lease / 3).max(Duration::from_millis(10));
     let mut held_until = Instant::now() + lease;

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use prost::Message;
 use sepp_rs::client::{ReserveOptions, RetryDirective, SeppClient};
-use sepp_rs::{pb, ClientOptions, DeadLetterCause, EnqueueRequest, Error, HandlerError, HandlerFuture, InstrumentHook, JobState, Priority, TraceContext, TraceInjector, Worker, WorkerOptions};
+use sepp_rs::{pb, ClientOptions, DeadLetterCause, EnqueueRequest, Error, HandlerError, HandlerFuture, InstrumentHook, JobState, Priority, QueueSettings, TraceContext, TraceInjector, Worker, WorkerOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn reserve_opts(max: u32) -> ReserveOptions {
@@ -318,6 +318,120 @@ async fn worker_answers_per_handler_error() {
             (stray, DeadLetterCause::AttemptsExhausted, Some("disk on fire".to_string())),
         ]
     );
+}
+
+/// Waits for a job's outcome, bounded.
+async fn wait_job(client: &SeppClient, job_id: u64) -> sepp_rs::JobOutcome {
+    tokio::time::timeout(Duration::from_secs(20), client.wait_job(job_id)).await.expect("the job finished in time").unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_handler_ok_value_is_the_jobs_result() {
+    let client = common::shared().client().await;
+    let q = "rs-worker-result";
+    let settings = QueueSettings { completed_retention: Some(Duration::from_secs(300)), ..QueueSettings::default() };
+    client.create_queue(q, &settings, false).await.unwrap();
+    let errors: Arc<Mutex<Vec<Error>>> = Arc::default();
+    let seen = errors.clone();
+    let wrapped = Arc::new(AtomicUsize::new(0));
+    let counted = wrapped.clone();
+    // Through an instrument hook too (a tracing one's shape): the result
+    // still reaches the ack.
+    let instrument: InstrumentHook = Arc::new(move |_d, run| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        run
+    });
+    let mut worker = Worker::new(
+        client.clone(),
+        WorkerOptions {
+            wait: Duration::from_millis(200),
+            on_error: Some(Arc::new(move |e: &Error| seen.lock().unwrap().push(e.clone()))),
+            instrument: Some(instrument),
+            ..WorkerOptions::default()
+        },
+    );
+    worker.handle(q, "resize", |_d| async { Ok(b"{\"width\":320}".to_vec()) });
+    worker.handle(q, "plain", |_d| async { Ok(()) });
+    let res = client.enqueue(EnqueueRequest::new(q, "resize").unwrap()).await.unwrap();
+    let plain = client.enqueue(EnqueueRequest::new(q, "plain").unwrap()).await.unwrap();
+    let running = worker.start().unwrap();
+    let out = wait_job(&client, res.job_id).await;
+    let plain_out = wait_job(&client, plain.job_id).await;
+    assert!(running.stop(Duration::from_secs(10)).await, "a graceful stop");
+    assert_eq!((out.terminal, out.state, out.result.as_slice()), (true, JobState::Completed, &b"{\"width\":320}"[..]));
+    let job = client.get_job(res.job_id).await.unwrap();
+    assert_eq!((job.state, job.result.as_slice(), job.attempt), (JobState::Completed, &b"{\"width\":320}"[..], 1));
+    assert_eq!((plain_out.state, plain_out.result.len()), (JobState::Completed, 0));
+    assert_eq!(wrapped.load(Ordering::SeqCst), 2);
+    assert!(errors.lock().unwrap().is_empty(), "{:?}", errors.lock().unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_refused_result_is_reported_typed_and_the_job_not_lost() {
+    let client = common::shared().client().await;
+    // A queue that keeps no completed jobs: WrongState, then a plain ack.
+    let q = "rs-worker-not-kept";
+    let errors: Arc<Mutex<Vec<Error>>> = Arc::default();
+    let runs: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let (seen, ran) = (errors.clone(), runs.clone());
+    let mut worker = Worker::new(
+        client.clone(),
+        WorkerOptions {
+            wait: Duration::from_millis(200),
+            on_error: Some(Arc::new(move |e: &Error| seen.lock().unwrap().push(e.clone()))),
+            ..WorkerOptions::default()
+        },
+    );
+    worker.handle(q, "", move |d| {
+        ran.lock().unwrap().push(d.ctx.attempt);
+        async { Ok(b"nowhere to keep it".to_vec()) }
+    });
+    let res = client.enqueue(EnqueueRequest::new(q, "resize").unwrap()).await.unwrap();
+    let running = worker.start().unwrap();
+    let c = client.clone();
+    common::wait_for("the ack without the result", Duration::from_secs(20), || {
+        let c = c.clone();
+        async move { matches!(c.get_job(res.job_id).await, Err(Error::NotFound { .. })) }
+    })
+    .await;
+    assert!(running.stop(Duration::from_secs(10)).await, "a graceful stop");
+    assert_eq!(*runs.lock().unwrap(), vec![1]);
+    let errs = errors.lock().unwrap().clone();
+    assert!(matches!(errs.as_slice(), [Error::WrongState { .. }]), "{:?}", errs);
+
+    // Over max_result_bytes (the test cluster's default, 64 KiB):
+    // InvalidArgument naming the field result; the job is not acked and
+    // comes back once its lease expires.
+    let q = "rs-worker-oversized";
+    let settings = QueueSettings { completed_retention: Some(Duration::from_secs(300)), ..QueueSettings::default() };
+    client.create_queue(q, &settings, false).await.unwrap();
+    let errors: Arc<Mutex<Vec<Error>>> = Arc::default();
+    let runs: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let (seen, ran) = (errors.clone(), runs.clone());
+    let mut worker = Worker::new(
+        client.clone(),
+        WorkerOptions {
+            lease: Duration::from_secs(1),
+            wait: Duration::from_millis(200),
+            on_error: Some(Arc::new(move |e: &Error| seen.lock().unwrap().push(e.clone()))),
+            ..WorkerOptions::default()
+        },
+    );
+    worker.handle(q, "", move |d| {
+        ran.lock().unwrap().push(d.ctx.attempt);
+        let result = if d.ctx.attempt == 1 { vec![b'x'; 64 * 1024 + 1] } else { b"small".to_vec() };
+        async move { Ok(result) }
+    });
+    let res = client.enqueue(EnqueueRequest::new(q, "resize").unwrap().with_max_attempts(3)).await.unwrap();
+    let running = worker.start().unwrap();
+    let out = wait_job(&client, res.job_id).await;
+    assert!(running.stop(Duration::from_secs(10)).await, "a graceful stop");
+    assert_eq!((out.state, out.result.as_slice()), (JobState::Completed, &b"small"[..]));
+    assert_eq!(*runs.lock().unwrap(), vec![1, 2]);
+    let errs = errors.lock().unwrap().clone();
+    let refused: Vec<&Error> = errs.iter().filter(|e| matches!(e, Error::InvalidArgument { .. })).collect();
+    assert!(matches!(refused.as_slice(), [Error::InvalidArgument { field, .. }] if field == "result"), "{:?}", errs);
+    assert_eq!(client.get_job(res.job_id).await.unwrap().attempt, 2);
 }
 
 /// A dead-lettered job: kept as Dead while retention holds it.

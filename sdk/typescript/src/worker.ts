@@ -1,5 +1,5 @@
 import { SeppClient } from "./client.js";
-import { JobCancelledError, LeaseLostError, UnavailableError, UnknownOutcomeError } from "./errors.js";
+import { JobCancelledError, LeaseLostError, UnavailableError, UnknownOutcomeError, WrongStateError } from "./errors.js";
 import { Delivery, RetryDirective } from "./types.js";
 import { newKey } from "./random.js";
 
@@ -9,8 +9,15 @@ import { newKey } from "./random.js";
  * retryAfter(ms, err) asks for a delay, permanent(err) dead-letters it.
  * `signal` aborts when the lease is lost (another worker may have the job
  * now: stop touching it) or when stop() runs out of time.
+ *
+ * Resolving with a Uint8Array (a Buffer is one) completes the job with
+ * that result (the Go client's Delivery.SetResult): the worker acks with
+ * ackWithResult, so wait and getJob return it. Resolving with nothing (or
+ * an empty array) acks without one. The job's queue must keep completed
+ * jobs (completedRetentionMs) and the result be at most the server's
+ * max_result_bytes; see WorkerOptions.onError for a refused result.
  */
-export type Handler = (delivery: Delivery, signal: AbortSignal) => Promise<void> | void;
+export type Handler = (delivery: Delivery, signal: AbortSignal) => Promise<Uint8Array | void> | Uint8Array | void;
 
 export type HandlerErrorKind = "retry" | "retry_after" | "permanent";
 
@@ -70,7 +77,17 @@ export interface WorkerOptions {
   /** Failures the worker handles itself (reserve errors, a lost lease, an
    * ack that failed); default: console.warn. A handler whose job an
    * operator cancelled is reported as a JobCancelledError (and its signal's
-   * reason is one), a lost lease as a LeaseLostError. */
+   * reason is one), a lost lease as a LeaseLostError.
+   *
+   * A handler's result the server refuses comes here as the typed error,
+   * as with the Go worker: a WrongStateError (the queue keeps no completed
+   * jobs, or the cluster is not yet upgraded; the lease is still held) is
+   * followed by an ack without the result, so the job ran once and is not
+   * run again; any other failure of that ack (an InvalidArgumentError over
+   * max_result_bytes, a LeaseLostError, ...) leaves the job unacked, and it
+   * is delivered again once its lease expires. A handler that resolves with
+   * anything but a Uint8Array, undefined or null is reported as a TypeError and
+   * its job acked without a result. */
   onError?: (err: unknown) => void;
   /** Truncates the nack reason built from a handler's error (default 1024). */
   maxReasonBytes?: number;
@@ -89,8 +106,9 @@ class Stopping extends Error {
 
 /**
  * Reserves jobs from the queues it has handlers for and runs them, up to
- * concurrency at a time. It extends a running job's lease, acks on success,
- * nacks on failure (mapping HandlerError onto the directive), and on stop
+ * concurrency at a time. It extends a running job's lease, acks on success
+ * (with the result a handler resolved with, if any), nacks on failure
+ * (mapping HandlerError onto the directive), and on stop
  * finishes running handlers and hands back jobs it holds but has not
  * started.
  */
@@ -296,9 +314,15 @@ export class Worker {
     const keeper = this.keepLease(d, ctl);
     let err: unknown;
     let failed = false;
+    let result: unknown;
     try {
-      if (this.aroundHandler) await this.aroundHandler(d, async () => await h(d, ctl.signal));
-      else await h(d, ctl.signal);
+      if (this.aroundHandler) {
+        await this.aroundHandler(d, async () => {
+          result = await h(d, ctl.signal);
+        });
+      } else {
+        result = await h(d, ctl.signal);
+      }
     } catch (e) {
       failed = true;
       err = e;
@@ -316,6 +340,13 @@ export class Worker {
       return;
     }
     if (!failed) {
+      if (result instanceof Uint8Array && result.length > 0) {
+        await this.ackWithResult(d, result);
+        return;
+      }
+      if (result !== undefined && result !== null && !(result instanceof Uint8Array)) {
+        this.report(new TypeError(`sepp worker: job ${d.ctx.jobId}: handler resolved with ${typeof result}, not a Uint8Array or nothing; acking without a result`));
+      }
       try {
         await this.client.ack(d.ctx);
       } catch (e) {
@@ -332,6 +363,29 @@ export class Worker {
     const directive = err instanceof HandlerError ? err.directive() : RetryDirective.default();
     const text = err instanceof Error ? err.message : String(err);
     await this.nack(d, directive, text);
+  }
+
+  /**
+   * Acks d with its handler's result. A refusal (WrongStateError: the
+   * queue keeps no completed jobs, or the cluster is not upgraded) left the
+   * lease held: the job ran, so it is acked without the result rather than
+   * run again, and the refusal is reported, as the Go worker does. Any
+   * other failure is reported as it came; the job then comes back when its
+   * lease expires.
+   */
+  private async ackWithResult(d: Delivery, result: Uint8Array): Promise<void> {
+    try {
+      await this.client.ackWithResult(d.ctx, result);
+      return;
+    } catch (e) {
+      this.report(e);
+      if (!(e instanceof WrongStateError)) return;
+    }
+    try {
+      await this.client.ack(d.ctx);
+    } catch (e) {
+      this.report(e);
+    }
   }
 
   private async nack(d: Delivery, directive: RetryDirective, reason: string): Promise<void> {

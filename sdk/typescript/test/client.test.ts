@@ -624,6 +624,97 @@ test("Worker: an operator's cancel aborts the handler with JobCancelledError, no
   }
 });
 
+/** client.wait bounded by a deadline (its signal aborts the wait). */
+async function waitJob(jobId: string, timeoutMs = 20_000) {
+  const ctl = new AbortController();
+  const t = setTimeout(() => ctl.abort(), timeoutMs);
+  try {
+    return await client.wait(jobId, { signal: ctl.signal });
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+test("Worker: a handler that resolves with a Uint8Array completes its job with that result", async () => {
+  await client.createQueue("wk-result", { completedRetentionMs: 300_000 });
+  const errors: unknown[] = [];
+  let wrapped = 0;
+  // Through an aroundHandler too (a tracing hook's): the result still reaches the ack.
+  const w = new Worker(client, { waitMs: 200, onError: (e) => errors.push(e), aroundHandler: async (_d, run) => { wrapped++; await run(); } });
+  w.handle("wk-result", "resize", async () => new TextEncoder().encode('{"width":320}'));
+  w.handle("wk-result", "plain", () => {});
+  const r = await client.enqueue({ queue: "wk-result", jobType: "resize" });
+  const p = await client.enqueue({ queue: "wk-result", jobType: "plain" });
+  w.start();
+  try {
+    const out = await waitJob(r.jobId);
+    assert.equal(out.terminal, true);
+    assert.equal(out.state, "completed");
+    assert.equal(text(out.result), '{"width":320}');
+    const j = await client.getJob(r.jobId);
+    assert.equal(j.state, "completed");
+    assert.equal(text(j.result), '{"width":320}');
+    assert.equal(j.attempt, 1);
+    const plain = await waitJob(p.jobId);
+    assert.equal(plain.state, "completed");
+    assert.equal(plain.result.length, 0);
+    assert.equal(wrapped, 2);
+    assert.deepEqual(errors, []);
+  } finally {
+    assert.equal(await w.stop(), true);
+  }
+});
+
+test("Worker: a refused result reaches onError typed; WrongState acks without it, one over max_result_bytes runs again", async () => {
+  // A queue that keeps no completed jobs: WrongStateError, then a plain ack.
+  const errors: unknown[] = [];
+  const runs: number[] = [];
+  const w = new Worker(client, { waitMs: 200, onError: (e) => errors.push(e) });
+  w.handle("wk-not-kept", "", (d) => {
+    runs.push(d.ctx.attempt);
+    return new TextEncoder().encode("nowhere to keep it");
+  });
+  const r = await client.enqueue({ queue: "wk-not-kept", jobType: "resize" });
+  w.start();
+  try {
+    await waitFor("the ack without the result", () => client.getJob(r.jobId).then(() => false, (e) => e instanceof NotFoundError));
+    assert.deepEqual(runs, [1]);
+    assert.equal(errors.length, 1, `errors ${errors.map(String).join("; ")}`);
+    assert.ok(errors[0] instanceof WrongStateError, String(errors[0]));
+  } finally {
+    assert.equal(await w.stop(), true);
+  }
+
+  // Over max_result_bytes: InvalidArgumentError naming the field result;
+  // the job is not acked and comes back once its lease expires.
+  await client.createQueue("wk-oversized", { completedRetentionMs: 300_000 });
+  const limits = (await client.serverInfo()).raw["limits"] as { maxResultBytes?: string | number } | undefined;
+  const max = Number(limits?.maxResultBytes ?? 65536);
+  const errors2: unknown[] = [];
+  const runs2: number[] = [];
+  const w2 = new Worker(client, { leaseMs: 1_000, waitMs: 200, onError: (e) => errors2.push(e) });
+  w2.handle("wk-oversized", "", (d) => {
+    runs2.push(d.ctx.attempt);
+    return d.ctx.attempt === 1 ? new Uint8Array(max + 1) : new TextEncoder().encode("small");
+  });
+  const r2 = await client.enqueue({ queue: "wk-oversized", jobType: "resize", maxAttempts: 3 });
+  w2.start();
+  try {
+    const out = await waitJob(r2.jobId);
+    assert.equal(out.state, "completed");
+    assert.equal(text(out.result), "small");
+    assert.deepEqual(runs2, [1, 2]);
+    const refused = errors2.filter((e) => e instanceof InvalidArgumentError);
+    assert.equal(refused.length, 1, `errors ${errors2.map(String).join("; ")}`);
+    assert.equal((refused[0] as InvalidArgumentError).field, "result");
+    const j = await client.getJob(r2.jobId);
+    assert.equal(j.attempt, 2);
+    assert.deepEqual(j.history.map((h) => h.outcome), ["lease_expired"]);
+  } finally {
+    assert.equal(await w2.stop(), true);
+  }
+});
+
 test("Worker: stop lets a running handler finish and be acked; out of time it aborts and releases", async () => {
   const r = await client.enqueue({ queue: "stop", jobType: "t" });
   let started = false;

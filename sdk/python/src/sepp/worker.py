@@ -1,11 +1,25 @@
 """Worker: reserves jobs and runs their handlers.
 
-A handler is ``async def handler(delivery: Delivery) -> None``. Returning
-acks the job; raising nacks it: ``Retry`` (or any other exception) retries
-per the queue's policy, ``RetryAfter(delta)`` retries once delta passed,
-``Permanent`` dead-letters the job at once. While a handler runs its lease
-is extended every lease/3; a lease the server reports lost (another worker
-may have the job now) cancels the handler task, and nothing answers for it.
+A handler is ``async def handler(delivery: Delivery) -> Optional[bytes]``.
+Returning acks the job; raising nacks it: ``Retry`` (or any other exception)
+retries per the queue's policy, ``RetryAfter(delta)`` retries once delta
+passed, ``Permanent`` dead-letters the job at once. While a handler runs its
+lease is extended every lease/3; a lease the server reports lost (another
+worker may have the job now) cancels the handler task, and nothing answers
+for it.
+
+A handler that returns bytes completes its job with that result (the Go
+client's ``Delivery.SetResult``): the worker acks with ``ack_with_result``,
+so ``wait_job`` and ``get_job`` return it. Returning ``None`` (or ``b""``)
+acks without one. The job's queue must keep completed jobs
+(``completed_retention``), and the result be at most the server's
+``max_result_bytes``. A result the server refuses reaches ``on_error`` as
+the typed exception, as the Go worker does: ``WrongState`` (the queue keeps
+no completed jobs, or the cluster is not yet upgraded; the lease is still
+held) is followed by a plain ack, so the job ran once and is not run again;
+any other failure of the ack (``InvalidField`` over ``max_result_bytes``,
+``LeaseLost``, ...) leaves the job unacked, and it is delivered again once
+its lease expires.
 """
 
 from __future__ import annotations
@@ -19,14 +33,15 @@ from datetime import timedelta
 from typing import Any, Awaitable, Callable, Coroutine, Optional
 
 from sepp.client import SeppClient, new_key
-from sepp.errors import JobCancelled, LeaseLost, NotFound, SeppError, Unavailable, UnknownOutcome
+from sepp.errors import JobCancelled, LeaseLost, NotFound, SeppError, Unavailable, UnknownOutcome, WrongState
 from sepp.types import Delivery, RetryDirective
 
 __all__ = ["Worker", "Handler", "HandlerError", "Retry", "RetryAfter", "Permanent"]
 
 log = logging.getLogger("sepp.worker")
 
-Handler = Callable[[Delivery], Coroutine[Any, Any, None]]
+#: A handler: its bytes, when it returns some, are the job's result.
+Handler = Callable[[Delivery], Coroutine[Any, Any, Optional[bytes]]]
 
 
 class HandlerError(Exception):
@@ -71,7 +86,15 @@ class Worker:
     A handler whose lease is gone is cancelled, and ``on_error`` gets why:
     ``JobCancelled`` when an operator cancelled the job, ``LeaseLost`` when
     the lease expired or was taken over (the ``CancelledError``'s message
-    says the same: "job cancelled by an operator" or "lease lost")."""
+    says the same: "job cancelled by an operator" or "lease lost").
+
+    A handler that returns bytes completes its job with that result (see
+    the module's docstring): a result the server refuses reaches
+    ``on_error`` as the typed exception (``WrongState``: then acked
+    without it; ``InvalidField`` over ``max_result_bytes``: left unacked,
+    delivered again once its lease expires). A handler that returns
+    anything else but ``None`` is reported as a ``TypeError`` and its job
+    acked without a result."""
 
     def __init__(self, client: SeppClient, *, concurrency: int = 10, lease: timedelta = timedelta(seconds=30),
                  wait: timedelta = timedelta(seconds=5), max_reserve: int = 16, worker_id: str = "",
@@ -262,11 +285,15 @@ class Worker:
         assert me is not None
         keeper = _LeaseKeeper(self, d, me)
         err: Optional[BaseException] = None
+        result: object = None
         try:
             if self._around is not None:
-                await self._around(d, lambda: h(d))
+                async def run() -> None:
+                    nonlocal result
+                    result = await h(d)
+                await self._around(d, run)
             else:
-                await h(d)
+                result = await h(d)
         except asyncio.CancelledError as e:
             keeper.stop()
             if keeper.lost is None:
@@ -290,6 +317,12 @@ class Worker:
                                        f"it: {keeper.lost}", op="extend lease"))
             return
         if err is None:
+            if isinstance(result, (bytes, bytearray, memoryview)) and len(result) > 0:
+                await self._ack_with_result(d, bytes(result))
+                return
+            if result is not None and not isinstance(result, (bytes, bytearray, memoryview)):
+                self._report(TypeError(f"sepp worker: job {d.ctx.job_id}: handler returned "
+                                       f"{type(result).__name__}, not bytes or None; acking without a result"))
             # Bounded by the client's retry_timeout; no wait_for (a task and
             # a timer per job) on the hot path.
             try:
@@ -299,6 +332,29 @@ class Worker:
             return
         directive = err.directive() if isinstance(err, HandlerError) else RetryDirective.default()
         await self._nack(d, directive, str(err) or type(err).__name__)
+
+    async def _ack_with_result(self, d: Delivery, result: bytes) -> None:
+        """Acks d with its handler's result. A refusal (WrongState: the
+        queue keeps no completed jobs, or the cluster is not upgraded) left
+        the lease held: the job ran, so it is acked without the result
+        rather than run again, and the refusal is reported, as the Go
+        worker does. Any other failure is reported as it came (typed); the
+        job then comes back when its lease expires."""
+        try:
+            await self._client.ack_with_result(d.ctx, result)
+            return
+        except WrongState as e:
+            e.add_note(f"sepp worker: job {d.ctx.job_id}: result refused, acked without it")
+            self._report(e)
+        except SeppError as e:
+            e.add_note(f"sepp worker: job {d.ctx.job_id}: ack with a result of {len(result)} bytes failed, "
+                       f"not acked (it is delivered again once its lease expires)")
+            self._report(e)
+            return
+        try:
+            await self._client.ack(d.ctx)
+        except SeppError as e:
+            self._report(SeppError(f"ack job {d.ctx.job_id}: {e}", op="ack"))
 
     async def _nack(self, d: Delivery, directive: RetryDirective, reason: str) -> None:
         reason = reason.encode()[:self._max_reason].decode(errors="ignore")
