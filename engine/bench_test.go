@@ -74,6 +74,7 @@ func prefilled(tb testing.TB, mutate ...func(*engine.Config)) (*engine.Engine, t
 	tb.Helper()
 	e := et.New(tb, mutate...)
 	now := et.Epoch
+	e.EnableCompactCharge(now) // as a cluster of this release runs
 	for range benchBacklog() {
 		if _, err := e.Enqueue(now, engine.EnqueueParams{Queue: "q", JobType: "work", Payload: payload100}); err != nil {
 			tb.Fatal(err)

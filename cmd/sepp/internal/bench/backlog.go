@@ -68,13 +68,13 @@ const snapshotWaitSlack = 10 * time.Minute
 // nodeState is what the backlog scenario reads of every local node at one
 // moment, by index.
 type nodeState struct {
-	rss, data []int64
-	metrics   []nodeMetrics
-	ok        []bool // metrics read
+	rss, anon, data []int64
+	metrics         []nodeMetrics
+	ok              []bool // metrics read
 }
 
 func (r *runner) readNodeState(ctx context.Context) nodeState {
-	s := nodeState{rss: r.nodesRSS(), data: r.nodesDataBytes()}
+	s := nodeState{rss: r.nodesRSS(), anon: r.nodesAnon(), data: r.nodesDataBytes()}
 	for i, n := range r.cluster.Nodes {
 		m, err := r.readNodeMetrics(ctx, i)
 		if err != nil {
@@ -149,6 +149,11 @@ func (r *runner) backlog(ctx context.Context) error {
 	if err := r.backlogSnapshot(ctx, follower, rt.caughtUp); err != nil {
 		return err
 	}
+	if r.opts.BacklogAfterWindow {
+		if err := r.backlogAfterWindow(ctx, idle, n); err != nil {
+			return err
+		}
+	}
 
 	r.settle(ctx)
 	r.progress("draining " + queue)
@@ -195,6 +200,9 @@ func (r *runner) addBacklogState(ctx context.Context, idle, full nodeState, n in
 		if idle.rss[i] > 0 && full.rss[i] > 0 {
 			r.add("backlog_rss_"+id, mib(full.rss[i]), "MiB")
 			r.add("backlog_rss_per_job_"+id, perJob(float64(idle.rss[i]), float64(full.rss[i]), n), "bytes")
+		}
+		if idle.anon[i] > 0 && full.anon[i] > 0 {
+			r.add("backlog_anon_per_job_"+id, perJob(float64(idle.anon[i]), float64(full.anon[i]), n), "bytes")
 		}
 		if idle.data[i] >= 0 && full.data[i] >= 0 {
 			r.add("backlog_data_dir_"+id, mib(full.data[i]), "MiB")
@@ -369,4 +377,34 @@ func newestSnapshotBytes(dir string) (int64, error) {
 		return 0, fmt.Errorf("no snapshot in %s", dir)
 	}
 	return dirBytes(filepath.Join(dir, newest))
+}
+
+// backlogAfterWindow waits until the nodes remember no idempotency key,
+// the backlog's included, and reports each node's resident memory per
+// waiting job above its idle reading, and the memory budget's count per
+// job: what a backlog older than limits.idempotency_window costs.
+func (r *runner) backlogAfterWindow(ctx context.Context, idle nodeState, n int) error {
+	err := r.awaitKeysEvery(ctx, r.keyPollInterval(),
+		func(k rememberedKeys) bool { return !k.known || k.keys == 0 },
+		func(k rememberedKeys) string {
+			return fmt.Sprintf("waiting for the backlog's %d idempotency keys to be forgotten (limits.idempotency_window)", k.keys)
+		})
+	if err != nil {
+		return err
+	}
+	r.settle(ctx)
+	now := r.readNodeState(ctx)
+	for i, node := range r.cluster.Nodes {
+		if idle.rss[i] > 0 && now.rss[i] > 0 {
+			r.add("backlog_after_window_rss_per_job_"+node.ID, perJob(float64(idle.rss[i]), float64(now.rss[i]), n), "bytes")
+		}
+		if idle.anon[i] > 0 && now.anon[i] > 0 {
+			r.add("backlog_after_window_anon_per_job_"+node.ID, perJob(float64(idle.anon[i]), float64(now.anon[i]), n), "bytes")
+		}
+	}
+	if leader, err := r.leaderIndex(ctx); err == nil && idle.ok[leader] && now.ok[leader] &&
+		idle.metrics[leader].known[memoryHeldMetric] && now.metrics[leader].known[memoryHeldMetric] {
+		r.add("backlog_after_window_memory_held_per_job", perJob(idle.metrics[leader].memoryHeld, now.metrics[leader].memoryHeld, n), "bytes")
+	}
+	return nil
 }

@@ -82,6 +82,11 @@ type Options struct {
 	// backlog, at most 100,000).
 	BacklogJobs     int
 	BacklogRateJobs int
+	// BacklogAfterWindow has the backlog scenario, once it has timed the
+	// restarts, wait until the backlog's idempotency keys are forgotten
+	// (limits.idempotency_window, 2 minutes by default) and read the
+	// memory per job again: what a backlog older than the window costs.
+	BacklogAfterWindow bool
 
 	JSON     bool
 	Out      io.Writer // figures

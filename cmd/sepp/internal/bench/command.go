@@ -97,6 +97,7 @@ Exit code 1 when any scenario lost or duplicated an acknowledged job.`,
 	f.BoolVar(&o.RecoveryClean, "recovery-clean", o.RecoveryClean, "before filling the recovery queue, wait until the earlier scenarios' idempotency keys have expired (up to 2 min with the default config), so the memory figures count only the recovery scenario's jobs (the backlog scenario waits too)")
 	f.IntVar(&o.BacklogJobs, "backlog-jobs", o.BacklogJobs, "waiting jobs of --payload bytes for the backlog scenario")
 	f.IntVar(&o.BacklogRateJobs, "backlog-rate-jobs", o.BacklogRateJobs, "jobs the backlog scenario enqueues, then consumes, to time the rates at an empty queue and at the backlog (0: a tenth of --backlog-jobs, at most 100000)")
+	f.BoolVar(&o.BacklogAfterWindow, "backlog-after-window", o.BacklogAfterWindow, "in the backlog scenario, wait until the backlog's idempotency keys are forgotten (limits.idempotency_window, 2 min by default) and report the memory per job again (backlog_after_window_*)")
 	f.BoolVar(&o.JSON, "json", false, "print the figures as JSON")
 	f.StringVar(&cpuProfile, "cpu-profile", "", "write a pprof CPU profile of the bench's own process (the client side) to this file")
 	return cmd

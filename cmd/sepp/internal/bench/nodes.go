@@ -20,7 +20,13 @@ import (
 // and how long one takes to come back after a restart.
 
 // residentBytes reads VmRSS of a process from /proc.
-func residentBytes(pid int) (int64, error) {
+func residentBytes(pid int) (int64, error) { return procStatusBytes(pid, "VmRSS") }
+
+// procStatusBytes reads a size field (in kB) of a process's
+// /proc/PID/status: VmRSS, the resident memory, or RssAnon, its anonymous
+// part (the heap and stacks, without the pages of files it maps, which the
+// kernel can drop and read back).
+func procStatusBytes(pid int, field string) (int64, error) {
 	if pid == 0 {
 		return 0, fmt.Errorf("not running")
 	}
@@ -29,7 +35,7 @@ func residentBytes(pid int) (int64, error) {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			f := strings.Fields(rest)
 			if len(f) >= 1 {
 				kb, err := strconv.ParseInt(f[0], 10, 64)
@@ -37,7 +43,19 @@ func residentBytes(pid int) (int64, error) {
 			}
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// nodesAnon is every local node's anonymous resident memory (RssAnon), by
+// index; 0 where it could not be read.
+func (r *runner) nodesAnon() []int64 {
+	out := make([]int64, len(r.cluster.Nodes))
+	for i := range r.cluster.Nodes {
+		if n, err := procStatusBytes(r.cluster.Pid(i), "RssAnon"); err == nil {
+			out[i] = n
+		}
+	}
+	return out
 }
 
 // nodesRSS is every local node's resident memory, by index; 0 for a node
