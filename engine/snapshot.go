@@ -276,6 +276,9 @@ func (e *Engine) encode(c *encoder) {
 	if version >= snapshotVersionCompleted {
 		e.encodeCompletedSection(c, qs)
 	}
+	if version >= snapshotVersionProgress {
+		e.encodeProgressSection(c)
+	}
 }
 
 func encodeConfig(c *encoder, cfg Config, version uint64) {
@@ -1031,6 +1034,11 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	}
 	if d.version >= snapshotVersionCompleted {
 		if err := d.decodeCompletedSection(e); err != nil {
+			return nil, err
+		}
+	}
+	if d.version >= snapshotVersionProgress {
+		if err := d.decodeProgressSection(e); err != nil {
 			return nil, err
 		}
 	}

@@ -31,6 +31,8 @@ const (
 	snapshotVersionTrace         = 13
 	snapshotVersionTags          = 14
 	snapshotVersionCompleted     = 15
+	// snapshotVersionProgress = 16: reserved jobs' progress (progress.go).
+	snapshotVersionProgress = 16
 )
 
 // snapshotLayoutRow is one layout and what it adds.
@@ -56,6 +58,7 @@ var snapshotLayouts = [...]snapshotLayoutRow{
 	{snapshotVersionTrace, "the trace section (trace.go): each live job's and retained record's W3C trace context by job id; written once a job got one"},
 	{snapshotVersionTags, "the tags section (snapshot_tags.go): each configured queue's tags, in the config's queue order; written only while a queue has tags"},
 	{snapshotVersionCompleted, "the completed section (completed.go): each configured queue's completed_retention, each queue's completed jobs (time, id) in completion order and, unless the state machine streams them itself, their records; written only while a queue keeps completed jobs or has a retention"},
+	{snapshotVersionProgress, "the progress section (progress.go): a flags word (bit 0: a job had a trace context, which layouts 13..15 imply from their version), then each reserved job's progress (percent, message) by job id; written only while a job has progress"},
 }
 
 // snapshotVersion is the newest layout this engine writes and reads.
