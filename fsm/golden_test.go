@@ -72,6 +72,7 @@ func TestGoldenEntries(t *testing.T) {
 		{"seed_queue_tags", 2, CommandVersionQueueTags, "queue_tags"},
 		{"seed_results", 2, CommandVersionResults, "results"},
 		{"seed_public_queue_settings", 2, CommandVersionPublicQueueSettings, "public_queue_settings"},
+		{"seed_progress", 2, CommandVersionProgress, "progress"},
 	}
 	covered := map[[2]uint32]bool{}
 	for _, tt := range tests {

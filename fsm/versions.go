@@ -56,6 +56,10 @@ const (
 	// CommandVersionPublicQueueSettings = 21: QueueCreate and QueueUpdate
 	// hold the public QueueSettings instead of the log's mirror of them.
 	CommandVersionPublicQueueSettings = 21
+	// CommandVersionProgress = 22: a LeaseExtend carrying the job's
+	// progress. The number is written out here alone: a change that
+	// renumbers it edits this line and regenerates the golden entries.
+	CommandVersionProgress = 22
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -125,6 +129,8 @@ var commandVersions = [...]commandVersionRow{
 		"completed jobs kept per queue (engine/completed.go): a JobAck carrying a result, and a QueueCreate, QueueUpdate or ConfigSet that sets or inherits a queue's completed_retention: an older binary would drop the result and the setting, keep no completed job, and its state, store and answers would differ from the others'; the binary also restores snapshot format 3, whose completed records follow the payloads (snapshot.go), which a node writes only once every member applies this version"},
 	{CommandVersionPublicQueueSettings, "public_queue_settings", nil,
 		"a QueueCreate or QueueUpdate that holds the public API's QueueSettings (name, settings) in place of the log's QueueConfig, and a declarative ConfigSet whose queues are QueueDefinitions holding them (ops_operator.go), converted by apiconv as the API's validation converts them: an older binary would read the queues' settings as empty; until every member applies it the leader writes the older form (cluster)"},
+	{CommandVersionProgress, "progress", nil,
+		"a LeaseExtend that carries the job's progress (engine/progress.go): an older binary would drop the field, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses an extension with progress (FAILED_PRECONDITION naming the feature, the lease not extended: cluster); the binary also restores engine snapshot layout 16, which the engine writes only while a job has progress, so never before every member applies this version"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -196,6 +202,8 @@ var (
 	FeatureResults = mustFeature(CommandVersionResults)
 	// FeaturePublicQueueSettings: queue settings in the public form.
 	FeaturePublicQueueSettings = mustFeature(CommandVersionPublicQueueSettings)
+	// FeatureProgress: a running job's progress, with its lease extension.
+	FeatureProgress = mustFeature(CommandVersionProgress)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version
