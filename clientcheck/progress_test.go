@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,6 +89,54 @@ func requireProgress(t *testing.T, c *client.Client, id uint64, want *client.Pro
 // TestWorker_DeliveryProgress: a handler's Delivery.Progress reaches the
 // server with the worker's next lease extension, brought forward to
 // ProgressInterval, long before the regular one (Lease/3).
+// TestWorker_DeliveryProgressRefused: a server that refuses progress (a
+// rolling upgrade) costs the worker its reports, never its lease: each
+// refused report is followed by a plain extension, every report is still
+// tried, and the refusal is reported once.
+func TestWorker_DeliveryProgressRefused(t *testing.T) {
+	n := startNode(t, "n1", nil)
+	n.backend.setBefore(func(_ context.Context, op string) error {
+		if op == "ExtendLease+progress" {
+			return cluster.ErrProgressUnsupported
+		}
+		return nil
+	})
+	c := newClient(t, []string{n.addr})
+	ctx := testContext(t)
+	if _, err := c.Enqueue(ctx, client.NewEnqueueRequest("work", "t")); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var refusals []error
+	w := client.NewWorker(c, client.WorkerOptions{Lease: time.Minute, ProgressInterval: 5 * time.Millisecond, OnError: func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		refusals = append(refusals, err)
+	}})
+	w.Handle("work", "t", func(ctx context.Context, d *client.Delivery) error {
+		for i := range 3 {
+			if err := d.Progress(10*(i+1), ""); err != nil {
+				return err
+			}
+			before := n.backend.count("ExtendLease")
+			waitFor(t, "a plain extension after the refused report", func() bool { return n.backend.count("ExtendLease") > before })
+		}
+		return nil
+	})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the job acked", func() bool { return n.backend.count("Ack") == 1 })
+	if err := w.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n.backend.count("ExtendLease+progress") != 3 || len(refusals) != 1 || !errors.Is(refusals[0], client.ErrUnsupported) {
+		t.Fatalf("%d reports tried, refusals reported %v: want 3 tried, one ErrUnsupported reported", n.backend.count("ExtendLease+progress"), refusals)
+	}
+}
+
 func TestWorker_DeliveryProgress(t *testing.T) {
 	n := startNode(t, "n1", nil)
 	c := newClient(t, []string{n.addr})
