@@ -10,7 +10,7 @@ import (
 
 // Progress is a job's progress as the engine keeps it, from the public
 // message an ExtendLeaseRequest carries and the log's LeaseExtend holds
-// (command version 22); nil for nil (no report). A rejected value is an
+// (fsm.CommandVersionProgress); nil for nil (no report). A rejected value is an
 // *engine.FieldError naming progress.percent (limit "0..100") or
 // progress.message (limit "at most 256 bytes of UTF-8"), the engine's
 // bounds (engine.CheckProgress), which the engine checks again at apply.

@@ -92,11 +92,12 @@ func (e *Engine) progressOf(j *job) *Progress {
 }
 
 // The flags the progress section starts with. Bit 0 is traceUsed, the
-// sticky flag that makes a state be written in layout 13 or later
-// (snapshotLayout). Layouts 13 to 15 imply it from their version, which a
-// layout 16 snapshot cannot do: a state is written in 16 for its progress,
-// which ends, and a replica that restored it must then write the layout
-// the others write (13 if a job ever had a trace context, else older). The
+// sticky flag that makes a state be written in layout snapshotVersionTrace
+// or later (snapshotLayout). The layouts from snapshotVersionTrace up to
+// this one imply it from their version, which this one cannot do: a state
+// is written in it for its progress, which ends, and a replica that
+// restored it must then write the layout the others write
+// (snapshotVersionTrace if a job ever had a trace context, else older). The
 // other sticky flags (cancel, expiry) are implied as before: they pick
 // layouts below 11, and a cluster whose members keep attempt detail
 // (command version 12) never writes those.

@@ -12,7 +12,8 @@ import (
 )
 
 // progressEngine holds reserved jobs with and without progress beside a
-// completed queue's jobs, so the fuzzer starts from a layout 16 snapshot.
+// completed queue's jobs, so the fuzzer starts from a snapshot of the
+// layout that carries progress.
 func progressEngine(t testing.TB) *engine.Engine {
 	t.Helper()
 	e, _ := progressEngineWith(t)
@@ -208,8 +209,8 @@ func TestProgress_SurvivesSnapshot(t *testing.T) {
 	t.Parallel()
 	e, ds := progressEngineWith(t)
 	snap := snapshotBytes(t, e)
-	if snap[8] != 16 {
-		t.Fatalf("layout %d, want 16 while a job has progress", snap[8])
+	if snap[8] != engine.SnapshotVersionProgress {
+		t.Fatalf("layout %d, want %d while a job has progress", snap[8], engine.SnapshotVersionProgress)
 	}
 	r := engine.New(engine.DefaultConfig())
 	if err := r.Restore(bytes.NewReader(snap)); err != nil {
@@ -240,8 +241,8 @@ func TestProgress_SurvivesSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if v := snapshotBytes(t, e)[8]; v != 15 {
-		t.Fatalf("layout %d after every progress ended, want 15", v)
+	if v := snapshotBytes(t, e)[8]; v != engine.SnapshotVersionCompleted {
+		t.Fatalf("layout %d after every progress ended, want %d", v, engine.SnapshotVersionCompleted)
 	}
 }
 

@@ -245,7 +245,7 @@ func TestFuzzSeedCorpus(t *testing.T) {
 		"tags-engine": snapshotBytes(t, taggedEngine(t)),
 		// Layout version 15: completed jobs and their records.
 		"completed-engine": snapshotBytes(t, completedSeedEngine(t)),
-		// Layout version 16: reserved jobs' progress.
+		// Layout snapshotVersionProgress: reserved jobs' progress.
 		"progress-engine": snapshotBytes(t, progressEngine(t)),
 		// Layout version 6: periodic schedules, one fired, one paused.
 		"scheduled-engine": snapshotBytes(t, scheduledEngine(t)),
@@ -402,7 +402,7 @@ func TestGoldenSnapshotLayouts(t *testing.T) {
 		{"payloads-off-engine", 12, func(t *testing.T) *engine.Engine { t.Helper(); return payloadsOffEngine(t) }, true},
 		{"trace-engine", 13, func(t *testing.T) *engine.Engine { t.Helper(); return traceEngine(t) }, true},
 		{"tags-engine", 14, func(t *testing.T) *engine.Engine { t.Helper(); return taggedEngine(t) }, true},
-		{"progress-engine", 16, func(t *testing.T) *engine.Engine { t.Helper(); return progressEngine(t) }, true},
+		{"progress-engine", engine.SnapshotVersionProgress, func(t *testing.T) *engine.Engine { t.Helper(); return progressEngine(t) }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -130,7 +130,7 @@ var commandVersions = [...]commandVersionRow{
 	{CommandVersionPublicQueueSettings, "public_queue_settings", nil,
 		"a QueueCreate or QueueUpdate that holds the public API's QueueSettings (name, settings) in place of the log's QueueConfig, and a declarative ConfigSet whose queues are QueueDefinitions holding them (ops_operator.go), converted by apiconv as the API's validation converts them: an older binary would read the queues' settings as empty; until every member applies it the leader writes the older form (cluster)"},
 	{CommandVersionProgress, "progress", nil,
-		"a LeaseExtend that carries the job's progress (engine/progress.go): an older binary would drop the field, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses an extension with progress (FAILED_PRECONDITION naming the feature, the lease not extended: cluster); the binary also restores engine snapshot layout 16, which the engine writes only while a job has progress, so never before every member applies this version"},
+		"a LeaseExtend that carries the job's progress (engine/progress.go): an older binary would drop the field, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses an extension with progress (FAILED_PRECONDITION naming the feature, the lease not extended: cluster); the binary also restores the engine snapshot layout that carries progress, which the engine writes only while a job has progress, so never before every member applies this version"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:

@@ -1402,8 +1402,9 @@ type LeaseExtend struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Ref        *LeaseRef              `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	LeaseNanos int64                  `protobuf:"varint,2,opt,name=lease_nanos,json=leaseNanos,proto3" json:"lease_nanos,omitempty"`
-	// The job's progress, as the API's request holds it (command version
-	// 22, progress); unset leaves the job's progress as it is.
+	// The job's progress, as the API's request holds it (the command version
+	// of the feature "progress", fsm.CommandVersionProgress); unset leaves
+	// the job's progress as it is.
 	Progress      *v1.Progress `protobuf:"bytes,3,opt,name=progress,proto3" json:"progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
