@@ -288,6 +288,12 @@ func (c *Client) ExtendLease(ctx context.Context, jc JobContext, lease time.Dura
 	if lease > 0 {
 		m.Lease = durationpb.New(lease)
 	}
+	return c.extendLease(ctx, m)
+}
+
+// extendLease sends m, retried across leader changes (an extension is
+// safe to repeat, progress and all).
+func (c *Client) extendLease(ctx context.Context, m *seppv1.ExtendLeaseRequest) (time.Time, error) {
 	var deadline time.Time
 	err := c.call(ctx, "extend lease", retrySafe, 0, func(ctx context.Context, a *attempt) error {
 		resp, err := c.queueService(a).ExtendLease(ctx, m, c.opts.callOptions...)

@@ -145,6 +145,11 @@ type Job struct {
 	Result      []byte
 	CompletedAt time.Time
 	RunTime     time.Duration
+
+	// Progress is what the worker running the job last reported
+	// (ReportProgress, Delivery.Progress), while the job is reserved; nil
+	// when it reported none.
+	Progress *Progress
 }
 
 // JobAttempt is one ended delivery of a job.
@@ -197,6 +202,9 @@ type Delivery struct {
 
 	// result is what a handler set with SetResult: a Worker acks with it.
 	result []byte
+	// progress carries the handler's reports (Progress) to the Worker's
+	// lease keeper; nil outside a Worker.
+	progress *progressBox
 }
 
 // SetResult gives the job a result, for a handler run by a Worker: when the
@@ -546,6 +554,7 @@ func jobFromProto(m *seppv1.Job) Job {
 	j.Result = m.GetResult()
 	j.CompletedAt = timeFrom(m.GetCompletedAt())
 	j.RunTime = m.GetRunTime().AsDuration()
+	j.Progress = progressFromProto(m.GetProgress())
 	return j
 }
 

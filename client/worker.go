@@ -36,6 +36,12 @@ type WorkerOptions struct {
 	// MaxReasonBytes truncates the nack reason built from a handler's error
 	// (default 1024).
 	MaxReasonBytes int
+	// ProgressInterval is the least time between two lease extensions
+	// that a handler's Delivery.Progress brings forward (default 1s): a
+	// handler may report as often as it likes, the server hears the
+	// latest report at most this often (and with every regular
+	// extension, every Lease/3).
+	ProgressInterval time.Duration
 }
 
 // Worker reserves jobs from the queues it has handlers for and runs them,
@@ -89,6 +95,9 @@ func NewWorker(c *Client, opts WorkerOptions) *Worker {
 	}
 	if opts.MaxReasonBytes <= 0 {
 		opts.MaxReasonBytes = 1024
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = time.Second
 	}
 	if opts.OnError == nil {
 		opts.OnError = func(err error) { slog.Warn("sepp worker", "err", err) }
@@ -312,6 +321,7 @@ func (w *Worker) run(d Delivery) {
 		return
 	}
 
+	d.progress = newProgressBox()
 	hctx, cancel := context.WithCancelCause(context.WithValue(w.handlerCtx, deliveryKey{}, &d))
 	defer cancel(nil)
 	keeperDone := make(chan struct{})
@@ -400,28 +410,45 @@ func (w *Worker) invoke(ctx context.Context, h HandlerFunc, d *Delivery) Outcome
 }
 
 // keepLease extends the delivery's lease every Lease/3 until the handler
-// returns. A lease the server reports lost, or one that lapsed by the local
-// clock while extensions kept failing, cancels the handler with ErrLeaseLost;
-// one an operator's cancel revoked, with ErrJobCancelled.
+// returns, carrying the handler's latest progress report (Delivery.Progress)
+// when there is one; a report brings the next extension forward, to no
+// sooner than ProgressInterval after the last. A lease the server reports
+// lost, or one that lapsed by the local clock while extensions kept
+// failing, cancels the handler with ErrLeaseLost; one an operator's cancel
+// revoked, with ErrJobCancelled.
 func (w *Worker) keepLease(ctx context.Context, handlerDone <-chan struct{}, d Delivery, cancel context.CancelCauseFunc) {
 	interval := w.opts.Lease / 3
 	deadline := time.Now().Add(w.opts.Lease)
+	last := time.Now() // of the last extension (the reserve, at first)
+	next := last.Add(interval)
 	t := time.NewTimer(interval)
 	defer t.Stop()
+	var wake <-chan struct{}
+	if d.progress != nil {
+		wake = d.progress.wake
+	}
 	for {
 		select {
 		case <-handlerDone:
 			return
 		case <-ctx.Done():
 			return
+		case <-wake:
+			if at := last.Add(w.opts.ProgressInterval); at.Before(next) {
+				next = at
+				t.Reset(time.Until(at))
+			}
+			continue
 		case <-t.C:
 		}
 		ectx, ecancel := context.WithDeadline(ctx, deadline)
-		_, err := w.c.ExtendLease(ectx, d.Ctx, w.opts.Lease)
+		err := w.extend(ectx, d)
 		ecancel()
+		last = time.Now()
 		switch {
 		case err == nil:
 			deadline = time.Now().Add(w.opts.Lease)
+			next = last.Add(interval)
 			t.Reset(interval)
 		case errors.Is(err, ErrJobCancelled):
 			cancel(fmt.Errorf("job %d: %w", d.Ctx.JobID, ErrJobCancelled))
@@ -434,7 +461,49 @@ func (w *Worker) keepLease(ctx context.Context, handlerDone <-chan struct{}, d D
 			return
 		default:
 			w.report(fmt.Errorf("sepp worker: extend lease of job %d: %w", d.Ctx.JobID, err))
-			t.Reset(min(interval, time.Until(deadline)/2+time.Millisecond))
+			retry := min(interval, time.Until(deadline)/2+time.Millisecond)
+			next = time.Now().Add(retry)
+			t.Reset(retry)
 		}
+	}
+}
+
+// extend extends d's lease once, with the handler's pending progress
+// report if it has one. A report the server refuses (it keeps no progress
+// yet: ErrUnsupported; out of its bounds: ErrInvalidArgument) is dropped,
+// the refusal reported once per delivery, and the lease extended without
+// it. A report whose extension failed otherwise is kept for the next
+// attempt unless a newer one came.
+func (w *Worker) extend(ctx context.Context, d Delivery) error {
+	b := d.progress
+	var p *Progress
+	if b != nil {
+		p = b.take()
+	}
+	if p == nil {
+		_, err := w.c.ExtendLease(ctx, d.Ctx, w.opts.Lease)
+		return err
+	}
+	_, err := w.c.ExtendLeaseWithProgress(ctx, d.Ctx, w.opts.Lease, *p)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrUnsupported) || errors.Is(err, ErrInvalidArgument):
+		b.mu.Lock()
+		first := !b.refused
+		b.refused = true
+		b.mu.Unlock()
+		if first {
+			w.report(fmt.Errorf("sepp worker: job %d: progress refused, extending the lease without it: %w", d.Ctx.JobID, err))
+		}
+		_, err = w.c.ExtendLease(ctx, d.Ctx, w.opts.Lease)
+		return err
+	default:
+		b.mu.Lock()
+		if b.pending == nil {
+			b.pending = p
+		}
+		b.mu.Unlock()
+		return err
 	}
 }

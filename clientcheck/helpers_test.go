@@ -86,9 +86,13 @@ func (h *hookedBackend) count(op string) int {
 	return h.calls[op]
 }
 
-// Propose passes every write through the hooks, by its name.
+// Propose passes every write through the hooks, by its name (an
+// extension carrying progress is "ExtendLease+progress").
 func (h *hookedBackend) Propose(ctx context.Context, op engine.Op) (any, error) {
 	name := op.OpName()
+	if ext, ok := op.(engine.ExtendLeaseOp); ok && ext.Params.Progress != nil {
+		name += "+progress"
+	}
 	if err := h.enter(ctx, name); err != nil {
 		return nil, err
 	}

@@ -114,6 +114,13 @@ func (n *Node) ack(ctx context.Context, ref engine.LeaseRef, result []byte) erro
 // type VERSION naming the feature "results".
 var ErrResultNotKept = errors.New("result: this cluster keeps no job results yet (the capability \"results\" is missing from GetServerInfo until every member applies command version 20); ack without a result")
 
+// ErrProgressUnsupported refuses a lease extension that carries progress
+// while some member of the cluster does not apply fsm.CommandVersionProgress:
+// nothing was proposed, the lease is as it was, and the worker may extend
+// without progress. The gRPC layer answers FailedPrecondition with a
+// PreconditionFailure of type VERSION naming the feature "progress".
+var ErrProgressUnsupported = errors.New("progress: this cluster keeps no job progress yet (the capability \"progress\" is missing from GetServerInfo until every member applies its command version); extend the lease without progress")
+
 // AckBatch completes several deliveries; each succeeds or fails on its own
 // (errs[i], nil when acked), in order, as if acked one by one. The acks
 // travel as one JobAckBatch command when every member can apply it (see
@@ -282,6 +289,20 @@ func (n *Node) release(ctx context.Context, ref engine.LeaseRef) error {
 
 // extendLease pushes a lease's deadline out and returns the new deadline.
 func (n *Node) extendLease(ctx context.Context, p engine.ExtendParams) (time.Time, error) {
+	if p.Progress != nil {
+		// Until every member applies progress, one that does not would
+		// drop it and its state would differ: refused before anything is
+		// proposed (the lease not extended either, so that a worker sees
+		// the refusal rather than losing its report silently; it may
+		// extend without progress).
+		ok, err := n.membersApplyFor(ctx, fsm.CommandVersionProgress)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if !ok {
+			return time.Time{}, fmt.Errorf("%w (%s)", ErrProgressUnsupported, n.memberLacking(fsm.CommandVersionProgress))
+		}
+	}
 	res, err := n.propose(ctx, fsm.ExtendLeaseCommand(p))
 	if err != nil {
 		return time.Time{}, err

@@ -281,6 +281,9 @@ type NackResult struct {
 type ExtendParams struct {
 	LeaseRef
 	Lease time.Duration // 0 takes DefaultLease; clamped to MaxLease
+	// Progress, when set, becomes the job's progress (CheckProgress
+	// bounds it); nil leaves the last one reported.
+	Progress *Progress
 }
 
 // TickResult counts what a time-driven pass did.
@@ -353,6 +356,11 @@ type Job struct {
 	// pointer, so that a Delivery stays in its size class); the view's own
 	// copy.
 	Trace *TraceContext
+
+	// Progress is what the worker holding a reserved job last reported
+	// (progress.go); nil when it reported none or the job is not reserved.
+	// The view's own copy.
+	Progress *Progress
 
 	// Completed is set on a completed job's view (completed.go): its
 	// result and completion time. (A pointer, as Trace is.)

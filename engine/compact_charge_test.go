@@ -314,3 +314,45 @@ func compactChargeSeedEngine(t testing.TB) *engine.Engine {
 	et.MustReserveOne(t, e, now, "c")
 	return e
 }
+
+// TestCompactCharge_RestoredReplicaWritesWhatTheOthersWrite: layout 16
+// carries whether a job ever had a trace context (layouts 13..15 imply it
+// from their version, which layout 16 cannot: it is written for the
+// charge). A replica restored from it, and the one it was taken from, then
+// write the same bytes in the progress layout, whose flags name it, with a
+// trace context used or not. (Implying it from the version made a
+// restored replica's progress snapshot differ.)
+func TestCompactCharge_RestoredReplicaWritesWhatTheOthersWrite(t *testing.T) {
+	for _, traced := range []bool{false, true} {
+		t.Run(fmt.Sprint("traced=", traced), func(t *testing.T) {
+			now := et.Epoch
+			e := compactChargeEngine(t, engine.DefaultAttemptHistory)
+			p := plainJob()
+			if traced {
+				p.Trace = &engine.TraceContext{Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+			}
+			et.MustEnqueue(t, e, now, p)
+			var snap bytes.Buffer
+			if err := e.Snapshot(&snap); err != nil {
+				t.Fatal(err)
+			}
+			if v := snap.Bytes()[8]; v != 16 {
+				t.Fatalf("layout %d, want 16", v)
+			}
+			restored := engine.New(engine.DefaultConfig())
+			if err := restored.Restore(&snap); err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range []*engine.Engine{e, restored} {
+				d := et.MustReserveOne(t, x, now, "q")
+				if _, err := x.ExtendLease(now, engine.ExtendParams{LeaseRef: et.Ref(d), Progress: &engine.Progress{Percent: 40}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a, b := snapshotBytes(t, e), snapshotBytes(t, restored)
+			if a[8] != 17 || !bytes.Equal(a, b) {
+				t.Fatalf("layouts %d and %d; the restored replica's snapshot differs: %v", a[8], b[8], !bytes.Equal(a, b))
+			}
+		})
+	}
+}

@@ -102,6 +102,9 @@ type Engine struct {
 	// started is when each Reserved job's delivery started, while
 	// recordFields is on.
 	started map[JobID]int64
+	// progress is each Reserved job's last reported progress
+	// (progress.go); a job leaves it when its delivery ends.
+	progress map[JobID]Progress
 
 	// expiry holds the waiting jobs with a deadline by (deadline, id)
 	// (expiry.go). expiryUsed: a job got a deadline or a queue set
@@ -166,6 +169,7 @@ func newEmpty() *Engine {
 		queues:       make(map[string]*queue),
 		workers:      make(map[JobID]string),
 		started:      make(map[JobID]int64),
+		progress:     make(map[JobID]Progress),
 		leases:       jobHeap{withTokens: true},
 		sched:        jobHeap{},
 		dead:         make(map[JobID]*deadRecord),
@@ -392,6 +396,7 @@ func (e *Engine) detach(j *job) {
 			e.charge(q, -startedOverhead)
 			delete(e.started, j.id)
 		}
+		e.clearProgress(j)
 		q.nReserved--
 		e.keyUnreserved(j)
 	default:

@@ -7,3 +7,10 @@ func HoldEveryJobFull(e *Engine) { e.compactOff = true }
 
 // CompactJobs is how many jobs e holds compact.
 func CompactJobs(e *Engine) int { return e.nCompact }
+
+// The snapshot layouts the progress tests name: kept here, not written out
+// in the tests, so that renumbering a layout moves one constant.
+const (
+	SnapshotVersionProgress  = snapshotVersionProgress
+	SnapshotVersionCompleted = snapshotVersionCompleted
+)

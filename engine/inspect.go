@@ -38,6 +38,7 @@ func (e *Engine) viewWithoutPayload(j *job) Job {
 		if at, ok := e.started[j.id]; ok {
 			v.StartedAt = fromNanos(at)
 		}
+		v.Progress = e.progressOf(j)
 	}
 	if x := j.ext; x != nil {
 		v.ScheduledAt = fromNanos(x.scheduledAt)

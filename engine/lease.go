@@ -439,6 +439,9 @@ func (e *Engine) ExtendLease(now time.Time, p ExtendParams) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
+	if err := CheckProgress(p.Progress); err != nil {
+		return time.Time{}, err
+	}
 	e.advance(now)
 	j, err := e.leased(p.LeaseRef)
 	if err != nil {
@@ -446,6 +449,9 @@ func (e *Engine) ExtendLease(now time.Time, p ExtendParams) (time.Time, error) {
 	}
 	j.due = addSat(e.now, lease)
 	heap.Fix(&e.leases, int(j.heapIdx))
+	if p.Progress != nil {
+		e.setProgress(j, *p.Progress)
+	}
 	return fromNanos(j.due), nil
 }
 

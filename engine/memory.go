@@ -281,6 +281,11 @@ func (e *Engine) recount() {
 			e.charge(j.q, startedOverhead)
 		}
 	}
+	for id, p := range e.progress { // sums: order does not matter
+		if j := e.jobs.get(id); j != nil {
+			e.charge(j.q, progressCharge(p))
+		}
+	}
 	for r := e.deadHead; r != nil; r = r.next {
 		e.charge(r.j.q, e.jobHeld(r.j)+deadRecordOverhead)
 	}
@@ -318,6 +323,13 @@ func (e *Engine) checkMemoryCounts() error {
 			perQueue[j.q] += startedOverhead
 		} else {
 			return fmt.Errorf("job %d has a delivery start but is not reserved", id)
+		}
+	}
+	for id, p := range e.progress { // any job breaking it fails: order does not matter
+		if j := e.jobs.get(id); j != nil && j.state == StateReserved {
+			perQueue[j.q] += progressCharge(p)
+		} else {
+			return fmt.Errorf("job %d has progress but is not reserved", id)
 		}
 	}
 	for r := e.deadHead; r != nil; r = r.next {

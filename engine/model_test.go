@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,9 @@ type mJob struct {
 	hist    []engine.Attempt
 	origin  engine.Origin
 	expires time.Time // the deadline to be reserved by; zero: none
+	// progress is the current delivery's last reported progress; a new
+	// delivery starts without (the engine drops it when one ends).
+	progress *engine.Progress
 }
 
 // end records j's current attempt as ended now with outcome.
@@ -270,7 +274,7 @@ func (m *model) reserve(queue string, n int, lease time.Duration) []engine.JobID
 		j.attempt++
 		j.token = m.nextLease
 		m.nextLease++
-		j.state, j.due, j.started = engine.StateReserved, m.now.Add(lease), m.now
+		j.state, j.due, j.started, j.progress = engine.StateReserved, m.now.Add(lease), m.now, nil
 		ids = append(ids, j.id)
 	}
 	return ids
@@ -290,7 +294,7 @@ func (m *model) reserveFair(n int, lease time.Duration) []engine.JobID {
 			j.attempt++
 			j.token = m.nextLease
 			m.nextLease++
-			j.state, j.due, j.started = engine.StateReserved, m.now.Add(lease), m.now
+			j.state, j.due, j.started, j.progress = engine.StateReserved, m.now.Add(lease), m.now, nil
 			ids = append(ids, j.id)
 			if m.nextOf(uint32(p), k) != nil {
 				m.rot[p] = append(m.rot[p], k)
@@ -333,7 +337,7 @@ func (m *model) reserveLimited(ready []*mJob, n int, lease time.Duration) []engi
 		j.attempt++
 		j.token = m.nextLease
 		m.nextLease++
-		j.state, j.due, j.started = engine.StateReserved, m.now.Add(lease), m.now
+		j.state, j.due, j.started, j.progress = engine.StateReserved, m.now.Add(lease), m.now, nil
 		ids = append(ids, j.id)
 	}
 	m.bucket -= time.Duration(len(ids)) * perToken
@@ -675,13 +679,32 @@ func (r *modelRun) step(i int) {
 		kind = "extend"
 		ref := r.pickRef()
 		lease := time.Duration(1+rng.Intn(10)) * time.Second
+		// Half the extensions report progress, one in ten of those out
+		// of bounds (refused before the lease is looked at).
+		var progress *engine.Progress
+		if rng.Intn(2) == 0 {
+			progress = &engine.Progress{Percent: uint32(rng.Intn(101)), Message: strings.Repeat("p", rng.Intn(4))}
+			if rng.Intn(10) == 0 {
+				kind, progress.Percent = "extend-bad-progress", 101
+			}
+		}
 		res := both(func(e *engine.Engine) any {
-			dl, err := e.ExtendLease(now, engine.ExtendParams{LeaseRef: ref, Lease: lease})
+			dl, err := e.ExtendLease(now, engine.ExtendParams{LeaseRef: ref, Lease: lease, Progress: progress})
 			return [2]any{dl, err}
 		}).([2]any)
 		err, _ := res[1].(error)
+		if kind == "extend-bad-progress" {
+			if !errors.Is(err, engine.ErrInvalidArgument) {
+				t.Fatalf("step %d: progress of 101%%: %v, want InvalidArgument", i, err)
+			}
+			break
+		}
 		m.advance(now)
 		if j := wantLease(ref, err); j != nil {
+			if progress != nil {
+				p := *progress
+				j.progress = &p
+			}
 			j.due = m.now.Add(lease)
 			if !res[0].(time.Time).Equal(j.due) {
 				t.Fatalf("step %d: extend deadline %v, model %v", i, res[0], j.due)
@@ -1057,6 +1080,13 @@ func (r *modelRun) compareDetail(i int, j *mJob, got engine.Job) {
 	}
 	if !got.StartedAt.Equal(j.started) || (j.state == engine.StateReserved) == got.StartedAt.IsZero() {
 		t.Fatalf("step %d: job %d (%v) delivery start %v, model %v", i, j.id, j.state, got.StartedAt, j.started)
+	}
+	var wantProgress *engine.Progress
+	if j.state == engine.StateReserved {
+		wantProgress = j.progress
+	}
+	if (got.Progress == nil) != (wantProgress == nil) || (got.Progress != nil && *got.Progress != *wantProgress) {
+		t.Fatalf("step %d: job %d (%v) progress %+v, model %+v", i, j.id, j.state, got.Progress, wantProgress)
 	}
 	if o := got.Origin; o.Queue != j.origin.Queue || o.JobID != j.origin.JobID || o.Cause != j.origin.Cause ||
 		!o.FailedAt.Equal(j.origin.FailedAt) || o.FinalAttempt != j.origin.FinalAttempt {

@@ -265,7 +265,7 @@ func (e *Engine) encode(c *encoder) {
 		e.encodeExpiryFairSection(c, qs)
 	}
 	if version >= snapshotVersionAttempts {
-		e.encodeAttemptsSection(c)
+		e.encodeAttemptsSection(c, version)
 	}
 	if version >= snapshotVersionTrace {
 		e.encodeTraceSection(c)
@@ -275,6 +275,9 @@ func (e *Engine) encode(c *encoder) {
 	}
 	if version >= snapshotVersionCompleted {
 		e.encodeCompletedSection(c, qs)
+	}
+	if version >= snapshotVersionProgress {
+		e.encodeProgressSection(c)
 	}
 }
 
@@ -1031,6 +1034,11 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	}
 	if d.version >= snapshotVersionCompleted {
 		if err := d.decodeCompletedSection(e); err != nil {
+			return nil, err
+		}
+	}
+	if d.version >= snapshotVersionProgress {
+		if err := d.decodeProgressSection(e); err != nil {
 			return nil, err
 		}
 	}

@@ -22,10 +22,13 @@ func attemptDetail(j *job) bool {
 }
 
 // encodeAttemptsSection writes the flags (bit 0: recordFields, bit 1:
-// payloadsOffHeap, bit 2: compactCharge), the
+// payloadsOffHeap, bit 2: compactCharge and, from layout 16, bit 3:
+// traceUsed, which layouts 13..15 imply from their version and layout 16
+// cannot: it is written for the charge, trace or not, and a restored
+// replica must write what the others write in the later layouts), the
 // delivery starts by job id, then, by job id, every live job and retained
 // record with detail: its history's detail, entry by entry, and its origin.
-func (e *Engine) encodeAttemptsSection(c *encoder) {
+func (e *Engine) encodeAttemptsSection(c *encoder, version uint64) {
 	var flags uint64
 	if e.recordFields {
 		flags |= 1
@@ -35,6 +38,9 @@ func (e *Engine) encodeAttemptsSection(c *encoder) {
 	}
 	if e.compactCharge {
 		flags |= 4
+	}
+	if version >= snapshotVersionCompactCharge && e.traceUsed {
+		flags |= 8
 	}
 	c.uvarint(flags)
 	ids := make([]JobID, 0, len(e.started))
@@ -95,7 +101,7 @@ func (d *decoder) decodeAttemptsSection(e *Engine) error {
 	switch {
 	case d.err != nil:
 		return d.err
-	case flags&^7 != 0 || d.version < snapshotVersionPayloadsOff && flags&2 != 0 || d.version < snapshotVersionCompactCharge && flags&4 != 0:
+	case flags&^15 != 0 || d.version < snapshotVersionPayloadsOff && flags&2 != 0 || d.version < snapshotVersionCompactCharge && flags&12 != 0:
 		return fmt.Errorf("attempts section: unknown flags %#x", flags)
 	case d.version < snapshotVersionPayloadsOff && flags&1 == 0:
 		return errors.New("attempts section: layout 11 written without recordFields")
@@ -103,6 +109,9 @@ func (d *decoder) decodeAttemptsSection(e *Engine) error {
 	e.recordFields = flags&1 != 0
 	e.payloadsOffHeap = flags&2 != 0
 	e.compactCharge = flags&4 != 0
+	if d.version >= snapshotVersionCompactCharge {
+		e.traceUsed = flags&8 != 0
+	}
 	n := d.count(1 << 40)
 	var last JobID
 	for i := 0; i < n && d.err == nil; i++ {

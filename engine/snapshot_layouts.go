@@ -32,6 +32,8 @@ const (
 	snapshotVersionTags          = 14
 	snapshotVersionCompleted     = 15
 	snapshotVersionCompactCharge = 16
+	// snapshotVersionProgress = 17: reserved jobs' progress (progress.go).
+	snapshotVersionProgress      = 17
 )
 
 // snapshotLayoutRow is one layout and what it adds.
@@ -57,7 +59,8 @@ var snapshotLayouts = [...]snapshotLayoutRow{
 	{snapshotVersionTrace, "the trace section (trace.go): each live job's and retained record's W3C trace context by job id; written once a job got one"},
 	{snapshotVersionTags, "the tags section (snapshot_tags.go): each configured queue's tags, in the config's queue order; written only while a queue has tags"},
 	{snapshotVersionCompleted, "the completed section (completed.go): each configured queue's completed_retention, each queue's completed jobs (time, id) in completion order and, unless the state machine streams them itself, their records; written only while a queue keeps completed jobs or has a retention"},
-	{snapshotVersionCompactCharge, "bit 2 of the attempts section's flags: a plain waiting job is charged as a compact entry (memory.go, compactCharge); written once the cluster charges so"},
+	{snapshotVersionCompactCharge, "bits 2 and 3 of the attempts section's flags: a plain waiting job is charged as a compact entry (memory.go, compactCharge), and a job had a trace context (traceUsed, which layouts 13..15 imply from their version); written once the cluster charges so"},
+	{snapshotVersionProgress, "the progress section (progress.go): a flags word (bit 0: a job had a trace context, which layouts 13..16 imply from their version), then each reserved job's progress (percent, message) by job id; written only while a job has progress"},
 }
 
 // snapshotVersion is the newest layout this engine writes and reads.

@@ -185,6 +185,7 @@ func FuzzRestore(f *testing.F) {
 	f.Add(snapshotBytes(f, redrivingEngine(f)))
 	f.Add(snapshotBytes(f, expiryFairEngine(f)))
 	f.Add(snapshotBytes(f, completedSeedEngine(f)))
+	f.Add(snapshotBytes(f, progressEngine(f)))
 	f.Add([]byte("SEPPENG\x00\x01"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		restoreFuzzed(t, data)
@@ -246,6 +247,8 @@ func TestFuzzSeedCorpus(t *testing.T) {
 		"completed-engine": snapshotBytes(t, completedSeedEngine(t)),
 		// Layout version 16: plain waiting jobs charged as compact entries.
 		"compact-charge-engine": snapshotBytes(t, compactChargeSeedEngine(t)),
+		// Layout snapshotVersionProgress: reserved jobs' progress.
+		"progress-engine": snapshotBytes(t, progressEngine(t)),
 		// Layout version 6: periodic schedules, one fired, one paused.
 		"scheduled-engine": snapshotBytes(t, scheduledEngine(t)),
 		// The golden snapshots of layouts 4, 5, 7, 8 and 9 (3 and 6 are
@@ -402,6 +405,7 @@ func TestGoldenSnapshotLayouts(t *testing.T) {
 		{"trace-engine", 13, func(t *testing.T) *engine.Engine { t.Helper(); return traceEngine(t) }, true},
 		{"tags-engine", 14, func(t *testing.T) *engine.Engine { t.Helper(); return taggedEngine(t) }, true},
 		{"compact-charge-engine", 16, func(t *testing.T) *engine.Engine { t.Helper(); return compactChargeSeedEngine(t) }, true},
+		{"progress-engine", engine.SnapshotVersionProgress, func(t *testing.T) *engine.Engine { t.Helper(); return progressEngine(t) }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

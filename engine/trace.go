@@ -181,7 +181,9 @@ func (e *Engine) encodeTraceSection(c *encoder) {
 }
 
 func (d *decoder) decodeTraceSection(e *Engine) error {
-	e.traceUsed = true
+	if d.version < snapshotVersionCompactCharge {
+		e.traceUsed = true // layouts 13..15 are written only once it is; later ones carry it (attempts section, bit 3)
+	}
 	n := d.count(1 << 40)
 	var last JobID
 	for i := 0; i < n && d.err == nil; i++ {

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sepp-io/sepp/apiconv"
 	"github.com/sepp-io/sepp/engine"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
@@ -298,10 +299,17 @@ func ReleaseCommand(ref engine.LeaseRef) *cmdpb.Command {
 	return c
 }
 
-// ExtendLeaseCommand builds a LeaseExtend.
+// ExtendLeaseCommand builds a LeaseExtend, of CommandVersionProgress when
+// it carries progress (an older binary would drop it). Propose one with
+// progress only to a cluster whose every member applies that version.
 func ExtendLeaseCommand(p engine.ExtendParams) *cmdpb.Command {
 	c := newCommand()
-	c.Op = &cmdpb.Command_LeaseExtend{LeaseExtend: &cmdpb.LeaseExtend{Ref: leaseRefToProto(p.LeaseRef), LeaseNanos: int64(p.Lease)}}
+	ext := &cmdpb.LeaseExtend{Ref: leaseRefToProto(p.LeaseRef), LeaseNanos: int64(p.Lease)}
+	if p.Progress != nil {
+		c.Version = CommandVersionProgress
+		ext.Progress = apiconv.ProgressToProto(p.Progress)
+	}
+	c.Op = &cmdpb.Command_LeaseExtend{LeaseExtend: ext}
 	return c
 }
 

@@ -417,10 +417,16 @@ func (f *FSM) applyJobRelease(now time.Time, c *cmdpb.JobRelease) Result {
 }
 
 func (f *FSM) applyLeaseExtend(now time.Time, c *cmdpb.LeaseExtend) Result {
-	deadline, err := f.eng.ExtendLease(now, engine.ExtendParams{
+	p := engine.ExtendParams{
 		LeaseRef: leaseRefFromProto(c.GetRef()),
 		Lease:    time.Duration(c.GetLeaseNanos()),
-	})
+	}
+	if pr := c.GetProgress(); pr != nil {
+		// Not apiconv.Progress: the engine checks the bounds itself, and
+		// a report out of them is its refusal, the same on every replica.
+		p.Progress = &engine.Progress{Percent: pr.GetPercent(), Message: pr.GetMessage()}
+	}
+	deadline, err := f.eng.ExtendLease(now, p)
 	return Result{Deadline: deadline, Err: err}
 }
 

@@ -102,6 +102,15 @@ func seedEntries(t testing.TB) map[string][]byte {
 			CompactChargeConfigCommand(DeclaredConfigCommand(engine.Config{Limits: seedLimits()})),
 			EnqueueCommand(engine.EnqueueParams{Queue: "c", JobType: "t", Payload: []byte("q")}),
 			ReserveCommand(engine.ReserveParams{Queue: "c", WorkerID: "w", N: 1, Lease: time.Minute})},
+		// Progress (CommandVersionProgress): a reserved job's extension
+		// with progress, a plain one that keeps it, one that replaces it
+		// and one out of bounds (refused at apply, alike on every replica).
+		"progress": {EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t"}),
+			ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 1, Lease: time.Minute}),
+			ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Lease: time.Minute, Progress: &engine.Progress{Percent: 25, Message: "1 of 4 files"}}),
+			ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Lease: time.Minute}),
+			ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Progress: &engine.Progress{Percent: 50}}),
+			ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Progress: &engine.Progress{Percent: 101}})},
 		// Cancelling a reserved job (9).
 		"cancel": {JobsActCommand(engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{1}, Reason: "stuck"})},
 		// Unique jobs (8).

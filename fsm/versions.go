@@ -59,6 +59,10 @@ const (
 	// CommandVersionCompactCharge = 22: plain waiting jobs charged to the
 	// memory budget as the compact entries they are held as.
 	CommandVersionCompactCharge = 22
+	// CommandVersionProgress = 23: a LeaseExtend carrying the job's
+	// progress. The number is written out here alone: a change that
+	// renumbers it edits this line and regenerates the golden entries.
+	CommandVersionProgress = 23
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -130,6 +134,8 @@ var commandVersions = [...]commandVersionRow{
 		"a QueueCreate or QueueUpdate that holds the public API's QueueSettings (name, settings) in place of the log's QueueConfig, and a declarative ConfigSet whose queues are QueueDefinitions holding them (ops_operator.go), converted by apiconv as the API's validation converts them: an older binary would read the queues' settings as empty; until every member applies it the leader writes the older form (cluster)"},
 	{CommandVersionCompactCharge, "compact_charge", nil,
 		"a ConfigSet that sets compact_charge (fsm/compact_charge.go, engine/memory.go): a plain waiting job is charged to the memory budget as its 24-byte compact entry, not as a full job; an older binary would keep charging it in full and refuse the enqueues the others accept near a budget"},
+	{CommandVersionProgress, "progress", nil,
+		"a LeaseExtend that carries the job's progress (engine/progress.go): an older binary would drop the field, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses an extension with progress (FAILED_PRECONDITION naming the feature, the lease not extended: cluster); the binary also restores the engine snapshot layout that carries progress, which the engine writes only while a job has progress, so never before every member applies this version"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -203,6 +209,8 @@ var (
 	FeaturePublicQueueSettings = mustFeature(CommandVersionPublicQueueSettings)
 	// FeatureCompactCharge: plain waiting jobs charged as compact entries.
 	FeatureCompactCharge = mustFeature(CommandVersionCompactCharge)
+	// FeatureProgress: a running job's progress, with its lease extension.
+	FeatureProgress = mustFeature(CommandVersionProgress)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

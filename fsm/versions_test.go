@@ -205,6 +205,8 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"DeclaredConfigCompletedRetention", DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.CompletedRetention = time.Hour })), CommandVersionResults},
 		{"RetentionOverPayloadsOffHeap", TaggedConfigCommand(PayloadsOffHeapConfigCommand(DeclaredConfigCommand(queueCfg(func(q *engine.QueueConfig) { q.CompletedRetention = time.Hour })))), CommandVersionResults},
 		{"PublicCreateQueue", PublicCreateQueueCommand(engine.QueueConfig{Name: "q"}, false), CommandVersionPublicQueueSettings},
+		{"ExtendLease", ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}}), commandV1},
+		{"ExtendLeaseProgress", ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Progress: &engine.Progress{Percent: 1}}), CommandVersionProgress},
 		{"PublicCreateQueueTags", PublicCreateQueueCommand(engine.QueueConfig{Name: "q", Tags: []engine.Tag{{Key: "k"}}}, false), CommandVersionPublicQueueSettings},
 		{"PublicQueueSettingsConfig", PublicQueueSettingsConfigCommand(DeclaredConfigCommand(queueCfg(func(*engine.QueueConfig) {})), queueCfg(func(*engine.QueueConfig) {})), CommandVersionPublicQueueSettings},
 		{"PublicQueueSettingsConfigNoQueues", PublicQueueSettingsConfigCommand(DeclaredConfigCommand(plainCfg), plainCfg), CommandVersionQueues},

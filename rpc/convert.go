@@ -150,6 +150,7 @@ func fillJob(out *seppv1.Job, j engine.Job, ts *timestamps) {
 		}
 		out.History = append(out.History, pa)
 	}
+	out.Progress = apiconv.ProgressToProto(j.Progress)
 	if t := j.Trace; t != nil {
 		out.TraceContext = &seppv1.TraceContext{Traceparent: t.Traceparent, Tracestate: t.Tracestate}
 	}
@@ -318,32 +319,33 @@ func clusterStatusToProto(st cluster.Status) *seppv1.StatusResponse {
 
 func limitsToProto(l engine.Limits, o Options) *seppv1.Limits {
 	return &seppv1.Limits{
-		MinPriority:          0,
-		MaxPriority:          9,
-		DefaultPriority:      l.DefaultPriority,
-		DefaultMaxAttempts:   l.DefaultMaxAttempts,
-		MaxAttemptsCeiling:   l.MaxAttemptsCeiling,
-		RetryDelayMs:         l.RetryDelay.Milliseconds(),
-		RetryBackoff:         apiconv.Backoff(l.RetryBackoff),
-		RetryDelayMaxMs:      l.RetryDelayMax.Milliseconds(),
-		MaxScheduleHorizonMs: l.MaxScheduleHorizon.Milliseconds(),
-		MaxReserveBatch:      uint32(max(l.MaxReserveBatch, 0)),
-		DefaultLeaseMs:       l.DefaultLease.Milliseconds(),
-		MaxLeaseMs:           l.MaxLease.Milliseconds(),
-		MaxReserveWaitMs:     o.MaxReserveWait.Milliseconds(),
-		MaxPayloadBytes:      apiconv.Uint64OrZero(l.MaxPayloadBytes),
-		MaxResultBytes:       apiconv.Uint64OrZero(o.MaxResultBytes),
-		MaxBatchSize:         uint32(max(l.MaxBatchSize, 0)),
-		MaxCustomFields:      uint32(max(l.MaxCustomFields, 0)),
-		MaxCustomFieldBytes:  apiconv.Uint64OrZero(l.MaxCustomFieldBytes),
-		MaxJobTypeBytes:      apiconv.Uint64OrZero(l.MaxJobTypeBytes),
-		MaxQueueNameBytes:    engine.MaxQueueNameBytes,
-		MaxMessageBytes:      apiconv.Uint64OrZero(o.MaxMessageBytes),
-		IdempotencyWindowMs:  l.IdempotencyWindow.Milliseconds(),
-		MaxQueueLength:       apiconv.Uint64OrZero(l.MaxQueueLength),
-		Strict:               l.Strict,
-		MaxMemoryBytes:       uint64(max(l.MaxMemoryBytes, 0)),
-		MaxDiskBytes:         uint64(max(l.MaxDiskBytes, 0)),
+		MinPriority:             0,
+		MaxPriority:             9,
+		DefaultPriority:         l.DefaultPriority,
+		DefaultMaxAttempts:      l.DefaultMaxAttempts,
+		MaxAttemptsCeiling:      l.MaxAttemptsCeiling,
+		RetryDelayMs:            l.RetryDelay.Milliseconds(),
+		RetryBackoff:            apiconv.Backoff(l.RetryBackoff),
+		RetryDelayMaxMs:         l.RetryDelayMax.Milliseconds(),
+		MaxScheduleHorizonMs:    l.MaxScheduleHorizon.Milliseconds(),
+		MaxReserveBatch:         uint32(max(l.MaxReserveBatch, 0)),
+		DefaultLeaseMs:          l.DefaultLease.Milliseconds(),
+		MaxLeaseMs:              l.MaxLease.Milliseconds(),
+		MaxReserveWaitMs:        o.MaxReserveWait.Milliseconds(),
+		MaxPayloadBytes:         apiconv.Uint64OrZero(l.MaxPayloadBytes),
+		MaxResultBytes:          apiconv.Uint64OrZero(o.MaxResultBytes),
+		MaxProgressMessageBytes: engine.MaxProgressMessageBytes,
+		MaxBatchSize:            uint32(max(l.MaxBatchSize, 0)),
+		MaxCustomFields:         uint32(max(l.MaxCustomFields, 0)),
+		MaxCustomFieldBytes:     apiconv.Uint64OrZero(l.MaxCustomFieldBytes),
+		MaxJobTypeBytes:         apiconv.Uint64OrZero(l.MaxJobTypeBytes),
+		MaxQueueNameBytes:       engine.MaxQueueNameBytes,
+		MaxMessageBytes:         apiconv.Uint64OrZero(o.MaxMessageBytes),
+		IdempotencyWindowMs:     l.IdempotencyWindow.Milliseconds(),
+		MaxQueueLength:          apiconv.Uint64OrZero(l.MaxQueueLength),
+		Strict:                  l.Strict,
+		MaxMemoryBytes:          uint64(max(l.MaxMemoryBytes, 0)),
+		MaxDiskBytes:            uint64(max(l.MaxDiskBytes, 0)),
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/sepp-io/sepp/apiconv"
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/engine"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
@@ -563,7 +564,11 @@ func (s *queueService) ExtendLease(ctx context.Context, req *seppv1.ExtendLeaseR
 	if err != nil {
 		return nil, err
 	}
-	deadline, err := Propose(ctx, s.b, engine.ExtendLeaseOp{Params: engine.ExtendParams{LeaseRef: ref, Lease: lease}})
+	progress, err := apiconv.Progress(req.GetProgress())
+	if err != nil {
+		return nil, err
+	}
+	deadline, err := Propose(ctx, s.b, engine.ExtendLeaseOp{Params: engine.ExtendParams{LeaseRef: ref, Lease: lease, Progress: progress}})
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ import (
 //	engine ErrQueueNotEmpty, ErrQueueInUse  FailedPrecondition + PreconditionFailure(QUEUE)
 //	cluster ErrUpgradeInProgress     FailedPrecondition + PreconditionFailure(VERSION)
 //	rpc ErrResultNotKept             FailedPrecondition + PreconditionFailure(VERSION, feature=results)
+//	cluster ErrProgressUnsupported  FailedPrecondition + PreconditionFailure(VERSION, feature=progress)
 //	engine ErrNoCompletedRetention   FailedPrecondition + PreconditionFailure(QUEUE, completed_retention_ms)
 //	cluster ErrUnknownMember         NotFound (no such voter to transfer to)
 //	engine ErrQueueFull, ErrCapacity ResourceExhausted
@@ -175,6 +176,10 @@ func statusFor(err error) *status.Status {
 	case errors.Is(err, ErrResultNotKept):
 		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
 			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "VERSION", Subject: "feature=results", Description: err.Error()}},
+		})
+	case errors.Is(err, cluster.ErrProgressUnsupported):
+		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
+			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "VERSION", Subject: "feature=progress", Description: err.Error()}},
 		})
 	case errors.Is(err, cluster.ErrUpgradeInProgress):
 		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{

@@ -69,6 +69,18 @@ func TestStatusFor(t *testing.T) {
 			},
 		},
 		{
+			name: "ProgressUnsupportedNamesTheFeature",
+			err:  fmt.Errorf("%w (member n3 applies 22)", cluster.ErrProgressUnsupported),
+			code: codes.FailedPrecondition, inMsg: "progress",
+			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
+				pf, ok := detailOf[*errdetails.PreconditionFailure](t, st)
+				if !ok || pf.GetViolations()[0].GetType() != "VERSION" || pf.GetViolations()[0].GetSubject() != "feature=progress" {
+					t.Errorf("PreconditionFailure = %v, want VERSION feature=progress", pf)
+				}
+			},
+		},
+		{
 			name: "NoCompletedRetentionNamesTheSetting",
 			err:  &engine.FieldError{Field: "result", Reason: "queue \"q\" keeps no completed jobs", Err: engine.ErrNoCompletedRetention},
 			code: codes.FailedPrecondition, inMsg: "keeps no completed jobs",

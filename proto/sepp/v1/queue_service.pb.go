@@ -1305,7 +1305,12 @@ type ExtendLeaseRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Ctx   *JobContext            `protobuf:"bytes,1,opt,name=ctx,proto3" json:"ctx,omitempty"`
 	// New lease from now; unset takes default_lease_ms; clamped to max_lease_ms.
-	Lease         *durationpb.Duration `protobuf:"bytes,2,opt,name=lease,proto3" json:"lease,omitempty"`
+	Lease *durationpb.Duration `protobuf:"bytes,2,opt,name=lease,proto3" json:"lease,omitempty"`
+	// The job's progress, kept with the job until its delivery ends and
+	// shown by GetJob, ListJobs and WaitJob; unset leaves the last one
+	// reported. Set, it needs every member to apply the feature "progress"
+	// (FAILED_PRECONDITION naming it until then; the lease is not extended).
+	Progress      *Progress `protobuf:"bytes,3,opt,name=progress,proto3" json:"progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1350,6 +1355,13 @@ func (x *ExtendLeaseRequest) GetCtx() *JobContext {
 func (x *ExtendLeaseRequest) GetLease() *durationpb.Duration {
 	if x != nil {
 		return x.Lease
+	}
+	return nil
+}
+
+func (x *ExtendLeaseRequest) GetProgress() *Progress {
+	if x != nil {
+		return x.Progress
 	}
 	return nil
 }
@@ -1838,8 +1850,10 @@ type Limits struct {
 	// How long completed jobs are kept with their results
 	// ([limits] completed_retention); 0: not kept.
 	CompletedRetentionMs int64 `protobuf:"varint,31,opt,name=completed_retention_ms,json=completedRetentionMs,proto3" json:"completed_retention_ms,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// The longest progress message an ExtendLease may carry (a fixed bound).
+	MaxProgressMessageBytes uint64 `protobuf:"varint,32,opt,name=max_progress_message_bytes,json=maxProgressMessageBytes,proto3" json:"max_progress_message_bytes,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *Limits) Reset() {
@@ -2085,6 +2099,13 @@ func (x *Limits) GetMaxResultBytes() uint64 {
 func (x *Limits) GetCompletedRetentionMs() int64 {
 	if x != nil {
 		return x.CompletedRetentionMs
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxProgressMessageBytes() uint64 {
+	if x != nil {
+		return x.MaxProgressMessageBytes
 	}
 	return 0
 }
@@ -2382,10 +2403,11 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"w\n" +
 	"\fNackResponse\x12#\n" +
 	"\rdead_lettered\x18\x01 \x01(\bR\fdeadLettered\x12B\n" +
-	"\x0fnext_attempt_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rnextAttemptAt\"l\n" +
+	"\x0fnext_attempt_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rnextAttemptAt\"\x9b\x01\n" +
 	"\x12ExtendLeaseRequest\x12%\n" +
 	"\x03ctx\x18\x01 \x01(\v2\x13.sepp.v1.JobContextR\x03ctx\x12/\n" +
-	"\x05lease\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05lease\"X\n" +
+	"\x05lease\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05lease\x12-\n" +
+	"\bprogress\x18\x03 \x01(\v2\x11.sepp.v1.ProgressR\bprogress\"X\n" +
 	"\x13ExtendLeaseResponse\x12A\n" +
 	"\x0elease_deadline\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\rleaseDeadline\"P\n" +
 	"\x17DrainDeadLettersRequest\x12\x19\n" +
@@ -2418,8 +2440,7 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"Capability\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fcommand_version\x18\x02 \x01(\rR\x0ecommandVersion\x12#\n" +
-	"\rcluster_ready\x18\x03 \x01(\bR\fclusterReady\"\xdd\n" +
-	"\n" +
+	"\rcluster_ready\x18\x03 \x01(\bR\fclusterReady\"\x9a\v\n" +
 	"\x06Limits\x12!\n" +
 	"\fmin_priority\x18\x01 \x01(\rR\vminPriority\x12!\n" +
 	"\fmax_priority\x18\x02 \x01(\rR\vmaxPriority\x12)\n" +
@@ -2453,7 +2474,8 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x11payloads_off_heap\x18\x1c \x01(\bR\x0fpayloadsOffHeap\x12.\n" +
 	"\x13payload_store_bytes\x18\x1d \x01(\x04R\x11payloadStoreBytes\x12(\n" +
 	"\x10max_result_bytes\x18\x1e \x01(\x04R\x0emaxResultBytes\x124\n" +
-	"\x16completed_retention_ms\x18\x1f \x01(\x03R\x14completedRetentionMs\"\x85\x06\n" +
+	"\x16completed_retention_ms\x18\x1f \x01(\x03R\x14completedRetentionMs\x12;\n" +
+	"\x1amax_progress_message_bytes\x18  \x01(\x04R\x17maxProgressMessageBytes\"\x85\x06\n" +
 	"\vQueueLimits\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10default_priority\x18\x02 \x01(\rR\x0fdefaultPriority\x120\n" +
@@ -2545,9 +2567,10 @@ var file_sepp_v1_queue_service_proto_goTypes = []any{
 	(*ReservedJob)(nil),              // 37: sepp.v1.ReservedJob
 	(*JobContext)(nil),               // 38: sepp.v1.JobContext
 	(*emptypb.Empty)(nil),            // 39: google.protobuf.Empty
-	(*DeadLetterRecord)(nil),         // 40: sepp.v1.DeadLetterRecord
-	(*MemberFacts)(nil),              // 41: sepp.v1.MemberFacts
-	(RetryBackoff)(0),                // 42: sepp.v1.RetryBackoff
+	(*Progress)(nil),                 // 40: sepp.v1.Progress
+	(*DeadLetterRecord)(nil),         // 41: sepp.v1.DeadLetterRecord
+	(*MemberFacts)(nil),              // 42: sepp.v1.MemberFacts
+	(RetryBackoff)(0),                // 43: sepp.v1.RetryBackoff
 }
 var file_sepp_v1_queue_service_proto_depIdxs = []int32{
 	30, // 0: sepp.v1.WaitJobResponse.job:type_name -> sepp.v1.Job
@@ -2580,41 +2603,42 @@ var file_sepp_v1_queue_service_proto_depIdxs = []int32{
 	33, // 27: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
 	38, // 28: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
 	36, // 29: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
-	33, // 30: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
-	40, // 31: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
-	27, // 32: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
-	28, // 33: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
-	41, // 34: sepp.v1.GetServerInfoResponse.members:type_name -> sepp.v1.MemberFacts
-	26, // 35: sepp.v1.GetServerInfoResponse.capabilities:type_name -> sepp.v1.Capability
-	42, // 36: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	42, // 37: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	2,  // 38: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
-	5,  // 39: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
-	8,  // 40: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
-	10, // 41: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
-	12, // 42: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
-	15, // 43: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
-	18, // 44: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
-	20, // 45: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
-	22, // 46: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
-	24, // 47: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
-	0,  // 48: sepp.v1.QueueService.WaitJob:input_type -> sepp.v1.WaitJobRequest
-	4,  // 49: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
-	6,  // 50: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
-	9,  // 51: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
-	11, // 52: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
-	13, // 53: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
-	16, // 54: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
-	19, // 55: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
-	21, // 56: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
-	23, // 57: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
-	25, // 58: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
-	1,  // 59: sepp.v1.QueueService.WaitJob:output_type -> sepp.v1.WaitJobResponse
-	49, // [49:60] is the sub-list for method output_type
-	38, // [38:49] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	40, // 30: sepp.v1.ExtendLeaseRequest.progress:type_name -> sepp.v1.Progress
+	33, // 31: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
+	41, // 32: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
+	27, // 33: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
+	28, // 34: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
+	42, // 35: sepp.v1.GetServerInfoResponse.members:type_name -> sepp.v1.MemberFacts
+	26, // 36: sepp.v1.GetServerInfoResponse.capabilities:type_name -> sepp.v1.Capability
+	43, // 37: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	43, // 38: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	2,  // 39: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
+	5,  // 40: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
+	8,  // 41: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
+	10, // 42: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
+	12, // 43: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
+	15, // 44: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
+	18, // 45: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
+	20, // 46: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
+	22, // 47: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
+	24, // 48: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
+	0,  // 49: sepp.v1.QueueService.WaitJob:input_type -> sepp.v1.WaitJobRequest
+	4,  // 50: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
+	6,  // 51: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
+	9,  // 52: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
+	11, // 53: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
+	13, // 54: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
+	16, // 55: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
+	19, // 56: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
+	21, // 57: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
+	23, // 58: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
+	25, // 59: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
+	1,  // 60: sepp.v1.QueueService.WaitJob:output_type -> sepp.v1.WaitJobResponse
+	50, // [50:61] is the sub-list for method output_type
+	39, // [39:50] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_queue_service_proto_init() }

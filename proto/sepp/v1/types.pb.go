@@ -260,7 +260,11 @@ type Job struct {
 	CompletedAt *timestamppb.Timestamp `protobuf:"bytes,191,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
 	// How long the completing delivery ran, from its start to its ack; unset
 	// when the start was not recorded.
-	RunTime       *durationpb.Duration `protobuf:"bytes,192,opt,name=run_time,json=runTime,proto3" json:"run_time,omitempty"`
+	RunTime *durationpb.Duration `protobuf:"bytes,192,opt,name=run_time,json=runTime,proto3" json:"run_time,omitempty"`
+	// What the worker holding the job last reported with a lease extension,
+	// while the job is reserved; unset when it reported none. Cleared when
+	// the delivery ends (ack, nack, release, lease expiry, cancel).
+	Progress      *Progress `protobuf:"bytes,200,opt,name=progress,proto3" json:"progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -456,6 +460,71 @@ func (x *Job) GetRunTime() *durationpb.Duration {
 	return nil
 }
 
+func (x *Job) GetProgress() *Progress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+// Progress is what a running job reports of itself: how far it is and a
+// short note. It travels with a lease extension (ExtendLeaseRequest), so
+// reporting it costs no write beyond the extension.
+type Progress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0 to 100; above 100 is INVALID_ARGUMENT.
+	Percent uint32 `protobuf:"varint,1,opt,name=percent,proto3" json:"percent,omitempty"`
+	// At most 256 bytes of UTF-8 (GetServerInfo's
+	// limits.max_progress_message_bytes); empty: none.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Progress) Reset() {
+	*x = Progress{}
+	mi := &file_sepp_v1_types_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Progress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Progress) ProtoMessage() {}
+
+func (x *Progress) ProtoReflect() protoreflect.Message {
+	mi := &file_sepp_v1_types_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Progress.ProtoReflect.Descriptor instead.
+func (*Progress) Descriptor() ([]byte, []int) {
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Progress) GetPercent() uint32 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+func (x *Progress) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // TraceContext is a W3C trace context (https://www.w3.org/TR/trace-context/)
 // in its own field, never in custom fields. An enqueue with an invalid one
 // fails with INVALID_ARGUMENT naming the field.
@@ -473,7 +542,7 @@ type TraceContext struct {
 
 func (x *TraceContext) Reset() {
 	*x = TraceContext{}
-	mi := &file_sepp_v1_types_proto_msgTypes[1]
+	mi := &file_sepp_v1_types_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +554,7 @@ func (x *TraceContext) String() string {
 func (*TraceContext) ProtoMessage() {}
 
 func (x *TraceContext) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[1]
+	mi := &file_sepp_v1_types_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +567,7 @@ func (x *TraceContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceContext.ProtoReflect.Descriptor instead.
 func (*TraceContext) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{1}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *TraceContext) GetTraceparent() string {
@@ -533,7 +602,7 @@ type JobOrigin struct {
 
 func (x *JobOrigin) Reset() {
 	*x = JobOrigin{}
-	mi := &file_sepp_v1_types_proto_msgTypes[2]
+	mi := &file_sepp_v1_types_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -545,7 +614,7 @@ func (x *JobOrigin) String() string {
 func (*JobOrigin) ProtoMessage() {}
 
 func (x *JobOrigin) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[2]
+	mi := &file_sepp_v1_types_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -558,7 +627,7 @@ func (x *JobOrigin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobOrigin.ProtoReflect.Descriptor instead.
 func (*JobOrigin) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *JobOrigin) GetQueue() string {
@@ -629,7 +698,7 @@ type JobAttempt struct {
 
 func (x *JobAttempt) Reset() {
 	*x = JobAttempt{}
-	mi := &file_sepp_v1_types_proto_msgTypes[3]
+	mi := &file_sepp_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -641,7 +710,7 @@ func (x *JobAttempt) String() string {
 func (*JobAttempt) ProtoMessage() {}
 
 func (x *JobAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[3]
+	mi := &file_sepp_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -654,7 +723,7 @@ func (x *JobAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobAttempt.ProtoReflect.Descriptor instead.
 func (*JobAttempt) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *JobAttempt) GetAttempt() uint32 {
@@ -739,7 +808,7 @@ type JobContext struct {
 
 func (x *JobContext) Reset() {
 	*x = JobContext{}
-	mi := &file_sepp_v1_types_proto_msgTypes[4]
+	mi := &file_sepp_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +820,7 @@ func (x *JobContext) String() string {
 func (*JobContext) ProtoMessage() {}
 
 func (x *JobContext) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[4]
+	mi := &file_sepp_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +833,7 @@ func (x *JobContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobContext.ProtoReflect.Descriptor instead.
 func (*JobContext) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *JobContext) GetJobId() uint64 {
@@ -827,7 +896,7 @@ type ReservedJob struct {
 
 func (x *ReservedJob) Reset() {
 	*x = ReservedJob{}
-	mi := &file_sepp_v1_types_proto_msgTypes[5]
+	mi := &file_sepp_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +908,7 @@ func (x *ReservedJob) String() string {
 func (*ReservedJob) ProtoMessage() {}
 
 func (x *ReservedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[5]
+	mi := &file_sepp_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +921,7 @@ func (x *ReservedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservedJob.ProtoReflect.Descriptor instead.
 func (*ReservedJob) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReservedJob) GetCtx() *JobContext {
@@ -885,7 +954,7 @@ type DeadLetterRecord struct {
 
 func (x *DeadLetterRecord) Reset() {
 	*x = DeadLetterRecord{}
-	mi := &file_sepp_v1_types_proto_msgTypes[6]
+	mi := &file_sepp_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +966,7 @@ func (x *DeadLetterRecord) String() string {
 func (*DeadLetterRecord) ProtoMessage() {}
 
 func (x *DeadLetterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[6]
+	mi := &file_sepp_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +979,7 @@ func (x *DeadLetterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterRecord.ProtoReflect.Descriptor instead.
 func (*DeadLetterRecord) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeadLetterRecord) GetJob() *Job {
@@ -963,7 +1032,7 @@ type ItemError struct {
 
 func (x *ItemError) Reset() {
 	*x = ItemError{}
-	mi := &file_sepp_v1_types_proto_msgTypes[7]
+	mi := &file_sepp_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1044,7 @@ func (x *ItemError) String() string {
 func (*ItemError) ProtoMessage() {}
 
 func (x *ItemError) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[7]
+	mi := &file_sepp_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1057,7 @@ func (x *ItemError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ItemError.ProtoReflect.Descriptor instead.
 func (*ItemError) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ItemError) GetCode() int32 {
@@ -1024,7 +1093,7 @@ type JobActionResult struct {
 
 func (x *JobActionResult) Reset() {
 	*x = JobActionResult{}
-	mi := &file_sepp_v1_types_proto_msgTypes[8]
+	mi := &file_sepp_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1036,7 +1105,7 @@ func (x *JobActionResult) String() string {
 func (*JobActionResult) ProtoMessage() {}
 
 func (x *JobActionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[8]
+	mi := &file_sepp_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1049,7 +1118,7 @@ func (x *JobActionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobActionResult.ProtoReflect.Descriptor instead.
 func (*JobActionResult) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JobActionResult) GetJobId() uint64 {
@@ -1079,7 +1148,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_sepp_v1_types_proto_msgTypes[9]
+	mi := &file_sepp_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1091,7 +1160,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[9]
+	mi := &file_sepp_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1104,7 +1173,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -1167,7 +1236,7 @@ type MemberFacts struct {
 
 func (x *MemberFacts) Reset() {
 	*x = MemberFacts{}
-	mi := &file_sepp_v1_types_proto_msgTypes[10]
+	mi := &file_sepp_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1248,7 @@ func (x *MemberFacts) String() string {
 func (*MemberFacts) ProtoMessage() {}
 
 func (x *MemberFacts) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[10]
+	mi := &file_sepp_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1261,7 @@ func (x *MemberFacts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberFacts.ProtoReflect.Descriptor instead.
 func (*MemberFacts) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MemberFacts) GetNodeId() string {
@@ -1262,7 +1331,7 @@ var File_sepp_v1_types_proto protoreflect.FileDescriptor
 
 const file_sepp_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x13sepp/v1/types.proto\x12\asepp.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb1\b\n" +
+	"\x13sepp/v1/types.proto\x12\asepp.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\b\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x19\n" +
@@ -1291,10 +1360,14 @@ const file_sepp_v1_types_proto_rawDesc = "" +
 	"\rtrace_context\x18\xaa\x01 \x01(\v2\x15.sepp.v1.TraceContextR\ftraceContext\x12\x17\n" +
 	"\x06result\x18\xbe\x01 \x01(\fR\x06result\x12>\n" +
 	"\fcompleted_at\x18\xbf\x01 \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x125\n" +
-	"\brun_time\x18\xc0\x01 \x01(\v2\x19.google.protobuf.DurationR\arunTime\x1a9\n" +
+	"\brun_time\x18\xc0\x01 \x01(\v2\x19.google.protobuf.DurationR\arunTime\x12.\n" +
+	"\bprogress\x18\xc8\x01 \x01(\v2\x11.sepp.v1.ProgressR\bprogress\x1a9\n" +
 	"\vCustomEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"P\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\">\n" +
+	"\bProgress\x12\x18\n" +
+	"\apercent\x18\x01 \x01(\rR\apercent\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"P\n" +
 	"\fTraceContext\x12 \n" +
 	"\vtraceparent\x18\x01 \x01(\tR\vtraceparent\x12\x1e\n" +
 	"\n" +
@@ -1399,60 +1472,62 @@ func file_sepp_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_sepp_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_sepp_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_sepp_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_sepp_v1_types_proto_goTypes = []any{
 	(JobState)(0),                 // 0: sepp.v1.JobState
 	(DeadLetterCause)(0),          // 1: sepp.v1.DeadLetterCause
 	(RetryBackoff)(0),             // 2: sepp.v1.RetryBackoff
 	(*Job)(nil),                   // 3: sepp.v1.Job
-	(*TraceContext)(nil),          // 4: sepp.v1.TraceContext
-	(*JobOrigin)(nil),             // 5: sepp.v1.JobOrigin
-	(*JobAttempt)(nil),            // 6: sepp.v1.JobAttempt
-	(*JobContext)(nil),            // 7: sepp.v1.JobContext
-	(*ReservedJob)(nil),           // 8: sepp.v1.ReservedJob
-	(*DeadLetterRecord)(nil),      // 9: sepp.v1.DeadLetterRecord
-	(*ItemError)(nil),             // 10: sepp.v1.ItemError
-	(*JobActionResult)(nil),       // 11: sepp.v1.JobActionResult
-	(*NodeInfo)(nil),              // 12: sepp.v1.NodeInfo
-	(*MemberFacts)(nil),           // 13: sepp.v1.MemberFacts
-	nil,                           // 14: sepp.v1.Job.CustomEntry
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
-	(*anypb.Any)(nil),             // 17: google.protobuf.Any
+	(*Progress)(nil),              // 4: sepp.v1.Progress
+	(*TraceContext)(nil),          // 5: sepp.v1.TraceContext
+	(*JobOrigin)(nil),             // 6: sepp.v1.JobOrigin
+	(*JobAttempt)(nil),            // 7: sepp.v1.JobAttempt
+	(*JobContext)(nil),            // 8: sepp.v1.JobContext
+	(*ReservedJob)(nil),           // 9: sepp.v1.ReservedJob
+	(*DeadLetterRecord)(nil),      // 10: sepp.v1.DeadLetterRecord
+	(*ItemError)(nil),             // 11: sepp.v1.ItemError
+	(*JobActionResult)(nil),       // 12: sepp.v1.JobActionResult
+	(*NodeInfo)(nil),              // 13: sepp.v1.NodeInfo
+	(*MemberFacts)(nil),           // 14: sepp.v1.MemberFacts
+	nil,                           // 15: sepp.v1.Job.CustomEntry
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 17: google.protobuf.Duration
+	(*anypb.Any)(nil),             // 18: google.protobuf.Any
 }
 var file_sepp_v1_types_proto_depIdxs = []int32{
 	0,  // 0: sepp.v1.Job.state:type_name -> sepp.v1.JobState
-	15, // 1: sepp.v1.Job.enqueued_at:type_name -> google.protobuf.Timestamp
-	15, // 2: sepp.v1.Job.scheduled_at:type_name -> google.protobuf.Timestamp
-	15, // 3: sepp.v1.Job.next_attempt_at:type_name -> google.protobuf.Timestamp
-	14, // 4: sepp.v1.Job.custom:type_name -> sepp.v1.Job.CustomEntry
-	15, // 5: sepp.v1.Job.lease_deadline:type_name -> google.protobuf.Timestamp
-	6,  // 6: sepp.v1.Job.history:type_name -> sepp.v1.JobAttempt
-	15, // 7: sepp.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	5,  // 8: sepp.v1.Job.origin:type_name -> sepp.v1.JobOrigin
-	15, // 9: sepp.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	4,  // 10: sepp.v1.Job.trace_context:type_name -> sepp.v1.TraceContext
-	15, // 11: sepp.v1.Job.completed_at:type_name -> google.protobuf.Timestamp
-	16, // 12: sepp.v1.Job.run_time:type_name -> google.protobuf.Duration
-	1,  // 13: sepp.v1.JobOrigin.cause:type_name -> sepp.v1.DeadLetterCause
-	15, // 14: sepp.v1.JobOrigin.failed_at:type_name -> google.protobuf.Timestamp
-	15, // 15: sepp.v1.JobAttempt.ended_at:type_name -> google.protobuf.Timestamp
-	15, // 16: sepp.v1.JobAttempt.started_at:type_name -> google.protobuf.Timestamp
-	16, // 17: sepp.v1.JobAttempt.duration:type_name -> google.protobuf.Duration
-	15, // 18: sepp.v1.JobContext.lease_deadline:type_name -> google.protobuf.Timestamp
-	7,  // 19: sepp.v1.ReservedJob.ctx:type_name -> sepp.v1.JobContext
-	3,  // 20: sepp.v1.ReservedJob.job:type_name -> sepp.v1.Job
-	3,  // 21: sepp.v1.DeadLetterRecord.job:type_name -> sepp.v1.Job
-	1,  // 22: sepp.v1.DeadLetterRecord.cause:type_name -> sepp.v1.DeadLetterCause
-	15, // 23: sepp.v1.DeadLetterRecord.failed_at:type_name -> google.protobuf.Timestamp
-	17, // 24: sepp.v1.ItemError.details:type_name -> google.protobuf.Any
-	10, // 25: sepp.v1.JobActionResult.error:type_name -> sepp.v1.ItemError
-	15, // 26: sepp.v1.MemberFacts.start_time:type_name -> google.protobuf.Timestamp
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	16, // 1: sepp.v1.Job.enqueued_at:type_name -> google.protobuf.Timestamp
+	16, // 2: sepp.v1.Job.scheduled_at:type_name -> google.protobuf.Timestamp
+	16, // 3: sepp.v1.Job.next_attempt_at:type_name -> google.protobuf.Timestamp
+	15, // 4: sepp.v1.Job.custom:type_name -> sepp.v1.Job.CustomEntry
+	16, // 5: sepp.v1.Job.lease_deadline:type_name -> google.protobuf.Timestamp
+	7,  // 6: sepp.v1.Job.history:type_name -> sepp.v1.JobAttempt
+	16, // 7: sepp.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	6,  // 8: sepp.v1.Job.origin:type_name -> sepp.v1.JobOrigin
+	16, // 9: sepp.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	5,  // 10: sepp.v1.Job.trace_context:type_name -> sepp.v1.TraceContext
+	16, // 11: sepp.v1.Job.completed_at:type_name -> google.protobuf.Timestamp
+	17, // 12: sepp.v1.Job.run_time:type_name -> google.protobuf.Duration
+	4,  // 13: sepp.v1.Job.progress:type_name -> sepp.v1.Progress
+	1,  // 14: sepp.v1.JobOrigin.cause:type_name -> sepp.v1.DeadLetterCause
+	16, // 15: sepp.v1.JobOrigin.failed_at:type_name -> google.protobuf.Timestamp
+	16, // 16: sepp.v1.JobAttempt.ended_at:type_name -> google.protobuf.Timestamp
+	16, // 17: sepp.v1.JobAttempt.started_at:type_name -> google.protobuf.Timestamp
+	17, // 18: sepp.v1.JobAttempt.duration:type_name -> google.protobuf.Duration
+	16, // 19: sepp.v1.JobContext.lease_deadline:type_name -> google.protobuf.Timestamp
+	8,  // 20: sepp.v1.ReservedJob.ctx:type_name -> sepp.v1.JobContext
+	3,  // 21: sepp.v1.ReservedJob.job:type_name -> sepp.v1.Job
+	3,  // 22: sepp.v1.DeadLetterRecord.job:type_name -> sepp.v1.Job
+	1,  // 23: sepp.v1.DeadLetterRecord.cause:type_name -> sepp.v1.DeadLetterCause
+	16, // 24: sepp.v1.DeadLetterRecord.failed_at:type_name -> google.protobuf.Timestamp
+	18, // 25: sepp.v1.ItemError.details:type_name -> google.protobuf.Any
+	11, // 26: sepp.v1.JobActionResult.error:type_name -> sepp.v1.ItemError
+	16, // 27: sepp.v1.MemberFacts.start_time:type_name -> google.protobuf.Timestamp
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_types_proto_init() }
@@ -1466,7 +1541,7 @@ func file_sepp_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sepp_v1_types_proto_rawDesc), len(file_sepp_v1_types_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1399,9 +1399,13 @@ func (x *JobRelease) GetRef() *LeaseRef {
 }
 
 type LeaseExtend struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ref           *LeaseRef              `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
-	LeaseNanos    int64                  `protobuf:"varint,2,opt,name=lease_nanos,json=leaseNanos,proto3" json:"lease_nanos,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Ref        *LeaseRef              `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	LeaseNanos int64                  `protobuf:"varint,2,opt,name=lease_nanos,json=leaseNanos,proto3" json:"lease_nanos,omitempty"`
+	// The job's progress, as the API's request holds it (the command version
+	// of the feature "progress", fsm.CommandVersionProgress); unset leaves
+	// the job's progress as it is.
+	Progress      *v1.Progress `protobuf:"bytes,3,opt,name=progress,proto3" json:"progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1448,6 +1452,13 @@ func (x *LeaseExtend) GetLeaseNanos() int64 {
 		return x.LeaseNanos
 	}
 	return 0
+}
+
+func (x *LeaseExtend) GetProgress() *v1.Progress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
 }
 
 // LeaseExtendAll is a new leader's first command: every live lease gains
@@ -3805,7 +3816,7 @@ var File_seppcmd_v1_command_proto protoreflect.FileDescriptor
 const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\n" +
 	"\x18seppcmd/v1/command.proto\x12\n" +
-	"seppcmd.v1\x1a\x1bsepp/v1/admin_service.proto\"_\n" +
+	"seppcmd.v1\x1a\x1bsepp/v1/admin_service.proto\x1a\x13sepp/v1/types.proto\"_\n" +
 	"\x05Entry\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12/\n" +
 	"\bcommands\x18\x02 \x03(\v2\x13.seppcmd.v1.CommandR\bcommands\"\xa7\x10\n" +
@@ -3912,11 +3923,12 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\"4\n" +
 	"\n" +
 	"JobRelease\x12&\n" +
-	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\"V\n" +
+	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\"\x85\x01\n" +
 	"\vLeaseExtend\x12&\n" +
 	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\x12\x1f\n" +
 	"\vlease_nanos\x18\x02 \x01(\x03R\n" +
-	"leaseNanos\"1\n" +
+	"leaseNanos\x12-\n" +
+	"\bprogress\x18\x03 \x01(\v2\x11.sepp.v1.ProgressR\bprogress\"1\n" +
 	"\x0eLeaseExtendAll\x12\x1f\n" +
 	"\vgrace_nanos\x18\x01 \x01(\x03R\n" +
 	"graceNanos\"9\n" +
@@ -4169,7 +4181,8 @@ var file_seppcmd_v1_command_proto_goTypes = []any{
 	(*RedriveStep)(nil),        // 43: seppcmd.v1.RedriveStep
 	(*RedriveSetState)(nil),    // 44: seppcmd.v1.RedriveSetState
 	nil,                        // 45: seppcmd.v1.EnqueueParams.CustomEntry
-	(*v1.QueueSettings)(nil),   // 46: sepp.v1.QueueSettings
+	(*v1.Progress)(nil),        // 46: sepp.v1.Progress
+	(*v1.QueueSettings)(nil),   // 47: sepp.v1.QueueSettings
 }
 var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	1,  // 0: seppcmd.v1.Entry.commands:type_name -> seppcmd.v1.Command
@@ -4213,25 +4226,26 @@ var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	8,  // 38: seppcmd.v1.JobNack.ref:type_name -> seppcmd.v1.LeaseRef
 	8,  // 39: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
 	8,  // 40: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
-	28, // 41: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
-	31, // 42: seppcmd.v1.QueueCreate.config:type_name -> seppcmd.v1.QueueConfig
-	46, // 43: seppcmd.v1.QueueCreate.settings:type_name -> sepp.v1.QueueSettings
-	31, // 44: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
-	46, // 45: seppcmd.v1.QueueUpdate.settings:type_name -> sepp.v1.QueueSettings
-	30, // 46: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
-	31, // 47: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
-	29, // 48: seppcmd.v1.EngineConfig.queue_settings:type_name -> seppcmd.v1.QueueDefinition
-	46, // 49: seppcmd.v1.QueueDefinition.settings:type_name -> sepp.v1.QueueSettings
-	32, // 50: seppcmd.v1.QueueConfig.tags:type_name -> seppcmd.v1.QueueTag
-	33, // 51: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
-	33, // 52: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
-	2,  // 53: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
-	41, // 54: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
-	55, // [55:55] is the sub-list for method output_type
-	55, // [55:55] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	46, // 41: seppcmd.v1.LeaseExtend.progress:type_name -> sepp.v1.Progress
+	28, // 42: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
+	31, // 43: seppcmd.v1.QueueCreate.config:type_name -> seppcmd.v1.QueueConfig
+	47, // 44: seppcmd.v1.QueueCreate.settings:type_name -> sepp.v1.QueueSettings
+	31, // 45: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
+	47, // 46: seppcmd.v1.QueueUpdate.settings:type_name -> sepp.v1.QueueSettings
+	30, // 47: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
+	31, // 48: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
+	29, // 49: seppcmd.v1.EngineConfig.queue_settings:type_name -> seppcmd.v1.QueueDefinition
+	47, // 50: seppcmd.v1.QueueDefinition.settings:type_name -> sepp.v1.QueueSettings
+	32, // 51: seppcmd.v1.QueueConfig.tags:type_name -> seppcmd.v1.QueueTag
+	33, // 52: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
+	33, // 53: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
+	2,  // 54: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
+	41, // 55: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
+	56, // [56:56] is the sub-list for method output_type
+	56, // [56:56] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_seppcmd_v1_command_proto_init() }

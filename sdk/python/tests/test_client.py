@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from sepp import (ClientClosed, DeadLetterCause, EnqueueRequest, InvalidField, JobState, LeaseLost, NotFound,
-                  Priority, QueueFull, QueueSettings, ResourceExhausted, RetryDirective, ScheduledTooFar, SeppClient,
-                  UnknownOutcome, Unavailable, WrongState)
+                  Priority, Progress, QueueFull, QueueSettings, ResourceExhausted, RetryDirective, ScheduledTooFar,
+                  SeppClient, UnknownOutcome, Unavailable, WrongState)
 
 from cluster import Cluster
 
@@ -200,6 +200,27 @@ async def test_ack_with_result(client: SeppClient) -> None:
     with pytest.raises(WrongState):
         await client.ack_with_result(d.ctx, b"lost")
     await client.ack(d.ctx)
+
+
+async def test_report_progress(client: SeppClient) -> None:
+    queue = q()
+    res = await client.enqueue(EnqueueRequest(queue, "export"))
+    (d,) = await client.reserve(queue, lease=timedelta(seconds=30))
+    assert d.job.progress is None
+    deadline = await client.report_progress(d.ctx, 40, "exported 4000 of 10000 rows", lease=timedelta(minutes=2))
+    assert deadline is not None and d.ctx.lease_deadline is not None and deadline > d.ctx.lease_deadline
+    job = await client.get_job(res.job_id)
+    assert job.progress == Progress(40, "exported 4000 of 10000 rows")
+    await client.extend_lease(d.ctx)  # a plain extension keeps it
+    assert (await client.get_job(res.job_id)).progress == Progress(40, "exported 4000 of 10000 rows")
+    with pytest.raises(InvalidField) as e:
+        await client.report_progress(d.ctx, 101)
+    assert e.value.field == "progress.percent"
+    with pytest.raises(InvalidField) as e:
+        await client.report_progress(d.ctx, 1, "x" * 257)
+    assert e.value.field == "progress.message"
+    await client.nack(d.ctx, RetryDirective.default(), "again")
+    assert (await client.get_job(res.job_id)).progress is None  # the retry starts without
 
 
 async def test_release_and_extend_lease(client: SeppClient) -> None:

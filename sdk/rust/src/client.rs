@@ -11,7 +11,7 @@ use crate::error::{from_status, Detail, Error};
 use crate::pb;
 use crate::schedule::{Schedule, ScheduleDefinition};
 use crate::transport::{AttemptError, Transport};
-use crate::types::{duration, system_time, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobState, ServerInfo, TraceContext};
+use crate::types::{duration, system_time, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobState, ServerInfo, TraceContext, MAX_PROGRESS_MESSAGE_BYTES};
 /// The wait each WaitJob call of `wait_job` asks for: the server's
 /// default, below its 60 s cap.
 const WAIT_JOB_POLL: Duration = Duration::from_secs(30);
@@ -610,11 +610,39 @@ impl SeppClient {
         let req = pb::ExtendLeaseRequest {
             ctx: Some(ctx.to_wire()),
             lease: Some(duration(lease)),
+            progress: None,
         };
         let (resp, _): (pb::ExtendLeaseResponse, bool) = self.call("extend lease", "sepp.v1.QueueService/ExtendLease", &req, Policy::Safe, Duration::ZERO).await?;
         resp.lease_deadline
             .and_then(system_time)
             .ok_or_else(|| Error::internal("extend lease", "the server answered no lease deadline"))
+    }
+
+    /// Reports a running job's progress (`percent` 0..=100, `message` at
+    /// most 256 bytes) and extends its lease to `lease` from now
+    /// (`Duration::ZERO`: the server's default lease), in one call and one
+    /// log entry. `get_job`, `list_jobs` and `wait_job` show it
+    /// ([`Job::progress`]) until the delivery ends. Out of bounds:
+    /// [`Error::InvalidArgument`] naming `progress.percent` or
+    /// `progress.message`. While some member of the cluster does not keep
+    /// progress yet (a rolling upgrade) it is [`Error::WrongState`]
+    /// (`VERSION feature=progress`) and nothing is extended.
+    pub async fn report_progress(&self, ctx: &JobContext, percent: u32, message: &str, lease: Duration) -> Result<SystemTime, Error> {
+        if percent > 100 {
+            return Err(Error::invalid("report progress", "progress.percent", "0..100", &format!("must be 0..100, got {}", percent)));
+        }
+        if message.len() > MAX_PROGRESS_MESSAGE_BYTES {
+            return Err(Error::invalid("report progress", "progress.message", "256", &format!("is {} bytes, above the limit of {}", message.len(), MAX_PROGRESS_MESSAGE_BYTES)));
+        }
+        let req = pb::ExtendLeaseRequest {
+            ctx: Some(ctx.to_wire()),
+            lease: if lease.is_zero() { None } else { Some(duration(lease)) },
+            progress: Some(pb::Progress { percent, message: message.to_string() }),
+        };
+        let (resp, _): (pb::ExtendLeaseResponse, bool) = self.call("report progress", "sepp.v1.QueueService/ExtendLease", &req, Policy::Safe, Duration::ZERO).await?;
+        resp.lease_deadline
+            .and_then(system_time)
+            .ok_or_else(|| Error::internal("report progress", "the server answered no lease deadline"))
     }
 
     /// Removes and returns up to max dead-letter records, oldest first, of

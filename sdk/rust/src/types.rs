@@ -465,7 +465,26 @@ pub struct Job {
     /// How long the completing delivery ran, if the server recorded its
     /// start.
     pub run_time: Option<Duration>,
+    /// What the worker last reported ([`SeppClient::report_progress`]),
+    /// while the job is reserved.
+    ///
+    /// [`SeppClient::report_progress`]: crate::SeppClient::report_progress
+    pub progress: Option<Progress>,
 }
+
+/// What a running job reported of itself: `percent` 0..=100 and a short
+/// `message` (at most [`MAX_PROGRESS_MESSAGE_BYTES`] of UTF-8). The server
+/// keeps it while the delivery lasts and drops it when the delivery ends
+/// (ack, nack, release, lease expiry, cancel).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub percent: u32,
+    pub message: String,
+}
+
+/// The server's bound on [`Progress::message`], in bytes
+/// (`GetServerInfo`'s `limits.max_progress_message_bytes`).
+pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 256;
 
 impl Job {
     pub(crate) fn from_wire(j: pb::Job) -> Job {
@@ -487,6 +506,7 @@ impl Job {
             result: j.result,
             completed_at: j.completed_at.and_then(system_time),
             run_time: j.run_time.and_then(|d| Duration::try_from(d).ok()),
+            progress: j.progress.map(|p| Progress { percent: p.percent, message: p.message }),
         }
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use prost::Message;
 use sepp_rs::client::{ReserveOptions, RetryDirective, SeppClient};
-use sepp_rs::{pb, ClientOptions, DeadLetterCause, EnqueueRequest, Error, HandlerError, HandlerFuture, InstrumentHook, JobState, Priority, QueueSettings, TraceContext, TraceInjector, Worker, WorkerOptions};
+use sepp_rs::{pb, ClientOptions, DeadLetterCause, EnqueueRequest, Error, HandlerError, HandlerFuture, InstrumentHook, JobState, Priority, Progress, QueueSettings, TraceContext, TraceInjector, Worker, WorkerOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn reserve_opts(max: u32) -> ReserveOptions {
@@ -193,6 +193,27 @@ async fn ack_with_result_is_read_back() {
         other => panic!("a result where none are kept: want WrongState, got {:?}", other),
     }
     client.ack(&d.ctx).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn report_progress_is_kept_while_reserved() {
+    let client = common::shared().client().await;
+    let res = client.enqueue(EnqueueRequest::new("rs-progress", "export").unwrap()).await.unwrap();
+    let d = client.reserve("rs-progress", reserve_opts(1)).await.unwrap().remove(0);
+    assert_eq!(d.job.progress, None);
+    client.report_progress(&d.ctx, 40, "exported 4000 of 10000 rows", Duration::from_secs(120)).await.unwrap();
+    let want = Some(Progress { percent: 40, message: "exported 4000 of 10000 rows".to_string() });
+    assert_eq!(client.get_job(res.job_id).await.unwrap().progress, want);
+    client.extend_lease(&d.ctx, Duration::from_secs(60)).await.unwrap(); // a plain extension keeps it
+    assert_eq!(client.get_job(res.job_id).await.unwrap().progress, want);
+    for (pct, msg, field) in [(101, String::new(), "progress.percent"), (1, "x".repeat(257), "progress.message")] {
+        match client.report_progress(&d.ctx, pct, &msg, Duration::ZERO).await {
+            Err(Error::InvalidArgument { field: f, .. }) if f == field => {}
+            other => panic!("out of bounds: want InvalidArgument naming {}, got {:?}", field, other),
+        }
+    }
+    client.nack(&d.ctx, RetryDirective::Default, "again").await.unwrap();
+    assert_eq!(client.get_job(res.job_id).await.unwrap().progress, None, "the retry starts without");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -256,6 +256,9 @@ const leaderHeader = "sepp-leader-grpc-addr";
 // below its 60 s cap.
 const WAIT_JOB_POLL_MS = 30_000;
 
+/** The server's bound on a progress message, in bytes of UTF-8 (GetServerInfo's limits.max_progress_message_bytes). */
+export const MAX_PROGRESS_MESSAGE_BYTES = 256;
+
 /** Why one attempt failed, and what that means for a retry. */
 class AttemptFailure {
   constructor(
@@ -1037,6 +1040,36 @@ export class SeppClient {
     );
     const d = timeFrom(m.leaseDeadline);
     if (!d) throw new InternalError("extend lease", "internal", "server answered no lease deadline");
+    return d;
+  }
+
+  /**
+   * Reports a running job's progress (percent 0..100, a message of at most
+   * 256 bytes of UTF-8) and extends its lease to leaseMs from now (0: the
+   * server's default lease), in one call and one log entry; resolves to
+   * the new deadline. getJob, listJobs and wait show it (Job.progress)
+   * until the delivery ends. Out of bounds: InvalidArgumentError naming
+   * progress.percent or progress.message. While some member of the
+   * cluster does not keep progress yet (a rolling upgrade) it rejects with
+   * WrongStateError (VERSION feature=progress) and extends nothing.
+   */
+  async reportProgress(ctx: JobContext, percent: number, message = "", leaseMs = 0, opts: CallOptions = {}): Promise<Date> {
+    const bad = (field: string, desc: string, limit: string) =>
+      new InvalidArgumentError("report progress", "invalid_argument", `${field}: ${desc}`, [
+        { type: "sepp.v1.FieldViolation", field, limit, description: desc },
+      ]);
+    if (!(Number.isInteger(percent) && percent >= 0 && percent <= 100)) {
+      throw bad("progress.percent", `must be 0..100, got ${percent}`, "0..100");
+    }
+    const size = new TextEncoder().encode(message).length;
+    if (size > MAX_PROGRESS_MESSAGE_BYTES) {
+      throw bad("progress.message", `is ${size} bytes, above the limit of ${MAX_PROGRESS_MESSAGE_BYTES}`, String(MAX_PROGRESS_MESSAGE_BYTES));
+    }
+    const body: ExtendLeaseRequestJSON = { ctx: jobContextToJSON(ctx), progress: { percent, message } };
+    if (leaseMs > 0) body.lease = durationJSON(leaseMs);
+    const m = await this.call<ExtendLeaseRequestJSON, ExtendLeaseResponseJSON>("report progress", "sepp.v1.QueueService/ExtendLease", body, "safe", 0, opts);
+    const d = timeFrom(m.leaseDeadline);
+    if (!d) throw new InternalError("report progress", "internal", "server answered no lease deadline");
     return d;
   }
 

@@ -27,6 +27,7 @@ export type {
   EnqueueResult,
   UniqueOptions,
   TraceContext,
+  Progress,
   Job,
   JobAttempt,
   JobOrigin,

@@ -239,6 +239,19 @@ export interface Job {
   /** How long the completing delivery ran, in milliseconds; absent when
    * not recorded. */
   runTimeMs?: number;
+  /** What the worker last reported (reportProgress), while the job is
+   * reserved; absent when it reported none. */
+  progress?: Progress;
+}
+
+/**
+ * What a running job reported of itself: percent 0..100 and a short
+ * message (at most 256 bytes of UTF-8). The server keeps it while the
+ * delivery lasts and drops it when the delivery ends.
+ */
+export interface Progress {
+  percent: number;
+  message: string;
 }
 
 /**
@@ -487,6 +500,7 @@ export function jobFromJSON(v: unknown): Job {
     completedAt: timeFrom(m.completedAt),
   };
   if (typeof m.runTime === "string") j.runTimeMs = durationFrom(m.runTime);
+  if (m.progress) j.progress = { percent: num(m.progress.percent ?? 0), message: str(m.progress.message ?? "") };
   if (m.origin) j.origin = jobOriginFromJSON(m.origin);
   if (m.traceContext && m.traceContext.traceparent) {
     j.traceContext = { traceparent: m.traceContext.traceparent };

@@ -296,6 +296,21 @@ test("ackWithResult: the result is read back by wait and getJob; a queue that ke
   await client.ack(e!.ctx);
 });
 
+test("reportProgress: kept with the job while reserved, bounds refused, cleared by a nack", async () => {
+  const { jobId } = await client.enqueue({ queue: "progress", jobType: "export" });
+  const [d] = await client.reserve("progress");
+  assert.equal(d!.job.progress, undefined);
+  const deadline = await client.reportProgress(d!.ctx, 40, "exported 4000 of 10000 rows", 120_000);
+  assert.ok(deadline.getTime() > Date.now() + 100_000, "lease extended");
+  assert.deepEqual((await client.getJob(jobId)).progress, { percent: 40, message: "exported 4000 of 10000 rows" });
+  await client.extendLease(d!.ctx, 60_000); // a plain extension keeps it
+  assert.deepEqual((await client.getJob(jobId)).progress, { percent: 40, message: "exported 4000 of 10000 rows" });
+  await assert.rejects(client.reportProgress(d!.ctx, 101), InvalidArgumentError);
+  await assert.rejects(client.reportProgress(d!.ctx, 1, "x".repeat(257)), InvalidArgumentError);
+  await client.nack(d!.ctx, RetryDirective.default(), "again");
+  assert.equal((await client.getJob(jobId)).progress, undefined, "the retry starts without");
+});
+
 test("nack(ctx, RetryDirective...) says whether it dead-lettered", async () => {
   await client.enqueue({ queue: "nack", jobType: "t", maxAttempts: 3 });
   let [d] = await client.reserve("nack");

@@ -17,7 +17,7 @@ from sepp.errors import (AlreadyExists, ClientClosed, InternalError, InvalidArgu
 from sepp.producer import Producer
 from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterCause, DeadLetterRecord,
                         Delivery, EnqueueRequest, EnqueueResult, Job, JobAttempt, JobContext, JobOutcome, JobState,
-                        JobTemplate,
+                        JobTemplate, Progress,
                         NodeInfo, Priority, PurgeTarget, QueueInfo, QueueRemoval, QueueSettings, QueueStats,
                         RedriveOptions, RedrivePreview, RedriveSelection, RedriveState, RedriveTask, RetryDirective,
                         Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ServerInfo, TraceContext,
@@ -33,7 +33,7 @@ __all__ = [
     "ActionResult",
     "NodeInfo", "ClusterMember", "ClusterStatus", "UniqueOptions", "JobTemplate", "ScheduleDefinition", "Schedule",
     "ScheduleOverlap", "ScheduleCatchUp", "QueueSettings", "QueueInfo", "QueueRemoval", "PurgeTarget",
-    "RedriveState", "RedriveSelection", "RedriveOptions", "RedriveTask", "RedrivePreview", "TraceContext",
+    "RedriveState", "RedriveSelection", "RedriveOptions", "RedriveTask", "RedrivePreview", "TraceContext", "Progress",
     "SeppError", "InvalidArgument", "InvalidField", "ScheduledTooFar", "NotFound", "AlreadyExists", "UniqueConflict",
     "LeaseLost", "JobCancelled", "WrongState",
     "ResourceExhausted", "QueueFull", "Unavailable", "NotLeader", "UnknownOutcome", "PermissionDenied",

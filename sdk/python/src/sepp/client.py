@@ -32,6 +32,7 @@ from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus,
                         PurgeTarget,
                         QueueInfo, QueueRemoval, QueueSettings, QueueStats, RedriveOptions, RedrivePreview,
                         RedriveTask, RetryDirective, Schedule, ScheduleDefinition, ServerInfo, TraceContext, _from_ts,
+                        MAX_PROGRESS_MESSAGE_BYTES,
                         _queue_stats, _to_duration, _to_ts, _whole_ms)
 from sepp.v1 import admin_service_pb2 as apb
 from sepp.v1 import admin_service_pb2_grpc as agrpc
@@ -693,6 +694,34 @@ class SeppClient:
             return _from_ts(resp.lease_deadline)
 
         return await self._call("extend lease", _Policy.SAFE, attempt)
+
+    async def report_progress(self, ctx: JobContext, percent: int, message: str = "",
+                              lease: Optional[timedelta] = None) -> Optional[datetime]:
+        """Report a running job's progress (``percent`` 0..100, ``message``
+        at most 256 bytes of UTF-8) and extend its lease (None: the server's
+        default), in one call and one log entry. get_job, list_jobs and
+        wait_job show it (Job.progress) until the delivery ends. Out of
+        bounds: InvalidField naming progress.percent or progress.message.
+        While some member of the cluster does not keep progress yet (a
+        rolling upgrade) it raises WrongState (FAILED_PRECONDITION, VERSION
+        feature=progress) and extends nothing: call extend_lease instead."""
+        if not 0 <= percent <= 100:
+            raise InvalidField("progress.percent", f"must be 0..100, got {percent}", "0..100", op="report progress")
+        if len(message.encode()) > MAX_PROGRESS_MESSAGE_BYTES:
+            raise InvalidField("progress.message",
+                               f"is {len(message.encode())} bytes, above the limit of {MAX_PROGRESS_MESSAGE_BYTES}",
+                               str(MAX_PROGRESS_MESSAGE_BYTES), op="report progress")
+        m = qpb.ExtendLeaseRequest(ctx=ctx.to_proto())
+        m.progress.percent = percent
+        m.progress.message = message
+        if lease is not None and lease > timedelta(0):
+            m.lease.CopyFrom(_to_duration(lease))
+
+        async def attempt(a: _Attempt) -> Optional[datetime]:
+            resp = await self._unary(a, _queue(a.channel).ExtendLease, m)
+            return _from_ts(resp.lease_deadline)
+
+        return await self._call("report progress", _Policy.SAFE, attempt)
 
     async def drain_dead_letters(self, queue: Optional[str] = None, max: int = 1) -> list[DeadLetterRecord]:
         """Return up to ``max`` dead-letter records, oldest first, removing

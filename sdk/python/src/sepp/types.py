@@ -160,6 +160,22 @@ class UniqueOptions:
                                  completed_for_ms=_whole_ms(self.completed_for), refuse=self.refuse)
 
 
+#: The server's bound on Progress.message, in bytes of UTF-8
+#: (server_info().limits.max_progress_message_bytes).
+MAX_PROGRESS_MESSAGE_BYTES = 256
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a running job reported of itself (SeppClient.report_progress):
+    ``percent`` 0..100 and a short ``message`` (at most 256 bytes of UTF-8).
+    The server keeps it while the delivery lasts and drops it when the
+    delivery ends (ack, nack, release, lease expiry, cancel)."""
+
+    percent: int
+    message: str = ""
+
+
 @dataclass(frozen=True)
 class TraceContext:
     """A W3C trace context (https://www.w3.org/TR/trace-context/), carried by
@@ -384,6 +400,9 @@ class Job:
     completed_at: Optional[datetime] = None
     #: How long the completing delivery ran; None when not recorded.
     run_time: Optional[timedelta] = None
+    #: What the worker last reported (report_progress), while the job is
+    #: reserved; None when it reported none.
+    progress: Optional[Progress] = None
 
     @classmethod
     def from_proto(cls, m: tpb.Job) -> Job:
@@ -401,6 +420,7 @@ class Job:
             result=bytes(m.result),
             completed_at=_from_ts(m.completed_at),
             run_time=m.run_time.ToTimedelta() if m.HasField("run_time") else None,
+            progress=Progress(m.progress.percent, m.progress.message) if m.HasField("progress") else None,
         )
 
 

@@ -73,6 +73,25 @@ pub struct Job {
     /// when the start was not recorded.
     #[prost(message, optional, tag="192")]
     pub run_time: ::core::option::Option<::prost_types::Duration>,
+    /// What the worker holding the job last reported with a lease extension,
+    /// while the job is reserved; unset when it reported none. Cleared when
+    /// the delivery ends (ack, nack, release, lease expiry, cancel).
+    #[prost(message, optional, tag="200")]
+    pub progress: ::core::option::Option<Progress>,
+}
+/// Progress is what a running job reports of itself: how far it is and a
+/// short note. It travels with a lease extension (ExtendLeaseRequest), so
+/// reporting it costs no write beyond the extension.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Progress {
+    /// 0 to 100; above 100 is INVALID_ARGUMENT.
+    #[prost(uint32, tag="1")]
+    pub percent: u32,
+    /// At most 256 bytes of UTF-8 (GetServerInfo's
+    /// limits.max_progress_message_bytes); empty: none.
+    #[prost(string, tag="2")]
+    pub message: ::prost::alloc::string::String,
 }
 /// TraceContext is a W3C trace context (<https://www.w3.org/TR/trace-context/>)
 /// in its own field, never in custom fields. An enqueue with an invalid one
@@ -737,6 +756,12 @@ pub struct ExtendLeaseRequest {
     /// New lease from now; unset takes default_lease_ms; clamped to max_lease_ms.
     #[prost(message, optional, tag="2")]
     pub lease: ::core::option::Option<::prost_types::Duration>,
+    /// The job's progress, kept with the job until its delivery ends and
+    /// shown by GetJob, ListJobs and WaitJob; unset leaves the last one
+    /// reported. Set, it needs every member to apply the feature "progress"
+    /// (FAILED_PRECONDITION naming it until then; the lease is not extended).
+    #[prost(message, optional, tag="3")]
+    pub progress: ::core::option::Option<Progress>,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -924,6 +949,9 @@ pub struct Limits {
     /// (\[limits\] completed_retention); 0: not kept.
     #[prost(int64, tag="31")]
     pub completed_retention_ms: i64,
+    /// The longest progress message an ExtendLease may carry (a fixed bound).
+    #[prost(uint64, tag="32")]
+    pub max_progress_message_bytes: u64,
 }
 /// QueueLimits are one configured queue's effective settings (its overrides
 /// applied over the global ones).

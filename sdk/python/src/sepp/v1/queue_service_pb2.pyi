@@ -133,12 +133,14 @@ class EnqueueResponse(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., state: _Optional[_Union[_types_pb2.JobState, str]] = ..., duplicate: bool = ...) -> None: ...
 
 class ExtendLeaseRequest(_message.Message):
-    __slots__ = ["ctx", "lease"]
+    __slots__ = ["ctx", "lease", "progress"]
     CTX_FIELD_NUMBER: _ClassVar[int]
     LEASE_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
     ctx: _types_pb2.JobContext
     lease: _duration_pb2.Duration
-    def __init__(self, ctx: _Optional[_Union[_types_pb2.JobContext, _Mapping]] = ..., lease: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    progress: _types_pb2.Progress
+    def __init__(self, ctx: _Optional[_Union[_types_pb2.JobContext, _Mapping]] = ..., lease: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., progress: _Optional[_Union[_types_pb2.Progress, _Mapping]] = ...) -> None: ...
 
 class ExtendLeaseResponse(_message.Message):
     __slots__ = ["lease_deadline"]
@@ -183,7 +185,7 @@ class GetServerInfoResponse(_message.Message):
     def __init__(self, version: _Optional[str] = ..., node_id: _Optional[str] = ..., leader_id: _Optional[str] = ..., leader_grpc_addr: _Optional[str] = ..., stale: bool = ..., dead_letter_retention_enabled: bool = ..., dead_letter_retention_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., queues: _Optional[_Iterable[_Union[QueueLimits, _Mapping]]] = ..., members: _Optional[_Iterable[_Union[_types_pb2.MemberFacts, _Mapping]]] = ..., capabilities: _Optional[_Iterable[_Union[Capability, _Mapping]]] = ...) -> None: ...
 
 class Limits(_message.Message):
-    __slots__ = ["completed_retention_ms", "default_lease_ms", "default_max_attempts", "default_priority", "disk_held_bytes", "idempotency_window_ms", "max_attempts_ceiling", "max_batch_size", "max_custom_field_bytes", "max_custom_fields", "max_disk_bytes", "max_job_type_bytes", "max_lease_ms", "max_memory_bytes", "max_message_bytes", "max_payload_bytes", "max_priority", "max_queue_length", "max_queue_name_bytes", "max_reserve_batch", "max_reserve_wait_ms", "max_result_bytes", "max_schedule_horizon_ms", "memory_held_bytes", "min_priority", "payload_store_bytes", "payloads_off_heap", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "strict"]
+    __slots__ = ["completed_retention_ms", "default_lease_ms", "default_max_attempts", "default_priority", "disk_held_bytes", "idempotency_window_ms", "max_attempts_ceiling", "max_batch_size", "max_custom_field_bytes", "max_custom_fields", "max_disk_bytes", "max_job_type_bytes", "max_lease_ms", "max_memory_bytes", "max_message_bytes", "max_payload_bytes", "max_priority", "max_progress_message_bytes", "max_queue_length", "max_queue_name_bytes", "max_reserve_batch", "max_reserve_wait_ms", "max_result_bytes", "max_schedule_horizon_ms", "memory_held_bytes", "min_priority", "payload_store_bytes", "payloads_off_heap", "retry_backoff", "retry_delay_max_ms", "retry_delay_ms", "strict"]
     COMPLETED_RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_LEASE_MS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
@@ -201,6 +203,7 @@ class Limits(_message.Message):
     MAX_MESSAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_PAYLOAD_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    MAX_PROGRESS_MESSAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_QUEUE_LENGTH_FIELD_NUMBER: _ClassVar[int]
     MAX_QUEUE_NAME_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_RESERVE_BATCH_FIELD_NUMBER: _ClassVar[int]
@@ -232,6 +235,7 @@ class Limits(_message.Message):
     max_message_bytes: int
     max_payload_bytes: int
     max_priority: int
+    max_progress_message_bytes: int
     max_queue_length: int
     max_queue_name_bytes: int
     max_reserve_batch: int
@@ -246,7 +250,7 @@ class Limits(_message.Message):
     retry_delay_max_ms: int
     retry_delay_ms: int
     strict: bool
-    def __init__(self, min_priority: _Optional[int] = ..., max_priority: _Optional[int] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., max_attempts_ceiling: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., default_lease_ms: _Optional[int] = ..., max_lease_ms: _Optional[int] = ..., max_reserve_wait_ms: _Optional[int] = ..., max_payload_bytes: _Optional[int] = ..., max_batch_size: _Optional[int] = ..., max_custom_fields: _Optional[int] = ..., max_custom_field_bytes: _Optional[int] = ..., max_job_type_bytes: _Optional[int] = ..., max_queue_name_bytes: _Optional[int] = ..., max_message_bytes: _Optional[int] = ..., idempotency_window_ms: _Optional[int] = ..., max_queue_length: _Optional[int] = ..., strict: bool = ..., max_memory_bytes: _Optional[int] = ..., memory_held_bytes: _Optional[int] = ..., max_disk_bytes: _Optional[int] = ..., disk_held_bytes: _Optional[int] = ..., payloads_off_heap: bool = ..., payload_store_bytes: _Optional[int] = ..., max_result_bytes: _Optional[int] = ..., completed_retention_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, min_priority: _Optional[int] = ..., max_priority: _Optional[int] = ..., default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., max_attempts_ceiling: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_reserve_batch: _Optional[int] = ..., default_lease_ms: _Optional[int] = ..., max_lease_ms: _Optional[int] = ..., max_reserve_wait_ms: _Optional[int] = ..., max_payload_bytes: _Optional[int] = ..., max_batch_size: _Optional[int] = ..., max_custom_fields: _Optional[int] = ..., max_custom_field_bytes: _Optional[int] = ..., max_job_type_bytes: _Optional[int] = ..., max_queue_name_bytes: _Optional[int] = ..., max_message_bytes: _Optional[int] = ..., idempotency_window_ms: _Optional[int] = ..., max_queue_length: _Optional[int] = ..., strict: bool = ..., max_memory_bytes: _Optional[int] = ..., memory_held_bytes: _Optional[int] = ..., max_disk_bytes: _Optional[int] = ..., disk_held_bytes: _Optional[int] = ..., payloads_off_heap: bool = ..., payload_store_bytes: _Optional[int] = ..., max_result_bytes: _Optional[int] = ..., completed_retention_ms: _Optional[int] = ..., max_progress_message_bytes: _Optional[int] = ...) -> None: ...
 
 class NackRequest(_message.Message):
     __slots__ = ["ctx", "directive", "reason"]

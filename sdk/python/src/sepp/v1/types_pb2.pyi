@@ -50,7 +50,7 @@ class ItemError(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., details: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ["attempt", "completed_at", "custom", "enqueued_at", "expires_at", "history", "id", "job_type", "last_reason", "lease_deadline", "max_attempts", "next_attempt_at", "origin", "payload", "priority", "queue", "result", "run_time", "scheduled_at", "started_at", "state", "trace_context", "worker_id"]
+    __slots__ = ["attempt", "completed_at", "custom", "enqueued_at", "expires_at", "history", "id", "job_type", "last_reason", "lease_deadline", "max_attempts", "next_attempt_at", "origin", "payload", "priority", "progress", "queue", "result", "run_time", "scheduled_at", "started_at", "state", "trace_context", "worker_id"]
     class CustomEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +73,7 @@ class Job(_message.Message):
     ORIGIN_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     RUN_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -96,6 +97,7 @@ class Job(_message.Message):
     origin: JobOrigin
     payload: bytes
     priority: int
+    progress: Progress
     queue: str
     result: bytes
     run_time: _duration_pb2.Duration
@@ -104,7 +106,7 @@ class Job(_message.Message):
     state: JobState
     trace_context: TraceContext
     worker_id: str
-    def __init__(self, id: _Optional[int] = ..., queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., enqueued_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., worker_id: _Optional[str] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., history: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., origin: _Optional[_Union[JobOrigin, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., result: _Optional[bytes] = ..., completed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., run_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., enqueued_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., worker_id: _Optional[str] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., history: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., origin: _Optional[_Union[JobOrigin, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., result: _Optional[bytes] = ..., completed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., run_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ...) -> None: ...
 
 class JobActionResult(_message.Message):
     __slots__ = ["error", "job_id"]
@@ -203,6 +205,14 @@ class NodeInfo(_message.Message):
     id: str
     raft_addr: str
     def __init__(self, id: _Optional[str] = ..., raft_addr: _Optional[str] = ..., grpc_addr: _Optional[str] = ..., http_addr: _Optional[str] = ...) -> None: ...
+
+class Progress(_message.Message):
+    __slots__ = ["message", "percent"]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PERCENT_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    percent: int
+    def __init__(self, percent: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class ReservedJob(_message.Message):
     __slots__ = ["ctx", "job"]

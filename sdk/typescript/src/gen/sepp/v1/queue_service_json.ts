@@ -3,7 +3,7 @@
 //
 // The protojson (Connect JSON) shapes of its messages and enums.
 
-import type { DeadLetterCauseJSON, DeadLetterRecordJSON, ItemErrorJSON, JobContextJSON, JobJSON, JobStateJSON, MemberFactsJSON, ReservedJobJSON, RetryBackoffJSON, TraceContextJSON } from "./types_json.js";
+import type { DeadLetterCauseJSON, DeadLetterRecordJSON, ItemErrorJSON, JobContextJSON, JobJSON, JobStateJSON, MemberFactsJSON, ProgressJSON, ReservedJobJSON, RetryBackoffJSON, TraceContextJSON } from "./types_json.js";
 
 /** sepp.v1.WaitJobRequest in the protojson mapping. */
 export interface WaitJobRequestJSON {
@@ -145,6 +145,7 @@ export interface NackResponseJSON {
 export interface ExtendLeaseRequestJSON {
   ctx?: JobContextJSON;
   lease?: string;
+  progress?: ProgressJSON;
 }
 
 /** sepp.v1.ExtendLeaseResponse in the protojson mapping. */
@@ -227,6 +228,7 @@ export interface LimitsJSON {
   payloadStoreBytes?: string;
   maxResultBytes?: string;
   completedRetentionMs?: string;
+  maxProgressMessageBytes?: string;
 }
 
 /** sepp.v1.QueueLimits in the protojson mapping. */

@@ -81,6 +81,13 @@ export interface JobJSON {
   result?: string;
   completedAt?: string;
   runTime?: string;
+  progress?: ProgressJSON;
+}
+
+/** sepp.v1.Progress in the protojson mapping. */
+export interface ProgressJSON {
+  percent?: number;
+  message?: string;
 }
 
 /** sepp.v1.TraceContext in the protojson mapping. */
