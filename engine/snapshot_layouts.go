@@ -33,7 +33,7 @@ const (
 	snapshotVersionCompleted     = 15
 	snapshotVersionCompactCharge = 16
 	// snapshotVersionProgress = 17: reserved jobs' progress (progress.go).
-	snapshotVersionProgress      = 17
+	snapshotVersionProgress = 17
 )
 
 // snapshotLayoutRow is one layout and what it adds.
