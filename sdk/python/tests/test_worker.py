@@ -12,7 +12,7 @@ from typing import Awaitable, Callable, Optional
 import pytest
 
 from sepp import (DeadLetterCause, Delivery, EnqueueRequest, InvalidField, JobCancelled, JobState, LeaseLost, NotFound,
-                  Permanent, QueueSettings, Retry, RetryAfter, SeppClient, Worker, WrongState)
+                  Permanent, Progress, QueueSettings, Retry, RetryAfter, SeppClient, Worker, WrongState)
 
 from cluster import Cluster
 
@@ -297,3 +297,60 @@ async def test_oversized_result_is_reported_and_the_job_runs_again(client: SeppC
     assert len(refused) == 1 and refused[0].field == "result", errors
     job = await client.get_job(res.job_id)
     assert (job.attempt, [h.outcome for h in job.history]) == (2, ["lease_expired"])
+
+
+async def test_handler_reports_progress(client: SeppClient) -> None:
+    # delivery.progress rides on the worker's lease extension: get_job shows
+    # it while the handler runs, and the ack clears it. Bad input raises
+    # InvalidField at the call and sends nothing.
+    queue = q()
+    await client.create_queue(queue, QueueSettings(completed_retention=timedelta(minutes=5)))
+    errors: list[BaseException] = []
+    bad: list[InvalidField] = []
+    running = asyncio.Event()
+    finish = asyncio.Event()
+
+    async def export(d: Delivery) -> None:
+        for pct, msg in [(101, ""), (-1, ""), (50, "é" * 129)]:
+            try:
+                d.progress(pct, msg)
+            except InvalidField as e:
+                bad.append(e)
+        running.set()
+        d.progress(10, "starting")
+        d.progress(40, "exported 4000 of 10000 rows")  # only the latest is sent
+        await finish.wait()
+
+    w = Worker(client, wait=timedelta(milliseconds=200), on_error=errors.append,
+               progress_interval=timedelta(milliseconds=100))
+    w.handle(queue, "export", export)
+    res = await client.enqueue(EnqueueRequest(queue, "export"))
+    async with w:
+        async with asyncio.timeout(20):
+            await running.wait()
+
+        async def reported() -> bool:
+            return (await client.get_job(res.job_id)).progress == Progress(40, "exported 4000 of 10000 rows")
+
+        await until(reported)
+        job = await client.get_job(res.job_id)
+        assert job.state == JobState.RESERVED
+        finish.set()
+        async with asyncio.timeout(20):
+            out = await client.wait_job(res.job_id)
+    assert out.state == JobState.COMPLETED
+    assert (await client.get_job(res.job_id)).progress is None
+    assert [e.field for e in bad] == ["progress.percent", "progress.percent", "progress.message"]
+    assert errors == []
+
+
+async def test_progress_outside_a_worker(client: SeppClient) -> None:
+    queue = q()
+    await client.enqueue(EnqueueRequest(queue, "t"))
+    [d] = await client.reserve(queue, max=1, wait=timedelta(seconds=5))
+    with pytest.raises(RuntimeError, match="outside a Worker"):
+        d.progress(10)
+    with pytest.raises(InvalidField):
+        d.progress(101)
+    assert (await client.get_job(d.job.id)).progress is None
+    await client.ack(d.ctx)
