@@ -679,3 +679,86 @@ async fn trace_context_round_trips_through_the_server_to_the_worker() {
         other => panic!("bad trace context: {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_handler_reports_progress_through_its_delivery() {
+    // d.progress.report rides on the worker's lease extension: get_job shows
+    // it while the handler runs, and the ack clears it. Bad input is
+    // InvalidArgument at the call, and nothing is sent.
+    let client = common::shared().client().await;
+    let q = "rs-worker-progress";
+    let settings = QueueSettings { completed_retention: Some(Duration::from_secs(300)), ..QueueSettings::default() };
+    client.create_queue(q, &settings, false).await.unwrap();
+    let errors: Arc<Mutex<Vec<Error>>> = Arc::default();
+    let seen = errors.clone();
+    let bad: Arc<Mutex<Vec<String>>> = Arc::default();
+    let bad_seen = bad.clone();
+    let (running_tx, running_rx) = tokio::sync::oneshot::channel::<()>();
+    let running_tx = Arc::new(Mutex::new(Some(running_tx)));
+    let (finish_tx, finish_rx) = tokio::sync::watch::channel(false);
+    let mut worker = Worker::new(
+        client.clone(),
+        WorkerOptions {
+            wait: Duration::from_millis(200),
+            progress_interval: Duration::from_millis(100),
+            on_error: Some(Arc::new(move |e: &Error| seen.lock().unwrap().push(e.clone()))),
+            ..WorkerOptions::default()
+        },
+    );
+    worker.handle(q, "export", move |d| {
+        let bad = bad_seen.clone();
+        let running = running_tx.lock().unwrap().take();
+        let mut finish = finish_rx.clone();
+        async move {
+            for (pct, msg) in [(101, String::new()), (50, "é".repeat(129))] {
+                match d.progress.report(pct, &msg) {
+                    Err(Error::InvalidArgument { field, .. }) => bad.lock().unwrap().push(field),
+                    other => panic!("out of bounds: want InvalidArgument, got {:?}", other),
+                }
+            }
+            // A clone reports for the same delivery, from another task too.
+            let reporter = d.progress.clone();
+            tokio::spawn(async move { reporter.report(10, "starting") }).await.unwrap().unwrap();
+            d.progress.report(40, "exported 4000 of 10000 rows").unwrap(); // only the latest is sent
+            if let Some(tx) = running {
+                let _ = tx.send(());
+            }
+            while !*finish.borrow() {
+                finish.changed().await.unwrap();
+            }
+            Ok(())
+        }
+    });
+    let res = client.enqueue(EnqueueRequest::new(q, "export").unwrap()).await.unwrap();
+    let running = worker.start().unwrap();
+    tokio::time::timeout(Duration::from_secs(20), running_rx).await.expect("the handler ran in time").unwrap();
+    let want = Some(Progress { percent: 40, message: "exported 4000 of 10000 rows".to_string() });
+    let c = client.clone();
+    let w = want.clone();
+    common::wait_for("the progress", Duration::from_secs(20), move || {
+        let c = c.clone();
+        let w = w.clone();
+        async move { c.get_job(res.job_id).await.map(|j| j.progress == w).unwrap_or(false) }
+    })
+    .await;
+    let job = client.get_job(res.job_id).await.unwrap();
+    assert_eq!((job.state, job.progress), (JobState::Reserved, want));
+    finish_tx.send(true).unwrap();
+    let out = wait_job(&client, res.job_id).await;
+    assert!(running.stop(Duration::from_secs(10)).await, "a graceful stop");
+    assert_eq!(out.state, JobState::Completed);
+    assert_eq!(client.get_job(res.job_id).await.unwrap().progress, None, "cleared when the delivery ends");
+    assert_eq!(*bad.lock().unwrap(), vec!["progress.percent".to_string(), "progress.message".to_string()]);
+    assert!(errors.lock().unwrap().is_empty(), "{:?}", errors.lock().unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_of_a_delivery_outside_a_worker_is_refused() {
+    let client = common::shared().client().await;
+    client.enqueue(EnqueueRequest::new("rs-progress-bare", "t").unwrap()).await.unwrap();
+    let d = client.reserve("rs-progress-bare", reserve_opts(1)).await.unwrap().remove(0);
+    assert!(matches!(d.progress.report(10, ""), Err(Error::WrongState { .. })));
+    assert!(matches!(d.progress.report(101, ""), Err(Error::InvalidArgument { .. })));
+    assert_eq!(client.get_job(d.job.id).await.unwrap().progress, None);
+    client.ack(&d.ctx).await.unwrap();
+}
