@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Awaitable, Callable, Optional
 
 import pytest
 
-from sepp import (DeadLetterCause, Delivery, EnqueueRequest, InvalidField, JobCancelled, JobState, LeaseLost, NotFound,
-                  Permanent, Progress, QueueSettings, Retry, RetryAfter, SeppClient, Worker, WrongState)
+from sepp import (DeadLetterCause, Delivery, EnqueueRequest, InvalidField, JobCancelled, JobContext, JobState,
+                  LeaseLost, NotFound, Permanent, Progress, QueueSettings, Retry, RetryAfter, SeppClient, Worker,
+                  WrongState)
 
 from cluster import Cluster
 
@@ -354,3 +355,54 @@ async def test_progress_outside_a_worker(client: SeppClient) -> None:
         d.progress(101)
     assert (await client.get_job(d.job.id)).progress is None
     await client.ack(d.ctx)
+
+
+async def test_refused_progress_is_dropped_and_the_lease_extended(client: SeppClient,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # While some member does not keep progress yet the server refuses it
+    # (WrongState, feature=progress) and extends nothing: the worker drops
+    # the report, extends without it, and reports the refusal once per
+    # delivery. The refusal is stood in for here; the extension is real.
+    queue = q()
+    errors: list[BaseException] = []
+    refusals: list[int] = []
+    plain: list[int] = []
+    refused = asyncio.Event()
+    extended = asyncio.Event()
+    extend_lease = client.extend_lease
+
+    async def refuse(ctx: JobContext, percent: int, message: str = "",
+                     lease: Optional[timedelta] = None) -> Optional[datetime]:
+        refusals.append(percent)
+        refused.set()
+        raise WrongState("VERSION feature=progress: not every member applies it yet", op="report progress")
+
+    async def extend(ctx: JobContext, lease: Optional[timedelta] = None) -> Optional[datetime]:
+        at = await extend_lease(ctx, lease)
+        plain.append(ctx.job_id)
+        extended.set()
+        return at
+
+    monkeypatch.setattr(client, "report_progress", refuse)
+    monkeypatch.setattr(client, "extend_lease", extend)
+
+    async def export(d: Delivery) -> None:
+        for pct in (10, 20):
+            refused.clear()
+            extended.clear()
+            d.progress(pct, "rows")
+            await refused.wait()
+            await extended.wait()
+
+    w = Worker(client, wait=timedelta(milliseconds=200), on_error=errors.append,
+               progress_interval=timedelta(milliseconds=50))
+    w.handle(queue, "export", export)
+    res = await client.enqueue(EnqueueRequest(queue, "export"))
+    async with w:
+        async def acked() -> bool:
+            return (await counts(client, queue))[3] == 1
+        async with asyncio.timeout(20):
+            await until(acked)
+    assert refusals == [10, 20]
+    assert len(plain) >= 2 and set(plain) == {res.job_id}
+    assert [type(e) for e in errors] == [WrongState], errors
