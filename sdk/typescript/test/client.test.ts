@@ -725,6 +725,59 @@ test("Worker: a handler's progress rides the lease extension, getJob reads it wh
   }
 });
 
+test("Worker: a refused progress report is dropped, the lease extended without it, the refusal reported once per delivery", async () => {
+  // While some member does not keep progress yet the server refuses it
+  // (WrongState, feature=progress) and extends nothing. The refusal is
+  // stood in for on this client; the extensions are real.
+  const c = await SeppClient.connect(cluster.urls);
+  const refusals: number[] = [];
+  const plain: string[] = [];
+  let onRefused = () => {};
+  let onExtended = () => {};
+  c.reportProgress = async (_ctx, percent) => {
+    refusals.push(percent);
+    onRefused();
+    throw new WrongStateError("report progress", "failed_precondition", "VERSION feature=progress: not every member applies it yet");
+  };
+  const extendLease = c.extendLease.bind(c);
+  c.extendLease = async (ctx, leaseMs, opts) => {
+    const at = await extendLease(ctx, leaseMs, opts);
+    plain.push(ctx.jobId);
+    onExtended();
+    return at;
+  };
+  const errors: unknown[] = [];
+  const w = new Worker(c, { waitMs: 200, progressIntervalMs: 50, onError: (e) => errors.push(e) });
+  w.handle("wk-progress-refused", "export", async (d) => {
+    for (const pct of [10, 20]) {
+      const refused = new Promise<void>((r) => (onRefused = r));
+      const extended = new Promise<void>((r) => (onExtended = r));
+      d.progress(pct, "rows");
+      await refused;
+      await extended;
+    }
+  });
+  const { jobId } = await client.enqueue({ queue: "wk-progress-refused", jobType: "export" });
+  w.start();
+  try {
+    await waitFor("the ack", async () => {
+      try {
+        await client.getJob(jobId);
+        return false;
+      } catch (e) {
+        return e instanceof NotFoundError;
+      }
+    });
+    assert.deepEqual(refusals, [10, 20]);
+    assert.ok(plain.length >= 2 && plain.every((id) => id === jobId), String(plain));
+    assert.equal(errors.length, 1, String(errors));
+    assert.ok(errors[0] instanceof WrongStateError);
+  } finally {
+    assert.equal(await w.stop(), true);
+    c.close();
+  }
+});
+
 test("Worker: a refused result reaches onError typed; WrongState acks without it, one over max_result_bytes runs again", async () => {
   // A queue that keeps no completed jobs: WrongStateError, then a plain ack.
   const errors: unknown[] = [];
