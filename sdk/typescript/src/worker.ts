@@ -1,5 +1,5 @@
 import { SeppClient, checkProgress } from "./client.js";
-import { InvalidArgumentError, JobCancelledError, LeaseLostError, UnavailableError, UnknownOutcomeError, WrongStateError } from "./errors.js";
+import { InvalidArgumentError, JobCancelledError, LeaseLostError, NotFoundError, UnavailableError, UnknownOutcomeError, WrongStateError } from "./errors.js";
 import { Delivery, Progress, RetryDirective } from "./types.js";
 import { newKey } from "./random.js";
 
@@ -524,7 +524,9 @@ export class Worker {
             ctl.abort(e);
             return;
           }
-          if (e instanceof LeaseLostError || Date.now() >= deadline) {
+          // A report's extension names a job gone as NotFound (the plain
+          // extension, as LeaseLost): either way the lease is gone.
+          if (e instanceof LeaseLostError || e instanceof NotFoundError || Date.now() >= deadline) {
             ctl.abort(new LeaseLost(`lease of job ${d.ctx.jobId} lost: ${String(e)}`));
             return;
           }
