@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Awaitable, Callable, Optional
 
 import pytest
 
-from sepp import (DeadLetterCause, Delivery, EnqueueRequest, InvalidField, JobCancelled, JobState, LeaseLost, NotFound,
-                  Permanent, QueueSettings, Retry, RetryAfter, SeppClient, Worker, WrongState)
+from sepp import (DeadLetterCause, Delivery, EnqueueRequest, InvalidField, JobCancelled, JobContext, JobState,
+                  LeaseLost, NotFound, Permanent, Progress, QueueSettings, Retry, RetryAfter, SeppClient, Worker,
+                  WrongState)
 
 from cluster import Cluster
 
@@ -297,3 +298,111 @@ async def test_oversized_result_is_reported_and_the_job_runs_again(client: SeppC
     assert len(refused) == 1 and refused[0].field == "result", errors
     job = await client.get_job(res.job_id)
     assert (job.attempt, [h.outcome for h in job.history]) == (2, ["lease_expired"])
+
+
+async def test_handler_reports_progress(client: SeppClient) -> None:
+    # delivery.progress rides on the worker's lease extension: get_job shows
+    # it while the handler runs, and the ack clears it. Bad input raises
+    # InvalidField at the call and sends nothing.
+    queue = q()
+    await client.create_queue(queue, QueueSettings(completed_retention=timedelta(minutes=5)))
+    errors: list[BaseException] = []
+    bad: list[InvalidField] = []
+    running = asyncio.Event()
+    finish = asyncio.Event()
+
+    async def export(d: Delivery) -> None:
+        for pct, msg in [(101, ""), (-1, ""), (50, "é" * 129)]:
+            try:
+                d.progress(pct, msg)
+            except InvalidField as e:
+                bad.append(e)
+        running.set()
+        d.progress(10, "starting")
+        d.progress(40, "exported 4000 of 10000 rows")  # only the latest is sent
+        await finish.wait()
+
+    w = Worker(client, wait=timedelta(milliseconds=200), on_error=errors.append,
+               progress_interval=timedelta(milliseconds=100))
+    w.handle(queue, "export", export)
+    res = await client.enqueue(EnqueueRequest(queue, "export"))
+    async with w:
+        async with asyncio.timeout(20):
+            await running.wait()
+
+        async def reported() -> bool:
+            return (await client.get_job(res.job_id)).progress == Progress(40, "exported 4000 of 10000 rows")
+
+        await until(reported)
+        job = await client.get_job(res.job_id)
+        assert job.state == JobState.RESERVED
+        finish.set()
+        async with asyncio.timeout(20):
+            out = await client.wait_job(res.job_id)
+    assert out.state == JobState.COMPLETED
+    assert (await client.get_job(res.job_id)).progress is None
+    assert [e.field for e in bad] == ["progress.percent", "progress.percent", "progress.message"]
+    assert errors == []
+
+
+async def test_progress_outside_a_worker(client: SeppClient) -> None:
+    queue = q()
+    await client.enqueue(EnqueueRequest(queue, "t"))
+    [d] = await client.reserve(queue, max=1, wait=timedelta(seconds=5))
+    with pytest.raises(RuntimeError, match="outside a Worker"):
+        d.progress(10)
+    with pytest.raises(InvalidField):
+        d.progress(101)
+    assert (await client.get_job(d.job.id)).progress is None
+    await client.ack(d.ctx)
+
+
+async def test_refused_progress_is_dropped_and_the_lease_extended(client: SeppClient,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # While some member does not keep progress yet the server refuses it
+    # (WrongState, feature=progress) and extends nothing: the worker drops
+    # the report, extends without it, and reports the refusal once per
+    # delivery. The refusal is stood in for here; the extension is real.
+    queue = q()
+    errors: list[BaseException] = []
+    refusals: list[int] = []
+    plain: list[int] = []
+    refused = asyncio.Event()
+    extended = asyncio.Event()
+    extend_lease = client.extend_lease
+
+    async def refuse(ctx: JobContext, percent: int, message: str = "",
+                     lease: Optional[timedelta] = None) -> Optional[datetime]:
+        refusals.append(percent)
+        refused.set()
+        raise WrongState("VERSION feature=progress: not every member applies it yet", op="report progress")
+
+    async def extend(ctx: JobContext, lease: Optional[timedelta] = None) -> Optional[datetime]:
+        at = await extend_lease(ctx, lease)
+        plain.append(ctx.job_id)
+        extended.set()
+        return at
+
+    monkeypatch.setattr(client, "report_progress", refuse)
+    monkeypatch.setattr(client, "extend_lease", extend)
+
+    async def export(d: Delivery) -> None:
+        for pct in (10, 20):
+            refused.clear()
+            extended.clear()
+            d.progress(pct, "rows")
+            await refused.wait()
+            await extended.wait()
+
+    w = Worker(client, wait=timedelta(milliseconds=200), on_error=errors.append,
+               progress_interval=timedelta(milliseconds=50))
+    w.handle(queue, "export", export)
+    res = await client.enqueue(EnqueueRequest(queue, "export"))
+    async with w:
+        async def acked() -> bool:
+            return (await counts(client, queue))[3] == 1
+        async with asyncio.timeout(20):
+            await until(acked)
+    assert refusals == [10, 20]
+    assert len(plain) >= 2 and set(plain) == {res.job_id}
+    assert [type(e) for e in errors] == [WrongState], errors

@@ -11,7 +11,7 @@ use crate::error::{from_status, Detail, Error};
 use crate::pb;
 use crate::schedule::{Schedule, ScheduleDefinition};
 use crate::transport::{AttemptError, Transport};
-use crate::types::{duration, system_time, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobState, ServerInfo, TraceContext, MAX_PROGRESS_MESSAGE_BYTES};
+use crate::types::{check_progress, duration, system_time, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobState, ServerInfo, TraceContext};
 /// The wait each WaitJob call of `wait_job` asks for: the server's
 /// default, below its 60 s cap.
 const WAIT_JOB_POLL: Duration = Duration::from_secs(30);
@@ -489,10 +489,7 @@ impl SeppClient {
         resp.jobs
             .into_iter()
             .map(|rj| match (rj.ctx, rj.job) {
-                (Some(ctx), Some(job)) => Ok(Delivery {
-                    ctx: JobContext::from_wire(ctx),
-                    job: Job::from_wire(job),
-                }),
+                (Some(ctx), Some(job)) => Ok(Delivery::new(JobContext::from_wire(ctx), Job::from_wire(job))),
                 _ => Err(Error::internal("reserve", "the server answered a delivery without its ctx or job")),
             })
             .collect()
@@ -628,12 +625,7 @@ impl SeppClient {
     /// progress yet (a rolling upgrade) it is [`Error::WrongState`]
     /// (`VERSION feature=progress`) and nothing is extended.
     pub async fn report_progress(&self, ctx: &JobContext, percent: u32, message: &str, lease: Duration) -> Result<SystemTime, Error> {
-        if percent > 100 {
-            return Err(Error::invalid("report progress", "progress.percent", "0..100", &format!("must be 0..100, got {}", percent)));
-        }
-        if message.len() > MAX_PROGRESS_MESSAGE_BYTES {
-            return Err(Error::invalid("report progress", "progress.message", "256", &format!("is {} bytes, above the limit of {}", message.len(), MAX_PROGRESS_MESSAGE_BYTES)));
-        }
+        check_progress("report progress", percent, message)?;
         let req = pb::ExtendLeaseRequest {
             ctx: Some(ctx.to_wire()),
             lease: if lease.is_zero() { None } else { Some(duration(lease)) },

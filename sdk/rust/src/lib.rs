@@ -40,5 +40,5 @@ pub use admin::{ActionResult, Page, PurgeTarget, QueueInfo, QueueRemoval, QueueS
 pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient, TraceInjector};
 pub use error::{Code, Error};
 pub use schedule::{JobTemplate, Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ScheduleSpec};
-pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobState, Priority, Progress, ServerInfo, TraceContext, UniqueOptions, MAX_PROGRESS_MESSAGE_BYTES};
+pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobState, Priority, Progress, ProgressReporter, ServerInfo, TraceContext, UniqueOptions, MAX_PROGRESS_MESSAGE_BYTES};
 pub use worker::{BoxError, HandlerError, HandlerFuture, InstrumentHook, JobResult, RunningWorker, Worker, WorkerOptions};

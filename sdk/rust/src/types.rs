@@ -2,7 +2,11 @@
 //! `u64`, times `SystemTime`, durations `Duration`, payloads bytes.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::Notify;
 
 use crate::error::Error;
 use crate::pb;
@@ -486,6 +490,110 @@ pub struct Progress {
 /// (`GetServerInfo`'s `limits.max_progress_message_bytes`).
 pub const MAX_PROGRESS_MESSAGE_BYTES: usize = 256;
 
+/// Refuses what the server would refuse of a progress report
+/// ([`Error::InvalidArgument`] naming `progress.percent` or
+/// `progress.message`), before a call is spent on it.
+pub(crate) fn check_progress(op: &'static str, percent: u32, message: &str) -> Result<(), Error> {
+    if percent > 100 {
+        return Err(Error::invalid(op, "progress.percent", "0..100", &format!("must be 0..100, got {}", percent)));
+    }
+    if message.len() > MAX_PROGRESS_MESSAGE_BYTES {
+        return Err(Error::invalid(op, "progress.message", "256", &format!("is {} bytes, above the limit of {}", message.len(), MAX_PROGRESS_MESSAGE_BYTES)));
+    }
+    Ok(())
+}
+
+/// What a handler's reports leave for the worker's lease keeper.
+#[derive(Default)]
+pub(crate) struct ProgressState {
+    /// The latest report not yet sent.
+    pub(crate) pending: Option<Progress>,
+    /// A refusal was reported (once per delivery).
+    pub(crate) refused: bool,
+}
+
+/// Carries a handler's reports ([`ProgressReporter::report`]) to the
+/// worker's lease keeper.
+#[derive(Default)]
+pub(crate) struct ProgressBox {
+    pub(crate) state: Mutex<ProgressState>,
+    /// Wakes the keeper: a report is pending.
+    pub(crate) wake: Notify,
+}
+
+impl ProgressBox {
+    /// The pending report, if any, cleared.
+    pub(crate) fn take(&self) -> Option<Progress> {
+        self.state.lock().ok().and_then(|mut s| s.pending.take())
+    }
+}
+
+/// How a handler run by a [`Worker`](crate::Worker) reports its job's
+/// progress: [`Delivery::progress`]. Cheap to clone (a clone reports for
+/// the same delivery, from any task); all reporters compare equal, so a
+/// [`Delivery`]'s equality is its `ctx` and `job`. The default one, which
+/// a [`Delivery`] from [`SeppClient::reserve`](crate::SeppClient::reserve)
+/// carries, belongs to no worker: its reports are refused.
+#[derive(Clone, Default)]
+pub struct ProgressReporter {
+    inner: Option<Arc<ProgressBox>>,
+}
+
+impl ProgressReporter {
+    pub(crate) fn attached(b: Arc<ProgressBox>) -> ProgressReporter {
+        ProgressReporter { inner: Some(b) }
+    }
+
+    /// Reports the job's progress (`percent` 0..=100, `message` at most
+    /// [`MAX_PROGRESS_MESSAGE_BYTES`] of UTF-8): [`SeppClient::get_job`],
+    /// `list_jobs` and `wait_job` show it ([`Job::progress`]) until the
+    /// delivery ends. It never blocks nor calls the server: the report
+    /// rides on the worker's next lease extension, which it brings forward
+    /// (to at most one extension per [`WorkerOptions::progress_interval`],
+    /// by default a second); of reports made in between only the latest
+    /// is sent.
+    ///
+    /// Out of bounds it is [`Error::InvalidArgument`] naming
+    /// `progress.percent` or `progress.message`, and nothing is sent. A
+    /// report the server refuses ([`Error::WrongState`] while some cluster
+    /// member does not keep progress yet) is dropped, the lease extended
+    /// without it, and the refusal passed to [`WorkerOptions::on_error`]
+    /// once per delivery. A reporter of no worker (a delivery from
+    /// `reserve`) is [`Error::WrongState`]: use
+    /// [`SeppClient::report_progress`] there.
+    ///
+    /// [`SeppClient::get_job`]: crate::SeppClient::get_job
+    /// [`SeppClient::report_progress`]: crate::SeppClient::report_progress
+    /// [`WorkerOptions::progress_interval`]: crate::WorkerOptions::progress_interval
+    /// [`WorkerOptions::on_error`]: crate::WorkerOptions::on_error
+    pub fn report(&self, percent: u32, message: &str) -> Result<(), Error> {
+        check_progress("progress", percent, message)?;
+        let b = self.inner.as_ref().ok_or_else(|| Error::WrongState {
+            op: "progress",
+            message: "a delivery's progress outside a Worker (use SeppClient::report_progress)".to_string(),
+        })?;
+        if let Ok(mut s) = b.state.lock() {
+            s.pending = Some(Progress { percent, message: message.to_string() });
+        }
+        b.wake.notify_one();
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ProgressReporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProgressReporter").field("attached", &self.inner.is_some()).finish()
+    }
+}
+
+impl PartialEq for ProgressReporter {
+    fn eq(&self, _: &ProgressReporter) -> bool {
+        true
+    }
+}
+
+impl Eq for ProgressReporter {}
+
 impl Job {
     pub(crate) fn from_wire(j: pb::Job) -> Job {
         Job {
@@ -556,6 +664,18 @@ impl JobContext {
 pub struct Delivery {
     pub ctx: JobContext,
     pub job: Job,
+    /// Reports the job's progress, for a handler run by a
+    /// [`Worker`](crate::Worker): `d.progress.report(40, "4 of 10")?`
+    /// (see [`ProgressReporter::report`]). Clone it to report from another
+    /// task. Outside a Worker (the default) its reports are refused.
+    pub progress: ProgressReporter,
+}
+
+impl Delivery {
+    /// A delivery of job under ctx, with no worker's progress reporter.
+    pub fn new(ctx: JobContext, job: Job) -> Delivery {
+        Delivery { ctx, job, progress: ProgressReporter::default() }
+    }
 }
 
 /// What an enqueue did.

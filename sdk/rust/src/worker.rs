@@ -16,6 +16,20 @@
 //! any other failure of that ack ([`Error::InvalidArgument`] over
 //! `max_result_bytes`, [`Error::LeaseLost`], ...) leaves the job unacked,
 //! and it is delivered again once its lease expires.
+//!
+//! A handler reports its job's progress with
+//! `delivery.progress.report(percent, message)` ([`ProgressReporter::report`],
+//! the Go client's `Delivery.Progress`): it never blocks, and the report
+//! rides on the worker's next lease extension, which it brings forward to
+//! at most one per [`WorkerOptions::progress_interval`] (default 1 s); only
+//! the latest report is sent. Out of bounds it is [`Error::InvalidArgument`]
+//! at the call, and nothing is sent. A report the server refuses
+//! ([`Error::WrongState`] while some cluster member does not keep progress
+//! yet) is dropped, the lease extended without it, and the refusal passed
+//! to [`WorkerOptions::on_error`] once per delivery. The server clears the
+//! progress when the delivery ends.
+//!
+//! [`ProgressReporter::report`]: crate::ProgressReporter::report
 
 use std::collections::HashMap;
 use std::fmt;
@@ -29,7 +43,7 @@ use tokio::task::JoinHandle;
 
 use crate::client::{ReserveOptions, RetryDirective, SeppClient};
 use crate::error::Error;
-use crate::types::{Delivery, JobContext};
+use crate::types::{Delivery, JobContext, ProgressBox, ProgressReporter};
 
 /// Any error a handler's work produced.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -162,6 +176,10 @@ pub struct WorkerOptions {
     /// `Box::pin(run.instrument(span))`). The hook must return a future
     /// that drives `run` to its end and yields its result.
     pub instrument: Option<InstrumentHook>,
+    /// The least time between two lease extensions that a handler's
+    /// progress report ([`Delivery::progress`]) brings forward (default
+    /// 1 s).
+    pub progress_interval: Duration,
 }
 
 impl Default for WorkerOptions {
@@ -173,6 +191,7 @@ impl Default for WorkerOptions {
             worker_id: String::new(),
             on_error: None,
             instrument: None,
+            progress_interval: Duration::from_secs(1),
         }
     }
 }
@@ -184,6 +203,7 @@ impl fmt::Debug for WorkerOptions {
             .field("lease", &self.lease)
             .field("wait", &self.wait)
             .field("worker_id", &self.worker_id)
+            .field("progress_interval", &self.progress_interval)
             .finish()
     }
 }
@@ -407,7 +427,7 @@ enum Outcome {
     Aborted,
 }
 
-async fn run_one(shared: &Arc<Shared>, d: Delivery, mut aborting: watch::Receiver<bool>) {
+async fn run_one(shared: &Arc<Shared>, mut d: Delivery, mut aborting: watch::Receiver<bool>) {
     let ctx = d.ctx.clone();
     let handler = match shared.handler_for(&d) {
         Some(h) => h,
@@ -420,7 +440,9 @@ async fn run_one(shared: &Arc<Shared>, d: Delivery, mut aborting: watch::Receive
         }
     };
     let (lost_tx, mut lost) = watch::channel(false);
-    let heartbeat = tokio::spawn(keep_lease(shared.clone(), ctx.clone(), lost_tx));
+    let progress = Arc::new(ProgressBox::default());
+    d.progress = ProgressReporter::attached(progress.clone());
+    let heartbeat = tokio::spawn(keep_lease(shared.clone(), ctx.clone(), lost_tx, progress));
     let slot = ResultSlot::default();
     let run = match &shared.opts.instrument {
         Some(wrap) => {
@@ -475,18 +497,74 @@ async fn ack_with_result(shared: &Shared, ctx: &JobContext, result: Vec<u8>) -> 
     }
 }
 
-/// Extends ctx's lease every lease/3 until aborted; flags lost when the
-/// server says the lease is gone, or when by the local clock it lapsed
-/// while extensions failed. The error reported says which: an operator's
-/// cancel is [`Error::JobCancelled`], not [`Error::LeaseLost`].
-async fn keep_lease(shared: Arc<Shared>, ctx: JobContext, lost: watch::Sender<bool>) {
+/// Extends ctx's lease once, with the handler's pending progress report if
+/// it has one. A report the server refuses ([`Error::WrongState`]: it
+/// keeps no progress yet; [`Error::InvalidArgument`]: out of its bounds)
+/// is dropped, the refusal reported once per delivery, and the lease
+/// extended without it; a report whose extension failed otherwise is kept
+/// for the next one unless a newer one came.
+async fn extend(shared: &Shared, ctx: &JobContext, progress: &ProgressBox) -> Result<(), Error> {
+    let lease = shared.opts.lease;
+    let p = match progress.take() {
+        None => return shared.client.extend_lease(ctx, lease).await.map(drop),
+        Some(p) => p,
+    };
+    match shared.client.report_progress(ctx, p.percent, &p.message, lease).await {
+        Ok(_) => Ok(()),
+        Err(e @ Error::WrongState { .. }) | Err(e @ Error::InvalidArgument { .. }) => {
+            let first = match progress.state.lock() {
+                Ok(mut s) => !std::mem::replace(&mut s.refused, true),
+                Err(_) => false,
+            };
+            if first {
+                shared.report(&e);
+            }
+            shared.client.extend_lease(ctx, lease).await.map(drop)
+        }
+        Err(e) => {
+            if let Ok(mut s) = progress.state.lock() {
+                if s.pending.is_none() {
+                    s.pending = Some(p);
+                }
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Extends ctx's lease every lease/3 until aborted, carrying the handler's
+/// latest progress report when there is one; a report brings the next
+/// extension forward, to no sooner than `progress_interval` after the
+/// last. Flags lost when the server says the lease is gone, or when by the
+/// local clock it lapsed while extensions failed. The error reported says
+/// which: an operator's cancel is [`Error::JobCancelled`], not
+/// [`Error::LeaseLost`].
+async fn keep_lease(shared: Arc<Shared>, ctx: JobContext, lost: watch::Sender<bool>, progress: Arc<ProgressBox>) {
     let lease = shared.opts.lease;
     let every = (lease / 3).max(Duration::from_millis(10));
+    let interval = shared.opts.progress_interval;
     let mut held_until = Instant::now() + lease;
+    let mut last = Instant::now(); // of the last extension (the reserve, at first)
     loop {
-        tokio::time::sleep(every).await;
+        let mut next = last + every;
+        let pending = progress.state.lock().map(|s| s.pending.is_some()).unwrap_or(false);
+        if pending {
+            next = next.min(last + interval);
+        }
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(next.into()) => break,
+                _ = progress.wake.notified() => {
+                    if progress.state.lock().map(|s| s.pending.is_some()).unwrap_or(false) {
+                        next = next.min(last + interval);
+                    }
+                }
+            }
+        }
         let asked = Instant::now();
-        match shared.client.extend_lease(&ctx, lease).await {
+        let res = extend(&shared, &ctx, &progress).await;
+        last = Instant::now();
+        match res {
             Ok(_) => held_until = asked + lease,
             Err(e @ Error::LeaseLost { .. }) | Err(e @ Error::JobCancelled { .. }) | Err(e @ Error::NotFound { .. }) => {
                 shared.report(&e);

@@ -679,3 +679,230 @@ async fn trace_context_round_trips_through_the_server_to_the_worker() {
         other => panic!("bad trace context: {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_handler_reports_progress_through_its_delivery() {
+    // d.progress.report rides on the worker's lease extension: get_job shows
+    // it while the handler runs, and the ack clears it. Bad input is
+    // InvalidArgument at the call, and nothing is sent.
+    let client = common::shared().client().await;
+    let q = "rs-worker-progress";
+    let settings = QueueSettings { completed_retention: Some(Duration::from_secs(300)), ..QueueSettings::default() };
+    client.create_queue(q, &settings, false).await.unwrap();
+    let errors: Arc<Mutex<Vec<Error>>> = Arc::default();
+    let seen = errors.clone();
+    let bad: Arc<Mutex<Vec<String>>> = Arc::default();
+    let bad_seen = bad.clone();
+    let (running_tx, running_rx) = tokio::sync::oneshot::channel::<()>();
+    let running_tx = Arc::new(Mutex::new(Some(running_tx)));
+    let (finish_tx, finish_rx) = tokio::sync::watch::channel(false);
+    let mut worker = Worker::new(
+        client.clone(),
+        WorkerOptions {
+            wait: Duration::from_millis(200),
+            progress_interval: Duration::from_millis(100),
+            on_error: Some(Arc::new(move |e: &Error| seen.lock().unwrap().push(e.clone()))),
+            ..WorkerOptions::default()
+        },
+    );
+    worker.handle(q, "export", move |d| {
+        let bad = bad_seen.clone();
+        let running = running_tx.lock().unwrap().take();
+        let mut finish = finish_rx.clone();
+        async move {
+            for (pct, msg) in [(101, String::new()), (50, "é".repeat(129))] {
+                match d.progress.report(pct, &msg) {
+                    Err(Error::InvalidArgument { field, .. }) => bad.lock().unwrap().push(field),
+                    other => panic!("out of bounds: want InvalidArgument, got {:?}", other),
+                }
+            }
+            // A clone reports for the same delivery, from another task too.
+            let reporter = d.progress.clone();
+            tokio::spawn(async move { reporter.report(10, "starting") }).await.unwrap().unwrap();
+            d.progress.report(40, "exported 4000 of 10000 rows").unwrap(); // only the latest is sent
+            if let Some(tx) = running {
+                let _ = tx.send(());
+            }
+            while !*finish.borrow() {
+                finish.changed().await.unwrap();
+            }
+            Ok(())
+        }
+    });
+    let res = client.enqueue(EnqueueRequest::new(q, "export").unwrap()).await.unwrap();
+    let running = worker.start().unwrap();
+    tokio::time::timeout(Duration::from_secs(20), running_rx).await.expect("the handler ran in time").unwrap();
+    let want = Some(Progress { percent: 40, message: "exported 4000 of 10000 rows".to_string() });
+    let c = client.clone();
+    let w = want.clone();
+    common::wait_for("the progress", Duration::from_secs(20), move || {
+        let c = c.clone();
+        let w = w.clone();
+        async move { c.get_job(res.job_id).await.map(|j| j.progress == w).unwrap_or(false) }
+    })
+    .await;
+    let job = client.get_job(res.job_id).await.unwrap();
+    assert_eq!((job.state, job.progress), (JobState::Reserved, want));
+    finish_tx.send(true).unwrap();
+    let out = wait_job(&client, res.job_id).await;
+    assert!(running.stop(Duration::from_secs(10)).await, "a graceful stop");
+    assert_eq!(out.state, JobState::Completed);
+    assert_eq!(client.get_job(res.job_id).await.unwrap().progress, None, "cleared when the delivery ends");
+    assert_eq!(*bad.lock().unwrap(), vec!["progress.percent".to_string(), "progress.message".to_string()]);
+    assert!(errors.lock().unwrap().is_empty(), "{:?}", errors.lock().unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_of_a_delivery_outside_a_worker_is_refused() {
+    let client = common::shared().client().await;
+    client.enqueue(EnqueueRequest::new("rs-progress-bare", "t").unwrap()).await.unwrap();
+    let d = client.reserve("rs-progress-bare", reserve_opts(1)).await.unwrap().remove(0);
+    assert!(matches!(d.progress.report(10, ""), Err(Error::WrongState { .. })));
+    assert!(matches!(d.progress.report(101, ""), Err(Error::InvalidArgument { .. })));
+    assert_eq!(client.get_job(d.job.id).await.unwrap().progress, None);
+    client.ack(&d.ctx).await.unwrap();
+}
+
+/// What the fake queue server of the progress refusal test saw.
+#[derive(Default)]
+struct ExtendLog {
+    /// Percents of the extensions carrying progress (each refused).
+    refused: Vec<u32>,
+    /// Extensions without progress (each granted).
+    plain: usize,
+    acked: bool,
+}
+
+/// A fake API port for one delivery: Reserve hands out job 7 once (then
+/// nothing, after a pause), an ExtendLease with progress is refused as a
+/// cluster not yet upgraded refuses it (FAILED_PRECONDITION, VERSION), one
+/// without it is granted, Ack succeeds.
+async fn refusing_progress_server() -> (String, Arc<Mutex<ExtendLog>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = format!("http://{}", listener.local_addr().unwrap());
+    let log: Arc<Mutex<ExtendLog>> = Arc::default();
+    let reserved = Arc::new(AtomicUsize::new(0));
+    let seen = log.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let log = seen.clone();
+            let reserved = reserved.clone();
+            tokio::spawn(async move {
+                loop {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    let head_end = loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                        match conn.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+                    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                        .unwrap_or(0);
+                    while buf.len() < head_end + len {
+                        match conn.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let body = &buf[head_end..head_end + len];
+                    let lease_deadline = Some(prost_types::Timestamp::from(SystemTime::now() + Duration::from_secs(30)));
+                    let (status, kind, reply) = if path.ends_with("/Reserve") {
+                        let jobs = if reserved.fetch_add(1, Ordering::SeqCst) == 0 {
+                            vec![pb::ReservedJob {
+                                ctx: Some(pb::JobContext { job_id: 7, lease_token: 1, attempt: 1, max_attempts: 3, lease_deadline, queue: "q".into(), worker_id: "w".into() }),
+                                job: Some(pb::Job { id: 7, queue: "q".into(), job_type: "export".into(), attempt: 1, max_attempts: 3, ..pb::Job::default() }),
+                            }]
+                        } else {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            Vec::new()
+                        };
+                        ("200 OK", "application/proto", pb::ReserveResponse { jobs }.encode_to_vec())
+                    } else if path.ends_with("/ExtendLease") {
+                        let req = pb::ExtendLeaseRequest::decode(body).unwrap();
+                        match req.progress {
+                            Some(p) => {
+                                log.lock().unwrap().refused.push(p.percent);
+                                // google.rpc.PreconditionFailure { violations: [{ type: "VERSION" }] }
+                                let err = r#"{"code":"failed_precondition","message":"VERSION feature=progress: not every member applies it yet","details":[{"type":"google.rpc.PreconditionFailure","value":"CgkKB1ZFUlNJT04"}]}"#;
+                                ("400 Bad Request", "application/json", err.as_bytes().to_vec())
+                            }
+                            None => {
+                                log.lock().unwrap().plain += 1;
+                                ("200 OK", "application/proto", pb::ExtendLeaseResponse { lease_deadline }.encode_to_vec())
+                            }
+                        }
+                    } else if path.ends_with("/Ack") {
+                        log.lock().unwrap().acked = true;
+                        ("200 OK", "application/proto", pb::AckResponse::default().encode_to_vec())
+                    } else {
+                        ("200 OK", "application/proto", pb::GetServerInfoResponse::default().encode_to_vec())
+                    };
+                    let head = format!("HTTP/1.1 {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n\r\n", status, kind, reply.len());
+                    if conn.write_all(head.as_bytes()).await.is_err() || conn.write_all(&reply).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, log)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_drops_a_refused_progress_report_and_extends_without_it() {
+    // While some member does not keep progress yet the server refuses it
+    // and extends nothing: the worker drops the report, extends the lease
+    // without it, and reports the refusal once per delivery.
+    let (addr, log) = refusing_progress_server().await;
+    let client = SeppClient::connect_with(&[addr.as_str()], quick_retries()).await.unwrap();
+    let errors: Arc<Mutex<Vec<Error>>> = Arc::default();
+    let seen = errors.clone();
+    let mut worker = Worker::new(
+        client,
+        WorkerOptions {
+            wait: Duration::from_millis(100),
+            progress_interval: Duration::from_millis(50),
+            on_error: Some(Arc::new(move |e: &Error| seen.lock().unwrap().push(e.clone()))),
+            ..WorkerOptions::default()
+        },
+    );
+    let handler_log = log.clone();
+    worker.handle("q", "export", move |d| {
+        let log = handler_log.clone();
+        async move {
+            for (n, pct) in [10u32, 20].into_iter().enumerate() {
+                d.progress.report(pct, "rows")?;
+                let log = log.clone();
+                common::wait_for("the refusal and the plain extension", Duration::from_secs(20), move || {
+                    let l = log.lock().map(|l| l.refused.len() > n && l.plain > n).unwrap_or(false);
+                    async move { l }
+                })
+                .await;
+            }
+            Ok(())
+        }
+    });
+    let running = worker.start().unwrap();
+    let done = log.clone();
+    common::wait_for("the ack", Duration::from_secs(20), move || {
+        let acked = done.lock().map(|l| l.acked).unwrap_or(false);
+        async move { acked }
+    })
+    .await;
+    assert!(running.stop(Duration::from_secs(10)).await, "a graceful stop");
+    let l = log.lock().unwrap();
+    assert_eq!(l.refused, vec![10, 20]);
+    assert!(l.plain >= 2, "extended without the refused reports: {}", l.plain);
+    let errors = errors.lock().unwrap();
+    assert_eq!(errors.len(), 1, "{:?}", *errors);
+    assert!(matches!(errors[0], Error::WrongState { .. }), "{:?}", errors[0]);
+}

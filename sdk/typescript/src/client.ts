@@ -259,6 +259,26 @@ const WAIT_JOB_POLL_MS = 30_000;
 /** The server's bound on a progress message, in bytes of UTF-8 (GetServerInfo's limits.max_progress_message_bytes). */
 export const MAX_PROGRESS_MESSAGE_BYTES = 256;
 
+/**
+ * Refuses what the server would refuse of a progress report, before a call
+ * is spent on it: an InvalidArgumentError naming progress.percent or
+ * progress.message.
+ * @internal
+ */
+export function checkProgress(op: string, percent: number, message: string): void {
+  const bad = (field: string, desc: string, limit: string) =>
+    new InvalidArgumentError(op, "invalid_argument", `${field}: ${desc}`, [
+      { type: "sepp.v1.FieldViolation", field, limit, description: desc },
+    ]);
+  if (!(Number.isInteger(percent) && percent >= 0 && percent <= 100)) {
+    throw bad("progress.percent", `must be 0..100, got ${percent}`, "0..100");
+  }
+  const size = new TextEncoder().encode(message).length;
+  if (size > MAX_PROGRESS_MESSAGE_BYTES) {
+    throw bad("progress.message", `is ${size} bytes, above the limit of ${MAX_PROGRESS_MESSAGE_BYTES}`, String(MAX_PROGRESS_MESSAGE_BYTES));
+  }
+}
+
 /** Why one attempt failed, and what that means for a retry. */
 class AttemptFailure {
   constructor(
@@ -1054,17 +1074,7 @@ export class SeppClient {
    * WrongStateError (VERSION feature=progress) and extends nothing.
    */
   async reportProgress(ctx: JobContext, percent: number, message = "", leaseMs = 0, opts: CallOptions = {}): Promise<Date> {
-    const bad = (field: string, desc: string, limit: string) =>
-      new InvalidArgumentError("report progress", "invalid_argument", `${field}: ${desc}`, [
-        { type: "sepp.v1.FieldViolation", field, limit, description: desc },
-      ]);
-    if (!(Number.isInteger(percent) && percent >= 0 && percent <= 100)) {
-      throw bad("progress.percent", `must be 0..100, got ${percent}`, "0..100");
-    }
-    const size = new TextEncoder().encode(message).length;
-    if (size > MAX_PROGRESS_MESSAGE_BYTES) {
-      throw bad("progress.message", `is ${size} bytes, above the limit of ${MAX_PROGRESS_MESSAGE_BYTES}`, String(MAX_PROGRESS_MESSAGE_BYTES));
-    }
+    checkProgress("report progress", percent, message);
     const body: ExtendLeaseRequestJSON = { ctx: jobContextToJSON(ctx), progress: { percent, message } };
     if (leaseMs > 0) body.lease = durationJSON(leaseMs);
     const m = await this.call<ExtendLeaseRequestJSON, ExtendLeaseResponseJSON>("report progress", "sepp.v1.QueueService/ExtendLease", body, "safe", 0, opts);

@@ -1,6 +1,6 @@
-import { SeppClient } from "./client.js";
-import { JobCancelledError, LeaseLostError, UnavailableError, UnknownOutcomeError, WrongStateError } from "./errors.js";
-import { Delivery, RetryDirective } from "./types.js";
+import { SeppClient, checkProgress } from "./client.js";
+import { InvalidArgumentError, JobCancelledError, LeaseLostError, NotFoundError, UnavailableError, UnknownOutcomeError, WrongStateError } from "./errors.js";
+import { Delivery, Progress, RetryDirective } from "./types.js";
 import { newKey } from "./random.js";
 
 /**
@@ -16,8 +16,35 @@ import { newKey } from "./random.js";
  * an empty array) acks without one. The job's queue must keep completed
  * jobs (completedRetentionMs) and the result be at most the server's
  * max_result_bytes; see WorkerOptions.onError for a refused result.
+ *
+ * The delivery a Worker hands its handler is a WorkerDelivery: its
+ * progress(percent, message) reports how far the job is. A handler typed
+ * with a plain Delivery still fits.
  */
-export type Handler = (delivery: Delivery, signal: AbortSignal) => Promise<Uint8Array | void> | Uint8Array | void;
+export type Handler = (delivery: WorkerDelivery, signal: AbortSignal) => Promise<Uint8Array | void> | Uint8Array | void;
+
+/**
+ * The Delivery a Worker hands its handler: the job and its context, and a
+ * way to report the job's progress.
+ */
+export interface WorkerDelivery extends Delivery {
+  /**
+   * Reports the job's progress (percent 0..100, message at most 256 bytes
+   * of UTF-8, default ""): getJob, listJobs and wait show it
+   * (Job.progress) until the delivery ends. It never blocks nor calls the
+   * server: the report rides on the worker's next lease extension, which
+   * it brings forward (to at most one extension per
+   * WorkerOptions.progressIntervalMs, by default a second); of reports
+   * made in between only the latest is sent.
+   *
+   * Out of bounds it throws an InvalidArgumentError naming progress.percent
+   * or progress.message, and nothing is sent. A report the server refuses
+   * (a WrongStateError while some cluster member does not keep progress
+   * yet) is dropped, the lease extended without it, and the refusal passed
+   * to onError once per delivery.
+   */
+  progress(percent: number, message?: string): void;
+}
 
 export type HandlerErrorKind = "retry" | "retry_after" | "permanent";
 
@@ -95,6 +122,18 @@ export interface WorkerOptions {
    * a span whose parent is delivery.job.traceContext, say. It must await
    * run() once and let its error through. See docs/tracing.md. */
   aroundHandler?: (delivery: Delivery, run: () => Promise<void>) => Promise<void>;
+  /** The least time between two lease extensions that a handler's
+   * WorkerDelivery.progress brings forward, ms (default 1 000). */
+  progressIntervalMs?: number;
+}
+
+/** Carries a handler's reports (WorkerDelivery.progress) to the lease
+ * keeper: the latest report not yet sent, whether a refusal was reported
+ * (once per delivery), and the keeper's wake-up. */
+interface ProgressBox {
+  pending?: Progress;
+  refused: boolean;
+  wake?: () => void;
 }
 
 class LeaseLost extends Error {
@@ -119,6 +158,7 @@ export class Worker {
   private readonly waitMs: number;
   private readonly maxReserve: number;
   private readonly maxReasonBytes: number;
+  private readonly progressIntervalMs: number;
   private readonly onError: (err: unknown) => void;
   private readonly handlers = new Map<string, Map<string, Handler>>();
   private started = false;
@@ -141,6 +181,7 @@ export class Worker {
     this.waitMs = opts.waitMs ?? 5_000;
     this.maxReserve = opts.maxReserve ?? 16;
     this.maxReasonBytes = opts.maxReasonBytes ?? 1024;
+    this.progressIntervalMs = opts.progressIntervalMs !== undefined && opts.progressIntervalMs > 0 ? opts.progressIntervalMs : 1_000;
     this.aroundHandler = opts.aroundHandler;
     this.onError = opts.onError ?? ((err) => console.warn("sepp worker:", err));
     this.free = this.concurrency;
@@ -311,17 +352,26 @@ export class Worker {
     }
     const ctl = new AbortController();
     this.handlerAbort.add(ctl);
-    const keeper = this.keepLease(d, ctl);
+    const box: ProgressBox = { refused: false };
+    const wd: WorkerDelivery = {
+      ...d,
+      progress: (percent: number, message = "") => {
+        checkProgress("progress", percent, message);
+        box.pending = { percent, message };
+        box.wake?.();
+      },
+    };
+    const keeper = this.keepLease(d, ctl, box);
     let err: unknown;
     let failed = false;
     let result: unknown;
     try {
       if (this.aroundHandler) {
-        await this.aroundHandler(d, async () => {
-          result = await h(d, ctl.signal);
+        await this.aroundHandler(wd, async () => {
+          result = await h(wd, ctl.signal);
         });
       } else {
-        result = await h(d, ctl.signal);
+        result = await h(wd, ctl.signal);
       }
     } catch (e) {
       failed = true;
@@ -398,23 +448,75 @@ export class Worker {
   }
 
   /**
-   * Extends the delivery's lease every lease/3 until stopped. A lease the
-   * server reports lost, or one that lapsed by the local clock while
-   * extensions kept failing, aborts the handler with LeaseLost; one an
-   * operator's cancel revoked, with the JobCancelledError the server's
-   * answer became.
+   * Extends one lease, with the handler's pending progress report if it has
+   * one. A report the server refuses (WrongStateError: it keeps no
+   * progress yet; InvalidArgumentError: out of its bounds) is dropped, the
+   * refusal reported once per delivery, and the lease extended without it;
+   * a report whose extension failed otherwise is kept for the next one
+   * unless a newer one came.
    */
-  private keepLease(d: Delivery, ctl: AbortController): { stop: () => void; done: Promise<void> } {
+  private async extendOnce(d: Delivery, box: ProgressBox, signal: AbortSignal): Promise<void> {
+    const p = box.pending;
+    box.pending = undefined;
+    if (!p) {
+      await this.client.extendLease(d.ctx, this.leaseMs, { signal });
+      return;
+    }
+    try {
+      await this.client.reportProgress(d.ctx, p.percent, p.message, this.leaseMs, { signal });
+      return;
+    } catch (e) {
+      if (!(e instanceof WrongStateError || e instanceof InvalidArgumentError)) {
+        if (!box.pending) box.pending = p;
+        throw e;
+      }
+      if (!box.refused) {
+        box.refused = true;
+        this.report(e);
+      }
+    }
+    await this.client.extendLease(d.ctx, this.leaseMs, { signal });
+  }
+
+  /**
+   * Extends the delivery's lease every lease/3 until stopped, carrying the
+   * handler's latest progress report when there is one; a report brings the
+   * next extension forward, to no sooner than progressIntervalMs after the
+   * last. A lease the server reports lost, or one that lapsed by the local
+   * clock while extensions kept failing, aborts the handler with LeaseLost;
+   * one an operator's cancel revoked, with the JobCancelledError the
+   * server's answer became.
+   */
+  private keepLease(d: Delivery, ctl: AbortController, box: ProgressBox): { stop: () => void; done: Promise<void> } {
     const interval = this.leaseMs / 3;
     let deadline = Date.now() + this.leaseMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let due = 0; // when the armed timer fires
+    let last = Date.now(); // of the last extension (the reserve, at first)
+    let extending = false;
     let stopped = false;
     let inFlight: Promise<void> = Promise.resolve();
     const extender = new AbortController();
+    const arm = (delay: number) => {
+      if (box.pending) delay = Math.min(delay, Math.max(last + this.progressIntervalMs - Date.now(), 0));
+      due = Date.now() + delay;
+      timer = setTimeout(tick, delay);
+    };
+    box.wake = () => {
+      // An extension in flight re-arms when it is done.
+      if (stopped || extending || timer === undefined || ctl.signal.aborted) return;
+      const at = Math.max(last + this.progressIntervalMs, Date.now());
+      if (at < due) {
+        clearTimeout(timer);
+        arm(at - Date.now());
+      }
+    };
     const tick = () => {
+      timer = undefined;
+      extending = true;
       inFlight = (async () => {
         try {
-          await this.client.extendLease(d.ctx, this.leaseMs, { signal: extender.signal });
+          await this.extendOnce(d, box, extender.signal);
           deadline = Date.now() + this.leaseMs;
         } catch (e) {
           if (stopped) return;
@@ -422,19 +524,25 @@ export class Worker {
             ctl.abort(e);
             return;
           }
-          if (e instanceof LeaseLostError || Date.now() >= deadline) {
+          // A report's extension names a job gone as NotFound (the plain
+          // extension, as LeaseLost): either way the lease is gone.
+          if (e instanceof LeaseLostError || e instanceof NotFoundError || Date.now() >= deadline) {
             ctl.abort(new LeaseLost(`lease of job ${d.ctx.jobId} lost: ${String(e)}`));
             return;
           }
           this.report(e);
+        } finally {
+          extending = false;
+          last = Date.now();
         }
-        if (!stopped && !ctl.signal.aborted) timer = setTimeout(tick, interval);
+        if (!stopped && !ctl.signal.aborted) arm(interval);
       })();
     };
-    timer = setTimeout(tick, interval);
+    arm(interval);
     return {
       stop: () => {
         stopped = true;
+        box.wake = undefined;
         if (timer) clearTimeout(timer);
         extender.abort();
       },

@@ -680,6 +680,104 @@ test("Worker: a handler that resolves with a Uint8Array completes its job with t
   }
 });
 
+test("Worker: a handler's progress rides the lease extension, getJob reads it while it runs, the ack clears it; bad input throws", async () => {
+  await client.createQueue("wk-progress", { completedRetentionMs: 300_000 });
+  const errors: unknown[] = [];
+  const bad: unknown[] = [];
+  let running!: () => void;
+  const started = new Promise<void>((r) => (running = r));
+  let finish!: () => void;
+  const finished = new Promise<void>((r) => (finish = r));
+  const w = new Worker(client, { waitMs: 200, progressIntervalMs: 100, onError: (e) => errors.push(e) });
+  w.handle("wk-progress", "export", async (d) => {
+    for (const [pct, msg] of [[101, ""], [-1, ""], [2.5, ""], [50, "é".repeat(129)]] as const) {
+      try {
+        d.progress(pct, msg);
+      } catch (e) {
+        bad.push(e);
+      }
+    }
+    d.progress(10, "starting");
+    d.progress(40, "exported 4000 of 10000 rows"); // only the latest is sent
+    running();
+    await finished;
+  });
+  const { jobId } = await client.enqueue({ queue: "wk-progress", jobType: "export" });
+  w.start();
+  try {
+    await started;
+    await waitFor("the progress", async () => (await client.getJob(jobId)).progress?.percent === 40);
+    const j = await client.getJob(jobId);
+    assert.equal(j.state, "reserved");
+    assert.deepEqual(j.progress, { percent: 40, message: "exported 4000 of 10000 rows" });
+    finish();
+    const out = await waitJob(jobId);
+    assert.equal(out.state, "completed");
+    assert.equal((await client.getJob(jobId)).progress, undefined, "cleared when the delivery ends");
+    assert.deepEqual(
+      bad.map((e) => (e instanceof InvalidArgumentError ? e.field : String(e))),
+      ["progress.percent", "progress.percent", "progress.percent", "progress.message"],
+    );
+    assert.deepEqual(errors, []);
+  } finally {
+    finish();
+    assert.equal(await w.stop(), true);
+  }
+});
+
+test("Worker: a refused progress report is dropped, the lease extended without it, the refusal reported once per delivery", async () => {
+  // While some member does not keep progress yet the server refuses it
+  // (WrongState, feature=progress) and extends nothing. The refusal is
+  // stood in for on this client; the extensions are real.
+  const c = await SeppClient.connect(cluster.urls);
+  const refusals: number[] = [];
+  const plain: string[] = [];
+  let onRefused = () => {};
+  let onExtended = () => {};
+  c.reportProgress = async (_ctx, percent) => {
+    refusals.push(percent);
+    onRefused();
+    throw new WrongStateError("report progress", "failed_precondition", "VERSION feature=progress: not every member applies it yet");
+  };
+  const extendLease = c.extendLease.bind(c);
+  c.extendLease = async (ctx, leaseMs, opts) => {
+    const at = await extendLease(ctx, leaseMs, opts);
+    plain.push(ctx.jobId);
+    onExtended();
+    return at;
+  };
+  const errors: unknown[] = [];
+  const w = new Worker(c, { waitMs: 200, progressIntervalMs: 50, onError: (e) => errors.push(e) });
+  w.handle("wk-progress-refused", "export", async (d) => {
+    for (const pct of [10, 20]) {
+      const refused = new Promise<void>((r) => (onRefused = r));
+      const extended = new Promise<void>((r) => (onExtended = r));
+      d.progress(pct, "rows");
+      await refused;
+      await extended;
+    }
+  });
+  const { jobId } = await client.enqueue({ queue: "wk-progress-refused", jobType: "export" });
+  w.start();
+  try {
+    await waitFor("the ack", async () => {
+      try {
+        await client.getJob(jobId);
+        return false;
+      } catch (e) {
+        return e instanceof NotFoundError;
+      }
+    });
+    assert.deepEqual(refusals, [10, 20]);
+    assert.ok(plain.length >= 2 && plain.every((id) => id === jobId), String(plain));
+    assert.equal(errors.length, 1, String(errors));
+    assert.ok(errors[0] instanceof WrongStateError);
+  } finally {
+    assert.equal(await w.stop(), true);
+    c.close();
+  }
+});
+
 test("Worker: a refused result reaches onError typed; WrongState acks without it, one over max_result_bytes runs again", async () => {
   // A queue that keeps no completed jobs: WrongStateError, then a plain ack.
   const errors: unknown[] = [];

@@ -32,7 +32,7 @@ from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus,
                         PurgeTarget,
                         QueueInfo, QueueRemoval, QueueSettings, QueueStats, RedriveOptions, RedrivePreview,
                         RedriveTask, RetryDirective, Schedule, ScheduleDefinition, ServerInfo, TraceContext, _from_ts,
-                        MAX_PROGRESS_MESSAGE_BYTES,
+                        check_progress,
                         _queue_stats, _to_duration, _to_ts, _whole_ms)
 from sepp.v1 import admin_service_pb2 as apb
 from sepp.v1 import admin_service_pb2_grpc as agrpc
@@ -705,12 +705,7 @@ class SeppClient:
         While some member of the cluster does not keep progress yet (a
         rolling upgrade) it raises WrongState (FAILED_PRECONDITION, VERSION
         feature=progress) and extends nothing: call extend_lease instead."""
-        if not 0 <= percent <= 100:
-            raise InvalidField("progress.percent", f"must be 0..100, got {percent}", "0..100", op="report progress")
-        if len(message.encode()) > MAX_PROGRESS_MESSAGE_BYTES:
-            raise InvalidField("progress.message",
-                               f"is {len(message.encode())} bytes, above the limit of {MAX_PROGRESS_MESSAGE_BYTES}",
-                               str(MAX_PROGRESS_MESSAGE_BYTES), op="report progress")
+        check_progress(percent, message, "report progress")
         m = qpb.ExtendLeaseRequest(ctx=ctx.to_proto())
         m.progress.percent = percent
         m.progress.message = message

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from google.protobuf import duration_pb2, empty_pb2, timestamp_pb2
 
@@ -456,12 +456,71 @@ class JobContext:
         return m
 
 
+def check_progress(percent: int, message: str, op: str) -> None:
+    """Refuse what the server would refuse of a progress report
+    (InvalidField naming progress.percent or progress.message), before a
+    call is spent on it."""
+    if isinstance(percent, bool) or not isinstance(percent, int) or not 0 <= percent <= 100:
+        raise InvalidField("progress.percent", f"must be 0..100, got {percent!r}", "0..100", op=op)
+    size = len(message.encode())
+    if size > MAX_PROGRESS_MESSAGE_BYTES:
+        raise InvalidField("progress.message", f"is {size} bytes, above the limit of {MAX_PROGRESS_MESSAGE_BYTES}",
+                           str(MAX_PROGRESS_MESSAGE_BYTES), op=op)
+
+
+class _ProgressBox:
+    """Carries a handler's reports (Delivery.progress) to the Worker's
+    lease keeper: the latest report not yet sent, and whether a refusal
+    was reported (once per delivery)."""
+
+    __slots__ = ("pending", "refused", "wake")
+
+    def __init__(self) -> None:
+        self.pending: Optional[Progress] = None
+        self.refused = False
+        self.wake: Optional[Callable[[], None]] = None
+
+    def take(self) -> Optional[Progress]:
+        p, self.pending = self.pending, None
+        return p
+
+
 @dataclass(frozen=True)
 class Delivery:
-    """One reserved job: the context to answer with, and the job."""
+    """One reserved job: the context to answer with, and the job.
+
+    A handler run by a Worker reports the job's progress with
+    :meth:`progress`."""
 
     ctx: JobContext
     job: Job
+    # Set by the Worker for the delivery it hands a handler; None elsewhere.
+    _progress: Optional[_ProgressBox] = field(default=None, repr=False, compare=False)
+
+    def progress(self, percent: int, message: str = "") -> None:
+        """Report the job's progress (``percent`` 0..100, ``message`` at
+        most 256 bytes of UTF-8), for a handler run by a Worker. It never
+        blocks nor calls the server: the report rides on the Worker's next
+        lease extension, which it brings forward (to at most one extension
+        per the Worker's ``progress_interval``, by default a second); of
+        reports made in between only the latest is sent. get_job, list_jobs
+        and wait_job then show it (Job.progress) until the delivery ends.
+
+        Out of bounds it raises InvalidField (naming progress.percent or
+        progress.message) here, and nothing is sent. A report the server
+        refuses (while some cluster member does not keep progress yet:
+        WrongState, feature=progress) is dropped, the lease extended
+        without it, and the refusal reported to the Worker's ``on_error``
+        once per delivery. A Delivery not run by a Worker (from
+        SeppClient.reserve) raises RuntimeError: use
+        SeppClient.report_progress there."""
+        check_progress(percent, message, "progress")
+        box = self._progress
+        if box is None:
+            raise RuntimeError("sepp: Delivery.progress outside a Worker (use SeppClient.report_progress)")
+        box.pending = Progress(percent, message)
+        if box.wake is not None:
+            box.wake()
 
 
 @dataclass(frozen=True)

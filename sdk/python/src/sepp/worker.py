@@ -20,11 +20,22 @@ held) is followed by a plain ack, so the job ran once and is not run again;
 any other failure of the ack (``InvalidField`` over ``max_result_bytes``,
 ``LeaseLost``, ...) leaves the job unacked, and it is delivered again once
 its lease expires.
+
+A handler reports its job's progress with ``delivery.progress(percent,
+message)`` (the Go client's ``Delivery.Progress``): it never blocks, and the
+report rides on the worker's next lease extension, which it brings forward
+to at most one per ``progress_interval`` (default 1 s); only the latest
+report is sent. Out of bounds it raises ``InvalidField`` at the call and
+sends nothing. A report the server refuses (``WrongState`` while some
+cluster member does not keep progress yet) is dropped, the lease extended
+without it, and the refusal reported to ``on_error`` once per delivery.
+The server clears the progress when the delivery ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import secrets
@@ -33,8 +44,9 @@ from datetime import timedelta
 from typing import Any, Awaitable, Callable, Coroutine, Optional
 
 from sepp.client import SeppClient, new_key
-from sepp.errors import JobCancelled, LeaseLost, NotFound, SeppError, Unavailable, UnknownOutcome, WrongState
-from sepp.types import Delivery, RetryDirective
+from sepp.errors import (InvalidArgument, JobCancelled, LeaseLost, NotFound, SeppError, Unavailable, UnknownOutcome,
+                         WrongState)
+from sepp.types import Delivery, RetryDirective, _ProgressBox
 
 __all__ = ["Worker", "Handler", "HandlerError", "Retry", "RetryAfter", "Permanent"]
 
@@ -94,14 +106,18 @@ class Worker:
     without it; ``InvalidField`` over ``max_result_bytes``: left unacked,
     delivered again once its lease expires). A handler that returns
     anything else but ``None`` is reported as a ``TypeError`` and its job
-    acked without a result."""
+    acked without a result.
+
+    ``progress_interval`` is the least time between two lease extensions
+    that a handler's ``delivery.progress`` brings forward (default 1 s; see
+    the module's docstring)."""
 
     def __init__(self, client: SeppClient, *, concurrency: int = 10, lease: timedelta = timedelta(seconds=30),
                  wait: timedelta = timedelta(seconds=5), max_reserve: int = 16, worker_id: str = "",
                  shutdown_timeout: timedelta = timedelta(seconds=30),
                  on_error: Optional[Callable[[BaseException], None]] = None, max_reason_bytes: int = 1024,
-                 around_handler: Optional[Callable[[Delivery, Callable[[], Awaitable[None]]], Awaitable[None]]] = None
-                 ) -> None:
+                 around_handler: Optional[Callable[[Delivery, Callable[[], Awaitable[None]]], Awaitable[None]]] = None,
+                 progress_interval: timedelta = timedelta(seconds=1)) -> None:
         self._client = client
         self.id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
         self._concurrency = max(concurrency, 1)
@@ -111,6 +127,7 @@ class Worker:
         self._shutdown_timeout = shutdown_timeout.total_seconds()
         self._on_error = on_error or (lambda e: log.warning("sepp worker: %s", e))
         self._max_reason = max(max_reason_bytes, 1)
+        self._progress_interval = (progress_interval.total_seconds() if progress_interval > timedelta(0) else 1.0)
         # around_handler(delivery, run) runs the handler (await run()) inside
         # what a tracing library needs: a span whose parent is
         # delivery.job.trace_context, say. It must await run() exactly once
@@ -283,6 +300,7 @@ class Worker:
         # _LeaseKeeper), Stop running out of time cancels it from outside.
         me = asyncio.current_task()
         assert me is not None
+        d = dataclasses.replace(d, _progress=_ProgressBox())
         keeper = _LeaseKeeper(self, d, me)
         err: Optional[BaseException] = None
         result: object = None
@@ -366,9 +384,12 @@ class Worker:
 
 class _LeaseKeeper:
     """Extends a running handler's lease every lease/3, on a timer (no task
-    until an extension is due, so a short job costs nothing). A lease the
-    server reports lost, or one that lapsed by the local clock while
-    extending kept failing, cancels the handler's task."""
+    until an extension is due, so a short job costs nothing), carrying the
+    handler's latest progress report (Delivery.progress) when there is one;
+    a report brings the next extension forward, to no sooner than
+    progress_interval after the last. A lease the server reports lost, or
+    one that lapsed by the local clock while extending kept failing,
+    cancels the handler's task."""
 
     def __init__(self, worker: Worker, d: Delivery, task: asyncio.Task[Any]) -> None:
         self.w, self.d, self.task = worker, d, task
@@ -379,19 +400,65 @@ class _LeaseKeeper:
         self.done = False
         self.timer: Optional[asyncio.TimerHandle] = None
         self.extending: Optional[asyncio.Task[None]] = None
+        self.box = d._progress
+        self.last = self.loop.time()  # of the last extension (the reserve, at first)
+        self.due = self.last
+        if self.box is not None:
+            self.box.wake = self._wake
         self._arm(self.lease / 3)
 
     def _arm(self, delay: float) -> None:
+        if self.box is not None and self.box.pending is not None:
+            # A report waits: bring the extension forward.
+            delay = min(delay, max(self.last + self.w._progress_interval - self.loop.time(), 0.0))
+        self.due = self.loop.time() + delay
         self.timer = self.loop.call_later(delay, self._fire)
 
+    def _wake(self) -> None:
+        """A report came: extend no later than progress_interval after the
+        last extension (an extension in flight re-arms when it is done)."""
+        if self.done or self.timer is None or (self.extending is not None and not self.extending.done()):
+            return
+        at = max(self.last + self.w._progress_interval, self.loop.time())
+        if at < self.due:
+            self.timer.cancel()
+            self._arm(at - self.loop.time())
+
     def _fire(self) -> None:
+        self.timer = None
         if not self.done:
             self.extending = self.loop.create_task(self._extend())
 
+    async def _send(self, timeout: float) -> None:
+        """One extension, with the pending report if any. A report the
+        server refuses (WrongState: it keeps no progress yet; InvalidArgument:
+        out of its bounds) is dropped, the refusal reported once per
+        delivery, and the lease extended without it; a report whose
+        extension failed otherwise is kept for the next one unless a newer
+        one came."""
+        client, ctx, lease = self.w._client, self.d.ctx, self.w._lease
+        p = self.box.take() if self.box is not None else None
+        if p is None:
+            await asyncio.wait_for(client.extend_lease(ctx, lease), timeout)
+            return
+        try:
+            await asyncio.wait_for(client.report_progress(ctx, p.percent, p.message, lease=lease), timeout)
+            return
+        except (WrongState, InvalidArgument) as e:
+            assert self.box is not None
+            if not self.box.refused:
+                self.box.refused = True
+                e.add_note(f"sepp worker: job {ctx.job_id}: progress refused, extending the lease without it")
+                self.w._report(e)
+        except BaseException:
+            if self.box is not None and self.box.pending is None:
+                self.box.pending = p
+            raise
+        await asyncio.wait_for(client.extend_lease(ctx, lease), max(self.deadline - self.loop.time(), 0.001))
+
     async def _extend(self) -> None:
         try:
-            await asyncio.wait_for(self.w._client.extend_lease(self.d.ctx, self.w._lease),
-                                   max(self.deadline - self.loop.time(), 0.001))
+            await self._send(max(self.deadline - self.loop.time(), 0.001))
         except (LeaseLost, NotFound) as e:
             self._lose(e)
             return
@@ -400,10 +467,12 @@ class _LeaseKeeper:
                 self._lose(SeppError(f"lease ran out while extending it failed ({e})", op="extend lease"))
                 return
             if not self.done:
+                self.last = self.loop.time()
                 self.w._report(SeppError(f"extend lease of job {self.d.ctx.job_id}: {e}", op="extend lease"))
                 self._arm(min(self.lease / 3, (self.deadline - self.loop.time()) / 2 + 0.001))
             return
-        self.deadline = self.loop.time() + self.lease
+        self.last = self.loop.time()
+        self.deadline = self.last + self.lease
         if not self.done:
             self._arm(self.lease / 3)
 
@@ -417,6 +486,8 @@ class _LeaseKeeper:
 
     def stop(self) -> None:
         self.done = True
+        if self.box is not None:
+            self.box.wake = None
         if self.timer is not None:
             self.timer.cancel()
         if self.extending is not None and not self.extending.done() and self.extending is not asyncio.current_task():
