@@ -21,14 +21,32 @@ func recordFields(n *cluster.Node) (on bool) {
 // 10 it stays off on every node; with all members at 12 it is on
 // everywhere.
 func TestRecordFields_WaitsForEveryMember(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		oddVersion uint32
-		want       bool
-	}{
+	requireSwitchWaitsForEveryMember(t, "recordFields", (*engine.Engine).RecordFields, []memberCase{
 		{"AllAt12", fsm.CommandVersion, true},
 		{"OneAt10", fsm.CommandVersionRedrive, false},
-	} {
+	})
+}
+
+// memberCase is a cluster whose odd follower applies oddVersion, and
+// whether the switch must end up on.
+type memberCase struct {
+	name       string
+	oddVersion uint32
+	want       bool
+}
+
+// requireSwitchWaitsForEveryMember runs each case on a three-node cluster
+// with a declared queue: once the config and the odd member's version
+// have replicated, the switch the leader turns on (read by on) must be on
+// every node with equal digests when the case wants it, and off on every
+// node otherwise.
+func requireSwitchWaitsForEveryMember(t *testing.T, name string, on func(*engine.Engine) bool, cases []memberCase) {
+	t.Helper()
+	isOn := func(n *cluster.Node) (v bool) {
+		_ = n.FSM().Read(func(e *engine.Engine) error { v = on(e); return nil })
+		return v
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var oddID atomic.Pointer[string]
 			c := clustertest.New(t, 3, clustertest.WithConfig(func(_ int, cfg *cluster.Config) {
@@ -48,9 +66,9 @@ func TestRecordFields_WaitsForEveryMember(t *testing.T) {
 				return true
 			})
 			if tc.want {
-				clustertest.WaitFor(t, 10*time.Second, "recordFields on every node", func() bool {
+				clustertest.WaitFor(t, 10*time.Second, name+" on every node", func() bool {
 					for _, i := range c.Alive() {
-						if !recordFields(c.Node(i)) {
+						if !isOn(c.Node(i)) {
 							return false
 						}
 					}
@@ -60,8 +78,8 @@ func TestRecordFields_WaitsForEveryMember(t *testing.T) {
 				return
 			}
 			for _, i := range c.Alive() {
-				if recordFields(c.Node(i)) {
-					t.Fatalf("node %d runs recordFields while a member applies only version %d", i, fsm.CommandVersionRedrive)
+				if isOn(c.Node(i)) {
+					t.Fatalf("node %d runs %s while a member applies only version %d", i, name, tc.oddVersion)
 				}
 			}
 		})

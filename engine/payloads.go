@@ -216,28 +216,6 @@ func (e *Engine) EnablePayloadsOffHeap(now time.Time) {
 	}
 }
 
-// CompactCharge reports whether a plain waiting job is charged as a
-// compact entry (EnableCompactCharge).
-func (e *Engine) CompactCharge() bool { return e.compactCharge }
-
-// EnableCompactCharge turns compactCharge on: from now on a plain waiting
-// job (plainWaiting: Ready, never delivered, nothing in its extension) is
-// charged compactJobOverhead, what its compact entry takes, instead of a
-// full job's charge; a reserve or any change that makes it a full job
-// charges the difference. Every count is recomputed at once, so it stays a
-// function of the state. The leader proposes it (a ConfigSet of command
-// version 22) once every member applies that version: a member still
-// charging full jobs would refuse enqueues the others accept. Enabling
-// twice changes nothing.
-func (e *Engine) EnableCompactCharge(now time.Time) {
-	e.advance(now)
-	if e.compactCharge {
-		return
-	}
-	e.compactCharge = true
-	e.recount()
-}
-
 // PayloadLen is the payload length of the live job or retained
 // dead-letter record id; ok is false when the engine holds neither.
 func (e *Engine) PayloadLen(id JobID) (n uint32, ok bool) {
