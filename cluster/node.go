@@ -194,7 +194,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	logger.Info("opened log store", "kind", stores.kind, "path", stores.path)
-	logStore := stores.log
+	var logStore raft.LogStore = &verifiedReads{LogStore: stores.log, path: stores.path, logger: logger} // verify.go
 	if cfg.LogStoreWrapper != nil {
 		logStore = cfg.LogStoreWrapper(logStore)
 	}
