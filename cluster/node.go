@@ -132,7 +132,7 @@ func NewNode(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
 	}
-	snapIndex, err := verifySnapshots(cfg.DataDir) // verify.go
+	snap, err := verifySnapshots(cfg.DataDir) // verify.go
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.stores = stores
-	if err := verifyLog(stores.log, stores.path, snapIndex); err != nil {
+	if err := verifyLog(stores.log, stores.path, snap.index); err != nil {
 		cleanup()
 		return nil, err
 	}
@@ -278,8 +278,18 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 
 	r, err := raft.NewRaft(rc, timedFSM{FSM: n.fsm, m: n.snapTimes}, cached, stable, snaps, n.transport)
-	if err != nil {
+	var lastSnapshot string
+	if err == nil {
+		lastSnapshot = r.Stats()["last_snapshot_index"]
+	}
+	if err := requireRestored(snap, err, lastSnapshot); err != nil { // verify.go
+		if r != nil {
+			_ = r.Shutdown().Error()
+		}
 		cleanup()
+		if errors.Is(err, ErrCorruptData) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raft = r

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -30,10 +30,15 @@ var ErrNewerData = errors.New("the data dir was written by a newer sepp; this bi
 // apply:
 //
 //   - verifySnapshots: the newest snapshot (raft restores it): its meta.json
-//     parses and its state.bin matches the CRC-64 raft stored beside it, and
-//     every other snapshot folder has a readable meta.json (raft silently
-//     skips one that has not, and would then restore an older snapshot than
-//     the log expects);
+//     parses and its state.bin has the size raft stored beside it, and every
+//     other snapshot folder has a readable meta.json (raft silently skips one
+//     that has not, and would then restore an older snapshot than the log
+//     expects). Its CRC-64 is checked by raft itself as it opens the snapshot
+//     to restore it (FileSnapshotStore.Open reads the file once for that);
+//     checking it here too read a snapshot of 5 GiB twice more before raft's
+//     two reads. NewNode then requires that raft restored that snapshot
+//     (requireRestored): raft skips one that fails its checksum and restores
+//     an older one, which the log may no longer follow;
 //   - verifyLog: the command entries after the snapshot (which the node will
 //     apply) pass fsm.CheckEntry (checksum, format, versions, known
 //     operations, without decoding the bodies twice: apply decodes them).
@@ -51,14 +56,14 @@ var ErrNewerData = errors.New("the data dir was written by a newer sepp; this bi
 // instead, and a corrupt one is reported as missing, so the leader sends
 // the follower its snapshot rather than the entry.
 
-func verifySnapshots(dir string) (uint64, error) {
+func verifySnapshots(dir string) (snapshotOnDisk, error) {
 	snapDir := filepath.Join(dir, "snapshots")
 	ents, err := os.ReadDir(snapDir)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return snapshotOnDisk{}, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("cluster: read %s: %w", snapDir, err)
+		return snapshotOnDisk{}, fmt.Errorf("cluster: read %s: %w", snapDir, err)
 	}
 	for _, e := range ents {
 		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
@@ -67,37 +72,63 @@ func verifySnapshots(dir string) (uint64, error) {
 		metaPath := filepath.Join(snapDir, e.Name(), "meta.json")
 		data, err := os.ReadFile(metaPath)
 		if err != nil {
-			return 0, fmt.Errorf("cluster: %w: %s: %w", ErrCorruptData, metaPath, err)
+			return snapshotOnDisk{}, fmt.Errorf("cluster: %w: %s: %w", ErrCorruptData, metaPath, err)
 		}
 		var meta raft.SnapshotMeta
 		if err := json.Unmarshal(data, &meta); err != nil {
-			return 0, fmt.Errorf("cluster: %w: %s does not parse: %w", ErrCorruptData, metaPath, err)
+			return snapshotOnDisk{}, fmt.Errorf("cluster: %w: %s does not parse: %w", ErrCorruptData, metaPath, err)
 		}
 	}
 	store, err := raft.NewFileSnapshotStoreWithLogger(dir, 1, hclog.NewNullLogger())
 	if err != nil {
-		return 0, fmt.Errorf("cluster: snapshot store in %s: %w", snapDir, err)
+		return snapshotOnDisk{}, fmt.Errorf("cluster: snapshot store in %s: %w", snapDir, err)
 	}
 	snaps, err := store.List()
 	if err != nil {
-		return 0, fmt.Errorf("cluster: list snapshots in %s: %w", snapDir, err)
+		return snapshotOnDisk{}, fmt.Errorf("cluster: list snapshots in %s: %w", snapDir, err)
 	}
 	if len(snaps) == 0 {
-		return 0, nil
+		return snapshotOnDisk{}, nil
 	}
 	newest := snaps[0]
-	// Open recomputes the CRC-64 of state.bin and compares it with meta.json.
-	_, rc, err := store.Open(newest.ID)
 	statePath := filepath.Join(snapDir, newest.ID, "state.bin")
+	fi, err := os.Stat(statePath)
 	if err != nil {
-		return 0, fmt.Errorf("cluster: %w: snapshot %s: %w", ErrCorruptData, statePath, err)
+		return snapshotOnDisk{}, fmt.Errorf("cluster: %w: snapshot %s: %w", ErrCorruptData, statePath, err)
 	}
-	n, err := io.Copy(io.Discard, rc)
-	rc.Close()
-	if err != nil || n != newest.Size {
-		return 0, fmt.Errorf("cluster: %w: snapshot %s: read %d of %d bytes: %v", ErrCorruptData, statePath, n, newest.Size, err)
+	if fi.Size() != newest.Size {
+		return snapshotOnDisk{}, fmt.Errorf("cluster: %w: snapshot %s: %d bytes, its meta.json says %d", ErrCorruptData, statePath, fi.Size(), newest.Size)
 	}
-	return newest.Index, nil
+	return snapshotOnDisk{index: newest.Index, state: statePath}, nil
+}
+
+// snapshotOnDisk is the newest snapshot verifySnapshots found: its index (0:
+// none) and its state file.
+type snapshotOnDisk struct {
+	index uint64
+	state string
+}
+
+// requireRestored checks what raft.NewRaft did with the newest snapshot:
+// started (err nil) having restored it, or failed to restore any. raft
+// skips a snapshot that fails its CRC-64 or its restore and goes on to an
+// older one, or fails when none is left; either way the node must not run:
+// the error is ErrCorruptData naming the snapshot's file. lastSnapshot is
+// raft's own (Stats' last_snapshot_index) when it started.
+func requireRestored(snap snapshotOnDisk, err error, lastSnapshot string) error {
+	if snap.index == 0 {
+		return err
+	}
+	if err != nil {
+		if strings.Contains(err.Error(), "failed to load any existing snapshots") {
+			return fmt.Errorf("cluster: %w: snapshot %s: it fails its checksum or its restore (the node's log says which): %w", ErrCorruptData, snap.state, err)
+		}
+		return err
+	}
+	if lastSnapshot != strconv.FormatUint(snap.index, 10) {
+		return fmt.Errorf("cluster: %w: snapshot %s (index %d) fails its checksum or its restore: raft restored the snapshot at index %s instead (the node's log says why)", ErrCorruptData, snap.state, snap.index, lastSnapshot)
+	}
+	return nil
 }
 
 func verifyLog(store raft.LogStore, path string, snapIndex uint64) error {

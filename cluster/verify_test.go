@@ -260,3 +260,43 @@ func TestNewNode_RefusesCorruptOrTruncatedSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// With two snapshots kept, raft skips a newest one that fails its checksum
+// and restores the older one, which the log may no longer follow: the node
+// must refuse to start, naming the newest snapshot, as with one snapshot.
+func TestNewNode_RefusesFallbackToAnOlderSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	n := startSingle(t, dir)
+	enqueueUntilReady(t, n, []byte("first snapshot"))
+	if err := n.Snapshot(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	enqueueUntilReady(t, n, []byte("second snapshot"))
+	if err := n.Snapshot(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	shutdown(t, n)
+	states, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "state.bin"))
+	if len(states) != 2 {
+		t.Fatalf("want two snapshots, found %v", states)
+	}
+	newest := states[len(states)-1] // folder names sort by term, index, time
+	data, err := os.ReadFile(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x10
+	if err := os.WriteFile(newest, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := clustertest.TestConfig()
+	cfg.NodeID, cfg.RaftBindAddr, cfg.DataDir = "solo", "127.0.0.1:0", dir
+	n, err = cluster.NewNode(cfg)
+	if err == nil {
+		shutdown(t, n)
+		t.Fatal("node started from the older snapshot")
+	}
+	if !errors.Is(err, cluster.ErrCorruptData) || !strings.Contains(err.Error(), filepath.Dir(newest)) {
+		t.Fatalf("error %q should be ErrCorruptData naming the newest snapshot", err)
+	}
+}
