@@ -210,11 +210,12 @@ func NewNode(cfg Config) (*Node, error) {
 	n.logStore = cached
 	stable := &diskFullStableStore{StableStore: &failStopStableStore{StableStore: stores.stable, fail: n.failStop}, w: &n.disk}
 	snapDir := filepath.Join(cfg.DataDir, "snapshots")
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, logger.Named("snapshots"))
+	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, logger.Named("snapshots"))
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("cluster: snapshot store in %q: %w", snapDir, err)
 	}
+	var snaps raft.SnapshotStore = &snapshotsCheckedAtRestore{FileSnapshotStore: fileSnaps, dir: snapDir} // verify.go
 
 	// The engine of every replica starts from the engine's defaults, never
 	// from this node's configuration: entries applied before the leader's

@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,12 +35,14 @@ var ErrNewerData = errors.New("the data dir was written by a newer sepp; this bi
 //     parses and its state.bin has the size raft stored beside it, and every
 //     other snapshot folder has a readable meta.json (raft silently skips one
 //     that has not, and would then restore an older snapshot than the log
-//     expects). Its CRC-64 is checked by raft itself as it opens the snapshot
-//     to restore it (FileSnapshotStore.Open reads the file once for that);
-//     checking it here too read a snapshot of 5 GiB twice more before raft's
-//     two reads. NewNode then requires that raft restored that snapshot
-//     (requireRestored): raft skips one that fails its checksum and restores
-//     an older one, which the log may no longer follow;
+//     expects). Its content is checked as it is restored: the state
+//     machine's format carries a CRC-32C over every byte, which FSM.Restore
+//     checks before it swaps the state in (snapshotsCheckedAtRestore). A
+//     start used to read the file four times (twice here, once for raft's
+//     CRC-64, once to restore it); it now reads it once. NewNode then
+//     requires that raft restored that snapshot (requireRestored): raft skips
+//     one that fails its restore and restores an older one, which the log
+//     may no longer follow;
 //   - verifyLog: the command entries after the snapshot (which the node will
 //     apply) pass fsm.CheckEntry (checksum, format, versions, known
 //     operations, without decoding the bodies twice: apply decodes them).
@@ -111,7 +115,7 @@ type snapshotOnDisk struct {
 
 // requireRestored checks what raft.NewRaft did with the newest snapshot:
 // started (err nil) having restored it, or failed to restore any. raft
-// skips a snapshot that fails its CRC-64 or its restore and goes on to an
+// skips a snapshot whose restore fails (its checksum included) and goes on to an
 // older one, or fails when none is left; either way the node must not run:
 // the error is ErrCorruptData naming the snapshot's file. lastSnapshot is
 // raft's own (Stats' last_snapshot_index) when it started.
@@ -121,12 +125,12 @@ func requireRestored(snap snapshotOnDisk, err error, lastSnapshot string) error 
 	}
 	if err != nil {
 		if strings.Contains(err.Error(), "failed to load any existing snapshots") {
-			return fmt.Errorf("cluster: %w: snapshot %s: it fails its checksum or its restore (the node's log says which): %w", ErrCorruptData, snap.state, err)
+			return fmt.Errorf("cluster: %w: snapshot %s: its restore failed (a checksum or the content; the node's log says which): %w", ErrCorruptData, snap.state, err)
 		}
 		return err
 	}
 	if lastSnapshot != strconv.FormatUint(snap.index, 10) {
-		return fmt.Errorf("cluster: %w: snapshot %s (index %d) fails its checksum or its restore: raft restored the snapshot at index %s instead (the node's log says why)", ErrCorruptData, snap.state, snap.index, lastSnapshot)
+		return fmt.Errorf("cluster: %w: snapshot %s (index %d): its restore failed (a checksum or the content), and raft restored the snapshot at index %s instead (the node's log says why)", ErrCorruptData, snap.state, snap.index, lastSnapshot)
 	}
 	return nil
 }
@@ -194,3 +198,47 @@ func (s *verifiedReads) GetLog(index uint64, l *raft.Log) error {
 	}
 	return nil
 }
+
+// snapshotsCheckedAtRestore is raft's file snapshot store with Open reading
+// the state file once, as the state machine consumes it, instead of twice.
+// raft's FileSnapshotStore.Open reads the whole file to check its CRC-64
+// before it hands it out; at 5M jobs of 1 KiB that is 5 GiB read once more
+// at every start and every install. The state machine's snapshot format
+// carries its own CRC-32C over every byte, which FSM.Restore checks before
+// it swaps the restored state in (fsm/snapshot.go, readSnapshot), so a
+// flipped bit still fails the restore; raft then tries an older snapshot or
+// fails to start, and requireRestored refuses both. The files are the ones
+// raft writes (Create, List and reaping are raft's own), so a data directory
+// moves between releases unchanged.
+type snapshotsCheckedAtRestore struct {
+	*raft.FileSnapshotStore
+	dir string // the snapshots folder
+}
+
+// Open returns the snapshot's metadata and its state file.
+func (s *snapshotsCheckedAtRestore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	if id != filepath.Base(id) || strings.HasPrefix(id, ".") {
+		return nil, nil, fmt.Errorf("cluster: snapshot id %q is not a folder name", id)
+	}
+	data, err := os.ReadFile(filepath.Join(s.dir, id, "meta.json"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: snapshot %s: %w", id, err)
+	}
+	var meta raft.SnapshotMeta // meta.json also holds the CRC, which is not read
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return nil, nil, fmt.Errorf("cluster: snapshot %s: meta.json: %w", id, err)
+	}
+	f, err := os.Open(filepath.Join(s.dir, id, "state.bin"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: snapshot %s: %w", id, err)
+	}
+	return &meta, &bufferedState{Reader: bufio.NewReaderSize(f, 1<<20), f: f}, nil
+}
+
+// bufferedState reads a snapshot's state file through a buffer.
+type bufferedState struct {
+	*bufio.Reader
+	f *os.File
+}
+
+func (b *bufferedState) Close() error { return b.f.Close() }
