@@ -62,7 +62,7 @@ require (
 	github.com/rs/cors v1.11.1 // indirect
 	github.com/sepp-io/sepp/internal v0.1.0 // indirect
 	github.com/sepp-io/sepp/proto v0.1.0 // indirect
-	go.etcd.io/bbolt v1.3.6 // indirect
+	go.etcd.io/bbolt v1.5.0 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
