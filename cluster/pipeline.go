@@ -6,15 +6,15 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// hashicorp/raft v1.7.3 can deadlock a leader's replication to a peer when
-// it loses leadership: its response decoder (pipelineDecode) returns as soon
-// as a response carries a newer term, while the sender (pipelineReplicate)
-// may still be sending. The network pipeline hands each response on through
-// a channel of MaxRPCsInFlight-2 slots (none by default), so with nobody
-// reading them the pipeline's reader blocks, the next send blocks behind it
-// for good, and raft's Shutdown, which waits for the sender, never returns.
-// Seen after a leadership transfer under load: the old leader's node hung
-// on Close.
+// hashicorp/raft (v1.7.3, and v1.8.0 unchanged) can deadlock a leader's
+// replication to a peer when it loses leadership: its response decoder
+// (pipelineDecode) returns as soon as a response carries a newer term,
+// while the sender (pipelineReplicate) may still be sending. The network
+// pipeline hands each response on through a channel of MaxRPCsInFlight-2
+// slots (none by default), so with nobody reading them the pipeline's
+// reader blocks, the next send blocks behind it for good, and raft's
+// Shutdown, which waits for the sender, never returns. Seen after a
+// leadership transfer under load: the old leader's node hung on Close.
 //
 // guardedTransport gives raft pipelines whose responses are queued without
 // bound as they arrive, so a sender always gets its request on the wire and

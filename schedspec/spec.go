@@ -56,9 +56,38 @@ func Parse(p engine.ScheduleParams) (*Spec, error) {
 		if err != nil {
 			return nil, fieldErr("cron", fmt.Sprintf("%q: %v", p.Cron, err))
 		}
+		if reason := refusedBeforeV015(p.Cron); reason != "" {
+			return nil, fieldErr("cron", fmt.Sprintf("%q: %s", p.Cron, reason))
+		}
 		return &Spec{kind: p.Kind, sched: s, loc: loc}, nil
 	}
 	return nil, fieldErr("kind", fmt.Sprintf("must be cron or interval, got %d", p.Kind))
+}
+
+// refusedBeforeV015 says why a spec that go-cron v0.15 parses is still
+// refused: it is one go-cron v0.9.1, which earlier sepp releases use, did not
+// parse. v0.13.4 stopped reading an upper-case H in a day name (THU,
+// MON-THU) as a hash expression, which this parser does not enable, and
+// v0.12.0 added the @triggered, @manual and @none descriptors, which never
+// tick. A leader on an earlier release parses every schedule again to fire
+// it (cluster's scheduler), so during a rolling upgrade or after a
+// downgrade it would not fire a schedule only the newer parser accepts.
+// For every spec both versions accept, Next is the same (SpecSchedule's
+// code did not change between them; docs/changelog.md, 2026-12-04). Lifting
+// this needs a command-version gate: once every member runs a release
+// with go-cron v0.13.4 or later.
+func refusedBeforeV015(spec string) string {
+	if strings.HasPrefix(spec, "@") {
+		switch spec {
+		case "@triggered", "@manual", "@none":
+			return "never ticks"
+		}
+		return ""
+	}
+	if strings.Contains(spec, "H") {
+		return `an upper-case H is not accepted: write a day name such as THU in lower case ("thu") or as a number (4)`
+	}
+	return ""
 }
 
 func fieldErr(field, reason string) error {

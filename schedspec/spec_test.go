@@ -154,3 +154,26 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParse_AcceptsWhatGoCronV091Did: go-cron v0.15 parses specs v0.9.1
+// refused (an upper-case H in a day name, the never-ticking descriptors);
+// Parse still refuses them, so a leader on an earlier release can fire every
+// schedule a newer one accepted. What both parse ticks alike.
+func TestParse_AcceptsWhatGoCronV091Did(t *testing.T) {
+	for _, expr := range []string{"0 0 * * THU", "0 0 * * MON-THU", "0 9 * * THU,FRI", "0 0 0 * * THU#2", "@triggered", "@manual", "@none"} {
+		_, err := Parse(engine.ScheduleParams{Kind: engine.ScheduleCron, Cron: expr})
+		if !errors.Is(err, ErrInvalidSpec) {
+			t.Errorf("Parse(%q) = %v, want ErrInvalidSpec", expr, err)
+		}
+	}
+	after := mustTime(t, "2026-12-04T12:00:00Z")
+	want := cronSpec(t, "0 0 * * 4", "Europe/Berlin").Next(after)
+	for _, expr := range []string{"0 0 * * thu", "0 0 * * Thu"} {
+		if got := cronSpec(t, expr, "Europe/Berlin").Next(after); !got.Equal(want) {
+			t.Errorf("%q: Next = %v, want %v", expr, got, want)
+		}
+	}
+	for _, expr := range []string{"@hourly", "@every 1h", "0 0 * * 0-6", "0 0 * * mon-thu"} {
+		cronSpec(t, expr, "")
+	}
+}

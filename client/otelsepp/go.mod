@@ -11,7 +11,7 @@ replace github.com/sepp-io/sepp/proto => ../../proto
 require (
 	github.com/sepp-io/sepp/client v0.1.0
 	go.opentelemetry.io/otel v1.47.0
-	go.opentelemetry.io/otel/sdk v1.45.0
+	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 )
 

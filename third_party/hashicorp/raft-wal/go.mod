@@ -1,6 +1,6 @@
 module github.com/hashicorp/raft-wal
 
-go 1.18
+go 1.25.0
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.1.0
@@ -15,8 +15,8 @@ require (
 	github.com/hashicorp/raft-boltdb v0.0.0-20220329195025-15018e9b97e0
 	github.com/hashicorp/raft-boltdb/v2 v2.2.2
 	github.com/segmentio/fasthash v1.0.3
-	github.com/stretchr/testify v1.8.2
-	go.etcd.io/bbolt v1.3.6
+	github.com/stretchr/testify v1.11.1
+	go.etcd.io/bbolt v1.5.0
 )
 
 require (
@@ -33,7 +33,7 @@ require (
 	github.com/mattn/go-isatty v0.0.12 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	golang.org/x/exp v0.0.0-20220827204233-334a2380cb91 // indirect
-	golang.org/x/sys v0.0.0-20220728004956-3c1f35247d10 // indirect
+	golang.org/x/sys v0.45.0 // indirect
 	golang.org/x/time v0.1.0 // indirect
 	gonum.org/v1/gonum v0.12.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect

@@ -1,4 +1,4 @@
-// Copyright (c) HashiCorp, Inc.
+// Copyright IBM Corp. 2013, 2026
 // SPDX-License-Identifier: MPL-2.0
 
 package raft
@@ -13,7 +13,7 @@ import (
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
-	metrics "github.com/hashicorp/go-metrics/compat"
+	metrics "github.com/hashicorp/go-metrics"
 )
 
 const (
@@ -80,6 +80,10 @@ var (
 	// appends in parallel with replication). The followers may hold the
 	// entry and a later leader may commit it, so the outcome is unknown.
 	ErrSentBeforeLocalAppendFailed = errors.New("leader's log append failed after replication began; the entry may still commit")
+
+	// ErrIncompatibleLogStore is returned when the log store does not support
+	// or implement some required methods.
+	ErrIncompatibleLogStore = errors.New("log store does not implement some required methods or malformed")
 )
 
 // Raft implements a Raft node.
@@ -251,6 +255,10 @@ type Raft struct {
 	// legacy metrics are those that have `_peer_name` as metric suffix instead as labels.
 	// e.g: raft_replication_heartbeat_peer0
 	noLegacyTelemetry bool
+
+	// RestoreCommittedLogs is used to enable restore committed logs mode
+	// restore committed logs mode is disabled if set to false.
+	RestoreCommittedLogs bool
 }
 
 // BootstrapCluster initializes a server's storage with the given cluster
@@ -400,7 +408,7 @@ func RecoverCluster(conf *Config, fsm FSM, logs LogStore, stable StableStore,
 		monitor := startSnapshotRestoreMonitor(snapLogger, crc, snapshot.Size, false)
 		err = fsm.Restore(crc)
 		// Close the source after the restore has completed
-		source.Close()
+		_ = source.Close()
 		monitor.StopAndWait()
 		if err != nil {
 			// Same here, skip and try the next one.
@@ -604,6 +612,7 @@ func NewRaft(conf *Config, fsm FSM, logs LogStore, stable StableStore, snaps Sna
 		mainThreadSaturation:  newSaturationMetric([]string{"raft", "thread", "main", "saturation"}, 1*time.Second),
 		preVoteDisabled:       conf.PreVoteDisabled || !transportSupportPreVote,
 		noLegacyTelemetry:     conf.NoLegacyTelemetry,
+		RestoreCommittedLogs:  conf.RestoreCommittedLogs,
 	}
 	if !transportSupportPreVote && !conf.PreVoteDisabled {
 		r.logger.Warn("pre-vote is disabled because it is not supported by the Transport")
@@ -623,9 +632,14 @@ func NewRaft(conf *Config, fsm FSM, logs LogStore, stable StableStore, snaps Sna
 		return nil, err
 	}
 
+	if err := r.restoreFromCommittedLogs(); err != nil {
+		return nil, err
+	}
+
 	// Scan through the log for any configuration change entries.
 	snapshotIndex, _ := r.getLastSnapshot()
-	for index := snapshotIndex + 1; index <= lastLog.Index; index++ {
+	lastappliedIndex := r.getLastApplied()
+	for index := max(snapshotIndex, lastappliedIndex) + 1; index <= lastLog.Index; index++ {
 		var entry Log
 		if err := r.logs.GetLog(index, &entry); err != nil {
 			r.logger.Error("failed to get log", "index", index, "error", err)
@@ -724,15 +738,49 @@ func (r *Raft) tryRestoreSingleSnapshot(snapshot *SnapshotMeta) bool {
 	}
 
 	if err := fsmRestoreAndMeasure(snapLogger, r.fsm, source, snapshot.Size); err != nil {
-		source.Close()
+		_ = source.Close()
 		snapLogger.Error("failed to restore snapshot", "error", err)
 		return false
 	}
-	source.Close()
+	_ = source.Close()
 
 	snapLogger.Info("restored from snapshot")
 
 	return true
+}
+
+// restoreFromCommittedLogs recovers the Raft node from committed logs.
+func (r *Raft) restoreFromCommittedLogs() error {
+	if !r.RestoreCommittedLogs {
+		return nil
+	}
+
+	// If the store implements CommitTrackingLogStore, we can read the commit index from the store.
+	// This is useful when the store is able to track the commit index and we can avoid replaying logs.
+	store, ok := r.logs.(CommitTrackingLogStore)
+	if !ok {
+		r.logger.Warn("restore committed logs enabled but log store does not support it", "log_store", fmt.Sprintf("%T", r.logs))
+		return ErrIncompatibleLogStore
+	}
+
+	commitIndex, err := store.GetCommitIndex()
+	if err != nil {
+		r.logger.Error("failed to get commit index from store", "error", err)
+		return err
+	}
+
+	lastIndex, err := r.logs.LastIndex()
+	if err != nil {
+		r.logger.Error("failed to get last log index from store", "error", err)
+		return err
+	}
+	if commitIndex > lastIndex {
+		commitIndex = lastIndex
+	}
+
+	r.setCommitIndex(commitIndex)
+	r.processLogs(commitIndex, nil)
+	return nil
 }
 
 func (r *Raft) config() Config {
@@ -1249,7 +1297,7 @@ func (r *Raft) Stats() map[string]string {
 	} else if last.IsZero() {
 		s["last_contact"] = "never"
 	} else {
-		s["last_contact"] = fmt.Sprintf("%v", time.Now().Sub(last))
+		s["last_contact"] = fmt.Sprintf("%v", time.Since(last))
 	}
 	return s
 }

@@ -1,4 +1,4 @@
-// Copyright (c) HashiCorp, Inc.
+// Copyright IBM Corp. 2013, 2025
 // SPDX-License-Identifier: MPL-2.0
 
 package raft
@@ -178,7 +178,7 @@ func (s *shutdownFuture) Error() error {
 	s.raft.heartbeatLock.Lock()
 	s.raft.heartbeatLock.Unlock()
 	if closeable, ok := s.raft.trans.(WithClose); ok {
-		closeable.Close()
+		_ = closeable.Close()
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-// Copyright (c) HashiCorp, Inc.
+// Copyright IBM Corp. 2013, 2025
 // SPDX-License-Identifier: MPL-2.0
 
 package raft
@@ -42,7 +42,7 @@ type RaftEnv struct {
 // Release shuts down and cleans up any stored data, its not restartable after this
 func (r *RaftEnv) Release() {
 	r.Shutdown()
-	os.RemoveAll(r.dir)
+	_ = os.RemoveAll(r.dir)
 }
 
 // Shutdown shuts down raft & transport, but keeps track of its data, its restartable
@@ -53,7 +53,7 @@ func (r *RaftEnv) Shutdown() {
 	if err := f.Error(); err != nil {
 		panic(err)
 	}
-	r.trans.Close()
+	_ = r.trans.Close()
 }
 
 // Restart will start a raft node that was previously Shutdown()
@@ -191,7 +191,7 @@ CHECK:
 		}
 		for idx, log := range first.fsm.logs {
 			other := env.fsm.logs[idx]
-			if bytes.Compare(log, other) != 0 {
+			if !bytes.Equal(log, other) {
 				err = fmt.Errorf("log entry %d mismatch between %s/%s : '%s' / '%s'", idx, first.raft.localAddr, env.raft.localAddr, log, other)
 				env.fsm.Unlock()
 				goto ERR
@@ -346,7 +346,7 @@ func TestRaft_Integ(t *testing.T) {
 	time.Sleep(3 * conf.HeartbeatTimeout)
 
 	// Wait for a leader
-	leader, err = WaitForAny(Leader, envs)
+	_, err = WaitForAny(Leader, envs)
 	NoErr(err, t)
 
 	allEnvs := append([]*RaftEnv{env1}, envs...)

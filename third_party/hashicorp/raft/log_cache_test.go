@@ -1,4 +1,4 @@
-// Copyright (c) HashiCorp, Inc.
+// Copyright IBM Corp. 2013, 2025
 // SPDX-License-Identifier: MPL-2.0
 
 package raft
@@ -17,7 +17,7 @@ func TestLogCache(t *testing.T) {
 	// Insert into the in-mem store
 	for i := 0; i < 32; i++ {
 		log := &Log{Index: uint64(i) + 1}
-		store.StoreLog(log)
+		_ = store.StoreLog(log)
 	}
 
 	// Check the indexes
@@ -129,7 +129,7 @@ func TestLogCacheWithBackendStoreError(t *testing.T) {
 
 	for i := 0; i < 4; i++ {
 		log := &Log{Index: uint64(i) + 1}
-		store.StoreLog(log)
+		_ = store.StoreLog(log)
 	}
 	errStore.failNext(1)
 	log := &Log{Index: 5}

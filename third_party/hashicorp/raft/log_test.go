@@ -1,4 +1,4 @@
-// Copyright (c) HashiCorp, Inc.
+// Copyright IBM Corp. 2013, 2025
 // SPDX-License-Identifier: MPL-2.0
 
 package raft
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	metrics "github.com/hashicorp/go-metrics/compat"
+	metrics "github.com/hashicorp/go-metrics"
 )
 
 func TestOldestLog(t *testing.T) {
@@ -120,7 +120,7 @@ func testSetupMetrics(t *testing.T) *metrics.InmemSink {
 	s := metrics.NewInmemSink(10*time.Second, 300*time.Second)
 	cfg := metrics.DefaultConfig("raft.test")
 	cfg.EnableHostname = false
-	metrics.NewGlobal(cfg, s)
+	_, _ = metrics.NewGlobal(cfg, s)
 	return s
 }
 

@@ -1,4 +1,4 @@
-// Copyright (c) HashiCorp, Inc.
+// Copyright IBM Corp. 2013, 2026
 // SPDX-License-Identifier: MPL-2.0
 
 package raft
@@ -6,6 +6,7 @@ package raft
 import (
 	"bytes"
 	"container/list"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -15,7 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/hashicorp/go-metrics/compat"
+	"github.com/hashicorp/go-metrics"
 )
 
 const (
@@ -1197,11 +1198,11 @@ func (r *Raft) restoreUserSnapshot(meta *SnapshotMeta, reader io.Reader) error {
 	}
 	n, err := io.Copy(sink, reader)
 	if err != nil {
-		sink.Cancel()
+		_ = sink.Cancel()
 		return fmt.Errorf("failed to write snapshot: %v", err)
 	}
 	if n != meta.Size {
-		sink.Cancel()
+		_ = sink.Cancel()
 		return fmt.Errorf("failed to write snapshot, size didn't match (%d != %d)", n, meta.Size)
 	}
 	if err := sink.Close(); err != nil {
@@ -1332,6 +1333,9 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		// write returns, and the entry leaves for the followers late.
 		runtime.Gosched()
 	}
+
+	commitIndex := r.getCommitIndex()
+	r.tryStageCommitIndex(commitIndex)
 
 	// Write the log entry locally
 	err := r.logs.StoreLogs(logs)
@@ -1482,6 +1486,20 @@ func (r *Raft) prepareLog(l *Log, future *logFuture) *commitTuple {
 	return nil
 }
 
+// tryStageCommitIndex updates the commit index in persist store if restore committed logs is enabled and log store implements CommitTrackingLogStore.
+func (r *Raft) tryStageCommitIndex(commitIndex uint64) {
+	if !r.RestoreCommittedLogs {
+		return
+	}
+	store, ok := r.logs.(CommitTrackingLogStore)
+	if !ok {
+		return
+	}
+	if err := store.StageCommitIndex(commitIndex); err != nil {
+		r.logger.Error("failed to stage commit index in commit tracking log store", "index", commitIndex, "error", err)
+	}
+}
+
 // processRPC is called to handle an incoming RPC request. This must only be
 // called from the main thread.
 func (r *Raft) processRPC(rpc RPC) {
@@ -1505,7 +1523,7 @@ func (r *Raft) processRPC(rpc RPC) {
 		r.logger.Error("got unexpected command",
 			"command", hclog.Fmt("%#v", rpc.Command))
 
-		rpc.Respond(nil, fmt.Errorf(rpcUnexpectedCommandError))
+		rpc.Respond(nil, errors.New(rpcUnexpectedCommandError))
 	}
 }
 
@@ -1640,6 +1658,11 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 		}
 
 		if n := len(newEntries); n > 0 {
+			// Stage the future commit index if possible
+			lastNewIndex := newEntries[len(newEntries)-1].Index
+			commitIndex := min(a.LeaderCommitIndex, lastNewIndex)
+			r.tryStageCommitIndex(commitIndex)
+
 			// Append the new entries
 			if err := r.logs.StoreLogs(newEntries); err != nil {
 				r.logger.Error("failed to append to logs", "error", err)
@@ -1732,9 +1755,9 @@ func (r *Raft) requestVote(rpc RPC, req *RequestVoteRequest) {
 	// vote!
 	var candidate ServerAddress
 	var candidateBytes []byte
-	if len(req.RPCHeader.Addr) > 0 {
-		candidate = r.trans.DecodePeer(req.RPCHeader.Addr)
-		candidateBytes = req.RPCHeader.Addr
+	if len(req.Addr) > 0 {
+		candidate = r.trans.DecodePeer(req.Addr)
+		candidateBytes = req.Addr
 	} else {
 		candidate = r.trans.DecodePeer(req.Candidate)
 		candidateBytes = req.Candidate
@@ -1839,7 +1862,7 @@ func (r *Raft) requestVote(rpc RPC, req *RequestVoteRequest) {
 
 // requestPreVote is invoked when we get a request Pre-Vote RPC call.
 func (r *Raft) requestPreVote(rpc RPC, req *RequestPreVoteRequest) {
-	defer metrics.MeasureSince([]string{"raft", "rpc", "requestVote"}, time.Now())
+	defer metrics.MeasureSince([]string{"raft", "rpc", "requestPreVote"}, time.Now())
 	r.observe(*req)
 
 	// Setup a response
@@ -1954,7 +1977,7 @@ func (r *Raft) installSnapshot(rpc RPC, req *InstallSnapshotRequest) {
 
 	// Save the current leader
 	if len(req.ID) > 0 {
-		r.setLeader(r.trans.DecodePeer(req.RPCHeader.Addr), ServerID(req.ID))
+		r.setLeader(r.trans.DecodePeer(req.Addr), ServerID(req.ID))
 	} else {
 		r.setLeader(r.trans.DecodePeer(req.Leader), ServerID(req.ID))
 	}
@@ -1991,7 +2014,7 @@ func (r *Raft) installSnapshot(rpc RPC, req *InstallSnapshotRequest) {
 	n, err := io.Copy(sink, countingRPCReader)
 	transferMonitor.StopAndWait()
 	if err != nil {
-		sink.Cancel()
+		_ = sink.Cancel()
 		r.logger.Error("failed to copy snapshot", "error", err)
 		rpcErr = err
 		return
@@ -1999,7 +2022,7 @@ func (r *Raft) installSnapshot(rpc RPC, req *InstallSnapshotRequest) {
 
 	// Check that we received it all
 	if n != req.Size {
-		sink.Cancel()
+		_ = sink.Cancel()
 		r.logger.Error("failed to receive whole snapshot",
 			"received", hclog.Fmt("%d / %d", n, req.Size))
 		rpcErr = fmt.Errorf("short read")
@@ -2123,7 +2146,7 @@ func (r *Raft) electSelf() <-chan *voteResult {
 				r.logger.Debug("voting for self", "term", req.Term, "id", r.localID)
 
 				// Persist a vote for ourselves
-				if err := r.persistVote(req.Term, req.RPCHeader.Addr); err != nil {
+				if err := r.persistVote(req.Term, req.Addr); err != nil {
 					r.logger.Error("failed to persist vote", "error", err)
 					return nil
 
@@ -2256,7 +2279,7 @@ func (r *Raft) setCurrentTerm(t uint64) {
 // that leader should be set only after updating the state.
 func (r *Raft) setState(state RaftState) {
 	r.setLeader("", "")
-	oldState := r.raftState.getState()
+	oldState := r.getState()
 	r.raftState.setState(state)
 	if oldState != state {
 		r.observe(state)

@@ -77,7 +77,7 @@ func TestSegmentBasics(t *testing.T) {
 	require.NoError(t, w.Append(batch))
 
 	// Peek at the whole "file"
-	t.Logf("\n" + file.Dump())
+	t.Logf("\n%s", file.Dump()) // SEPP PATCH: a constant format, which go vet requires from go 1.24 on (this go.mod says 1.25.0: SEPP-PATCH.md)
 
 	// Now we should be able to read those all back sequentially through the
 	// writer, though some are in the tail block and some in complete blocks.
