@@ -207,6 +207,15 @@ func (e *Engine) findCompact(id JobID) (q *queue, prio, i int, ok bool) {
 	return nil, 0, 0, false
 }
 
+// holdsLive reports whether job id is live, held full or compact.
+func (e *Engine) holdsLive(id JobID) bool {
+	if e.jobs.get(id) != nil {
+		return true
+	}
+	_, _, _, ok := e.findCompact(id)
+	return ok
+}
+
 // jobForRead is the live job id, a view when it is compact, or nil. For
 // reads, and for transitions that only look.
 func (e *Engine) jobForRead(id JobID) *job {

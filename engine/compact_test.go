@@ -139,3 +139,55 @@ func TestCompact_ReplayWithTheStoreAheadEndsAlike(t *testing.T) {
 		t.Fatal("the replay's state differs from the run's")
 	}
 }
+
+// A restore holds each plain waiting job compact as it reads it, not as a
+// full record first: filed full and compacted at the end, a restore held
+// every waiting job at 82 B instead of 24.6 B at once, and nodes that held
+// 5M jobs in 512 MiB were killed restarting. Jobs a later section gives a
+// deadline, a trace context or an origin (a forwarded copy) are converted
+// back, and the restored engine equals the original.
+func TestCompact_RestoreHoldsPlainJobsCompactAsItReads(t *testing.T) {
+	now := et.Epoch
+	store := mapStore{}
+	a := et.New(t)
+	a.UsePayloadStore(store)
+	a.EnablePayloadsOffHeap(now)
+	plain := 0
+	for i := range 40 {
+		p := engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte{byte(i + 1)}}
+		switch i % 4 {
+		case 1:
+			p.Expiry = &engine.ExpiryOpts{TTL: time.Hour} // a deadline: the expiry section
+		case 2:
+			p.Trace = &engine.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+		default:
+			plain++
+		}
+		et.MustEnqueue(t, a, now, p)
+	}
+	if engine.CompactJobs(a) != plain {
+		t.Fatalf("%d of %d plain jobs held compact", engine.CompactJobs(a), plain)
+	}
+	var snap bytes.Buffer
+	if err := a.SnapshotWith(&snap, engine.SnapshotOptions{PayloadLengths: true}); err != nil {
+		t.Fatal(err)
+	}
+	b := et.New(t)
+	b.UsePayloadStore(store)
+	b.SetPayloadsAhead(true)
+	if err := b.RestoreWith(bytes.NewReader(snap.Bytes()), engine.SnapshotOptions{PayloadLengths: true}); err != nil {
+		t.Fatal(err)
+	}
+	// Before PayloadsLoaded, which compacted everything at the end before.
+	if got := engine.CompactJobs(b); got != plain {
+		t.Fatalf("after RestoreWith %d jobs held compact, want the %d plain ones", got, plain)
+	}
+	b.PayloadsLoaded()
+	b.SetPayloadsAhead(false)
+	if err := b.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if a.Digest() != b.Digest() {
+		t.Fatal("the restored engine differs from the original")
+	}
+}

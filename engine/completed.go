@@ -499,7 +499,7 @@ func (d *decoder) decodeCompletedSection(e *Engine) error {
 				break
 			}
 			switch _, dup := owner[ent.id]; {
-			case ent.id == 0 || dup || e.jobs.get(ent.id) != nil || e.dead[ent.id] != nil:
+			case ent.id == 0 || dup || e.holdsLive(ent.id) || e.dead[ent.id] != nil:
 				return fmt.Errorf("completed section: job %d of queue %q is held twice or is 0", ent.id, name)
 			case ent.at < last || ent.at > e.now:
 				return fmt.Errorf("completed section: job %d of queue %q completed at %d, out of order or after the clock", ent.id, name, ent.at)

@@ -883,6 +883,15 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		switch j.state {
 		case StateReady:
 			e.makeReady(j)
+			// Held compact from the start, as an enqueue holds it: filed
+			// full and compacted at the end, a restore held every waiting
+			// job as a full record at once (82 B each against 24.6 B:
+			// 5M jobs did not restart in 512 MiB). A later section that
+			// gives such a job a deadline or a trace context finds it with
+			// jobForChange, which converts it back.
+			if e.compactify(j) {
+				continue // decodeJob reuses its struct for the next job
+			}
 		case StateScheduled:
 			j.q.nScheduled++
 			j.heapIdx = int32(len(e.sched.items))
@@ -917,7 +926,7 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		if j.state != StateDead || r.cause < CauseAttemptsExhausted || r.cause > d.maxCause() {
 			return nil, fmt.Errorf("dead-letter record of job %d: bad state or cause", j.id)
 		}
-		if e.jobs.get(j.id) != nil || e.dead[j.id] != nil {
+		if e.holdsLive(j.id) || e.dead[j.id] != nil {
 			return nil, fmt.Errorf("job %d appears twice", j.id)
 		}
 		e.linkDead(r)
@@ -1127,7 +1136,14 @@ func decodeOpt[T any](d *decoder, get func() T) *T {
 }
 
 func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
-	j := &job{heapIdx: -1}
+	j := e.spareJob // the struct of the last job restored compact, referenced nowhere
+	if j == nil {
+		j = new(job)
+	} else {
+		e.spareJob = nil
+		*j = job{}
+	}
+	j.heapIdx = -1
 	j.id = JobID(d.uvarint())
 	qi := d.uvarint()
 	if d.err == nil && qi >= uint64(len(qs)) {
@@ -1243,7 +1259,7 @@ func (d *decoder) decodeUniqueDone(e *Engine, qs []*queue) error {
 			return fmt.Errorf("unique key hold %d: bad queue or empty key", i)
 		case ent.jobID == 0 || uint64(ent.jobID) >= e.nextID || ent.doneUntil <= 0:
 			return fmt.Errorf("unique key %s: bad job %d or hold end %d", quoteShort(key), ent.jobID, ent.doneUntil)
-		case e.jobs.get(ent.jobID) != nil || e.dead[ent.jobID] != nil:
+		case e.holdsLive(ent.jobID) || e.dead[ent.jobID] != nil:
 			return fmt.Errorf("unique key %s: acked job %d is still kept", quoteShort(key), ent.jobID)
 		case prev != nil && (ent.doneUntil < prev.doneUntil || (ent.doneUntil == prev.doneUntil && ent.jobID <= prev.jobID)):
 			return fmt.Errorf("unique key %s: holds out of order", quoteShort(key))

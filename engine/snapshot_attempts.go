@@ -140,7 +140,7 @@ func (d *decoder) decodeAttemptsSection(e *Engine) error {
 			return fmt.Errorf("attempts section: detail of job %d out of order", id)
 		}
 		last = id
-		j := e.jobs.get(id)
+		j := e.jobForChange(id) // a restored job held compact (a forwarded copy) is converted to take its origin
 		if j == nil {
 			if r := e.dead[id]; r != nil {
 				j = r.j

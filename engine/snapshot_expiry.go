@@ -82,7 +82,10 @@ func (d *decoder) decodeExpiryFairSection(e *Engine, qs []*queue) error {
 		if d.err != nil {
 			break
 		}
-		j := e.jobs.get(id)
+		var j *job
+		if id > prev {
+			j = e.jobForChange(id) // a restored job held compact is converted to take its deadline
+		}
 		switch {
 		case j == nil || id <= prev:
 			return fmt.Errorf("expiry section: deadline of job %d: not a live job, or out of order", id)

@@ -199,7 +199,7 @@ func (d *decoder) decodeTraceSection(e *Engine) error {
 		if err := CheckTraceContext(t); err != nil {
 			return fmt.Errorf("trace section: job %d: %v", id, err)
 		}
-		j := e.jobs.get(id)
+		j := e.jobForChange(id) // a restored job held compact is converted to take its trace
 		if j == nil {
 			if r := e.dead[id]; r != nil {
 				j = r.j
