@@ -63,6 +63,9 @@ const (
 	// progress. The number is written out here alone: a change that
 	// renumbers it edits this line and regenerates the golden entries.
 	CommandVersionProgress = 23
+	// CommandVersionFollowUps = 24: a JobAck carrying follow-ups, the
+	// jobs enqueued with the ack in one transition.
+	CommandVersionFollowUps = 24
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -136,6 +139,8 @@ var commandVersions = [...]commandVersionRow{
 		"a ConfigSet that sets compact_charge (fsm/compact_charge.go, engine/memory.go): a plain waiting job is charged to the memory budget as its 24-byte compact entry, not as a full job; an older binary would keep charging it in full and refuse the enqueues the others accept near a budget"},
 	{CommandVersionProgress, "progress", nil,
 		"a LeaseExtend that carries the job's progress (engine/progress.go): an older binary would drop the field, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses an extension with progress (FAILED_PRECONDITION naming the feature, the lease not extended: cluster); the binary also restores the engine snapshot layout that carries progress, which the engine writes only while a job has progress, so never before every member applies this version"},
+	{CommandVersionFollowUps, "follow_ups", nil,
+		"a JobAck that carries follow-ups, the public EnqueueRequests of the jobs enqueued with the ack, all or nothing (engine/followups.go): an older binary would drop them and enqueue nothing, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses an ack with follow-ups (FAILED_PRECONDITION naming the feature, nothing applied, the lease still held: cluster); the engine's snapshot holds nothing new"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -211,6 +216,8 @@ var (
 	FeatureCompactCharge = mustFeature(CommandVersionCompactCharge)
 	// FeatureProgress: a running job's progress, with its lease extension.
 	FeatureProgress = mustFeature(CommandVersionProgress)
+	// FeatureFollowUps: jobs enqueued with an ack, all or nothing.
+	FeatureFollowUps = mustFeature(CommandVersionFollowUps)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version
