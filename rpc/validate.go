@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sepp-io/sepp/apiconv"
 	"github.com/sepp-io/sepp/engine"
@@ -63,17 +62,6 @@ func validateDuration(field string, d *durationpb.Duration) (time.Duration, erro
 		return 0, invalidField(field, ">= 0", "must be >= 0, got %s", d.AsDuration())
 	}
 	return d.AsDuration(), nil
-}
-
-// validateTimestamp reads an optional timestamp; nil is the zero time.
-func validateTimestamp(field string, ts *timestamppb.Timestamp) (time.Time, error) {
-	if ts == nil {
-		return time.Time{}, nil
-	}
-	if err := ts.CheckValid(); err != nil {
-		return time.Time{}, invalidField(field, "0001-01-01..9999-12-31", "is not a valid timestamp: %v", err)
-	}
-	return ts.AsTime(), nil
 }
 
 // leaseRef reads the fencing pair of a JobContext.
