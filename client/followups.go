@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
@@ -39,6 +40,16 @@ func (c *Client) AckWithFollowUps(ctx context.Context, jc JobContext, result []b
 		}
 		m.FollowUps[i] = r.toProto(keys[i])
 	}
+	var end func(uint64, error)
+	if i := slices.IndexFunc(m.FollowUps, func(m *seppv1.EnqueueRequest) bool { return m.TraceContext == nil }); i >= 0 {
+		// One send span for the follow-ups, as for a batch; those with a
+		// trace context of their own keep it.
+		var tc *TraceContext
+		ctx, tc, end = c.startSend(ctx, followUps[i].Queue, followUps[i].JobType, len(followUps))
+		for _, f := range m.FollowUps {
+			setTraceContext(f, tc)
+		}
+	}
 	var out []EnqueueResult
 	err := c.call(ctx, "ack", retrySafe, 0, func(ctx context.Context, a *attempt) error {
 		resp, err := c.queueService(a).Ack(ctx, m, c.opts.callOptions...)
@@ -60,6 +71,9 @@ func (c *Client) AckWithFollowUps(ctx context.Context, jc JobContext, result []b
 		}
 		return nil
 	})
+	if end != nil {
+		end(0, err)
+	}
 	if err != nil {
 		return nil, err
 	}

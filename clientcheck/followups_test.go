@@ -172,3 +172,42 @@ func TestWorker_FollowUps(t *testing.T) {
 		t.Fatalf("step 2 ran %d more times: the refused ack enqueued it", len(done))
 	}
 }
+
+// TestClient_AckWithFollowUps_Traced: a client's Tracing gets one send for
+// an ack's follow-ups, and each follow-up without a trace context of its
+// own carries the one it returned; one with its own keeps it.
+func TestClient_AckWithFollowUps_Traced(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, "n1", nil)
+	rec := &recordingTracing{processed: map[uint64]*client.TraceContext{}, outcomes: map[uint64]string{}}
+	c := newClient(t, []string{n.addr}, client.WithTracing(rec))
+	ctx := testContext(t)
+	plain := newClient(t, []string{n.addr})
+	if _, err := plain.Enqueue(ctx, client.NewEnqueueRequest("work", "t")); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := plain.Reserve(ctx, "work", client.ReserveOptions{WorkerID: "w"})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("reserve: %v, %v", ds, err)
+	}
+	own := &client.TraceContext{Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	res, err := c.AckWithFollowUps(ctx, ds[0].Ctx, nil, []*client.EnqueueRequest{
+		client.NewEnqueueRequest("next", "t"),
+		client.NewEnqueueRequest("next", "t").WithTraceContext(*own),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	sends := len(rec.sends)
+	rec.mu.Unlock()
+	if sends != 1 {
+		t.Fatalf("%d sends traced, want 1 for the follow-ups", sends)
+	}
+	for i, want := range []string{"00-00000000000000000000000000000001-0000000000000001-01", own.Traceparent} {
+		job, err := c.GetJob(ctx, res[i].JobID, false)
+		if err != nil || job.TraceContext == nil || job.TraceContext.Traceparent != want {
+			t.Fatalf("follow-up %d: trace context %+v (%v), want %s", i, job.TraceContext, err, want)
+		}
+	}
+}
