@@ -104,7 +104,7 @@ func checkTraceContext(prefix string, t *engine.TraceContext) error {
 
 // EnqueueRequest is the public form of an enqueue, the inverse of
 // EnqueueParams for the params it makes: what the log holds of an ack's
-// follow-ups (command version 24), built by the leader from the params the
+// follow-ups (fsm.CommandVersionFollowUps), built by the leader from the params the
 // API checked. It shares p's memory (payload, custom, priority).
 func EnqueueRequest(p *engine.EnqueueParams) *seppv1.EnqueueRequest {
 	r := &seppv1.EnqueueRequest{

@@ -132,7 +132,7 @@ func NewNode(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
 	}
-	snapIndex, err := verifySnapshots(cfg.DataDir) // verify.go
+	snap, err := verifySnapshots(cfg.DataDir) // verify.go
 	if err != nil {
 		return nil, err
 	}
@@ -189,12 +189,12 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.stores = stores
-	if err := verifyLog(stores.log, stores.path, snapIndex); err != nil {
+	if err := verifyLog(stores.log, stores.path, snap.index); err != nil {
 		cleanup()
 		return nil, err
 	}
 	logger.Info("opened log store", "kind", stores.kind, "path", stores.path)
-	logStore := stores.log
+	var logStore raft.LogStore = &verifiedReads{LogStore: stores.log, path: stores.path, logger: logger} // verify.go
 	if cfg.LogStoreWrapper != nil {
 		logStore = cfg.LogStoreWrapper(logStore)
 	}
@@ -210,11 +210,12 @@ func NewNode(cfg Config) (*Node, error) {
 	n.logStore = cached
 	stable := &diskFullStableStore{StableStore: &failStopStableStore{StableStore: stores.stable, fail: n.failStop}, w: &n.disk}
 	snapDir := filepath.Join(cfg.DataDir, "snapshots")
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, logger.Named("snapshots"))
+	fileSnaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, logger.Named("snapshots"))
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("cluster: snapshot store in %q: %w", snapDir, err)
 	}
+	var snaps raft.SnapshotStore = &snapshotsCheckedAtRestore{FileSnapshotStore: fileSnaps, dir: snapDir} // verify.go
 
 	// The engine of every replica starts from the engine's defaults, never
 	// from this node's configuration: entries applied before the leader's
@@ -278,8 +279,18 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 
 	r, err := raft.NewRaft(rc, timedFSM{FSM: n.fsm, m: n.snapTimes}, cached, stable, snaps, n.transport)
-	if err != nil {
+	var lastSnapshot string
+	if err == nil {
+		lastSnapshot = r.Stats()["last_snapshot_index"]
+	}
+	if err := requireRestored(snap, err, lastSnapshot); err != nil { // verify.go
+		if r != nil {
+			_ = r.Shutdown().Error()
+		}
 		cleanup()
+		if errors.Is(err, ErrCorruptData) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raft = r

@@ -108,7 +108,7 @@ func (n *Node) ack(ctx context.Context, ref engine.LeaseRef, result []byte) erro
 }
 
 // ackFollowUps completes a delivery and enqueues its follow-ups in the
-// same command (command version 24), all or nothing; it returns the
+// same command (fsm.CommandVersionFollowUps), all or nothing; it returns the
 // follow-ups' results.
 func (n *Node) ackFollowUps(ctx context.Context, op engine.AckFollowUpsOp) ([]engine.EnqueueResult, error) {
 	if len(op.FollowUps) == 0 {

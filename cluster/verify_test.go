@@ -141,6 +141,67 @@ func TestNewNode_RefusesCorruptLogEntry(t *testing.T) {
 	}
 }
 
+// A corrupt entry of the trailing log (at or before the snapshot) does not
+// stop a start: start reads only the entries it will apply, and the
+// trailing log is checked as raft reads it (verifiedReads), so a restart
+// does not read gigabytes of entries it never applies.
+func TestNewNode_StartsOverCorruptEntryBeforeSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		logStore string
+		files    string
+	}{
+		{cluster.LogStoreWAL, "wal/*.wal"},
+		{cluster.LogStoreBolt, "raft.db"},
+	} {
+		t.Run(tc.logStore, func(t *testing.T) {
+			dir := t.TempDir()
+			marker := []byte("TRAILING-ENTRY-MARKER-0123456789")
+			n := startSingleOn(t, dir, tc.logStore)
+			enqueueUntilReady(t, n, marker)
+			if err := n.Snapshot(); err != nil {
+				t.Fatalf("snapshot: %v", err)
+			}
+			enqueueUntilReady(t, n, []byte("after the snapshot"))
+			enqueueUntilReady(t, n, []byte("the last batch"))
+			shutdown(t, n)
+
+			files, err := filepath.Glob(filepath.Join(dir, tc.files))
+			if err != nil || len(files) == 0 {
+				t.Fatalf("no %s in %s (%v)", tc.files, dir, err)
+			}
+			flipped := 0
+			for _, f := range files {
+				flipped += flipAll(t, f, marker)
+			}
+			if flipped == 0 {
+				t.Fatalf("marker not found in %s: the snapshot compacted the entry away", tc.files)
+			}
+			n = startSingleOn(t, dir, tc.logStore)
+			defer shutdown(t, n)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var jobs []engine.Job
+			for {
+				err = n.Read(ctx, false, func(e engine.View) error {
+					var err error
+					jobs, err = e.ListJobs("q", engine.StateReady, engine.Page{})
+					return err
+				})
+				if err == nil && len(jobs) == 3 || ctx.Err() != nil {
+					break
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			if len(jobs) != 3 || !bytes.Equal(jobs[0].Payload, marker) {
+				t.Fatalf("after the restart: %d jobs (%v), want the 3 enqueued, the first with the intact marker", len(jobs), err)
+			}
+		})
+	}
+}
+
 func TestNewNode_RefusesCorruptOrTruncatedSnapshot(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -197,5 +258,45 @@ func TestNewNode_RefusesCorruptOrTruncatedSnapshot(t *testing.T) {
 				t.Fatalf("error %q should be ErrCorruptData naming the snapshot's file", err)
 			}
 		})
+	}
+}
+
+// With two snapshots kept, raft skips a newest one that fails its checksum
+// and restores the older one, which the log may no longer follow: the node
+// must refuse to start, naming the newest snapshot, as with one snapshot.
+func TestNewNode_RefusesFallbackToAnOlderSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	n := startSingle(t, dir)
+	enqueueUntilReady(t, n, []byte("first snapshot"))
+	if err := n.Snapshot(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	enqueueUntilReady(t, n, []byte("second snapshot"))
+	if err := n.Snapshot(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	shutdown(t, n)
+	states, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "state.bin"))
+	if len(states) != 2 {
+		t.Fatalf("want two snapshots, found %v", states)
+	}
+	newest := states[len(states)-1] // folder names sort by term, index, time
+	data, err := os.ReadFile(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x10
+	if err := os.WriteFile(newest, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := clustertest.TestConfig()
+	cfg.NodeID, cfg.RaftBindAddr, cfg.DataDir = "solo", "127.0.0.1:0", dir
+	n, err = cluster.NewNode(cfg)
+	if err == nil {
+		shutdown(t, n)
+		t.Fatal("node started from the older snapshot")
+	}
+	if !errors.Is(err, cluster.ErrCorruptData) || !strings.Contains(err.Error(), filepath.Dir(newest)) {
+		t.Fatalf("error %q should be ErrCorruptData naming the newest snapshot", err)
 	}
 }

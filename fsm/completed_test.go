@@ -142,16 +142,19 @@ func TestFSM_CompletedStoreAheadReplayWritesNothing(t *testing.T) {
 // command version 20, snapshots are format 3, whose completed section is
 // streamed from the store's view taken at the snapshot's index; with one
 // member older they stay format 2 with the records inside the engine's
-// part. Either way the restored state (over a fresh store, over the kept
+// part; once every member applies 24 they are format 4 (the payloads
+// last). Either way the restored state (over a fresh store, over the kept
 // store, without a store) is the log's at that index, records included.
 func TestFSM_CompletedSnapshotCarriesRecords(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		oldest uint32
-		format uint32
+		name           string
+		newest, oldest uint32
+		format         uint32
 	}{
-		{"EveryMemberApplies20", CommandVersionResults, snapshotFormatCompletedSection},
-		{"OneMemberBefore20", CommandVersionResults - 1, snapshotFormatPayloadSection},
+		{"EveryMemberApplies24", CommandVersionSnapshotPayloadsLast, CommandVersionSnapshotPayloadsLast, snapshotFormatPayloadsLast},
+		{"OneMemberBefore24", CommandVersionSnapshotPayloadsLast, CommandVersionSnapshotPayloadsLast - 1, snapshotFormatCompletedSection},
+		{"EveryMemberApplies20", CommandVersionResults, CommandVersionResults, snapshotFormatCompletedSection},
+		{"OneMemberBefore20", CommandVersionResults, CommandVersionResults - 1, snapshotFormatPayloadSection},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "payloads")
@@ -159,7 +162,7 @@ func TestFSM_CompletedSnapshotCarriesRecords(t *testing.T) {
 			node := openStoreFSM(t, dir)
 			rec.run(node, 2)
 			for i := range 3 {
-				v := uint32(CommandVersionResults)
+				v := tc.newest
 				if i == 2 {
 					v = tc.oldest
 				}

@@ -54,13 +54,20 @@ func seedSnapshot(tb testing.TB) []byte {
 // payload store whose members all restore format 2.
 func seedPayloadSectionSnapshot(tb testing.TB) []byte {
 	tb.Helper()
+	return seedStoreSnapshot(tb, CommandVersionSnapshotPayloads, snapshotFormatPayloadSection)
+}
+
+// seedStoreSnapshot is a valid stream of a node with a payload store whose
+// members all apply version v, written in format want.
+func seedStoreSnapshot(tb testing.TB, v uint32, want byte) []byte {
+	tb.Helper()
 	f, err := Open(Config{Engine: engine.Config{Limits: engine.DefaultLimits()}, SnapshotTempDir: tb.TempDir(), PayloadDir: filepath.Join(tb.TempDir(), "payloads")})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
 	cmds := stamped(t0,
-		SetNodeCommand(NodeMeta{ID: "n1", RaftAddr: "127.0.0.1:1", MaxCommandVersion: CommandVersionSnapshotPayloads}),
+		SetNodeCommand(NodeMeta{ID: "n1", RaftAddr: "127.0.0.1:1", MaxCommandVersion: v}),
 		EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("one")}),
 		EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("two")}),
 		EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t"}),
@@ -79,8 +86,8 @@ func seedPayloadSectionSnapshot(tb testing.TB) []byte {
 	if err := snap.Persist(&sink); err != nil {
 		tb.Fatal(err)
 	}
-	if v := sink.Bytes()[11]; v != snapshotFormatPayloadSection {
-		tb.Fatalf("seed written in format %d", v)
+	if got := sink.Bytes()[11]; got != want {
+		tb.Fatalf("seed written in format %d, want %d", got, want)
 	}
 	return sink.Bytes()
 }
@@ -112,6 +119,9 @@ func FuzzRestoreSnapshot(f *testing.F) {
 	v2 := seedPayloadSectionSnapshot(f)
 	f.Add(v2)
 	f.Add(v2[:len(v2)-20]) // cut in the payload section
+	v4 := seedStoreSnapshot(f, CommandVersionSnapshotPayloadsLast, snapshotFormatPayloadsLast)
+	f.Add(v4)
+	f.Add(v4[:len(v4)-10]) // cut in the payload section, which comes last
 	f.Add(seed[:len(seed)/2])
 	f.Add([]byte("SEPPSNAP"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -24,17 +24,19 @@ import (
 // Snapshot stream layout (all integers big-endian):
 //
 //	magic            8 bytes  "SEPPSNAP"
-//	format version   uint32   1, 2 or 3 (SnapshotFormatVersion)
+//	format version   uint32   1 to 4 (SnapshotFormatVersion)
 //	meta length      uint32   then that many bytes of cmdpb.SnapshotMeta
 //	engine length    uint64   then that many bytes of engine.Snapshot output
-//	payloads         (format 2 only) records of
+//	payloads         (formats 2 and 3) records of
 //	                   job id  uint64 (ascending, 0 ends the section)
 //	                   length  uint32, then that many payload bytes
-//	completed        (format 3 only) records of
+//	completed        (formats 3 and 4) records of
 //	                   job id  uint64 (ascending, 0 ends the section)
 //	                   length  uint32, then that many bytes of a
 //	                           seppstore.v1.CompletedJob
 //	checksum         uint32   CRC-32C of every byte before it
+//	payloads         (format 4 only) as above, then
+//	checksum         uint32   (format 4 only) CRC-32C of the payload section
 //
 // Format 1 carries the payloads inside the engine's part. Format 2 (issue 35
 // item 3) writes the engine's part with payload lengths only
@@ -53,6 +55,16 @@ import (
 // results are not copied under the lock either. A node writes it once
 // every member applies CommandVersionResults, whose binaries restore it.
 //
+// Format 4 (issue 35 item 4) moves the payload section last, after the
+// checksum of everything before it, with a checksum of its own. A node
+// restarting over its payload store (at or past the snapshot: the store
+// holds every payload already) reads the snapshot up to the first checksum
+// and stops: at 5M jobs of 1 KiB it reads the engine's part (a few hundred
+// MB) instead of 5 GiB of payloads it would only check. A follower
+// installing the snapshot reads both sections and checks both checksums
+// before the state is swapped in. A node writes format 4 once every member
+// applies CommandVersionSnapshotPayloadsLast, whose binaries restore it.
+//
 // The engine's part is copied from a temporary file written under the read
 // lock in Snapshot, so a large state never needs a second in-memory copy and
 // the lock is held only for one sequential write to local disk, not for the
@@ -66,9 +78,12 @@ const (
 	// snapshotFormatCompletedSection is format 3: the completed section
 	// after the payloads.
 	snapshotFormatCompletedSection = 3
-	// SnapshotFormatVersion is the newest layout above; Restore accepts 1,
-	// 2 and 3.
-	SnapshotFormatVersion = snapshotFormatCompletedSection
+	// snapshotFormatPayloadsLast is format 4: the completed section and a
+	// checksum, then the payload section and a checksum of its own.
+	snapshotFormatPayloadsLast = 4
+	// SnapshotFormatVersion is the newest layout above; Restore accepts 1
+	// to 4.
+	SnapshotFormatVersion = snapshotFormatPayloadsLast
 	// maxCompletedRecordBytes bounds one record of the completed section:
 	// a result of at most 16 MiB (limits.max_result_bytes) and its job's
 	// fields, so that a corrupt length cannot make Restore allocate more.
@@ -106,6 +121,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 			if f.membersApplyLocked(CommandVersionResults) {
 				snap.format = snapshotFormatCompletedSection
 			}
+			if f.membersApplyLocked(CommandVersionSnapshotPayloadsLast) {
+				snap.format = snapshotFormatPayloadsLast
+			}
 		}
 		// The store's index at or past this snapshot's, flushed before raft
 		// keeps the snapshot (Persist waits for it), so that a restart from
@@ -135,7 +153,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	bw := bufio.NewWriterSize(tmp, 1<<20)
 	err = f.eng.SnapshotWith(bw, engine.SnapshotOptions{
 		PayloadLengths:   snap.format >= snapshotFormatPayloadSection,
-		CompletedSection: snap.format == snapshotFormatCompletedSection,
+		CompletedSection: snap.format >= snapshotFormatCompletedSection,
 	})
 	f.mu.RUnlock()
 	if err == nil {
@@ -242,6 +260,22 @@ func (s *fileSnapshot) writeTo(w io.Writer) error {
 	}
 	if n != s.engineLen {
 		return fmt.Errorf("engine snapshot file is %d bytes, expected %d", n, s.engineLen)
+	}
+	if s.format == snapshotFormatPayloadsLast {
+		if err := writeCompletedSection(out, s.bodies); err != nil {
+			return err
+		}
+		if _, err := bw.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32())); err != nil {
+			return err
+		}
+		payloadCRC := crc32.New(castagnoli)
+		if err := writePayloadSection(io.MultiWriter(bw, payloadCRC), s.bodies); err != nil {
+			return err
+		}
+		if _, err := bw.Write(binary.BigEndian.AppendUint32(nil, payloadCRC.Sum32())); err != nil {
+			return err
+		}
+		return bw.Flush()
 	}
 	if s.bodies != nil {
 		if err := writePayloadSection(out, s.bodies); err != nil {
@@ -470,7 +504,7 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 		return nil, nil, fmt.Errorf("%w: magic %q, want %q", ErrSnapshot, header[:8], snapshotMagic)
 	}
 	format := binary.BigEndian.Uint32(header[8:12])
-	if format < snapshotFormatInline || format > snapshotFormatCompletedSection {
+	if format < snapshotFormatInline || format > snapshotFormatPayloadsLast {
 		return nil, nil, fmt.Errorf("%w: format version %d, this binary restores 1 to %d", ErrSnapshot, format, SnapshotFormatVersion)
 	}
 	metaLen := binary.BigEndian.Uint32(header[12:16])
@@ -496,6 +530,7 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 
 	section := &io.LimitedReader{R: body, N: int64(engineLen)}
 	eng := engine.New(engineCfg)
+	storeAhead := false
 	if choose != nil {
 		payloads, ahead, err := choose(meta)
 		if err != nil {
@@ -503,10 +538,11 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 		}
 		eng.UsePayloadStore(payloads)
 		eng.SetPayloadsAhead(ahead)
+		storeAhead = ahead
 	}
 	opts := engine.SnapshotOptions{
 		PayloadLengths:   format >= snapshotFormatPayloadSection,
-		CompletedSection: format == snapshotFormatCompletedSection,
+		CompletedSection: format >= snapshotFormatCompletedSection,
 	}
 	if err := eng.RestoreWith(section, opts); err != nil {
 		return nil, nil, fmt.Errorf("%w: engine: %w", ErrSnapshot, err)
@@ -517,6 +553,12 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 		return nil, nil, fmt.Errorf("%w: engine section: %w", ErrSnapshot, err)
 	} else if section.N != 0 {
 		return nil, nil, fmt.Errorf("%w: engine section truncated (%d bytes after the engine's end, %d missing)", ErrSnapshot, rest, section.N)
+	}
+	if format == snapshotFormatPayloadsLast {
+		if err := readPayloadsLast(r, body, crc, eng, storeAhead); err != nil {
+			return nil, nil, err
+		}
+		return eng, meta, nil
 	}
 	if format >= snapshotFormatPayloadSection {
 		if err := readPayloadSection(body, eng); err != nil {
@@ -538,6 +580,44 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 		return nil, nil, fmt.Errorf("%w: checksum %08x, computed %08x", ErrSnapshot, got, want)
 	}
 	return eng, meta, nil
+}
+
+// readPayloadsLast reads what follows the engine's part in format 4: the
+// completed section and the checksum of everything before it (body tees
+// into crc), then, unless the payload store is ahead of the snapshot
+// (storeAhead: it holds every payload already, and reading them would only
+// check them), the payload section and its own checksum. Nothing after the
+// first checksum is read when the store is ahead: the caller closes the
+// stream.
+func readPayloadsLast(r *bufio.Reader, body io.Reader, crc hash.Hash32, eng *engine.Engine, storeAhead bool) error {
+	if err := readCompletedSection(body, eng); err != nil {
+		return fmt.Errorf("%w: completed section: %w", ErrSnapshot, err)
+	}
+	if err := readChecksum(r, crc.Sum32(), "checksum"); err != nil {
+		return err
+	}
+	if storeAhead {
+		eng.PayloadsLoaded()
+		return nil
+	}
+	payloadCRC := crc32.New(castagnoli)
+	if err := readPayloadSection(io.TeeReader(r, payloadCRC), eng); err != nil {
+		return fmt.Errorf("%w: payload section: %w", ErrSnapshot, err)
+	}
+	eng.PayloadsLoaded()
+	return readChecksum(r, payloadCRC.Sum32(), "payload section checksum")
+}
+
+// readChecksum reads a section's stored CRC-32C and compares it with want.
+func readChecksum(r io.Reader, want uint32, what string) error {
+	var sumBuf [4]byte
+	if _, err := io.ReadFull(r, sumBuf[:]); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrSnapshot, what, err)
+	}
+	if got := binary.BigEndian.Uint32(sumBuf[:]); got != want {
+		return fmt.Errorf("%w: %s %08x, computed %08x", ErrSnapshot, what, got, want)
+	}
+	return nil
 }
 
 // readPayloadSection hands each payload of format 2's section to the

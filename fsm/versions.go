@@ -63,9 +63,13 @@ const (
 	// progress. The number is written out here alone: a change that
 	// renumbers it edits this line and regenerates the golden entries.
 	CommandVersionProgress = 23
-	// CommandVersionFollowUps = 24: a JobAck carrying follow-ups, the
-	// jobs enqueued with the ack in one transition.
-	CommandVersionFollowUps = 24
+	// CommandVersionSnapshotPayloadsLast = 24: a capability row (below).
+	CommandVersionSnapshotPayloadsLast = 24
+	// CommandVersionFollowUps = 25: a JobAck carrying follow-ups, the
+	// jobs enqueued with the ack in one transition. The number is written
+	// out here alone (and in the upgrades table): a change that renumbers
+	// it edits this line and regenerates the golden entries.
+	CommandVersionFollowUps = 25
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -86,7 +90,7 @@ type commandVersionRow struct {
 // version, and the code that needs it asks whether every member applies
 // it (NodeMeta.AppliesCommandVersion); a command stamped with one would be
 // a bug (TestVersionTable_OneDeclaration).
-var capabilityVersions = []uint32{CommandVersionSnapshotPayloads}
+var capabilityVersions = []uint32{CommandVersionSnapshotPayloads, CommandVersionSnapshotPayloadsLast}
 
 // isCapability reports whether version v is a capability row.
 func isCapability(v uint32) bool { return slices.Contains(capabilityVersions, v) }
@@ -139,6 +143,8 @@ var commandVersions = [...]commandVersionRow{
 		"a ConfigSet that sets compact_charge (fsm/compact_charge.go, engine/memory.go): a plain waiting job is charged to the memory budget as its 24-byte compact entry, not as a full job; an older binary would keep charging it in full and refuse the enqueues the others accept near a budget"},
 	{CommandVersionProgress, "progress", nil,
 		"a LeaseExtend that carries the job's progress (engine/progress.go): an older binary would drop the field, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses an extension with progress (FAILED_PRECONDITION naming the feature, the lease not extended: cluster); the binary also restores the engine snapshot layout that carries progress, which the engine writes only while a job has progress, so never before every member applies this version"},
+	{CommandVersionSnapshotPayloadsLast, "snapshot_payloads_last", nil,
+		"a capability, no command: the binary restores snapshot format 4, whose payload section comes last with a checksum of its own (snapshot.go), so a node whose payload store is at or past the snapshot restores without reading the payloads; a node writes format 4 only once every member applies this version, since an older binary refuses it"},
 	{CommandVersionFollowUps, "follow_ups", nil,
 		"a JobAck that carries follow-ups, the public EnqueueRequests of the jobs enqueued with the ack, all or nothing (engine/followups.go): an older binary would drop them and enqueue nothing, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses an ack with follow-ups (FAILED_PRECONDITION naming the feature, nothing applied, the lease still held: cluster); the engine's snapshot holds nothing new"},
 }

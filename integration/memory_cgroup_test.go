@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/sepp-io/sepp/client"
 	"github.com/sepp-io/sepp/devcluster"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
@@ -47,14 +48,25 @@ func TestMemoryBudgetInOwnCgroup_PayloadsOnDisk(t *testing.T) {
 
 func floodInOwnCgroups(t *testing.T, extraTOML string, timeout time.Duration) {
 	t.Helper()
-	requireLong(t)
-	h := requireCgroupHierarchy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	c, insp := startInOwnCgroups(ctx, t, extraTOML, int64(memLimitMiB)<<20)
+	defer dumpLogs(t, c)
+	requireDefaultBudget(ctx, t, c.Addrs()[0])
+	floodRestartDrain(ctx, t, c, insp)
+}
 
-	base := filepath.Join(h.dir, fmt.Sprintf("sepp-test-%d", os.Getpid()))
+// startInOwnCgroups starts three real nodes, each inside a memory cgroup of
+// its own limited to limit bytes, in the three layouts systemd makes (see
+// TestMemoryBudgetInOwnCgroup), waits for a leader and for every member to
+// report the limit it found, and returns the cluster and a client of it.
+func startInOwnCgroups(ctx context.Context, t *testing.T, extraTOML string, limit int64) (cgroupBudgeted, *client.Client) {
+	t.Helper()
+	requireLong(t)
+	h := requireCgroupHierarchy(t)
+
+	base := filepath.Join(h.dir, fmt.Sprintf("sepp-test-%d-%d", os.Getpid(), limit>>20))
 	var nodeDirs [3]string
-	limit := int64(memLimitMiB) << 20
 	for i, layout := range []struct {
 		limited, run string
 		childLimit   int64
@@ -92,11 +104,10 @@ func floodInOwnCgroups(t *testing.T, extraTOML string, timeout time.Duration) {
 		t.Fatalf("start cluster: %v", err)
 	}
 	t.Cleanup(func() { _ = dc.Stop() })
-	c := cgroupBudgeted{localCluster: localCluster{dc}, h: h, nodeDirs: nodeDirs}
+	c := cgroupBudgeted{localCluster: localCluster{dc}, h: h, nodeDirs: nodeDirs, limitMiB: limit >> 20}
 	if err := dc.WaitServing(ctx); err != nil {
 		t.Fatalf("%v\n%s", err, c.LogTail(0))
 	}
-	defer dumpLogs(t, c)
 	for i := range nodeDirs {
 		if !h.holds(nodeDirs[i], dc.Pid(i)) {
 			t.Fatalf("node %d (pid %d) is not in its cgroup %s", i+1, dc.Pid(i), nodeDirs[i])
@@ -105,8 +116,7 @@ func floodInOwnCgroups(t *testing.T, extraTOML string, timeout time.Duration) {
 	insp := newClient(ctx, t, c.Addrs())
 	waitLeader(ctx, t, insp, c, 60*time.Second, -1)
 	requireMembersFoundLimit(ctx, t, c.Addrs()[0], limit)
-	requireDefaultBudget(ctx, t, c.Addrs()[0])
-	floodRestartDrain(ctx, t, c, insp)
+	return c, insp
 }
 
 // requireMembersFoundLimit fails t unless every member reports limit bytes
@@ -145,6 +155,7 @@ type cgroupBudgeted struct {
 	localCluster
 	h        cgroupHierarchy
 	nodeDirs [3]string
+	limitMiB int64 // each node's memory limit
 }
 
 func (c cgroupBudgeted) killAll(_ context.Context, t *testing.T) {
@@ -186,7 +197,7 @@ func (c cgroupBudgeted) requireAlive(_ context.Context, t *testing.T, when strin
 func (c cgroupBudgeted) reportPeaks(_ context.Context, t *testing.T, name string) {
 	t.Helper()
 	for i := range c.nodeDirs {
-		reportPeak(t, strconv.Itoa(c.Pid(i)), fmt.Sprintf("%s_rss_%s", name, c.IDs()[i]))
+		reportPeak(t, strconv.Itoa(c.Pid(i)), fmt.Sprintf("%s_rss_%s", name, c.IDs()[i]), c.limitMiB)
 	}
 }
 

@@ -318,12 +318,12 @@ func (c dockerBudgeted) reportPeaks(ctx context.Context, t *testing.T, name stri
 		if err != nil {
 			continue
 		}
-		reportPeak(t, pid, fmt.Sprintf("%s_rss_%s", name, c.ids[i]))
+		reportPeak(t, pid, fmt.Sprintf("%s_rss_%s", name, c.ids[i]), memLimitMiB)
 	}
 }
 
 // reportPeak reports the peak resident memory (VmHWM) of process pid.
-func reportPeak(t *testing.T, pid, name string) {
+func reportPeak(t *testing.T, pid, name string, limitMiB int64) {
 	t.Helper()
 	status, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
@@ -332,7 +332,7 @@ func reportPeak(t *testing.T, pid, name string) {
 	for _, line := range strings.Split(string(status), "\n") {
 		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
 			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-				report(t, name, kb>>10, fmt.Sprintf("MiB of %d", memLimitMiB))
+				report(t, name, kb>>10, fmt.Sprintf("MiB of %d", limitMiB))
 			}
 		}
 	}

@@ -1179,7 +1179,7 @@ type JobAck struct {
 	// version 20, results); empty: none.
 	Result []byte `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
 	// follow_ups are the jobs enqueued with the ack, all or nothing
-	// (command version 24, follow_ups): the client's own EnqueueRequests, as
+	// (the command version of the feature follow_ups): the client's own EnqueueRequests, as
 	// etcd's InternalRaftRequest holds its PutRequest, converted at apply by
 	// apiconv as the API's validation converts them. No EnqueueParams
 	// (JobEnqueue's mirror of the engine's params) here: the enqueue path
