@@ -202,6 +202,9 @@ type Delivery struct {
 
 	// result is what a handler set with SetResult: a Worker acks with it.
 	result []byte
+	// followUps are what a handler added with AddFollowUp: a Worker
+	// enqueues them with the ack (AckWithFollowUps).
+	followUps []*EnqueueRequest
 	// progress carries the handler's reports (Progress) to the Worker's
 	// lease keeper; nil outside a Worker.
 	progress *progressBox

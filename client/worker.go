@@ -368,6 +368,9 @@ func (w *Worker) run(d Delivery) {
 // ran, so it is acked without the result rather than run again, and the
 // refusal is reported.
 func (w *Worker) ack(ctx context.Context, d *Delivery) error {
+	if len(d.followUps) > 0 {
+		return w.ackFollowUps(ctx, d)
+	}
 	if len(d.result) == 0 {
 		return w.c.Ack(ctx, d.Ctx)
 	}

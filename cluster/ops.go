@@ -107,6 +107,39 @@ func (n *Node) ack(ctx context.Context, ref engine.LeaseRef, result []byte) erro
 	return res.Err
 }
 
+// ackFollowUps completes a delivery and enqueues its follow-ups in the
+// same command (fsm.CommandVersionFollowUps), all or nothing; it returns the
+// follow-ups' results.
+func (n *Node) ackFollowUps(ctx context.Context, op engine.AckFollowUpsOp) ([]engine.EnqueueResult, error) {
+	if len(op.FollowUps) == 0 {
+		return nil, n.ack(ctx, op.Ref, op.Result)
+	}
+	// Until every member applies follow-ups, one that does not would
+	// drop them and complete the job alone: refused before anything is
+	// proposed, the lease still held (the worker may ack without them and
+	// enqueue them on their own). Version 24 implies results, unique jobs,
+	// expiry and trace contexts, so nothing else is gated here.
+	ok, err := n.membersApplyFor(ctx, fsm.CommandVersionFollowUps)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w (%s)", ErrFollowUpsUnsupported, n.memberLacking(fsm.CommandVersionFollowUps))
+	}
+	res, err := n.propose(ctx, fsm.AckFollowUpsCommand(op.Ref, op.Result, op.FollowUps))
+	if err != nil {
+		return nil, err
+	}
+	return res.FollowUps, res.Err
+}
+
+// ErrFollowUpsUnsupported refuses an ack that carries follow-ups while
+// some member of the cluster does not apply fsm.CommandVersionFollowUps:
+// nothing was proposed, the lease still holds, and the worker may ack
+// without them. The gRPC layer answers FailedPrecondition with a
+// PreconditionFailure of type VERSION naming the feature "follow_ups".
+var ErrFollowUpsUnsupported = errors.New("follow_ups: this cluster enqueues no follow-ups with an ack yet (the capability \"follow_ups\" is missing from GetServerInfo until every member applies its command version); ack without them")
+
 // ErrResultNotKept refuses an ack that carries a result while some member
 // of the cluster does not apply command version 20 (results): nothing was
 // proposed, the lease still holds, and the worker may ack without it.

@@ -22,6 +22,8 @@ func (n *Node) Propose(ctx context.Context, op engine.Op) (any, error) {
 		return n.reserve(ctx, op.Params)
 	case engine.AckOp:
 		return engine.Done{}, n.ack(ctx, op.Ref, op.Result)
+	case engine.AckFollowUpsOp:
+		return n.ackFollowUps(ctx, op)
 	case engine.NackOp:
 		return n.nack(ctx, op.Params)
 	case engine.ReleaseOp:

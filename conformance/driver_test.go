@@ -237,6 +237,35 @@ func (d *goDriver) dispatch(ctx context.Context, op string, a *args) (map[string
 			return nil, nil
 		}
 		return map[string]any{}, c.Ack(ctx, dl.Ctx)
+	case "ack_follow_ups":
+		dl := d.delivery(a)
+		items, _ := a.m["follow_ups"].([]any)
+		reqs := make([]*client.EnqueueRequest, len(items))
+		for i, it := range items {
+			m, ok := it.(map[string]any)
+			if !ok {
+				a.fail("follow_ups", "an array of enqueue arguments")
+				return nil, nil
+			}
+			item := &args{m: m}
+			reqs[i] = enqueueRequest(item)
+			if item.err != nil {
+				a.err = fmt.Errorf("follow_ups[%d]: %w", i, item.err)
+				return nil, nil
+			}
+		}
+		if a.err != nil {
+			return nil, nil
+		}
+		rs, err := c.AckWithFollowUps(ctx, dl.Ctx, nil, reqs)
+		if err != nil {
+			return nil, err
+		}
+		results := []any{}
+		for _, r := range rs {
+			results = append(results, map[string]any{"job_id": r.JobID, "state": r.State.String(), "duplicate": r.Duplicate})
+		}
+		return map[string]any{"follow_ups": results}, nil
 	case "nack":
 		dl := d.delivery(a)
 		var dir client.RetryDirective

@@ -122,80 +122,142 @@ func checkCustom(custom map[string]string, maxBytes int) error {
 
 // enqueueChecked applies a checked enqueue to q at e.now.
 func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, error) {
+	a, err := e.admit(q, p, nil)
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	return e.commitEnqueue(q, p, &a), nil
+}
+
+// admission is what admit found out about an enqueue that commitEnqueue
+// needs: an enqueue is decided (admit, which may refuse) apart from being
+// applied (commitEnqueue, which cannot fail), so that an ack's follow-ups
+// are all decided before any is applied (followups.go).
+type admission struct {
+	sk        storedKey
+	uniqueKey string
+	due       int64
+	deadline  int64
+	// need is the memory the job and its keys are charged.
+	need int64
+	// dup answers the enqueue without a job (an idempotency or unique
+	// key another job holds); dupInBatch: that job is an earlier
+	// follow-up of the same ack, whose state is read once it exists.
+	dup        bool
+	dupInBatch bool
+	res        EnqueueResult
+}
+
+// admit checks an enqueue of p to q against the state at e.now, plus what
+// the earlier items of ov will have added (nil: none). It changes nothing
+// but what an enqueue's checks always did: an acked job's unique hold that
+// has ended is dropped, and, without ov, a full key store forgets its
+// oldest key early (forgetOldestKeyEarly).
+func (e *Engine) admit(q *queue, p *EnqueueParams, ov *enqueueOverlay) (admission, error) {
 	now := e.now
+	var a admission
 	key := p.IdempotencyKey
-	var sk storedKey
 	if key != "" {
-		sk = storedKeyOf(key)
-		if ent := e.keys.getStored(q, &sk); ent != nil {
-			return EnqueueResult{JobID: ent.jobID(), State: e.stateOf(ent.jobID()), Duplicate: true}, nil
+		a.sk = storedKeyOf(key)
+		if ent := e.keys.getStored(q, &a.sk); ent != nil {
+			a.dup, a.res = true, EnqueueResult{JobID: ent.jobID(), State: e.stateOf(ent.jobID()), Duplicate: true}
+			return a, nil
+		}
+		if id, ok := ov.keyHolder(q.name, key); ok {
+			a.dup, a.dupInBatch, a.res = true, true, EnqueueResult{JobID: id, Duplicate: true}
+			return a, nil
 		}
 	}
-	var uniqueKey string
 	if p.Unique != nil {
 		if horizon := time.Duration(q.set.horizon); p.Unique.CompletedFor > horizon {
-			return EnqueueResult{}, invalid("unique.completed_for", "is %s, above the max_schedule_horizon of queue %q (%s)", p.Unique.CompletedFor, q.name, horizon)
+			return a, invalid("unique.completed_for", "is %s, above the max_schedule_horizon of queue %q (%s)", p.Unique.CompletedFor, q.name, horizon)
 		}
-		uniqueKey = UniqueKeyOf(p)
-		if ent := e.uniqueHolder(q, uniqueKey); ent != nil {
-			return e.uniqueConflict(ent, p.Unique)
+		a.uniqueKey = UniqueKeyOf(p)
+		if ent := e.uniqueHolder(q, a.uniqueKey); ent != nil {
+			res, err := e.uniqueConflict(ent, p.Unique)
+			a.dup, a.res = true, res
+			return a, err
+		}
+		if id, state, ok := ov.uniqueHolder(q.name, a.uniqueKey); ok {
+			if p.Unique.Refuse {
+				return a, &UniqueConflictError{Queue: q.name, Key: a.uniqueKey, Existing: id, State: state}
+			}
+			a.dup, a.dupInBatch, a.res = true, true, EnqueueResult{JobID: id, Duplicate: true}
+			return a, nil
 		}
 	}
-	var due int64
 	if !p.ScheduledAt.IsZero() {
 		latest := addSat(now, q.set.horizon)
 		if at := toNanos(p.ScheduledAt); at > latest || p.ScheduledAt.After(maxTime) {
-			return EnqueueResult{}, &ScheduledTooFarError{
+			return a, &ScheduledTooFarError{
 				Queue: q.name, Horizon: time.Duration(q.set.horizon), Requested: p.ScheduledAt, Latest: fromNanos(latest),
 			}
 		} else if at > now {
-			due = at
+			a.due = at
 		}
 	}
-	var deadline int64
+	due := a.due
 	if p.Expiry != nil {
 		var err error
-		if deadline, err = e.jobDeadline(p.Expiry, due); err != nil {
-			return EnqueueResult{}, err
+		if a.deadline, err = e.jobDeadline(p.Expiry, due); err != nil {
+			return a, err
 		}
 	}
-	if q.set.maxLength > 0 && q.live() >= q.set.maxLength {
-		return EnqueueResult{}, &FieldError{Field: "queue", Reason: fmt.Sprintf("queue %q holds %d jobs, its max_length", q.name, q.set.maxLength), Err: ErrQueueFull}
+	deadline := a.deadline
+	if q.set.maxLength > 0 && q.live()+ov.liveIn(q) >= q.set.maxLength {
+		return a, &FieldError{Field: "queue", Reason: fmt.Sprintf("queue %q holds %d jobs, its max_length", q.name, q.set.maxLength), Err: ErrQueueFull}
 	}
 	var customBytes int64
 	if len(p.Custom) > 0 {
 		customBytes = customCharge(p.Custom)
 	}
-	need := enqueueCharge(p, &sk, customBytes, due != 0 || deadline != 0 || q.set.maxWait != 0, e.payloadsOffHeap)
-	if e.compactCharge && customBytes == 0 && due == 0 && deadline == 0 && q.set.maxWait == 0 && uniqueKey == "" && p.Trace == nil {
+	need := enqueueCharge(p, &a.sk, customBytes, due != 0 || deadline != 0 || q.set.maxWait != 0, e.payloadsOffHeap)
+	if e.compactCharge && customBytes == 0 && due == 0 && deadline == 0 && q.set.maxWait == 0 && a.uniqueKey == "" && p.Trace == nil {
 		need -= jobOverhead + int64(len(p.JobType)) - compactJobOverhead // a plain waiting job
 	}
-	if uniqueKey != "" {
-		need += uniqueCharge(uniqueKey)
+	if a.uniqueKey != "" {
+		need += uniqueCharge(a.uniqueKey)
 		if customBytes == 0 && due == 0 {
 			need += extOverhead
 		}
 	}
 	if p.Trace != nil {
 		need += traceCharge(p.Trace)
-		if customBytes == 0 && due == 0 && deadline == 0 && q.set.maxWait == 0 && uniqueKey == "" {
+		if customBytes == 0 && due == 0 && deadline == 0 && q.set.maxWait == 0 && a.uniqueKey == "" {
 			need += extOverhead
 		}
 	}
-	if err := e.checkMemory(q, need); err != nil {
-		return EnqueueResult{}, err
+	a.need = need
+	if err := e.checkMemoryOver(q, need, ov); err != nil {
+		return a, err
 	}
-	if err := e.checkDisk(int64(len(p.Payload))); err != nil {
-		return EnqueueResult{}, err
+	if err := e.checkDisk(int64(len(p.Payload)) + ov.diskBytes()); err != nil {
+		return a, err
 	}
-	if key != "" && e.keys.len() >= e.lim.MaxIdempotencyKeys && !e.forgetOldestKeyEarly(now) {
-		reason := fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys; retry once older keys expire", e.keys.len())
+	if key != "" && e.keys.len()+ov.keyCount() >= e.lim.MaxIdempotencyKeys && (ov != nil || !e.forgetOldestKeyEarly(now)) {
+		// A batch's items do not forget keys early: forgetting one is a
+		// change, and an item decided on may not change anything yet.
+		reason := fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys; retry once older keys expire", e.keys.len()+ov.keyCount())
 		if e.lim.IdempotencyMinWindow > 0 {
-			reason = fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys, the oldest for less than limits.idempotency_min_window_ms (%s); retry once older keys expire", e.keys.len(), e.lim.IdempotencyMinWindow)
+			reason = fmt.Sprintf("%d keys are remembered, limits.max_idempotency_keys, the oldest for less than limits.idempotency_min_window_ms (%s); retry once older keys expire", e.keys.len()+ov.keyCount(), e.lim.IdempotencyMinWindow)
 		}
-		return EnqueueResult{}, &FieldError{Field: "idempotency_key", Reason: reason, Err: ErrCapacity}
+		return a, &FieldError{Field: "idempotency_key", Reason: reason, Err: ErrCapacity}
 	}
+	return a, nil
+}
 
+// commitEnqueue applies an enqueue admit admitted, at e.now. It cannot
+// fail: every refusal is admit's.
+func (e *Engine) commitEnqueue(q *queue, p *EnqueueParams, a *admission) EnqueueResult {
+	if a.dup {
+		res := a.res
+		if a.dupInBatch {
+			res.State = e.stateOf(res.JobID)
+		}
+		return res
+	}
+	now := e.now
+	key, uniqueKey, due, deadline := p.IdempotencyKey, a.uniqueKey, a.due, a.deadline
 	prio := q.set.defaultPriority
 	if p.Priority != nil {
 		prio = uint8(*p.Priority)
@@ -227,7 +289,7 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 		e.charge(q, e.jobCharge(j)-before)
 	}
 	if key != "" {
-		ent := newStoredIdemEntry(q, &sk, j.id, now)
+		ent := newStoredIdemEntry(q, &a.sk, j.id, now)
 		if !ent.packed() {
 			// Own a copy: the key may share the memory of a larger string
 			// the caller decoded. (A packed key is a copy already.)
@@ -240,7 +302,7 @@ func (e *Engine) enqueueChecked(q *queue, p *EnqueueParams) (EnqueueResult, erro
 	if !e.compactify(j) {
 		e.jobs.set(j)
 	}
-	return res, nil
+	return res
 }
 
 // addJob creates a job with the next id: Scheduled until due when due is

@@ -330,6 +330,12 @@ func (e *Engine) AckWithResult(now time.Time, ref LeaseRef, result []byte) error
 	if err := checkResultKept(j, result); err != nil {
 		return err
 	}
+	e.ackLeased(j, result)
+	return nil
+}
+
+// ackLeased completes j, whose lease was checked, keeping result.
+func (e *Engine) ackLeased(j *job, result []byte) {
 	e.complete(j, result)
 	if at, ok := e.started[j.id]; ok { // recorded once every member keeps attempt detail
 		j.q.act.observeRun(time.Duration(e.now - at))
@@ -340,7 +346,6 @@ func (e *Engine) AckWithResult(now time.Time, ref LeaseRef, result []byte) error
 	e.releasePayload(j)
 	e.uniqueAcked(j)
 	j.q.acked++
-	return nil
 }
 
 // Nack fails a delivery. DirectiveDeadLetter dead-letters it at once (cause

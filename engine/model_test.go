@@ -622,6 +622,55 @@ func (r *modelRun) step(i int) {
 	case x < 62:
 		kind = "ack"
 		ref := r.pickRef()
+		if rng.Intn(3) == 0 {
+			// An ack with follow-ups (AckWithFollowUps): enqueued in
+			// order only when the lease holds, all or nothing.
+			kind = "ack-follow-ups"
+			fus := make([]engine.EnqueueParams, 1+rng.Intn(3))
+			for k := range fus {
+				fus[k] = engine.EnqueueParams{Queue: queues[rng.Intn(2)], JobType: "t", Payload: []byte{byte(i), byte(k)}}
+				if rng.Intn(2) == 0 {
+					fus[k].IdempotencyKey = fmt.Sprint("k", rng.Intn(10))
+				}
+			}
+			res := both(func(e *engine.Engine) any {
+				res, err := e.AckWithFollowUps(now, ref, nil, fus)
+				return [2]any{res, err}
+			}).([2]any)
+			err, _ := res[1].(error)
+			got, _ := res[0].([]engine.EnqueueResult)
+			m.advance(now)
+			j := wantLease(ref, err)
+			if j == nil {
+				if got != nil {
+					t.Fatalf("step %d: a refused ack enqueued %+v", i, got)
+				}
+				break
+			}
+			for k, p := range fus {
+				key := p.Queue + "/" + p.IdempotencyKey
+				want := engine.EnqueueResult{}
+				if p.IdempotencyKey != "" {
+					for _, mk := range m.keys {
+						if mk.key == key {
+							want = engine.EnqueueResult{JobID: mk.id, Duplicate: true}
+						}
+					}
+				}
+				if !want.Duplicate {
+					nj := m.add(p.Queue, 0, 3, nil, time.Time{})
+					want = engine.EnqueueResult{JobID: nj.id, State: nj.state}
+					if p.IdempotencyKey != "" {
+						m.keys = append(m.keys, mKey{key: key, id: nj.id, created: m.now})
+					}
+				}
+				if got[k].JobID != want.JobID || got[k].Duplicate != want.Duplicate || (!want.Duplicate && got[k].State != want.State) {
+					t.Fatalf("step %d: follow-up %d: engine %+v, model %+v", i, k, got[k], want)
+				}
+			}
+			delete(m.jobs, j.id)
+			break
+		}
 		err, _ := both(func(e *engine.Engine) any { return e.Ack(now, ref) }).(error)
 		m.advance(now)
 		if j := wantLease(ref, err); j != nil {

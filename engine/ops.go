@@ -42,6 +42,14 @@ type (
 		Ref    LeaseRef
 		Result []byte
 	}
+	// AckFollowUpsOp completes a leased job and enqueues its follow-ups
+	// in the same transition, all or nothing (AckWithFollowUps); the
+	// results are the follow-ups', in order.
+	AckFollowUpsOp struct {
+		Ref       LeaseRef
+		Result    []byte
+		FollowUps []EnqueueParams
+	}
 	// NackOp fails a leased job with a retry directive (Nack).
 	NackOp struct{ Params NackParams }
 	// ReleaseOp hands a leased job back unharmed (Release).
@@ -137,6 +145,7 @@ func (EnqueueOp) OpName() string            { return "Enqueue" }
 func (EnqueueBatchOp) OpName() string       { return "EnqueueBatch" }
 func (ReserveOp) OpName() string            { return "Reserve" }
 func (AckOp) OpName() string                { return "Ack" }
+func (AckFollowUpsOp) OpName() string       { return "AckFollowUps" }
 func (NackOp) OpName() string               { return "Nack" }
 func (ReleaseOp) OpName() string            { return "Release" }
 func (ExtendLeaseOp) OpName() string        { return "ExtendLease" }
@@ -164,6 +173,7 @@ func (EnqueueOp) yields(EnqueueResult)               {}
 func (EnqueueBatchOp) yields([]BatchItemResult)      {}
 func (ReserveOp) yields([]Delivery)                  {}
 func (AckOp) yields(Done)                            {}
+func (AckFollowUpsOp) yields([]EnqueueResult)        {}
 func (NackOp) yields(NackResult)                     {}
 func (ReleaseOp) yields(Done)                        {}
 func (ExtendLeaseOp) yields(time.Time)               {}
@@ -203,6 +213,8 @@ func (e *Engine) Apply(now time.Time, op Op) (any, error) {
 		return e.Reserve(now, op.Params)
 	case AckOp:
 		return Done{}, e.AckWithResult(now, op.Ref, op.Result)
+	case AckFollowUpsOp:
+		return e.AckWithFollowUps(now, op.Ref, op.Result, op.FollowUps)
 	case NackOp:
 		return e.Nack(now, op.Params)
 	case ReleaseOp:

@@ -261,6 +261,25 @@ func AckWithResultCommand(ref engine.LeaseRef, result []byte) *cmdpb.Command {
 	return c
 }
 
+// AckFollowUpsCommand builds a JobAck carrying a result (as
+// AckWithResultCommand's) and follow-ups, of CommandVersionFollowUps when
+// there are any (an older binary would drop them). The log holds the
+// follow-ups as the API's EnqueueRequests (apiconv turns the checked
+// params back into them), as etcd's log holds its PutRequest. Propose one
+// with follow-ups only to a cluster whose every member applies that
+// version.
+func AckFollowUpsCommand(ref engine.LeaseRef, result []byte, followUps []engine.EnqueueParams) *cmdpb.Command {
+	c := AckWithResultCommand(ref, result)
+	if len(followUps) > 0 {
+		c.Version = CommandVersionFollowUps
+		ack := c.GetJobAck()
+		for i := range followUps {
+			ack.FollowUps = append(ack.FollowUps, apiconv.EnqueueRequest(&followUps[i]))
+		}
+	}
+	return c
+}
+
 // AckBatchCommand builds a JobAckBatch (command version 2): the refs ack in
 // order, each as AckCommand's would, and the Result's Acks holds one error
 // per ref. Propose it only to a cluster whose every member applies

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/sepp-io/sepp/apiconv"
 	"github.com/sepp-io/sepp/engine"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 	"github.com/sepp-io/sepp/store"
@@ -69,6 +71,7 @@ type Result struct {
 	Items      []engine.ItemResult       // DeadLetterRequeue, DeadLetterDelete, JobDeadLetter, JobsAct
 	Tick       engine.TickResult         // Tick
 	Acks       []error                   // JobAckBatch: one per ref, in order, nil when acked
+	FollowUps  []engine.EnqueueResult    // JobAck with follow-ups: one per follow-up, in order
 	Removed    engine.QueueRemoval       // QueueDelete, QueuePurge
 	Fire       engine.FireResult         // ScheduleFire
 	Redrive    engine.RedriveTask        // RedriveStart, RedriveStep, RedriveSetState
@@ -386,7 +389,21 @@ func (f *FSM) applyJobReserve(now time.Time, c *cmdpb.JobReserve, retryWindow bo
 }
 
 func (f *FSM) applyJobAck(now time.Time, c *cmdpb.JobAck) Result {
-	return Result{Err: f.eng.AckWithResult(now, leaseRefFromProto(c.GetRef()), c.GetResult())}
+	if len(c.GetFollowUps()) == 0 {
+		return Result{Err: f.eng.AckWithResult(now, leaseRefFromProto(c.GetRef()), c.GetResult())}
+	}
+	// The follow-ups are the API's EnqueueRequests: apiconv converts them
+	// as the API's validation did, deterministically, and a conversion the
+	// API would have refused is the engine's refusal here, alike on every
+	// replica: the ack is refused and nothing is enqueued.
+	items := make([]engine.EnqueueParams, len(c.GetFollowUps()))
+	for i, r := range c.GetFollowUps() {
+		if err := apiconv.FillEnqueueParams(&items[i], "follow_ups["+strconv.Itoa(i)+"].", r); err != nil {
+			return Result{Err: err}
+		}
+	}
+	res, err := f.eng.AckWithFollowUps(now, leaseRefFromProto(c.GetRef()), c.GetResult(), items)
+	return Result{FollowUps: res, Err: err}
 }
 
 // applyJobAckBatch acks each ref (job_ids[i], lease_tokens[i]) as

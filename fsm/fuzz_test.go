@@ -111,6 +111,18 @@ func seedEntries(t testing.TB) map[string][]byte {
 			ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Lease: time.Minute}),
 			ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Progress: &engine.Progress{Percent: 50}}),
 			ExtendLeaseCommand(engine.ExtendParams{LeaseRef: engine.LeaseRef{JobID: 1, LeaseToken: 1}, Progress: &engine.Progress{Percent: 101}})},
+		// Follow-ups (CommandVersionFollowUps): an ack enqueueing two
+		// jobs (one keyed, one scheduled), a retried one whose lease is
+		// gone (nothing enqueued), and one whose second follow-up is
+		// refused at apply (nothing enqueued, the job still reserved).
+		"follow_ups": {EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t"}),
+			EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t"}),
+			ReserveCommand(engine.ReserveParams{Queue: "q", WorkerID: "w", N: 2, Lease: time.Minute}),
+			AckFollowUpsCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1}, nil, []engine.EnqueueParams{
+				{Queue: "next", JobType: "t2", Payload: []byte("p"), IdempotencyKey: "step-2"},
+				{Queue: "next", JobType: "t3", ScheduledAt: time.Unix(1, 0), Custom: map[string]string{"a": "b"}}}),
+			AckFollowUpsCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1}, nil, []engine.EnqueueParams{{Queue: "next", JobType: "t2"}}),
+			AckFollowUpsCommand(engine.LeaseRef{JobID: 2, LeaseToken: 2}, nil, []engine.EnqueueParams{{Queue: "next", JobType: "t2"}, {Queue: "next"}})},
 		// Cancelling a reserved job (9).
 		"cancel": {JobsActCommand(engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{1}, Reason: "stuck"})},
 		// Unique jobs (8).

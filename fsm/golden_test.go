@@ -74,6 +74,7 @@ func TestGoldenEntries(t *testing.T) {
 		{"seed_public_queue_settings", 2, CommandVersionPublicQueueSettings, "public_queue_settings"},
 		{"seed_compact_charge", 2, CommandVersionCompactCharge, "compact_charge"},
 		{"seed_progress", 2, CommandVersionProgress, "progress"},
+		{"seed_follow_ups", 2, CommandVersionFollowUps, "follow_ups"},
 	}
 	covered := map[[2]uint32]bool{}
 	for _, tt := range tests {

@@ -65,6 +65,11 @@ const (
 	CommandVersionProgress = 23
 	// CommandVersionSnapshotPayloadsLast = 24: a capability row (below).
 	CommandVersionSnapshotPayloadsLast = 24
+	// CommandVersionFollowUps = 25: a JobAck carrying follow-ups, the
+	// jobs enqueued with the ack in one transition. The number is written
+	// out here alone (and in the upgrades table): a change that renumbers
+	// it edits this line and regenerates the golden entries.
+	CommandVersionFollowUps = 25
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -140,6 +145,8 @@ var commandVersions = [...]commandVersionRow{
 		"a LeaseExtend that carries the job's progress (engine/progress.go): an older binary would drop the field, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses an extension with progress (FAILED_PRECONDITION naming the feature, the lease not extended: cluster); the binary also restores the engine snapshot layout that carries progress, which the engine writes only while a job has progress, so never before every member applies this version"},
 	{CommandVersionSnapshotPayloadsLast, "snapshot_payloads_last", nil,
 		"a capability, no command: the binary restores snapshot format 4, whose payload section comes last with a checksum of its own (snapshot.go), so a node whose payload store is at or past the snapshot restores without reading the payloads; a node writes format 4 only once every member applies this version, since an older binary refuses it"},
+	{CommandVersionFollowUps, "follow_ups", nil,
+		"a JobAck that carries follow-ups, the public EnqueueRequests of the jobs enqueued with the ack, all or nothing (engine/followups.go): an older binary would drop them and enqueue nothing, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses an ack with follow-ups (FAILED_PRECONDITION naming the feature, nothing applied, the lease still held: cluster); the engine's snapshot holds nothing new"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -215,6 +222,8 @@ var (
 	FeatureCompactCharge = mustFeature(CommandVersionCompactCharge)
 	// FeatureProgress: a running job's progress, with its lease extension.
 	FeatureProgress = mustFeature(CommandVersionProgress)
+	// FeatureFollowUps: jobs enqueued with an ack, all or nothing.
+	FeatureFollowUps = mustFeature(CommandVersionFollowUps)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

@@ -374,15 +374,54 @@ func (s *queueService) Ack(ctx context.Context, req *seppv1.AckRequest) (*seppv1
 	if err := s.checkResult(req.GetResult()); err != nil {
 		return nil, err
 	}
+	followUps, err := s.followUpParams(req.GetFollowUps())
+	if err != nil {
+		return nil, err
+	}
 	spans := s.settleSpans(ctx, "ack", []engine.LeaseRef{ref})
-	_, err = Propose(ctx, s.b, engine.AckOp{Ref: ref, Result: req.GetResult()})
+	var results []engine.EnqueueResult
+	if len(followUps) > 0 {
+		results, err = Propose(ctx, s.b, engine.AckFollowUpsOp{Ref: ref, Result: req.GetResult(), FollowUps: followUps})
+	} else {
+		_, err = Propose(ctx, s.b, engine.AckOp{Ref: ref, Result: req.GetResult()})
+	}
 	if spans != nil {
 		endJobSpan(spans[0], ref.JobID, err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &seppv1.AckResponse{}, nil
+	if len(results) != len(followUps) {
+		return nil, errors.New("ack: backend returned " + itoa(len(results)) + " follow-up results for " + itoa(len(followUps)))
+	}
+	out := &seppv1.AckResponse{}
+	if len(results) > 0 {
+		out.FollowUps = make([]*seppv1.EnqueueResponse, len(results))
+		for i, r := range results {
+			out.FollowUps[i] = enqueueResultToProto(r)
+		}
+	}
+	return out, nil
+}
+
+// followUpParams checks an Ack's follow-ups as Enqueue checks a request,
+// each naming its item (follow_ups[i].<field>). Any bad item refuses the
+// ack: the follow-ups are all or nothing. Their number is the engine's to
+// bound (limits.max_batch_size, EnqueueBatch's limit, refused at apply
+// with nothing applied, as EnqueueBatch's is); the whole request is
+// bounded by max_message_bytes already, which the log's command limit
+// holds (cluster.Config.MaxCommandBytes), so the entry fits.
+func (s *queueService) followUpParams(reqs []*seppv1.EnqueueRequest) ([]engine.EnqueueParams, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	params := make([]engine.EnqueueParams, len(reqs))
+	for i, r := range reqs {
+		if err := fillEnqueueParams(&params[i], "follow_ups["+itoa(i)+"].", r); err != nil {
+			return nil, err
+		}
+	}
+	return params, nil
 }
 
 // ErrResultNotKept refuses an Ack that carries a result while some member

@@ -39,6 +39,7 @@ import (
 //	cluster ErrUpgradeInProgress     FailedPrecondition + PreconditionFailure(VERSION)
 //	rpc ErrResultNotKept             FailedPrecondition + PreconditionFailure(VERSION, feature=results)
 //	cluster ErrProgressUnsupported  FailedPrecondition + PreconditionFailure(VERSION, feature=progress)
+//	cluster ErrFollowUpsUnsupported FailedPrecondition + PreconditionFailure(VERSION, feature=follow_ups)
 //	engine ErrNoCompletedRetention   FailedPrecondition + PreconditionFailure(QUEUE, completed_retention_ms)
 //	cluster ErrUnknownMember         NotFound (no such voter to transfer to)
 //	engine ErrQueueFull, ErrCapacity ResourceExhausted
@@ -176,6 +177,10 @@ func statusFor(err error) *status.Status {
 	case errors.Is(err, ErrResultNotKept):
 		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
 			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "VERSION", Subject: "feature=results", Description: err.Error()}},
+		})
+	case errors.Is(err, cluster.ErrFollowUpsUnsupported):
+		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
+			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "VERSION", Subject: "feature=follow_ups", Description: err.Error()}},
 		})
 	case errors.Is(err, cluster.ErrProgressUnsupported):
 		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{

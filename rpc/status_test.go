@@ -81,6 +81,23 @@ func TestStatusFor(t *testing.T) {
 			},
 		},
 		{
+			name: "FollowUpsUnsupportedNamesTheFeature",
+			err:  fmt.Errorf("%w (member n3 applies 23)", cluster.ErrFollowUpsUnsupported),
+			code: codes.FailedPrecondition, inMsg: "follow_ups",
+			check: func(t *testing.T, st *status.Status) {
+				t.Helper()
+				pf, ok := detailOf[*errdetails.PreconditionFailure](t, st)
+				if !ok || pf.GetViolations()[0].GetType() != "VERSION" || pf.GetViolations()[0].GetSubject() != "feature=follow_ups" {
+					t.Errorf("PreconditionFailure = %v, want VERSION feature=follow_ups", pf)
+				}
+			},
+		},
+		{
+			name: "RefusedFollowUpKeepsItsCode",
+			err:  &engine.FollowUpError{Index: 2, Err: &engine.MemoryFullError{Queue: "q", Held: 10, Need: 5, Limit: 12}},
+			code: codes.ResourceExhausted, inMsg: "follow_ups[2]",
+		},
+		{
 			name: "NoCompletedRetentionNamesTheSetting",
 			err:  &engine.FieldError{Field: "result", Reason: "queue \"q\" keeps no completed jobs", Err: engine.ErrNoCompletedRetention},
 			code: codes.FailedPrecondition, inMsg: "keeps no completed jobs",

@@ -1,15 +1,13 @@
 package rpc
 
 import (
-	"errors"
-	"math"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sepp-io/sepp/apiconv"
 	"github.com/sepp-io/sepp/engine"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
@@ -66,17 +64,6 @@ func validateDuration(field string, d *durationpb.Duration) (time.Duration, erro
 	return d.AsDuration(), nil
 }
 
-// validateTimestamp reads an optional timestamp; nil is the zero time.
-func validateTimestamp(field string, ts *timestamppb.Timestamp) (time.Time, error) {
-	if ts == nil {
-		return time.Time{}, nil
-	}
-	if err := ts.CheckValid(); err != nil {
-		return time.Time{}, invalidField(field, "0001-01-01..9999-12-31", "is not a valid timestamp: %v", err)
-	}
-	return ts.AsTime(), nil
-}
-
 // leaseRef reads the fencing pair of a JobContext.
 func leaseRef(ctx *seppv1.JobContext) (engine.LeaseRef, error) {
 	if ctx == nil {
@@ -99,69 +86,11 @@ func enqueueParams(prefix string, r *seppv1.EnqueueRequest) (engine.EnqueueParam
 
 // fillEnqueueParams sets *p (a zero value) from r; on error it leaves *p
 // as it was. The params share r's memory (payload, custom, priority): the
-// backend copies what it keeps.
+// backend copies what it keeps. The conversion is apiconv's, which the
+// state machine also applies an ack's follow-ups with (command version
+// 24): one converter for both paths.
 func fillEnqueueParams(p *engine.EnqueueParams, prefix string, r *seppv1.EnqueueRequest) error {
-	at, err := validateTimestamp(prefix+"scheduled_at", r.GetScheduledAt())
-	if err != nil {
-		return err
-	}
-	// Beyond this the duration overflows; the engine bounds it by the
-	// queue's horizon.
-	if ms := r.GetUnique().GetCompletedForMs(); ms > uint64(math.MaxInt64/int64(time.Millisecond)) {
-		return invalidField(prefix+"unique.completed_for_ms", "max_schedule_horizon_ms", "is %d, out of range", ms)
-	}
-	expiresAt, err := validateTimestamp(prefix+"expires_at", r.GetExpiresAt())
-	if err != nil {
-		return err
-	}
-	// The engine checks the deadline against its now and scheduled_at.
-	if ms := r.GetTtlMs(); ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
-		return invalidField(prefix+"ttl_ms", ">= 1 (0 is none)", "is %d, out of range", ms)
-	}
-	if tc := r.GetTraceContext(); tc != nil {
-		t := &engine.TraceContext{Traceparent: tc.GetTraceparent(), Tracestate: tc.GetTracestate()}
-		if err := checkTraceContext(prefix, t); err != nil {
-			return err
-		}
-		p.Trace = t
-	} else {
-		p.Trace = nil
-	}
-	p.Queue = r.GetQueue()
-	p.JobType = r.GetJobType()
-	p.Payload = r.GetPayload()
-	p.ScheduledAt = at
-	if !expiresAt.IsZero() || r.GetTtlMs() != 0 {
-		p.Expiry = &engine.ExpiryOpts{At: expiresAt, TTL: time.Duration(r.GetTtlMs()) * time.Millisecond}
-	}
-	p.MaxAttempts = r.GetMaxAttempts()
-	p.Custom = r.GetCustom()
-	p.IdempotencyKey = r.GetIdempotencyKey()
-	p.Priority = r.Priority // read, never written: no copy needed
-	if u := r.GetUnique(); u != nil {
-		p.Unique = &engine.UniqueOpts{
-			Key: u.GetKey(), Fields: u.GetFields(), CoverDead: u.GetCoverDead(),
-			CompletedFor: time.Duration(u.GetCompletedForMs()) * time.Millisecond, Refuse: u.GetRefuse(),
-		}
-	}
-	return nil
-}
-
-// checkTraceContext is engine.CheckTraceContext as an invalid field of
-// the request, with its limit: trace_context.traceparent (at most
-// engine.MaxTraceparentBytes, W3C format) or trace_context.tracestate (at
-// most engine.MaxTracestateBytes of printable ASCII).
-func checkTraceContext(prefix string, t *engine.TraceContext) error {
-	err := engine.CheckTraceContext(t)
-	var fe *engine.FieldError
-	if !errors.As(err, &fe) {
-		return err
-	}
-	limit := "W3C traceparent, at most " + itoa(engine.MaxTraceparentBytes) + " bytes"
-	if fe.Field == "trace_context.tracestate" {
-		limit = "at most " + itoa(engine.MaxTracestateBytes) + " bytes of printable ASCII"
-	}
-	return invalidField(prefix+fe.Field, limit, "%s", fe.Reason)
+	return apiconv.FillEnqueueParams(p, prefix, r)
 }
 
 func jobIDs(field string, ids []uint64) ([]engine.JobID, error) {

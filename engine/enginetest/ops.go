@@ -33,6 +33,7 @@ func EveryOp() []OpCase {
 		opCase(engine.EnqueueBatchOp{}),
 		opCase(engine.ReserveOp{}),
 		opCase(engine.AckOp{}),
+		opCase(engine.AckFollowUpsOp{}),
 		opCase(engine.NackOp{}),
 		opCase(engine.ReleaseOp{}),
 		opCase(engine.ExtendLeaseOp{}),

@@ -783,7 +783,17 @@ type AckRequest struct {
 	Ctx   *JobContext            `protobuf:"bytes,1,opt,name=ctx,proto3" json:"ctx,omitempty"`
 	// The job's result, kept with the completed job for completed_retention
 	// (GetJob, ListJobs, WaitJob). At most max_result_bytes.
-	Result        []byte `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	Result []byte `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// Jobs enqueued in the same log entry as the ack, all or nothing: when
+	// the lease is lost nothing is enqueued (the ack fails as it would
+	// without them), and when any one would be refused (invalid, unknown
+	// queue, queue full, a budget, a refusing unique key) the ack is refused
+	// naming follow_ups[i] and the job stays reserved. Each is checked as an
+	// Enqueue is; at most max_batch_size of them. Set their idempotency keys
+	// so that a retry after a lost answer cannot duplicate them. Needs the
+	// capability "follow_ups" (FAILED_PRECONDITION until every member
+	// applies it).
+	FollowUps     []*EnqueueRequest `protobuf:"bytes,3,rep,name=follow_ups,json=followUps,proto3" json:"follow_ups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -832,8 +842,19 @@ func (x *AckRequest) GetResult() []byte {
 	return nil
 }
 
+func (x *AckRequest) GetFollowUps() []*EnqueueRequest {
+	if x != nil {
+		return x.FollowUps
+	}
+	return nil
+}
+
 type AckResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per AckRequest.follow_ups item, in order, as Enqueue answers it
+	// (duplicate when its idempotency or unique key is held, by an existing
+	// job or an earlier follow-up).
+	FollowUps     []*EnqueueResponse `protobuf:"bytes,1,rep,name=follow_ups,json=followUps,proto3" json:"follow_ups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -866,6 +887,13 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
 	return file_sepp_v1_queue_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AckResponse) GetFollowUps() []*EnqueueResponse {
+	if x != nil {
+		return x.FollowUps
+	}
+	return nil
 }
 
 type AckBatchRequest struct {
@@ -2376,12 +2404,16 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\";\n" +
 	"\x0fReserveResponse\x12(\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x14.sepp.v1.ReservedJobR\x04jobs\"K\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x14.sepp.v1.ReservedJobR\x04jobs\"\x83\x01\n" +
 	"\n" +
 	"AckRequest\x12%\n" +
 	"\x03ctx\x18\x01 \x01(\v2\x13.sepp.v1.JobContextR\x03ctx\x12\x16\n" +
-	"\x06result\x18\x02 \x01(\fR\x06result\"\r\n" +
-	"\vAckResponse\":\n" +
+	"\x06result\x18\x02 \x01(\fR\x06result\x126\n" +
+	"\n" +
+	"follow_ups\x18\x03 \x03(\v2\x17.sepp.v1.EnqueueRequestR\tfollowUps\"F\n" +
+	"\vAckResponse\x127\n" +
+	"\n" +
+	"follow_ups\x18\x01 \x03(\v2\x18.sepp.v1.EnqueueResponseR\tfollowUps\":\n" +
 	"\x0fAckBatchRequest\x12'\n" +
 	"\x04ctxs\x18\x01 \x03(\v2\x13.sepp.v1.JobContextR\x04ctxs\"E\n" +
 	"\x10AckBatchResponse\x121\n" +
@@ -2591,54 +2623,56 @@ var file_sepp_v1_queue_service_proto_depIdxs = []int32{
 	36, // 15: sepp.v1.ReserveRequest.wait:type_name -> google.protobuf.Duration
 	37, // 16: sepp.v1.ReserveResponse.jobs:type_name -> sepp.v1.ReservedJob
 	38, // 17: sepp.v1.AckRequest.ctx:type_name -> sepp.v1.JobContext
-	38, // 18: sepp.v1.AckBatchRequest.ctxs:type_name -> sepp.v1.JobContext
-	14, // 19: sepp.v1.AckBatchResponse.results:type_name -> sepp.v1.AckBatchResult
-	35, // 20: sepp.v1.AckBatchResult.error:type_name -> sepp.v1.ItemError
-	38, // 21: sepp.v1.ReleaseRequest.ctx:type_name -> sepp.v1.JobContext
-	39, // 22: sepp.v1.RetryDirective.default:type_name -> google.protobuf.Empty
-	36, // 23: sepp.v1.RetryDirective.after:type_name -> google.protobuf.Duration
-	39, // 24: sepp.v1.RetryDirective.dead_letter:type_name -> google.protobuf.Empty
-	38, // 25: sepp.v1.NackRequest.ctx:type_name -> sepp.v1.JobContext
-	17, // 26: sepp.v1.NackRequest.directive:type_name -> sepp.v1.RetryDirective
-	33, // 27: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
-	38, // 28: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
-	36, // 29: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
-	40, // 30: sepp.v1.ExtendLeaseRequest.progress:type_name -> sepp.v1.Progress
-	33, // 31: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
-	41, // 32: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
-	27, // 33: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
-	28, // 34: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
-	42, // 35: sepp.v1.GetServerInfoResponse.members:type_name -> sepp.v1.MemberFacts
-	26, // 36: sepp.v1.GetServerInfoResponse.capabilities:type_name -> sepp.v1.Capability
-	43, // 37: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	43, // 38: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	2,  // 39: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
-	5,  // 40: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
-	8,  // 41: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
-	10, // 42: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
-	12, // 43: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
-	15, // 44: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
-	18, // 45: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
-	20, // 46: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
-	22, // 47: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
-	24, // 48: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
-	0,  // 49: sepp.v1.QueueService.WaitJob:input_type -> sepp.v1.WaitJobRequest
-	4,  // 50: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
-	6,  // 51: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
-	9,  // 52: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
-	11, // 53: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
-	13, // 54: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
-	16, // 55: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
-	19, // 56: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
-	21, // 57: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
-	23, // 58: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
-	25, // 59: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
-	1,  // 60: sepp.v1.QueueService.WaitJob:output_type -> sepp.v1.WaitJobResponse
-	50, // [50:61] is the sub-list for method output_type
-	39, // [39:50] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	2,  // 18: sepp.v1.AckRequest.follow_ups:type_name -> sepp.v1.EnqueueRequest
+	4,  // 19: sepp.v1.AckResponse.follow_ups:type_name -> sepp.v1.EnqueueResponse
+	38, // 20: sepp.v1.AckBatchRequest.ctxs:type_name -> sepp.v1.JobContext
+	14, // 21: sepp.v1.AckBatchResponse.results:type_name -> sepp.v1.AckBatchResult
+	35, // 22: sepp.v1.AckBatchResult.error:type_name -> sepp.v1.ItemError
+	38, // 23: sepp.v1.ReleaseRequest.ctx:type_name -> sepp.v1.JobContext
+	39, // 24: sepp.v1.RetryDirective.default:type_name -> google.protobuf.Empty
+	36, // 25: sepp.v1.RetryDirective.after:type_name -> google.protobuf.Duration
+	39, // 26: sepp.v1.RetryDirective.dead_letter:type_name -> google.protobuf.Empty
+	38, // 27: sepp.v1.NackRequest.ctx:type_name -> sepp.v1.JobContext
+	17, // 28: sepp.v1.NackRequest.directive:type_name -> sepp.v1.RetryDirective
+	33, // 29: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
+	38, // 30: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
+	36, // 31: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
+	40, // 32: sepp.v1.ExtendLeaseRequest.progress:type_name -> sepp.v1.Progress
+	33, // 33: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
+	41, // 34: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
+	27, // 35: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
+	28, // 36: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
+	42, // 37: sepp.v1.GetServerInfoResponse.members:type_name -> sepp.v1.MemberFacts
+	26, // 38: sepp.v1.GetServerInfoResponse.capabilities:type_name -> sepp.v1.Capability
+	43, // 39: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	43, // 40: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	2,  // 41: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
+	5,  // 42: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
+	8,  // 43: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
+	10, // 44: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
+	12, // 45: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
+	15, // 46: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
+	18, // 47: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
+	20, // 48: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
+	22, // 49: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
+	24, // 50: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
+	0,  // 51: sepp.v1.QueueService.WaitJob:input_type -> sepp.v1.WaitJobRequest
+	4,  // 52: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
+	6,  // 53: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
+	9,  // 54: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
+	11, // 55: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
+	13, // 56: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
+	16, // 57: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
+	19, // 58: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
+	21, // 59: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
+	23, // 60: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
+	25, // 61: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
+	1,  // 62: sepp.v1.QueueService.WaitJob:output_type -> sepp.v1.WaitJobResponse
+	52, // [52:63] is the sub-list for method output_type
+	41, // [41:52] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_queue_service_proto_init() }

@@ -1177,7 +1177,16 @@ type JobAck struct {
 	Ref   *LeaseRef              `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
 	// result is the worker's result, kept with the completed job (command
 	// version 20, results); empty: none.
-	Result        []byte `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	Result []byte `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// follow_ups are the jobs enqueued with the ack, all or nothing
+	// (the command version of the feature follow_ups): the client's own EnqueueRequests, as
+	// etcd's InternalRaftRequest holds its PutRequest, converted at apply by
+	// apiconv as the API's validation converts them. No EnqueueParams
+	// (JobEnqueue's mirror of the engine's params) here: the enqueue path
+	// holds nothing the public message lacks that a follow-up needs (an
+	// enqueue's time is the command's now; its trace context is the
+	// request's), so the log carries the public form (issue 34).
+	FollowUps     []*v1.EnqueueRequest `protobuf:"bytes,3,rep,name=follow_ups,json=followUps,proto3" json:"follow_ups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1222,6 +1231,13 @@ func (x *JobAck) GetRef() *LeaseRef {
 func (x *JobAck) GetResult() []byte {
 	if x != nil {
 		return x.Result
+	}
+	return nil
+}
+
+func (x *JobAck) GetFollowUps() []*v1.EnqueueRequest {
+	if x != nil {
+		return x.FollowUps
 	}
 	return nil
 }
@@ -3816,7 +3832,7 @@ var File_seppcmd_v1_command_proto protoreflect.FileDescriptor
 const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\n" +
 	"\x18seppcmd/v1/command.proto\x12\n" +
-	"seppcmd.v1\x1a\x1bsepp/v1/admin_service.proto\x1a\x13sepp/v1/types.proto\"_\n" +
+	"seppcmd.v1\x1a\x1bsepp/v1/admin_service.proto\x1a\x13sepp/v1/types.proto\x1a\x1bsepp/v1/queue_service.proto\"_\n" +
 	"\x05Entry\x12%\n" +
 	"\x0eformat_version\x18\x01 \x01(\rR\rformatVersion\x12/\n" +
 	"\bcommands\x18\x02 \x03(\v2\x13.seppcmd.v1.CommandR\bcommands\"\xa7\x10\n" +
@@ -3908,10 +3924,12 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\bLeaseRef\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\x04R\n" +
-	"leaseToken\"H\n" +
+	"leaseToken\"\x80\x01\n" +
 	"\x06JobAck\x12&\n" +
 	"\x03ref\x18\x01 \x01(\v2\x14.seppcmd.v1.LeaseRefR\x03ref\x12\x16\n" +
-	"\x06result\x18\x02 \x01(\fR\x06result\"U\n" +
+	"\x06result\x18\x02 \x01(\fR\x06result\x126\n" +
+	"\n" +
+	"follow_ups\x18\x03 \x03(\v2\x17.sepp.v1.EnqueueRequestR\tfollowUps\"U\n" +
 	"\vJobAckBatch\x12\x17\n" +
 	"\ajob_ids\x18\x02 \x03(\x04R\x06jobIds\x12!\n" +
 	"\flease_tokens\x18\x03 \x03(\x04R\vleaseTokensJ\x04\b\x01\x10\x02R\x04refs\"\x88\x01\n" +
@@ -4181,8 +4199,9 @@ var file_seppcmd_v1_command_proto_goTypes = []any{
 	(*RedriveStep)(nil),        // 43: seppcmd.v1.RedriveStep
 	(*RedriveSetState)(nil),    // 44: seppcmd.v1.RedriveSetState
 	nil,                        // 45: seppcmd.v1.EnqueueParams.CustomEntry
-	(*v1.Progress)(nil),        // 46: sepp.v1.Progress
-	(*v1.QueueSettings)(nil),   // 47: sepp.v1.QueueSettings
+	(*v1.EnqueueRequest)(nil),  // 46: sepp.v1.EnqueueRequest
+	(*v1.Progress)(nil),        // 47: sepp.v1.Progress
+	(*v1.QueueSettings)(nil),   // 48: sepp.v1.QueueSettings
 }
 var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	1,  // 0: seppcmd.v1.Entry.commands:type_name -> seppcmd.v1.Command
@@ -4223,29 +4242,30 @@ var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	2,  // 35: seppcmd.v1.JobEnqueue.params:type_name -> seppcmd.v1.EnqueueParams
 	2,  // 36: seppcmd.v1.JobEnqueueBatch.items:type_name -> seppcmd.v1.EnqueueParams
 	8,  // 37: seppcmd.v1.JobAck.ref:type_name -> seppcmd.v1.LeaseRef
-	8,  // 38: seppcmd.v1.JobNack.ref:type_name -> seppcmd.v1.LeaseRef
-	8,  // 39: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
-	8,  // 40: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
-	46, // 41: seppcmd.v1.LeaseExtend.progress:type_name -> sepp.v1.Progress
-	28, // 42: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
-	31, // 43: seppcmd.v1.QueueCreate.config:type_name -> seppcmd.v1.QueueConfig
-	47, // 44: seppcmd.v1.QueueCreate.settings:type_name -> sepp.v1.QueueSettings
-	31, // 45: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
-	47, // 46: seppcmd.v1.QueueUpdate.settings:type_name -> sepp.v1.QueueSettings
-	30, // 47: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
-	31, // 48: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
-	29, // 49: seppcmd.v1.EngineConfig.queue_settings:type_name -> seppcmd.v1.QueueDefinition
-	47, // 50: seppcmd.v1.QueueDefinition.settings:type_name -> sepp.v1.QueueSettings
-	32, // 51: seppcmd.v1.QueueConfig.tags:type_name -> seppcmd.v1.QueueTag
-	33, // 52: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
-	33, // 53: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
-	2,  // 54: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
-	41, // 55: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
-	56, // [56:56] is the sub-list for method output_type
-	56, // [56:56] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	46, // 38: seppcmd.v1.JobAck.follow_ups:type_name -> sepp.v1.EnqueueRequest
+	8,  // 39: seppcmd.v1.JobNack.ref:type_name -> seppcmd.v1.LeaseRef
+	8,  // 40: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
+	8,  // 41: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
+	47, // 42: seppcmd.v1.LeaseExtend.progress:type_name -> sepp.v1.Progress
+	28, // 43: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
+	31, // 44: seppcmd.v1.QueueCreate.config:type_name -> seppcmd.v1.QueueConfig
+	48, // 45: seppcmd.v1.QueueCreate.settings:type_name -> sepp.v1.QueueSettings
+	31, // 46: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
+	48, // 47: seppcmd.v1.QueueUpdate.settings:type_name -> sepp.v1.QueueSettings
+	30, // 48: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
+	31, // 49: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
+	29, // 50: seppcmd.v1.EngineConfig.queue_settings:type_name -> seppcmd.v1.QueueDefinition
+	48, // 51: seppcmd.v1.QueueDefinition.settings:type_name -> sepp.v1.QueueSettings
+	32, // 52: seppcmd.v1.QueueConfig.tags:type_name -> seppcmd.v1.QueueTag
+	33, // 53: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
+	33, // 54: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
+	2,  // 55: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
+	41, // 56: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
+	57, // [57:57] is the sub-list for method output_type
+	57, // [57:57] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_seppcmd_v1_command_proto_init() }

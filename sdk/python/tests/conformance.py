@@ -299,6 +299,10 @@ class Driver:
         if op == "ack":
             await c.ack(self._delivery(a).ctx)
             return {}
+        if op == "ack_follow_ups":
+            d = self._delivery(a)
+            rs = await c.ack_with_follow_ups(d.ctx, [_enqueue_request(j) for j in a["follow_ups"]])
+            return {"follow_ups": [{"job_id": r.job_id, "state": str(r.state), "duplicate": r.duplicate} for r in rs]}
         if op == "nack":
             d = self._delivery(a)
             kind = a.get("directive", "default")

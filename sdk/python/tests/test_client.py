@@ -307,3 +307,43 @@ async def test_closed_client() -> None:
 async def test_timeout_by_the_caller(client: SeppClient) -> None:
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(client.reserve(q(), wait=timedelta(seconds=5)), 0.3)
+
+
+async def test_ack_with_follow_ups(client: SeppClient) -> None:
+    # The ack and its follow-ups in one log entry: their results (a
+    # generated key, a duplicate of a held key), the acked job gone.
+    queue, nxt = q(), q()
+    held = await client.enqueue(EnqueueRequest(nxt, "t", idempotency_key="held"))
+    res = await client.enqueue(EnqueueRequest(queue, "charge"))
+    (d,) = await client.reserve(queue)
+    # A bad follow-up refuses the ack, naming it; the job stays reserved.
+    with pytest.raises(InvalidField) as bad:
+        await client.ack_with_follow_ups(d.ctx, [EnqueueRequest(nxt, "t"), EnqueueRequest(nxt, "")])
+    assert bad.value.field.startswith("follow_ups[1]")
+    assert (await client.get_job(res.job_id)).state == JobState.RESERVED
+    out = await client.ack_with_follow_ups(d.ctx, [EnqueueRequest(nxt, "ship", b"p"),
+                                                   EnqueueRequest(nxt, "t", idempotency_key="held")])
+    assert [(r.state, r.duplicate) for r in out] == [(JobState.READY, False), (JobState.READY, True)]
+    assert out[0].idempotency_key and out[1].job_id == held.job_id
+    job = await client.get_job(out[0].job_id)
+    assert (job.job_type, job.payload) == ("ship", b"p")
+    with pytest.raises(NotFound):
+        await client.get_job(res.job_id)
+    # The same ack again: the lease is gone, nothing more is enqueued.
+    with pytest.raises(LeaseLost):
+        await client.ack_with_follow_ups(d.ctx, [EnqueueRequest(nxt, "never")])
+    assert len(await client.reserve(nxt, max=10)) == 2
+
+
+async def test_ack_with_follow_ups_after_the_lease_lapsed(client: SeppClient) -> None:
+    # A lease lost before the ack: no follow-up exists afterwards.
+    queue, nxt = q(), q()
+    await client.enqueue(EnqueueRequest(queue, "t"))
+    (d,) = await client.reserve(queue, lease=timedelta(seconds=1))
+    async with asyncio.timeout(20):
+        while (await client.get_job(d.ctx.job_id)).state == JobState.RESERVED:
+            await asyncio.sleep(0.05)
+    with pytest.raises(LeaseLost):
+        await client.ack_with_follow_ups(d.ctx, [EnqueueRequest(nxt, "never")])
+    with pytest.raises(NotFound):  # the queue a follow-up would have made does not exist
+        await client.get_queue(nxt)

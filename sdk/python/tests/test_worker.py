@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Awaitable, Callable, Optional
 
 import pytest
 
-from sepp import (DeadLetterCause, Delivery, EnqueueRequest, InvalidField, JobCancelled, JobContext, JobState,
-                  LeaseLost, NotFound, Permanent, Progress, QueueSettings, Retry, RetryAfter, SeppClient, Worker,
-                  WrongState)
+from sepp import (AlreadyExists, Completion, DeadLetterCause, Delivery, EnqueueRequest, InvalidField, JobCancelled,
+                  JobContext, JobState, LeaseLost, NotFound, Permanent, Progress, QueueSettings, Retry, RetryAfter,
+                  SeppClient, UniqueOptions, Worker, WrongState)
 
 from cluster import Cluster
 
@@ -406,3 +406,38 @@ async def test_refused_progress_is_dropped_and_the_lease_extended(client: SeppCl
     assert refusals == [10, 20]
     assert len(plain) >= 2 and set(plain) == {res.job_id}
     assert [type(e) for e in errors] == [WrongState], errors
+
+
+async def test_handler_follow_ups_are_enqueued_with_the_ack(client: SeppClient) -> None:
+    # A handler returning a Completion enqueues its follow-ups with its
+    # ack: a chain of steps. A refused follow-up (a unique key another job
+    # holds, with refuse) leaves the job uncompleted: reported, nacked, run
+    # again (this time without it).
+    queue = q()
+    await client.enqueue(EnqueueRequest(queue, "holder", unique=UniqueOptions(key="taken"),
+                                        scheduled_at=datetime.now(timezone.utc) + timedelta(hours=1)))
+    errors: list[BaseException] = []
+    runs: list[int] = []
+    done: asyncio.Queue[bytes] = asyncio.Queue()
+
+    async def step1(d: Delivery) -> Completion:
+        runs.append(d.ctx.attempt)
+        follow_ups = [EnqueueRequest(queue, "step-2", b"from step 1")]
+        if d.ctx.attempt == 1:
+            follow_ups.append(EnqueueRequest(queue, "t", unique=UniqueOptions(key="taken", refuse=True)))
+        return Completion(follow_ups=follow_ups)
+
+    async def step2(d: Delivery) -> None:
+        await done.put(d.job.payload)
+
+    w = Worker(client, wait=timedelta(milliseconds=200), on_error=errors.append)
+    w.handle(queue, "step-1", step1)
+    w.handle(queue, "step-2", step2)
+    await client.enqueue(EnqueueRequest(queue, "step-1"))
+    async with w:
+        async with asyncio.timeout(20):
+            assert await done.get() == b"from step 1"
+    assert runs == [1, 2]
+    assert done.empty()
+    assert len(errors) == 1 and isinstance(errors[0], AlreadyExists), errors
+    assert "follow-ups refused" in "".join(getattr(errors[0], "__notes__", []))

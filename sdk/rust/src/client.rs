@@ -529,7 +529,7 @@ impl SeppClient {
     /// Completes a delivery: the job leaves the server. [`Error::LeaseLost`]
     /// when the lease was no longer this delivery's.
     pub async fn ack(&self, ctx: &JobContext) -> Result<(), Error> {
-        let _: (pb::AckResponse, bool) = self.call("ack", "sepp.v1.QueueService/Ack", &pb::AckRequest { ctx: Some(ctx.to_wire()), result: Vec::new() }, Policy::Safe, Duration::ZERO).await?;
+        let _: (pb::AckResponse, bool) = self.call("ack", "sepp.v1.QueueService/Ack", &pb::AckRequest { ctx: Some(ctx.to_wire()), result: Vec::new(), follow_ups: Vec::new() }, Policy::Safe, Duration::ZERO).await?;
         Ok(())
     }
 
@@ -540,9 +540,56 @@ impl SeppClient {
     /// keeps no completed jobs, or a cluster not yet upgraded, answers
     /// [`Error::WrongState`] and the lease still holds: ack without it.
     pub async fn ack_with_result(&self, ctx: &JobContext, result: impl Into<Vec<u8>>) -> Result<(), Error> {
-        let req = pb::AckRequest { ctx: Some(ctx.to_wire()), result: result.into() };
+        let req = pb::AckRequest { ctx: Some(ctx.to_wire()), result: result.into(), follow_ups: Vec::new() };
         let _: (pb::AckResponse, bool) = self.call("ack", "sepp.v1.QueueService/Ack", &req, Policy::Safe, Duration::ZERO).await?;
         Ok(())
+    }
+
+    /// Completes a delivery and enqueues `follow_ups` in the same log entry,
+    /// all or nothing; returns their results in order, as
+    /// [`SeppClient::enqueue`]'s (`duplicate` when a job already holds the
+    /// idempotency or unique key). `result`, when not empty, is kept as
+    /// [`SeppClient::ack_with_result`] keeps it.
+    ///
+    /// Fenced by the lease: a lost lease is [`Error::LeaseLost`] and no
+    /// follow-up exists. A follow-up the server refuses
+    /// ([`Error::InvalidArgument`] naming `follow_ups[i]`, a full queue or
+    /// budget, a refusing unique key) fails the call and nothing is applied,
+    /// the lease still held; a cluster not yet upgraded refuses follow-ups
+    /// with [`Error::WrongState`]. Each follow-up gets an idempotency key
+    /// unless it has one, so a retry cannot enqueue it twice; a retry that
+    /// finds the lease gone because the first attempt applied is
+    /// [`Error::UnknownOutcome`], as for an ack. At most the server's
+    /// `max_batch_size` follow-ups.
+    pub async fn ack_with_follow_ups(&self, ctx: &JobContext, follow_ups: Vec<EnqueueRequest>, result: impl Into<Vec<u8>>) -> Result<Vec<EnqueueResult>, Error> {
+        let mut keys = Vec::with_capacity(follow_ups.len());
+        let mut wire = Vec::with_capacity(follow_ups.len());
+        for (i, r) in follow_ups.iter().enumerate() {
+            r.validate("ack", &format!("follow_ups[{}]", i))?;
+            let key = match &r.idempotency_key {
+                Some(k) => k.clone(),
+                None => new_key()?,
+            };
+            wire.push(self.with_trace(r.to_wire(&key)));
+            keys.push(key);
+        }
+        let req = pb::AckRequest { ctx: Some(ctx.to_wire()), result: result.into(), follow_ups: wire };
+        let (resp, retried): (pb::AckResponse, bool) = self.call("ack", "sepp.v1.QueueService/Ack", &req, Policy::Safe, Duration::ZERO).await?;
+        if resp.follow_ups.len() != keys.len() {
+            return Err(Error::internal("ack", format!("the server answered {} follow-up results for {} follow-ups (a server older than follow-ups ignores them)", resp.follow_ups.len(), keys.len())));
+        }
+        Ok(resp
+            .follow_ups
+            .into_iter()
+            .zip(keys)
+            .map(|(r, key)| EnqueueResult {
+                job_id: r.job_id,
+                state: JobState::from_wire(r.state),
+                // A duplicate after a retry is this call's own first attempt.
+                duplicate: r.duplicate && !retried,
+                idempotency_key: key,
+            })
+            .collect())
     }
 
     /// Completes several deliveries in one call: one entry per delivery, in

@@ -41,4 +41,4 @@ pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient, Trac
 pub use error::{Code, Error};
 pub use schedule::{JobTemplate, Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ScheduleSpec};
 pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobState, Priority, Progress, ProgressReporter, ServerInfo, TraceContext, UniqueOptions, MAX_PROGRESS_MESSAGE_BYTES};
-pub use worker::{BoxError, HandlerError, HandlerFuture, InstrumentHook, JobResult, RunningWorker, Worker, WorkerOptions};
+pub use worker::{BoxError, Completion, HandlerError, HandlerFuture, InstrumentHook, JobResult, RunningWorker, Worker, WorkerOptions};

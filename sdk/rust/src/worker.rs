@@ -17,6 +17,13 @@
 //! `max_result_bytes`, [`Error::LeaseLost`], ...) leaves the job unacked,
 //! and it is delivered again once its lease expires.
 //!
+//! A handler that returns `Ok(Completion { result, follow_ups })`
+//! ([`Completion`]) also enqueues the follow-ups with its ack, in the same
+//! log entry ([`SeppClient::ack_with_follow_ups`]): all or nothing, fenced by
+//! the lease. Follow-ups the server refuses leave the job uncompleted: the
+//! refusal reaches [`WorkerOptions::on_error`] and the job is nacked to run
+//! again by its queue's retry policy, as the Go worker does.
+//!
 //! A handler reports its job's progress with
 //! `delivery.progress.report(percent, message)` ([`ProgressReporter::report`],
 //! the Go client's `Delivery.Progress`): it never blocks, and the report
@@ -43,7 +50,7 @@ use tokio::task::JoinHandle;
 
 use crate::client::{ReserveOptions, RetryDirective, SeppClient};
 use crate::error::Error;
-use crate::types::{Delivery, JobContext, ProgressBox, ProgressReporter};
+use crate::types::{Delivery, EnqueueRequest, JobContext, ProgressBox, ProgressReporter};
 
 /// Any error a handler's work produced.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -114,10 +121,57 @@ impl<E: std::error::Error + Send + Sync + 'static> From<E> for HandlerError {
 
 /// What a handler's `Ok` gives the worker: the job's result, if any. `()`
 /// and `None` ack without one; a non-empty `Vec<u8>` acks with it
-/// ([`SeppClient::ack_with_result`]); an empty one acks without a result.
+/// ([`SeppClient::ack_with_result`]); an empty one acks without a result;
+/// a [`Completion`] acks with its result and follow-ups.
 pub trait JobResult {
     /// The result to ack with; `None` or empty: a plain ack.
     fn into_job_result(self) -> Option<Vec<u8>>;
+
+    /// The result and the follow-ups to ack with: by default the result
+    /// alone ([`JobResult::into_job_result`]), no follow-ups.
+    fn into_completion(self) -> Completion
+    where
+        Self: Sized,
+    {
+        Completion { result: self.into_job_result().unwrap_or_default(), follow_ups: Vec::new() }
+    }
+}
+
+/// A handler's `Ok` that completes its job with more than a result: the
+/// result (empty: none) and follow-ups, jobs enqueued with the ack in the
+/// same log entry ([`SeppClient::ack_with_follow_ups`]), all or nothing and
+/// fenced by the lease: a handler whose lease was lost enqueues none.
+/// Follow-ups the server refuses leave the job uncompleted: the refusal
+/// reaches [`WorkerOptions::on_error`] and the job is nacked to run again
+/// by its queue's retry policy, as the Go worker does. Give each follow-up
+/// an idempotency key when a rerun must not enqueue it twice.
+#[derive(Debug, Clone, Default)]
+pub struct Completion {
+    pub result: Vec<u8>,
+    pub follow_ups: Vec<EnqueueRequest>,
+}
+
+impl Completion {
+    /// A completion without a result whose follow-ups are follow_ups.
+    pub fn follow_ups(follow_ups: Vec<EnqueueRequest>) -> Self {
+        Completion { result: Vec::new(), follow_ups }
+    }
+
+    /// This completion with result.
+    pub fn with_result(mut self, result: impl Into<Vec<u8>>) -> Self {
+        self.result = result.into();
+        self
+    }
+}
+
+impl JobResult for Completion {
+    fn into_job_result(self) -> Option<Vec<u8>> {
+        Some(self.result)
+    }
+
+    fn into_completion(self) -> Completion {
+        self
+    }
 }
 
 impl JobResult for () {
@@ -147,7 +201,7 @@ pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<(), HandlerError>> +
 /// A [`WorkerOptions::instrument`] hook.
 pub type InstrumentHook = Arc<dyn Fn(&Delivery, HandlerFuture) -> HandlerFuture + Send + Sync>;
 /// Where a handler's run leaves its result for the worker's ack.
-type ResultSlot = Arc<Mutex<Option<Vec<u8>>>>;
+type ResultSlot = Arc<Mutex<Option<Completion>>>;
 type Handler = Arc<dyn Fn(Delivery, ResultSlot) -> HandlerFuture + Send + Sync>;
 type ErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
 
@@ -245,9 +299,9 @@ impl Worker {
         let h: Handler = Arc::new(move |d, slot: ResultSlot| {
             let run = handler(d);
             Box::pin(async move {
-                let result = run.await?.into_job_result();
+                let result = run.await?.into_completion();
                 if let Ok(mut s) = slot.lock() {
-                    *s = result;
+                    *s = Some(result);
                 }
                 Ok(())
             })
@@ -460,7 +514,8 @@ async fn run_one(shared: &Arc<Shared>, mut d: Delivery, mut aborting: watch::Rec
     let result = take_result(&slot);
     let answered = match outcome {
         Outcome::Done(Ok(())) => match result {
-            Some(result) if !result.is_empty() => ack_with_result(shared, &ctx, result).await,
+            Some(c) if !c.follow_ups.is_empty() => ack_with_follow_ups(shared, &ctx, c).await,
+            Some(c) if !c.result.is_empty() => ack_with_result(shared, &ctx, c.result).await,
             _ => shared.client.ack(&ctx).await,
         },
         Outcome::Done(Err(he)) => shared.client.nack(&ctx, he.directive(), he.to_string()).await.map(drop),
@@ -474,7 +529,7 @@ async fn run_one(shared: &Arc<Shared>, mut d: Delivery, mut aborting: watch::Rec
 
 /// The result a handler's run left, if any (the guard dropped here, not
 /// held across the ack's await).
-fn take_result(slot: &ResultSlot) -> Option<Vec<u8>> {
+fn take_result(slot: &ResultSlot) -> Option<Completion> {
     match slot.lock() {
         Ok(mut s) => s.take(),
         Err(_) => None,
@@ -494,6 +549,30 @@ async fn ack_with_result(shared: &Shared, ctx: &JobContext, result: Vec<u8>) -> 
             shared.client.ack(ctx).await
         }
         other => other,
+    }
+}
+
+/// Acks ctx with its handler's result and follow-ups in one call. A result
+/// the queue does not keep ([`Error::WrongState`]) is reported and the
+/// follow-ups sent without it. Follow-ups the server refuses left the lease
+/// held and nothing applied: the job is not done without them, so the
+/// refusal is reported and the job nacked to run again. A lost lease or an
+/// unknown outcome is returned (and so reported) as it came.
+async fn ack_with_follow_ups(shared: &Shared, ctx: &JobContext, c: Completion) -> Result<(), Error> {
+    let mut answer = shared.client.ack_with_follow_ups(ctx, c.follow_ups.clone(), c.result.clone()).await;
+    if let Err(e @ Error::WrongState { .. }) = &answer {
+        if !c.result.is_empty() {
+            shared.report(e);
+            answer = shared.client.ack_with_follow_ups(ctx, c.follow_ups, Vec::new()).await;
+        }
+    }
+    match answer {
+        Ok(_) => Ok(()),
+        Err(e @ (Error::LeaseLost { .. } | Error::JobCancelled { .. } | Error::UnknownOutcome { .. } | Error::Unavailable { .. })) => Err(e),
+        Err(e) => {
+            shared.report(&e);
+            shared.client.nack(ctx, RetryDirective::Default, format!("follow-ups refused: {}", e)).await.map(drop)
+        }
     }
 }
 

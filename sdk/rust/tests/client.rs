@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use prost::Message;
 use sepp_rs::client::{ReserveOptions, RetryDirective, SeppClient};
-use sepp_rs::{pb, ClientOptions, DeadLetterCause, EnqueueRequest, Error, HandlerError, HandlerFuture, InstrumentHook, JobState, Priority, Progress, QueueSettings, TraceContext, TraceInjector, Worker, WorkerOptions};
+use sepp_rs::{pb, ClientOptions, Completion, DeadLetterCause, EnqueueRequest, Error, HandlerError, HandlerFuture, InstrumentHook, JobState, Priority, Progress, QueueSettings, TraceContext, TraceInjector, UniqueOptions, Worker, WorkerOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn reserve_opts(max: u32) -> ReserveOptions {
@@ -905,4 +905,97 @@ async fn worker_drops_a_refused_progress_report_and_extends_without_it() {
     let errors = errors.lock().unwrap();
     assert_eq!(errors.len(), 1, "{:?}", *errors);
     assert!(matches!(errors[0], Error::WrongState { .. }), "{:?}", errors[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ack_with_follow_ups_is_atomic_and_fenced() {
+    let client = common::shared().client().await;
+    let (q, next) = ("rs-fu-work", "rs-fu-next");
+    let held = client.enqueue(EnqueueRequest::new(next, "t").unwrap().with_idempotency_key("held")).await.unwrap();
+    let first = client.enqueue(EnqueueRequest::new(q, "charge").unwrap()).await.unwrap();
+    let d = client.reserve(q, reserve_opts(1)).await.unwrap().remove(0);
+    // A bad follow-up refuses the ack, naming it; the job stays reserved.
+    let bad = vec![EnqueueRequest::new(next, "t").unwrap(), EnqueueRequest::new(next, "t").unwrap().with_ttl(Duration::from_micros(10))];
+    match client.ack_with_follow_ups(&d.ctx, bad, Vec::new()).await {
+        Err(Error::InvalidArgument { field, .. }) if field.starts_with("follow_ups[1]") => {}
+        other => panic!("a bad follow-up: want InvalidArgument naming follow_ups[1], got {:?}", other),
+    }
+    assert_eq!(client.get_job(first.job_id).await.unwrap().state, JobState::Reserved);
+
+    let res = client
+        .ack_with_follow_ups(&d.ctx, vec![EnqueueRequest::new(next, "ship").unwrap().with_payload(b"p".to_vec()), EnqueueRequest::new(next, "t").unwrap().with_idempotency_key("held")], Vec::new())
+        .await
+        .unwrap();
+    assert_eq!(res.len(), 2);
+    assert_eq!((res[0].state, res[0].duplicate), (JobState::Ready, false));
+    assert!(!res[0].idempotency_key.is_empty());
+    assert_eq!((res[1].duplicate, res[1].job_id), (true, held.job_id));
+    assert_eq!(client.get_job(res[0].job_id).await.unwrap().job_type, "ship");
+    assert!(matches!(client.get_job(first.job_id).await, Err(Error::NotFound { .. })));
+
+    // A lease lost before the ack: it lapses, and nothing is enqueued.
+    client.enqueue(EnqueueRequest::new(q, "t").unwrap()).await.unwrap();
+    let short = ReserveOptions { lease: Some(Duration::from_secs(1)), ..reserve_opts(1) };
+    let d = client.reserve(q, short).await.unwrap().remove(0);
+    let (c, id) = (client.clone(), d.ctx.job_id);
+    common::wait_for("the lease to lapse", Duration::from_secs(20), || {
+        let c = c.clone();
+        async move { matches!(c.get_job(id).await, Ok(j) if j.state != JobState::Reserved) }
+    })
+    .await;
+    match client.ack_with_follow_ups(&d.ctx, vec![EnqueueRequest::new("rs-fu-never", "t").unwrap()], Vec::new()).await {
+        Err(Error::LeaseLost { .. }) => {}
+        other => panic!("ack after the lease lapsed: want LeaseLost, got {:?}", other),
+    }
+    assert!(matches!(client.get_queue("rs-fu-never").await, Err(Error::NotFound { .. })));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_completion_enqueues_follow_ups_with_the_ack() {
+    let client = common::shared().client().await;
+    // A chain of steps through one worker; a refused follow-up (a unique
+    // key another job holds, with refuse) leaves the job uncompleted:
+    // reported, nacked, run again (this time without it).
+    let q = "rs-worker-chain";
+    client
+        .enqueue(EnqueueRequest::new(q, "holder").unwrap().with_unique(UniqueOptions::by_key("taken")).with_scheduled_at(SystemTime::now() + Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    let errors: Arc<Mutex<Vec<Error>>> = Arc::default();
+    let runs: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let seen_payloads: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let (seen, ran, payloads) = (errors.clone(), runs.clone(), seen_payloads.clone());
+    let mut worker = Worker::new(
+        client.clone(),
+        WorkerOptions {
+            wait: Duration::from_millis(200),
+            on_error: Some(Arc::new(move |e: &Error| seen.lock().unwrap().push(e.clone()))),
+            ..WorkerOptions::default()
+        },
+    );
+    worker.handle(q, "step-1", move |d| {
+        ran.lock().unwrap().push(d.ctx.attempt);
+        let mut follow_ups = vec![EnqueueRequest::new(q, "step-2").unwrap().with_payload(b"from step 1".to_vec())];
+        if d.ctx.attempt == 1 {
+            follow_ups.push(EnqueueRequest::new(q, "t").unwrap().with_unique(UniqueOptions::by_key("taken").with_refuse(true)));
+        }
+        async move { Ok(Completion::follow_ups(follow_ups)) }
+    });
+    worker.handle(q, "step-2", move |d| {
+        payloads.lock().unwrap().push(d.job.payload);
+        async { Ok(()) }
+    });
+    client.enqueue(EnqueueRequest::new(q, "step-1").unwrap()).await.unwrap();
+    let running = worker.start().unwrap();
+    let p = seen_payloads.clone();
+    common::wait_for("step 2 to run", Duration::from_secs(20), || {
+        let p = p.clone();
+        async move { !p.lock().unwrap().is_empty() }
+    })
+    .await;
+    assert!(running.stop(Duration::from_secs(10)).await, "a graceful stop");
+    assert_eq!(*seen_payloads.lock().unwrap(), vec![b"from step 1".to_vec()]);
+    assert_eq!(*runs.lock().unwrap(), vec![1, 2]);
+    let errs = errors.lock().unwrap().clone();
+    assert!(matches!(errs.as_slice(), [Error::UniqueConflict { .. }] | [Error::AlreadyExists { .. }]), "{:?}", errs);
 }

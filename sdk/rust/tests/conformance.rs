@@ -551,6 +551,18 @@ impl<'c> Driver<'c> {
                 c.ack(&self.delivery(&a)?.ctx).await?;
                 json!({})
             }
+            "ack_follow_ups" => {
+                let d = self.delivery(&a)?;
+                let items = a.0.get("follow_ups").and_then(Value::as_array).ok_or_else(|| Mismatch("argument follow_ups: want an array of enqueue arguments".into()))?;
+                let mut reqs = Vec::new();
+                for item in items {
+                    let m = item.as_object().ok_or_else(|| Mismatch(format!("argument follow_ups: {} is not an object", item)))?;
+                    reqs.push(enqueue_request(&Args(m))??);
+                }
+                let rs = c.ack_with_follow_ups(&d.ctx, reqs, Vec::new()).await?;
+                let follow_ups: Vec<Value> = rs.iter().map(|r| json!({"job_id": r.job_id, "state": state_name(r.state), "duplicate": r.duplicate})).collect();
+                json!({ "follow_ups": follow_ups })
+            }
             "nack" => {
                 let d = self.delivery(&a)?;
                 let dir = match a.str("directive")?.as_str() {

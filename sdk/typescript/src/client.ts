@@ -986,6 +986,52 @@ export class SeppClient {
   }
 
   /**
+   * Completes a delivery and enqueues followUps in the same log entry, all
+   * or nothing; resolves to their results in order, as enqueue's (duplicate
+   * when a job already holds the idempotency or unique key). result, when
+   * not empty, is kept as ackWithResult keeps it.
+   *
+   * Fenced by the lease: a lost lease rejects with LeaseLostError and no
+   * follow-up exists. A follow-up the server refuses (InvalidArgumentError
+   * naming follow_ups[i], a full queue or budget, a refusing unique key)
+   * rejects and nothing is applied, the lease still held; a cluster not yet
+   * upgraded refuses follow-ups with WrongStateError. Each follow-up gets an
+   * idempotency key unless it has one, so a retry cannot enqueue it twice;
+   * a retry that finds the lease gone because the first attempt applied
+   * rejects with UnknownOutcomeError, as ack does. At most the server's
+   * max_batch_size follow-ups.
+   */
+  async ackWithFollowUps(ctx: JobContext, followUps: EnqueueRequest[], result?: Uint8Array, opts: CallOptions = {}): Promise<EnqueueResult[]> {
+    const wire: EnqueueRequestJSON[] = [];
+    const keys: string[] = [];
+    for (const [i, r] of followUps.entries()) {
+      const bad = validateEnqueue(r, `follow_ups[${i}].`);
+      if (bad) throw bad;
+      const key = r.idempotencyKey || newKey();
+      wire.push(this.withTrace(enqueueToJSON(r, key)));
+      keys.push(key);
+    }
+    const req: AckRequestJSON = { ctx: jobContextToJSON(ctx), followUps: wire };
+    if (result && result.length > 0) req.result = bytesToBase64(result);
+    let retried = false;
+    const m = await this.call<AckRequestJSON, AckResponseJSON>("ack", "sepp.v1.QueueService/Ack", req, "safe", 0, opts, (r) => (retried = r));
+    const got = arr(m.followUps);
+    if (got.length !== keys.length) {
+      throw new InternalError("ack", "internal", `server answered ${got.length} follow-up results for ${keys.length} follow-ups (a server older than follow-ups ignores them)`);
+    }
+    return got.map((v, i) => {
+      const r = message<EnqueueResponseJSON>(v);
+      return {
+        jobId: u64(r.jobId),
+        state: jobStateFromJSON(r.state),
+        // A duplicate after a retry is our own first attempt's job.
+        duplicate: r.duplicate === true && !retried,
+        idempotencyKey: keys[i]!,
+      };
+    });
+  }
+
+  /**
    * Completes several deliveries in one call. Resolves to one entry per
    * delivery, in order: undefined when acked, else the error Ack would have
    * given for it alone. A call that fails as a whole rejects.

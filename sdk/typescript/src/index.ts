@@ -17,7 +17,7 @@ export type {
   RedriveTask,
 } from "./admin.js";
 export { Worker, HandlerError, retry, retryAfter, permanent } from "./worker.js";
-export type { Handler, HandlerErrorKind, WorkerDelivery, WorkerOptions } from "./worker.js";
+export type { Completion, Handler, HandlerErrorKind, WorkerDelivery, WorkerOptions } from "./worker.js";
 export { Priority, RetryDirective, DeadLetterRecord } from "./types.js";
 export type {
   JobId,

@@ -1,6 +1,6 @@
 import { SeppClient, checkProgress } from "./client.js";
 import { InvalidArgumentError, JobCancelledError, LeaseLostError, NotFoundError, UnavailableError, UnknownOutcomeError, WrongStateError } from "./errors.js";
-import { Delivery, Progress, RetryDirective } from "./types.js";
+import { Delivery, EnqueueRequest, Progress, RetryDirective } from "./types.js";
 import { newKey } from "./random.js";
 
 /**
@@ -17,11 +17,33 @@ import { newKey } from "./random.js";
  * jobs (completedRetentionMs) and the result be at most the server's
  * max_result_bytes; see WorkerOptions.onError for a refused result.
  *
+ * Resolving with a Completion ({ result?, followUps }) also enqueues
+ * followUps with the ack, in the same log entry (ackWithFollowUps): all or
+ * nothing, fenced by the lease, so a handler whose lease was lost enqueues
+ * none. Follow-ups the server refuses leave the job uncompleted: the
+ * refusal reaches onError and the job is nacked to run again by its queue's
+ * retry policy, as the Go worker does.
+ *
  * The delivery a Worker hands its handler is a WorkerDelivery: its
  * progress(percent, message) reports how far the job is. A handler typed
  * with a plain Delivery still fits.
  */
-export type Handler = (delivery: WorkerDelivery, signal: AbortSignal) => Promise<Uint8Array | void> | Uint8Array | void;
+export type Handler = (delivery: WorkerDelivery, signal: AbortSignal) => Promise<Uint8Array | Completion | void> | Uint8Array | Completion | void;
+
+/**
+ * What a handler may resolve with to complete its job with more than a
+ * result: the result (optional, as a plain Uint8Array is one) and the
+ * follow-ups enqueued with the ack. Give each follow-up an idempotencyKey
+ * when a rerun must not enqueue it twice.
+ */
+export interface Completion {
+  result?: Uint8Array;
+  followUps: EnqueueRequest[];
+}
+
+function isCompletion(v: unknown): v is Completion {
+  return typeof v === "object" && v !== null && !(v instanceof Uint8Array) && Array.isArray((v as { followUps?: unknown }).followUps);
+}
 
 /**
  * The Delivery a Worker hands its handler: the job and its context, and a
@@ -390,6 +412,13 @@ export class Worker {
       return;
     }
     if (!failed) {
+      if (isCompletion(result)) {
+        if (result.followUps.length > 0) {
+          await this.ackWithFollowUps(d, result);
+          return;
+        }
+        result = result.result;
+      }
       if (result instanceof Uint8Array && result.length > 0) {
         await this.ackWithResult(d, result);
         return;
@@ -435,6 +464,34 @@ export class Worker {
       await this.client.ack(d.ctx);
     } catch (e) {
       this.report(e);
+    }
+  }
+
+  /**
+   * Acks d with its handler's result and follow-ups in one call. A result
+   * the queue does not keep (WrongStateError) is reported and the
+   * follow-ups sent without it. Follow-ups the server refuses left the
+   * lease held and nothing applied: the job is not done without them, so
+   * the refusal is reported and the job nacked to run again. A lost lease
+   * or an unknown outcome is reported as it came.
+   */
+  private async ackWithFollowUps(d: Delivery, c: Completion): Promise<void> {
+    let result = c.result;
+    for (;;) {
+      try {
+        await this.client.ackWithFollowUps(d.ctx, c.followUps, result);
+        return;
+      } catch (e) {
+        this.report(e);
+        if (e instanceof WrongStateError && result && result.length > 0) {
+          result = undefined; // the result refused: the follow-ups without it
+          continue;
+        }
+        if (e instanceof LeaseLostError || e instanceof UnknownOutcomeError || e instanceof UnavailableError) return;
+        const text = e instanceof Error ? e.message : String(e);
+        await this.nack(d, RetryDirective.default(), `follow-ups refused: ${text}`);
+        return;
+      }
     }
   }
 

@@ -20,6 +20,7 @@ import {
   ScheduledTooFarError,
   NotFoundError,
   WrongStateError,
+  AlreadyExistsError,
   LeaseLostError,
   JobCancelledError,
   UnknownOutcomeError,
@@ -992,4 +993,60 @@ test("trace context: the traceInjector stamps jobs without one, a request's own 
   } finally {
     traced.close();
   }
+});
+
+test("ackWithFollowUps: the follow-ups' results, a bad one refuses all, a lease lost before the ack enqueues nothing", async () => {
+  const held = await client.enqueue({ queue: "fu-next", jobType: "t", idempotencyKey: "held" });
+  const first = await client.enqueue({ queue: "fu-work", jobType: "charge" });
+  const [d] = await client.reserve("fu-work", { workerId: "w" });
+  await assert.rejects(client.ackWithFollowUps(d!.ctx, [{ queue: "fu-next", jobType: "t" }, { queue: "fu-next", jobType: "t", priority: 10 }]),
+    (e: unknown) => e instanceof InvalidArgumentError && e.message.includes("follow_ups[1]"));
+  assert.equal((await client.getJob(first.jobId)).state, "reserved");
+  const res = await client.ackWithFollowUps(d!.ctx, [
+    { queue: "fu-next", jobType: "ship", payload: new TextEncoder().encode("p") },
+    { queue: "fu-next", jobType: "t", idempotencyKey: "held" },
+  ]);
+  assert.equal(res.length, 2);
+  assert.equal(res[0]!.duplicate, false);
+  assert.equal(res[0]!.state, "ready");
+  assert.ok(res[0]!.idempotencyKey);
+  assert.equal(res[1]!.duplicate, true);
+  assert.equal(res[1]!.jobId, held.jobId);
+  assert.equal((await client.getJob(res[0]!.jobId)).jobType, "ship");
+  await assert.rejects(client.getJob(first.jobId), NotFoundError);
+
+  // A lease lost before the ack: it lapses, and nothing is enqueued.
+  await client.enqueue({ queue: "fu-work", jobType: "t" });
+  const [e] = await client.reserve("fu-work", { workerId: "w", leaseMs: 1000 });
+  await waitFor("the lease to lapse", async () => (await client.getJob(e!.ctx.jobId)).state !== "reserved");
+  await assert.rejects(client.ackWithFollowUps(e!.ctx, [{ queue: "fu-never", jobType: "t" }]), LeaseLostError);
+  await assert.rejects(client.getQueue("fu-never"), NotFoundError);
+});
+
+test("Worker: a handler that resolves with a Completion enqueues its follow-ups with the ack; a refused one reruns the job", async () => {
+  await client.enqueue({ queue: "wk-chain", jobType: "holder", unique: { key: "taken" }, scheduledAt: new Date(Date.now() + 3_600_000) });
+  const errors: unknown[] = [];
+  const runs: number[] = [];
+  const seen: string[] = [];
+  const w = new Worker(client, { waitMs: 200, onError: (e) => errors.push(e) });
+  w.handle("wk-chain", "step-1", (d) => {
+    runs.push(d.ctx.attempt);
+    const followUps = [{ queue: "wk-chain", jobType: "step-2", payload: new TextEncoder().encode("from step 1") }];
+    if (d.ctx.attempt === 1) followUps.push({ queue: "wk-chain", jobType: "t", unique: { key: "taken", refuse: true } } as never);
+    return { followUps };
+  });
+  w.handle("wk-chain", "step-2", (d) => {
+    seen.push(text(d.job.payload));
+  });
+  await client.enqueue({ queue: "wk-chain", jobType: "step-1" });
+  w.start();
+  try {
+    await waitFor("step 2 to run", () => seen.length > 0);
+  } finally {
+    assert.equal(await w.stop(), true);
+  }
+  assert.deepEqual(seen, ["from step 1"]);
+  assert.deepEqual(runs, [1, 2]);
+  assert.equal(errors.length, 1, String(errors));
+  assert.ok(errors[0] instanceof AlreadyExistsError, String(errors[0]));
 });

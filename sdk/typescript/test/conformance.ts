@@ -400,6 +400,10 @@ class Driver {
       case "ack":
         await c.ack(this.delivery(a).ctx);
         return {};
+      case "ack_follow_ups": {
+        const rs = await c.ackWithFollowUps(this.delivery(a).ctx, a.objs("follow_ups").map((j) => enqueueRequest(j)));
+        return { follow_ups: rs.map((r) => ({ job_id: id(r.jobId), state: r.state, duplicate: r.duplicate })) };
+      }
       case "nack": {
         const d = this.delivery(a);
         let dir: RetryDirective;

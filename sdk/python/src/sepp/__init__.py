@@ -15,7 +15,8 @@ from sepp.errors import (AlreadyExists, ClientClosed, InternalError, InvalidArgu
                          NotLeader, PermissionDenied, QueueFull, ResourceExhausted, ScheduledTooFar, SeppError,
                          Unauthenticated, Unavailable, UniqueConflict, UnknownOutcome, WrongState)
 from sepp.producer import Producer
-from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterCause, DeadLetterRecord,
+from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, Completion, DeadLetterCause,
+                        DeadLetterRecord,
                         Delivery, EnqueueRequest, EnqueueResult, Job, JobAttempt, JobContext, JobOutcome, JobState,
                         JobTemplate, Progress,
                         NodeInfo, Priority, PurgeTarget, QueueInfo, QueueRemoval, QueueSettings, QueueStats,
@@ -28,7 +29,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "SeppClient", "new_key", "Producer", "Worker", "Handler", "HandlerError", "Retry", "RetryAfter", "Permanent",
-    "EnqueueRequest", "EnqueueResult", "BatchResult", "Priority", "JobState", "DeadLetterCause", "RetryDirective",
+    "EnqueueRequest", "EnqueueResult", "BatchResult", "Completion", "Priority", "JobState", "DeadLetterCause",
+    "RetryDirective",
     "Job", "JobAttempt", "JobContext", "JobOutcome", "Delivery", "DeadLetterRecord", "ServerInfo", "QueueStats",
     "ActionResult",
     "NodeInfo", "ClusterMember", "ClusterStatus", "UniqueOptions", "JobTemplate", "ScheduleDefinition", "Schedule",

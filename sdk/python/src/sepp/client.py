@@ -627,6 +627,42 @@ class SeppClient:
 
         await self._call("ack", _Policy.SAFE, attempt)
 
+    async def ack_with_follow_ups(self, ctx: JobContext, follow_ups: Sequence[EnqueueRequest],
+                                  result: bytes = b"") -> list[EnqueueResult]:
+        """Complete a delivery and enqueue follow_ups in the same log entry,
+        all or nothing; returns their results in order, as enqueue's
+        (duplicate when a job already holds the idempotency or unique key).
+        result, when not empty, is kept as ack_with_result keeps it.
+
+        Fenced by the lease: a lost lease raises LeaseLost and no follow-up
+        exists. A follow-up the server refuses (InvalidField naming
+        follow_ups[i], a full queue or budget, a refusing unique key)
+        raises and nothing is applied, the lease still held; a cluster not
+        yet upgraded refuses follow-ups with WrongState. Each follow-up gets
+        an idempotency key unless it has one, so a retry cannot enqueue it
+        twice; a retry that finds the lease gone because the first attempt
+        applied raises UnknownOutcome, as ack does. At most the server's
+        max_batch_size follow-ups."""
+        wire: list[qpb.EnqueueRequest] = []
+        keys: list[str] = []
+        for i, r in enumerate(follow_ups):
+            r.validate(f"follow_ups[{i}]")
+            key = r.idempotency_key or new_key()
+            wire.append(self._with_trace(r.to_proto(key)))
+            keys.append(key)
+        m = qpb.AckRequest(ctx=ctx.to_proto(), result=result, follow_ups=wire)
+
+        async def attempt(a: _Attempt) -> list[EnqueueResult]:
+            resp = await self._unary(a, _queue(a.channel).Ack, m)
+            self._confirm_leader(a.addr)
+            if len(resp.follow_ups) != len(keys):
+                raise InternalError(f"server answered {len(resp.follow_ups)} follow-up results for {len(keys)} "
+                                    "follow-ups (a server older than follow-ups ignores them)", op="ack")
+            return [EnqueueResult(r.job_id, JobState(r.state), r.duplicate and not a.maybe_applied, k)
+                    for r, k in zip(resp.follow_ups, keys)]
+
+        return await self._call("ack", _Policy.SAFE, attempt)
+
     async def _ack_one(self, ctx: JobContext) -> None:
         m = qpb.AckRequest(ctx=ctx.to_proto())
 

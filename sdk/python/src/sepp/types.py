@@ -314,6 +314,21 @@ class EnqueueResult:
     idempotency_key: str
 
 
+@dataclass
+class Completion:
+    """What a Worker handler may return to complete its job with more than a
+    result: ``result`` (bytes, empty for none) as a handler's plain bytes
+    are, and ``follow_ups``, jobs enqueued with the ack in the same log
+    entry (``ack_with_follow_ups``), all or nothing and fenced by the lease:
+    a handler whose lease was lost enqueues none. Follow-ups the server
+    refuses leave the job uncompleted: the refusal reaches ``on_error`` and
+    the job is nacked to run again. Give each an ``idempotency_key`` when a
+    rerun must not enqueue it twice."""
+
+    result: bytes = b""
+    follow_ups: list[EnqueueRequest] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class BatchResult:
     """One item's outcome of a batch: ``result`` or ``error``, never both."""

@@ -21,6 +21,14 @@ any other failure of the ack (``InvalidField`` over ``max_result_bytes``,
 ``LeaseLost``, ...) leaves the job unacked, and it is delivered again once
 its lease expires.
 
+A handler that returns a ``Completion(result, follow_ups)`` also enqueues
+``follow_ups`` with its ack, in the same log entry (``ack_with_follow_ups``):
+all or nothing, and fenced by the lease. Follow-ups the server refuses leave
+the job uncompleted: the refusal reaches ``on_error`` (typed, with a note)
+and the job is nacked to run again by its queue's retry policy, as the Go
+worker does; a result the queue does not keep (``WrongState``) is dropped
+first, as for a plain result.
+
 A handler reports its job's progress with ``delivery.progress(percent,
 message)`` (the Go client's ``Delivery.Progress``): it never blocks, and the
 report rides on the worker's next lease extension, which it brings forward
@@ -41,19 +49,20 @@ import os
 import secrets
 import socket
 from datetime import timedelta
-from typing import Any, Awaitable, Callable, Coroutine, Optional
+from typing import Any, Awaitable, Callable, Coroutine, Optional, Union
 
 from sepp.client import SeppClient, new_key
 from sepp.errors import (InvalidArgument, JobCancelled, LeaseLost, NotFound, SeppError, Unavailable, UnknownOutcome,
                          WrongState)
-from sepp.types import Delivery, RetryDirective, _ProgressBox
+from sepp.types import Completion, Delivery, RetryDirective, _ProgressBox
 
 __all__ = ["Worker", "Handler", "HandlerError", "Retry", "RetryAfter", "Permanent"]
 
 log = logging.getLogger("sepp.worker")
 
-#: A handler: its bytes, when it returns some, are the job's result.
-Handler = Callable[[Delivery], Coroutine[Any, Any, Optional[bytes]]]
+#: A handler: its bytes, when it returns some, are the job's result; a
+#: Completion carries a result and follow-ups.
+Handler = Callable[[Delivery], Coroutine[Any, Any, Union[bytes, Completion, None]]]
 
 
 class HandlerError(Exception):
@@ -335,6 +344,11 @@ class Worker:
                                        f"it: {keeper.lost}", op="extend lease"))
             return
         if err is None:
+            if isinstance(result, Completion):
+                if result.follow_ups:
+                    await self._ack_with_follow_ups(d, result)
+                    return
+                result = result.result
             if isinstance(result, (bytes, bytearray, memoryview)) and len(result) > 0:
                 await self._ack_with_result(d, bytes(result))
                 return
@@ -373,6 +387,32 @@ class Worker:
             await self._client.ack(d.ctx)
         except SeppError as e:
             self._report(SeppError(f"ack job {d.ctx.job_id}: {e}", op="ack"))
+
+    async def _ack_with_follow_ups(self, d: Delivery, c: Completion) -> None:
+        """Acks d with its handler's result and follow-ups in one call. A
+        result the queue does not keep (WrongState) is reported and the
+        follow-ups sent without it. Follow-ups the server refuses left the
+        lease held and nothing applied: the job is not done without them,
+        so the refusal is reported and the job nacked to run again. A lost
+        lease or an unknown outcome is reported as it came."""
+        result = bytes(c.result)
+        try:
+            try:
+                await self._client.ack_with_follow_ups(d.ctx, c.follow_ups, result)
+                return
+            except WrongState as e:
+                if not result or isinstance(e, (LeaseLost, JobCancelled)):
+                    raise
+                e.add_note(f"sepp worker: job {d.ctx.job_id}: result refused, acking its follow-ups without it")
+                self._report(e)
+            await self._client.ack_with_follow_ups(d.ctx, c.follow_ups)
+        except (LeaseLost, JobCancelled, UnknownOutcome, Unavailable) as e:
+            e.add_note(f"sepp worker: job {d.ctx.job_id}: ack with follow-ups failed, not answering for it")
+            self._report(e)
+        except SeppError as e:
+            e.add_note(f"sepp worker: job {d.ctx.job_id}: follow-ups refused, the job is nacked to run again")
+            self._report(e)
+            await self._nack(d, RetryDirective.default(), f"follow-ups refused: {e}")
 
     async def _nack(self, d: Delivery, directive: RetryDirective, reason: str) -> None:
         reason = reason.encode()[:self._max_reason].decode(errors="ignore")

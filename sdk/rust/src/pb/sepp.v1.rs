@@ -667,10 +667,26 @@ pub struct AckRequest {
     /// (GetJob, ListJobs, WaitJob). At most max_result_bytes.
     #[prost(bytes="vec", tag="2")]
     pub result: ::prost::alloc::vec::Vec<u8>,
+    /// Jobs enqueued in the same log entry as the ack, all or nothing: when
+    /// the lease is lost nothing is enqueued (the ack fails as it would
+    /// without them), and when any one would be refused (invalid, unknown
+    /// queue, queue full, a budget, a refusing unique key) the ack is refused
+    /// naming follow_ups\[i\] and the job stays reserved. Each is checked as an
+    /// Enqueue is; at most max_batch_size of them. Set their idempotency keys
+    /// so that a retry after a lost answer cannot duplicate them. Needs the
+    /// capability "follow_ups" (FAILED_PRECONDITION until every member
+    /// applies it).
+    #[prost(message, repeated, tag="3")]
+    pub follow_ups: ::prost::alloc::vec::Vec<EnqueueRequest>,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct AckResponse {
+    /// One per AckRequest.follow_ups item, in order, as Enqueue answers it
+    /// (duplicate when its idempotency or unique key is held, by an existing
+    /// job or an earlier follow-up).
+    #[prost(message, repeated, tag="1")]
+    pub follow_ups: ::prost::alloc::vec::Vec<EnqueueResponse>,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]

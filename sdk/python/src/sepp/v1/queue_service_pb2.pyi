@@ -28,16 +28,20 @@ class AckBatchResult(_message.Message):
     def __init__(self, error: _Optional[_Union[_types_pb2.ItemError, _Mapping]] = ...) -> None: ...
 
 class AckRequest(_message.Message):
-    __slots__ = ["ctx", "result"]
+    __slots__ = ["ctx", "follow_ups", "result"]
     CTX_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UPS_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     ctx: _types_pb2.JobContext
+    follow_ups: _containers.RepeatedCompositeFieldContainer[EnqueueRequest]
     result: bytes
-    def __init__(self, ctx: _Optional[_Union[_types_pb2.JobContext, _Mapping]] = ..., result: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, ctx: _Optional[_Union[_types_pb2.JobContext, _Mapping]] = ..., result: _Optional[bytes] = ..., follow_ups: _Optional[_Iterable[_Union[EnqueueRequest, _Mapping]]] = ...) -> None: ...
 
 class AckResponse(_message.Message):
-    __slots__ = []
-    def __init__(self) -> None: ...
+    __slots__ = ["follow_ups"]
+    FOLLOW_UPS_FIELD_NUMBER: _ClassVar[int]
+    follow_ups: _containers.RepeatedCompositeFieldContainer[EnqueueResponse]
+    def __init__(self, follow_ups: _Optional[_Iterable[_Union[EnqueueResponse, _Mapping]]] = ...) -> None: ...
 
 class Capability(_message.Message):
     __slots__ = ["cluster_ready", "command_version", "name"]

@@ -90,10 +90,13 @@ export interface ReserveResponseJSON {
 export interface AckRequestJSON {
   ctx?: JobContextJSON;
   result?: string;
+  followUps?: EnqueueRequestJSON[];
 }
 
 /** sepp.v1.AckResponse in the protojson mapping. */
-export interface AckResponseJSON {}
+export interface AckResponseJSON {
+  followUps?: EnqueueResponseJSON[];
+}
 
 /** sepp.v1.AckBatchRequest in the protojson mapping. */
 export interface AckBatchRequestJSON {

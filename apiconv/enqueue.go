@@ -1,0 +1,138 @@
+package apiconv
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/sepp-io/sepp/engine"
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
+)
+
+// EnqueueParams is the engine's enqueue of the public EnqueueRequest r, its
+// fields named with prefix in an error ("" for an Enqueue, "jobs[3]." for a
+// batch item, "follow_ups[0]." for an ack's follow-up). It checks what the
+// engine cannot (timestamps, the range of durations in milliseconds, the
+// trace context's form with its limits); the engine checks the rest at
+// apply. The params share r's memory (payload, custom, priority): the
+// engine copies what it keeps.
+func EnqueueParams(prefix string, r *seppv1.EnqueueRequest) (engine.EnqueueParams, error) {
+	var p engine.EnqueueParams
+	err := FillEnqueueParams(&p, prefix, r)
+	return p, err
+}
+
+// FillEnqueueParams is EnqueueParams into *p (a zero value, filled in place
+// because an EnqueueParams is large); on error it leaves *p as it was.
+func FillEnqueueParams(p *engine.EnqueueParams, prefix string, r *seppv1.EnqueueRequest) error {
+	at, err := timestamp(prefix+"scheduled_at", r.GetScheduledAt())
+	if err != nil {
+		return err
+	}
+	// Beyond this the duration overflows; the engine bounds it by the
+	// queue's horizon.
+	if ms := r.GetUnique().GetCompletedForMs(); ms > uint64(math.MaxInt64/int64(time.Millisecond)) {
+		return invalid(prefix+"unique.completed_for_ms", "max_schedule_horizon_ms", "is %d, out of range", ms)
+	}
+	expiresAt, err := timestamp(prefix+"expires_at", r.GetExpiresAt())
+	if err != nil {
+		return err
+	}
+	// The engine checks the deadline against its now and scheduled_at.
+	if ms := r.GetTtlMs(); ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+		return invalid(prefix+"ttl_ms", ">= 1 (0 is none)", "is %d, out of range", ms)
+	}
+	if tc := r.GetTraceContext(); tc != nil {
+		t := &engine.TraceContext{Traceparent: tc.GetTraceparent(), Tracestate: tc.GetTracestate()}
+		if err := checkTraceContext(prefix, t); err != nil {
+			return err
+		}
+		p.Trace = t
+	} else {
+		p.Trace = nil
+	}
+	p.Queue = r.GetQueue()
+	p.JobType = r.GetJobType()
+	p.Payload = r.GetPayload()
+	p.ScheduledAt = at
+	if !expiresAt.IsZero() || r.GetTtlMs() != 0 {
+		p.Expiry = &engine.ExpiryOpts{At: expiresAt, TTL: time.Duration(r.GetTtlMs()) * time.Millisecond}
+	}
+	p.MaxAttempts = r.GetMaxAttempts()
+	p.Custom = r.GetCustom()
+	p.IdempotencyKey = r.GetIdempotencyKey()
+	p.Priority = r.Priority // read, never written: no copy needed
+	if u := r.GetUnique(); u != nil {
+		p.Unique = &engine.UniqueOpts{
+			Key: u.GetKey(), Fields: u.GetFields(), CoverDead: u.GetCoverDead(),
+			CompletedFor: time.Duration(u.GetCompletedForMs()) * time.Millisecond, Refuse: u.GetRefuse(),
+		}
+	}
+	return nil
+}
+
+// timestamp reads an optional timestamp; nil is the zero time.
+func timestamp(field string, ts *timestamppb.Timestamp) (time.Time, error) {
+	if ts == nil {
+		return time.Time{}, nil
+	}
+	if err := ts.CheckValid(); err != nil {
+		return time.Time{}, invalid(field, "0001-01-01..9999-12-31", "is not a valid timestamp: %v", err)
+	}
+	return ts.AsTime(), nil
+}
+
+// checkTraceContext is engine.CheckTraceContext as an invalid field of
+// the request, with its limit: trace_context.traceparent (at most
+// engine.MaxTraceparentBytes, W3C format) or trace_context.tracestate (at
+// most engine.MaxTracestateBytes of printable ASCII).
+func checkTraceContext(prefix string, t *engine.TraceContext) error {
+	err := engine.CheckTraceContext(t)
+	var fe *engine.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	limit := "W3C traceparent, at most " + strconv.Itoa(engine.MaxTraceparentBytes) + " bytes"
+	if fe.Field == "trace_context.tracestate" {
+		limit = "at most " + strconv.Itoa(engine.MaxTracestateBytes) + " bytes of printable ASCII"
+	}
+	return invalid(prefix+fe.Field, limit, "%s", fe.Reason)
+}
+
+// EnqueueRequest is the public form of an enqueue, the inverse of
+// EnqueueParams for the params it makes: what the log holds of an ack's
+// follow-ups (fsm.CommandVersionFollowUps), built by the leader from the params the
+// API checked. It shares p's memory (payload, custom, priority).
+func EnqueueRequest(p *engine.EnqueueParams) *seppv1.EnqueueRequest {
+	r := &seppv1.EnqueueRequest{
+		Queue:          p.Queue,
+		JobType:        p.JobType,
+		Payload:        p.Payload,
+		Priority:       p.Priority,
+		MaxAttempts:    p.MaxAttempts,
+		Custom:         p.Custom,
+		IdempotencyKey: p.IdempotencyKey,
+	}
+	if !p.ScheduledAt.IsZero() {
+		r.ScheduledAt = timestamppb.New(p.ScheduledAt)
+	}
+	if x := p.Expiry; x != nil {
+		if !x.At.IsZero() {
+			r.ExpiresAt = timestamppb.New(x.At)
+		}
+		r.TtlMs = x.TTL.Milliseconds()
+	}
+	if u := p.Unique; u != nil {
+		r.Unique = &seppv1.UniqueOptions{
+			Key: u.Key, Fields: u.Fields, CoverDead: u.CoverDead,
+			CompletedForMs: uint64(max(u.CompletedFor.Milliseconds(), 0)), Refuse: u.Refuse,
+		}
+	}
+	if t := p.Trace; t != nil {
+		r.TraceContext = &seppv1.TraceContext{Traceparent: t.Traceparent, Tracestate: t.Tracestate}
+	}
+	return r
+}
