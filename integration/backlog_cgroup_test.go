@@ -68,9 +68,20 @@ func TestBacklogTenTimesMemoryInOwnCgroup(t *testing.T) {
 	c.killAll(ctx, t)
 	restart := time.Now()
 	c.startAll(ctx, t)
-	// A start reads the newest snapshot, payloads included, before the node
-	// can vote: give that time in proportion to the backlog.
-	waitLeader(ctx, t, insp, c, time.Minute+time.Duration(jobs)*time.Second/20_000, -1)
+	// A start restores the newest snapshot before the node can vote: give
+	// that time in proportion to the backlog, but stop at once if a node
+	// dies (killed for memory, most likely) rather than wait it out.
+	if err := waitFor(ctx, time.Minute+time.Duration(jobs)*time.Second/20_000, func(ctx context.Context) (bool, error) {
+		for i := range c.nodeDirs {
+			if !c.Running(i) {
+				c.requireAlive(ctx, t, "restarting")
+			}
+		}
+		_, err := leaderIndex(ctx, insp, c)
+		return err == nil, err
+	}); err != nil {
+		t.Fatalf("no leader after the restart: %v", err)
+	}
 	if _, err := waitReplicasAgree(ctx, c, timeout/2); err != nil {
 		t.Fatal(err)
 	}
