@@ -326,9 +326,13 @@ func (w *Worker) run(d Delivery) {
 	defer cancel(nil)
 	keeperDone := make(chan struct{})
 	handlerDone := make(chan struct{})
+	// The keeper gets its copy of the delivery here, before the handler
+	// runs: copied inside the goroutine, it would be read while the handler
+	// writes its result or follow-ups (SetResult, AddFollowUp).
+	kept := d
 	go func() {
 		defer close(keeperDone)
-		w.keepLease(hctx, handlerDone, d, cancel)
+		w.keepLease(hctx, handlerDone, kept, cancel)
 	}()
 	var out Outcome
 	if t := w.c.opts.tracing; t != nil {
