@@ -90,6 +90,24 @@ func flipAll(t *testing.T, path string, marker []byte) int {
 	return n
 }
 
+// flipMarkerIn flips a bit in every occurrence of marker in the files of
+// dir matching glob, and fails t when there is no such file or marker (why
+// says what a missing marker would mean).
+func flipMarkerIn(t *testing.T, dir, glob string, marker []byte, why string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, glob))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no %s in %s (%v)", glob, dir, err)
+	}
+	flipped := 0
+	for _, f := range files {
+		flipped += flipAll(t, f, marker)
+	}
+	if flipped == 0 {
+		t.Fatalf("marker not found in %s%s", glob, why)
+	}
+}
+
 func TestNewNode_RefusesCorruptLogEntry(t *testing.T) {
 	for _, tc := range []struct {
 		logStore string
@@ -114,18 +132,8 @@ func TestNewNode_RefusesCorruptLogEntry(t *testing.T) {
 			n = startSingleOn(t, dir, tc.logStore)
 			shutdown(t, n)
 
-			files, err := filepath.Glob(filepath.Join(dir, tc.files))
-			if err != nil || len(files) == 0 {
-				t.Fatalf("no %s in %s (%v)", tc.files, dir, err)
-			}
-			flipped := 0
-			for _, f := range files {
-				flipped += flipAll(t, f, marker)
-			}
-			if flipped == 0 {
-				t.Fatalf("marker not found in %s", tc.files)
-			}
-			_, err = cluster.NewNode(func() cluster.Config {
+			flipMarkerIn(t, dir, tc.files, marker, "")
+			_, err := cluster.NewNode(func() cluster.Config {
 				cfg := clustertest.TestConfig()
 				cfg.NodeID, cfg.RaftBindAddr, cfg.DataDir = "solo", "127.0.0.1:0", dir
 				return cfg
@@ -165,22 +173,13 @@ func TestNewNode_StartsOverCorruptEntryBeforeSnapshot(t *testing.T) {
 			enqueueUntilReady(t, n, []byte("the last batch"))
 			shutdown(t, n)
 
-			files, err := filepath.Glob(filepath.Join(dir, tc.files))
-			if err != nil || len(files) == 0 {
-				t.Fatalf("no %s in %s (%v)", tc.files, dir, err)
-			}
-			flipped := 0
-			for _, f := range files {
-				flipped += flipAll(t, f, marker)
-			}
-			if flipped == 0 {
-				t.Fatalf("marker not found in %s: the snapshot compacted the entry away", tc.files)
-			}
+			flipMarkerIn(t, dir, tc.files, marker, ": the snapshot compacted the entry away")
 			n = startSingleOn(t, dir, tc.logStore)
 			defer shutdown(t, n)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			var jobs []engine.Job
+			var err error
 			for {
 				err = n.Read(ctx, false, func(e engine.View) error {
 					var err error

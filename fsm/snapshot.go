@@ -571,13 +571,8 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 			return nil, nil, fmt.Errorf("%w: completed section: %w", ErrSnapshot, err)
 		}
 	}
-	want := crc.Sum32()
-	var sumBuf [4]byte
-	if _, err := io.ReadFull(r, sumBuf[:]); err != nil {
-		return nil, nil, fmt.Errorf("%w: checksum: %w", ErrSnapshot, err)
-	}
-	if got := binary.BigEndian.Uint32(sumBuf[:]); got != want {
-		return nil, nil, fmt.Errorf("%w: checksum %08x, computed %08x", ErrSnapshot, got, want)
+	if err := readChecksum(r, crc.Sum32(), "checksum"); err != nil {
+		return nil, nil, err
 	}
 	return eng, meta, nil
 }
