@@ -96,13 +96,30 @@ func submit(sel, want string) chromedp.Action[chromedp.Void] {
 	}
 }
 
+// text reads the text of sel. A click that follows a link returns once the
+// new document shows the element, but the browser may still replace the
+// node it found ("No node with given id found") while it finishes loading;
+// such a read is asked again, for up to ten seconds.
 func text(t *testing.T, tab context.Context, sel string) string {
 	t.Helper()
-	s, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		t.Fatalf("text of %s: %v", sel, err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS(sel)))
+		if err == nil {
+			return s
+		}
+		if !documentSwapped(err) || time.Now().After(deadline) {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return s
+}
+
+// documentSwapped says whether err is the browser having replaced the
+// document or node a read was aimed at.
+func documentSwapped(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "No node with given id") || strings.Contains(msg, "Cannot find context with specified id")
 }
 
 func eval[T any](t *testing.T, tab context.Context, js string) T {

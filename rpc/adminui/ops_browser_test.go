@@ -88,8 +88,7 @@ func TestBrowserOperatorActsOnJobs(t *testing.T) {
 		chromedp.Navigate(base+"/queues/emails?tab=ready"),
 		chromedp.WaitVisible(chromedp.CSS("#filter")),
 		chromedp.SendKeys(chromedp.CSS("#f-field"), "tenant=acme"),
-		chromedp.Click(chromedp.CSS("#apply-filter")),
-		chromedp.WaitVisible(chromedp.CSS("#matchbar")),
+		submit("#apply-filter", "#matchbar"),
 	)
 	matched := text(t, tab, "#match-count")
 	do(t, tab, "ask to reprioritise all matching",
@@ -136,8 +135,7 @@ func TestBrowserOperatorActsOnJobs(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#r-reason"), "corrupt"),
 		chromedp.SetValue(chromedp.CSS("#r-mode"), "fresh"),
 		chromedp.SendKeys(chromedp.CSS("#r-to"), "reports"),
-		chromedp.Click(chromedp.CSS("#redrive-preview")),
-		chromedp.WaitVisible(chromedp.CSS("#preview")),
+		submit("#redrive-preview", "#preview"),
 	)
 	if got := text(t, tab, "#preview-count"); got != "3" {
 		t.Fatalf("preview count %q, want 3 (one corrupt image every fifth step of 12)", got)
@@ -151,7 +149,7 @@ func TestBrowserOperatorActsOnJobs(t *testing.T) {
 		t.Fatalf("task state %q after pause", got)
 	}
 
-	do(t, tab, "open the node page", chromedp.Click(chromedp.CSS(`nav.main a[href="/node"]`)), chromedp.WaitVisible(chromedp.CSS("#node-raft")))
+	do(t, tab, "open the node page", submit(`nav.main a[href="/node"]`, "#node-raft"))
 	if got := text(t, tab, "#node-version"); got != "test" {
 		t.Fatalf("node version %q", got)
 	}
