@@ -216,6 +216,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: snapshot store in %q: %w", snapDir, err)
 	}
 	var snaps raft.SnapshotStore = &snapshotsCheckedAtRestore{FileSnapshotStore: fileSnaps, dir: snapDir} // verify.go
+	snaps = injectSnapshotFaults(snaps, cfg.DataDir, cached)                                              // faultinject.go: a no-op outside a test build
 
 	// The engine of every replica starts from the engine's defaults, never
 	// from this node's configuration: entries applied before the leader's

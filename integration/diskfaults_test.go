@@ -131,28 +131,38 @@ func TestDiskFault_KilledInAStoreFlush(t *testing.T) {
 // story. The history must hold: nothing acknowledged lost or duplicated.
 func runLeaderDiskFault(t *testing.T, name, trigger string, fault func(ctx context.Context, insp *client.Client, c localCluster, li int, trigger string) (story []string, err error)) {
 	t.Helper()
+	runInjectedFault(t, name, "", func(ctx context.Context, insp *client.Client, c localCluster) ([]string, error) {
+		li, err := leaderIndex(ctx, insp, c)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(c.Nodes[li].DataDir(), trigger)
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			return nil, err
+		}
+		return fault(ctx, insp, c, li, path)
+	})
+}
+
+// runInjectedFault runs the nemesis's workload on a build with the tag
+// sepp_fault_inject, each node's config extended by extraTOML, and, two
+// seconds in, fault, which makes and heals its faults and tells its story.
+// The history must hold: nothing acknowledged lost or duplicated, and the
+// cluster live and agreed at the end.
+func runInjectedFault(t *testing.T, name, extraTOML string, fault func(ctx context.Context, insp *client.Client, c localCluster) (story []string, err error)) {
+	t.Helper()
 	bin := buildTagged(t, "sepp_fault_inject")
 	var faultErr error
 	var story []string
 	r := runCampaign(t, campaignOptions{
-		Schedule: schedule{}, Name: name, Binary: bin,
+		Schedule: schedule{}, Name: name, Binary: bin, ExtraTOML: extraTOML,
 		During: func(ctx context.Context, c localCluster) func() {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
 				insp := newClient(ctx, t, c.Addrs())
 				pause(ctx, 2*time.Second)
-				li, err := leaderIndex(ctx, insp, c)
-				if err != nil {
-					faultErr = err
-					return
-				}
-				path := filepath.Join(c.Nodes[li].Dir, "data", trigger)
-				if err := os.WriteFile(path, nil, 0o644); err != nil {
-					faultErr = err
-					return
-				}
-				story, faultErr = fault(ctx, insp, c, li, path)
+				story, faultErr = fault(ctx, insp, c)
 			}()
 			return func() { <-done }
 		},

@@ -160,6 +160,9 @@ type campaignOptions struct {
 	DeadLetterRetention time.Duration
 	// MaxJobs bounds the workload's distinct jobs (default 200,000).
 	MaxJobs int
+	// ExtraTOML is appended to every node's config after clusterTOML (a
+	// [cluster] table of other snapshot settings, say).
+	ExtraTOML string
 	// During, when set, starts with the workload and is stopped, by the
 	// function it returns, once the schedule is over (the soak's sampler).
 	During func(ctx context.Context, c localCluster) (stop func())
@@ -294,6 +297,7 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 	if o.DeadLetterRetention > 0 {
 		extra = strings.Replace(extra, "dead_letter_retention_ms = 3600000", fmt.Sprintf("dead_letter_retention_ms = %d", o.DeadLetterRetention.Milliseconds()), 1)
 	}
+	extra += o.ExtraTOML
 	dopts := devcluster.Options{Binary: bin, Nodes: 3, Dir: t.TempDir(), ExtraTOML: extra, Launch: o.Launch}
 	var nn *nodeNet
 	if o.Partitions {
