@@ -20,15 +20,12 @@ type fifoModel struct {
 
 var fifoModelQueues = []*queue{{name: "a"}, {name: "b"}}
 
-// entry is the seq-th pushed entry: every field set, a pointer and a
-// string among them, so a slot left unzeroed shows.
+// entry is the seq-th pushed entry: every field set, so a slot left
+// unzeroed shows.
 func (m *fifoModel) entry() idemEntry {
 	m.seq++
-	ent := idemEntry{q: fifoModelQueues[m.seq%2], job: m.seq, createdAt: int64(m.seq)}
+	ent := idemEntry{queue: uint32(m.seq%2) + 1, job: m.seq, createdAt: int64(m.seq)}
 	ent.packedKey[m.seq%16] = byte(m.seq)
-	if m.seq%3 == 0 {
-		ent.key = "plain key"
-	}
 	return ent
 }
 
@@ -273,13 +270,28 @@ func TestChunkFIFO_MemoryAtAMillion(t *testing.T) {
 	t.Logf("%d entries: %d slots in chunks (%.2f MB of %d-byte entries)", n, slots, float64(slots)*float64(unsafe.Sizeof(idemEntry{}))/1e6, unsafe.Sizeof(idemEntry{}))
 }
 
-// fifoChunkLen is tuned so a chunk of idemEntry fills the allocator's
-// largest small size class; a change to idemEntry's size must retune it.
+// fifoChunkLen is tuned so that a chunk of either element the engine
+// keeps in a chunkFIFO uses at least 95% of the allocator's size class it
+// falls in; a change to either element's size must retune it.
 func TestChunkFIFO_ChunkFillsSizeClass(t *testing.T) {
-	const sizeClass, mallocHeader = 32 << 10, 8
-	chunk := unsafe.Sizeof(fifoChunk[idemEntry]{}) + mallocHeader
-	if entry := unsafe.Sizeof(idemEntry{}); chunk > sizeClass || chunk+entry <= sizeClass {
-		t.Fatalf("a chunk of %d-byte idemEntry takes %d bytes; retune fifoChunkLen to %d", entry, chunk, (sizeClass-mallocHeader)/entry)
+	// Go's size classes from 8 KiB to the largest small one
+	// (runtime/sizeclasses.go); neither element has a pointer, so a chunk
+	// has no malloc header.
+	classes := []uintptr{8192, 9472, 9728, 10240, 10880, 12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576, 27264, 28672, 32768}
+	for _, c := range []struct {
+		name        string
+		chunk, elem uintptr
+	}{
+		{"idemEntry", unsafe.Sizeof(fifoChunk[idemEntry]{}), unsafe.Sizeof(idemEntry{})},
+		{"readyEntry", unsafe.Sizeof(fifoChunk[readyEntry]{}), unsafe.Sizeof(readyEntry{})},
+	} {
+		i := slices.IndexFunc(classes, func(size uintptr) bool { return size >= c.chunk })
+		if i < 0 {
+			t.Fatalf("a chunk of %d-byte %s takes %d bytes, above the largest small size class", c.elem, c.name, c.chunk)
+		}
+		if used := float64(c.chunk) / float64(classes[i]); used < 0.95 {
+			t.Errorf("a chunk of %d-byte %s takes %d bytes of a %d-byte size class (%.0f%%); retune fifoChunkLen", c.elem, c.name, c.chunk, classes[i], 100*used)
+		}
 	}
 }
 

@@ -289,14 +289,13 @@ func (e *Engine) commitEnqueue(q *queue, p *EnqueueParams, a *admission) Enqueue
 		e.charge(q, e.jobCharge(j)-before)
 	}
 	if key != "" {
-		ent := newStoredIdemEntry(q, &a.sk, j.id, now)
-		if !ent.packed() {
+		sk := a.sk
+		if !sk.packed {
 			// Own a copy: the key may share the memory of a larger string
 			// the caller decoded. (A packed key is a copy already.)
-			ent.key = strings.Clone(key)
+			sk.plain = strings.Clone(key)
 		}
-		e.charge(q, keyCharge(&ent))
-		e.keys.add(ent)
+		e.charge(q, e.keys.chargeOf(e.keys.add(q, &sk, j.id, now)))
 	}
 	res := EnqueueResult{JobID: j.id, State: j.state}
 	if !e.compactify(j) {
@@ -378,6 +377,6 @@ func (e *Engine) forgetOldestKeyEarly(now int64) bool {
 // popKey forgets the oldest idempotency key, releasing its charge.
 func (e *Engine) popKey() {
 	ent := e.keys.front()
-	e.charge(ent.q, -keyCharge(ent))
+	e.charge(e.keys.queueOf(ent), -e.keys.chargeOf(ent))
 	e.keys.popFront()
 }

@@ -35,9 +35,11 @@ func heapInUse() uint64 {
 }
 
 // BenchmarkHeapPerWaitingJob enqueues SEPP_HEAP_JOBS (default 1M) fresh,
-// plain jobs (no key, no schedule, no custom field) into one queue of an
-// engine whose payloads live off the heap, and reports the live heap they
-// add per job (heap-B/job), for a 256 B and a 64 KiB payload. Run once:
+// plain jobs (no schedule, no custom field) into one queue of an engine
+// whose payloads live off the heap, and reports the live heap they add per
+// job (heap-B/job), for a 256 B and a 64 KiB payload, and for 256 B jobs
+// each with an idempotency key of the form the clients generate, still
+// remembered (the difference is what a remembered key costs). Run once:
 //
 //	go test ./engine -run '^$' -bench HeapPerWaitingJob -benchtime 1x
 func BenchmarkHeapPerWaitingJob(b *testing.B) {
@@ -49,16 +51,31 @@ func BenchmarkHeapPerWaitingJob(b *testing.B) {
 		}
 		n = v
 	}
-	for _, size := range []int{256, 64 << 10} {
-		b.Run(fmt.Sprintf("payload=%d/jobs=%d", size, n), func(b *testing.B) {
-			payload := make([]byte, size)
+	for _, c := range []struct {
+		size  int
+		keyed bool
+	}{{256, false}, {64 << 10, false}, {256, true}} {
+		name := fmt.Sprintf("payload=%d/jobs=%d", c.size, n)
+		if c.keyed {
+			name += "/key=remembered"
+		}
+		b.Run(name, func(b *testing.B) {
+			payload := make([]byte, c.size)
 			for range b.N {
 				e := et.New(b)
 				e.UsePayloadStore(discardPayloads{})
 				e.EnablePayloadsOffHeap(et.Epoch)
+				cfg := e.Config()
+				cfg.Limits.MaxIdempotencyKeys = max(cfg.Limits.MaxIdempotencyKeys, n+1)
+				if err := e.SetConfig(et.Epoch, cfg); err != nil {
+					b.Fatal(err)
+				}
 				before := heapInUse()
 				p := engine.EnqueueParams{Queue: "q", JobType: "work", Payload: payload}
-				for range n {
+				for i := range n {
+					if c.keyed {
+						p.IdempotencyKey = fmt.Sprintf("%032x", i)
+					}
 					if _, err := e.Enqueue(et.Epoch, p); err != nil {
 						b.Fatal(err)
 					}

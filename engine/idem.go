@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"hash/maphash"
@@ -8,63 +9,32 @@ import (
 )
 
 // idemEntry remembers an enqueue's idempotency key: the producer's key
-// within q. Entries live by value in idemKeys.fifo, in creation order; with
-// one window for all keys the front always expires first.
+// within a queue. Entries live by value in idemKeys.fifo, in creation
+// order; with one window for all keys the front always expires first.
 //
-// A key of 32 lowercase hex digits, the form the clients generate, is kept
-// packed as its 16 bytes, inside the entry: half the memory of the digits,
-// no allocation of its own, and nothing for the collector to follow, which
-// matters when every one of a million waiting jobs has one. Any other key
-// is kept as it is. The packed bit of job tells the two apart (job ids stay
-// far below 2^63), so a 16-byte key of the producer's never meets a packed
-// one.
+// An entry is 40 bytes with no pointer, so the collector never scans the
+// FIFO's chunks, however many keys are remembered. The queue is its number
+// in idemKeys.queues. A key of 32 lowercase hex digits, the form the
+// clients generate, is kept packed as its 16 bytes, inside the entry: half
+// the memory of the digits and no allocation of its own. Any other key is
+// kept as it is, in idemKeys.plain, and the entry holds its index there.
+// The packed bit of job tells the two apart (job ids stay far below 2^63),
+// so a 16-byte key of the producer's never meets a packed one.
 type idemEntry struct {
-	q         *queue
-	key       string   // the producer's key when not packed
-	packedKey [16]byte // the key's bytes when packed
+	packedKey [16]byte // the key's bytes when packed; else its index in idemKeys.plain, in the first 4
 	job       uint64   // the job id, with idemPacked set when the key is packed
 	createdAt int64
+	queue     uint32 // 1 + the queue's index in idemKeys.queues
 }
 
 const idemPacked = 1 << 63
-
-// newStoredIdemEntry makes the entry of a key in its stored form; a plain
-// key is kept as it is (the caller copies it if it must).
-func newStoredIdemEntry(q *queue, sk *storedKey, id JobID, createdAt int64) idemEntry {
-	if sk.packed {
-		return idemEntry{q: q, packedKey: sk.bytes, job: uint64(id) | idemPacked, createdAt: createdAt}
-	}
-	return idemEntry{q: q, key: sk.plain, job: uint64(id), createdAt: createdAt}
-}
-
-// newIdemEntry makes the entry of a producer's key, packed when it can be,
-// and otherwise copied when it is a byte slice (read from a snapshot).
-func newIdemEntry[K ~string | ~[]byte](q *queue, key K, id JobID, createdAt int64) idemEntry {
-	if b, ok := packKey(key); ok {
-		return newStoredIdemEntry(q, &storedKey{packed: true, bytes: b}, id, createdAt)
-	}
-	return idemEntry{q: q, key: string(key), job: uint64(id), createdAt: createdAt}
-}
 
 func (ent *idemEntry) jobID() JobID { return JobID(ent.job &^ idemPacked) }
 
 func (ent *idemEntry) packed() bool { return ent.job&idemPacked != 0 }
 
-// appendKey appends the producer's key as it was given.
-func (ent *idemEntry) appendKey(dst []byte) []byte {
-	if ent.packed() {
-		return hex.AppendEncode(dst, ent.packedKey[:])
-	}
-	return append(dst, ent.key...)
-}
-
-// keyLen is the length of the producer's key.
-func (ent *idemEntry) keyLen() int {
-	if ent.packed() {
-		return 2 * len(ent.packedKey)
-	}
-	return len(ent.key)
-}
+// plainIndex is where in idemKeys.plain a key not packed is.
+func (ent *idemEntry) plainIndex() uint32 { return binary.LittleEndian.Uint32(ent.packedKey[:4]) }
 
 // storedKey is a producer's key in the form an entry keeps it, computed on
 // the stack for a lookup.
@@ -74,12 +44,22 @@ type storedKey struct {
 	plain  string   // when not
 }
 
-// storedKeyOf packs a key of exactly 32 lowercase hex digits.
-func storedKeyOf(key string) storedKey {
+// storedKeyOf packs a key of exactly 32 lowercase hex digits; any other
+// key is kept as it is (a byte slice copied, a string shared: the caller
+// clones one it does not own before the key is added).
+func storedKeyOf[K ~string | ~[]byte](key K) storedKey {
 	if b, ok := packKey(key); ok {
 		return storedKey{packed: true, bytes: b}
 	}
-	return storedKey{plain: key}
+	return storedKey{plain: string(key)}
+}
+
+// text is the key as the producer gave it.
+func (sk *storedKey) text() string {
+	if sk.packed {
+		return hex.EncodeToString(sk.bytes[:])
+	}
+	return sk.plain
 }
 
 // packKey decodes a key of exactly 32 lowercase hex digits. (Upper case is
@@ -112,12 +92,61 @@ var lowerHexValue = func() (t [256]byte) {
 	return t
 }()
 
-// matches reports whether ent holds the key sk stands for.
-func (ent *idemEntry) matches(sk *storedKey) bool {
+// matches reports whether ent holds the key sk stands for in q.
+func (k *idemKeys) matches(ent *idemEntry, q *queue, sk *storedKey) bool {
+	if k.queues[ent.queue-1] != q {
+		return false
+	}
 	if sk.packed {
 		return ent.packed() && ent.packedKey == sk.bytes
 	}
-	return !ent.packed() && ent.key == sk.plain
+	return !ent.packed() && k.plain[ent.plainIndex()] == sk.plain
+}
+
+// queueOf is the queue of ent.
+func (k *idemKeys) queueOf(ent *idemEntry) *queue { return k.queues[ent.queue-1] }
+
+// appendKey appends ent's key as the producer gave it.
+func (k *idemKeys) appendKey(ent *idemEntry, dst []byte) []byte {
+	if ent.packed() {
+		return hex.AppendEncode(dst, ent.packedKey[:])
+	}
+	return append(dst, k.plain[ent.plainIndex()]...)
+}
+
+// keyLen is the length of ent's key as the producer gave it.
+func (k *idemKeys) keyLen(ent *idemEntry) int {
+	if ent.packed() {
+		return 2 * len(ent.packedKey)
+	}
+	return len(k.plain[ent.plainIndex()])
+}
+
+// plainLen is the length of ent's key when it is not packed, 0 when it is:
+// what a key costs beyond its entry.
+func (k *idemKeys) plainLen(ent *idemEntry) int {
+	if ent.packed() {
+		return 0
+	}
+	return len(k.plain[ent.plainIndex()])
+}
+
+// dropQueue lets go of q, which holds no key any more (it is deleted).
+func (k *idemKeys) dropQueue(q *queue) {
+	if n := q.keysNumber; n != 0 && int(n) <= len(k.queues) && k.queues[n-1] == q {
+		k.queues[n-1] = nil
+	}
+}
+
+// numberOf is q's number in the index, given on its first key. A number
+// the index gave another queue (the index was rebuilt since) is replaced.
+func (k *idemKeys) numberOf(q *queue) uint32 {
+	if n := q.keysNumber; n != 0 && int(n) <= len(k.queues) && k.queues[n-1] == q {
+		return n
+	}
+	k.queues = append(k.queues, q)
+	q.keysNumber = uint32(len(k.queues))
+	return q.keysNumber
 }
 
 // idemKeys is the set of remembered idempotency keys: a FIFO of entries in
@@ -146,6 +175,14 @@ type idemKeys struct {
 	fifo  chunkFIFO[idemEntry]
 	head  uint64   // sequence number of the FIFO's front
 	slots []uint64 // len is 0 or a power of two
+	// queues are the queues that have remembered keys since the index was
+	// built, numbered from 1 in the entries. A queue deleted drops its
+	// keys and the index is built again (forgetKeysOf), so it is not kept.
+	queues []*queue
+	// plain holds the keys that are not packed, by the index their entry
+	// holds; freePlain are the indexes of forgotten ones, for reuse.
+	plain     []string
+	freePlain []uint32
 }
 
 var idemSeed = maphash.MakeSeed()
@@ -168,12 +205,13 @@ func idemHash(q *queue, sk *storedKey) uint64 {
 	return maphash.String(idemSeed, sk.plain) ^ q.keyHash()
 }
 
-// hash is idemHash of the entry's own key.
-func (ent *idemEntry) hash() uint64 {
+// hashOf is idemHash of the entry's own key.
+func (k *idemKeys) hashOf(ent *idemEntry) uint64 {
+	q := k.queueOf(ent)
 	if ent.packed() {
-		return maphash.Bytes(idemSeed, ent.packedKey[:]) ^ ent.q.keyHash() ^ idemPackedSalt
+		return maphash.Bytes(idemSeed, ent.packedKey[:]) ^ q.keyHash() ^ idemPackedSalt
 	}
-	return maphash.String(idemSeed, ent.key) ^ ent.q.keyHash()
+	return maphash.String(idemSeed, k.plain[ent.plainIndex()]) ^ q.keyHash()
 }
 
 const (
@@ -228,21 +266,40 @@ func (k *idemKeys) getStored(q *queue, sk *storedKey) *idemEntry {
 			return nil
 		}
 		if tagMatch(s, h) {
-			if ent := k.fifo.ptr(k.index(s)); ent.q == q && ent.matches(sk) {
+			if ent := k.fifo.ptr(k.index(s)); k.matches(ent, q, sk) {
 				return ent
 			}
 		}
 	}
 }
 
-// add appends an entry whose key must not be present.
-func (k *idemKeys) add(ent idemEntry) {
+// add remembers the key sk stands for in q, for job id, created at
+// createdAt; the key must not be present. A key not packed is kept as
+// sk holds it: the caller owns it (or clones it first). It returns the
+// new entry, valid until the next add or popFront.
+func (k *idemKeys) add(q *queue, sk *storedKey, id JobID, createdAt int64) *idemEntry {
 	if n := k.fifo.Len() + 1; n*4 > len(k.slots)*3 {
 		k.rehash(max(16, 2*len(k.slots)), n)
 	}
+	ent := idemEntry{job: uint64(id), createdAt: createdAt, queue: k.numberOf(q)}
+	if sk.packed {
+		ent.packedKey, ent.job = sk.bytes, ent.job|idemPacked
+	} else {
+		var at uint32
+		if n := len(k.freePlain); n > 0 {
+			at = k.freePlain[n-1]
+			k.freePlain = k.freePlain[:n-1]
+			k.plain[at] = sk.plain
+		} else {
+			at = uint32(len(k.plain))
+			k.plain = append(k.plain, sk.plain)
+		}
+		binary.LittleEndian.PutUint32(ent.packedKey[:4], at)
+	}
 	seq := k.head + uint64(k.fifo.Len())
 	k.fifo.PushBack(ent)
-	k.place(slotFor(ent.hash(), seq))
+	k.place(slotFor(k.hashOf(&ent), seq))
+	return k.fifo.ptr(k.fifo.Len() - 1)
 }
 
 // place puts slot s into the first free slot from its home on.
@@ -260,7 +317,7 @@ func (k *idemKeys) popFront() {
 	ent := k.fifo.ptr(0)
 	mask := uint64(len(k.slots) - 1)
 	tableBits := k.bits()
-	want := slotFor(ent.hash(), k.head)
+	want := slotFor(k.hashOf(ent), k.head)
 	i := home(want, tableBits)
 	for k.slots[i] != want {
 		i = (i + 1) & mask
@@ -274,8 +331,19 @@ func (k *idemKeys) popFront() {
 		}
 	}
 	k.slots[i] = 0
+	if !ent.packed() {
+		at := ent.plainIndex()
+		k.plain[at] = ""
+		k.freePlain = append(k.freePlain, at)
+	}
 	k.fifo.PopFront()
 	k.head++
+	if k.fifo.Len() == 0 {
+		// No entry names a queue or a plain key any more: start the
+		// numbering again rather than keep queues deleted since.
+		clear(k.queues)
+		k.queues, k.plain, k.freePlain = k.queues[:0], k.plain[:0], k.freePlain[:0]
+	}
 	if n := k.fifo.Len(); len(k.slots) > 16 && n*8 < len(k.slots) {
 		k.rehash(len(k.slots)/2, n)
 	}
@@ -294,7 +362,7 @@ func (k *idemKeys) rehash(size, n int) {
 	k.slots = make([]uint64, size)
 	if len(old) == 0 {
 		for i := 0; i < k.fifo.Len(); i++ {
-			k.place(slotFor(k.fifo.ptr(i).hash(), k.head+uint64(i)))
+			k.place(slotFor(k.hashOf(k.fifo.ptr(i)), k.head+uint64(i)))
 		}
 		return
 	}
@@ -340,24 +408,38 @@ func (k *idemKeys) check(queues map[string]*queue) error {
 	if used != k.fifo.Len() {
 		return fmt.Errorf("idempotency keys: FIFO %d, index %d", k.fifo.Len(), used)
 	}
+	plainUsed := 0
 	for i := 0; i < k.fifo.Len(); i++ {
 		ent := k.fifo.ptr(i)
-		key := string(ent.appendKey(nil))
-		if ent.q == nil || queues[ent.q.name] != ent.q {
+		if ent.queue == 0 || int(ent.queue) > len(k.queues) {
+			return fmt.Errorf("idempotency key %d of the FIFO: queue number %d of %d", i, ent.queue, len(k.queues))
+		}
+		if !ent.packed() {
+			if int(ent.plainIndex()) >= len(k.plain) {
+				return fmt.Errorf("idempotency key %d of the FIFO: plain key %d of %d", i, ent.plainIndex(), len(k.plain))
+			}
+			plainUsed++
+		}
+		q := k.queueOf(ent)
+		key := string(k.appendKey(ent, nil))
+		if q == nil || queues[q.name] != q {
 			return fmt.Errorf("idempotency key %q: not in a known queue", key)
 		}
 		if key == "" {
 			return fmt.Errorf("idempotency key %d of the FIFO is empty", i)
 		}
 		if ent.packed() != storedKeyOf(key).packed {
-			return fmt.Errorf("idempotency key %q of queue %q: kept in the wrong form", key, ent.q.name)
+			return fmt.Errorf("idempotency key %q of queue %q: kept in the wrong form", key, q.name)
 		}
-		if k.get(ent.q, key) != ent {
-			return fmt.Errorf("idempotency key %q of queue %q: FIFO and index disagree", key, ent.q.name)
+		if k.get(q, key) != ent {
+			return fmt.Errorf("idempotency key %q of queue %q: FIFO and index disagree", key, q.name)
 		}
 		if i > 0 && ent.createdAt < k.fifo.ptr(i-1).createdAt {
-			return fmt.Errorf("idempotency key %q of queue %q out of creation order", key, ent.q.name)
+			return fmt.Errorf("idempotency key %q of queue %q out of creation order", key, q.name)
 		}
+	}
+	if plainUsed+len(k.freePlain) != len(k.plain) {
+		return fmt.Errorf("idempotency keys: %d plain keys held and %d free, of %d", plainUsed, len(k.freePlain), len(k.plain))
 	}
 	return nil
 }

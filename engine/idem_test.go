@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -58,7 +59,7 @@ func TestIdemKeys(t *testing.T) {
 					if k.get(q, key) != nil {
 						t.Fatalf("step %d: %s present before its add", si, qk)
 					}
-					k.add(newIdemEntry(q, key, JobID(k.head)+JobID(k.len())+1, 0))
+					k.addKey(q, key, JobID(k.head)+JobID(k.len())+1, 0)
 				}
 				if s.want == nil && s.add == nil && s.pop == 0 && k.len() != 0 {
 					t.Fatalf("step %d: %d keys, want none", si, k.len())
@@ -69,8 +70,8 @@ func TestIdemKeys(t *testing.T) {
 					}
 					for i, qk := range s.want {
 						q, key := splitQK(queues, qk)
-						if ent := k.at(i); ent.q != q || string(ent.appendKey(nil)) != key {
-							t.Fatalf("step %d: entry %d is %s/%s, want %s", si, i, ent.q.name, ent.appendKey(nil), qk)
+						if ent := k.at(i); k.queueOf(ent) != q || string(k.appendKey(ent, nil)) != key {
+							t.Fatalf("step %d: entry %d is %s/%s, want %s", si, i, k.queueOf(ent).name, k.appendKey(ent, nil), qk)
 						}
 						if k.get(q, key) != k.at(i) {
 							t.Fatalf("step %d: %s not found", si, qk)
@@ -150,7 +151,7 @@ func TestIdemKeysAgainstMap(t *testing.T) {
 			if ent == nil {
 				model[mk] = JobID(step + 1)
 				order = append(order, mk)
-				k.add(newIdemEntry(q, key, JobID(step+1), 0))
+				k.addKey(q, key, JobID(step+1), 0)
 			}
 		} else {
 			for range rng.IntN(20) + 1 {
@@ -195,7 +196,7 @@ func TestEnqueueKeepsCopies(t *testing.T) {
 	if cap(stored) != len(stored) {
 		t.Fatalf("stored payload has spare capacity %d", cap(stored)-len(stored))
 	}
-	if unsafe.StringData(e.keys.at(0).key) == unsafe.StringData(key) {
+	if unsafe.StringData(e.keys.plain[e.keys.at(0).plainIndex()]) == unsafe.StringData(key) {
 		t.Fatal("the engine kept the caller's key string, not a copy")
 	}
 	payload[0] = 'X'
@@ -234,7 +235,7 @@ func BenchmarkIdemKeysGrow(b *testing.B) {
 		if k.get(q, keys[i]) != nil {
 			b.Fatal("a new key was found")
 		}
-		k.add(newIdemEntry(q, keys[i], JobID(i+1), 0))
+		k.addKey(q, keys[i], JobID(i+1), 0)
 	}
 }
 
@@ -246,7 +247,7 @@ func BenchmarkIdemKeysWindow(b *testing.B) {
 	keys := clientKeys(window + b.N)
 	var k idemKeys
 	for i := 0; i < window; i++ {
-		k.add(newIdemEntry(q, keys[i], JobID(i+1), 0))
+		k.addKey(q, keys[i], JobID(i+1), 0)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -254,7 +255,7 @@ func BenchmarkIdemKeysWindow(b *testing.B) {
 		if k.get(q, keys[i]) != nil {
 			b.Fatal("a new key was found")
 		}
-		k.add(newIdemEntry(q, keys[i], JobID(i+1), 0))
+		k.addKey(q, keys[i], JobID(i+1), 0)
 		k.popFront()
 	}
 }
@@ -289,5 +290,55 @@ func TestPackKey(t *testing.T) {
 		if want := byte(i<<4 | (15 - i)); !ok || b[0] != want || b[15] != want {
 			t.Errorf("packKey(%q) = %x, %v; want bytes %#x", key, b, ok, want)
 		}
+	}
+}
+
+// addKey remembers key in q for job id.
+func (k *idemKeys) addKey(q *queue, key string, id JobID, createdAt int64) *idemEntry {
+	sk := storedKeyOf(key)
+	return k.add(q, &sk, id, createdAt)
+}
+
+// Deleting a queue forgets its keys, packed and plain, and keeps every
+// other queue's in creation order; the rebuilt index numbers the queues
+// afresh, and a queue that had a number before finds its keys still.
+func TestDeleteQueueForgetsItsKeysOnly(t *testing.T) {
+	t.Parallel()
+	e := New(DefaultConfig())
+	at := func(i int) time.Time { return fromNanos(int64(1 + i)) }
+	keys := []string{hexKey, "order-17", strings.Repeat("ab", 16), "order-18"}
+	ids := map[string]JobID{}
+	for i, key := range keys {
+		for _, q := range []string{"a", "b", "c"} {
+			res, err := e.Enqueue(at(i), EnqueueParams{Queue: q, JobType: "t", IdempotencyKey: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[q+"/"+key] = res.JobID
+		}
+	}
+	if _, err := e.DeleteQueue(at(10), "b", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.keys.len(), 2*len(keys); got != want {
+		t.Fatalf("%d keys remembered after deleting b, want %d", got, want)
+	}
+	for i, key := range keys {
+		for _, q := range []string{"a", "c"} {
+			res, err := e.Enqueue(at(20+i), EnqueueParams{Queue: q, JobType: "t", IdempotencyKey: key})
+			if err != nil || res.JobID != ids[q+"/"+key] || !res.Duplicate {
+				t.Fatalf("enqueue %s/%s again: %+v %v, want the duplicate of job %d", q, key, res, err, ids[q+"/"+key])
+			}
+		}
+		res, err := e.Enqueue(at(20+i), EnqueueParams{Queue: "b", JobType: "t", IdempotencyKey: key})
+		if err != nil || res.Duplicate {
+			t.Fatalf("enqueue b/%s after b was deleted: %+v %v, want a new job", key, res, err)
+		}
+	}
+	if err := e.CheckInvariants(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -89,7 +89,7 @@ const (
 	attemptDetailOverhead = 24
 	// originOverhead is a jobOrigin (two string headers, id, times).
 	originOverhead      = 64
-	keyOverhead         = 80  // idemEntry (56) in the FIFO plus its index slots at 3/4 load
+	keyOverhead         = 80  // idemEntry (56 until 2026-12-05, 40 since) in the FIFO plus its index slots at 3/4 load; lowering it is a command version, so replicas charge alike
 	reservationOverhead = 160 // reservation, its map entry and heap slot
 	deliveryBytes       = 16  // a remembered (job id, lease token)
 )
@@ -195,7 +195,9 @@ func attemptCharge(h *attemptRecord) int64 {
 
 func workerCharge(w string) int64 { return workerOverhead + int64(len(w)) }
 
-func keyCharge(ent *idemEntry) int64 { return keyOverhead + int64(len(ent.key)) }
+// chargeOf is what a remembered key is charged: keyOverhead and the key
+// itself when it is not packed in its entry.
+func (k *idemKeys) chargeOf(ent *idemEntry) int64 { return keyOverhead + int64(k.plainLen(ent)) }
 
 func reservationCharge(r *reservation) int64 {
 	return reservationOverhead + int64(len(r.requestID)) + deliveryBytes*int64(len(r.ids))
@@ -294,7 +296,7 @@ func (e *Engine) recount() {
 	}
 	for i := 0; i < e.keys.len(); i++ {
 		ent := e.keys.at(i)
-		e.charge(ent.q, keyCharge(ent))
+		e.charge(e.keys.queueOf(ent), e.keys.chargeOf(ent))
 	}
 	for _, r := range e.resHeap {
 		e.held += reservationCharge(r)
@@ -340,7 +342,7 @@ func (e *Engine) checkMemoryCounts() error {
 	}
 	for i := 0; i < e.keys.len(); i++ {
 		ent := e.keys.at(i)
-		perQueue[ent.q] += keyCharge(ent)
+		perQueue[e.keys.queueOf(ent)] += e.keys.chargeOf(ent)
 	}
 	for _, ent := range e.unique {
 		perQueue[ent.ref.q] += uniqueEntryOverhead

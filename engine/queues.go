@@ -395,23 +395,34 @@ func (e *Engine) queueJobs(q *queue, waitingOnly bool) []*job {
 // forgetKeysOf drops the idempotency keys of q, keeping the others in
 // creation order: the index is rebuilt, O(keys), an operator action.
 func (e *Engine) forgetKeysOf(q *queue) {
+	type keptKey struct {
+		q         *queue
+		sk        storedKey
+		id        JobID
+		createdAt int64
+	}
 	n := e.keys.len()
-	kept := make([]idemEntry, 0, n)
+	kept := make([]keptKey, 0, n)
 	for i := 0; i < n; i++ {
 		ent := e.keys.at(i)
-		if ent.q == q {
-			e.charge(q, -keyCharge(ent))
+		if e.keys.queueOf(ent) == q {
+			e.charge(q, -e.keys.chargeOf(ent))
 			continue
 		}
-		kept = append(kept, *ent)
+		sk := storedKey{packed: ent.packed(), bytes: ent.packedKey}
+		if !sk.packed {
+			sk.plain = e.keys.plain[ent.plainIndex()]
+		}
+		kept = append(kept, keptKey{q: e.keys.queueOf(ent), sk: sk, id: ent.jobID(), createdAt: ent.createdAt})
 	}
 	if len(kept) == n {
+		e.keys.dropQueue(q) // it may have had keys that expired since
 		return
 	}
 	e.keys = idemKeys{}
 	e.keys.reserve(len(kept))
-	for _, ent := range kept {
-		e.keys.add(ent)
+	for i := range kept {
+		e.keys.add(kept[i].q, &kept[i].sk, kept[i].id, kept[i].createdAt)
 	}
 }
 

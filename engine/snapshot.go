@@ -207,10 +207,11 @@ func (e *Engine) encode(c *encoder) {
 	c.uvarint(uint64(e.keys.len()))
 	for i := 0; i < e.keys.len(); i++ {
 		ent := e.keys.at(i)
+		q := e.keys.queueOf(ent)
 		// queue name, NUL, the producer's key: one length-prefixed string.
-		c.uvarint(uint64(len(ent.q.name) + 1 + ent.keyLen()))
+		c.uvarint(uint64(len(q.name) + 1 + e.keys.keyLen(ent)))
 		if c.err == nil {
-			_, c.err = c.w.WriteString(ent.q.name)
+			_, c.err = c.w.WriteString(q.name)
 		}
 		c.byte(0)
 		if c.err == nil {
@@ -218,9 +219,9 @@ func (e *Engine) encode(c *encoder) {
 			// (and the digest) do not depend on how memory holds it.
 			if ent.packed() {
 				var digits [32]byte
-				_, c.err = c.w.Write(ent.appendKey(digits[:0]))
+				_, c.err = c.w.Write(e.keys.appendKey(ent, digits[:0]))
 			} else {
-				_, c.err = c.w.WriteString(ent.key)
+				_, c.err = c.w.WriteString(e.keys.plain[ent.plainIndex()])
 			}
 		}
 		c.uvarint(uint64(ent.jobID()))
@@ -949,25 +950,22 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		if !ok || q == nil || len(key) == 0 {
 			return nil, fmt.Errorf("idempotency key %q: not of a known queue", full)
 		}
-		// The view is valid only until the next read: make the entry, which
-		// packs or copies the key, before reading its job id and time.
-		ent := newIdemEntry(q, key, 0, 0)
+		// The view is valid only until the next read: pack or copy the
+		// key before reading its job id and time.
+		sk := storedKeyOf(key)
 		jobID, createdAt := JobID(d.uvarint()), d.varint()
 		if d.err != nil {
 			break
 		}
-		keyText := string(ent.appendKey(nil))
 		if n := e.keys.len(); n > 0 && createdAt < e.keys.at(n-1).createdAt {
-			return nil, fmt.Errorf("idempotency key %q of queue %q out of creation order", keyText, q.name)
+			return nil, fmt.Errorf("idempotency key %q of queue %q out of creation order", sk.text(), q.name)
 		}
 		if jobID >= idemPacked {
-			return nil, fmt.Errorf("idempotency key %q of queue %q: job id %d out of range", keyText, q.name, jobID)
+			return nil, fmt.Errorf("idempotency key %q of queue %q: job id %d out of range", sk.text(), q.name, jobID)
 		}
-		ent.job |= uint64(jobID)
-		ent.createdAt = createdAt
 		// A key appearing twice is caught by CheckInvariants below, in the
 		// one pass over the index it makes anyway.
-		e.keys.add(ent)
+		e.keys.add(q, &sk, jobID, createdAt)
 	}
 
 	nr := d.count(1 << 40)

@@ -196,6 +196,10 @@ type queue struct {
 	// nameHash is the name's hash for the idempotency key index (0 until
 	// first needed). Not part of the state.
 	nameHash uint64
+	// keysNumber is the queue's number in the idempotency key index
+	// (idemKeys.queues), 1-based; 0, or a number the index gives another
+	// queue, until the queue's first key is remembered.
+	keysNumber uint32
 }
 
 const maxInternedJobTypes = 1024
