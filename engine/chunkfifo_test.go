@@ -18,7 +18,6 @@ type fifoModel struct {
 	seq  uint64
 }
 
-var fifoModelQueues = []*queue{{name: "a"}, {name: "b"}}
 
 // entry is the seq-th pushed entry: every field set, so a slot left
 // unzeroed shows.
