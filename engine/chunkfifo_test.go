@@ -18,7 +18,6 @@ type fifoModel struct {
 	seq  uint64
 }
 
-
 // entry is the seq-th pushed entry: every field set, so a slot left
 // unzeroed shows.
 func (m *fifoModel) entry() idemEntry {
