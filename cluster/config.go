@@ -91,9 +91,14 @@ type Config struct {
 	// how many entries stay in the log after it (so a slightly lagging
 	// follower catches up from the log, not a snapshot).
 	SnapshotThreshold uint64
-	SnapshotInterval  time.Duration
-	TrailingLogs      uint64
-	SnapshotRetain    int
+	// SnapshotCommandThreshold is how many commands applied since the last
+	// snapshot (each job of a batch counted) make the node take a new one,
+	// however few entries carried them, so a restart replays a bounded
+	// number (replaysnapshot.go); 0 leaves it to SnapshotThreshold.
+	SnapshotCommandThreshold uint64
+	SnapshotInterval         time.Duration
+	TrailingLogs             uint64
+	SnapshotRetain           int
 	// MaxAppendEntries bounds the entries per AppendEntries RPC and per
 	// batch handed to the state machine.
 	MaxAppendEntries int

@@ -329,6 +329,10 @@ func NewNode(cfg Config) (*Node, error) {
 		n.wg.Add(1)
 		go n.watchLeaderCrash()
 	}
+	if cfg.SnapshotCommandThreshold > 0 {
+		n.wg.Add(1)
+		go n.watchReplayLength() // replaysnapshot.go
+	}
 	return n, nil
 }
 
@@ -554,6 +558,11 @@ func (n *Node) Snapshot() error {
 	}
 	return nil
 }
+
+// CommandsSinceSnapshot is how many commands the state machine applied
+// since its last snapshot (each job of a batch counted): about what a
+// restart would replay.
+func (n *Node) CommandsSinceSnapshot() uint64 { return n.fsm.CommandsSinceSnapshot() }
 
 // RaftStats are raft's own counters (last_snapshot_index, fsm_pending...).
 func (n *Node) RaftStats() map[string]string { return n.raft.Stats() }

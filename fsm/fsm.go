@@ -109,6 +109,10 @@ type FSM struct {
 	nodes   map[string]NodeMeta
 
 	appliedIndex atomic.Uint64
+	// commandsSinceSnapshot counts the commands applied since the state was
+	// last captured for a snapshot or restored from one, an enqueue batch's
+	// jobs one by one: what a restart from that snapshot replays.
+	commandsSinceSnapshot atomic.Uint64
 
 	appliedMu sync.Mutex
 	appliedCh chan struct{} // closed and replaced after each applied batch
@@ -238,13 +242,17 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			panic(fmt.Sprintf("fsm: cannot apply log index %d (term %d): %v", l.Index, l.Term, err))
 		}
 		results := make([]Result, len(cmds))
+		var weight uint64
 		for j := range cmds {
 			if c := &cmds[j]; c.pb != nil {
 				results[j] = f.applyCommand(l.Index, c.pb)
+				weight += commandWeight(c.pb)
 			} else {
 				results[j] = f.applyEnqueueItems(f.commandNow(c.nowUnixNano), c.enqueue)
+				weight += uint64(len(c.enqueue))
 			}
 		}
+		f.commandsSinceSnapshot.Add(weight)
 		responses[i] = results
 	}
 	// Stored under the lock so DigestAt reads a state and its index as one.
@@ -266,6 +274,25 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	f.notifyApplied()
 	return responses
 }
+
+// commandWeight is how many commands cmd counts for in
+// CommandsSinceSnapshot: a batch its items, anything else one.
+func commandWeight(cmd *cmdpb.Command) uint64 {
+	switch op := cmd.GetOp().(type) {
+	case *cmdpb.Command_JobEnqueueBatch:
+		return uint64(max(1, len(op.JobEnqueueBatch.GetItems())))
+	case *cmdpb.Command_JobAckBatch:
+		return uint64(max(1, len(op.JobAckBatch.GetJobIds())))
+	}
+	return 1
+}
+
+// CommandsSinceSnapshot is how many commands were applied since the state
+// was last captured for a snapshot or restored from one, each job of an
+// enqueue or ack batch counted: about what a restart from the newest
+// snapshot replays. The node takes a snapshot when it passes
+// cluster.snapshot_command_threshold, however few entries carried them.
+func (f *FSM) CommandsSinceSnapshot() uint64 { return f.commandsSinceSnapshot.Load() }
 
 // applyCommand runs one command at max(last now, command now). Called with
 // f.mu held for writing.

@@ -155,6 +155,11 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		PayloadLengths:   snap.format >= snapshotFormatPayloadSection,
 		CompletedSection: snap.format >= snapshotFormatCompletedSection,
 	})
+	if err == nil {
+		// Under the lock, between two applies: a restart from this
+		// snapshot replays what is applied from here on.
+		f.commandsSinceSnapshot.Store(0)
+	}
 	f.mu.RUnlock()
 	if err == nil {
 		err = bw.Flush()
@@ -484,6 +489,7 @@ func (f *FSM) installLocked(eng *engine.Engine, meta *cmdpb.SnapshotMeta) {
 	if i := meta.GetAppliedIndex(); i != 0 {
 		f.appliedIndex.Store(i)
 	}
+	f.commandsSinceSnapshot.Store(0)
 }
 
 // payloadsFor chooses, once a snapshot's meta section is read, the store

@@ -146,6 +146,7 @@ func nodeConfig(cfg config.Config, log hclog.Logger) (cluster.Config, error) {
 	nc.LeaderLeaseTimeout = ms(cl.LeaderLeaseTimeoutMS)
 	nc.CommitTimeout = ms(cl.CommitTimeoutMS)
 	nc.SnapshotThreshold = uint64(cl.SnapshotThreshold)
+	nc.SnapshotCommandThreshold = uint64(cl.SnapshotCommandThreshold)
 	nc.SnapshotInterval = ms(cl.SnapshotIntervalMS)
 	nc.TrailingLogs = uint64(cl.TrailingLogs)
 	nc.SnapshotRetain = cl.SnapshotsRetained
