@@ -87,12 +87,17 @@ func newNodeMetrics(crashElections func() uint64) *nodeMetrics {
 // sepp_raft_follower_lag_entries, sepp_raft_apply_lag_entries,
 // sepp_raft_snapshot_seconds, sepp_raft_restore_seconds,
 // sepp_clock_skew_exceeded, sepp_clock_offset_seconds,
-// sepp_clock_jumps_total); register them once.
+// sepp_clock_jumps_total, sepp_raft_commands_since_snapshot); register
+// them once.
 func (n *Node) Metrics() []prometheus.Collector {
 	m := n.metrics
+	sinceSnapshot := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sepp_raft_commands_since_snapshot",
+		Help: "Commands applied since this node's last snapshot (each job of a batch counted): about what a restart would replay. The node snapshots when it passes cluster.snapshot_command_threshold.",
+	}, func() float64 { return float64(n.fsm.CommandsSinceSnapshot()) })
 	return []prometheus.Collector{m.logWrite, m.commit, m.leaderChanges, m.elections, m.crashElections,
 		newLagCollector(n), n.snapTimes.snapshot, n.snapTimes.restore,
-		m.clockSkewExceeded, m.clockOffset, m.clockJumps}
+		m.clockSkewExceeded, m.clockOffset, m.clockJumps, sinceSnapshot}
 }
 
 // setClock exports a round of clock checks.

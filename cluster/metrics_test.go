@@ -122,3 +122,49 @@ func TestNode_MetricsCountLeaderChangesAndElections(t *testing.T) {
 		t.Fatalf("transfer target n%d: %g elections, want at least %g", ti, e, targetElections+1)
 	}
 }
+
+// gaugeValue gathers cs and returns the value of the unlabelled gauge name.
+func gaugeValue(t *testing.T, cs []prometheus.Collector, name string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(cs...)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// sepp_raft_commands_since_snapshot counts each job of a batch and starts
+// again at a snapshot.
+func TestNode_MetricsCountCommandsSinceSnapshot(t *testing.T) {
+	n := startSingle(t, t.TempDir())
+	defer shutdown(t, n)
+	enqueueUntilReady(t, n, []byte("first"))
+	before := gaugeValue(t, n.Metrics(), "sepp_raft_commands_since_snapshot")
+	items := make([]engine.EnqueueParams, 250)
+	for i := range items {
+		items[i] = engine.EnqueueParams{Queue: "q", JobType: "t"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := cluster.Do(ctx, n, engine.EnqueueBatchOp{Items: items}); err != nil {
+		t.Fatal(err)
+	}
+	if got := gaugeValue(t, n.Metrics(), "sepp_raft_commands_since_snapshot"); got < before+250 {
+		t.Fatalf("commands since snapshot %v after a batch of 250, want at least %v", got, before+250)
+	}
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	// The leader's own commands (ticks) may apply after the snapshot.
+	if got := gaugeValue(t, n.Metrics(), "sepp_raft_commands_since_snapshot"); got >= 250 {
+		t.Fatalf("commands since snapshot %v right after one, want the count started again", got)
+	}
+}
