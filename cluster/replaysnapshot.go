@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/sepp-io/sepp/engine"
 )
 
 // A restart replays every command applied since the node's newest snapshot.
@@ -29,6 +31,12 @@ func (n *Node) watchReplayLength() {
 		}
 		since := n.fsm.CommandsSinceSnapshot()
 		if since < n.cfg.SnapshotCommandThreshold {
+			continue
+		}
+		// A node replaying over its kept payload store cannot snapshot
+		// until it has caught up with the store (fsm.ErrCatchingUp, which
+		// raft's error would not carry): wait for the next tick.
+		if err := n.fsm.Read(func(*engine.Engine) error { return nil }); err != nil {
 			continue
 		}
 		start := time.Now()
