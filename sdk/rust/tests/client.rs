@@ -173,7 +173,15 @@ async fn wait_job_outcomes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ack_with_result_is_read_back() {
     let client = common::shared().client().await;
-    // rs-kept keeps completed jobs an hour (common::RETENTION).
+    // rs-kept keeps completed jobs an hour (common::RETENTION). A new cluster's first leader
+    // holds a setting back until it has learned that every member applies it, completed
+    // retention among them: wait until the file's setting is in force.
+    let c = client.clone();
+    common::wait_for("rs-kept's completed retention in force", Duration::from_secs(30), || {
+        let c = c.clone();
+        async move { matches!(c.get_queue("rs-kept").await, Ok(q) if q.effective.completed_retention == Some(Duration::from_secs(3600))) }
+    })
+    .await;
     let res = client.enqueue(EnqueueRequest::new("rs-kept", "resize").unwrap()).await.unwrap();
     let waiter = client.clone();
     let waiting = tokio::spawn(async move { waiter.wait_job(res.job_id).await });
