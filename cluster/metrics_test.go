@@ -6,15 +6,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sepp-io/sepp/cluster"
 	"github.com/sepp-io/sepp/cluster/clustertest"
 	"github.com/sepp-io/sepp/engine"
 )
 
-// histogramCount gathers cs and returns the sample count and sum of the
-// histogram called name.
-func histogramCount(t *testing.T, cs []prometheus.Collector, name string) (uint64, float64) {
+// metricNamed gathers cs and returns the first sample of the metric called
+// name.
+func metricNamed(t *testing.T, cs []prometheus.Collector, name string) *dto.Metric {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(cs...)
@@ -24,12 +25,19 @@ func histogramCount(t *testing.T, cs []prometheus.Collector, name string) (uint6
 	}
 	for _, f := range families {
 		if f.GetName() == name {
-			h := f.GetMetric()[0].GetHistogram()
-			return h.GetSampleCount(), h.GetSampleSum()
+			return f.GetMetric()[0]
 		}
 	}
 	t.Fatalf("no metric %s", name)
-	return 0, 0
+	return nil
+}
+
+// histogramCount returns the sample count and sum of the histogram called
+// name.
+func histogramCount(t *testing.T, cs []prometheus.Collector, name string) (uint64, float64) {
+	t.Helper()
+	h := metricNamed(t, cs, name).GetHistogram()
+	return h.GetSampleCount(), h.GetSampleSum()
 }
 
 // A node times every log write and, as leader, every entry from proposal
@@ -63,22 +71,10 @@ func TestNode_MetricsTimeLogWritesAndCommits(t *testing.T) {
 	}
 }
 
-// counterValue gathers cs and returns the value of the counter called name.
+// counterValue returns the value of the counter called name.
 func counterValue(t *testing.T, cs []prometheus.Collector, name string) float64 {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(cs...)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	for _, f := range families {
-		if f.GetName() == name {
-			return f.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return metricNamed(t, cs, name).GetCounter().GetValue()
 }
 
 // Every member counts the first leadership and then a transfer as one
@@ -123,22 +119,10 @@ func TestNode_MetricsCountLeaderChangesAndElections(t *testing.T) {
 	}
 }
 
-// gaugeValue gathers cs and returns the value of the unlabelled gauge name.
+// gaugeValue returns the value of the unlabelled gauge called name.
 func gaugeValue(t *testing.T, cs []prometheus.Collector, name string) float64 {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(cs...)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	for _, f := range families {
-		if f.GetName() == name {
-			return f.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return metricNamed(t, cs, name).GetGauge().GetValue()
 }
 
 // sepp_raft_commands_since_snapshot counts each job of a batch and starts
