@@ -217,6 +217,15 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	var snaps raft.SnapshotStore = &snapshotsCheckedAtRestore{FileSnapshotStore: fileSnaps, dir: snapDir} // verify.go
 	snaps = injectSnapshotFaults(snaps, cfg.DataDir, cached)                                              // faultinject.go: a no-op outside a test build
+	// A snapshot's payloads stay in a checkpoint of the payload store
+	// (hard links, beside it on the data disk); the snapshot file holds
+	// the rest, and opening it streams both (fsm/snapshot_checkpoint.go).
+	checkpointDir := filepath.Join(cfg.DataDir, "snapshot-checkpoints")
+	snaps, err = fsm.CheckpointSnapshots(snaps, checkpointDir, logger.Named("snapshots"))
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 
 	// The engine of every replica starts from the engine's defaults, never
 	// from this node's configuration: entries applied before the leader's
@@ -233,6 +242,8 @@ func NewNode(cfg Config) (*Node, error) {
 		Logger:          logger.Named("fsm"),
 		PayloadDir:      filepath.Join(cfg.DataDir, "payloads"),
 		PayloadStore:    payloadStore,
+
+		SnapshotCheckpointDir: checkpointDir,
 	})
 	if err != nil {
 		cleanup()

@@ -270,3 +270,26 @@ func (e *Engine) LoadPayload(id JobID, p []byte) error {
 	}
 	return nil
 }
+
+// PayloadSectionBytes is the size of the payload section a snapshot of
+// this state carries (fsm/snapshot.go): per live job or retained record
+// with a payload, its id (8 bytes), length (4) and payload, then the
+// section's end (8). A node whose snapshot's payloads stay in a checkpoint
+// of its store (fsm, snapshot checkpoints) states the size from here,
+// without reading a payload, when it sends the snapshot.
+func (e *Engine) PayloadSectionBytes() int64 {
+	const recordHeader, sectionEnd = 12, 8
+	n := int64(sectionEnd)
+	e.eachJob(func(j *job) bool {
+		if j.payloadLen > 0 {
+			n += recordHeader + int64(j.payloadLen)
+		}
+		return true
+	})
+	for _, r := range e.dead {
+		if r.j.payloadLen > 0 {
+			n += recordHeader + int64(r.j.payloadLen)
+		}
+	}
+	return n
+}

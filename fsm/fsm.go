@@ -94,6 +94,12 @@ type Config struct {
 	PayloadDir string
 	// PayloadStore tunes that store (tests pass an in-memory file system).
 	PayloadStore store.Options
+	// SnapshotCheckpointDir, when set with PayloadDir, keeps a snapshot's
+	// payloads in a checkpoint of the store there instead of copying them
+	// into the snapshot (snapshot_checkpoint.go); raft's snapshot store
+	// must then be wrapped by CheckpointSnapshots on the same folder. It
+	// must be on the payload store's file system (hard links).
+	SnapshotCheckpointDir string
 }
 
 // FSM is the Raft state machine. It implements raft.FSM and raft.BatchingFSM.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 
 	"github.com/hashicorp/raft"
 	"google.golang.org/protobuf/proto"
@@ -131,7 +132,17 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		// and keeps it. Pebble flushes memtables in order: the records of
 		// every earlier entry are durable with the index.
 		err := f.payloads.markApplied()
-		if err == nil {
+		if err == nil && snap.format == snapshotFormatPayloadsLast && f.cfg.SnapshotCheckpointDir != "" {
+			// The payloads stay in a checkpoint of the store at this
+			// index (snapshot_checkpoint.go): a flush and hard links,
+			// between two applies so that it holds exactly this state.
+			// Flushed, the store is past the snapshot at any restart.
+			snap.checkpoint = filepath.Join(f.cfg.SnapshotCheckpointDir, fmt.Sprintf("%s%d", checkpointPendingPrefix, f.appliedIndex.Load()))
+			_ = os.RemoveAll(snap.checkpoint) // a failed snapshot's at this index
+			if _, err = f.payloads.st.Checkpoint(snap.checkpoint); err == nil {
+				snap.payloadSection = f.eng.PayloadSectionBytes()
+			}
+		} else if err == nil {
 			snap.storeFlushed, err = f.payloads.st.FlushAsync()
 		}
 		if err == nil && snap.format >= snapshotFormatPayloadSection {
@@ -218,8 +229,14 @@ type fileSnapshot struct {
 	// Persist into the payload section (format 2 only).
 	bodies *store.Snapshot
 	// storeFlushed waits for the payload store's flush started at the
-	// snapshot (nil without a store).
+	// snapshot (nil without a store, or with a checkpoint).
 	storeFlushed func() error
+	// checkpoint is the pending checkpoint of the store at the snapshot's
+	// index that holds its payloads (format 4 with
+	// Config.SnapshotCheckpointDir), and payloadSection the size of the
+	// payload section it makes; "" without.
+	checkpoint     string
+	payloadSection int64
 }
 
 // Persist streams the snapshot to the sink and closes it once the payload
@@ -272,6 +289,20 @@ func (s *fileSnapshot) writeTo(w io.Writer) error {
 		}
 		if _, err := bw.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32())); err != nil {
 			return err
+		}
+		if s.checkpoint != "" {
+			if sink, ok := w.(checkpointAdopter); ok {
+				// The payload section stays in the checkpoint: the sink
+				// keeps it, and opening the snapshot streams it.
+				sink.adopt(s.checkpoint, s.payloadSection)
+				return bw.Flush()
+			}
+			// A sink that keeps files only: the section read from the
+			// checkpoint, as a view would give it.
+			if err := writeCheckpointPayloads(bw, s.checkpoint, s.payloadSection); err != nil {
+				return err
+			}
+			return bw.Flush()
 		}
 		payloadCRC := crc32.New(castagnoli)
 		if err := writePayloadSection(io.MultiWriter(bw, payloadCRC), s.bodies); err != nil {
@@ -405,6 +436,9 @@ func readCompletedRecords(r io.Reader, want []engine.JobID, load func(*engine.Co
 // Release removes the temporary file and releases the store's view.
 func (s *fileSnapshot) Release() {
 	_ = os.Remove(s.path)
+	if s.checkpoint != "" {
+		_ = os.RemoveAll(s.checkpoint) // gone already when its sink adopted it
+	}
 	if s.bodies != nil {
 		_ = s.bodies.Close()
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -206,4 +207,32 @@ func syncParent(fs vfs.FS, path string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// OpenCheckpoint opens the checkpoint in dir (written by Checkpoint) read
+// only, to read what it pinned: a node serves a snapshot's payloads from
+// its checkpoint long after the store has moved on (fsm, snapshot
+// checkpoints). Nothing is written to dir; Close releases it.
+func OpenCheckpoint(dir string, o Options) (*Store, error) {
+	f := &failure{}
+	po := pebbleOptions(o, f)
+	po.ReadOnly = true
+	// A read of a snapshot's payloads streams each block once: a small
+	// cache of its own, apart from the store's.
+	cache := pebble.NewCache(8 << 20)
+	defer cache.Unref()
+	po.Cache = cache
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("store: open checkpoint %s: %w", dir, err)
+	}
+	s := &Store{db: db, fs: po.FS, dir: dir, failure: f}
+	meta, err := s.readMeta()
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.applied.Store(meta.GetAppliedIndex())
+	s.term.Store(meta.GetAppliedTerm())
+	return s, nil
 }

@@ -67,6 +67,9 @@ func (fi *faultInjector) start(s *Store) {
 }
 
 func (fi *faultInjector) stop() {
+	if fi == nil { // a checkpoint opened read only (OpenCheckpoint)
+		return
+	}
 	close(fi.quit)
 	<-fi.done
 }

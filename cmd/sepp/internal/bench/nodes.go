@@ -76,10 +76,13 @@ func (r *runner) nodesRSS() []int64 {
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // dirBytes is the disk space the files under dir take (allocated blocks,
-// as du counts them). Files that vanish while it walks (a log segment or
-// a table compacted away) are skipped.
+// as du counts them: a file with several hard links, a snapshot's
+// checkpoint of the payload store, once). Files that vanish while it walks
+// (a log segment or a table compacted away) are skipped.
 func dirBytes(dir string) (int64, error) {
 	var total int64
+	type inode struct{ dev, ino uint64 }
+	seen := map[inode]bool{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path != dir {
@@ -98,6 +101,13 @@ func dirBytes(dir string) (int64, error) {
 			return err
 		}
 		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			if st.Nlink > 1 {
+				id := inode{uint64(st.Dev), st.Ino} //nolint:unconvert // Dev's type differs between platforms
+				if seen[id] {
+					return nil
+				}
+				seen[id] = true
+			}
 			total += st.Blocks * 512
 		} else {
 			total += info.Size()

@@ -1,0 +1,253 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/sepp-io/sepp/engine"
+)
+
+func openCheckpointFSM(t *testing.T, dir, checkpoints string) *FSM {
+	t.Helper()
+	f, err := Open(Config{Engine: engine.Config{Limits: engine.DefaultLimits()}, SnapshotTempDir: t.TempDir(), PayloadDir: dir, SnapshotCheckpointDir: checkpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// persistTo takes a snapshot of f and persists it into a new snapshot of
+// snaps at f's applied index; it returns the snapshot's id.
+func persistTo(t *testing.T, f *FSM, snaps raft.SnapshotStore, afterSnapshot func()) string {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	if afterSnapshot != nil {
+		afterSnapshot()
+	}
+	sink, err := snaps.Create(raft.SnapshotVersionMax, f.AppliedIndex(), 1, raft.Configuration{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	return sink.ID()
+}
+
+func openAll(t *testing.T, snaps raft.SnapshotStore, id string) (*raft.SnapshotMeta, []byte) {
+	t.Helper()
+	meta, rc, err := snaps.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("read snapshot %s: %v", id, err)
+	}
+	return meta, data
+}
+
+func checkpointNames(t *testing.T, root string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestFSM_CheckpointSnapshot (issue 35 item 3): with a checkpoint folder, a
+// snapshot kept on disk holds no payload (it ends at the first checksum),
+// its payloads stay in a checkpoint of the store taken at its index, and
+// opening it gives the format 4 stream byte for byte as a state machine
+// without checkpoints writes it at the same index, though the store has
+// moved on since; a sink that keeps bytes only gets the same whole stream.
+// The stream installs over a fresh store and restores over the kept one.
+func TestFSM_CheckpointSnapshot(t *testing.T) {
+	for _, seed := range []uint64{1, 2} {
+		t.Run(fmt.Sprint("Seed", seed), func(t *testing.T) {
+			base := t.TempDir()
+			dir, root := filepath.Join(base, "payloads"), filepath.Join(base, "snapshot-checkpoints")
+			rec := newLogRecorder(t, seed)
+			node := openCheckpointFSM(t, dir, root)
+			rec.run(node, 2)
+			for i := range 3 {
+				rec.apply(node, SetNodeCommand(NodeMeta{ID: fmt.Sprint("n", i), RaftAddr: fmt.Sprint("127.0.0.1:", 7000+i), MaxCommandVersion: CommandVersionSnapshotPayloadsLast}))
+			}
+			rec.run(node, 200)
+			at := node.AppliedIndex()
+
+			// The same state without checkpoints: the stream to match.
+			plain := openStoreFSM(t, filepath.Join(base, "plain"))
+			for _, l := range rec.entries[:at] {
+				plain.Apply(l)
+			}
+			want := snapshotBytes(t, plain)
+			closeFSM(t, plain)
+			cut := payloadsLastCut(t, want)
+			if len(want)-cut < 1000 {
+				t.Fatalf("a payload section of %d bytes: the test tests nothing", len(want)-cut)
+			}
+
+			// A sink that keeps bytes only: the section from the checkpoint.
+			if got := snapshotBytes(t, node); !bytes.Equal(got, want) {
+				t.Fatalf("persisted into a byte sink: %d bytes differ from the %d a state machine without checkpoints writes", len(got), len(want))
+			}
+			if names := checkpointNames(t, root); len(names) != 0 {
+				t.Fatalf("a released snapshot left %v", names)
+			}
+
+			inner, err := raft.NewFileSnapshotStoreWithLogger(base, 2, hclog.NewNullLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			snaps, err := CheckpointSnapshots(inner, root, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := persistTo(t, node, snaps, func() { rec.run(node, 100) }) // the store moves on before Persist
+			state, err := os.Stat(filepath.Join(base, "snapshots", id, "state.bin"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if state.Size() != int64(cut) {
+				t.Fatalf("the kept snapshot holds %d bytes, want %d: everything up to the payload section", state.Size(), cut)
+			}
+			meta, got := openAll(t, snaps, id)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("opened: %d bytes differ from the %d a state machine without checkpoints writes", len(got), len(want))
+			}
+			if meta.Size != int64(len(want)) {
+				t.Fatalf("opened: meta says %d bytes, the stream holds %d", meta.Size, len(want))
+			}
+
+			// Installed over a fresh store, and restored over the kept one
+			// reading only up to the payload section.
+			reference := newTestFSM(t)
+			for _, l := range rec.entries[:at] {
+				reference.Apply(l)
+			}
+			fresh := openStoreFSM(t, filepath.Join(base, "fresh"))
+			_, rc, err := snaps.Open(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fresh.Restore(rc); err != nil {
+				t.Fatal(err)
+			}
+			if fresh.Digest() != reference.Digest() {
+				t.Fatal("installed over a fresh store: the state differs from the log's at the snapshot's index")
+			}
+			closeFSM(t, fresh)
+			closeFSM(t, node)
+			kept := openStoreFSM(t, dir)
+			_, rc, err = snaps.Open(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := kept.Restore(rc); err != nil {
+				t.Fatal(err)
+			}
+			if kept.payloads.rebuilds != 0 {
+				t.Fatal("the store kept from the last run was refilled")
+			}
+			rec.replay(t, kept, at+1, seed)
+			all := newTestFSM(t)
+			rec.replay(t, all, 1, seed)
+			if kept.Digest() != all.Digest() {
+				t.Fatal("restored over the kept store and replayed: the state differs")
+			}
+			closeFSM(t, kept)
+		})
+	}
+}
+
+// TestCheckpointSnapshots_Lifecycle: a checkpoint lives as long as raft
+// lists its snapshot; what a crash leaves (a pending checkpoint, one whose
+// snapshot raft never finalised) is removed at the next start; a
+// checkpoint that went missing fails Open, naming it; a reader that stops
+// early stops the stream.
+func TestCheckpointSnapshots_Lifecycle(t *testing.T) {
+	base := t.TempDir()
+	dir, root := filepath.Join(base, "payloads"), filepath.Join(base, "snapshot-checkpoints")
+	rec := newLogRecorder(t, 7)
+	node := openCheckpointFSM(t, dir, root)
+	defer closeFSM(t, node)
+	rec.run(node, 2)
+	for i := range 3 {
+		rec.apply(node, SetNodeCommand(NodeMeta{ID: fmt.Sprint("n", i), RaftAddr: fmt.Sprint("127.0.0.1:", 7000+i), MaxCommandVersion: CommandVersionSnapshotPayloadsLast}))
+	}
+	inner, err := raft.NewFileSnapshotStoreWithLogger(base, 2, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := CheckpointSnapshots(inner, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 3 {
+		rec.run(node, 60)
+		ids = append(ids, persistTo(t, node, snaps, nil))
+	}
+	kept := []string{ids[1], ids[1] + checkpointInfoSuffix, ids[2], ids[2] + checkpointInfoSuffix}
+	slices.Sort(kept)
+	if got := checkpointNames(t, root); !slices.Equal(got, kept) {
+		t.Fatalf("with two snapshots retained the checkpoints are %v, want %v", got, kept)
+	}
+
+	// What a crash can leave: a pending checkpoint, and a checkpoint with
+	// its size for a snapshot raft never finalised.
+	for _, name := range []string{checkpointPendingPrefix + "999", "1-999-1"} {
+		if err := os.MkdirAll(filepath.Join(root, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "1-999-1"+checkpointInfoSuffix), []byte(`{"payload_section_bytes":8}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if snaps, err = CheckpointSnapshots(inner, root, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkpointNames(t, root); !slices.Equal(got, kept) {
+		t.Fatalf("after a restart the checkpoints are %v, want %v", got, kept)
+	}
+
+	// A reader that stops in the payload section.
+	meta, rc, err := snaps.Open(ids[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(rc, make([]byte, meta.Size-5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.RemoveAll(filepath.Join(root, ids[2])); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := snaps.Open(ids[2]); err == nil || !strings.Contains(err.Error(), filepath.Join(root, ids[2])) {
+		t.Fatalf("Open of a snapshot whose checkpoint is missing: %v, want an error naming it", err)
+	}
+}
