@@ -128,7 +128,7 @@ func (n *Node) learnMemberFacts(ctx context.Context, firstRound chan struct{}) {
 	var once sync.Once
 	firstRoundOver := func() { once.Do(func() { close(firstRound) }) }
 	defer firstRoundOver()
-	if n.cfg.PeerFacts == nil && n.cfg.PeerCommandVersion == nil {
+	if !n.asksMemberFacts() {
 		return
 	}
 	t := time.NewTimer(0)
@@ -153,6 +153,12 @@ func (n *Node) learnMemberFacts(ctx context.Context, firstRound chan struct{}) {
 			t.Reset(factsRetry)
 		}
 	}
+}
+
+// asksMemberFacts reports whether this node can ask the members their
+// facts (tests may run without).
+func (n *Node) asksMemberFacts() bool {
+	return n.cfg.PeerFacts != nil || n.cfg.PeerCommandVersion != nil
 }
 
 // askMemberFacts asks every other member for its facts and records those

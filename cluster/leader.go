@@ -109,12 +109,32 @@ func (n *Node) leaderDuties(ctx context.Context) {
 		return
 	}
 
+	// A leader that does not know yet whether every member applies its
+	// binary's commands (a new cluster's first leader, or a rolling
+	// upgrade's) holds back every version-gated setting of its config
+	// (membersConfig) until it has asked them. Ready before that, it
+	// would serve the config's queues without them for a moment: an ack
+	// with a result refused as if the queue kept no completed jobs. So it
+	// asks them once first, bounded as a request waiting on the answer
+	// is (factsFirstRoundWait), and sets the config they allow.
+	firstRound := lr.factsAsked
+	if n.asksMemberFacts() && !n.membersApply(fsm.CommandVersion) {
+		rctx, cancel := context.WithTimeout(ctx, factsFirstRoundWait)
+		n.askMemberFacts(rctx)
+		cancel()
+		close(lr.factsAsked)
+		firstRound = make(chan struct{}) // the background round's, waited on by no one
+		if !n.setConfig(ctx) {
+			return
+		}
+	}
+
 	close(lr.ch)
 	log.Info("leader ready")
 	learned := make(chan struct{})
 	go func() {
 		defer close(learned)
-		n.learnMemberFacts(ctx, lr.factsAsked) // facts.go
+		n.learnMemberFacts(ctx, firstRound) // facts.go
 	}()
 	scheduled := make(chan struct{})
 	go func() {

@@ -154,3 +154,42 @@ func TestResults_SurviveSnapshotAndRestart(t *testing.T) {
 	}
 	c.RequireSameDigest()
 }
+
+// TestResults_NewClusterReadyWithTheFilesRetention: a new cluster's first
+// leader learns which command versions its members apply before it is
+// ready, so the first request it serves finds the file's settings that
+// need a version in force: an ack with a result, the moment the leader is
+// ready, keeps the job. The members answer slowly (150 ms), which a
+// leader ready before its first round of questions would serve through.
+func TestResults_NewClusterReadyWithTheFilesRetention(t *testing.T) {
+	c := clustertest.New(t, 3, clustertest.WithConfig(func(_ int, cfg *cluster.Config) {
+		cfg.Engine.Queues = []engine.QueueConfig{{Name: "declared", CompletedRetention: time.Hour}}
+		cfg.PeerFacts = func(ctx context.Context, _ cluster.NodeInfo) (cluster.MemberFacts, error) {
+			select {
+			case <-time.After(150 * time.Millisecond):
+			case <-ctx.Done():
+				return cluster.MemberFacts{}, ctx.Err()
+			}
+			return factsOf(fsm.CommandVersion, 1<<30), nil
+		}
+	}))
+	leader := c.Node(c.WaitLeader())
+	var got time.Duration
+	if err := leader.Read(context.Background(), false, func(e engine.View) error { // waits for the leader to be ready
+		for _, q := range e.Config().Queues {
+			if q.Name == "declared" {
+				got = q.CompletedRetention
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got != time.Hour {
+		t.Fatalf("the ready leader's config keeps %v of completed jobs on the file's queue, want 1h", got)
+	}
+	ref := enqueueReserve(t, leader, "declared")
+	if _, err := leader.Propose(context.Background(), engine.AckOp{Ref: ref, Result: []byte("42")}); err != nil {
+		t.Fatalf("an ack with a result on a new cluster: %v", err)
+	}
+}
