@@ -135,6 +135,10 @@ type Engine struct {
 	// diskHeld is the payload bytes of the live jobs and retained records:
 	// what the disk budget counts once payloadsOffHeap is on.
 	diskHeld int64
+	// payloadRecords counts the live jobs and retained records with a
+	// payload: with diskHeld, the size of a snapshot's payload section
+	// (PayloadSectionBytes) without a walk over the jobs.
+	payloadRecords int64
 	// payloadsAhead: the payload store already holds what the commands now
 	// applied write (SetPayloadsAhead): a node replaying its log after a
 	// restart over the store it kept.

@@ -371,16 +371,21 @@ func (e *Engine) checkMemoryCounts() error {
 	if total != e.held {
 		return fmt.Errorf("engine counts %d held bytes, holds %d", e.held, total)
 	}
-	var disk int64
+	var disk, records int64
 	e.eachJob(func(j *job) bool {
 		disk += int64(j.payloadLen)
+		records += min(int64(j.payloadLen), 1)
 		return true
 	})
 	for r := e.deadHead; r != nil; r = r.next {
 		disk += int64(r.j.payloadLen)
+		records += min(int64(r.j.payloadLen), 1)
 	}
 	if disk != e.diskHeld {
 		return fmt.Errorf("engine counts %d payload bytes, holds %d", e.diskHeld, disk)
+	}
+	if records != e.payloadRecords {
+		return fmt.Errorf("engine counts %d payload records, holds %d", e.payloadRecords, records)
 	}
 	return nil
 }

@@ -1162,6 +1162,9 @@ func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
 		}
 		j.payloadLen = uint32(n) // its bytes come with LoadPayload
 		e.diskHeld += int64(j.payloadLen)
+		if j.payloadLen > 0 {
+			e.payloadRecords++
+		}
 	} else {
 		e.putPayload(j, d.view()) // the store copies it
 	}
