@@ -94,6 +94,25 @@ func (c *checkpointSnapshots) Create(version raft.SnapshotVersion, index, term u
 	return &checkpointSink{SnapshotSink: sink, c: c}, nil
 }
 
+// List is raft's list, each snapshot's size the whole stream's, as Open
+// states it.
+func (c *checkpointSnapshots) List() ([]*raft.SnapshotMeta, error) {
+	snaps, err := c.SnapshotStore.List()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*raft.SnapshotMeta, len(snaps))
+	for i, m := range snaps {
+		out[i] = m
+		if info, ok, err := c.info(m.ID); err == nil && ok {
+			whole := *m
+			whole.Size += info.PayloadSectionBytes + 4
+			out[i] = &whole
+		}
+	}
+	return out, nil
+}
+
 // Open returns the snapshot as its state machine wrote it, the payload
 // section included: for a snapshot whose payloads stay in a checkpoint,
 // the stored part followed by the section read from the checkpoint.
@@ -164,7 +183,7 @@ func (c *checkpointSnapshots) release(id string) {
 // reaped them) and, at start (pending true), the pending checkpoints a
 // crash left; a checkpoint being written or read stays.
 func (c *checkpointSnapshots) collect(pending bool) {
-	snaps, err := c.SnapshotStore.List()
+	snaps, err := c.SnapshotStore.List() // raft's own, not the sizes above
 	if err != nil {
 		c.log.Warn("snapshot checkpoints: cannot list the snapshots; nothing removed", "error", err)
 		return

@@ -139,6 +139,9 @@ func TestFSM_CheckpointSnapshot(t *testing.T) {
 			if meta.Size != int64(len(want)) {
 				t.Fatalf("opened: meta says %d bytes, the stream holds %d", meta.Size, len(want))
 			}
+			if listed, err := snaps.List(); err != nil || len(listed) != 1 || listed[0].Size != int64(len(want)) {
+				t.Fatalf("listed: %v, %v; want the one snapshot of %d bytes", listed, err, len(want))
+			}
 
 			// Installed over a fresh store, and restored over the kept one
 			// reading only up to the payload section.
