@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/sepp-io/sepp/engine"
@@ -21,8 +22,11 @@ var payloadModes = []string{"heap", "store"}
 func benchFSM(b *testing.B, mode string) *FSM {
 	b.Helper()
 	cfg := Config{Engine: engine.Config{Limits: engine.DefaultLimits()}, SnapshotTempDir: b.TempDir()}
-	if mode == "store" {
+	if mode == "store" || mode == "checkpoint" {
 		cfg.PayloadDir = filepath.Join(b.TempDir(), "payloads")
+	}
+	if mode == "checkpoint" {
+		cfg.SnapshotCheckpointDir = filepath.Join(b.TempDir(), "snapshot-checkpoints")
 	}
 	f, err := Open(cfg)
 	if err != nil {
@@ -64,18 +68,35 @@ func BenchmarkApplyEnqueueBatchPayloads(b *testing.B) {
 
 // BenchmarkSnapshotPayloads times Snapshot (the part under the lock, which
 // holds up apply) of 200,000 waiting jobs of 256 bytes, payloads in the
-// heap and in the store:
+// heap and in the store, and Persist (ms/persist):
 //
 //	go test -run '^$' -bench 'SnapshotPayloads' -benchtime 3x ./fsm/
 func BenchmarkSnapshotPayloads(b *testing.B) {
 	jobs := shortBench(200_000)
 	// store-section: the store with every member restoring format 2, so
 	// the capture writes payload lengths and the bodies go to Persist.
-	for _, mode := range append(payloadModes, "store-section") {
+	// store-last: format 4, the bodies last, read from a view by Persist.
+	// checkpoint-last: format 4 with a checkpoint, persisted into raft's
+	// file store through CheckpointSnapshots (no body copied).
+	for _, mode := range append(payloadModes, "store-section", "store-last", "checkpoint-last") {
 		b.Run(mode, func(b *testing.B) {
-			f := benchFSM(b, strings.TrimSuffix(mode, "-section"))
-			if mode == "store-section" {
+			f := benchFSM(b, strings.TrimSuffix(strings.TrimSuffix(mode, "-section"), "-last"))
+			switch mode {
+			case "store-section":
 				f.nodes["n1"] = NodeMeta{ID: "n1", MaxCommandVersion: CommandVersionSnapshotPayloads}
+			case "store-last", "checkpoint-last":
+				f.nodes["n1"] = NodeMeta{ID: "n1", MaxCommandVersion: CommandVersionSnapshotPayloadsLast}
+			}
+			var snaps raft.SnapshotStore
+			if mode == "checkpoint-last" {
+				dir := b.TempDir()
+				inner, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclog.NewNullLogger())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if snaps, err = CheckpointSnapshots(inner, f.cfg.SnapshotCheckpointDir, nil); err != nil {
+					b.Fatal(err)
+				}
 			}
 			fillWaiting(b, f, jobs, 256)
 			var persist time.Duration
@@ -87,7 +108,13 @@ func BenchmarkSnapshotPayloads(b *testing.B) {
 				}
 				b.StopTimer()
 				start := time.Now()
-				if err := s.Persist(&discardSink{}); err != nil {
+				var sink raft.SnapshotSink = discardSink{}
+				if snaps != nil {
+					if sink, err = snaps.Create(raft.SnapshotVersionMax, f.AppliedIndex(), 1, raft.Configuration{}, 1, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.Persist(sink); err != nil {
 					b.Fatal(err)
 				}
 				persist += time.Since(start)
