@@ -68,7 +68,7 @@ func CheckpointSnapshots(inner raft.SnapshotStore, root string, logger hclog.Log
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("fsm: snapshot checkpoints: %w", err)
 	}
-	c := &checkpointSnapshots{SnapshotStore: inner, root: root, log: logger, busy: map[string]int{}}
+	c := &checkpointSnapshots{SnapshotStore: inner, root: root, log: logger, busy: map[string]int{}, open: map[string]*openCheckpoint{}}
 	c.collect(true)
 	return c, nil
 }
@@ -82,6 +82,48 @@ type checkpointSnapshots struct {
 	// busy counts, per snapshot id, the sinks writing it and the readers
 	// streaming its checkpoint: collect leaves those alone.
 	busy map[string]int
+	// open holds, per snapshot id, the checkpoint opened for the readers
+	// streaming it: Pebble locks a directory it opens, even read only, so
+	// two followers sent the same snapshot at once share one handle.
+	open map[string]*openCheckpoint
+}
+
+// openCheckpoint is a checkpoint opened read only and its readers.
+type openCheckpoint struct {
+	st   *store.Store
+	refs int
+}
+
+// acquire returns the checkpoint of snapshot id opened read only, opening
+// it for its first reader; release closes it after its last.
+func (c *checkpointSnapshots) acquire(id, dir string) (*store.Store, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if oc := c.open[id]; oc != nil {
+		oc.refs++
+		return oc.st, nil
+	}
+	st, err := store.OpenCheckpoint(dir, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	c.open[id] = &openCheckpoint{st: st, refs: 1}
+	return st, nil
+}
+
+func (c *checkpointSnapshots) releaseStore(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	oc := c.open[id]
+	if oc == nil {
+		return
+	}
+	if oc.refs--; oc.refs == 0 {
+		delete(c.open, id)
+		if err := oc.st.Close(); err != nil {
+			c.log.Warn("snapshot checkpoints: closing a checkpoint", "snapshot", id, "error", err)
+		}
+	}
 }
 
 // Create starts a snapshot whose sink can adopt a checkpoint.
@@ -345,7 +387,11 @@ func (r *checkpointReader) Read(p []byte) (int, error) {
 		go func() {
 			defer close(r.done)
 			bw := bufio.NewWriterSize(pw, 1<<20)
-			err := writeCheckpointPayloads(bw, r.dir, r.want)
+			st, err := r.c.acquire(r.id, r.dir)
+			if err == nil {
+				err = writeStorePayloads(bw, st, r.dir, r.want)
+				r.c.releaseStore(r.id)
+			}
 			if err == nil {
 				err = bw.Flush()
 			}
@@ -383,6 +429,12 @@ func writeCheckpointPayloads(w io.Writer, dir string, want int64) error {
 		return err
 	}
 	defer st.Close()
+	return writeStorePayloads(w, st, dir, want)
+}
+
+// writeStorePayloads is writeCheckpointPayloads from the checkpoint in dir
+// opened as st.
+func writeStorePayloads(w io.Writer, st *store.Store, dir string, want int64) error {
 	view, err := st.NewSnapshot()
 	if err != nil {
 		return err

@@ -207,6 +207,13 @@ func TestCheckpointSnapshots_Lifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Payloads larger than the stream's buffers (1 MiB), so that a reader
+	// holds the checkpoint open while it streams.
+	big := make([]engine.EnqueueParams, 48)
+	for i := range big {
+		big[i] = engine.EnqueueParams{Queue: "big", JobType: "big", Payload: bytes.Repeat([]byte{byte(i)}, 64<<10)}
+	}
+	rec.apply(node, EnqueueBatchCommand(big))
 	var ids []string
 	for range 3 {
 		rec.run(node, 60)
@@ -234,6 +241,35 @@ func TestCheckpointSnapshots_Lifecycle(t *testing.T) {
 	if got := checkpointNames(t, root); !slices.Equal(got, kept) {
 		t.Fatalf("after a restart the checkpoints are %v, want %v", got, kept)
 	}
+
+	// Two readers at once (two followers sent the same snapshot): Pebble
+	// locks a directory it opens, so they share one handle.
+	_, first := openAll(t, snaps, ids[2])
+	m1, r1, err := snaps.Open(ids[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, r2, err := snaps.Open(ids[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m1.Size < 2<<20 {
+		t.Fatalf("a snapshot of %d bytes: the readers would not hold the checkpoint open while they stream", m1.Size)
+	}
+	head := make([]byte, m1.Size/2) // the first stops mid-section, the checkpoint open
+	if _, err := io.ReadFull(r1, head); err != nil {
+		t.Fatal(err)
+	}
+	second, err := io.ReadAll(r2)
+	if err != nil || int64(len(second)) != m2.Size || !bytes.Equal(second, first) {
+		t.Fatalf("a second reader while the first streams the payloads: %d bytes of %d, %v", len(second), m2.Size, err)
+	}
+	rest, err := io.ReadAll(r1)
+	if err != nil || !bytes.Equal(append(head, rest...), first) {
+		t.Fatalf("the first reader, after the second: %v", err)
+	}
+	_ = r1.Close()
+	_ = r2.Close()
 
 	// A reader that stops in the payload section.
 	meta, rc, err := snaps.Open(ids[2])
