@@ -77,6 +77,10 @@ type Status struct {
 	// disk (fsm/payloads.go): the node's own figure, unlike the replicated
 	// count of payload bytes.
 	PayloadStoreBytes uint64
+	// SnapshotCheckpointPinnedBytes is the space the snapshots'
+	// checkpoints of that store hold beyond its own files
+	// (fsm.FSM.CheckpointPinnedBytes).
+	SnapshotCheckpointPinnedBytes uint64
 }
 
 // Member is one voter or non-voter of the configuration.

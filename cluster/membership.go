@@ -192,7 +192,9 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		CommitIndex:       n.raft.CommitIndex(),
 		AppliedIndex:      n.raft.AppliedIndex(),
 		PayloadStoreBytes: n.fsm.PayloadDiskBytes(),
-		LastLogIndex:      n.raft.LastIndex(),
+
+		SnapshotCheckpointPinnedBytes: n.fsm.CheckpointPinnedBytes(),
+		LastLogIndex:                  n.raft.LastIndex(),
 	}
 	cf := n.raft.GetConfiguration()
 	if err := cf.Error(); err != nil {

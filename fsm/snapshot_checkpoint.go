@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -461,4 +463,43 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// CheckpointPinnedBytes is the disk space the snapshots' checkpoints hold
+// beyond the payload store's own files: a checkpoint's files are hard
+// links to the store's, free while the store keeps them, and held by the
+// checkpoint alone once a compaction dropped them from the store, until
+// raft drops the snapshot. 0 without checkpoints. Files are counted once
+// however many checkpoints link them, by their allocated blocks (as du
+// counts them).
+func (f *FSM) CheckpointPinnedBytes() uint64 {
+	if f.cfg.SnapshotCheckpointDir == "" || f.cfg.PayloadDir == "" {
+		return 0
+	}
+	type inode struct{ dev, ino uint64 }
+	live := map[inode]bool{}
+	var pinned uint64
+	walk := func(dir string, fn func(id inode, st *syscall.Stat_t)) {
+		_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil // a file removed while walking: skipped
+			}
+			info, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				fn(inode{uint64(st.Dev), st.Ino}, st) //nolint:unconvert // Dev's type differs between platforms
+			}
+			return nil
+		})
+	}
+	walk(f.cfg.PayloadDir, func(id inode, _ *syscall.Stat_t) { live[id] = true })
+	walk(f.cfg.SnapshotCheckpointDir, func(id inode, st *syscall.Stat_t) {
+		if !live[id] {
+			live[id] = true                   // once, however many checkpoints link it
+			pinned += uint64(st.Blocks) * 512 //nolint:gosec // a file's blocks, never negative
+		}
+	})
+	return pinned
 }

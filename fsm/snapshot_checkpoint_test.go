@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -288,5 +289,64 @@ func TestCheckpointSnapshots_Lifecycle(t *testing.T) {
 	}
 	if _, _, err := snaps.Open(ids[2]); err == nil || !strings.Contains(err.Error(), filepath.Join(root, ids[2])) {
 		t.Fatalf("Open of a snapshot whose checkpoint is missing: %v, want an error naming it", err)
+	}
+}
+
+// TestFSM_CheckpointPinnedBytes: a checkpoint's files linked to the live
+// store cost nothing; once the store no longer has them, the checkpoint
+// holds them alone, and they are counted once.
+func TestFSM_CheckpointPinnedBytes(t *testing.T) {
+	base := t.TempDir()
+	dir, root := filepath.Join(base, "payloads"), filepath.Join(base, "snapshot-checkpoints")
+	rec := newLogRecorder(t, 3)
+	node := openCheckpointFSM(t, dir, root)
+	rec.run(node, 2)
+	for i := range 3 {
+		rec.apply(node, SetNodeCommand(NodeMeta{ID: fmt.Sprint("n", i), RaftAddr: fmt.Sprint("127.0.0.1:", 7000+i), MaxCommandVersion: CommandVersionSnapshotPayloadsLast}))
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	big := make([]engine.EnqueueParams, 16)
+	for i := range big {
+		payload := make([]byte, 60<<10) // random: it does not compress
+		for j := range payload {
+			payload[j] = byte(rng.Uint32())
+		}
+		big[i] = engine.EnqueueParams{Queue: "big", JobType: "big", Payload: payload}
+	}
+	rec.apply(node, EnqueueBatchCommand(big))
+	inner, err := raft.NewFileSnapshotStoreWithLogger(base, 2, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := CheckpointSnapshots(inner, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	persistTo(t, node, snaps, nil)
+	persistTo(t, node, snaps, nil) // a second checkpoint linking the same files
+	linked := node.CheckpointPinnedBytes()
+	if linked > 256<<10 {
+		t.Fatalf("checkpoints of a store that keeps their files pin %d bytes, want only their small copied files", linked)
+	}
+	closeFSM(t, node)
+	if err := os.RemoveAll(dir); err != nil { // the store gone: every file is the checkpoints' alone
+		t.Fatal(err)
+	}
+	var oneCheckpoint int64
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		if e.IsDir() {
+			files, _ := os.ReadDir(filepath.Join(root, e.Name()))
+			for _, f := range files {
+				if info, err := f.Info(); err == nil {
+					oneCheckpoint += info.Size()
+				}
+			}
+			break
+		}
+	}
+	pinned := node.CheckpointPinnedBytes()
+	if oneCheckpoint < 100<<10 || pinned < uint64(oneCheckpoint) || pinned > uint64(oneCheckpoint)+linked+64<<10 {
+		t.Fatalf("with the store gone the checkpoints pin %d bytes; one checkpoint's files take %d: the linked files must count once", pinned, oneCheckpoint)
 	}
 }

@@ -73,7 +73,7 @@ type stateCollector struct {
 	raftApplyLag                                                      *prometheus.Desc
 	remembered, rememberedLimit, forgottenEarly                       *prometheus.Desc
 	memHeld, memBudget, queueMemHeld, queueMemBudget                  *prometheus.Desc
-	payloadHeld, payloadStore                                         *prometheus.Desc
+	payloadHeld, payloadStore, checkpointPinned                       *prometheus.Desc
 }
 
 // metricsReadTimeout bounds the reads one scrape makes.
@@ -82,35 +82,36 @@ const metricsReadTimeout = 2 * time.Second
 func newStateCollector(b Backend, now func() time.Time, log hclog.Logger) *stateCollector {
 	return &stateCollector{
 		b: b, now: now, log: log,
-		jobs:            prometheus.NewDesc("sepp_jobs", "Jobs on this node's state, by queue and state (dead: retained dead-letter records).", []string{"queue", "state"}, nil),
-		oldestReady:     prometheus.NewDesc("sepp_queue_oldest_ready_age_seconds", "How long the oldest Ready job of a queue has waited.", []string{"queue"}, nil),
-		enqueued:        prometheus.NewDesc("sepp_jobs_enqueued_total", "Jobs ever enqueued, by queue.", []string{"queue"}, nil),
-		acked:           prometheus.NewDesc("sepp_jobs_acked_total", "Jobs ever acked, by queue.", []string{"queue"}, nil),
-		deadLettered:    prometheus.NewDesc("sepp_dead_lettered_total", "Jobs ever dead-lettered, by queue and cause.", []string{"queue", "cause"}, nil),
-		dropped:         prometheus.NewDesc("sepp_dead_letters_dropped_total", "Dead jobs dropped because dead-letter retention is off, by queue.", []string{"queue"}, nil),
-		paused:          prometheus.NewDesc("sepp_queue_paused", "1 when the queue is paused.", []string{"queue"}, nil),
-		raftState:       prometheus.NewDesc("sepp_raft_state", "1 for this node's current Raft role.", []string{"state"}, nil),
-		raftTerm:        prometheus.NewDesc("sepp_raft_term", "Current Raft term.", nil, nil),
-		raftCommit:      prometheus.NewDesc("sepp_raft_commit_index", "Raft commit index.", nil, nil),
-		raftApplied:     prometheus.NewDesc("sepp_raft_applied_index", "Last Raft index applied to the state machine.", nil, nil),
-		raftLastLog:     prometheus.NewDesc("sepp_raft_last_log_index", "Last index in the Raft log.", nil, nil),
-		raftApplyLag:    prometheus.NewDesc("sepp_raft_apply_lag", "Committed entries not yet applied (commit index minus applied index).", nil, nil),
-		remembered:      prometheus.NewDesc("sepp_remembered_keys", "Keys remembered to answer retried calls, by kind: enqueue idempotency keys (for limits.idempotency_window) and reserve request ids (until the lease their reserve granted ends).", []string{"kind"}, nil),
-		rememberedLimit: prometheus.NewDesc("sepp_remembered_keys_limit", "limits.max_idempotency_keys: the most keys of each kind remembered at once.", nil, nil),
-		memHeld:         prometheus.NewDesc("sepp_memory_held_bytes", "Bytes this node's jobs, payloads, custom fields, keys and dead-letter records are counted to hold, against limits.max_memory_bytes (the same count on every replica).", nil, nil),
-		memBudget:       prometheus.NewDesc("sepp_memory_budget_bytes", "limits.max_memory_bytes in force (replicated; 0: unbounded): above it enqueues are refused with RESOURCE_EXHAUSTED.", nil, nil),
-		queueMemHeld:    prometheus.NewDesc("sepp_queue_memory_held_bytes", "Bytes a queue's jobs, records and keys are counted to hold.", []string{"queue"}, nil),
-		queueMemBudget:  prometheus.NewDesc("sepp_queue_memory_budget_bytes", "A queue's own max_memory_bytes, for the queues that have one.", []string{"queue"}, nil),
-		payloadHeld:     prometheus.NewDesc("sepp_payload_held_bytes", "Bytes of payload the live jobs and dead-letter records hold (the same count on every replica); kept in each node's payload store on disk, not in memory, once every member runs a release that does (payloads_off_heap).", nil, nil),
-		payloadStore:    prometheus.NewDesc("sepp_payload_store_disk_bytes", "Space this node's payload store takes on disk (its own figure: compaction makes it differ between replicas).", nil, nil),
-		forgottenEarly:  prometheus.NewDesc("sepp_idempotency_keys_forgotten_early_total", "Idempotency keys forgotten before limits.idempotency_window ended, to make room once limits.max_idempotency_keys were held (since this node started).", nil, nil),
+		jobs:             prometheus.NewDesc("sepp_jobs", "Jobs on this node's state, by queue and state (dead: retained dead-letter records).", []string{"queue", "state"}, nil),
+		oldestReady:      prometheus.NewDesc("sepp_queue_oldest_ready_age_seconds", "How long the oldest Ready job of a queue has waited.", []string{"queue"}, nil),
+		enqueued:         prometheus.NewDesc("sepp_jobs_enqueued_total", "Jobs ever enqueued, by queue.", []string{"queue"}, nil),
+		acked:            prometheus.NewDesc("sepp_jobs_acked_total", "Jobs ever acked, by queue.", []string{"queue"}, nil),
+		deadLettered:     prometheus.NewDesc("sepp_dead_lettered_total", "Jobs ever dead-lettered, by queue and cause.", []string{"queue", "cause"}, nil),
+		dropped:          prometheus.NewDesc("sepp_dead_letters_dropped_total", "Dead jobs dropped because dead-letter retention is off, by queue.", []string{"queue"}, nil),
+		paused:           prometheus.NewDesc("sepp_queue_paused", "1 when the queue is paused.", []string{"queue"}, nil),
+		raftState:        prometheus.NewDesc("sepp_raft_state", "1 for this node's current Raft role.", []string{"state"}, nil),
+		raftTerm:         prometheus.NewDesc("sepp_raft_term", "Current Raft term.", nil, nil),
+		raftCommit:       prometheus.NewDesc("sepp_raft_commit_index", "Raft commit index.", nil, nil),
+		raftApplied:      prometheus.NewDesc("sepp_raft_applied_index", "Last Raft index applied to the state machine.", nil, nil),
+		raftLastLog:      prometheus.NewDesc("sepp_raft_last_log_index", "Last index in the Raft log.", nil, nil),
+		raftApplyLag:     prometheus.NewDesc("sepp_raft_apply_lag", "Committed entries not yet applied (commit index minus applied index).", nil, nil),
+		remembered:       prometheus.NewDesc("sepp_remembered_keys", "Keys remembered to answer retried calls, by kind: enqueue idempotency keys (for limits.idempotency_window) and reserve request ids (until the lease their reserve granted ends).", []string{"kind"}, nil),
+		rememberedLimit:  prometheus.NewDesc("sepp_remembered_keys_limit", "limits.max_idempotency_keys: the most keys of each kind remembered at once.", nil, nil),
+		memHeld:          prometheus.NewDesc("sepp_memory_held_bytes", "Bytes this node's jobs, payloads, custom fields, keys and dead-letter records are counted to hold, against limits.max_memory_bytes (the same count on every replica).", nil, nil),
+		memBudget:        prometheus.NewDesc("sepp_memory_budget_bytes", "limits.max_memory_bytes in force (replicated; 0: unbounded): above it enqueues are refused with RESOURCE_EXHAUSTED.", nil, nil),
+		queueMemHeld:     prometheus.NewDesc("sepp_queue_memory_held_bytes", "Bytes a queue's jobs, records and keys are counted to hold.", []string{"queue"}, nil),
+		queueMemBudget:   prometheus.NewDesc("sepp_queue_memory_budget_bytes", "A queue's own max_memory_bytes, for the queues that have one.", []string{"queue"}, nil),
+		payloadHeld:      prometheus.NewDesc("sepp_payload_held_bytes", "Bytes of payload the live jobs and dead-letter records hold (the same count on every replica); kept in each node's payload store on disk, not in memory, once every member runs a release that does (payloads_off_heap).", nil, nil),
+		payloadStore:     prometheus.NewDesc("sepp_payload_store_disk_bytes", "Space this node's payload store takes on disk (its own figure: compaction makes it differ between replicas).", nil, nil),
+		checkpointPinned: prometheus.NewDesc("sepp_snapshot_checkpoint_pinned_bytes", "Space this node's snapshot checkpoints hold on disk beyond its payload store's files: payload store files compacted away since a kept snapshot's checkpoint linked them, held until raft drops that snapshot.", nil, nil),
+		forgottenEarly:   prometheus.NewDesc("sepp_idempotency_keys_forgotten_early_total", "Idempotency keys forgotten before limits.idempotency_window ended, to make room once limits.max_idempotency_keys were held (since this node started).", nil, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.jobs, c.oldestReady, c.enqueued, c.acked, c.deadLettered, c.dropped, c.paused,
 		c.raftState, c.raftTerm, c.raftCommit, c.raftApplied, c.raftLastLog, c.raftApplyLag, c.remembered, c.rememberedLimit, c.forgottenEarly,
-		c.memHeld, c.memBudget, c.queueMemHeld, c.queueMemBudget, c.payloadHeld, c.payloadStore} {
+		c.memHeld, c.memBudget, c.queueMemHeld, c.queueMemBudget, c.payloadHeld, c.payloadStore, c.checkpointPinned} {
 		ch <- d
 	}
 	for _, d := range reserveLimitDescs {
@@ -202,4 +203,5 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.raftApplyLag, prometheus.GaugeValue, lag)
 	ch <- prometheus.MustNewConstMetric(c.payloadStore, prometheus.GaugeValue, float64(st.PayloadStoreBytes))
+	ch <- prometheus.MustNewConstMetric(c.checkpointPinned, prometheus.GaugeValue, float64(st.SnapshotCheckpointPinnedBytes))
 }
