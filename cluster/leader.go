@@ -117,15 +117,20 @@ func (n *Node) leaderDuties(ctx context.Context) {
 	// with a result refused as if the queue kept no completed jobs. So it
 	// asks them once first, bounded as a request waiting on the answer
 	// is (factsFirstRoundWait), and sets the config they allow.
+	// Members that did not answer in that time leave the first round to
+	// the background (learnMemberFacts), which requests needing a version
+	// still wait for (membersApplyFor), as before this question.
 	firstRound := lr.factsAsked
 	if n.asksMemberFacts() && !n.membersApply(fsm.CommandVersion) {
 		rctx, cancel := context.WithTimeout(ctx, factsFirstRoundWait)
-		n.askMemberFacts(rctx)
+		allKnown := n.askMemberFacts(rctx)
 		cancel()
-		close(lr.factsAsked)
-		firstRound = make(chan struct{}) // the background round's, waited on by no one
 		if !n.setConfig(ctx) {
 			return
+		}
+		if allKnown {
+			close(lr.factsAsked)
+			firstRound = make(chan struct{}) // the background round's, waited on by no one
 		}
 	}
 
