@@ -26,6 +26,31 @@ func openCheckpointFSM(t *testing.T, dir, checkpoints string) *FSM {
 	return f
 }
 
+// joinPayloadsLastMembers applies a member list whose binaries all write
+// snapshot format 4.
+func joinPayloadsLastMembers(r *logRecorder, f *FSM) {
+	r.t.Helper()
+	for i := range 3 {
+		r.apply(f, SetNodeCommand(NodeMeta{ID: fmt.Sprint("n", i), RaftAddr: fmt.Sprint("127.0.0.1:", 7000+i), MaxCommandVersion: CommandVersionSnapshotPayloadsLast}))
+	}
+}
+
+// checkpointSnapshotStore is raft's file snapshot store in base, keeping
+// two snapshots, and CheckpointSnapshots over it with its checkpoints in
+// root.
+func checkpointSnapshotStore(t *testing.T, base, root string) (raft.SnapshotStore, raft.SnapshotStore) {
+	t.Helper()
+	inner, err := raft.NewFileSnapshotStoreWithLogger(base, 2, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := CheckpointSnapshots(inner, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inner, snaps
+}
+
 // persistTo takes a snapshot of f and persists it into a new snapshot of
 // snaps at f's applied index; it returns the snapshot's id.
 func persistTo(t *testing.T, f *FSM, snaps raft.SnapshotStore, afterSnapshot func()) string {
@@ -91,9 +116,7 @@ func TestFSM_CheckpointSnapshot(t *testing.T) {
 			rec := newLogRecorder(t, seed)
 			node := openCheckpointFSM(t, dir, root)
 			rec.run(node, 2)
-			for i := range 3 {
-				rec.apply(node, SetNodeCommand(NodeMeta{ID: fmt.Sprint("n", i), RaftAddr: fmt.Sprint("127.0.0.1:", 7000+i), MaxCommandVersion: CommandVersionSnapshotPayloadsLast}))
-			}
+			joinPayloadsLastMembers(rec, node)
 			rec.run(node, 200)
 			at := node.AppliedIndex()
 
@@ -117,14 +140,7 @@ func TestFSM_CheckpointSnapshot(t *testing.T) {
 				t.Fatalf("a released snapshot left %v", names)
 			}
 
-			inner, err := raft.NewFileSnapshotStoreWithLogger(base, 2, hclog.NewNullLogger())
-			if err != nil {
-				t.Fatal(err)
-			}
-			snaps, err := CheckpointSnapshots(inner, root, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, snaps := checkpointSnapshotStore(t, base, root)
 			id := persistTo(t, node, snaps, func() { rec.run(node, 100) }) // the store moves on before Persist
 			state, err := os.Stat(filepath.Join(base, "snapshots", id, "state.bin"))
 			if err != nil {
@@ -197,17 +213,8 @@ func TestCheckpointSnapshots_Lifecycle(t *testing.T) {
 	node := openCheckpointFSM(t, dir, root)
 	defer closeFSM(t, node)
 	rec.run(node, 2)
-	for i := range 3 {
-		rec.apply(node, SetNodeCommand(NodeMeta{ID: fmt.Sprint("n", i), RaftAddr: fmt.Sprint("127.0.0.1:", 7000+i), MaxCommandVersion: CommandVersionSnapshotPayloadsLast}))
-	}
-	inner, err := raft.NewFileSnapshotStoreWithLogger(base, 2, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	snaps, err := CheckpointSnapshots(inner, root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	joinPayloadsLastMembers(rec, node)
+	inner, snaps := checkpointSnapshotStore(t, base, root)
 	// Payloads larger than the stream's buffers (1 MiB), so that a reader
 	// holds the checkpoint open while it streams.
 	big := make([]engine.EnqueueParams, 48)
@@ -236,7 +243,8 @@ func TestCheckpointSnapshots_Lifecycle(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "1-999-1"+checkpointInfoSuffix), []byte(`{"payload_section_bytes":8}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if snaps, err = CheckpointSnapshots(inner, root, nil); err != nil {
+	snaps, err := CheckpointSnapshots(inner, root, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got := checkpointNames(t, root); !slices.Equal(got, kept) {
@@ -301,9 +309,7 @@ func TestFSM_CheckpointPinnedBytes(t *testing.T) {
 	rec := newLogRecorder(t, 3)
 	node := openCheckpointFSM(t, dir, root)
 	rec.run(node, 2)
-	for i := range 3 {
-		rec.apply(node, SetNodeCommand(NodeMeta{ID: fmt.Sprint("n", i), RaftAddr: fmt.Sprint("127.0.0.1:", 7000+i), MaxCommandVersion: CommandVersionSnapshotPayloadsLast}))
-	}
+	joinPayloadsLastMembers(rec, node)
 	rng := rand.New(rand.NewPCG(3, 3))
 	big := make([]engine.EnqueueParams, 16)
 	for i := range big {
@@ -314,14 +320,7 @@ func TestFSM_CheckpointPinnedBytes(t *testing.T) {
 		big[i] = engine.EnqueueParams{Queue: "big", JobType: "big", Payload: payload}
 	}
 	rec.apply(node, EnqueueBatchCommand(big))
-	inner, err := raft.NewFileSnapshotStoreWithLogger(base, 2, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	snaps, err := CheckpointSnapshots(inner, root, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, snaps := checkpointSnapshotStore(t, base, root)
 	persistTo(t, node, snaps, nil)
 	persistTo(t, node, snaps, nil) // a second checkpoint linking the same files
 	linked := node.CheckpointPinnedBytes()

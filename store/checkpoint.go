@@ -222,17 +222,5 @@ func OpenCheckpoint(dir string, o Options) (*Store, error) {
 	cache := pebble.NewCache(8 << 20)
 	defer cache.Unref()
 	po.Cache = cache
-	db, err := pebble.Open(dir, po)
-	if err != nil {
-		return nil, fmt.Errorf("store: open checkpoint %s: %w", dir, err)
-	}
-	s := &Store{db: db, fs: po.FS, dir: dir, failure: f}
-	meta, err := s.readMeta()
-	if err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	s.applied.Store(meta.GetAppliedIndex())
-	s.term.Store(meta.GetAppliedTerm())
-	return s, nil
+	return openWith(dir, po, f, nil)
 }

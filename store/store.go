@@ -155,6 +155,17 @@ func Open(dir string, o Options) (*Store, error) {
 	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref()
 	po.Cache = cache
+	s, err := openWith(dir, po, f, faults)
+	if err != nil {
+		return nil, err
+	}
+	faults.start(s)
+	return s, nil
+}
+
+// openWith opens the Pebble database in dir with po and reads the store's
+// applied index from it: Open's and OpenCheckpoint's shared part.
+func openWith(dir string, po *pebble.Options, f *failure, faults *faultInjector) (*Store, error) {
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
@@ -167,7 +178,6 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s.applied.Store(meta.GetAppliedIndex())
 	s.term.Store(meta.GetAppliedTerm())
-	faults.start(s)
 	return s, nil
 }
 
