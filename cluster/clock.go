@@ -339,7 +339,7 @@ func (n *Node) checkClock(ctx context.Context) {
 	answers := make(chan answer, len(peers))
 	for _, p := range peers {
 		go func() {
-			actx, cancel := context.WithTimeout(ctx, factsAskTimeout)
+			actx, cancel := context.WithTimeout(ctx, n.questions.AskTimeout)
 			defer cancel()
 			sent, m0 := n.wall(), n.mono()
 			f, err := n.cfg.PeerFacts(actx, p)

@@ -75,6 +75,9 @@ type Config struct {
 	// GOMAXPROCS, start time); the command versions and id are filled in
 	// (Node.SelfFacts).
 	Facts MemberFacts
+	// MemberQuestions times the leader's questions to its members about
+	// their facts (facts.go); zero fields take DefaultMemberQuestions'.
+	MemberQuestions MemberQuestions
 	// MemoryShare, when above 0 and Engine.Limits.MaxMemoryBytes is 0 (no
 	// explicit limits.max_memory_bytes), makes the leader propose a memory
 	// budget of this share of the smallest memory limit among the members'
@@ -237,6 +240,7 @@ func DefaultConfig() Config {
 		TickMaxWait:          time.Second,
 		SweepDelay:           time.Second,
 		LogStoreWriteTimeout: 2 * time.Second,
+		MemberQuestions:      DefaultMemberQuestions(),
 		Engine:               engine.Config{Limits: engine.DefaultLimits()},
 	}
 }

@@ -109,17 +109,41 @@ func factsFromMeta(m fsm.NodeMeta) *MemberFacts {
 	return out
 }
 
-const (
-	// factsAskTimeout bounds one question to one member.
-	factsAskTimeout = 2 * time.Second
-	// factsRetry is how soon members that could not be asked, or do not
-	// apply this binary's commands yet, are asked again; factsRecheck how
-	// often a leader that knows every member's version asks again, for
-	// new members and changed facts (a member restarted in another memory
+// MemberQuestions times the leader's questions to its members about their
+// facts. Only tests change them, to not wait out the production intervals.
+type MemberQuestions struct {
+	// AskTimeout bounds one question to one member.
+	AskTimeout time.Duration
+	// Retry is how soon members that could not be asked, or do not apply
+	// this binary's commands yet, are asked again; Recheck how often a
+	// leader that knows every member's version asks again, for new
+	// members and changed facts (a member restarted in another memory
 	// limit).
-	factsRetry   = 2 * time.Second
-	factsRecheck = 10 * time.Second
-)
+	Retry   time.Duration
+	Recheck time.Duration
+	// FirstRoundWait bounds how long a new leader waits for its first
+	// round of answers before it is ready, and how long a request waits
+	// for that round (membersApplyFor). A round asks each member for at
+	// most AskTimeout; one that hangs is what makes a round long, and a
+	// request then gets its refusal after this long.
+	FirstRoundWait time.Duration
+}
+
+// DefaultMemberQuestions are the intervals sepp serve runs with.
+func DefaultMemberQuestions() MemberQuestions {
+	return MemberQuestions{AskTimeout: 2 * time.Second, Retry: 2 * time.Second, Recheck: 10 * time.Second, FirstRoundWait: 3 * time.Second}
+}
+
+// withDefaults fills the zero fields of q with the defaults.
+func (q MemberQuestions) withDefaults() MemberQuestions {
+	d := DefaultMemberQuestions()
+	for _, f := range []struct{ v, def *time.Duration }{{&q.AskTimeout, &d.AskTimeout}, {&q.Retry, &d.Retry}, {&q.Recheck, &d.Recheck}, {&q.FirstRoundWait, &d.FirstRoundWait}} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	return q
+}
 
 // learnMemberFacts runs while this node leads and its duties are done. It
 // closes firstRound once its first round of questions is over (or it ends
@@ -148,9 +172,9 @@ func (n *Node) learnMemberFacts(ctx context.Context, firstRound chan struct{}) {
 			return
 		}
 		if allKnown {
-			t.Reset(factsRecheck)
+			t.Reset(n.questions.Recheck)
 		} else {
-			t.Reset(factsRetry)
+			t.Reset(n.questions.Retry)
 		}
 	}
 }
@@ -179,7 +203,7 @@ func (n *Node) askMemberFacts(ctx context.Context) (allKnown bool) {
 			allKnown = false
 			continue // no address to ask yet
 		}
-		actx, cancel := context.WithTimeout(ctx, factsAskTimeout)
+		actx, cancel := context.WithTimeout(ctx, n.questions.AskTimeout)
 		facts, err := n.askFacts(actx, nodeInfoFromMeta(meta))
 		cancel()
 		if err != nil {

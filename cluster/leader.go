@@ -116,13 +116,13 @@ func (n *Node) leaderDuties(ctx context.Context) {
 	// would serve the config's queues without them for a moment: an ack
 	// with a result refused as if the queue kept no completed jobs. So it
 	// asks them once first, bounded as a request waiting on the answer
-	// is (factsFirstRoundWait), and sets the config they allow.
+	// is (MemberQuestions.FirstRoundWait), and sets the config they allow.
 	// Members that did not answer in that time leave the first round to
 	// the background (learnMemberFacts), which requests needing a version
 	// still wait for (membersApplyFor), as before this question.
 	firstRound := lr.factsAsked
 	if n.asksMemberFacts() && !n.membersApply(fsm.CommandVersion) {
-		rctx, cancel := context.WithTimeout(ctx, factsFirstRoundWait)
+		rctx, cancel := context.WithTimeout(ctx, n.questions.FirstRoundWait)
 		allKnown := n.askMemberFacts(rctx)
 		cancel()
 		if !n.setConfig(ctx) {

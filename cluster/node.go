@@ -31,13 +31,15 @@ const logCacheEntries = 128
 // Node is one running member of a sepp cluster. Its methods are safe for
 // concurrent use. Writes are accepted only on the leader.
 type Node struct {
-	cfg   Config
-	log   hclog.Logger
-	clock func() time.Time // the stamp clock (clock.go): what the leader stamps and ticks by
-	wall  func() time.Time // the wall clock, as members compare it (clock.go)
-	mono  func() time.Duration
-	stamp *stampClock
-	self  NodeInfo
+	cfg Config
+	log hclog.Logger
+	// questions is cfg.MemberQuestions with its defaults filled in.
+	questions MemberQuestions
+	clock     func() time.Time // the stamp clock (clock.go): what the leader stamps and ticks by
+	wall      func() time.Time // the wall clock, as members compare it (clock.go)
+	mono      func() time.Duration
+	stamp     *stampClock
+	self      NodeInfo
 	// clocks is the state of this node's clock checks (clock.go).
 	clocks clockWatch
 
@@ -113,6 +115,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg:        cfg,
+		questions:  cfg.MemberQuestions.withDefaults(),
 		log:        logger,
 		wall:       wall,
 		mono:       processMono,

@@ -237,19 +237,13 @@ func (n *Node) membersApply(v uint32) bool {
 	return n.memberLacking(v) == ""
 }
 
-// factsFirstRoundWait bounds how long a request waits for a new leader's
-// first round of asking the members their facts (membersApplyFor). A round
-// asks each member for at most factsAskTimeout; one that hangs is what
-// makes a round long, and a request then gets its refusal after this long.
-const factsFirstRoundWait = 3 * time.Second
-
 // membersApplyFor is membersApply for a client request that needs command
 // version v. An answer that is not yet yes may only mean that this node has
 // not learned yet what its members apply: a new cluster's leader asks them
 // within its first moments, and a newly elected leader's state holds what
 // earlier terms recorded only once it is ready. So it then waits for this
 // node to be a ready leader and for its term's first round of questions
-// (bounded by factsFirstRoundWait and ctx), and asks again: a request in a
+// (bounded by MemberQuestions.FirstRoundWait and ctx), and asks again: a request in a
 // new cluster's first second, or just after a failover, is not refused
 // for want of what the leader is about to know. err is the answer of a
 // node that is not the leader (or shuts down) to follow instead.
@@ -262,7 +256,7 @@ func (n *Node) membersApplyFor(ctx context.Context, v uint32) (bool, error) {
 	}
 	if lr := n.ready.Load(); lr != nil && lr.factsAsked != nil && !closed(lr.factsAsked) {
 		n.versionWaits.Add(1)
-		t := time.NewTimer(factsFirstRoundWait)
+		t := time.NewTimer(n.questions.FirstRoundWait)
 		defer t.Stop()
 		select {
 		case <-lr.factsAsked:

@@ -43,7 +43,10 @@ func TestVersionGate_NewLeaderWaitsForItsMembersAnswers(t *testing.T) {
 			answer := make(chan struct{})
 			c := clustertest.New(t, 3, clustertest.WithConfig(func(_ int, cfg *cluster.Config) {
 				// Every member answers the leader's question only when the
-				// test says so.
+				// test says so. The leader is ready without their answers
+				// after FirstRoundWait, which is also how long the request
+				// waits for them: long enough for the test to see it wait.
+				cfg.MemberQuestions.FirstRoundWait = 1500 * time.Millisecond
 				cfg.PeerFacts = func(ctx context.Context, _ cluster.NodeInfo) (cluster.MemberFacts, error) {
 					select {
 					case <-answer:

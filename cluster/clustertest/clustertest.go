@@ -69,7 +69,9 @@ type slot struct {
 }
 
 // TestConfig is DefaultConfig with timeouts that survive a loaded CI machine
-// running with -race, and small snapshot thresholds.
+// running with -race, small snapshot thresholds, and a leader that asks its
+// members their facts again within a fraction of a second (the tests of
+// upgrades and memory budgets would otherwise wait out seconds per round).
 func TestConfig() cluster.Config {
 	cfg := cluster.DefaultConfig()
 	cfg.HeartbeatTimeout = 300 * time.Millisecond
@@ -78,6 +80,8 @@ func TestConfig() cluster.Config {
 	cfg.LeaseGrace = time.Second
 	cfg.TickMaxWait = 20 * time.Millisecond
 	cfg.SnapshotInterval = 50 * time.Millisecond
+	cfg.MemberQuestions.Retry = 100 * time.Millisecond
+	cfg.MemberQuestions.Recheck = 250 * time.Millisecond
 	return cfg
 }
 
