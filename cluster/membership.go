@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -177,9 +178,45 @@ func (n *Node) TransferLeadership(ctx context.Context, toID string) error {
 		f = n.raft.LeadershipTransferToServer(raft.ServerID(toID), addr)
 	}
 	if err := f.Error(); err != nil {
+		if n.leadershipMovedAfterTimeout(ctx, toID, err) {
+			return nil
+		}
 		return n.raftError("transfer leadership", err)
 	}
 	return ctx.Err()
+}
+
+// leadershipMovedAfterTimeout reports whether a transfer that raft gave up
+// on after its election timeout went through all the same: raft answers
+// "leadership transfer timeout" once the timeout has passed since it
+// began, even when it has already sent the target its TimeoutNow, and on a
+// loaded host the target's election then ends just after. So the node
+// watches, for one more election timeout (within ctx), for a leader other
+// than itself (the target, when one was named).
+func (n *Node) leadershipMovedAfterTimeout(ctx context.Context, toID string, err error) bool {
+	if !strings.Contains(err.Error(), "leadership transfer timeout") {
+		return false
+	}
+	moved := func() bool {
+		l := n.Leader().ID
+		return l != "" && l != n.self.ID && (toID == "" || l == toID)
+	}
+	deadline := time.NewTimer(n.cfg.ElectionTimeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for !moved() {
+		select {
+		case <-poll.C:
+		case <-deadline.C:
+			return moved()
+		case <-ctx.Done():
+			return false
+		case <-n.shutdownCh:
+			return false
+		}
+	}
+	return true
 }
 
 // Status is this node's view of the cluster.
