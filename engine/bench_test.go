@@ -248,6 +248,33 @@ func BenchmarkRestore(b *testing.B) {
 	}
 }
 
+// BenchmarkRestorePayloadLengths restores a million waiting jobs with
+// their keys as a restarting node does: from a stream of payload lengths,
+// the payloads staying in the node's store.
+func BenchmarkRestorePayloadLengths(b *testing.B) {
+	e := engine.New(engine.DefaultConfig())
+	e.UsePayloadStore(sharedPayload{payload100})
+	if err := e.Restore(bytes.NewReader(snapshotOfWaiting(b))); err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := e.SnapshotWith(&buf, engine.SnapshotOptions{PayloadLengths: true}); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	cpu := startCPU(b)
+	defer cpu.stop(b)
+	for i := 0; i < b.N; i++ {
+		e := engine.New(engine.DefaultConfig())
+		e.UsePayloadStore(sharedPayload{payload100})
+		if err := e.RestoreWith(bytes.NewReader(data), engine.SnapshotOptions{PayloadLengths: true}); err != nil {
+			b.Fatal(err)
+		}
+		e.PayloadsLoaded()
+	}
+}
+
 // BenchmarkSnapshot writes the snapshot of a million waiting jobs.
 func BenchmarkSnapshot(b *testing.B) {
 	data := snapshotOfWaiting(b)
@@ -263,6 +290,36 @@ func BenchmarkSnapshot(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkSnapshotPayloadLengths writes the snapshot of a million waiting
+// jobs as the state machine takes it under its lock: payload lengths in
+// place of the payloads, which it streams from its store afterwards.
+func BenchmarkSnapshotPayloadLengths(b *testing.B) {
+	data := snapshotOfWaiting(b)
+	e := engine.New(engine.DefaultConfig())
+	e.UsePayloadStore(sharedPayload{payload100})
+	if err := e.Restore(bytes.NewReader(data)); err != nil {
+		b.Fatal(err)
+	}
+	var out countingWriter
+	cpu := startCPU(b)
+	defer cpu.stop(b)
+	for i := 0; i < b.N; i++ {
+		out = 0
+		if err := e.SnapshotWith(&out, engine.SnapshotOptions{PayloadLengths: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(out))
+}
+
+// countingWriter counts what is written to it.
+type countingWriter int64
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	*w += countingWriter(len(p))
+	return len(p), nil
 }
 
 // TestMemoryRestored measures the heap held by a million waiting jobs with

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"container/heap"
@@ -68,19 +67,16 @@ func (e *Engine) SnapshotWith(w io.Writer, o SnapshotOptions) error {
 		return ErrPayloadsAhead
 	}
 	crc := crc32.NewIEEE()
-	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 64<<10)
-	enc := &encoder{w: bw, lengthsOnly: o.PayloadLengths, completedSection: o.CompletedSection}
+	enc := newEncoder(io.MultiWriter(w, crc), o)
 	if !o.PayloadLengths {
 		read, done := e.payloadReader()
 		defer done()
 		enc.payload = read
 	}
 	e.encode(enc)
+	enc.flush()
 	if enc.err != nil {
 		return fmt.Errorf("engine snapshot: %w", enc.err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("engine snapshot: %w", err)
 	}
 	var trailer [4]byte
 	binary.LittleEndian.PutUint32(trailer[:], crc.Sum32())
@@ -103,8 +99,12 @@ func (e *Engine) Digest() [32]byte {
 }
 
 type encoder struct {
-	w   *bufio.Writer
-	buf [binary.MaxVarintLen64]byte
+	// w receives the stream (and its checksum) in blocks of about
+	// encodeFlushSize: the fields are appended to out, which costs a few
+	// nanoseconds each, where a buffered writer's call per field cost
+	// most of a large snapshot's capture.
+	w   io.Writer
+	out []byte
 	err error
 	// payload reads a job's payload for the walk (payloadReader).
 	payload func(JobID) []byte
@@ -112,24 +112,48 @@ type encoder struct {
 	lengthsOnly bool
 	// completedSection: no completed record (SnapshotOptions).
 	completedSection bool
+	// lastQ and lastQIndex spare the queue index's map lookup for runs
+	// of jobs of one queue, the common order of a backlog.
+	lastQ      *queue
+	lastQIndex uint64
+}
+
+// encodeFlushSize is how many encoded bytes the encoder holds before it
+// writes them.
+const encodeFlushSize = 64 << 10
+
+func newEncoder(w io.Writer, o SnapshotOptions) *encoder {
+	return &encoder{w: w, out: make([]byte, 0, encodeFlushSize+binary.MaxVarintLen64), lengthsOnly: o.PayloadLengths, completedSection: o.CompletedSection}
+}
+
+// flush writes what out holds. After an error nothing more is written,
+// and out is still emptied, so a failed stream does not grow it.
+func (c *encoder) flush() {
+	if len(c.out) > 0 && c.err == nil {
+		_, c.err = c.w.Write(c.out)
+	}
+	c.out = c.out[:0]
+}
+
+func (c *encoder) flushIfFull() {
+	if len(c.out) >= encodeFlushSize {
+		c.flush()
+	}
 }
 
 func (c *encoder) uvarint(v uint64) {
-	if c.err == nil {
-		_, c.err = c.w.Write(binary.AppendUvarint(c.buf[:0], v))
-	}
+	c.out = binary.AppendUvarint(c.out, v)
+	c.flushIfFull()
 }
 
 func (c *encoder) varint(v int64) {
-	if c.err == nil {
-		_, c.err = c.w.Write(binary.AppendVarint(c.buf[:0], v))
-	}
+	c.out = binary.AppendVarint(c.out, v)
+	c.flushIfFull()
 }
 
 func (c *encoder) byte(b uint8) {
-	if c.err == nil {
-		c.err = c.w.WriteByte(b)
-	}
+	c.out = append(c.out, b)
+	c.flushIfFull()
 }
 
 func (c *encoder) bool(b bool) {
@@ -140,24 +164,52 @@ func (c *encoder) bool(b bool) {
 	}
 }
 
-func (c *encoder) string(s string) {
-	c.uvarint(uint64(len(s)))
-	if c.err == nil {
-		_, c.err = c.w.WriteString(s)
+// raw appends b as it is, with no length; a large b is written directly
+// rather than copied into out.
+func (c *encoder) raw(b []byte) {
+	if len(b) < encodeFlushSize {
+		c.out = append(c.out, b...)
+		c.flushIfFull()
+		return
 	}
-}
-
-func (c *encoder) bytes(b []byte) {
-	c.uvarint(uint64(len(b)))
+	c.flush()
 	if c.err == nil {
 		_, c.err = c.w.Write(b)
 	}
 }
 
-func (e *Engine) encode(c *encoder) {
-	if c.err == nil {
-		_, c.err = c.w.WriteString(snapshotMagic)
+func (c *encoder) rawString(s string) {
+	if len(s) < encodeFlushSize {
+		c.out = append(c.out, s...)
+		c.flushIfFull()
+		return
 	}
+	c.flush()
+	if c.err == nil {
+		_, c.err = io.WriteString(c.w, s)
+	}
+}
+
+func (c *encoder) string(s string) {
+	c.out = binary.AppendUvarint(c.out, uint64(len(s)))
+	c.rawString(s)
+}
+
+func (c *encoder) bytes(b []byte) {
+	c.out = binary.AppendUvarint(c.out, uint64(len(b)))
+	c.raw(b)
+}
+
+// queueIndex is q's index among the snapshot's queues (qindex).
+func (c *encoder) queueIndex(q *queue, qindex map[*queue]uint64) uint64 {
+	if q != c.lastQ {
+		c.lastQ, c.lastQIndex = q, qindex[q]
+	}
+	return c.lastQIndex
+}
+
+func (e *Engine) encode(c *encoder) {
+	c.rawString(snapshotMagic)
 	version := e.snapshotLayout()
 	c.uvarint(version)
 	c.varint(e.now)
@@ -210,19 +262,15 @@ func (e *Engine) encode(c *encoder) {
 		q := e.keys.queueOf(ent)
 		// queue name, NUL, the producer's key: one length-prefixed string.
 		c.uvarint(uint64(len(q.name) + 1 + e.keys.keyLen(ent)))
-		if c.err == nil {
-			_, c.err = c.w.WriteString(q.name)
-		}
+		c.rawString(q.name)
 		c.byte(0)
-		if c.err == nil {
-			// The key as the producer gave it, packed or not: the snapshot
-			// (and the digest) do not depend on how memory holds it.
-			if ent.packed() {
-				var digits [32]byte
-				_, c.err = c.w.Write(e.keys.appendKey(ent, digits[:0]))
-			} else {
-				_, c.err = c.w.WriteString(e.keys.plain[ent.plainIndex()])
-			}
+		// The key as the producer gave it, packed or not: the snapshot
+		// (and the digest) do not depend on how memory holds it.
+		if ent.packed() {
+			c.out = e.keys.appendKey(ent, c.out)
+			c.flushIfFull()
+		} else {
+			c.rawString(e.keys.plain[ent.plainIndex()])
 		}
 		c.uvarint(uint64(ent.jobID()))
 		c.varint(ent.createdAt)
@@ -369,7 +417,7 @@ func encodeOpt[T any](c *encoder, p *T, put func(T)) {
 
 func (e *Engine) encodeJob(c *encoder, j *job, qindex map[*queue]uint64, v7 bool) {
 	c.uvarint(uint64(j.id))
-	c.uvarint(qindex[j.q])
+	c.uvarint(c.queueIndex(j.q, qindex))
 	c.string(j.jobType())
 	if c.lengthsOnly {
 		c.uvarint(uint64(j.payloadLen))
