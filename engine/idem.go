@@ -103,6 +103,35 @@ func (k *idemKeys) matches(ent *idemEntry, q *queue, sk *storedKey) bool {
 	return !ent.packed() && k.plain[ent.plainIndex()] == sk.plain
 }
 
+// firstWithKeyOf is the entry a lookup of ent's own queue and key finds
+// (getStored's probe, comparing stored forms): ent itself exactly when
+// the index holds ent where a lookup finds it, and no earlier entry of
+// the same key.
+func (k *idemKeys) firstWithKeyOf(ent *idemEntry) *idemEntry {
+	if len(k.slots) == 0 {
+		return nil
+	}
+	mask := uint64(len(k.slots) - 1)
+	h := k.hashOf(ent)
+	for i := home(h, k.bits()); ; i = (i + 1) & mask {
+		s := k.slots[i]
+		if s == 0 {
+			return nil
+		}
+		if !tagMatch(s, h) {
+			continue
+		}
+		other := k.fifo.ptr(k.index(s))
+		if other.queue != ent.queue || other.packed() != ent.packed() {
+			continue
+		}
+		if ent.packed() && other.packedKey == ent.packedKey ||
+			!ent.packed() && k.plain[other.plainIndex()] == k.plain[ent.plainIndex()] {
+			return other
+		}
+	}
+}
+
 // queueOf is the queue of ent.
 func (k *idemKeys) queueOf(ent *idemEntry) *queue { return k.queues[ent.queue-1] }
 
@@ -420,22 +449,29 @@ func (k *idemKeys) check(queues map[string]*queue) error {
 			}
 			plainUsed++
 		}
+		// The key's text is built only for an error's message: a restore
+		// checks millions of keys, and their hex form cost most of it.
 		q := k.queueOf(ent)
-		key := string(k.appendKey(ent, nil))
+		text := func() string { return string(k.appendKey(ent, nil)) }
 		if q == nil || queues[q.name] != q {
-			return fmt.Errorf("idempotency key %q: not in a known queue", key)
+			return fmt.Errorf("idempotency key %q: not in a known queue", text())
 		}
-		if key == "" {
-			return fmt.Errorf("idempotency key %d of the FIFO is empty", i)
+		// A packed key is canonical (lower-case hex packs back to the same
+		// bytes); a plain one must be one that does not pack.
+		if !ent.packed() {
+			plain := k.plain[ent.plainIndex()]
+			if plain == "" {
+				return fmt.Errorf("idempotency key %d of the FIFO is empty", i)
+			}
+			if _, packs := packKey(plain); packs {
+				return fmt.Errorf("idempotency key %q of queue %q: kept in the wrong form", plain, q.name)
+			}
 		}
-		if ent.packed() != storedKeyOf(key).packed {
-			return fmt.Errorf("idempotency key %q of queue %q: kept in the wrong form", key, q.name)
-		}
-		if k.get(q, key) != ent {
-			return fmt.Errorf("idempotency key %q of queue %q: FIFO and index disagree", key, q.name)
+		if k.firstWithKeyOf(ent) != ent {
+			return fmt.Errorf("idempotency key %q of queue %q: FIFO and index disagree", text(), q.name)
 		}
 		if i > 0 && ent.createdAt < k.fifo.ptr(i-1).createdAt {
-			return fmt.Errorf("idempotency key %q of queue %q out of creation order", key, q.name)
+			return fmt.Errorf("idempotency key %q of queue %q out of creation order", text(), q.name)
 		}
 	}
 	if plainUsed+len(k.freePlain) != len(k.plain) {

@@ -16,7 +16,10 @@ func TestRestoreChecksIdempotencyKeys(t *testing.T) {
 	t.Parallel()
 	clock := et.NewClock()
 	e := et.New(t)
-	for _, k := range []string{"key-1", "key-2"} {
+	// Two plain keys, and two of the form the SDKs generate, which the
+	// engine holds packed.
+	const packed1, packed2 = "0123456789abcdef0123456789abcde1", "0123456789abcdef0123456789abcde2"
+	for _, k := range []string{"key-1", "key-2", packed1, packed2} {
 		et.MustEnqueue(t, e, clock.Advance(1), engine.EnqueueParams{Queue: "qq", JobType: "t", IdempotencyKey: k})
 	}
 	good := snapshotBytes(t, e)
@@ -33,6 +36,7 @@ func TestRestoreChecksIdempotencyKeys(t *testing.T) {
 	}{
 		{"as written", good, true},
 		{"a key twice", replace("qq\x00key-2", "qq\x00key-1"), false},
+		{"a packed key twice", replace("qq\x00"+packed2, "qq\x00"+packed1), false},
 		{"key of an unknown queue", replace("qq\x00key-2", "zz\x00key-2"), false},
 		{"no separator", replace("qq\x00key-2", "qqXkey-2"[:len("qq\x00key-2")-1]+"2"), false},
 		{"empty key", replace("qq\x00key-2", "qqqqqqq\x00"), false},
