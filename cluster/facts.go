@@ -137,10 +137,17 @@ func DefaultMemberQuestions() MemberQuestions {
 // withDefaults fills the zero fields of q with the defaults.
 func (q MemberQuestions) withDefaults() MemberQuestions {
 	d := DefaultMemberQuestions()
-	for _, f := range []struct{ v, def *time.Duration }{{&q.AskTimeout, &d.AskTimeout}, {&q.Retry, &d.Retry}, {&q.Recheck, &d.Recheck}, {&q.FirstRoundWait, &d.FirstRoundWait}} {
-		if *f.v <= 0 {
-			*f.v = *f.def
-		}
+	if q.AskTimeout <= 0 {
+		q.AskTimeout = d.AskTimeout
+	}
+	if q.Retry <= 0 {
+		q.Retry = d.Retry
+	}
+	if q.Recheck <= 0 {
+		q.Recheck = d.Recheck
+	}
+	if q.FirstRoundWait <= 0 {
+		q.FirstRoundWait = d.FirstRoundWait
 	}
 	return q
 }

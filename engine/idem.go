@@ -103,33 +103,16 @@ func (k *idemKeys) matches(ent *idemEntry, q *queue, sk *storedKey) bool {
 	return !ent.packed() && k.plain[ent.plainIndex()] == sk.plain
 }
 
-// firstWithKeyOf is the entry a lookup of ent's own queue and key finds
-// (getStored's probe, comparing stored forms): ent itself exactly when
-// the index holds ent where a lookup finds it, and no earlier entry of
-// the same key.
+// firstWithKeyOf is the entry a lookup of ent's own queue and key finds:
+// ent itself exactly when the index holds ent where a lookup finds it, and
+// no earlier entry of the same key. The key is looked up in the form ent
+// stores it, so no text is built.
 func (k *idemKeys) firstWithKeyOf(ent *idemEntry) *idemEntry {
-	if len(k.slots) == 0 {
-		return nil
+	sk := storedKey{packed: ent.packed(), bytes: ent.packedKey}
+	if !sk.packed {
+		sk.plain = k.plain[ent.plainIndex()]
 	}
-	mask := uint64(len(k.slots) - 1)
-	h := k.hashOf(ent)
-	for i := home(h, k.bits()); ; i = (i + 1) & mask {
-		s := k.slots[i]
-		if s == 0 {
-			return nil
-		}
-		if !tagMatch(s, h) {
-			continue
-		}
-		other := k.fifo.ptr(k.index(s))
-		if other.queue != ent.queue || other.packed() != ent.packed() {
-			continue
-		}
-		if ent.packed() && other.packedKey == ent.packedKey ||
-			!ent.packed() && k.plain[other.plainIndex()] == k.plain[ent.plainIndex()] {
-			return other
-		}
-	}
+	return k.getStored(k.queueOf(ent), &sk)
 }
 
 // queueOf is the queue of ent.
