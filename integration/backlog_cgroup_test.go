@@ -37,6 +37,7 @@ const backlogCgroupShortJobs = 200_000
 // item 7). With N = 5M the backlog's payloads are ten times each node's
 // memory.
 func TestBacklogTenTimesMemoryInOwnCgroup(t *testing.T) {
+	t.Parallel()
 	jobs := backlogCgroupShortJobs
 	if v := os.Getenv(backlogCgroupJobsEnv); v != "" {
 		n, err := strconv.Atoi(v)

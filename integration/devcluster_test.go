@@ -23,6 +23,7 @@ import (
 // holds its jobs. It used to take fresh ports, and the nodes' raft logs,
 // naming the old ones, left them campaigning at peers that were not there.
 func TestDevCluster_SplitsTheCPUsAndRestartsWithItsJobs(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -38,6 +38,7 @@ func buildTagged(t *testing.T, tag string) string {
 // sepp_fault_inject, whose log store fails every write while the data dir
 // holds the file inject-eio (cluster/faultinject_on.go).
 func TestDiskFault_FailedFsyncStopsTheLeader(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	runLeaderDiskFault(t, "failed-fsync", "inject-eio", func(ctx context.Context, insp *client.Client, c localCluster, li int, trigger string) (story []string, err error) {
 		node, start := c.Nodes[li], time.Now()
@@ -80,6 +81,7 @@ func TestDiskFault_FailedFsyncStopsTheLeader(t *testing.T) {
 // flushes and dies so once the data dir holds the file
 // inject-kill-in-flush (store/faultinject_on.go).
 func TestDiskFault_KilledInAStoreFlush(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	const rounds = 3
 	runLeaderDiskFault(t, "killed-in-flush", "inject-kill-in-flush", func(ctx context.Context, insp *client.Client, c localCluster, li int, trigger string) (story []string, err error) {
@@ -189,6 +191,7 @@ func runInjectedFault(t *testing.T, name, extraTOML string, fault func(ctx conte
 // with the tag sepp_fault_inject, whose log store waits while the data dir
 // holds the file inject-stall (cluster/faultinject_on.go).
 func TestDiskFault_StalledDiskOnTheLeader(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	const stallFor = 8 * time.Second // above the default store_write_timeout_ms (5 s)
 	runLeaderDiskFault(t, "stalled-disk", "inject-stall", func(ctx context.Context, insp *client.Client, c localCluster, li int, trigger string) (story []string, err error) {
@@ -216,6 +219,7 @@ func TestDiskFault_StalledDiskOnTheLeader(t *testing.T) {
 // back (docs/backup-and-restore.md: remove the member, delete its data,
 // start it empty, join it) brings it back with every job (issue 36).
 func TestDiskFault_FlippedByteInASealedSegment(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -312,6 +316,7 @@ func TestDiskFault_FlippedByteInASealedSegment(t *testing.T) {
 // it): the node restarts, drops only that unfinished tail, and catches up
 // from the leader (issue 36).
 func TestDiskFault_TornWriteAtTheLogTail(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -15,6 +15,14 @@
 // beside the Go client, and also fails a run when a node's restart does not
 // come up and serve.
 //
+// Most tests run side by side (t.Parallel): at most go test's -parallel of
+// them at once, GOMAXPROCS by default, so two on two cores. Their clusters
+// share nothing: devcluster picks ports at random below the ephemeral
+// range, and namespaces, cgroups, docker networks and compose projects carry
+// names of their own. Two stay sequential and run before the others: the
+// election count beside a CPU hog, which loads the whole machine on purpose,
+// and the clock faults, which set the environment their nodes inherit.
+//
 // The tests build the binary once (TestMain) and are skipped under
 // `go test -short`; the container tests are skipped, with the reason
 // printed, where no Docker engine answers. The package has no non-test code

@@ -222,6 +222,7 @@ func startDockerClusterWith(t *testing.T, runFlags []string, extraTOML string) *
 // then reconnects it: the majority elects a new leader and goes on; the old
 // leader must step down, drop whatever it could not commit, and catch up.
 func TestPartitionLeader(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	c := startDockerCluster(t)
 	runFault(t, "partition_leader", c, func(ctx context.Context, env *faultEnv) (int, time.Time) {
@@ -313,6 +314,7 @@ func waitPortFree(addr string, timeout time.Duration) error {
 // through it from the host, kills the leader's container, sees the cluster
 // fail over, starts the container again and sees it rejoin and catch up.
 func TestComposeCluster(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	ctx := context.Background()
 	cmd, err := findCompose(ctx)

@@ -150,6 +150,7 @@ func runFault(t *testing.T, name string, tc testCluster, inject injectFunc) {
 func followerOf(leader int) int { return (leader + 1) % 3 }
 
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	tests := []struct {
 		name   string

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 // node 2 in an unlimited child of it (the limit is an ancestor's), node 3
 // in a child whose own limit (memLimitMiB) is below its parent's.
 func TestMemoryBudgetInOwnCgroup(t *testing.T) {
+	t.Parallel()
 	floodInOwnCgroups(t, clusterTOML, 6*time.Minute)
 }
 
@@ -39,6 +41,7 @@ func TestMemoryBudgetInOwnCgroup(t *testing.T) {
 // within the limit (over the payload stores they kept) and drain every job
 // once (issue 35).
 func TestMemoryBudgetInOwnCgroup_PayloadsOnDisk(t *testing.T) {
+	t.Parallel()
 	toml := strings.Replace(clusterTOML, "[limits]\n", "[limits]\npayload_budget = \"disk\"\n", 1)
 	if toml == clusterTOML {
 		t.Fatal("clusterTOML has no [limits] table to add payload_budget to")
@@ -56,6 +59,9 @@ func floodInOwnCgroups(t *testing.T, extraTOML string, timeout time.Duration) {
 	floodRestartDrain(ctx, t, c, insp)
 }
 
+// cgroupSeq numbers the cgroup trees this process makes.
+var cgroupSeq atomic.Int64
+
 // startInOwnCgroups starts three real nodes, each inside a memory cgroup of
 // its own limited to limit bytes, in the three layouts systemd makes (see
 // TestMemoryBudgetInOwnCgroup), waits for a leader and for every member to
@@ -65,7 +71,8 @@ func startInOwnCgroups(ctx context.Context, t *testing.T, extraTOML string, limi
 	requireLong(t)
 	h := requireCgroupHierarchy(t)
 
-	base := filepath.Join(h.dir, fmt.Sprintf("sepp-test-%d-%d", os.Getpid(), limit>>20))
+	// A name of its own: the tests run side by side (doc.go).
+	base := filepath.Join(h.dir, fmt.Sprintf("sepp-test-%d-%d-%d", os.Getpid(), cgroupSeq.Add(1), limit>>20))
 	var nodeDirs [3]string
 	for i, layout := range []struct {
 		limited, run string

@@ -32,6 +32,7 @@ const memLimitMiB = 256
 // (snapshot restore and log replay), and workers must then drain every
 // job that was acknowledged, unchanged, and nothing else.
 func TestMemoryBudgetUnderContainerLimit(t *testing.T) {
+	t.Parallel()
 	requireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()

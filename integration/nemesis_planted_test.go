@@ -39,6 +39,7 @@ func truncateTailRecipe(leader int) []fault {
 // the old leader's tail. The campaign must name that node's failed restart
 // and why, and still find the history safe: the two others keep a majority.
 func TestNemesis_ReportsANodeThatFailsToRestart(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	bin := filepath.Join(t.TempDir(), "sepp-planted")
 	build := exec.Command("go", "build", "-tags", "sepp_planted_restart_bug", "-o", bin, "./cmd/sepp")
@@ -88,6 +89,7 @@ func TestNemesis_ReportsANodeThatFailsToRestart(t *testing.T) {
 // integration/history's TestCheck_CatchesPlantedBugs; this is the same proof
 // end to end, through real processes, both clients and the final read.
 func TestNemesis_ReportsALostJob(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	r := runCampaign(t, campaignOptions{
 		Name:        "planted_lost_job",

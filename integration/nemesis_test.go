@@ -106,6 +106,7 @@ func nemesisScheduleOptions(t *testing.T, partitions bool) scheduleOptions {
 }
 
 func TestNemesis(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	partitions := true
 	if why := netnsUnavailable(); why != "" {
@@ -118,6 +119,7 @@ func TestNemesis(t *testing.T) {
 	}
 	for _, seed := range nemesisSeeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel() // each seed's cluster is its own (doc.go)
 			sched := genSchedule(seed, nemesisScheduleOptions(t, partitions))
 			// The schedule depends on its length too: a replay names both.
 			replay := fmt.Sprintf("make nemesis SEED=%d, or go test ./integration -run 'TestNemesis$' -seed %d", seed, seed)

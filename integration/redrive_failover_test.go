@@ -18,6 +18,7 @@ import (
 // (each payload once in the target queue: none lost, none doubled), none
 // is left, and the audit record counts 2000.
 func TestRedriveSurvivesLeaderKill(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	const (
 		records = 2000

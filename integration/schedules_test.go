@@ -69,6 +69,7 @@ func scheduleTicks(ctx context.Context, t *testing.T, c *client.Client, queue st
 // the schedule's last fire. The new leader keeps firing, and so does the
 // old one's successor after it rejoins.
 func TestSchedule_EachTickOnceAcrossLeaderKill(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	c := startLocalWith(t, "")
 	defer dumpLogs(t, c)
@@ -162,6 +163,7 @@ func TestSchedule_EachTickOnceAcrossLeaderKill(t *testing.T) {
 // sampled all along, and at most 3 distinct jobs are ever delivered; an ack
 // frees a place that the next reserve takes.
 func TestReserveLimit_HoldsAcrossLeaderKill(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	c := startLocalWith(t, limitsTOML)
 	defer dumpLogs(t, c)

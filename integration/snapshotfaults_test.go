@@ -33,6 +33,7 @@ trailing_logs = 100
 // so once the data dir holds inject-kill-in-snapshot naming "create"
 // (cluster/faultinject_on.go).
 func TestSnapshotFault_KilledTakingASnapshot(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	runInjectedFault(t, "killed-taking-a-snapshot", snapshotFaultTOML, func(ctx context.Context, insp *client.Client, c localCluster) (story []string, err error) {
 		for round, aimAt := range []string{"the leader", "a follower", "the leader"} {
@@ -71,6 +72,7 @@ func TestSnapshotFault_KilledTakingASnapshot(t *testing.T) {
 // lost or duplicated (issue 35 item 8). The binary is built with the tag
 // sepp_fault_inject (cluster/faultinject_on.go).
 func TestSnapshotFault_KilledInstallingASnapshot(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	runInjectedFault(t, "killed-installing-a-snapshot", snapshotFaultTOML, func(ctx context.Context, insp *client.Client, c localCluster) (story []string, err error) {
 		li, err := leaderIndex(ctx, insp, c)

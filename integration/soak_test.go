@@ -68,6 +68,7 @@ func soakSchedule(seed uint64, d time.Duration, partitions bool) schedule {
 }
 
 func TestSoak(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	o := soakOptionsFromEnv(t)
 	partitions := netnsUnavailable() == ""

@@ -26,6 +26,7 @@ import (
 // the cluster taking writes, and at the end every replica holds the same
 // state.
 func TestTruncatedTailRestart(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	c := startLocal(t)
 	defer dumpLogs(t, c)

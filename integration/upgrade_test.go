@@ -28,6 +28,7 @@ const upgradeFromCommit = "2ff591cdc1b3db8c55dc07346f9bf2cefd7f89f6"
 // up before the next): no acknowledged job lost or duplicated, and the
 // replicas agree (issue 36).
 func TestRollingUpgradeUnderLoad(t *testing.T) {
+	t.Parallel()
 	requireLong(t)
 	old := buildReleaseBinary(t, upgradeFromCommit)
 
