@@ -79,6 +79,25 @@ func TestAdminRedrive_CancelledAndExpiredCauses(t *testing.T) {
 	}
 }
 
+// TestGetServerInfo_DiskFigures: the node's payload store and what its
+// snapshots' checkpoints hold beyond it are its own figures, read from its
+// status.
+func TestGetServerInfo_DiskFigures(t *testing.T) {
+	env := start(t, nil)
+	for _, want := range []struct{ store, pinned uint64 }{{0, 0}, {3 << 20, 1 << 20}} {
+		env.Backend.SetDiskFigures(want.store, want.pinned)
+		info, err := env.Queue.GetServerInfo(ctxT(t), &seppv1.GetServerInfoRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := info.GetLimits()
+		if l.GetPayloadStoreBytes() != want.store || l.GetSnapshotCheckpointPinnedBytes() != want.pinned {
+			t.Errorf("payload_store_bytes %d, snapshot_checkpoint_pinned_bytes %d; want %d, %d",
+				l.GetPayloadStoreBytes(), l.GetSnapshotCheckpointPinnedBytes(), want.store, want.pinned)
+		}
+	}
+}
+
 // TestGetServerInfo_Capabilities: every feature with its command version,
 // ready cluster-wide when every member applies it.
 func TestGetServerInfo_Capabilities(t *testing.T) {

@@ -688,6 +688,7 @@ func (s *queueService) GetServerInfo(ctx context.Context, req *seppv1.GetServerI
 		}
 		clusterVersion = cluster.ClusterCommandVersion(st.Members)
 		out.Limits.PayloadStoreBytes = st.PayloadStoreBytes
+		out.Limits.SnapshotCheckpointPinnedBytes = st.SnapshotCheckpointPinnedBytes
 	}
 	for _, f := range cluster.Features() {
 		out.Capabilities = append(out.Capabilities, &seppv1.Capability{

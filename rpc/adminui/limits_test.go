@@ -45,7 +45,8 @@ func TestQueuePageShowsExpiryAndFairness(t *testing.T) {
 
 // The node page shows the payload bytes held and, once payloads are
 // counted on disk, the disk budget and its use; before, that they count in
-// the memory budget.
+// the memory budget. It shows the space the node's payload store takes
+// and what its snapshots' checkpoints hold beyond it.
 func TestNodePageShowsDiskBudget(t *testing.T) {
 	e := newEnv(t, adminui.Options{}, time.Hour)
 	b := newBrowser(t, e.srv.URL)
@@ -64,7 +65,9 @@ func TestNodePageShowsDiskBudget(t *testing.T) {
 	if held == 0 {
 		t.Fatal("the test's jobs hold no payload bytes")
 	}
+	e.backend.SetDiskFigures(3<<20, 1<<20)
 	body := b.get("/node").body
-	mustContain(t, "payloads on disk", body, "(<b>25%</b>, <code>limits.max_disk_bytes</code>)")
+	mustContain(t, "payloads on disk", body, "(<b>25%</b>, <code>limits.max_disk_bytes</code>)",
+		`id="payload-store">3.0 MiB</b>`, `id="checkpoint-pinned">1.0 MiB</b>`)
 	mustNotContain(t, "payloads on disk", body, "counted in the memory budget above")
 }

@@ -49,11 +49,13 @@ type goMemory struct {
 // diskUse is the payloads' side of the budgets: the payload bytes the
 // jobs and dead letters hold (the same on every replica), the disk budget
 // (limits.max_disk_bytes, counted once payloads are off the heap) and the
-// space this node's payload store takes on its disk.
+// space this node's payload store takes on its disk, with what its
+// snapshots' checkpoints hold beyond that.
 type diskUse struct {
-	Held, Limit int64
-	OffHeap     bool
-	StoreBytes  int64
+	Held, Limit           int64
+	OffHeap               bool
+	StoreBytes            int64
+	CheckpointPinnedBytes int64
 }
 
 func (d diskUse) Percent() int {
@@ -92,7 +94,8 @@ func (h *handler) nodePage(w http.ResponseWriter, r *http.Request, q *request) {
 		v.Disk = diskUse{Held: e.DiskHeld(), Limit: e.Config().Limits.MaxDiskBytes, OffHeap: e.PayloadsOffHeap()}
 		return nil
 	})
-	v.Disk.StoreBytes = int64(st.PayloadStoreBytes) //nolint:gosec // a file size, far below 2^63
+	v.Disk.StoreBytes = int64(st.PayloadStoreBytes)                        //nolint:gosec // a file size, far below 2^63
+	v.Disk.CheckpointPinnedBytes = int64(st.SnapshotCheckpointPinnedBytes) //nolint:gosec // file sizes, far below 2^63
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	v.Go = goMemory{HeapAlloc: int64(ms.HeapAlloc), HeapSys: int64(ms.HeapSys), Sys: int64(ms.Sys), //nolint:gosec // far below 2^63

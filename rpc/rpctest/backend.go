@@ -37,6 +37,8 @@ type LocalBackend struct {
 	index    uint64
 	shutdown bool
 	failWith func(op string) error
+	// What Status reports of the disk (SetDiskFigures).
+	payloadStoreBytes, checkpointPinnedBytes uint64
 	// scheduleMu serializes a schedule write's preparation and write, as
 	// the leader's scheduleWriteMu does.
 	scheduleMu sync.Mutex
@@ -238,6 +240,15 @@ func (b *LocalBackend) Leader() cluster.NodeInfo {
 	return b.leader
 }
 
+// SetDiskFigures sets what Status reports of this node's payload store
+// and of its snapshots' checkpoints: a real node reads them off its disk,
+// and this backend has neither.
+func (b *LocalBackend) SetDiskFigures(payloadStoreBytes, checkpointPinnedBytes uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.payloadStoreBytes, b.checkpointPinnedBytes = payloadStoreBytes, checkpointPinnedBytes
+}
+
 func (b *LocalBackend) Status(ctx context.Context) (cluster.Status, error) {
 	if err := ctx.Err(); err != nil {
 		return cluster.Status{}, err
@@ -253,6 +264,9 @@ func (b *LocalBackend) Status(ctx context.Context) (cluster.Status, error) {
 		AppliedIndex: b.index,
 		LastLogIndex: b.index,
 		Members:      append([]cluster.Member(nil), b.members...),
+
+		PayloadStoreBytes:             b.payloadStoreBytes,
+		SnapshotCheckpointPinnedBytes: b.checkpointPinnedBytes,
 	}
 	for i, m := range st.Members {
 		if m.ID == b.self.ID && m.Facts == nil {

@@ -1880,8 +1880,13 @@ type Limits struct {
 	CompletedRetentionMs int64 `protobuf:"varint,31,opt,name=completed_retention_ms,json=completedRetentionMs,proto3" json:"completed_retention_ms,omitempty"`
 	// The longest progress message an ExtendLease may carry (a fixed bound).
 	MaxProgressMessageBytes uint64 `protobuf:"varint,32,opt,name=max_progress_message_bytes,json=maxProgressMessageBytes,proto3" json:"max_progress_message_bytes,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// The space this node's snapshot checkpoints hold on disk beyond
+	// payload_store_bytes: store files compacted away since a kept snapshot
+	// linked them, freed when raft drops that snapshot. Its own figure, like
+	// payload_store_bytes.
+	SnapshotCheckpointPinnedBytes uint64 `protobuf:"varint,33,opt,name=snapshot_checkpoint_pinned_bytes,json=snapshotCheckpointPinnedBytes,proto3" json:"snapshot_checkpoint_pinned_bytes,omitempty"`
+	unknownFields                 protoimpl.UnknownFields
+	sizeCache                     protoimpl.SizeCache
 }
 
 func (x *Limits) Reset() {
@@ -2134,6 +2139,13 @@ func (x *Limits) GetCompletedRetentionMs() int64 {
 func (x *Limits) GetMaxProgressMessageBytes() uint64 {
 	if x != nil {
 		return x.MaxProgressMessageBytes
+	}
+	return 0
+}
+
+func (x *Limits) GetSnapshotCheckpointPinnedBytes() uint64 {
+	if x != nil {
+		return x.SnapshotCheckpointPinnedBytes
 	}
 	return 0
 }
@@ -2472,7 +2484,7 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"Capability\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12'\n" +
 	"\x0fcommand_version\x18\x02 \x01(\rR\x0ecommandVersion\x12#\n" +
-	"\rcluster_ready\x18\x03 \x01(\bR\fclusterReady\"\x9a\v\n" +
+	"\rcluster_ready\x18\x03 \x01(\bR\fclusterReady\"\xe3\v\n" +
 	"\x06Limits\x12!\n" +
 	"\fmin_priority\x18\x01 \x01(\rR\vminPriority\x12!\n" +
 	"\fmax_priority\x18\x02 \x01(\rR\vmaxPriority\x12)\n" +
@@ -2507,7 +2519,8 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x13payload_store_bytes\x18\x1d \x01(\x04R\x11payloadStoreBytes\x12(\n" +
 	"\x10max_result_bytes\x18\x1e \x01(\x04R\x0emaxResultBytes\x124\n" +
 	"\x16completed_retention_ms\x18\x1f \x01(\x03R\x14completedRetentionMs\x12;\n" +
-	"\x1amax_progress_message_bytes\x18  \x01(\x04R\x17maxProgressMessageBytes\"\x85\x06\n" +
+	"\x1amax_progress_message_bytes\x18  \x01(\x04R\x17maxProgressMessageBytes\x12G\n" +
+	" snapshot_checkpoint_pinned_bytes\x18! \x01(\x04R\x1dsnapshotCheckpointPinnedBytes\"\x85\x06\n" +
 	"\vQueueLimits\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10default_priority\x18\x02 \x01(\rR\x0fdefaultPriority\x120\n" +

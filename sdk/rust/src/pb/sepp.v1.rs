@@ -968,6 +968,12 @@ pub struct Limits {
     /// The longest progress message an ExtendLease may carry (a fixed bound).
     #[prost(uint64, tag="32")]
     pub max_progress_message_bytes: u64,
+    /// The space this node's snapshot checkpoints hold on disk beyond
+    /// payload_store_bytes: store files compacted away since a kept snapshot
+    /// linked them, freed when raft drops that snapshot. Its own figure, like
+    /// payload_store_bytes.
+    #[prost(uint64, tag="33")]
+    pub snapshot_checkpoint_pinned_bytes: u64,
 }
 /// QueueLimits are one configured queue's effective settings (its overrides
 /// applied over the global ones).

@@ -232,6 +232,7 @@ export interface LimitsJSON {
   maxResultBytes?: string;
   completedRetentionMs?: string;
   maxProgressMessageBytes?: string;
+  snapshotCheckpointPinnedBytes?: string;
 }
 
 /** sepp.v1.QueueLimits in the protojson mapping. */
