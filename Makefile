@@ -94,8 +94,16 @@ test/short: ## Fast tests only (-short skips multi-node and process tests).
 
 .PHONY: race
 race: ## Tests of the concurrent packages under the race detector.
-	$(GO) test -race -count=$(COUNT) ./engine/... ./fsm/... ./cluster/... ./rpc/... ./clientcheck/...
+	$(GO) test -race -count=$(COUNT) $(RACE_PKGS)
 	cd client && $(GO) test -race -count=$(COUNT) -skip '^Example' ./...
+
+# The server's packages make race runs (the client's module besides).
+RACE_PKGS = ./engine/... ./fsm/... ./cluster/... ./rpc/... ./clientcheck/...
+
+.PHONY: race/build
+race/build: ## Compile make race's test binaries into Go's build cache and run none (-exec /bin/true): CI does it while it waits on Debian's mirrors.
+	$(GO) test -race -count=1 -exec /bin/true $(RACE_PKGS) >/dev/null
+	cd client && $(GO) test -race -count=1 -exec /bin/true ./... >/dev/null
 
 .PHONY: memory-test
 memory-test: ## The memory-budget tests: three nodes in 256 MiB containers (needs Docker) and in cgroups of their own as systemd makes them (needs root), 1 KiB jobs far past the budget, kill all, restart, drain.
@@ -239,14 +247,20 @@ sdk-python-bench: build ## Python SDK throughput (enqueue, Producer, Worker) aga
 .PHONY: fuzz
 fuzz: fuzz/inputs fuzz/internal ## Run every fuzz target for FUZZTIME each (default 20s; a count such as 20000x avoids Go 1.26's deadline race).
 
-.PHONY: fuzz/inputs fuzz/internal
+.PHONY: fuzz/inputs fuzz/internal fuzz/build
+# FUZZEXEC: flags for each fuzz run's go test; fuzz/build sets -exec /bin/true.
+FUZZEXEC ?=
+
+fuzz/build: ## Compile fuzz/inputs' instrumented test binaries into Go's build cache and fuzz nothing: CI does it while it waits on Debian's mirrors.
+	@$(MAKE) --no-print-directory fuzz/inputs FUZZTIME=1x FUZZEXEC='-exec /bin/true' >/dev/null
+
 fuzz/inputs: ## The fuzz targets of decoders fed from outside the process (log entries and snapshots from peers, the config file, the admin UI's requests, the client's answers, the store's records), FUZZTIME each; CI runs these.
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
-	$(GO) test -run '^$$' -fuzz '^FuzzRestoreSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./fsm
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./config
-	$(GO) test -run '^$$' -fuzz '^FuzzHandlers$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./rpc/adminui
-	cd client && $(GO) test -run '^$$' -fuzz '^FuzzDecodeReserveResponse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) .
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecords$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./store
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEntry$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $(FUZZEXEC) ./fsm
+	$(GO) test -run '^$$' -fuzz '^FuzzRestoreSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $(FUZZEXEC) ./fsm
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $(FUZZEXEC) ./config
+	$(GO) test -run '^$$' -fuzz '^FuzzHandlers$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $(FUZZEXEC) ./rpc/adminui
+	cd client && $(GO) test -run '^$$' -fuzz '^FuzzDecodeReserveResponse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $(FUZZEXEC) .
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecords$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $(FUZZEXEC) ./store
 
 fuzz/internal: ## The fuzz targets of the engine's own structures and encoders, FUZZTIME each.
 	$(GO) test -run '^$$' -fuzz '^FuzzRestore$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./engine

@@ -31,7 +31,7 @@ import (
 // in a child whose own limit (memLimitMiB) is below its parent's.
 func TestMemoryBudgetInOwnCgroup(t *testing.T) {
 	t.Parallel()
-	floodInOwnCgroups(t, clusterTOML, 6*time.Minute)
+	floodInOwnCgroups(t, clusterTOML, 6*time.Minute, 1)
 }
 
 // TestMemoryBudgetInOwnCgroup_PayloadsOnDisk is TestMemoryBudgetInOwnCgroup
@@ -39,24 +39,29 @@ func TestMemoryBudgetInOwnCgroup(t *testing.T) {
 // and keys only, so each node holds several times the jobs in the same
 // limit, their payloads in its payload store; all three must still restart
 // within the limit (over the payload stores they kept) and drain every job
-// once (issue 35).
+// once (issue 35). Its refusals stop at a quarter of the jobs accepted: it
+// accepts ten times the jobs of the others (some 900,000), and a refused
+// job's 1 KiB goes through the log as an accepted one's does, so a full
+// share would double a run that is already the package's longest; what
+// refused traffic does to a node's memory the two other tests measure at
+// the full share.
 func TestMemoryBudgetInOwnCgroup_PayloadsOnDisk(t *testing.T) {
 	t.Parallel()
 	toml := strings.Replace(clusterTOML, "[limits]\n", "[limits]\npayload_budget = \"disk\"\n", 1)
 	if toml == clusterTOML {
 		t.Fatal("clusterTOML has no [limits] table to add payload_budget to")
 	}
-	floodInOwnCgroups(t, toml, 12*time.Minute)
+	floodInOwnCgroups(t, toml, 12*time.Minute, 0.25)
 }
 
-func floodInOwnCgroups(t *testing.T, extraTOML string, timeout time.Duration) {
+func floodInOwnCgroups(t *testing.T, extraTOML string, timeout time.Duration, refusedPerAccepted float64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	c, insp := startInOwnCgroups(ctx, t, extraTOML, int64(memLimitMiB)<<20)
 	defer dumpLogs(t, c)
 	requireDefaultBudget(ctx, t, c.Addrs()[0])
-	floodRestartDrain(ctx, t, c, insp)
+	floodRestartDrain(ctx, t, c, insp, refusedPerAccepted)
 }
 
 // cgroupSeq numbers the cgroup trees this process makes.
