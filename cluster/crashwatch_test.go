@@ -95,6 +95,12 @@ func TestCrashWatch_LiveLeaderIsLeftAlone(t *testing.T) {
 	li := c.WaitLeader()
 	term := cluster.CurrentTermForTest(c.Node(li))
 	for _, f := range others(c, li) {
+		// A follower checks only a leader it knows of: one that has not
+		// heard from the new leader yet skips the check (an election is
+		// under way, as far as it knows).
+		clustertest.WaitFor(t, 10*time.Second, "the follower to know the leader", func() bool {
+			return c.Node(f).Leader().ID == c.Node(li).Leader().ID
+		})
 		cluster.SignalConnectionEndedForTest(c.Node(f))
 		clustertest.WaitFor(t, 10*time.Second, "the crash check on a follower", func() bool {
 			return cluster.CrashChecksFoundAliveForTest(c.Node(f)) > 0
