@@ -103,21 +103,49 @@ func checkTraceContext(prefix string, t *engine.TraceContext) error {
 }
 
 // EnqueueRequest is the public form of an enqueue, the inverse of
-// EnqueueParams for the params it makes: what the log holds of an ack's
-// follow-ups (fsm.CommandVersionFollowUps), built by the leader from the params the
+// EnqueueParams for the params it makes: what the log holds of an enqueue
+// (fsm.CommandVersionPublicEnqueue) and of an ack's follow-ups
+// (fsm.CommandVersionFollowUps), built by the leader from the params the
 // API checked. It shares p's memory (payload, custom, priority).
 func EnqueueRequest(p *engine.EnqueueParams) *seppv1.EnqueueRequest {
-	r := &seppv1.EnqueueRequest{
-		Queue:          p.Queue,
-		JobType:        p.JobType,
-		Payload:        p.Payload,
-		Priority:       p.Priority,
-		MaxAttempts:    p.MaxAttempts,
-		Custom:         p.Custom,
-		IdempotencyKey: p.IdempotencyKey,
+	r := new(seppv1.EnqueueRequest)
+	fillEnqueueRequest(r, nil, p)
+	return r
+}
+
+// EnqueueRequests is EnqueueRequest of each item, the messages (and the
+// scheduled times' timestamps) in one allocation each: a batch's requests
+// live and die together, encoded into one log entry.
+func EnqueueRequests(items []engine.EnqueueParams) []*seppv1.EnqueueRequest {
+	out := make([]*seppv1.EnqueueRequest, len(items))
+	slab := make([]seppv1.EnqueueRequest, len(items))
+	var times []timestamppb.Timestamp // allocated on the first scheduled item
+	for i := range items {
+		var ts *timestamppb.Timestamp
+		if !items[i].ScheduledAt.IsZero() {
+			if times == nil {
+				times = make([]timestamppb.Timestamp, len(items))
+			}
+			ts = &times[i]
+		}
+		fillEnqueueRequest(&slab[i], ts, &items[i])
+		out[i] = &slab[i]
 	}
+	return out
+}
+
+// fillEnqueueRequest fills a zero r from p; a scheduled time goes into ts
+// when it is not nil, else into a new Timestamp.
+func fillEnqueueRequest(r *seppv1.EnqueueRequest, ts *timestamppb.Timestamp, p *engine.EnqueueParams) {
+	r.Queue, r.JobType, r.Payload = p.Queue, p.JobType, p.Payload
+	r.Priority, r.MaxAttempts = p.Priority, p.MaxAttempts
+	r.Custom, r.IdempotencyKey = p.Custom, p.IdempotencyKey
 	if !p.ScheduledAt.IsZero() {
-		r.ScheduledAt = timestamppb.New(p.ScheduledAt)
+		if ts == nil {
+			ts = new(timestamppb.Timestamp)
+		}
+		ts.Seconds, ts.Nanos = p.ScheduledAt.Unix(), int32(p.ScheduledAt.Nanosecond())
+		r.ScheduledAt = ts
 	}
 	if x := p.Expiry; x != nil {
 		if !x.At.IsZero() {
@@ -134,5 +162,40 @@ func EnqueueRequest(p *engine.EnqueueParams) *seppv1.EnqueueRequest {
 	if t := p.Trace; t != nil {
 		r.TraceContext = &seppv1.TraceContext{Traceparent: t.Traceparent, Tracestate: t.Tracestate}
 	}
-	return r
+}
+
+// StatesExactly reports whether EnqueueRequest states p exactly, so that
+// FillEnqueueParams of it gives p back: durations in whole milliseconds
+// (the API's unit), times in a Timestamp's range, and an expiry that says
+// something (the API cannot write an empty one).
+func StatesExactly(p *engine.EnqueueParams) bool {
+	if !timestampStates(p.ScheduledAt) {
+		return false
+	}
+	if x := p.Expiry; x != nil {
+		if x.TTL < 0 || x.TTL%time.Millisecond != 0 || !timestampStates(x.At) || x.TTL == 0 && x.At.IsZero() {
+			return false
+		}
+	}
+	if u := p.Unique; u != nil && (u.CompletedFor < 0 || u.CompletedFor%time.Millisecond != 0) {
+		return false
+	}
+	return true
+}
+
+// timestampStates reports whether t is zero (no time) or a valid Timestamp.
+func timestampStates(t time.Time) bool {
+	return t.IsZero() || timestamppb.New(t).CheckValid() == nil
+}
+
+// EnqueueBatchParams is FillEnqueueParams of each request, its fields named
+// "jobs[i]." in an error, as an EnqueueBatch's are.
+func EnqueueBatchParams(reqs []*seppv1.EnqueueRequest) ([]engine.EnqueueParams, error) {
+	items := make([]engine.EnqueueParams, len(reqs))
+	for i, r := range reqs {
+		if err := FillEnqueueParams(&items[i], "jobs["+strconv.Itoa(i)+"].", r); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
 }

@@ -1,6 +1,7 @@
 package apiconv_test
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sepp-io/sepp/apiconv"
+	"github.com/sepp-io/sepp/engine"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
@@ -40,5 +42,47 @@ func TestEnqueueRequest_RoundTrips(t *testing.T) {
 	back := apiconv.EnqueueRequest(&p)
 	if !proto.Equal(r, back) {
 		t.Fatalf("round trip:\n%v\nwant\n%v", back, r)
+	}
+	if !apiconv.StatesExactly(&p) {
+		t.Fatal("StatesExactly refuses params the public form states")
+	}
+	// The batch form, whose messages share one slab, says the same.
+	batch := apiconv.EnqueueRequests([]engine.EnqueueParams{{Queue: "plain"}, p, {Queue: "scheduled", ScheduledAt: time.Unix(-5, 999)}})
+	if len(batch) != 3 || !proto.Equal(batch[1], r) || !proto.Equal(batch[0], &seppv1.EnqueueRequest{Queue: "plain"}) ||
+		!proto.Equal(batch[2], &seppv1.EnqueueRequest{Queue: "scheduled", ScheduledAt: timestamppb.New(time.Unix(-5, 999))}) {
+		t.Fatalf("EnqueueRequests: %v", batch)
+	}
+	items, err := apiconv.EnqueueBatchParams(batch)
+	if err != nil || len(items) != 3 || !reflect.DeepEqual(items[1], p) {
+		t.Fatalf("EnqueueBatchParams: %+v, %v", items, err)
+	}
+}
+
+// TestStatesExactly: params the API's milliseconds and timestamps cannot
+// state are left to the log's older form.
+func TestStatesExactly(t *testing.T) {
+	t.Parallel()
+	year10000 := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		p    engine.EnqueueParams
+		want bool
+	}{
+		{"plain", engine.EnqueueParams{Queue: "q"}, true},
+		{"scheduled to the nanosecond", engine.EnqueueParams{ScheduledAt: time.Unix(1, 1)}, true},
+		{"scheduled past year 9999", engine.EnqueueParams{ScheduledAt: year10000}, false},
+		{"ttl in milliseconds", engine.EnqueueParams{Expiry: &engine.ExpiryOpts{TTL: time.Second}}, true},
+		{"ttl finer than a millisecond", engine.EnqueueParams{Expiry: &engine.ExpiryOpts{TTL: time.Second + time.Microsecond}}, false},
+		{"ttl negative", engine.EnqueueParams{Expiry: &engine.ExpiryOpts{TTL: -time.Second}}, false},
+		{"expires at", engine.EnqueueParams{Expiry: &engine.ExpiryOpts{At: time.Unix(5, 5)}}, true},
+		{"expires past year 9999", engine.EnqueueParams{Expiry: &engine.ExpiryOpts{At: year10000}}, false},
+		{"empty expiry", engine.EnqueueParams{Expiry: &engine.ExpiryOpts{}}, false},
+		{"unique window in milliseconds", engine.EnqueueParams{Unique: &engine.UniqueOpts{CompletedFor: time.Minute}}, true},
+		{"unique window finer", engine.EnqueueParams{Unique: &engine.UniqueOpts{CompletedFor: time.Nanosecond}}, false},
+	}
+	for _, tt := range tests {
+		if got := apiconv.StatesExactly(&tt.p); got != tt.want {
+			t.Errorf("%s: StatesExactly %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

@@ -88,7 +88,7 @@ func (n *Node) enqueueBatchSplit(ctx context.Context, items []engine.EnqueuePara
 	errs := make([]error, len(ends))
 	start := 0
 	for c, end := range ends {
-		prs[c], errs[c] = n.prop.enqueue(ctx, fsm.EnqueueBatchCommand(items[start:end]))
+		prs[c], errs[c] = n.prop.enqueue(ctx, n.enqueueBatchCommand(items[start:end]))
 		start = end
 		if errs[c] != nil {
 			// Later chunks are not proposed either: they would land

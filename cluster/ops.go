@@ -36,11 +36,34 @@ func (n *Node) enqueue(ctx context.Context, p engine.EnqueueParams) (engine.Enqu
 			p.Trace = nil
 		}
 	}
-	res, err := n.propose(ctx, fsm.EnqueueCommand(p))
+	res, err := n.propose(ctx, n.enqueueCommand(p))
 	if err != nil {
 		return engine.EnqueueResult{}, err
 	}
 	return res.Enqueue, res.Err
+}
+
+// enqueueCommand is the log's form of one enqueue: the producer's public
+// EnqueueRequest once every member applies fsm.CommandVersionPublicEnqueue
+// and that form states p exactly, else the older params, which every
+// binary applies (fsm/enqueue_public.go).
+func (n *Node) enqueueCommand(p engine.EnqueueParams) *cmdpb.Command {
+	if n.membersApply(fsm.CommandVersionPublicEnqueue) {
+		if c, ok := fsm.PublicEnqueueCommand(p); ok {
+			return c
+		}
+	}
+	return fsm.EnqueueCommand(p)
+}
+
+// enqueueBatchCommand is enqueueCommand for a batch.
+func (n *Node) enqueueBatchCommand(items []engine.EnqueueParams) *cmdpb.Command {
+	if n.membersApply(fsm.CommandVersionPublicEnqueue) {
+		if c, ok := fsm.PublicEnqueueBatchCommand(items); ok {
+			return c
+		}
+	}
+	return fsm.EnqueueBatchCommand(items)
 }
 
 // enqueueBatch adds several jobs, normally in one command; each item
@@ -63,7 +86,7 @@ func (n *Node) enqueueBatch(ctx context.Context, items []engine.EnqueueParams) (
 	if chunks := splitBatch(items, n.cfg.MaxEntryBytes); len(chunks) > 1 {
 		return n.enqueueBatchSplit(ctx, items, chunks)
 	}
-	res, err := n.propose(ctx, fsm.EnqueueBatchCommand(items))
+	res, err := n.propose(ctx, n.enqueueBatchCommand(items))
 	if err != nil {
 		return nil, err
 	}

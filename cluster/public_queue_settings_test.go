@@ -21,8 +21,12 @@ import (
 // ConfigSets by.
 const declaredConfig = "(declared config)"
 
-// queueCommandLog records the QueueCreate and QueueUpdate commands a node's
-// log store is given, by the queue they name.
+// enqueuedTo prefixes the queue name queueCommandLog records enqueue
+// commands by (their first item's queue).
+const enqueuedTo = "enqueue:"
+
+// queueCommandLog records the QueueCreate, QueueUpdate and enqueue commands
+// a node's log store is given, by the queue they name.
 type queueCommandLog struct {
 	mu   sync.Mutex
 	cmds map[string][]*cmdpb.Command
@@ -46,6 +50,15 @@ func (l *queueCommandLog) record(logs []*raft.Log) {
 				name = c.GetQueueUpdate().GetName() + c.GetQueueUpdate().GetConfig().GetName()
 			case c.GetConfigSet().GetDeclarative():
 				name = declaredConfig
+			case c.GetJobEnqueue() != nil:
+				name = enqueuedTo + c.GetJobEnqueue().GetParams().GetQueue() + c.GetJobEnqueue().GetRequest().GetQueue()
+			case c.GetJobEnqueueBatch() != nil:
+				b := c.GetJobEnqueueBatch()
+				if len(b.GetItems()) > 0 {
+					name = enqueuedTo + b.GetItems()[0].GetQueue()
+				} else if len(b.GetRequests()) > 0 {
+					name = enqueuedTo + b.GetRequests()[0].GetQueue()
+				}
 			default:
 				continue
 			}

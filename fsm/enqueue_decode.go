@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"time"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -85,7 +86,7 @@ func decodeEntryFast(data []byte) ([]entryCommand, bool) {
 			var cmd []byte
 			cmd, n = protowire.ConsumeBytes(b)
 			if n >= 0 {
-				if _, _, items, ok := enqueueBatchShape(cmd); ok {
+				if _, _, items, _, ok := enqueueBatchShape(cmd); ok {
 					nItems += items
 					nFast++
 				}
@@ -141,6 +142,7 @@ const (
 	commandNowField            = 2
 	commandEnqueueBatchField   = 11
 	enqueueBatchItemsField     = 1
+	enqueueBatchRequestsField  = 2
 	enqueueQueueField          = 1
 	enqueueJobTypeField        = 2
 	enqueuePayloadField        = 3
@@ -156,18 +158,20 @@ const (
 
 // enqueueBatchShape reports whether a Command's bytes are a version in the
 // applied range, an optional now and one JobEnqueueBatch holding nothing
-// but items, each field once, and returns the now, the batch's bytes and
-// its number of items. The operation is of version 1, so any version in
-// range has it. Protobuf would merge a batch field repeated in one command
-// (its items appended) and keep the last version or now; those, like
-// unknown fields, are left to it.
-func enqueueBatchShape(cmd []byte) (now int64, batch []byte, items int, ok bool) {
+// but items of one form, each field once, and returns the now, the batch's
+// bytes, its number of items and whether they are in the public form
+// (requests, CommandVersionPublicEnqueue) rather than the older items. The
+// operation is of version 1, so any version in range has it. Protobuf would
+// merge a batch field repeated in one command (its items appended) and keep
+// the last version or now; those, like unknown fields and a batch mixing
+// the two forms (which apply refuses), are left to it.
+func enqueueBatchShape(cmd []byte) (now int64, batch []byte, items int, public bool, ok bool) {
 	var version, nowBits uint64
 	var seen uint8
 	for len(cmd) > 0 {
 		num, typ, n := protowire.ConsumeTag(cmd)
 		if n < 0 {
-			return 0, nil, 0, false
+			return 0, nil, 0, false, false
 		}
 		cmd = cmd[n:]
 		var bit uint8
@@ -182,30 +186,37 @@ func enqueueBatchShape(cmd []byte) (now int64, batch []byte, items int, ok bool)
 			bit = 4
 			batch, n = protowire.ConsumeBytes(cmd)
 		default:
-			return 0, nil, 0, false
+			return 0, nil, 0, false, false
 		}
 		if n < 0 || seen&bit != 0 {
-			return 0, nil, 0, false
+			return 0, nil, 0, false, false
 		}
 		seen |= bit
 		cmd = cmd[n:]
 	}
 	if seen&4 == 0 || uint32(version) < 1 || uint32(version) > CommandVersion {
-		return 0, nil, 0, false
+		return 0, nil, 0, false, false
 	}
 	for b := batch; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num != enqueueBatchItemsField || typ != protowire.BytesType {
-			return 0, nil, 0, false
+		if items == 0 {
+			public = num == enqueueBatchRequestsField
+		}
+		want := protowire.Number(enqueueBatchItemsField)
+		if public {
+			want = enqueueBatchRequestsField
+		}
+		if n < 0 || num != want || typ != protowire.BytesType {
+			return 0, nil, 0, false, false
 		}
 		_, m := protowire.ConsumeBytes(b[n:])
 		if m < 0 {
-			return 0, nil, 0, false
+			return 0, nil, 0, false, false
 		}
 		b = b[n+m:]
 		items++
 	}
-	return int64(nowBits), batch, items, true
+	return int64(nowBits), batch, items, public, true
 }
 
 // enqueueDecoder holds what the enqueue batches of one entry share.
@@ -229,7 +240,7 @@ type enqueueDecoder struct {
 // command decodes one Command into c if it is a JobEnqueueBatch that the
 // fast decoder decodes exactly; else it reports false and c is untouched.
 func (d *enqueueDecoder) command(c *entryCommand, raw []byte) bool {
-	now, batch, n, ok := enqueueBatchShape(raw)
+	now, batch, n, public, ok := enqueueBatchShape(raw)
 	if !ok {
 		return false
 	}
@@ -238,7 +249,7 @@ func (d *enqueueDecoder) command(c *entryCommand, raw []byte) bool {
 		_, _, l := protowire.ConsumeTag(batch)
 		v, m := protowire.ConsumeBytes(batch[l:])
 		batch = batch[l+m:]
-		if !d.item(&items[k], v) {
+		if !d.item(&items[k], v, public) {
 			// The slots stay in items, unused: a later batch starts
 			// after them, and the entry is dropped once applied.
 			d.used += n
@@ -250,9 +261,13 @@ func (d *enqueueDecoder) command(c *entryCommand, raw []byte) bool {
 	return true
 }
 
-// item decodes one EnqueueParams message into p (zero), as
-// enqueueParamsFromProto would convert proto.Unmarshal's message.
-func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
+// item decodes one item into p (zero): an EnqueueParams message as
+// enqueueParamsFromProto would convert proto.Unmarshal's message, or, when
+// public, an EnqueueRequest as apiconv.FillEnqueueParams would. The two
+// differ in this decoder's fields only in scheduled_at (nanoseconds since
+// the epoch, or a Timestamp message) and in apiconv's check of the trace
+// context, whose refusal (the whole command's) is left to the general path.
+func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte, public bool) bool {
 	var seen uint16
 	var ok bool
 	for len(b) > 0 {
@@ -268,7 +283,7 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
 			}
 			b = b[l+vl:]
 			t := d.traces.Next(len(d.items))
-			if !traceContext(t, v) {
+			if !traceContext(t, v) || public && engine.CheckTraceContext(t) != nil {
 				return false
 			}
 			p.Trace = t
@@ -283,6 +298,20 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte) bool {
 			return false // protobuf keeps the last; the general path does that
 		}
 		seen |= bit
+		if public && num == enqueueScheduledAtField {
+			if typ != protowire.BytesType {
+				return false
+			}
+			v, vl := protowire.ConsumeBytes(b)
+			if vl < 0 {
+				return false
+			}
+			b = b[vl:]
+			if p.ScheduledAt, ok = timestampTime(v); !ok {
+				return false
+			}
+			continue
+		}
 		switch num {
 		case enqueuePriorityField, enqueueScheduledAtField, enqueueMaxAttemptsField:
 			if typ != protowire.VarintType {
@@ -367,4 +396,41 @@ func traceContext(t *engine.TraceContext, b []byte) bool {
 		}
 	}
 	return true
+}
+
+// The range timestamppb.Timestamp.CheckValid accepts: 0001-01-01 to
+// 9999-12-31, in seconds since the epoch (the upper bound excluded).
+const (
+	minTimestampSeconds = -62135596800
+	maxTimestampSeconds = 253402300800
+)
+
+// timestampTime decodes a Timestamp message as apiconv reads a valid one
+// (ts.AsTime(), in UTC): each field at most once, no other field, in
+// CheckValid's range; else false, and the general path decides.
+func timestampTime(b []byte) (time.Time, bool) {
+	var secs int64
+	var nanos int32
+	var seen uint8
+	for len(b) > 0 {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 || (num != 1 && num != 2) || typ != protowire.VarintType || seen&(1<<num) != 0 {
+			return time.Time{}, false
+		}
+		seen |= 1 << num
+		v, vl := protowire.ConsumeVarint(b[l:])
+		if vl < 0 {
+			return time.Time{}, false
+		}
+		b = b[l+vl:]
+		if num == 1 {
+			secs = int64(v)
+		} else {
+			nanos = int32(v) // protobuf's int32: the varint's low 32 bits
+		}
+	}
+	if secs < minTimestampSeconds || secs >= maxTimestampSeconds || nanos < 0 || nanos >= 1e9 {
+		return time.Time{}, false
+	}
+	return time.Unix(secs, int64(nanos)).UTC(), true
 }

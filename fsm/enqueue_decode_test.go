@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sepp-io/sepp/apiconv"
 	"github.com/sepp-io/sepp/engine"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
@@ -44,6 +45,11 @@ func fastSeedEntries(t testing.TB) map[string][]byte {
 		"every_field": {EnqueueBatchCommand(full)},
 		"mixed":       {EnqueueBatchCommand(hot[:2]), TickCommand(), EnqueueBatchCommand(full), AckBatchCommand([]engine.LeaseRef{{JobID: 1, LeaseToken: 2}})},
 		"empty_batch": {EnqueueBatchCommand(nil)},
+
+		"public_traced":      {mustPublicBatch(t, traced)},
+		"public_hot":         {mustPublicBatch(t, hot)},
+		"public_every_field": {mustPublicBatch(t, full)},
+		"public_mixed":       {mustPublicBatch(t, hot[:2]), TickCommand(), EnqueueBatchCommand(full), mustPublicBatch(t, full), AckBatchCommand([]engine.LeaseRef{{JobID: 1, LeaseToken: 2}})},
 	}
 	out := make(map[string][]byte, len(entries)+1)
 	for name, cmds := range entries {
@@ -59,6 +65,17 @@ func fastSeedEntries(t testing.TB) map[string][]byte {
 	}
 	out["hot_v1"] = v1
 	return out
+}
+
+// mustPublicBatch is PublicEnqueueBatchCommand of items the public form
+// states exactly.
+func mustPublicBatch(t testing.TB, items []engine.EnqueueParams) *cmdpb.Command {
+	t.Helper()
+	c, ok := PublicEnqueueBatchCommand(items)
+	if !ok {
+		t.Fatalf("the public form does not state %+v", items)
+	}
+	return c
 }
 
 // FuzzDecodeEntryFast: on any bytes, the decoder ApplyBatch uses gives
@@ -120,11 +137,28 @@ func sameCommands(got, want []entryCommand) bool {
 			continue
 		}
 		batch := w.pb.GetJobEnqueueBatch()
-		if batch == nil || g.nowUnixNano != w.pb.GetNowUnixNano() || len(g.enqueue) != len(batch.GetItems()) {
+		if batch == nil || g.nowUnixNano != w.pb.GetNowUnixNano() {
 			return false
 		}
-		for k, it := range batch.GetItems() {
-			if !sameParams(g.enqueue[k], enqueueParamsFromProto(it)) {
+		// What the applier makes of the general path's batch, in
+		// either form; one it refuses must not have been decoded fast.
+		var want []engine.EnqueueParams
+		if reqs := batch.GetRequests(); len(reqs) > 0 {
+			items, err := apiconv.EnqueueBatchParams(reqs)
+			if err != nil || len(batch.GetItems()) > 0 {
+				return false
+			}
+			want = items
+		} else {
+			for _, it := range batch.GetItems() {
+				want = append(want, enqueueParamsFromProto(it))
+			}
+		}
+		if len(g.enqueue) != len(want) {
+			return false
+		}
+		for k := range want {
+			if !sameParams(g.enqueue[k], want[k]) {
 				return false
 			}
 		}
@@ -181,6 +215,28 @@ func batchCommand(items ...[]byte) []byte {
 	c := wireVarint(nil, commandVersionField, commandV1)
 	c = wireVarint(c, commandNowField, uint64(t0.UnixNano()))
 	return wireBytes(c, commandEnqueueBatchField, batch)
+}
+
+// publicItem is the wire form of one usual enqueue item in the public form
+// (EnqueueRequest): the same fields, numbered alike.
+func publicItem(i int) []byte { return hotItem(i) }
+
+// publicBatchCommand is the wire form of a command holding one batch of
+// requests in the public form.
+func publicBatchCommand(items ...[]byte) []byte {
+	var batch []byte
+	for _, it := range items {
+		batch = wireBytes(batch, enqueueBatchRequestsField, it)
+	}
+	c := wireVarint(nil, commandVersionField, CommandVersionPublicEnqueue)
+	c = wireVarint(c, commandNowField, uint64(t0.UnixNano()))
+	return wireBytes(c, commandEnqueueBatchField, batch)
+}
+
+// timestampWire is the wire form of a Timestamp message.
+func timestampWire(seconds int64, nanos int32) []byte {
+	b := wireVarint(nil, 1, uint64(seconds))
+	return wireVarint(b, 2, uint64(int64(nanos)))
 }
 
 // entryOf is the wire form of a version 2 entry body of commands.
@@ -258,6 +314,25 @@ func TestDecodeEntryFast_Fallbacks(t *testing.T) {
 		{name: "TraceparentInvalidUTF8", body: entryOf(batchCommand(with(wireBytes(nil, enqueueTraceField, wireBytes(nil, 1, []byte{0xff}))))), wantFast: -1, wantErr: true},
 		{name: "ItemTruncated", body: entryOf(batchCommand(item[:len(item)-1])), wantFast: -1, wantErr: true},
 		{name: "ItemLengthPastBatch", body: entryOf(append(wireVarint(nil, commandVersionField, 1), wireBytes(nil, commandEnqueueBatchField, []byte{0x0a, 0x05, 'x'})...)), wantFast: -1, wantErr: true},
+		// The public form (CommandVersionPublicEnqueue).
+		{name: "PublicUsualShape", body: entryOf(publicBatchCommand(publicItem(1), publicItem(2))), wantFast: 1},
+		{name: "PublicScheduled", body: entryOf(publicBatchCommand(with(wireBytes(nil, enqueueScheduledAtField, timestampWire(t0.Unix(), 123))),
+			with(wireBytes(nil, enqueueScheduledAtField, nil)))), wantFast: 1}, // the epoch: an empty message
+		{name: "PublicScheduledFieldsOutOfOrder", body: entryOf(publicBatchCommand(with(wireBytes(nil, enqueueScheduledAtField, wireVarint(wireVarint(nil, 2, 5), 1, 7))))), wantFast: 1},
+		{name: "PublicTraced", body: entryOf(publicBatchCommand(with(wireBytes(nil, enqueueTraceField, wireBytes(nil, 1, []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")))))), wantFast: 1},
+		{name: "PublicBesideOlderForm", body: entryOf(batchCommand(item), publicBatchCommand(item)), wantFast: 2},
+		// Per command, protobuf decodes it and apply converts (or refuses) it.
+		{name: "PublicMixedWithOlderItems", body: entryOf(publicBatchCommand(item), append(wireVarint(nil, commandVersionField, uint64(CommandVersionPublicEnqueue)),
+			wireBytes(nil, commandEnqueueBatchField, wireBytes(wireBytes(nil, enqueueBatchRequestsField, item), enqueueBatchItemsField, item))...)), wantFast: 1},
+		{name: "PublicScheduledAsVarint", body: entryOf(publicBatchCommand(item), publicBatchCommand(with(wireVarint(nil, enqueueScheduledAtField, 5)))), wantFast: 1},
+		{name: "PublicScheduledBeforeYear1", body: entryOf(publicBatchCommand(item), publicBatchCommand(with(wireBytes(nil, enqueueScheduledAtField, timestampWire(minTimestampSeconds-1, 0))))), wantFast: 1},
+		{name: "PublicScheduledAfterYear9999", body: entryOf(publicBatchCommand(item), publicBatchCommand(with(wireBytes(nil, enqueueScheduledAtField, timestampWire(maxTimestampSeconds, 0))))), wantFast: 1},
+		{name: "PublicScheduledNanosNegative", body: entryOf(publicBatchCommand(item), publicBatchCommand(with(wireBytes(nil, enqueueScheduledAtField, timestampWire(5, -1))))), wantFast: 1},
+		{name: "PublicScheduledNanosTooLarge", body: entryOf(publicBatchCommand(item), publicBatchCommand(with(wireBytes(nil, enqueueScheduledAtField, timestampWire(5, 1e9))))), wantFast: 1},
+		{name: "PublicScheduledSecondsRepeated", body: entryOf(publicBatchCommand(item), publicBatchCommand(with(wireBytes(nil, enqueueScheduledAtField, wireVarint(wireVarint(nil, 1, 1), 1, 2))))), wantFast: 1},
+		{name: "PublicScheduledUnknownField", body: entryOf(publicBatchCommand(item), publicBatchCommand(with(wireBytes(nil, enqueueScheduledAtField, wireVarint(nil, 3, 1))))), wantFast: 1},
+		{name: "PublicTraceparentMalformed", body: entryOf(publicBatchCommand(item), publicBatchCommand(with(wireBytes(nil, enqueueTraceField, wireBytes(nil, 1, []byte("not-w3c")))))), wantFast: 1},
+		{name: "PublicTtl", body: entryOf(publicBatchCommand(item), publicBatchCommand(with(wireVarint(nil, 141, 5)))), wantFast: 1},
 		{name: "CommandLengthPastEntry", body: append(wireVarint(nil, 1, EntryFormatVersion), 0x12, 0x7f, 0x08), wantFast: -1, wantErr: true},
 	}
 	for _, tt := range tests {
@@ -380,7 +455,11 @@ func randomEnqueueEntry(rng *rand.Rand, now time.Time, leases []engine.LeaseRef)
 				}
 				items[i] = p
 			}
-			cmds = append(cmds, EnqueueBatchCommand(items))
+			if c, ok := PublicEnqueueBatchCommand(items); ok && rng.IntN(2) == 0 {
+				cmds = append(cmds, c)
+			} else {
+				cmds = append(cmds, EnqueueBatchCommand(items))
+			}
 		case r < 7:
 			cmds = append(cmds, ReserveCommand(engine.ReserveParams{Queue: q, WorkerID: "w", N: 1 + rng.IntN(10), Lease: time.Duration(1+rng.IntN(5)) * time.Second}))
 		case r < 8 && len(leases) > 0:

@@ -7,52 +7,60 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
+	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 	cmdpb "github.com/sepp-io/sepp/proto/seppcmd/v1"
 )
 
 // Tags (field number and wire type, each one byte) of the fields
 // encodeEntryFast writes, from proto/seppcmd/v1/command.proto.
 const (
-	tagEntryFormatVersion   = 1<<3 | byte(protowire.VarintType)
-	tagEntryCommands        = 2<<3 | byte(protowire.BytesType)
-	tagCommandVersion       = 1<<3 | byte(protowire.VarintType)
-	tagCommandNowUnixNano   = 2<<3 | byte(protowire.VarintType)
-	tagCommandEnqueueBatch  = 11<<3 | byte(protowire.BytesType)
-	tagEnqueueBatchItems    = 1<<3 | byte(protowire.BytesType)
-	tagParamsQueue          = 1<<3 | byte(protowire.BytesType)
-	tagParamsJobType        = 2<<3 | byte(protowire.BytesType)
-	tagParamsPayload        = 3<<3 | byte(protowire.BytesType)
-	tagParamsPriority       = 4<<3 | byte(protowire.VarintType)
-	tagParamsScheduledAt    = 5<<3 | byte(protowire.VarintType)
-	tagParamsMaxAttempts    = 6<<3 | byte(protowire.VarintType)
-	tagParamsCustom         = 7<<3 | byte(protowire.BytesType)
-	tagParamsIdempotencyKey = 8<<3 | byte(protowire.BytesType)
-	tagTraceparent          = 1<<3 | byte(protowire.BytesType)
-	tagTracestate           = 2<<3 | byte(protowire.BytesType)
-	tagMapKey               = 1<<3 | byte(protowire.BytesType)
-	tagMapValue             = 2<<3 | byte(protowire.BytesType)
+	tagEntryFormatVersion    = 1<<3 | byte(protowire.VarintType)
+	tagEntryCommands         = 2<<3 | byte(protowire.BytesType)
+	tagCommandVersion        = 1<<3 | byte(protowire.VarintType)
+	tagCommandNowUnixNano    = 2<<3 | byte(protowire.VarintType)
+	tagCommandEnqueueBatch   = 11<<3 | byte(protowire.BytesType)
+	tagEnqueueBatchRequests  = 2<<3 | byte(protowire.BytesType)
+	tagRequestQueue          = 1<<3 | byte(protowire.BytesType)
+	tagRequestJobType        = 2<<3 | byte(protowire.BytesType)
+	tagRequestPayload        = 3<<3 | byte(protowire.BytesType)
+	tagRequestPriority       = 4<<3 | byte(protowire.VarintType)
+	tagRequestScheduledAt    = 5<<3 | byte(protowire.BytesType)
+	tagRequestMaxAttempts    = 6<<3 | byte(protowire.VarintType)
+	tagRequestCustom         = 7<<3 | byte(protowire.BytesType)
+	tagRequestIdempotencyKey = 8<<3 | byte(protowire.BytesType)
+	tagTimestampSeconds      = 1<<3 | byte(protowire.VarintType)
+	tagTimestampNanos        = 2<<3 | byte(protowire.VarintType)
+	tagTraceparent           = 1<<3 | byte(protowire.BytesType)
+	tagTracestate            = 2<<3 | byte(protowire.BytesType)
+	tagMapKey                = 1<<3 | byte(protowire.BytesType)
+	tagMapValue              = 2<<3 | byte(protowire.BytesType)
 )
 
-// encodeEntryFast encodes an entry whose every command is a JobEnqueueBatch,
-// the entries producers fill the log with, into exactly the bytes
-// encodeEntryGeneral writes: the reflection-driven marshal walks every field
-// of every item twice (size, then bytes) through generic code, which for a
-// 256-item batch is most of the leader's cost of proposing it. Here the
-// sizes are plain arithmetic, the output is allocated once, header
-// included, and nothing is written into the messages (protobuf's size cache
-// is), so it is no more racy than reading them.
+// encodeEntryFast encodes an entry whose every command is a JobEnqueueBatch
+// in the public form (CommandVersionPublicEnqueue), the entries producers
+// fill the log with, into exactly the bytes encodeEntryGeneral writes: the
+// reflection-driven marshal walks every field of every item twice (size,
+// then bytes) through generic code, which for a 256-item batch is most of
+// the leader's cost of proposing it. Here the sizes are plain arithmetic,
+// the output is allocated once, header included, and nothing is written
+// into the messages (protobuf's size cache is), so it is no more racy than
+// reading them.
 //
 // It reproduces protobuf's deterministic encoding: fields in field-number
 // order (version, now, then the oneof case 11), proto3 scalars and empty
 // strings and bytes omitted, an explicitly set optional priority written
-// even when 0, custom map entries sorted by key with both key and value
+// even when 0, a set message field (scheduled_at, trace_context) written
+// even when empty, custom map entries sorted by key with both key and value
 // always written. It returns false, and the caller marshals the entry the
 // generic way, for anything else: a command of another operation or of
-// none, a nil command, batch or item (protobuf writes them as empty
-// messages, which no proposer means to write), unknown fields on any
-// message, and a string that is not valid UTF-8 (protobuf refuses to
-// encode it, and the generic path gives that error).
+// none, a batch in the older EnqueueParams form (written only while a
+// member of the cluster lacks version 26), a nil command, batch or item
+// (protobuf writes them as empty messages, which no proposer means to
+// write), unique options or a deadline (rare, and left to protobuf),
+// unknown fields on any message, and a string that is not valid UTF-8
+// (protobuf refuses to encode it, and the generic path gives that error).
 func encodeEntryFast(cmds []*cmdpb.Command) ([]byte, bool) {
 	// The batch sizes are needed again for the length prefixes; a small
 	// entry keeps them on the stack.
@@ -69,11 +77,11 @@ func encodeEntryFast(cmds []*cmdpb.Command) ([]byte, bool) {
 			return nil, false
 		}
 		bs := 0
-		for _, it := range batch.Items {
-			if !fastEnqueueParams(it, &valid) {
+		for _, r := range batch.Requests {
+			if !fastEnqueueRequest(r, &valid) {
 				return nil, false
 			}
-			bs += lenFieldSize(enqueueParamsSize(it))
+			bs += lenFieldSize(enqueueRequestSize(r))
 		}
 		batchSizes = append(batchSizes, bs)
 		body += lenFieldSize(commandSize(c, bs))
@@ -93,10 +101,10 @@ func encodeEntryFast(cmds []*cmdpb.Command) ([]byte, bool) {
 		buf = appendVarintField(buf, tagCommandNowUnixNano, uint64(c.NowUnixNano))
 		buf = append(buf, tagCommandEnqueueBatch)
 		buf = protowire.AppendVarint(buf, uint64(bs))
-		for _, it := range c.GetJobEnqueueBatch().Items {
-			buf = append(buf, tagEnqueueBatchItems)
-			buf = protowire.AppendVarint(buf, uint64(enqueueParamsSize(it)))
-			buf = appendEnqueueParams(buf, it)
+		for _, r := range c.GetJobEnqueueBatch().Requests {
+			buf = append(buf, tagEnqueueBatchRequests)
+			buf = protowire.AppendVarint(buf, uint64(enqueueRequestSize(r)))
+			buf = appendEnqueueRequest(buf, r)
 		}
 	}
 	if len(buf) != total {
@@ -110,13 +118,14 @@ func encodeEntryFast(cmds []*cmdpb.Command) ([]byte, bool) {
 }
 
 // fastEnqueueBatch returns c's JobEnqueueBatch if encodeEntryFast can
-// encode c around it: a non-nil command and batch without unknown fields.
+// encode c around it: a non-nil command and batch without unknown fields,
+// holding no item of the older form.
 func fastEnqueueBatch(c *cmdpb.Command) (*cmdpb.JobEnqueueBatch, bool) {
 	if c == nil {
 		return nil, false
 	}
 	op, ok := c.Op.(*cmdpb.Command_JobEnqueueBatch)
-	if !ok || op.JobEnqueueBatch == nil {
+	if !ok || op.JobEnqueueBatch == nil || len(op.JobEnqueueBatch.Items) != 0 {
 		return nil, false
 	}
 	if len(c.ProtoReflect().GetUnknown()) != 0 || len(op.JobEnqueueBatch.ProtoReflect().GetUnknown()) != 0 {
@@ -130,35 +139,40 @@ func fastEnqueueBatch(c *cmdpb.Command) (*cmdpb.JobEnqueueBatch, bool) {
 // which compares equal without reading its bytes.
 type validStrings struct{ queue, jobType string }
 
-// fastEnqueueParams says whether encodeEntryFast can encode p: not nil, no
-// unknown fields, and every string valid UTF-8, as protobuf demands of a
-// proto3 string (map keys and values included).
-func fastEnqueueParams(p *cmdpb.EnqueueParams, valid *validStrings) bool {
-	if p == nil || p.Unique != nil || p.TtlNanos != 0 || p.ExpiresAtUnixNano != 0 || len(p.ProtoReflect().GetUnknown()) != 0 {
+// fastEnqueueRequest says whether encodeEntryFast can encode r: not nil, no
+// unique options or deadline, no unknown fields, and every string valid
+// UTF-8, as protobuf demands of a proto3 string (map keys and values
+// included). TestEncodeEntryFast_KnowsEveryRequestField fails when
+// EnqueueRequest gains a field this does not account for.
+func fastEnqueueRequest(r *seppv1.EnqueueRequest, valid *validStrings) bool {
+	if r == nil || r.Unique != nil || r.TtlMs != 0 || r.ExpiresAt != nil || len(r.ProtoReflect().GetUnknown()) != 0 {
 		return false // unique options and deadlines go through the protobuf encoder
+	}
+	if ts := r.ScheduledAt; ts != nil && len(ts.ProtoReflect().GetUnknown()) != 0 {
+		return false
 	}
 	// A trace context (field 170) is written after the idempotency key,
 	// where protobuf's field order puts it when fields 110..141 are unset.
-	if t := p.Trace; t != nil && (len(t.ProtoReflect().GetUnknown()) != 0 || !utf8.ValidString(t.Traceparent) || !utf8.ValidString(t.Tracestate)) {
+	if t := r.TraceContext; t != nil && (len(t.ProtoReflect().GetUnknown()) != 0 || !utf8.ValidString(t.Traceparent) || !utf8.ValidString(t.Tracestate)) {
 		return false
 	}
-	if p.Queue != valid.queue {
-		if !utf8.ValidString(p.Queue) {
+	if r.Queue != valid.queue {
+		if !utf8.ValidString(r.Queue) {
 			return false
 		}
-		valid.queue = p.Queue
+		valid.queue = r.Queue
 	}
-	if p.JobType != valid.jobType {
-		if !utf8.ValidString(p.JobType) {
+	if r.JobType != valid.jobType {
+		if !utf8.ValidString(r.JobType) {
 			return false
 		}
-		valid.jobType = p.JobType
+		valid.jobType = r.JobType
 	}
-	if !utf8.ValidString(p.IdempotencyKey) {
+	if !utf8.ValidString(r.IdempotencyKey) {
 		return false
 	}
-	if len(p.Custom) > 0 { // ranging over even a nil map costs a call
-		for k, v := range p.Custom {
+	if len(r.Custom) > 0 { // ranging over even a nil map costs a call
+		for k, v := range r.Custom {
 			if !utf8.ValidString(k) || !utf8.ValidString(v) {
 				return false
 			}
@@ -179,38 +193,47 @@ func commandSize(c *cmdpb.Command, batchSize int) int {
 	return n
 }
 
-// enqueueParamsSize is the size of p's message.
-func enqueueParamsSize(p *cmdpb.EnqueueParams) int {
+// enqueueRequestSize is the size of r's message.
+func enqueueRequestSize(r *seppv1.EnqueueRequest) int {
 	n := 0
-	if len(p.Queue) > 0 {
-		n += lenFieldSize(len(p.Queue))
+	if len(r.Queue) > 0 {
+		n += lenFieldSize(len(r.Queue))
 	}
-	if len(p.JobType) > 0 {
-		n += lenFieldSize(len(p.JobType))
+	if len(r.JobType) > 0 {
+		n += lenFieldSize(len(r.JobType))
 	}
-	if len(p.Payload) > 0 {
-		n += lenFieldSize(len(p.Payload))
+	if len(r.Payload) > 0 {
+		n += lenFieldSize(len(r.Payload))
 	}
-	if p.Priority != nil {
-		n += 1 + protowire.SizeVarint(uint64(*p.Priority))
+	if r.Priority != nil {
+		n += 1 + protowire.SizeVarint(uint64(*r.Priority))
 	}
-	n += varintFieldSize(uint64(p.ScheduledAtUnixNano)) + varintFieldSize(uint64(p.MaxAttempts))
-	if len(p.Custom) > 0 {
-		for k, v := range p.Custom {
+	if ts := r.ScheduledAt; ts != nil {
+		n += lenFieldSize(timestampSize(ts))
+	}
+	n += varintFieldSize(uint64(r.MaxAttempts))
+	if len(r.Custom) > 0 {
+		for k, v := range r.Custom {
 			n += lenFieldSize(mapEntrySize(k, v))
 		}
 	}
-	if len(p.IdempotencyKey) > 0 {
-		n += lenFieldSize(len(p.IdempotencyKey))
+	if len(r.IdempotencyKey) > 0 {
+		n += lenFieldSize(len(r.IdempotencyKey))
 	}
-	if t := p.Trace; t != nil {
+	if t := r.TraceContext; t != nil {
 		n += protowire.SizeTag(enqueueTraceField) + protowire.SizeBytes(traceContextSize(t))
 	}
 	return n
 }
 
+// timestampSize is the size of a Timestamp message: int64 seconds and
+// int32 nanos, each a varint of its sign-extended value.
+func timestampSize(ts *timestamppb.Timestamp) int {
+	return varintFieldSize(uint64(ts.Seconds)) + varintFieldSize(uint64(int64(ts.Nanos)))
+}
+
 // traceContextSize is the size of t's message.
-func traceContextSize(t *cmdpb.TraceContext) int {
+func traceContextSize(t *seppv1.TraceContext) int {
 	n := 0
 	if len(t.Traceparent) > 0 {
 		n += lenFieldSize(len(t.Traceparent))
@@ -227,37 +250,43 @@ func mapEntrySize(k, v string) int {
 	return lenFieldSize(len(k)) + lenFieldSize(len(v))
 }
 
-// appendEnqueueParams appends p's message, without its tag and length.
-func appendEnqueueParams(b []byte, p *cmdpb.EnqueueParams) []byte {
-	if len(p.Queue) > 0 {
-		b = append(b, tagParamsQueue)
-		b = protowire.AppendString(b, p.Queue)
+// appendEnqueueRequest appends r's message, without its tag and length.
+func appendEnqueueRequest(b []byte, r *seppv1.EnqueueRequest) []byte {
+	if len(r.Queue) > 0 {
+		b = append(b, tagRequestQueue)
+		b = protowire.AppendString(b, r.Queue)
 	}
-	if len(p.JobType) > 0 {
-		b = append(b, tagParamsJobType)
-		b = protowire.AppendString(b, p.JobType)
+	if len(r.JobType) > 0 {
+		b = append(b, tagRequestJobType)
+		b = protowire.AppendString(b, r.JobType)
 	}
-	if len(p.Payload) > 0 {
-		b = append(b, tagParamsPayload)
-		b = protowire.AppendBytes(b, p.Payload)
+	if len(r.Payload) > 0 {
+		b = append(b, tagRequestPayload)
+		b = protowire.AppendBytes(b, r.Payload)
 	}
-	if p.Priority != nil {
-		b = append(b, tagParamsPriority)
-		b = protowire.AppendVarint(b, uint64(*p.Priority))
+	if r.Priority != nil {
+		b = append(b, tagRequestPriority)
+		b = protowire.AppendVarint(b, uint64(*r.Priority))
 	}
-	b = appendVarintField(b, tagParamsScheduledAt, uint64(p.ScheduledAtUnixNano))
-	b = appendVarintField(b, tagParamsMaxAttempts, uint64(p.MaxAttempts))
-	if len(p.Custom) > 0 {
+	if ts := r.ScheduledAt; ts != nil {
+		// Present, even empty (the epoch): protobuf writes a set message.
+		b = append(b, tagRequestScheduledAt)
+		b = protowire.AppendVarint(b, uint64(timestampSize(ts)))
+		b = appendVarintField(b, tagTimestampSeconds, uint64(ts.Seconds))
+		b = appendVarintField(b, tagTimestampNanos, uint64(int64(ts.Nanos)))
+	}
+	b = appendVarintField(b, tagRequestMaxAttempts, uint64(r.MaxAttempts))
+	if len(r.Custom) > 0 {
 		// Deterministic marshalling sorts string keys bytewise, as
 		// slices.Sort does.
-		keys := make([]string, 0, len(p.Custom))
-		for k := range p.Custom {
+		keys := make([]string, 0, len(r.Custom))
+		for k := range r.Custom {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			v := p.Custom[k]
-			b = append(b, tagParamsCustom)
+			v := r.Custom[k]
+			b = append(b, tagRequestCustom)
 			b = protowire.AppendVarint(b, uint64(mapEntrySize(k, v)))
 			b = append(b, tagMapKey)
 			b = protowire.AppendString(b, k)
@@ -265,11 +294,11 @@ func appendEnqueueParams(b []byte, p *cmdpb.EnqueueParams) []byte {
 			b = protowire.AppendString(b, v)
 		}
 	}
-	if len(p.IdempotencyKey) > 0 {
-		b = append(b, tagParamsIdempotencyKey)
-		b = protowire.AppendString(b, p.IdempotencyKey)
+	if len(r.IdempotencyKey) > 0 {
+		b = append(b, tagRequestIdempotencyKey)
+		b = protowire.AppendString(b, r.IdempotencyKey)
 	}
-	if t := p.Trace; t != nil {
+	if t := r.TraceContext; t != nil {
 		// Present, even empty: protobuf writes a set message field.
 		b = protowire.AppendTag(b, enqueueTraceField, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(traceContextSize(t)))

@@ -388,11 +388,32 @@ func (f *FSM) commandNow(nowUnixNano int64) time.Time {
 }
 
 func (f *FSM) applyJobEnqueue(now time.Time, c *cmdpb.JobEnqueue) Result {
-	res, err := f.eng.Enqueue(now, enqueueParamsFromProto(c.GetParams()))
+	p := enqueueParamsFromProto(c.GetParams())
+	if r := c.GetRequest(); r != nil {
+		if c.GetParams() != nil {
+			return Result{Err: errBothForms}
+		}
+		// The public form (enqueue_public.go).
+		if err := apiconv.FillEnqueueParams(&p, "", r); err != nil {
+			return Result{Err: err}
+		}
+	}
+	res, err := f.eng.Enqueue(now, p)
 	return Result{Enqueue: res, Err: err}
 }
 
 func (f *FSM) applyJobEnqueueBatch(now time.Time, c *cmdpb.JobEnqueueBatch) Result {
+	if reqs := c.GetRequests(); len(reqs) > 0 {
+		if len(c.GetItems()) > 0 {
+			return Result{Err: errBothForms}
+		}
+		// The public form (enqueue_public.go).
+		items, err := apiconv.EnqueueBatchParams(reqs)
+		if err != nil {
+			return Result{Err: err}
+		}
+		return f.applyEnqueueItems(now, items)
+	}
 	items := make([]engine.EnqueueParams, len(c.GetItems()))
 	for i, it := range c.GetItems() {
 		items[i] = enqueueParamsFromProto(it)

@@ -123,6 +123,25 @@ func seedEntries(t testing.TB) map[string][]byte {
 				{Queue: "next", JobType: "t3", ScheduledAt: time.Unix(1, 0), Custom: map[string]string{"a": "b"}}}),
 			AckFollowUpsCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1}, nil, []engine.EnqueueParams{{Queue: "next", JobType: "t2"}}),
 			AckFollowUpsCommand(engine.LeaseRef{JobID: 2, LeaseToken: 2}, nil, []engine.EnqueueParams{{Queue: "next", JobType: "t2"}, {Queue: "next"}})},
+		// Enqueues in the public form (CommandVersionPublicEnqueue): a
+		// batch of a plain, a keyed and prioritised, a scheduled, a traced
+		// and a unique job with a deadline (written by protobuf), an item
+		// the engine refuses, a single enqueue, and a single one that
+		// repeats a key.
+		"public_enqueue": func() []*cmdpb.Command {
+			prio := uint32(7)
+			batch, _ := PublicEnqueueBatchCommand([]engine.EnqueueParams{
+				{Queue: "q", JobType: "t", Payload: []byte("p")},
+				{Queue: "q", JobType: "t", IdempotencyKey: "k1", Priority: &prio, MaxAttempts: 3, Custom: map[string]string{"a": "b"}},
+				{Queue: "q", JobType: "t", ScheduledAt: time.Unix(1, 500)},
+				{Queue: "q", JobType: "t", Trace: &engine.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}},
+				{Queue: "u", JobType: "t", Unique: &engine.UniqueOpts{Key: "u1", CompletedFor: time.Minute}, Expiry: &engine.ExpiryOpts{TTL: time.Hour}},
+				{Queue: "q"},
+			})
+			single, _ := PublicEnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "s", IdempotencyKey: "k2"})
+			again, _ := PublicEnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "s", IdempotencyKey: "k1"})
+			return []*cmdpb.Command{batch, single, again}
+		}(),
 		// Cancelling a reserved job (9).
 		"cancel": {JobsActCommand(engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{1}, Reason: "stuck"})},
 		// Unique jobs (8).

@@ -44,7 +44,7 @@ func benchFSM(b *testing.B, mode string) *FSM {
 //	go test -run '^$' -bench 'ApplyEnqueueBatchPayloads' -benchmem ./fsm/
 func BenchmarkApplyEnqueueBatchPayloads(b *testing.B) {
 	const items = 128
-	entries := hotEnqueueEntries(b, 64, items)
+	entries := hotEnqueueEntries(b, 64, items, enqueueForms[1])
 	for _, mode := range payloadModes {
 		b.Run(mode, func(b *testing.B) {
 			b.ReportAllocs()

@@ -70,6 +70,9 @@ const (
 	// out here alone (and in the upgrades table): a change that renumbers
 	// it edits this line and regenerates the golden entries.
 	CommandVersionFollowUps = 25
+	// CommandVersionPublicEnqueue = 26: JobEnqueue and JobEnqueueBatch
+	// carrying the producer's public EnqueueRequests.
+	CommandVersionPublicEnqueue = 26
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -147,6 +150,8 @@ var commandVersions = [...]commandVersionRow{
 		"a capability, no command: the binary restores snapshot format 4, whose payload section comes last with a checksum of its own (snapshot.go), so a node whose payload store is at or past the snapshot restores without reading the payloads; a node writes format 4 only once every member applies this version, since an older binary refuses it"},
 	{CommandVersionFollowUps, "follow_ups", nil,
 		"a JobAck that carries follow-ups, the public EnqueueRequests of the jobs enqueued with the ack, all or nothing (engine/followups.go): an older binary would drop them and enqueue nothing, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses an ack with follow-ups (FAILED_PRECONDITION naming the feature, nothing applied, the lease still held: cluster); the engine's snapshot holds nothing new"},
+	{CommandVersionPublicEnqueue, "public_enqueue", nil,
+		"a JobEnqueue or JobEnqueueBatch that holds the public API's EnqueueRequests (request, requests) in place of the log's EnqueueParams, converted at apply by apiconv as the API's validation converts them (enqueue_public.go): an older binary would read the command as an empty enqueue; until every member applies it the leader writes the older form (cluster), which every binary applies forever"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -224,6 +229,8 @@ var (
 	FeatureProgress = mustFeature(CommandVersionProgress)
 	// FeatureFollowUps: jobs enqueued with an ack, all or nothing.
 	FeatureFollowUps = mustFeature(CommandVersionFollowUps)
+	// FeaturePublicEnqueue: enqueues in the public form in the log.
+	FeaturePublicEnqueue = mustFeature(CommandVersionPublicEnqueue)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

@@ -201,6 +201,9 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"AckFollowUps", AckFollowUpsCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1}, nil, []engine.EnqueueParams{{Queue: "q", JobType: "t"}}), CommandVersionFollowUps},
 		{"AckFollowUpsResult", AckFollowUpsCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1}, []byte("r"), []engine.EnqueueParams{{Queue: "q", JobType: "t"}}), CommandVersionFollowUps},
 		{"AckNoFollowUps", AckFollowUpsCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1}, []byte("r"), nil), CommandVersionResults},
+		{"PublicEnqueue", mustPublic(PublicEnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t"})), CommandVersionPublicEnqueue},
+		{"PublicEnqueueBatch", mustPublic(PublicEnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t"}})), CommandVersionPublicEnqueue},
+		{"PublicEnqueueUnique", mustPublic(PublicEnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t", Unique: &engine.UniqueOpts{}}})), CommandVersionPublicEnqueue},
 		{"CreateQueueCompletedRetention", CreateQueueCommand(engine.QueueConfig{Name: "q", CompletedRetention: time.Hour}, false), CommandVersionResults},
 		{"UpdateQueueCompletedRetention", UpdateQueueCommand(engine.QueueUpdate{Name: "q", Set: engine.QueueConfig{CompletedRetention: time.Hour}}), CommandVersionResults},
 		{"UpdateQueueInheritCompletedRetention", UpdateQueueCommand(engine.QueueUpdate{Name: "q", Inherit: []string{"completed_retention_ms"}}), CommandVersionResults},
@@ -405,4 +408,12 @@ func exprString(e ast.Expr) string {
 		return exprString(x.X) + "." + x.Sel.Name
 	}
 	return "an expression"
+}
+
+// mustPublic is a public-form enqueue command that must have been built.
+func mustPublic(c *cmdpb.Command, ok bool) *cmdpb.Command {
+	if !ok {
+		panic("the public form does not state the test's params")
+	}
+	return c
 }

@@ -114,6 +114,7 @@ type Command struct {
 	//	... the rest are listed in fsm/versions.go, the one table; among them
 	//	21: QueueCreate, QueueUpdate and a declarative ConfigSet's queues
 	//	    carry the public QueueSettings.
+	//	26: JobEnqueue and JobEnqueueBatch carry the public EnqueueRequest.
 	//
 	// The leader proposes a command of version N only while every member's
 	// NodeMetadata.max_command_version is at least N.
@@ -956,9 +957,17 @@ func (x *UniqueOptions) GetRefuse() bool {
 	return false
 }
 
+// JobEnqueue adds one job. From command version 26 (public_enqueue) the
+// leader writes the producer's own EnqueueRequest in request, as etcd's
+// InternalRaftRequest holds its PutRequest, converted at apply by apiconv as
+// the API's validation converts it; params, the older mirror of the
+// engine's params, stays for the commands already in logs and for what the
+// API cannot state exactly (a deadline finer than a millisecond). A command
+// holds one of the two; one holding both does not decode.
 type JobEnqueue struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Params        *EnqueueParams         `protobuf:"bytes,1,opt,name=params,proto3" json:"params,omitempty"`
+	Request       *v1.EnqueueRequest     `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1000,9 +1009,20 @@ func (x *JobEnqueue) GetParams() *EnqueueParams {
 	return nil
 }
 
+func (x *JobEnqueue) GetRequest() *v1.EnqueueRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+// JobEnqueueBatch adds several jobs, each succeeding or failing on its own:
+// items in the older form, or requests in the public form (command version
+// 26), never both.
 type JobEnqueueBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Items         []*EnqueueParams       `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	Requests      []*v1.EnqueueRequest   `protobuf:"bytes,2,rep,name=requests,proto3" json:"requests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1040,6 +1060,13 @@ func (*JobEnqueueBatch) Descriptor() ([]byte, []int) {
 func (x *JobEnqueueBatch) GetItems() []*EnqueueParams {
 	if x != nil {
 		return x.Items
+	}
+	return nil
+}
+
+func (x *JobEnqueueBatch) GetRequests() []*v1.EnqueueRequest {
+	if x != nil {
+		return x.Requests
 	}
 	return nil
 }
@@ -3906,12 +3933,14 @@ const file_seppcmd_v1_command_proto_rawDesc = "" +
 	"\n" +
 	"cover_dead\x18\x03 \x01(\bR\tcoverDead\x12.\n" +
 	"\x13completed_for_nanos\x18\x04 \x01(\x03R\x11completedForNanos\x12\x16\n" +
-	"\x06refuse\x18\x05 \x01(\bR\x06refuse\"?\n" +
+	"\x06refuse\x18\x05 \x01(\bR\x06refuse\"r\n" +
 	"\n" +
 	"JobEnqueue\x121\n" +
-	"\x06params\x18\x01 \x01(\v2\x19.seppcmd.v1.EnqueueParamsR\x06params\"B\n" +
+	"\x06params\x18\x01 \x01(\v2\x19.seppcmd.v1.EnqueueParamsR\x06params\x121\n" +
+	"\arequest\x18\x02 \x01(\v2\x17.sepp.v1.EnqueueRequestR\arequest\"w\n" +
 	"\x0fJobEnqueueBatch\x12/\n" +
-	"\x05items\x18\x01 \x03(\v2\x19.seppcmd.v1.EnqueueParamsR\x05items\"\x8d\x01\n" +
+	"\x05items\x18\x01 \x03(\v2\x19.seppcmd.v1.EnqueueParamsR\x05items\x123\n" +
+	"\brequests\x18\x02 \x03(\v2\x17.sepp.v1.EnqueueRequestR\brequests\"\x8d\x01\n" +
 	"\n" +
 	"JobReserve\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1b\n" +
@@ -4240,32 +4269,34 @@ var file_seppcmd_v1_command_proto_depIdxs = []int32{
 	4,  // 33: seppcmd.v1.EnqueueParams.unique:type_name -> seppcmd.v1.UniqueOptions
 	3,  // 34: seppcmd.v1.EnqueueParams.trace:type_name -> seppcmd.v1.TraceContext
 	2,  // 35: seppcmd.v1.JobEnqueue.params:type_name -> seppcmd.v1.EnqueueParams
-	2,  // 36: seppcmd.v1.JobEnqueueBatch.items:type_name -> seppcmd.v1.EnqueueParams
-	8,  // 37: seppcmd.v1.JobAck.ref:type_name -> seppcmd.v1.LeaseRef
-	46, // 38: seppcmd.v1.JobAck.follow_ups:type_name -> sepp.v1.EnqueueRequest
-	8,  // 39: seppcmd.v1.JobNack.ref:type_name -> seppcmd.v1.LeaseRef
-	8,  // 40: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
-	8,  // 41: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
-	47, // 42: seppcmd.v1.LeaseExtend.progress:type_name -> sepp.v1.Progress
-	28, // 43: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
-	31, // 44: seppcmd.v1.QueueCreate.config:type_name -> seppcmd.v1.QueueConfig
-	48, // 45: seppcmd.v1.QueueCreate.settings:type_name -> sepp.v1.QueueSettings
-	31, // 46: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
-	48, // 47: seppcmd.v1.QueueUpdate.settings:type_name -> sepp.v1.QueueSettings
-	30, // 48: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
-	31, // 49: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
-	29, // 50: seppcmd.v1.EngineConfig.queue_settings:type_name -> seppcmd.v1.QueueDefinition
-	48, // 51: seppcmd.v1.QueueDefinition.settings:type_name -> sepp.v1.QueueSettings
-	32, // 52: seppcmd.v1.QueueConfig.tags:type_name -> seppcmd.v1.QueueTag
-	33, // 53: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
-	33, // 54: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
-	2,  // 55: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
-	41, // 56: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
-	57, // [57:57] is the sub-list for method output_type
-	57, // [57:57] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	46, // 36: seppcmd.v1.JobEnqueue.request:type_name -> sepp.v1.EnqueueRequest
+	2,  // 37: seppcmd.v1.JobEnqueueBatch.items:type_name -> seppcmd.v1.EnqueueParams
+	46, // 38: seppcmd.v1.JobEnqueueBatch.requests:type_name -> sepp.v1.EnqueueRequest
+	8,  // 39: seppcmd.v1.JobAck.ref:type_name -> seppcmd.v1.LeaseRef
+	46, // 40: seppcmd.v1.JobAck.follow_ups:type_name -> sepp.v1.EnqueueRequest
+	8,  // 41: seppcmd.v1.JobNack.ref:type_name -> seppcmd.v1.LeaseRef
+	8,  // 42: seppcmd.v1.JobRelease.ref:type_name -> seppcmd.v1.LeaseRef
+	8,  // 43: seppcmd.v1.LeaseExtend.ref:type_name -> seppcmd.v1.LeaseRef
+	47, // 44: seppcmd.v1.LeaseExtend.progress:type_name -> sepp.v1.Progress
+	28, // 45: seppcmd.v1.ConfigSet.config:type_name -> seppcmd.v1.EngineConfig
+	31, // 46: seppcmd.v1.QueueCreate.config:type_name -> seppcmd.v1.QueueConfig
+	48, // 47: seppcmd.v1.QueueCreate.settings:type_name -> sepp.v1.QueueSettings
+	31, // 48: seppcmd.v1.QueueUpdate.config:type_name -> seppcmd.v1.QueueConfig
+	48, // 49: seppcmd.v1.QueueUpdate.settings:type_name -> sepp.v1.QueueSettings
+	30, // 50: seppcmd.v1.EngineConfig.limits:type_name -> seppcmd.v1.Limits
+	31, // 51: seppcmd.v1.EngineConfig.queues:type_name -> seppcmd.v1.QueueConfig
+	29, // 52: seppcmd.v1.EngineConfig.queue_settings:type_name -> seppcmd.v1.QueueDefinition
+	48, // 53: seppcmd.v1.QueueDefinition.settings:type_name -> sepp.v1.QueueSettings
+	32, // 54: seppcmd.v1.QueueConfig.tags:type_name -> seppcmd.v1.QueueTag
+	33, // 55: seppcmd.v1.NodeMetadataSet.node:type_name -> seppcmd.v1.NodeMetadata
+	33, // 56: seppcmd.v1.SnapshotMeta.nodes:type_name -> seppcmd.v1.NodeMetadata
+	2,  // 57: seppcmd.v1.ScheduleUpsert.template:type_name -> seppcmd.v1.EnqueueParams
+	41, // 58: seppcmd.v1.RedriveStart.selection:type_name -> seppcmd.v1.RedriveSelection
+	59, // [59:59] is the sub-list for method output_type
+	59, // [59:59] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_seppcmd_v1_command_proto_init() }
