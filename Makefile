@@ -183,9 +183,10 @@ lint: tools ## golangci-lint (.golangci.yml: staticcheck, errorlint, thelper, de
 
 # The developer tools, built from tools/go.mod (pinned there) into
 # TOOLS_BIN; go's build cache makes every build after the first a link.
-# ./protoc-gen-sepp-ts is sepp's own plugin (the TypeScript SDK's wire types).
+# ./protoc-gen-sepp-ts and ./protoc-gen-sepp-sdk are sepp's own plugins (the
+# TypeScript SDK's wire types; each SDK's queue settings type).
 TOOLS_BIN ?= $(CURDIR)/.cache/tools
-TOOLS     := github.com/golangci/golangci-lint/v2/cmd/golangci-lint github.com/bufbuild/buf/cmd/buf google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc ./protoc-gen-sepp-ts
+TOOLS     := github.com/golangci/golangci-lint/v2/cmd/golangci-lint github.com/bufbuild/buf/cmd/buf google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc ./protoc-gen-sepp-ts ./protoc-gen-sepp-sdk
 BUF       := PATH="$(TOOLS_BIN):$$PATH" $(TOOLS_BIN)/buf
 
 .PHONY: tools
