@@ -199,7 +199,7 @@ docs/config: ## Regenerate docs/configuration.md from the config package (its te
 	$(GO) generate ./config/...
 
 .PHONY: generate
-generate: tools ## Regenerate docs/configuration.md from config/, the protobuf Go code and the TypeScript SDK's wire types (buf generate, buf.gen.yaml) and the Python SDK's code (needs Debian's protobuf-compiler-grpc).
+generate: tools ## Regenerate docs/configuration.md from config/, the protobuf Go code, the TypeScript SDK's wire types and each SDK's QueueSettings (buf generate, buf.gen.yaml) and the Python SDK's code (needs Debian's protobuf-compiler-grpc).
 	$(GO) generate ./config/...
 	$(BUF) generate
 	./sdk/python/generate.sh
@@ -217,13 +217,13 @@ proto-baseline: tools ## Rewrite proto/baseline.binpb from the protos as they ar
 	$(BUF) build --exclude-source-info -o proto/baseline.binpb
 
 .PHONY: verify
-verify: generate ## Fail if generated code (Go, Python, the TypeScript SDK's wire types), docs/configuration.md or any go.mod (root, MODULES, tools, Helm render test) drift from what is committed, or protoc-gen-sepp-ts's tests, lint, buf lint or buf breaking fail.
-	git diff --exit-code -- proto sdk/python/src $(TS_GEN) docs/configuration.md
+verify: generate ## Fail if generated code (Go, Python, the TypeScript SDK's wire types, each SDK's queue settings), docs/configuration.md or any go.mod (root, MODULES, tools, Helm render test) drift from what is committed, or the protoc plugins' tests, lint, buf lint or buf breaking fail.
+	git diff --exit-code -- proto sdk/python/src $(TS_GEN) $(SDK_GEN) docs/configuration.md
 	@# git diff does not see a file it does not track: a module written for a
 	@# new .proto but not committed fails here.
-	@untracked="$$(git ls-files --others --exclude-standard -- $(TS_GEN))"; \
+	@untracked="$$(git ls-files --others --exclude-standard -- $(TS_GEN) $(SDK_GEN))"; \
 		if [ -n "$$untracked" ]; then echo "generated but not committed:"; echo "$$untracked"; exit 1; fi
-	cd tools && $(GO) test -count=1 ./protoc-gen-sepp-ts/
+	cd tools && $(GO) test -count=1 ./protoc-gen-sepp-ts/ ./protoc-gen-sepp-sdk/
 	$(GO) mod tidy -diff
 	@set -e; for m in $(MODULES); do echo "cd $$m && $(GO) mod tidy -diff"; (cd $$m && $(GO) mod tidy -diff); done
 	cd tools && $(GO) mod tidy -diff
@@ -305,6 +305,9 @@ bench/cluster: ## Throughput and failover through a real 3-node loopback cluster
 TS_DIR   ?= sdk/typescript
 # The SDK's wire types, written by tools/protoc-gen-sepp-ts (make generate).
 TS_GEN   := $(TS_DIR)/src/gen
+# Each SDK's QueueSettings, written by tools/protoc-gen-sepp-sdk (make
+# generate; the TypeScript one is under TS_GEN).
+SDK_GEN  := sdk/python/src/sepp/_queue_settings.py sdk/rust/src/queue_settings.rs
 SPEC_DIR ?=
 
 .PHONY: sdk-typescript
