@@ -338,6 +338,10 @@ sdk-rust: build ## Rust SDK (sdk/rust): clippy -D warnings, then cargo test (eve
 	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) cargo clippy --offline --all-targets --features testing -- -D warnings
 	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) SEPP_BIN="$(CURDIR)/$(BIN)" SEPP_SPEC_DIR="$(SPEC_DIR)" cargo test --offline --no-fail-fast --features testing
 
+.PHONY: generate-rust-pb
+generate-rust-pb: ## Rewrite the Rust SDK's prost code (sdk/rust/src/pb/sepp.v1.rs) from proto/sepp/v1 with sdk/rust/pbgen, which does not build the SDK (needs protoc); after make generate adds a queue setting, the SDK compiles again once this has run.
+	cd $(RUST_DIR)/pbgen && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) cargo run --offline --quiet --target-dir ../target
+
 # make packages: the folder the SDK packages go to, and flags for cargo
 # package (--no-verify skips its build of the packaged crate).
 PACKAGES_DIR        ?= dist/packages
