@@ -183,9 +183,10 @@ lint: tools ## golangci-lint (.golangci.yml: staticcheck, errorlint, thelper, de
 
 # The developer tools, built from tools/go.mod (pinned there) into
 # TOOLS_BIN; go's build cache makes every build after the first a link.
-# ./protoc-gen-sepp-ts is sepp's own plugin (the TypeScript SDK's wire types).
+# ./protoc-gen-sepp-ts and ./protoc-gen-sepp-sdk are sepp's own plugins (the
+# TypeScript SDK's wire types; each SDK's queue settings type).
 TOOLS_BIN ?= $(CURDIR)/.cache/tools
-TOOLS     := github.com/golangci/golangci-lint/v2/cmd/golangci-lint github.com/bufbuild/buf/cmd/buf google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc ./protoc-gen-sepp-ts
+TOOLS     := github.com/golangci/golangci-lint/v2/cmd/golangci-lint github.com/bufbuild/buf/cmd/buf google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc ./protoc-gen-sepp-ts ./protoc-gen-sepp-sdk
 BUF       := PATH="$(TOOLS_BIN):$$PATH" $(TOOLS_BIN)/buf
 
 .PHONY: tools
@@ -198,7 +199,7 @@ docs/config: ## Regenerate docs/configuration.md from the config package (its te
 	$(GO) generate ./config/...
 
 .PHONY: generate
-generate: tools ## Regenerate docs/configuration.md from config/, the protobuf Go code and the TypeScript SDK's wire types (buf generate, buf.gen.yaml) and the Python SDK's code (needs Debian's protobuf-compiler-grpc).
+generate: tools ## Regenerate docs/configuration.md from config/, the protobuf Go code, the TypeScript SDK's wire types and each SDK's QueueSettings (buf generate, buf.gen.yaml) and the Python SDK's code (needs Debian's protobuf-compiler-grpc).
 	$(GO) generate ./config/...
 	$(BUF) generate
 	./sdk/python/generate.sh
@@ -216,13 +217,13 @@ proto-baseline: tools ## Rewrite proto/baseline.binpb from the protos as they ar
 	$(BUF) build --exclude-source-info -o proto/baseline.binpb
 
 .PHONY: verify
-verify: generate ## Fail if generated code (Go, Python, the TypeScript SDK's wire types), docs/configuration.md or any go.mod (root, MODULES, tools, Helm render test) drift from what is committed, or protoc-gen-sepp-ts's tests, lint, buf lint or buf breaking fail.
-	git diff --exit-code -- proto sdk/python/src $(TS_GEN) docs/configuration.md
+verify: generate ## Fail if generated code (Go, Python, the TypeScript SDK's wire types, each SDK's queue settings), docs/configuration.md or any go.mod (root, MODULES, tools, Helm render test) drift from what is committed, or the protoc plugins' tests, lint, buf lint or buf breaking fail.
+	git diff --exit-code -- proto sdk/python/src $(TS_GEN) $(SDK_GEN) docs/configuration.md
 	@# git diff does not see a file it does not track: a module written for a
 	@# new .proto but not committed fails here.
-	@untracked="$$(git ls-files --others --exclude-standard -- $(TS_GEN))"; \
+	@untracked="$$(git ls-files --others --exclude-standard -- $(TS_GEN) $(SDK_GEN))"; \
 		if [ -n "$$untracked" ]; then echo "generated but not committed:"; echo "$$untracked"; exit 1; fi
-	cd tools && $(GO) test -count=1 ./protoc-gen-sepp-ts/
+	cd tools && $(GO) test -count=1 ./protoc-gen-sepp-ts/ ./protoc-gen-sepp-sdk/
 	$(GO) mod tidy -diff
 	@set -e; for m in $(MODULES); do echo "cd $$m && $(GO) mod tidy -diff"; (cd $$m && $(GO) mod tidy -diff); done
 	cd tools && $(GO) mod tidy -diff
@@ -304,6 +305,9 @@ bench/cluster: ## Throughput and failover through a real 3-node loopback cluster
 TS_DIR   ?= sdk/typescript
 # The SDK's wire types, written by tools/protoc-gen-sepp-ts (make generate).
 TS_GEN   := $(TS_DIR)/src/gen
+# Each SDK's QueueSettings, written by tools/protoc-gen-sepp-sdk (make
+# generate; the TypeScript one is under TS_GEN).
+SDK_GEN  := sdk/python/src/sepp/_queue_settings.py sdk/rust/src/queue_settings.rs
 SPEC_DIR ?=
 
 .PHONY: sdk-typescript
@@ -333,6 +337,10 @@ CARGO_JOBS ?= 2
 sdk-rust: build ## Rust SDK (sdk/rust): clippy -D warnings, then cargo test (every spec sample, the failover) against local three-node clusters of bin/sepp, and the testing feature's TestServer against single nodes; offline, Debian's toolchain.
 	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) cargo clippy --offline --all-targets --features testing -- -D warnings
 	cd $(RUST_DIR) && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) SEPP_BIN="$(CURDIR)/$(BIN)" SEPP_SPEC_DIR="$(SPEC_DIR)" cargo test --offline --no-fail-fast --features testing
+
+.PHONY: generate-rust-pb
+generate-rust-pb: ## Rewrite the Rust SDK's prost code (sdk/rust/src/pb/sepp.v1.rs) from proto/sepp/v1 with sdk/rust/pbgen, which does not build the SDK (needs protoc); after make generate adds a queue setting, the SDK compiles again once this has run.
+	cd $(RUST_DIR)/pbgen && PATH="$(RUST_PATH)" CARGO_BUILD_JOBS=$(CARGO_JOBS) cargo run --offline --quiet --target-dir ../target
 
 # make packages: the folder the SDK packages go to, and flags for cargo
 # package (--no-verify skips its build of the packaged crate).

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import grpc
 import pytest
@@ -11,7 +13,9 @@ from google.protobuf import any_pb2
 from sepp import (AlreadyExists, DeadLetterCause, EnqueueRequest, InvalidField, JobState, NotFound, Priority,
                   QueueSettings, RedriveOptions, RedriveSelection, RetryDirective)
 from sepp.errors import from_status
+from sepp.v1 import admin_service_pb2 as apb
 from sepp.v1 import errors_pb2
+from sepp.v1 import queue_service_pb2 as qpb
 from sepp.v1 import types_pb2 as tpb
 
 
@@ -69,6 +73,47 @@ def test_queue_settings_round_trip_keeps_what_is_unset_unset() -> None:
     assert not m.HasField("default_max_attempts") and not m.HasField("max_wait_ms")
     assert (m.retry_delay_ms, m.rate_period_ms, m.retry_backoff) == (1500, 2000, tpb.RETRY_BACKOFF_EXPONENTIAL)
     assert QueueSettings.from_proto(m) == s
+
+
+def _fill(m: Any, names: Any) -> None:
+    """Sets each field of m named in names to a value other than its
+    default, by its descriptor: the last enum value, "x", True, 7, a map
+    wrapper's map to {"k": "v"}."""
+    for f in m.DESCRIPTOR.fields:
+        if f.name not in names:
+            continue
+        if f.message_type is not None:
+            getattr(getattr(m, f.name), f.message_type.fields[0].name)["k"] = "v"
+        elif f.enum_type is not None:
+            setattr(m, f.name, f.enum_type.values[-1].number)
+        elif f.type == f.TYPE_STRING:
+            setattr(m, f.name, "x")
+        elif f.type == f.TYPE_BOOL:
+            setattr(m, f.name, True)
+        else:
+            setattr(m, f.name, 7)
+
+
+def test_queue_settings_carry_every_proto_field() -> None:
+    # The proto is filled from its descriptor, so a setting added to it is
+    # covered here with no edit: the generated dataclass must carry it both
+    # ways, and from_limits must read it when QueueLimits has it.
+    m = apb.QueueSettings()
+    _fill(m, m.DESCRIPTOR.fields_by_name)
+    for f in m.DESCRIPTOR.fields:
+        assert m.HasField(f.name), f"the test leaves {f.name} unset"
+    s = QueueSettings.from_proto(m)
+    assert [x.name for x in dataclasses.fields(s) if getattr(s, x.name) is None] == []
+    assert s.to_proto() == m
+
+    lim = qpb.QueueLimits()
+    _fill(lim, m.DESCRIPTOR.fields_by_name)
+    e = QueueSettings.from_limits(lim).to_proto()
+    for f in m.DESCRIPTOR.fields:
+        if f.name in lim.DESCRIPTOR.fields_by_name:
+            assert e.HasField(f.name) and getattr(e, f.name) == getattr(lim, f.name), f.name
+        else:
+            assert not e.HasField(f.name), f.name
 
 
 def test_queue_settings_refuses_an_unknown_backoff() -> None:

@@ -22,6 +22,7 @@
 pub mod admin;
 pub mod client;
 mod error;
+mod queue_settings;
 mod schedule;
 #[cfg(feature = "testing")]
 pub mod testing;

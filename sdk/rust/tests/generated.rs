@@ -3,7 +3,10 @@
 //! generated code so that building it needs no protoc; this test needs
 //! protoc (Debian's protobuf-compiler, whose /usr/include holds the
 //! well-known types; PROTOC names another). `SEPP_RS_REGENERATE=1 cargo test
-//! --test generated` rewrites the file after a proto change.
+//! --test generated` rewrites the file after a proto change; when the crate
+//! does not build until it is rewritten (a queue setting added, which
+//! src/queue_settings.rs names), `make generate-rust-pb` rewrites it with
+//! pbgen/, which writes the same.
 
 use std::path::{Path, PathBuf};
 

@@ -6,9 +6,8 @@ import type { SeppError } from "./errors.js";
 import { DeadLetterCause, deadLetterCauseFromJSON, JobId } from "./types.js";
 import { arr, durationFrom, message, num, str, timeFrom, u64 } from "./wire.js";
 import type { DeadLetterCauseJSON } from "./gen/sepp/v1/types_json.js";
-import type { QueueLimitsJSON } from "./gen/sepp/v1/queue_service_json.js";
+import type { EffectiveQueueSettings, QueueSettings } from "./gen/queue_settings.js";
 import type {
-  QueueSettingsJSON,
   QueueSummaryJSON,
   RedriveSelectionJSON,
   RedriveStateJSON,
@@ -41,57 +40,11 @@ export interface QueueStats {
   tags: Record<string, string>;
 }
 
-/**
- * A queue's own settings; a field left undefined inherits the server's
- * [limits] value (on update: stays as it is). Durations are whole
- * milliseconds. The reserve limits (maxReserved, rateLimit, ratePeriodMs,
- * rateBurst, concurrencyKey, maxPerKey) have no global value: undefined
- * and 0 (or "") both mean none. In QueueInfo.effective every field is set.
- */
-export interface QueueSettings {
-  defaultPriority?: number;
-  defaultMaxAttempts?: number;
-  retryDelayMs?: number;
-  retryBackoff?: "none" | "exponential";
-  retryDelayMaxMs?: number;
-  maxScheduleHorizonMs?: number;
-  /** 0: unbounded. */
-  maxLength?: number;
-  /** 0: no budget of its own. */
-  maxMemoryBytes?: number;
-  /** Receives a copy of every job that dies on the queue; it must exist.
-   * On update, "" stops forwarding. */
-  deadLetterQueue?: string;
-  /** A job not reserved this long after it first became due dies with
-   * cause "expired". */
-  maxWaitMs?: number;
-  /** The custom field whose values take turns within a priority level. */
-  fairnessKey?: string;
-  /** How long an acked job is kept with its result (1 ms..30 days): wait
-   * and getJob answer for it and ackWithResult is accepted; drop it with
-   * inherit "completed_retention_ms". In effective settings 0 is none.
-   * Needs the server capability results. */
-  completedRetentionMs?: number;
-  maxReserved?: number;
-  rateLimit?: number;
-  ratePeriodMs?: number;
-  rateBurst?: number;
-  concurrencyKey?: string;
-  maxPerKey?: number;
-  /**
-   * Key/value labels to find the queue by (listQueuesByTag); they change
-   * nothing about how it runs. At most 50; a key is 1..128 bytes of
-   * letters, digits, spaces and _ . : / = + - @, a value at most 256 bytes.
-   * On update undefined leaves them and an object replaces the whole set
-   * ({} drops them, as inherit "tags" does). Not in the effective
-   * settings. Needs the server capability queue_tags.
-   */
-  tags?: Record<string, string>;
-}
-
-/** What a queue runs with: every setting set (tags have no global value,
- * so they are not among them). */
-export type EffectiveQueueSettings = Required<Omit<QueueSettings, "tags">>;
+// QueueSettings, EffectiveQueueSettings and their conversions to and from
+// the wire are generated from the proto (make generate,
+// tools/protoc-gen-sepp-sdk): a setting added there needs no edit here.
+export type { QueueSettings, EffectiveQueueSettings } from "./gen/queue_settings.js";
+export { queueLimitsFromJSON, queueSettingsFields, queueSettingsFromJSON, queueSettingsToJSON } from "./gen/queue_settings.js";
 
 /** One queue: its counts, its own settings and what it runs with
  * (effective: its settings over the global limits). */
@@ -212,140 +165,6 @@ function tagsFromJSON(v: unknown): Record<string, string> {
     for (const [k, x] of Object.entries(v as Record<string, unknown>)) out[k] = str(x);
   }
   return out;
-}
-
-function whole(field: string, v: number | undefined): string | undefined {
-  if (v === undefined) return undefined;
-  if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`${field} must be a whole number >= 0, got ${v}`);
-  return String(v);
-}
-
-/**
- * The wire's QueueSettings (QueueSettingsJSON, generated from the proto by
- * make generate) and this SDK's, field by field. It does not compile when
- * the proto gains a field that QueueSettings lacks, or loses one: a new
- * queue setting cannot be left out of the SDK unnoticed. (The SDK's type
- * stays its own: numbers where the wire has int64 strings, "none" and
- * "exponential" where it has enum names, a tag record where it has a
- * wrapper.) queueSettingsToJSON and queueSettingsFromJSON must then map it.
- */
-export const queueSettingsFields: {
-  [K in keyof Required<QueueSettingsJSON>]: K extends keyof QueueSettings ? true : never;
-} = {
-  defaultPriority: true,
-  defaultMaxAttempts: true,
-  retryDelayMs: true,
-  retryBackoff: true,
-  retryDelayMaxMs: true,
-  maxScheduleHorizonMs: true,
-  maxLength: true,
-  maxMemoryBytes: true,
-  deadLetterQueue: true,
-  maxWaitMs: true,
-  fairnessKey: true,
-  maxReserved: true,
-  rateLimit: true,
-  ratePeriodMs: true,
-  rateBurst: true,
-  concurrencyKey: true,
-  maxPerKey: true,
-  tags: true,
-  completedRetentionMs: true,
-};
-
-export function queueSettingsToJSON(s: QueueSettings = {}): QueueSettingsJSON {
-  const m: QueueSettingsJSON = {};
-  if (s.defaultPriority !== undefined) m.defaultPriority = s.defaultPriority;
-  if (s.defaultMaxAttempts !== undefined) m.defaultMaxAttempts = s.defaultMaxAttempts;
-  if (s.retryBackoff !== undefined) {
-    if (s.retryBackoff !== "none" && s.retryBackoff !== "exponential") {
-      throw new RangeError(`retryBackoff must be "none" or "exponential", got ${String(s.retryBackoff)}`);
-    }
-    m.retryBackoff = s.retryBackoff === "exponential" ? "RETRY_BACKOFF_EXPONENTIAL" : "RETRY_BACKOFF_NONE";
-  }
-  if (s.deadLetterQueue !== undefined) m.deadLetterQueue = s.deadLetterQueue;
-  if (s.fairnessKey !== undefined) m.fairnessKey = s.fairnessKey;
-  if (s.concurrencyKey !== undefined) m.concurrencyKey = s.concurrencyKey;
-  // Present (even {}) replaces the queue's tags; absent leaves them.
-  if (s.tags !== undefined) m.tags = { tags: { ...s.tags } };
-  const n: [keyof QueueSettingsJSON & keyof QueueSettings, number | undefined][] = [
-    ["retryDelayMs", s.retryDelayMs],
-    ["retryDelayMaxMs", s.retryDelayMaxMs],
-    ["maxScheduleHorizonMs", s.maxScheduleHorizonMs],
-    ["maxLength", s.maxLength],
-    ["maxMemoryBytes", s.maxMemoryBytes],
-    ["maxWaitMs", s.maxWaitMs],
-    ["completedRetentionMs", s.completedRetentionMs],
-    ["maxReserved", s.maxReserved],
-    ["rateLimit", s.rateLimit],
-    ["ratePeriodMs", s.ratePeriodMs],
-    ["rateBurst", s.rateBurst],
-    ["maxPerKey", s.maxPerKey],
-  ];
-  const out = m as Record<string, unknown>;
-  for (const [k, v] of n) {
-    const w = whole(k, v);
-    if (w !== undefined) out[k] = w;
-  }
-  return m;
-}
-
-function backoff(v: unknown): "none" | "exponential" {
-  return v === "RETRY_BACKOFF_EXPONENTIAL" || v === 2 ? "exponential" : "none";
-}
-
-export function queueSettingsFromJSON(v: unknown): QueueSettings {
-  const m = message<QueueSettingsJSON>(v);
-  const s: QueueSettings = {};
-  const n = (x: unknown): number | undefined => (x === undefined || x === null ? undefined : num(x));
-  const t = (x: unknown): string | undefined => (x === undefined || x === null ? undefined : str(x));
-  const set = <K extends keyof QueueSettings>(k: K, x: QueueSettings[K] | undefined) => {
-    if (x !== undefined) s[k] = x;
-  };
-  set("defaultPriority", n(m.defaultPriority));
-  set("defaultMaxAttempts", n(m.defaultMaxAttempts));
-  set("retryDelayMs", n(m.retryDelayMs));
-  if (m.retryBackoff !== undefined && m.retryBackoff !== null) s.retryBackoff = backoff(m.retryBackoff);
-  set("retryDelayMaxMs", n(m.retryDelayMaxMs));
-  set("maxScheduleHorizonMs", n(m.maxScheduleHorizonMs));
-  set("maxLength", n(m.maxLength));
-  set("maxMemoryBytes", n(m.maxMemoryBytes));
-  set("deadLetterQueue", t(m.deadLetterQueue));
-  set("maxWaitMs", n(m.maxWaitMs));
-  set("fairnessKey", t(m.fairnessKey));
-  set("completedRetentionMs", n(m.completedRetentionMs));
-  set("maxReserved", n(m.maxReserved));
-  set("rateLimit", n(m.rateLimit));
-  set("ratePeriodMs", n(m.ratePeriodMs));
-  set("rateBurst", n(m.rateBurst));
-  set("concurrencyKey", t(m.concurrencyKey));
-  set("maxPerKey", n(m.maxPerKey));
-  if (m.tags !== undefined && m.tags !== null) s.tags = tagsFromJSON(m.tags.tags);
-  return s;
-}
-
-export function queueLimitsFromJSON(v: unknown): EffectiveQueueSettings {
-  const l = message<QueueLimitsJSON>(v);
-  return {
-    defaultPriority: num(l.defaultPriority),
-    defaultMaxAttempts: num(l.defaultMaxAttempts),
-    retryDelayMs: num(l.retryDelayMs),
-    retryBackoff: backoff(l.retryBackoff),
-    retryDelayMaxMs: num(l.retryDelayMaxMs),
-    maxScheduleHorizonMs: num(l.maxScheduleHorizonMs),
-    maxLength: num(l.maxLength),
-    maxMemoryBytes: num(l.maxMemoryBytes),
-    deadLetterQueue: str(l.deadLetterQueue),
-    maxWaitMs: num(l.maxWaitMs),
-    fairnessKey: str(l.fairnessKey),
-    completedRetentionMs: num(l.completedRetentionMs),
-    maxReserved: num(l.maxReserved),
-    rateLimit: num(l.rateLimit),
-    ratePeriodMs: num(l.ratePeriodMs),
-    rateBurst: num(l.rateBurst),
-    concurrencyKey: str(l.concurrencyKey),
-    maxPerKey: num(l.maxPerKey),
-  };
 }
 
 function causeToJSON(c: DeadLetterCause): DeadLetterCauseJSON {

@@ -9,6 +9,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from google.protobuf import duration_pb2, empty_pb2, timestamp_pb2
 
+from sepp._queue_settings import QueueSettings
 from sepp.errors import InvalidField, SeppError
 from sepp.v1 import admin_service_pb2 as apb
 from sepp.v1 import queue_service_pb2 as qpb
@@ -811,118 +812,9 @@ class Schedule:
 
 # -- queues as managed objects ---------------------------------------------
 
-_MS = timedelta(milliseconds=1)
-
-
-def _backoff_name(b: int) -> str:
-    return "exponential" if b == tpb.RETRY_BACKOFF_EXPONENTIAL else "none"
-
-
-@dataclass(frozen=True)
-class QueueSettings:
-    """A queue's own settings; a field left None inherits the server's
-    ``[limits]`` value (on update: stays as it is). Durations are kept in
-    whole milliseconds. ``retry_backoff`` is ``"none"`` or
-    ``"exponential"``. The reserve limits (``max_reserved``, ``rate_limit``,
-    ``rate_period``, ``rate_burst``, ``concurrency_key``, ``max_per_key``)
-    have no global value: None and 0 (or "") both mean none. In
-    ``QueueInfo.effective`` every field is set."""
-
-    default_priority: Optional[int] = None
-    default_max_attempts: Optional[int] = None
-    retry_delay: Optional[timedelta] = None
-    retry_backoff: Optional[str] = None
-    retry_delay_max: Optional[timedelta] = None
-    max_schedule_horizon: Optional[timedelta] = None
-    max_length: Optional[int] = None  # 0: unbounded
-    max_memory_bytes: Optional[int] = None  # 0: no budget of its own
-    #: Receives a copy of every job that dies on the queue; it must exist.
-    #: On update, "" stops forwarding.
-    dead_letter_queue: Optional[str] = None
-    #: A job not reserved this long after it first became due dies with
-    #: cause EXPIRED.
-    max_wait: Optional[timedelta] = None
-    fairness_key: Optional[str] = None
-    max_reserved: Optional[int] = None
-    rate_limit: Optional[int] = None
-    rate_period: Optional[timedelta] = None
-    rate_burst: Optional[int] = None
-    concurrency_key: Optional[str] = None
-    max_per_key: Optional[int] = None
-    #: Key/value labels to find the queue by (``list_queues(tags=...)``);
-    #: they change nothing about how it runs. At most 50; a key is 1..128
-    #: bytes of letters, digits, spaces and ``_ . : / = + - @``, a value at
-    #: most 256 bytes. On update None leaves them and a mapping replaces the
-    #: whole set (an empty one drops them, as inherit ``"tags"`` does). Not
-    #: in ``QueueInfo.effective``. Needs the server capability queue_tags.
-    tags: Optional[Mapping[str, str]] = None
-    #: How long an acked job is kept with its result (whole milliseconds,
-    #: 1 ms..30 days): get_job and wait_job answer for it, and
-    #: ack_with_result is accepted. Drop it with inherit
-    #: ``"completed_retention_ms"``; in ``QueueInfo.effective`` 0 is none.
-    #: Needs the server capability results.
-    completed_retention: Optional[timedelta] = None
-
-    def to_proto(self) -> apb.QueueSettings:
-        m = apb.QueueSettings()
-        for name in ("default_priority", "default_max_attempts", "max_length", "max_memory_bytes",
-                     "dead_letter_queue", "fairness_key", "max_reserved", "rate_limit", "rate_burst",
-                     "concurrency_key", "max_per_key"):
-            v = getattr(self, name)
-            if v is not None:
-                setattr(m, name, v)
-        for name in ("retry_delay", "retry_delay_max", "max_schedule_horizon", "max_wait", "rate_period",
-                     "completed_retention"):
-            d = getattr(self, name)
-            if d is not None:
-                setattr(m, name + "_ms", _whole_ms(d))
-        if self.retry_backoff is not None:
-            if self.retry_backoff not in ("none", "exponential"):
-                raise InvalidField("retry_backoff", f'must be "none" or "exponential", got {self.retry_backoff!r}')
-            m.retry_backoff = (tpb.RETRY_BACKOFF_EXPONENTIAL if self.retry_backoff == "exponential"
-                               else tpb.RETRY_BACKOFF_NONE)
-        if self.tags is not None:
-            # SetInParent: an empty mapping is still present, replacing the
-            # queue's tags with none.
-            m.tags.SetInParent()
-            m.tags.tags.update(self.tags)
-        return m
-
-    @classmethod
-    def from_proto(cls, m: apb.QueueSettings) -> QueueSettings:
-        def ms(name: str) -> Optional[timedelta]:
-            return getattr(m, name) * _MS if m.HasField(name) else None
-
-        return cls(
-            default_priority=m.default_priority if m.HasField("default_priority") else None,
-            default_max_attempts=m.default_max_attempts if m.HasField("default_max_attempts") else None,
-            retry_delay=ms("retry_delay_ms"),
-            retry_backoff=_backoff_name(m.retry_backoff) if m.HasField("retry_backoff") else None,
-            retry_delay_max=ms("retry_delay_max_ms"),
-            max_schedule_horizon=ms("max_schedule_horizon_ms"),
-            max_length=m.max_length if m.HasField("max_length") else None,
-            max_memory_bytes=m.max_memory_bytes if m.HasField("max_memory_bytes") else None,
-            dead_letter_queue=m.dead_letter_queue if m.HasField("dead_letter_queue") else None,
-            max_wait=ms("max_wait_ms"),
-            fairness_key=m.fairness_key if m.HasField("fairness_key") else None,
-            max_reserved=m.max_reserved if m.HasField("max_reserved") else None,
-            rate_limit=m.rate_limit if m.HasField("rate_limit") else None,
-            rate_period=ms("rate_period_ms"),
-            rate_burst=m.rate_burst if m.HasField("rate_burst") else None,
-            concurrency_key=m.concurrency_key if m.HasField("concurrency_key") else None,
-            max_per_key=m.max_per_key if m.HasField("max_per_key") else None,
-            tags=dict(m.tags.tags) if m.HasField("tags") else None,
-            completed_retention=ms("completed_retention_ms"),
-        )
-
-    @classmethod
-    def from_limits(cls, m: qpb.QueueLimits) -> QueueSettings:
-        """The effective settings a queue runs with: every field set."""
-        return cls(m.default_priority, m.default_max_attempts, m.retry_delay_ms * _MS,
-                   _backoff_name(m.retry_backoff), m.retry_delay_max_ms * _MS, m.max_schedule_horizon_ms * _MS,
-                   m.max_length, m.max_memory_bytes, m.dead_letter_queue, m.max_wait_ms * _MS, m.fairness_key,
-                   m.max_reserved, m.rate_limit, m.rate_period_ms * _MS, m.rate_burst, m.concurrency_key,
-                   m.max_per_key, completed_retention=m.completed_retention_ms * _MS)
+# QueueSettings (in _queue_settings, imported above) and its conversions to
+# and from the wire are generated from the proto (make generate,
+# tools/protoc-gen-sepp-sdk): a setting added there needs no edit here.
 
 
 def _queue_stats(q: apb.QueueSummary) -> QueueStats:

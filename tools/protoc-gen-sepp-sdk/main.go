@@ -1,0 +1,376 @@
+// Command protoc-gen-sepp-sdk is the protoc plugin that writes each SDK's
+// native queue settings type from the public proto message
+// sepp.v1.QueueSettings, with its conversions to and from the wire, so that
+// a setting added to the proto reaches the TypeScript, Python and Rust SDKs
+// by `make generate` alone. Out of the directory it is given (buf.gen.yaml:
+// sdk) it writes:
+//
+//   - typescript/src/gen/queue_settings.ts: the QueueSettings interface,
+//     EffectiveQueueSettings, queueSettingsToJSON, queueSettingsFromJSON,
+//     queueLimitsFromJSON and the queueSettingsFields guard (over the
+//     protojson shapes protoc-gen-sepp-ts writes beside it);
+//   - python/src/sepp/_queue_settings.py: the frozen QueueSettings
+//     dataclass with to_proto, from_proto and from_limits (over the
+//     protoc-generated _pb2 modules);
+//   - rust/src/queue_settings.rs: the QueueSettings struct, one native enum
+//     per proto enum a setting uses, and to_wire, from_wire and from_limits
+//     (over prost's types in crate::pb).
+//
+// The hand-kept SDK code imports these and keeps no list of settings.
+//
+// # The rules
+//
+// A field's native name and type follow from its proto name and type
+// alone, the same way in every language:
+//
+//   - Every setting has presence (proto3 optional, or a message): unset
+//     means "inherit" (on update, "leave it"). It is an optional field of
+//     the native type: undefined, None, Option::None. A field without
+//     presence (a plain scalar, repeated, map) is refused.
+//   - Integers (int32, uint32, int64, uint64 and their sint, fixed and
+//     sfixed forms): TypeScript number (64-bit ones are sent as the decimal
+//     string protojson wants, and must be safe integers; unsigned ones, and
+//     durations, at least 0), Python int, Rust the integer of that width
+//     and sign.
+//   - An int64 or uint64 whose name ends in _ms is a duration in whole
+//     milliseconds: TypeScript keeps the name (retryDelayMs: number),
+//     Python and Rust drop the suffix and take timedelta and
+//     std::time::Duration (retry_delay). Any other integer named _ms is
+//     refused.
+//   - bool: boolean, bool, bool. string: string, str, String.
+//   - An enum is named by its values with the enum's prefix taken off
+//     (RETRY_BACKOFF_EXPONENTIAL: "exponential" in TypeScript's union and
+//     Python's str, RetryBackoff::Exponential in Rust's enum, which is
+//     written here and named as the proto enum). Value 0 (…_UNSPECIFIED)
+//     gets no name; a value the SDK does not know (a newer server's), or 0,
+//     reads as the enum's first named value. Sending a name not among the
+//     values is an error (RangeError, InvalidField) for callers the type
+//     system does not hold (JavaScript, Python).
+//   - A message field whose message holds exactly one field, a
+//     map<string, string> (a map wrapped to give it presence, as QueueTags),
+//     is the map itself: Record<string, string>, Mapping[str, str],
+//     BTreeMap<String, String>. A present but empty map is sent as present.
+//   - float, double, bytes and other messages are refused: the generator
+//     does not guess a native form (and Rust's QueueSettings derives Eq,
+//     which floats lack).
+//
+// Fields keep the proto's declaration order: Python's dataclass takes
+// them positionally in that order, so a new setting goes at the end of the
+// message, as protobuf's own advice on field numbers suggests anyway.
+// Each field's doc comment is its leading comment in the proto.
+//
+// The effective settings (what a queue runs with, sepp.v1.QueueLimits)
+// are read into the same native type: a setting is among them when
+// QueueLimits has a field of the same name and type without presence
+// (every such field is set then); one QueueLimits lacks (tags) is left out
+// of TypeScript's EffectiveQueueSettings and is None in Python and Rust.
+// A same-named field of another type is refused.
+//
+// buf generate runs it (buf.gen.yaml) on package sepp.v1; its output is
+// checked by make verify like the other generated code.
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/compiler/protogen"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/pluginpb"
+)
+
+const (
+	settingsMessage protoreflect.FullName = "sepp.v1.QueueSettings"
+	limitsMessage   protoreflect.FullName = "sepp.v1.QueueLimits"
+
+	// The generated files, relative to the plugin's out directory (sdk/).
+	tsFile     = "typescript/src/gen/queue_settings.ts"
+	pythonFile = "python/src/sepp/_queue_settings.py"
+	rustFile   = "rust/src/queue_settings.rs"
+
+	generator = "protoc-gen-sepp-sdk"
+)
+
+func main() {
+	protogen.Options{}.Run(generate)
+}
+
+func generate(gen *protogen.Plugin) error {
+	gen.SupportedFeatures = uint64(pluginpb.CodeGeneratorResponse_FEATURE_PROTO3_OPTIONAL)
+	settings := findMessage(gen, settingsMessage)
+	if settings == nil {
+		return fmt.Errorf("%s is not among the files to generate (buf.gen.yaml must give the plugin package sepp.v1)", settingsMessage)
+	}
+	limits := findMessage(gen, limitsMessage)
+	if limits == nil {
+		return fmt.Errorf("%s is not among the files to generate (buf.gen.yaml must give the plugin package sepp.v1)", limitsMessage)
+	}
+	m, err := newModel(settings, limits)
+	if err != nil {
+		return err
+	}
+	for _, out := range []struct {
+		name  string
+		write func(*model) (string, error)
+	}{
+		{tsFile, writeTypeScript},
+		{pythonFile, writePython},
+		{rustFile, writeRust},
+	} {
+		text, err := out.write(m)
+		if err != nil {
+			return err
+		}
+		g := gen.NewGeneratedFile(out.name, "")
+		if _, err := g.Write([]byte(text)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findMessage is the top-level message of that name in a file to generate.
+func findMessage(gen *protogen.Plugin, name protoreflect.FullName) *protogen.Message {
+	for _, f := range gen.Files {
+		if !f.Generate {
+			continue
+		}
+		for _, m := range f.Messages {
+			if m.Desc.FullName() == name {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
+// kind is the native form of a setting (see the rules above).
+type kind int
+
+const (
+	kindInt kind = iota
+	kindDuration
+	kindBool
+	kindString
+	kindEnum
+	kindStringMap
+)
+
+// model is QueueSettings as the writers see it.
+type model struct {
+	msg     *protogen.Message
+	limits  *protogen.Message
+	fields  []*setting
+	enums   []*enumModel // those the fields use, in order of first use
+	omitted []*setting   // the settings QueueLimits lacks
+}
+
+type setting struct {
+	f       *protogen.Field
+	kind    kind
+	proto   string   // the proto (and Python wire) name: retry_delay_ms
+	json    string   // the JSON and TypeScript name: retryDelayMs
+	native  string   // the Python and Rust name: retry_delay
+	doc     []string // the proto's leading comment, by line
+	bits    int      // kindInt, kindDuration: 32 or 64
+	signed  bool     // kindInt, kindDuration
+	enum    *enumModel
+	mapName string            // kindStringMap: the wrapper's map field
+	limit   *protogen.Field   // the same-named QueueLimits field; nil when none
+	wrapper *protogen.Message // kindStringMap: the wrapping message
+}
+
+type enumModel struct {
+	e      *protogen.Enum
+	name   string // RetryBackoff
+	doc    []string
+	values []enumValue // value 0 left out; values[0] is what an unknown value reads as
+}
+
+type enumValue struct {
+	v     *protogen.EnumValue
+	wire  string // RETRY_BACKOFF_EXPONENTIAL
+	lower string // exponential
+	camel string // Exponential
+	doc   []string
+}
+
+func newModel(msg, limits *protogen.Message) (*model, error) {
+	m := &model{msg: msg, limits: limits}
+	byName := map[protoreflect.Name]*protogen.Field{}
+	for _, f := range limits.Fields {
+		byName[f.Desc.Name()] = f
+	}
+	enums := map[protoreflect.FullName]*enumModel{}
+	for _, f := range msg.Fields {
+		s, err := newSetting(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Desc.FullName(), err)
+		}
+		if s.kind == kindEnum {
+			full := f.Enum.Desc.FullName()
+			if enums[full] == nil {
+				e, err := newEnum(f.Enum)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", f.Desc.FullName(), err)
+				}
+				enums[full] = e
+				m.enums = append(m.enums, e)
+			}
+			s.enum = enums[full]
+		}
+		if l := byName[f.Desc.Name()]; l != nil {
+			if err := matchLimit(s, l); err != nil {
+				return nil, err
+			}
+			s.limit = l
+		} else {
+			m.omitted = append(m.omitted, s)
+		}
+		m.fields = append(m.fields, s)
+	}
+	return m, nil
+}
+
+func newSetting(f *protogen.Field) (*setting, error) {
+	d := f.Desc
+	s := &setting{f: f, proto: string(d.Name()), json: d.JSONName(), native: string(d.Name()), doc: commentLines(f.Comments.Leading)}
+	if d.IsList() || d.IsMap() || !d.HasPresence() {
+		return nil, fmt.Errorf("a queue setting needs presence (proto3 optional, or a message): unset must mean inherit")
+	}
+	switch d.Kind() {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		s.kind, s.bits, s.signed = kindInt, 32, true
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		s.kind, s.bits = kindInt, 32
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		s.kind, s.bits, s.signed = kindInt, 64, true
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		s.kind, s.bits = kindInt, 64
+	case protoreflect.BoolKind:
+		s.kind = kindBool
+	case protoreflect.StringKind:
+		s.kind = kindString
+	case protoreflect.EnumKind:
+		s.kind = kindEnum
+	case protoreflect.MessageKind:
+		w := f.Message
+		if len(w.Fields) != 1 || !w.Fields[0].Desc.IsMap() ||
+			w.Fields[0].Desc.MapKey().Kind() != protoreflect.StringKind || w.Fields[0].Desc.MapValue().Kind() != protoreflect.StringKind {
+			return nil, fmt.Errorf("message %s is no map<string, string> wrapper, the one message form a setting may take", w.Desc.FullName())
+		}
+		if w.Desc.Parent() != w.Desc.ParentFile() {
+			return nil, fmt.Errorf("the wrapper %s must be declared at the top level of its file", w.Desc.FullName())
+		}
+		s.kind, s.wrapper, s.mapName = kindStringMap, w, string(w.Fields[0].Desc.Name())
+	default:
+		return nil, fmt.Errorf("%v has no native form here (see protoc-gen-sepp-sdk's rules)", d.Kind())
+	}
+	if strings.HasSuffix(s.proto, "_ms") {
+		if s.kind != kindInt || s.bits != 64 {
+			return nil, fmt.Errorf("a name ending in _ms is a duration in milliseconds, which must be an int64 or uint64, not %v", d.Kind())
+		}
+		s.kind = kindDuration
+		s.native = strings.TrimSuffix(s.proto, "_ms")
+	}
+	if keyword[s.native] {
+		return nil, fmt.Errorf("%s is a Python or Rust keyword", s.native)
+	}
+	return s, nil
+}
+
+// keyword are the Python and Rust keywords a snake_case name could be.
+var keyword = map[string]bool{
+	"and": true, "as": true, "assert": true, "async": true, "await": true, "break": true, "class": true,
+	"const": true, "continue": true, "crate": true, "def": true, "del": true, "dyn": true, "elif": true,
+	"else": true, "enum": true, "except": true, "extern": true, "false": true, "finally": true, "fn": true,
+	"for": true, "from": true, "global": true, "if": true, "impl": true, "import": true, "in": true, "is": true,
+	"lambda": true, "let": true, "loop": true, "match": true, "mod": true, "move": true, "mut": true,
+	"nonlocal": true, "not": true, "or": true, "pass": true, "pub": true, "raise": true, "ref": true,
+	"return": true, "self": true, "static": true, "struct": true, "super": true, "trait": true, "true": true,
+	"try": true, "type": true, "unsafe": true, "use": true, "where": true, "while": true, "with": true, "yield": true,
+}
+
+// matchLimit checks that QueueLimits' field of a setting's name is of the
+// setting's type, without presence (so that it is always set).
+func matchLimit(s *setting, l *protogen.Field) error {
+	d := l.Desc
+	if d.IsList() || d.IsMap() || d.HasPresence() || d.Kind() != s.f.Desc.Kind() ||
+		(s.kind == kindEnum && l.Enum.Desc.FullName() != s.f.Enum.Desc.FullName()) {
+		return fmt.Errorf("%s does not match %s: an effective setting is a plain field of the setting's type (or has another name)",
+			d.FullName(), s.f.Desc.FullName())
+	}
+	return nil
+}
+
+func newEnum(e *protogen.Enum) (*enumModel, error) {
+	if e.Desc.Parent() != e.Desc.ParentFile() {
+		return nil, fmt.Errorf("enum %s must be declared at the top level of its file", e.Desc.FullName())
+	}
+	em := &enumModel{e: e, name: string(e.Desc.Name()), doc: commentLines(e.Comments.Leading)}
+	prefix := screamingSnake(em.name) + "_"
+	seen := map[protoreflect.EnumNumber]bool{}
+	for _, v := range e.Values {
+		if v.Desc.Number() == 0 || seen[v.Desc.Number()] {
+			continue // no name of its own; or an alias
+		}
+		seen[v.Desc.Number()] = true
+		wire := string(v.Desc.Name())
+		if !strings.HasPrefix(wire, prefix) {
+			return nil, fmt.Errorf("enum value %s lacks the prefix %s", wire, prefix)
+		}
+		rest := strings.ToLower(strings.TrimPrefix(wire, prefix))
+		em.values = append(em.values, enumValue{v: v, wire: wire, lower: rest, camel: upperCamel(rest), doc: commentLines(v.Comments.Leading)})
+	}
+	if len(em.values) == 0 {
+		return nil, fmt.Errorf("enum %s has no value but 0", e.Desc.FullName())
+	}
+	return em, nil
+}
+
+// screamingSnake is RetryBackoff as RETRY_BACKOFF.
+func screamingSnake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToUpper(b.String())
+}
+
+// upperCamel is dead_letters (or DEAD_LETTERS) as DeadLetters, as prost
+// names enum variants.
+func upperCamel(snake string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(snake, "_") {
+		if part == "" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(part[:1]) + strings.ToLower(part[1:]))
+	}
+	return b.String()
+}
+
+// lowerCamel is retry_delay as retryDelay.
+func lowerCamel(snake string) string {
+	u := upperCamel(snake)
+	if u == "" {
+		return u
+	}
+	return strings.ToLower(u[:1]) + u[1:]
+}
+
+// commentLines is a proto comment by line, the space after // taken off.
+func commentLines(c protogen.Comments) []string {
+	s := strings.TrimRight(string(c), "\n")
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(strings.TrimPrefix(l, " "), " \t")
+	}
+	return lines
+}
