@@ -275,6 +275,13 @@ func NewNode(cfg Config) (*Node, error) {
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.MaxAppendEntries = cfg.MaxAppendEntries
 	rc.BatchApplyCh = true
+	// A node without any configuration is one started empty to join (every
+	// node that bootstraps writes its configuration first): it votes once
+	// the leader's configuration reaches it. A voter whose disk was lost and
+	// which restarts empty before it was removed could otherwise vote in a
+	// leader that lacks jobs it had acknowledged (the raft fork's
+	// SEPP-PATCH.md, eighth change).
+	rc.SeppRefuseVotesWithoutConfiguration = true
 
 	hasState, err := raft.HasExistingState(cached, stable, snaps)
 	if err != nil {

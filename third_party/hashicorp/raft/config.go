@@ -240,6 +240,16 @@ type Config struct {
 	// e.g: raft_replication_heartbeat_peer0
 	NoLegacyTelemetry bool
 
+	// SeppRefuseVotesWithoutConfiguration makes a server with no
+	// configuration at all (started empty to be added by the leader) refuse
+	// votes and pre-votes until a configuration reaches it (sepp's eighth
+	// change, sepp_vote.go). Upstream grants them, for a cluster whose
+	// servers all start empty and one bootstraps; a server that bootstraps
+	// itself has a configuration from the start. Without it, a voter whose
+	// disk was lost and which restarts empty can vote in a candidate that
+	// lacks entries it had acknowledged.
+	SeppRefuseVotesWithoutConfiguration bool
+
 	// RestoreCommittedLogs controls if the Raft server should use the restore committed logs
 	// mechanism. Restore committed logs requires a LogStore implementation that
 	// support commit tracking. When such a store is used and this config

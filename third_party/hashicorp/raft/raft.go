@@ -1767,6 +1767,9 @@ func (r *Raft) requestVote(rpc RPC, req *RequestVoteRequest) {
 	// We assume that the peer is part of the configuration and skip this check
 	if len(req.ID) > 0 {
 		candidateID := ServerID(req.ID)
+		if r.seppRefusesVoteWithoutConfiguration(candidate) {
+			return
+		}
 		// if the Servers list is empty that mean the cluster is very likely trying to bootstrap,
 		// Grant the vote
 		// sepp: unless the candidate's log is newer than ours (sepp_vote.go).
@@ -1883,6 +1886,9 @@ func (r *Raft) requestPreVote(rpc RPC, req *RequestPreVoteRequest) {
 	candidate := r.trans.DecodePeer(req.GetRPCHeader().Addr)
 	candidateID := ServerID(req.ID)
 
+	if r.seppRefusesVoteWithoutConfiguration(candidate) {
+		return
+	}
 	// if the Servers list is empty that mean the cluster is very likely trying to bootstrap,
 	// Grant the vote
 	// sepp: unless the candidate's log is newer than ours (sepp_vote.go).

@@ -37,3 +37,27 @@ func (r *Raft) seppNewerThanOurLog(lastIndex, lastTerm uint64) bool {
 func seppMayBeNewerMember(r *Raft, id ServerID, lastIndex, lastTerm uint64) bool {
 	return !inConfiguration(r.configurations.latest, id) && r.seppNewerThanOurLog(lastIndex, lastTerm)
 }
+
+// sepp's eighth change: with Config.SeppRefuseVotesWithoutConfiguration, a
+// server that has no configuration at all refuses votes and pre-votes.
+//
+// A server that starts empty to be added by the leader (sepp's joining
+// node: bootstrap = false) has no configuration until the leader's
+// AppendEntries or snapshot brings one. Upstream grants votes meanwhile, for
+// clusters whose servers all start empty. But a voter whose disk was lost
+// and which restarts empty before an operator removed it looks just the
+// same, and its vote can elect a candidate that lacks entries this server
+// acknowledged before the loss: with three servers, the other holder of an
+// entry committed by the two is then outvoted. Refusing keeps every
+// election to servers that hold their logs; the empty server votes again
+// once the leader's configuration, which still lists it, reaches it.
+
+// seppRefusesVoteWithoutConfiguration reports (and logs) whether a (pre-)
+// vote request is refused for want of any configuration.
+func (r *Raft) seppRefusesVoteWithoutConfiguration(candidate ServerAddress) bool {
+	if len(r.configurations.latest.Servers) > 0 || !r.config().SeppRefuseVotesWithoutConfiguration {
+		return false
+	}
+	r.logger.Warn("rejecting vote request since this server has no configuration yet (it votes once it is added)", "from", candidate)
+	return true
+}

@@ -97,3 +97,62 @@ func TestSeppNoVoteForARemovedServer(t *testing.T) {
 		t.Fatal("a removed server got a pre-vote")
 	}
 }
+
+// TestSeppNoVoteWithoutConfiguration: a server with no configuration at
+// all refuses votes and pre-votes when SeppRefuseVotesWithoutConfiguration
+// is set, and grants them as upstream does when it is not.
+func TestSeppNoVoteWithoutConfiguration(t *testing.T) {
+	for _, refuse := range []bool{true, false} {
+		t.Run(map[bool]string{true: "refuses", false: "upstream grants"}[refuse], func(t *testing.T) {
+			conf := inmemConfig(t)
+			conf.SeppRefuseVotesWithoutConfiguration = refuse
+			c := MakeClusterNoBootstrap(2, t, conf)
+			defer c.Close()
+			candidate, voter := c.rafts[0], c.rafts[1]
+			req := RequestVoteRequest{RPCHeader: candidate.getRPCHeader(), Term: 5, LastLogIndex: 10, LastLogTerm: 4}
+			var resp RequestVoteResponse
+			if err := c.trans[0].RequestVote(voter.localID, voter.localAddr, &req, &resp); err != nil {
+				t.Fatalf("RequestVote: %v", err)
+			}
+			preReq := RequestPreVoteRequest{RPCHeader: candidate.getRPCHeader(), Term: 6, LastLogIndex: 10, LastLogTerm: 4}
+			var preResp RequestPreVoteResponse
+			if err := c.trans[0].RequestPreVote(voter.localID, voter.localAddr, &preReq, &preResp); err != nil {
+				t.Fatalf("RequestPreVote: %v", err)
+			}
+			if resp.Granted == refuse || preResp.Granted == refuse {
+				t.Fatalf("vote granted %v, pre-vote granted %v; want %v", resp.Granted, preResp.Granted, !refuse)
+			}
+		})
+	}
+}
+
+// TestSeppEmptyVoterVotesOnceAdded: with the refusal set on every server,
+// a server added to a running cluster gets the configuration from the
+// leader and then takes part in elections: the cluster still elects a
+// leader after the old one stops.
+func TestSeppEmptyVoterVotesOnceAdded(t *testing.T) {
+	conf := inmemConfig(t)
+	conf.SeppRefuseVotesWithoutConfiguration = true
+	c := MakeCluster(2, t, conf)
+	defer c.Close()
+	extra := MakeClusterNoBootstrap(1, t, conf)
+	c.Merge(extra)
+	c.FullyConnect()
+	leader := c.Leader()
+	joiner := extra.rafts[0]
+	if err := leader.AddVoter(joiner.localID, joiner.localAddr, 0, 0).Error(); err != nil {
+		t.Fatalf("add: %v", err)
+	}
+	waitFor(t, "the joiner holds a configuration", func() bool { return len(c.getConfiguration(joiner).Servers) == 3 })
+	if err := leader.Shutdown().Error(); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	waitFor(t, "a new leader among the other two", func() bool {
+		for _, r := range c.rafts {
+			if r != leader && r.State() == Leader {
+				return true
+			}
+		}
+		return false
+	})
+}
