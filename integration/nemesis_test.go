@@ -710,12 +710,13 @@ func (n *nemesis) wipe(ctx context.Context, i int, who string) {
 		return
 	}
 	if err := n.membership(ctx, "remove", node.ID); err != nil {
-		// The removal may not have taken effect. Deleting the disk of a
-		// node that is still a voter is amnesia, which no Raft survives:
-		// started empty, it votes, and may vote in a leader that lacks
-		// entries this node acknowledged. An operator who cannot remove a
-		// node keeps its disk (docs/backup-and-restore.md); so does the
-		// campaign, and the failed removal is its finding.
+		// The removal may not have taken effect. A voter started empty
+		// would be amnesia: its vote could elect a leader that lacks
+		// entries it acknowledged (sepp's nodes refuse to vote until they
+		// are added, the raft fork's eighth change, which this campaign
+		// found missing). An operator who cannot remove a node keeps its
+		// disk (docs/backup-and-restore.md); so does the campaign, and the
+		// failed removal is its finding.
 		n.problem("wipe of %s skipped, its data kept: remove: %v", node.ID, err)
 		n.startNode(ctx, i, "a SIGKILL (wipe skipped)")
 		return
