@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"time"
 
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
@@ -12,59 +11,9 @@ import (
 // while the cluster runs. The settings live in the replicated state, so
 // every node runs them and a restart keeps them.
 
-// QueueSettings are a queue's own settings; a nil field inherits the
-// server's [limits] value (on update: stays as it is).
-type QueueSettings struct {
-	DefaultPriority    *uint32
-	DefaultMaxAttempts *uint32
-	RetryDelay         *time.Duration // kept in whole milliseconds
-	// RetryBackoff is "none" or "exponential".
-	RetryBackoff       *string
-	RetryDelayMax      *time.Duration
-	MaxScheduleHorizon *time.Duration
-	MaxLength          *uint64 // 0: unbounded
-	MaxMemoryBytes     *uint64 // 0: no budget of its own
-	// DeadLetterQueue receives a copy of every job that dies on the queue;
-	// on update, a pointer to "" stops forwarding.
-	DeadLetterQueue *string
-	// MaxWait dead-letters a job (CauseExpired) not reserved this long
-	// after it first became due (whole milliseconds, at least 1ms); drop it
-	// with Inherit "max_wait_ms". In Effective, 0 is none.
-	MaxWait *time.Duration
-	// FairnessKey names the custom field whose values take turns within a
-	// priority level; drop it with Inherit "fairness_key". In Effective,
-	// "" is none.
-	FairnessKey *string
-	// CompletedRetention keeps each acked job, with its result, this long
-	// (whole milliseconds, 1ms..30 days): GetJob, ListJobs with
-	// StateCompleted and WaitJob answer for it, and AckWithResult is
-	// accepted. Drop it with Inherit "completed_retention_ms". In
-	// Effective, 0 is none.
-	CompletedRetention *time.Duration
-	// The reserve limits (docs/reserve-limits.md); none has a global
-	// value, so nil and 0 (or "") both mean none, and on update a pointer
-	// to 0 (or "") drops the limit, as Inherit of its key does. MaxReserved
-	// caps the queue's jobs reserved at once, across all workers;
-	// RateLimit reservations per RatePeriod (whole milliseconds, 1ms..1h;
-	// 0: 1s), up to RateBurst at once (0: RateLimit); MaxPerKey caps the
-	// jobs reserved at once per value of the custom field ConcurrencyKey
-	// (set both). Counts are 0..1,000,000. In Effective, every one is set
-	// (0 and "" for none; RatePeriod 0 without a rate limit).
-	MaxReserved    *uint64
-	RateLimit      *uint64
-	RatePeriod     *time.Duration
-	RateBurst      *uint64
-	ConcurrencyKey *string
-	MaxPerKey      *uint64
-	// Tags are key/value labels to find the queue by (ListQueuesByTag);
-	// they change nothing about how it runs. At most 50; a key is 1..128
-	// bytes of letters, digits, spaces and _ . : / = + - @, a value at most
-	// 256 bytes. On update nil leaves them and a non-nil map replaces the
-	// whole set: an empty one drops them, as Inherit "tags" does. Not in
-	// Effective (tags have no global value). Needs the server's capability
-	// queue_tags.
-	Tags map[string]string
-}
+// QueueSettings, with its conversions to and from the wire, is generated
+// from sepp.v1.QueueSettings into queue_settings_gen.go (make generate;
+// tools/protoc-gen-sepp-sdk has the rules).
 
 // QueueInfo is one queue: its counts, its own settings and what it runs
 // with (Effective, its settings over the global limits).
@@ -196,123 +145,3 @@ func (c *Client) PurgeQueue(ctx context.Context, name string, target PurgeTarget
 	})
 	return out, err
 }
-
-func queueSettingsToProto(s QueueSettings) (*seppv1.QueueSettings, error) {
-	ms := func(d *time.Duration) *int64 {
-		if d == nil {
-			return nil
-		}
-		v := d.Milliseconds()
-		return &v
-	}
-	out := &seppv1.QueueSettings{
-		DefaultPriority:      s.DefaultPriority,
-		DefaultMaxAttempts:   s.DefaultMaxAttempts,
-		RetryDelayMs:         ms(s.RetryDelay),
-		RetryDelayMaxMs:      ms(s.RetryDelayMax),
-		MaxScheduleHorizonMs: ms(s.MaxScheduleHorizon),
-		MaxLength:            s.MaxLength,
-		MaxMemoryBytes:       s.MaxMemoryBytes,
-		DeadLetterQueue:      s.DeadLetterQueue,
-		MaxWaitMs:            ms(s.MaxWait),
-		FairnessKey:          s.FairnessKey,
-		CompletedRetentionMs: ms(s.CompletedRetention),
-		MaxReserved:          s.MaxReserved,
-		RateLimit:            s.RateLimit,
-		RatePeriodMs:         ms(s.RatePeriod),
-		RateBurst:            s.RateBurst,
-		ConcurrencyKey:       s.ConcurrencyKey,
-		MaxPerKey:            s.MaxPerKey,
-	}
-	if s.Tags != nil {
-		out.Tags = &seppv1.QueueTags{Tags: s.Tags}
-	}
-	if s.RetryBackoff != nil {
-		var b seppv1.RetryBackoff
-		switch *s.RetryBackoff {
-		case "none":
-			b = seppv1.RetryBackoff_RETRY_BACKOFF_NONE
-		case "exponential":
-			b = seppv1.RetryBackoff_RETRY_BACKOFF_EXPONENTIAL
-		default:
-			return nil, fmt.Errorf("sepp: retry backoff must be none or exponential, got %q", *s.RetryBackoff)
-		}
-		out.RetryBackoff = &b
-	}
-	return out, nil
-}
-
-func backoffName(b seppv1.RetryBackoff) string {
-	if b == seppv1.RetryBackoff_RETRY_BACKOFF_EXPONENTIAL {
-		return "exponential"
-	}
-	return "none"
-}
-
-func queueSettingsFromProto(p *seppv1.QueueSettings) QueueSettings {
-	dur := func(v *int64) *time.Duration {
-		if v == nil {
-			return nil
-		}
-		d := time.Duration(*v) * time.Millisecond
-		return &d
-	}
-	out := QueueSettings{
-		DefaultPriority:    p.DefaultPriority,
-		DefaultMaxAttempts: p.DefaultMaxAttempts,
-		RetryDelay:         dur(p.RetryDelayMs),
-		RetryDelayMax:      dur(p.RetryDelayMaxMs),
-		MaxScheduleHorizon: dur(p.MaxScheduleHorizonMs),
-		MaxLength:          p.MaxLength,
-		MaxMemoryBytes:     p.MaxMemoryBytes,
-		DeadLetterQueue:    p.DeadLetterQueue,
-		MaxWait:            dur(p.MaxWaitMs),
-		FairnessKey:        p.FairnessKey,
-		CompletedRetention: dur(p.CompletedRetentionMs),
-		MaxReserved:        p.MaxReserved,
-		RateLimit:          p.RateLimit,
-		RatePeriod:         dur(p.RatePeriodMs),
-		RateBurst:          p.RateBurst,
-		ConcurrencyKey:     p.ConcurrencyKey,
-		MaxPerKey:          p.MaxPerKey,
-	}
-	if p.Tags != nil {
-		out.Tags = p.GetTags().GetTags()
-		if out.Tags == nil {
-			out.Tags = map[string]string{}
-		}
-	}
-	if p.RetryBackoff != nil {
-		b := backoffName(p.GetRetryBackoff())
-		out.RetryBackoff = &b
-	}
-	return out
-}
-
-func queueLimitsFromProto(l *seppv1.QueueLimits) QueueSettings {
-	ms := func(v int64) *time.Duration { d := time.Duration(v) * time.Millisecond; return &d }
-	b := backoffName(l.GetRetryBackoff())
-	dlq := l.GetDeadLetterQueue()
-	return QueueSettings{
-		DefaultPriority:    ptrTo(l.GetDefaultPriority()),
-		DefaultMaxAttempts: ptrTo(l.GetDefaultMaxAttempts()),
-		RetryDelay:         ms(l.GetRetryDelayMs()),
-		RetryBackoff:       &b,
-		RetryDelayMax:      ms(l.GetRetryDelayMaxMs()),
-		MaxScheduleHorizon: ms(l.GetMaxScheduleHorizonMs()),
-		MaxLength:          ptrTo(l.GetMaxLength()),
-		MaxMemoryBytes:     ptrTo(l.GetMaxMemoryBytes()),
-		DeadLetterQueue:    &dlq,
-		MaxWait:            ms(l.GetMaxWaitMs()),
-		FairnessKey:        ptrTo(l.GetFairnessKey()),
-		CompletedRetention: ms(l.GetCompletedRetentionMs()),
-		MaxReserved:        ptrTo(l.GetMaxReserved()),
-		RateLimit:          ptrTo(l.GetRateLimit()),
-		RatePeriod:         ms(l.GetRatePeriodMs()),
-		RateBurst:          ptrTo(l.GetRateBurst()),
-		ConcurrencyKey:     ptrTo(l.GetConcurrencyKey()),
-		MaxPerKey:          ptrTo(l.GetMaxPerKey()),
-	}
-}
-
-func ptrTo[T any](v T) *T { return &v }

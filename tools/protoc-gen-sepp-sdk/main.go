@@ -16,7 +16,17 @@
 //     per proto enum a setting uses, and to_wire, from_wire and from_limits
 //     (over prost's types in crate::pb).
 //
-// The hand-kept SDK code imports these and keeps no list of settings.
+// With the option lang=go (buf.gen.yaml's second run, out directory
+// client) it writes instead:
+//
+//   - queue_settings_gen.go: the Go client's QueueSettings struct (package
+//     client), one pair of private functions per enum (retryBackoffToProto,
+//     retryBackoffName), queueSettingsToProto, queueSettingsFromProto and
+//     queueLimitsFromProto (over protoc-gen-go's types of the settings'
+//     package, imported as seppv1).
+//
+// The hand-kept SDK and client code imports these and keeps no list of
+// settings.
 //
 // # The rules
 //
@@ -54,6 +64,12 @@
 //     does not guess a native form (and Rust's QueueSettings derives Eq,
 //     which floats lack).
 //
+// In Go a setting is a pointer (nil: unset) to the same types, named in
+// upper camel case (RetryDelay); an integer keeps its width and sign, a
+// duration is *time.Duration, an enum *string (its value names, as in
+// Python: an unknown name is an error when sent), the map
+// map[string]string, whose nil is unset.
+//
 // Fields keep the proto's declaration order: Python's dataclass takes
 // them positionally in that order, so a new setting goes at the end of the
 // message, as protobuf's own advice on field numbers suggests anyway.
@@ -87,15 +103,30 @@ const (
 	tsFile     = "typescript/src/gen/queue_settings.ts"
 	pythonFile = "python/src/sepp/_queue_settings.py"
 	rustFile   = "rust/src/queue_settings.rs"
+	// With the option lang=go, out of the Go client's directory (client/).
+	goFile = "queue_settings_gen.go"
 
 	generator = "protoc-gen-sepp-sdk"
 )
 
 func main() {
-	protogen.Options{}.Run(generate)
+	var p params
+	protogen.Options{ParamFunc: p.set}.Run(func(gen *protogen.Plugin) error { return generate(gen, p) })
 }
 
-func generate(gen *protogen.Plugin) error {
+// params are the plugin's options: lang unset writes the SDKs' files (out
+// directory sdk/), lang=go the Go client's (out directory client/).
+type params struct{ lang string }
+
+func (p *params) set(name, value string) error {
+	if name != "lang" || (value != "" && value != "go") {
+		return fmt.Errorf("unknown option %s=%s (the one option is lang=go)", name, value)
+	}
+	p.lang = value
+	return nil
+}
+
+func generate(gen *protogen.Plugin, p params) error {
 	gen.SupportedFeatures = uint64(pluginpb.CodeGeneratorResponse_FEATURE_PROTO3_OPTIONAL)
 	settings := findMessage(gen, settingsMessage)
 	if settings == nil {
@@ -109,14 +140,19 @@ func generate(gen *protogen.Plugin) error {
 	if err != nil {
 		return err
 	}
-	for _, out := range []struct {
+	type output struct {
 		name  string
 		write func(*model) (string, error)
-	}{
+	}
+	outs := []output{
 		{tsFile, writeTypeScript},
 		{pythonFile, writePython},
 		{rustFile, writeRust},
-	} {
+	}
+	if p.lang == "go" {
+		outs = []output{{goFile, writeGo}}
+	}
+	for _, out := range outs {
 		text, err := out.write(m)
 		if err != nil {
 			return err

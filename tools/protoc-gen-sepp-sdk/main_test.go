@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -21,6 +22,8 @@ import (
 const (
 	protoRoot = "../../proto"
 	sdkRoot   = "../../sdk"
+	// The Go client's directory, the out directory of lang=go.
+	clientRoot = "../../client"
 )
 
 // publicProtos are the files of package sepp.v1, the plugin's input.
@@ -55,6 +58,30 @@ func TestCommittedOutputIsCurrent(t *testing.T) {
 		}
 		if !bytes.Equal(committed, []byte(text)) {
 			t.Errorf("sdk/%s is stale: run make generate", name)
+		}
+	}
+	got, err = runPluginWith(t, "lang=go", nil, publicProtos(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[goFile] == "" {
+		t.Fatalf("lang=go wrote %v, want %s alone", keys(got), goFile)
+	}
+	committed, err := os.ReadFile(filepath.Join(clientRoot, goFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(committed, []byte(got[goFile])) {
+		t.Errorf("client/%s is stale: run make generate", goFile)
+	}
+}
+
+// TestUnknownOption: an option but lang=go is refused, not ignored.
+func TestUnknownOption(t *testing.T) {
+	var p params
+	for _, opt := range [][2]string{{"lang", "java"}, {"out", "go"}} {
+		if err := p.set(opt[0], opt[1]); err == nil {
+			t.Errorf("option %s=%s accepted", opt[0], opt[1])
 		}
 	}
 }
@@ -102,18 +129,32 @@ enum WidgetMode {
 	types += admin[i:]
 	admin = admin[:i]
 
-	before, err := runPlugin(t, nil, publicProtos(t))
-	if err != nil {
-		t.Fatal(err)
+	// Both runs: the SDKs' files, and (lang=go) the Go client's.
+	before, after := map[string]string{}, map[string]string{}
+	for _, param := range []string{"", "lang=go"} {
+		b, err := runPluginWith(t, param, nil, publicProtos(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := runPluginWith(t, param, map[string]string{
+			"sepp/v1/admin_service.proto": admin,
+			"sepp/v1/queue_service.proto": queue,
+			"sepp/v1/types.proto":         types,
+		}, publicProtos(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, text := range b {
+			before[name] = text
+		}
+		for name, text := range a {
+			after[name] = text
+		}
 	}
-	after, err := runPlugin(t, map[string]string{
-		"sepp/v1/admin_service.proto": admin,
-		"sepp/v1/queue_service.proto": queue,
-		"sepp/v1/types.proto":         types,
-	}, publicProtos(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// gofmt aligns a struct's fields and a literal's values by the longest
+	// name among them, so a new field may respace old lines: the Go output
+	// is compared with every run of blanks as one space.
+	before[goFile], after[goFile] = collapseBlanks(before[goFile]), collapseBlanks(after[goFile])
 
 	want := map[string][]string{
 		tsFile: {
@@ -183,9 +224,39 @@ enum WidgetMode {
 			"            widget_label: None,\n",
 			"            widget_skew: Some(l.widget_skew),\n",
 		},
+		goFile: {
+			"\t// Throwaway: how many widgets\n\t// at most.\n\tMaxWidgets *uint64\n",
+			"\tWidgetPause *time.Duration\n",
+			"\tWidgetLabel *string\n",
+			"\tWidgetStrict *bool\n",
+			"\t// WidgetMode is \"fast\" or \"safe_and_slow\".\n\tWidgetMode *string\n",
+			"\tWidgetOffset *int32\n",
+			"\tWidgetSkew *int64\n",
+			"func widgetModeToProto(name string) (seppv1.WidgetMode, error) {\n",
+			"\tcase \"safe_and_slow\":\n\t\treturn seppv1.WidgetMode_WIDGET_MODE_SAFE_AND_SLOW, nil\n",
+			"sepp: widget mode must be fast or safe_and_slow, got %q",
+			"\tcase seppv1.WidgetMode_WIDGET_MODE_SAFE_AND_SLOW:\n\t\treturn \"safe_and_slow\"\n\t}\n\treturn \"fast\"\n",
+			"\tout.MaxWidgets = s.MaxWidgets\n",
+			"\tif s.WidgetPause != nil {\n\t\tout.WidgetPauseMs = ptrTo(s.WidgetPause.Milliseconds())\n\t}\n",
+			"\tout.WidgetLabel = s.WidgetLabel\n",
+			"\t\tv, err := widgetModeToProto(*s.WidgetMode)\n",
+			"\t\tout.WidgetMode = &v\n",
+			"\tout.WidgetSkew = s.WidgetSkew\n",
+			"\t\tout.WidgetPause = ptrTo(time.Duration(*p.WidgetPauseMs) * time.Millisecond)\n",
+			"\t\tout.WidgetMode = ptrTo(widgetModeName(*p.WidgetMode))\n",
+			"\tout.WidgetStrict = p.WidgetStrict\n",
+			"\t\tMaxWidgets:         ptrTo(l.GetMaxWidgets()),\n",
+			"\t\tWidgetPause:        ptrTo(time.Duration(l.GetWidgetPauseMs()) * time.Millisecond),\n",
+			"\t\tWidgetMode:         ptrTo(widgetModeName(l.GetWidgetMode())),\n",
+			"\t\tWidgetOffset:       ptrTo(l.GetWidgetOffset()),\n",
+			"but Tags, WidgetLabel, which QueueLimits lacks.",
+		},
 	}
 	for name, snippets := range want {
 		for _, s := range snippets {
+			if name == goFile {
+				s = collapseBlanks(s)
+			}
 			if strings.Contains(before[name], s) {
 				t.Errorf("%s: already there before the fields were added: %q", name, s)
 			}
@@ -222,6 +293,10 @@ enum WidgetMode {
 	if strings.Index(py, "    max_widgets: Optional") < strings.Index(py, "    completed_retention: Optional") {
 		t.Error("python: a field added at the end of the message comes before the old ones")
 	}
+	// QueueLimits' literal in the Go output must not name WidgetLabel.
+	if lim := after[goFile][strings.Index(after[goFile], "func queueLimitsFromProto"):]; strings.Contains(lim, "WidgetLabel") {
+		t.Error("go: queueLimitsFromProto reads widget_label, which QueueLimits lacks")
+	}
 }
 
 // TestRefuses checks the settings the plugin does not guess a native
@@ -257,6 +332,11 @@ func TestRefuses(t *testing.T) {
 		})
 	}
 }
+
+// collapseBlanks is s with each run of spaces and tabs as one space.
+func collapseBlanks(s string) string { return blanks.ReplaceAllString(s, " ") }
+
+var blanks = regexp.MustCompile(`[ \t]+`)
 
 func readProto(t *testing.T, path string) string {
 	t.Helper()
@@ -298,6 +378,13 @@ func keys(m map[string]string) []string {
 // request, its imports first. It returns the files written, by path.
 func runPlugin(t *testing.T, overrides map[string]string, toGenerate []string) (map[string]string, error) {
 	t.Helper()
+	return runPluginWith(t, "", overrides, toGenerate)
+}
+
+// runPluginWith is runPlugin given the plugin's option string (buf.gen.yaml's
+// opt), such as "lang=go".
+func runPluginWith(t *testing.T, param string, overrides map[string]string, toGenerate []string) (map[string]string, error) {
+	t.Helper()
 	compiler := protocompile.Compiler{
 		Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
 			Accessor: func(path string) (io.ReadCloser, error) {
@@ -314,6 +401,9 @@ func runPlugin(t *testing.T, overrides map[string]string, toGenerate []string) (
 		t.Fatalf("compile: %v", err)
 	}
 	req := &pluginpb.CodeGeneratorRequest{FileToGenerate: toGenerate}
+	if param != "" {
+		req.Parameter = &param
+	}
 	seen := map[string]bool{}
 	var add func(f protoreflect.FileDescriptor)
 	add = func(f protoreflect.FileDescriptor) {
@@ -329,11 +419,12 @@ func runPlugin(t *testing.T, overrides map[string]string, toGenerate []string) (
 	for _, f := range files {
 		add(f)
 	}
-	gen, err := protogen.Options{}.New(req)
+	var p params
+	gen, err := protogen.Options{ParamFunc: p.set}.New(req)
 	if err != nil {
 		t.Fatalf("protogen: %v", err)
 	}
-	if err := generate(gen); err != nil {
+	if err := generate(gen, p); err != nil {
 		return nil, err
 	}
 	resp := gen.Response()
