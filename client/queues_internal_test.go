@@ -81,7 +81,9 @@ func TestQueueSettings_EveryProtoFieldRoundTrips(t *testing.T) {
 // nothing else is (tags: QueueLimits has none).
 func TestQueueLimits_EveryEffectiveSettingIsRead(t *testing.T) {
 	settings := (&seppv1.QueueSettings{}).ProtoReflect()
-	named := func(f protoreflect.FieldDescriptor) bool { return settings.Descriptor().Fields().ByName(f.Name()) != nil }
+	named := func(f protoreflect.FieldDescriptor) bool {
+		return settings.Descriptor().Fields().ByName(f.Name()) != nil
+	}
 	limits := &seppv1.QueueLimits{}
 	fillEvery(t, limits.ProtoReflect(), named)
 	fillEvery(t, settings, func(f protoreflect.FieldDescriptor) bool {
