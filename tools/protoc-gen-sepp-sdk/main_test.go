@@ -13,9 +13,8 @@ import (
 
 	"github.com/bufbuild/protocompile"
 	"google.golang.org/protobuf/compiler/protogen"
-	"google.golang.org/protobuf/reflect/protodesc"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/pluginpb"
+
+	"github.com/sepp-io/sepp/tools/internal/plugintest"
 )
 
 // The repository's public protos and the SDKs, from tools/protoc-gen-sepp-sdk.
@@ -400,25 +399,7 @@ func runPluginWith(t *testing.T, param string, overrides map[string]string, toGe
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
-	req := &pluginpb.CodeGeneratorRequest{FileToGenerate: toGenerate}
-	if param != "" {
-		req.Parameter = &param
-	}
-	seen := map[string]bool{}
-	var add func(f protoreflect.FileDescriptor)
-	add = func(f protoreflect.FileDescriptor) {
-		if seen[f.Path()] {
-			return
-		}
-		seen[f.Path()] = true
-		for i := 0; i < f.Imports().Len(); i++ {
-			add(f.Imports().Get(i).FileDescriptor)
-		}
-		req.ProtoFile = append(req.ProtoFile, protodesc.ToFileDescriptorProto(f))
-	}
-	for _, f := range files {
-		add(f)
-	}
+	req := plugintest.Request(files, toGenerate, param)
 	var p params
 	gen, err := protogen.Options{ParamFunc: p.set}.New(req)
 	if err != nil {
@@ -427,16 +408,6 @@ func runPluginWith(t *testing.T, param string, overrides map[string]string, toGe
 	if err := generate(gen, p); err != nil {
 		return nil, err
 	}
-	resp := gen.Response()
-	if resp.Error != nil {
-		t.Fatalf("response error: %s", resp.GetError())
-	}
-	if resp.GetSupportedFeatures()&uint64(pluginpb.CodeGeneratorResponse_FEATURE_PROTO3_OPTIONAL) == 0 {
-		t.Error("the response does not declare proto3 optional support")
-	}
-	out := map[string]string{}
-	for _, f := range resp.File {
-		out[f.GetName()] = f.GetContent()
-	}
+	out := plugintest.Files(t, gen.Response())
 	return out, nil
 }

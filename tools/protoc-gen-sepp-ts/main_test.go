@@ -7,9 +7,8 @@ import (
 
 	"github.com/bufbuild/protocompile"
 	"google.golang.org/protobuf/compiler/protogen"
-	"google.golang.org/protobuf/reflect/protodesc"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/pluginpb"
+
+	"github.com/sepp-io/sepp/tools/internal/plugintest"
 )
 
 // header is what every generated module starts with.
@@ -352,22 +351,7 @@ func run(t *testing.T, protos map[string]string, toGenerate []string) (map[strin
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
-	req := &pluginpb.CodeGeneratorRequest{FileToGenerate: toGenerate}
-	seen := map[string]bool{}
-	var add func(f protoreflect.FileDescriptor)
-	add = func(f protoreflect.FileDescriptor) {
-		if seen[f.Path()] {
-			return
-		}
-		seen[f.Path()] = true
-		for i := 0; i < f.Imports().Len(); i++ {
-			add(f.Imports().Get(i).FileDescriptor)
-		}
-		req.ProtoFile = append(req.ProtoFile, protodesc.ToFileDescriptorProto(f))
-	}
-	for _, f := range files {
-		add(f)
-	}
+	req := plugintest.Request(files, toGenerate, "")
 	gen, err := protogen.Options{}.New(req)
 	if err != nil {
 		t.Fatalf("protogen: %v", err)
@@ -375,16 +359,6 @@ func run(t *testing.T, protos map[string]string, toGenerate []string) (map[strin
 	if err := generate(gen); err != nil {
 		return nil, err
 	}
-	resp := gen.Response()
-	if resp.Error != nil {
-		t.Fatalf("response error: %s", resp.GetError())
-	}
-	if resp.GetSupportedFeatures()&uint64(pluginpb.CodeGeneratorResponse_FEATURE_PROTO3_OPTIONAL) == 0 {
-		t.Error("the response does not declare proto3 optional support")
-	}
-	out := map[string]string{}
-	for _, f := range resp.File {
-		out[f.GetName()] = f.GetContent()
-	}
+	out := plugintest.Files(t, gen.Response())
 	return out, nil
 }
