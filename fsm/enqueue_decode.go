@@ -298,22 +298,9 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte, public bool) bo
 			return false // protobuf keeps the last; the general path does that
 		}
 		seen |= bit
-		if public && num == enqueueScheduledAtField {
-			if typ != protowire.BytesType {
-				return false
-			}
-			v, vl := protowire.ConsumeBytes(b)
-			if vl < 0 {
-				return false
-			}
-			b = b[vl:]
-			if p.ScheduledAt, ok = timestampTime(v); !ok {
-				return false
-			}
-			continue
-		}
-		switch num {
-		case enqueuePriorityField, enqueueScheduledAtField, enqueueMaxAttemptsField:
+		// scheduled_at is a varint in the older form, a Timestamp message
+		// (a bytes field) in the public one.
+		if num == enqueuePriorityField || num == enqueueMaxAttemptsField || num == enqueueScheduledAtField && !public {
 			if typ != protowire.VarintType {
 				return false
 			}
@@ -343,6 +330,10 @@ func (d *enqueueDecoder) item(p *engine.EnqueueParams, b []byte, public bool) bo
 		}
 		b = b[vl:]
 		switch num {
+		case enqueueScheduledAtField:
+			if p.ScheduledAt, ok = timestampTime(v); !ok {
+				return false
+			}
 		case enqueueQueueField:
 			if p.Queue, ok = d.queue.Of(v); !ok {
 				return false

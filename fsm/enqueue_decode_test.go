@@ -208,11 +208,17 @@ func hotItem(i int) []byte {
 // batchCommand is the wire form of a version 1 command holding one batch of
 // items.
 func batchCommand(items ...[]byte) []byte {
+	return batchCommandOf(commandV1, enqueueBatchItemsField, items)
+}
+
+// batchCommandOf is the wire form of a command of version holding one
+// batch whose items are the batch's field number field.
+func batchCommandOf(version uint64, field protowire.Number, items [][]byte) []byte {
 	var batch []byte
 	for _, it := range items {
-		batch = wireBytes(batch, enqueueBatchItemsField, it)
+		batch = wireBytes(batch, field, it)
 	}
-	c := wireVarint(nil, commandVersionField, commandV1)
+	c := wireVarint(nil, commandVersionField, version)
 	c = wireVarint(c, commandNowField, uint64(t0.UnixNano()))
 	return wireBytes(c, commandEnqueueBatchField, batch)
 }
@@ -224,13 +230,7 @@ func publicItem(i int) []byte { return hotItem(i) }
 // publicBatchCommand is the wire form of a command holding one batch of
 // requests in the public form.
 func publicBatchCommand(items ...[]byte) []byte {
-	var batch []byte
-	for _, it := range items {
-		batch = wireBytes(batch, enqueueBatchRequestsField, it)
-	}
-	c := wireVarint(nil, commandVersionField, CommandVersionPublicEnqueue)
-	c = wireVarint(c, commandNowField, uint64(t0.UnixNano()))
-	return wireBytes(c, commandEnqueueBatchField, batch)
+	return batchCommandOf(CommandVersionPublicEnqueue, enqueueBatchRequestsField, items)
 }
 
 // timestampWire is the wire form of a Timestamp message.

@@ -388,12 +388,13 @@ func (f *FSM) commandNow(nowUnixNano int64) time.Time {
 }
 
 func (f *FSM) applyJobEnqueue(now time.Time, c *cmdpb.JobEnqueue) Result {
-	p := enqueueParamsFromProto(c.GetParams())
-	if r := c.GetRequest(); r != nil {
-		if c.GetParams() != nil {
-			return Result{Err: errBothForms}
-		}
-		// The public form (enqueue_public.go).
+	var p engine.EnqueueParams
+	switch r := c.GetRequest(); {
+	case r == nil:
+		p = enqueueParamsFromProto(c.GetParams())
+	case c.GetParams() != nil:
+		return Result{Err: errBothForms}
+	default: // the public form (enqueue_public.go)
 		if err := apiconv.FillEnqueueParams(&p, "", r); err != nil {
 			return Result{Err: err}
 		}
