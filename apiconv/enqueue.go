@@ -45,6 +45,25 @@ func FillEnqueueParams(p *engine.EnqueueParams, prefix string, r *seppv1.Enqueue
 	if ms := r.GetTtlMs(); ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
 		return invalid(prefix+"ttl_ms", ">= 1 (0 is none)", "is %d, out of range", ms)
 	}
+	policy, err := parentFailure(prefix, r.GetOnParentFailure())
+	if err != nil {
+		return err
+	}
+	var after []int
+	if a := r.GetAfter(); len(a) > 0 {
+		if len(a) > engine.MaxParents {
+			return invalid(prefix+"after", "at most "+strconv.Itoa(engine.MaxParents), "names %d requests, above the limit of %d", len(a), engine.MaxParents)
+		}
+		after = make([]int, len(a))
+		for i, v := range a {
+			if v > math.MaxInt32 {
+				return invalid(prefix+"after["+strconv.Itoa(i)+"]", "an earlier request's index", "is %d, out of range", v)
+			}
+			after[i] = int(v)
+		}
+	} else if policy != engine.ParentFailureCancel {
+		return invalid(prefix+"on_parent_failure", "with after", "is set, but the job waits for nothing (after is empty)")
+	}
 	if tc := r.GetTraceContext(); tc != nil {
 		t := &engine.TraceContext{Traceparent: tc.GetTraceparent(), Tracestate: tc.GetTracestate()}
 		if err := checkTraceContext(prefix, t); err != nil {
@@ -65,6 +84,7 @@ func FillEnqueueParams(p *engine.EnqueueParams, prefix string, r *seppv1.Enqueue
 	p.Custom = r.GetCustom()
 	p.IdempotencyKey = r.GetIdempotencyKey()
 	p.Priority = r.Priority // read, never written: no copy needed
+	p.After, p.OnParentFailure = after, policy
 	if u := r.GetUnique(); u != nil {
 		p.Unique = &engine.UniqueOpts{
 			Key: u.GetKey(), Fields: u.GetFields(), CoverDead: u.GetCoverDead(),
@@ -72,6 +92,25 @@ func FillEnqueueParams(p *engine.EnqueueParams, prefix string, r *seppv1.Enqueue
 		}
 	}
 	return nil
+}
+
+// parentFailure is the engine's policy of the public one.
+func parentFailure(prefix string, p seppv1.ParentFailurePolicy) (engine.ParentFailure, error) {
+	switch p {
+	case seppv1.ParentFailurePolicy_PARENT_FAILURE_POLICY_UNSPECIFIED, seppv1.ParentFailurePolicy_PARENT_FAILURE_POLICY_CANCEL:
+		return engine.ParentFailureCancel, nil
+	case seppv1.ParentFailurePolicy_PARENT_FAILURE_POLICY_RUN:
+		return engine.ParentFailureRun, nil
+	}
+	return 0, invalid(prefix+"on_parent_failure", "cancel or run", "is %d, not a known policy", int32(p))
+}
+
+// ParentFailurePolicy is the public form of an engine policy.
+func ParentFailurePolicy(p engine.ParentFailure) seppv1.ParentFailurePolicy {
+	if p == engine.ParentFailureRun {
+		return seppv1.ParentFailurePolicy_PARENT_FAILURE_POLICY_RUN
+	}
+	return seppv1.ParentFailurePolicy_PARENT_FAILURE_POLICY_CANCEL
 }
 
 // timestamp reads an optional timestamp; nil is the zero time.
@@ -162,6 +201,15 @@ func fillEnqueueRequest(r *seppv1.EnqueueRequest, ts *timestamppb.Timestamp, p *
 	if t := p.Trace; t != nil {
 		r.TraceContext = &seppv1.TraceContext{Traceparent: t.Traceparent, Tracestate: t.Tracestate}
 	}
+	if len(p.After) > 0 {
+		r.After = make([]uint32, len(p.After))
+		for i, a := range p.After {
+			r.After[i] = uint32(a) //nolint:gosec // an index of the call's requests, checked by the engine
+		}
+		if p.OnParentFailure != engine.ParentFailureCancel {
+			r.OnParentFailure = ParentFailurePolicy(p.OnParentFailure)
+		}
+	}
 }
 
 // StatesExactly reports whether EnqueueRequest states p exactly, so that
@@ -180,7 +228,12 @@ func StatesExactly(p *engine.EnqueueParams) bool {
 	if u := p.Unique; u != nil && (u.CompletedFor < 0 || u.CompletedFor%time.Millisecond != 0) {
 		return false
 	}
-	return true
+	for _, a := range p.After {
+		if a < 0 || a > math.MaxInt32 {
+			return false
+		}
+	}
+	return p.OnParentFailure <= engine.ParentFailureRun && (len(p.After) > 0 || p.OnParentFailure == engine.ParentFailureCancel)
 }
 
 // timestampStates reports whether t is zero (no time) or a valid Timestamp.

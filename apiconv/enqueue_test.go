@@ -1,6 +1,7 @@
 package apiconv_test
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -24,10 +25,12 @@ func TestEnqueueRequest_RoundTrips(t *testing.T) {
 		Queue: "q", JobType: "t", Payload: []byte("p"), Priority: &prio,
 		ScheduledAt: timestamppb.New(time.Unix(100, 5)), MaxAttempts: 4,
 		Custom: map[string]string{"a": "b"}, IdempotencyKey: "k",
-		Unique:       &seppv1.UniqueOptions{Key: "u", Fields: []string{"a"}, CoverDead: true, CompletedForMs: 1500, Refuse: true},
-		ExpiresAt:    timestamppb.New(time.Unix(200, 0)),
-		TtlMs:        60000,
-		TraceContext: &seppv1.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "k=v"},
+		Unique:          &seppv1.UniqueOptions{Key: "u", Fields: []string{"a"}, CoverDead: true, CompletedForMs: 1500, Refuse: true},
+		ExpiresAt:       timestamppb.New(time.Unix(200, 0)),
+		TtlMs:           60000,
+		TraceContext:    &seppv1.TraceContext{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Tracestate: "k=v"},
+		After:           []uint32{0, 2},
+		OnParentFailure: seppv1.ParentFailurePolicy_PARENT_FAILURE_POLICY_RUN,
 	}
 	fields := r.ProtoReflect().Descriptor().Fields()
 	for i := range fields.Len() {
@@ -58,6 +61,27 @@ func TestEnqueueRequest_RoundTrips(t *testing.T) {
 	}
 }
 
+// TestEnqueueParams_Dependencies: a policy without after, an unknown
+// policy and an index out of range are refused naming the field.
+func TestEnqueueParams_Dependencies(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		r     *seppv1.EnqueueRequest
+		field string
+	}{
+		{"policy without after", &seppv1.EnqueueRequest{OnParentFailure: seppv1.ParentFailurePolicy_PARENT_FAILURE_POLICY_RUN}, "jobs[2].on_parent_failure"},
+		{"unknown policy", &seppv1.EnqueueRequest{After: []uint32{0}, OnParentFailure: 9}, "jobs[2].on_parent_failure"},
+		{"index out of range", &seppv1.EnqueueRequest{After: []uint32{1 << 31}}, "jobs[2].after[0]"},
+	} {
+		_, err := apiconv.EnqueueParams("jobs[2].", tt.r)
+		var fe *engine.FieldError
+		if !errors.As(err, &fe) || fe.Field != tt.field || !errors.Is(err, engine.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want invalid naming %s", tt.name, err, tt.field)
+		}
+	}
+}
+
 // TestStatesExactly: params the API's milliseconds and timestamps cannot
 // state are left to the log's older form.
 func TestStatesExactly(t *testing.T) {
@@ -78,6 +102,8 @@ func TestStatesExactly(t *testing.T) {
 		{"expires past year 9999", engine.EnqueueParams{Expiry: &engine.ExpiryOpts{At: year10000}}, false},
 		{"empty expiry", engine.EnqueueParams{Expiry: &engine.ExpiryOpts{}}, false},
 		{"unique window in milliseconds", engine.EnqueueParams{Unique: &engine.UniqueOpts{CompletedFor: time.Minute}}, true},
+		{"after, run anyway", engine.EnqueueParams{After: []int{0, 1}, OnParentFailure: engine.ParentFailureRun}, true},
+		{"a policy without after", engine.EnqueueParams{OnParentFailure: engine.ParentFailureRun}, false},
 		{"unique window finer", engine.EnqueueParams{Unique: &engine.UniqueOpts{CompletedFor: time.Nanosecond}}, false},
 	}
 	for _, tt := range tests {

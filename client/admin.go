@@ -19,6 +19,7 @@ type QueueStats struct {
 	Scheduled      uint64
 	Ready          uint64
 	Reserved       uint64
+	Blocked        uint64 // waiting for their parents (StateBlocked)
 	Dead           uint64 // retained dead-letter records
 	OldestReadyAge time.Duration
 	EnqueuedTotal  uint64
@@ -50,6 +51,7 @@ func queueStatsFromProto(q *seppv1.QueueSummary) QueueStats {
 		Scheduled:          q.GetScheduled(),
 		Ready:              q.GetReady(),
 		Reserved:           q.GetReserved(),
+		Blocked:            q.GetBlocked(),
 		Dead:               q.GetDead(),
 		OldestReadyAge:     q.GetOldestReadyAge().AsDuration(),
 		EnqueuedTotal:      q.GetEnqueuedTotal(),

@@ -33,7 +33,7 @@ func exampleServer() (addr string, stop func()) {
 		log.Fatal(err)
 	}
 	config := filepath.Join(dir, "sepp.toml")
-	if err := os.WriteFile(config, []byte("[storage]\ndead_letter_retention_ms = 3600000\n\n[[queues]]\nname = \"thumbnails\"\ncompleted_retention_ms = 3600000\n"), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte("[storage]\ndead_letter_retention_ms = 3600000\n\n[[queues]]\nname = \"thumbnails\"\ncompleted_retention_ms = 3600000\n\n[[queues]]\nname = \"tiles\"\ncompleted_retention_ms = 3600000\n"), 0o600); err != nil {
 		log.Fatal(err)
 	}
 	for attempt := 1; ; attempt++ {

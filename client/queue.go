@@ -68,7 +68,9 @@ type BatchResult struct {
 // idempotency key, so retrying the whole batch after an unknown outcome adds
 // no job twice. A batch over the server's max_batch_size fails whole with
 // ErrInvalidArgument. The returned error is set only when the call as a
-// whole failed.
+// whole failed. A batch whose jobs wait for each other (WithAfter) is a
+// workflow, applied whole: every item succeeds or the call fails, naming
+// the item that refused it.
 func (c *Client) EnqueueBatch(ctx context.Context, reqs []*EnqueueRequest) ([]BatchResult, error) {
 	if len(reqs) == 0 {
 		return nil, nil
@@ -78,10 +80,15 @@ func (c *Client) EnqueueBatch(ctx context.Context, reqs []*EnqueueRequest) ([]Ba
 	keys := make([]string, 0, len(reqs))
 	// Items the client rejects never go out; idx maps wire positions back.
 	idx := make([]int, 0, len(reqs))
+	whole := slices.ContainsFunc(reqs, func(r *EnqueueRequest) bool { return r != nil && len(r.After) > 0 })
 	for i, r := range reqs {
 		if r.validate("") != nil {
 			// Again, naming the item (only now: the name costs an allocation).
-			out[i].Err = &Error{Op: "enqueue batch", Kinds: []error{ErrInvalidArgument}, Detail: r.validate(itemName(i))}
+			err := &Error{Op: "enqueue batch", Kinds: []error{ErrInvalidArgument}, Detail: r.validate(itemName(i))}
+			if whole {
+				return nil, err // jobs that wait for each other go whole or not at all
+			}
+			out[i].Err = err
 			continue
 		}
 		key := r.IdempotencyKey

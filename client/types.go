@@ -3,6 +3,7 @@ package client
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -47,6 +48,9 @@ const (
 	// StateCompleted: acked. Only a unique-key duplicate reports it, of a
 	// holder that keeps its key for UniqueOptions.CompletedFor.
 	StateCompleted JobState = JobState(seppv1.JobState_JOB_STATE_COMPLETED)
+	// StateBlocked: waiting for the jobs it was enqueued after
+	// (EnqueueRequest.WithAfter) to end.
+	StateBlocked JobState = JobState(seppv1.JobState_JOB_STATE_BLOCKED)
 )
 
 func (s JobState) String() string {
@@ -61,6 +65,8 @@ func (s JobState) String() string {
 		return "dead"
 	case StateCompleted:
 		return "completed"
+	case StateBlocked:
+		return "blocked"
 	default:
 		return "unknown"
 	}
@@ -68,12 +74,12 @@ func (s JobState) String() string {
 
 // ParseJobState reads the names String returns.
 func ParseJobState(s string) (JobState, error) {
-	for _, st := range []JobState{StateScheduled, StateReady, StateReserved, StateDead} {
+	for _, st := range []JobState{StateScheduled, StateReady, StateReserved, StateDead, StateBlocked, StateCompleted} {
 		if st.String() == s {
 			return st, nil
 		}
 	}
-	return StateUnknown, &FieldError{Field: "state", Description: fmt.Sprintf("state %q is not one of scheduled, ready, reserved, dead", s)}
+	return StateUnknown, &FieldError{Field: "state", Description: fmt.Sprintf("state %q is not one of scheduled, ready, reserved, dead, blocked, completed", s)}
 }
 
 // DeadLetterCause says why a job was dead-lettered.
@@ -150,7 +156,38 @@ type Job struct {
 	// (ReportProgress, Delivery.Progress), while the job is reserved; nil
 	// when it reported none.
 	Progress *Progress
+
+	// Parents are the jobs this one was enqueued after (WithAfter), in
+	// the order given, and how each ended; kept while the job is live.
+	// OnParentFailure is its policy (ParentFailureCancel without parents).
+	Parents         []JobParent
+	OnParentFailure ParentFailure
 }
+
+// JobParent is a job another was enqueued after, and how it ended.
+type JobParent struct {
+	JobID uint64
+	// State is StateCompleted or StateDead once it ended that way, its
+	// current state while it has not ended, StateUnknown once it was
+	// deleted or purged.
+	State JobState
+	Cause DeadLetterCause // a dead parent's
+	Ended bool
+}
+
+// ParentFailure is what a job enqueued after others does when one of them
+// ends other than completed (dead-lettered, cancelled, expired, deleted).
+type ParentFailure int32
+
+const (
+	// ParentFailureCancel cancels the job at once (the default): it is
+	// dead-lettered with CauseCancelled, and its own dependents follow
+	// their policies.
+	ParentFailureCancel ParentFailure = ParentFailure(seppv1.ParentFailurePolicy_PARENT_FAILURE_POLICY_CANCEL)
+	// ParentFailureRun runs the job once every parent has ended, whatever
+	// the outcomes: a batch's callback, which reads them in Job.Parents.
+	ParentFailureRun ParentFailure = ParentFailure(seppv1.ParentFailurePolicy_PARENT_FAILURE_POLICY_RUN)
+)
 
 // JobAttempt is one ended delivery of a job.
 type JobAttempt struct {
@@ -273,6 +310,29 @@ type EnqueueRequest struct {
 	// (WithTraceContext); unset, the client's Tracing sets the one it
 	// sends under, if any.
 	TraceContext *TraceContext
+	// After names the earlier requests of the same EnqueueBatch or
+	// AckWithFollowUps call this job waits for, by index (WithAfter);
+	// OnParentFailure is what it does when one fails (WithOnParentFailure).
+	After           []int
+	OnParentFailure ParentFailure
+}
+
+// WithAfter makes the job wait for the requests at these indexes of the
+// same EnqueueBatch (or AckWithFollowUps) call, each earlier than this
+// one: it is StateBlocked until each has ended, then runs if each
+// completed, else as WithOnParentFailure says (cancelled by default). A
+// batch with such jobs is applied whole or refused whole.
+func (r *EnqueueRequest) WithAfter(indexes ...int) *EnqueueRequest {
+	r.After = append(r.After, indexes...)
+	return r
+}
+
+// WithOnParentFailure sets what the job does when a parent ends other
+// than completed: ParentFailureRun makes it a callback that runs once
+// every parent has ended, whatever the outcomes.
+func (r *EnqueueRequest) WithOnParentFailure(p ParentFailure) *EnqueueRequest {
+	r.OnParentFailure = p
+	return r
 }
 
 // WithTTL gives the job a deadline d after the server accepts it (whole
@@ -379,6 +439,12 @@ func (r *EnqueueRequest) validate(field string) error {
 		return &FieldError{Field: prefixField(field, "ttl_ms"), Limit: ">= 1ms",
 			Description: fmt.Sprintf("ttl must be at least 1ms, got %s", r.TTL)}
 	}
+	for k, a := range r.After {
+		if a < 0 || a > math.MaxInt32 {
+			return &FieldError{Field: prefixField(field, fmt.Sprintf("after[%d]", k)), Limit: "an earlier request's index",
+				Description: fmt.Sprintf("after[%d] must be an earlier request's index, got %d", k, a)}
+		}
+	}
 	if r.Unique != nil && r.Unique.CompletedFor < 0 {
 		return &FieldError{Field: prefixField(field, "unique.completed_for"), Limit: ">= 0",
 			Description: fmt.Sprintf("unique.completed_for must not be negative, got %s", r.Unique.CompletedFor)}
@@ -422,6 +488,10 @@ func (r *EnqueueRequest) toProto(key string) *seppv1.EnqueueRequest {
 	if tc := r.TraceContext; tc != nil {
 		m.TraceContext = &seppv1.TraceContext{Traceparent: tc.Traceparent, Tracestate: tc.Tracestate}
 	}
+	for _, a := range r.After {
+		m.After = append(m.After, uint32(a)) //nolint:gosec // validate refused a negative or huge index
+	}
+	m.OnParentFailure = seppv1.ParentFailurePolicy(r.OnParentFailure)
 	return m
 }
 
@@ -558,6 +628,13 @@ func jobFromProto(m *seppv1.Job) Job {
 	j.CompletedAt = timeFrom(m.GetCompletedAt())
 	j.RunTime = m.GetRunTime().AsDuration()
 	j.Progress = progressFromProto(m.GetProgress())
+	for _, p := range m.GetParents() {
+		j.Parents = append(j.Parents, JobParent{JobID: p.GetJobId(), State: JobState(p.GetState()), Cause: DeadLetterCause(p.GetCause()), Ended: p.GetEnded()})
+	}
+	j.OnParentFailure = ParentFailure(m.GetOnParentFailure())
+	if j.OnParentFailure == 0 {
+		j.OnParentFailure = ParentFailureCancel
+	}
 	return j
 }
 

@@ -83,7 +83,26 @@ func (n *Node) enqueueBatch(ctx context.Context, items []engine.EnqueueParams) (
 			items = fsm.StripTrace(items)
 		}
 	}
-	if chunks := splitBatch(items, n.cfg.MaxEntryBytes); len(chunks) > 1 {
+	chunks := splitBatch(items, n.cfg.MaxEntryBytes)
+	if fsm.HasAfter(items) {
+		// Items name each other by index within one command: a batch
+		// with dependencies is applied whole or not at all.
+		if len(chunks) > 1 {
+			return nil, &engine.FieldError{Field: "jobs", Err: engine.ErrInvalidArgument,
+				Reason: fmt.Sprintf("a batch whose jobs wait for each other (after) must fit in one log entry of max_entry_bytes %d; send smaller payloads or fewer jobs", n.cfg.MaxEntryBytes)}
+		}
+		c, ok := fsm.PublicEnqueueBatchCommand(items)
+		if !ok {
+			return nil, &engine.FieldError{Field: "jobs", Err: engine.ErrInvalidArgument,
+				Reason: "a batch whose jobs wait for each other (after) states its durations in whole milliseconds"}
+		}
+		res, err := n.propose(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return res.Batch, res.Err
+	}
+	if len(chunks) > 1 {
 		return n.enqueueBatchSplit(ctx, items, chunks)
 	}
 	res, err := n.propose(ctx, n.enqueueBatchCommand(items))
@@ -148,6 +167,11 @@ func (n *Node) ackFollowUps(ctx context.Context, op engine.AckFollowUpsOp) ([]en
 	}
 	if !ok {
 		return nil, fmt.Errorf("%w (%s)", ErrFollowUpsUnsupported, n.memberLacking(fsm.CommandVersionFollowUps))
+	}
+	if fsm.HasAfter(op.FollowUps) {
+		if err := n.requireFeature(ctx, "dependencies (follow_ups[].after)", fsm.FeatureDependencies); err != nil {
+			return nil, err
+		}
 	}
 	res, err := n.propose(ctx, fsm.AckFollowUpsCommand(op.Ref, op.Result, op.FollowUps))
 	if err != nil {

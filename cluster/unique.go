@@ -38,6 +38,12 @@ func (n *Node) checkUniqueVersion(ctx context.Context, items []engine.EnqueuePar
 			return err
 		}
 	}
+	// And a dependency: an older member would make the job ready at once.
+	if fsm.HasAfter(items) {
+		if err := n.requireFeature(ctx, "dependencies (after)", fsm.FeatureDependencies); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -27,6 +27,9 @@ const (
 	// conflict reports of a holder that was acked and keeps its key for
 	// UniqueOpts.CompletedFor (unique.go).
 	StateCompleted
+	// StateBlocked is a job waiting for its parents to end
+	// (dependencies.go).
+	StateBlocked
 )
 
 // Cause says why a job was dead-lettered. Exactly one per record.
@@ -191,6 +194,13 @@ type EnqueueParams struct {
 	// job and returned with it (trace.go). A pointer: a job without one
 	// costs nothing.
 	Trace *TraceContext
+	// After names the earlier items of the same EnqueueBatch or of the
+	// same ack's follow-ups this job waits for (dependencies.go): it is
+	// Blocked until each has ended. Refused on a lone Enqueue.
+	After []int
+	// OnParentFailure is what the job does when a parent ends other than
+	// completed: cancelled at once (the default) or run anyway.
+	OnParentFailure ParentFailure
 }
 
 // ExpiryOpts are an enqueue's own deadline: At, when set, is the instant
@@ -365,6 +375,13 @@ type Job struct {
 	// Completed is set on a completed job's view (completed.go): its
 	// result and completion time. (A pointer, as Trace is.)
 	Completed *CompletedInfo
+
+	// Parents are the jobs this one waits or waited for and how each
+	// ended (dependencies.go), while it is live; nil for a job without.
+	Parents []ParentLink
+	// RunsAfterParentFailure: the job runs whatever its parents' outcomes
+	// (ParentFailureRun); false cancels it when one fails.
+	RunsAfterParentFailure bool
 }
 
 // ExpiresAt is the job's deadline (ExpiresAtNanos); zero: none.
@@ -399,7 +416,9 @@ type QueueStats struct {
 	Scheduled  int
 	Ready      int
 	Reserved   int
-	Dead       int // retained dead-letter records
+	// Blocked counts the jobs waiting for their parents to end.
+	Blocked int
+	Dead    int // retained dead-letter records
 	// HeldBytes is what the queue's jobs, records, keys and worker ids are
 	// counted to hold against the budgets; MaxMemoryBytes the queue's own
 	// budget (0: none).
@@ -414,7 +433,7 @@ type QueueStats struct {
 	// What became of retained records: requeued by an operator, drained,
 	// deleted, or swept when their retention passed. With these, every job
 	// is accounted for:
-	//   Enqueued + DeadRequeued = Scheduled + Ready + Reserved + Acked + sum(DeadLettered) + Purged
+	//   Enqueued + DeadRequeued = Scheduled + Ready + Reserved + Blocked + Acked + sum(DeadLettered) + Purged
 	//   sum(DeadLettered) = Dead + Dropped + DeadRequeued + DeadDrained + DeadDeleted + DeadExpired
 	DeadRequeued uint64
 	DeadDrained  uint64

@@ -51,6 +51,7 @@ var stateNames = [...]string{
 	StateReserved:  "reserved",
 	StateDead:      "dead",
 	StateCompleted: "completed",
+	StateBlocked:   "blocked",
 }
 
 func (s State) String() string {
@@ -89,6 +90,7 @@ func (e *Engine) kill(j *job, cause Cause) {
 		e.charge(q, -e.jobHeld(j))
 		e.releasePayload(j)
 		q.dropped++
+		e.settle(j, parentDead, cause)
 		return
 	}
 	before := e.jobCharge(j) // a plain waiting job was charged compact
@@ -102,6 +104,7 @@ func (e *Engine) kill(j *job, cause Cause) {
 		finalAttempt: j.attempt,
 	}
 	e.linkDead(r)
+	e.settle(j, parentDead, cause)
 }
 
 // linkDead appends r at the tail of both failed_at lists.
@@ -388,7 +391,7 @@ func (e *Engine) DeadLetterJobs(now time.Time, ids []JobID, reason string) []Ite
 			out[i].Err = fmt.Errorf("job %d: %w", id, ErrNotFound)
 			continue
 		case j.state == StateReserved:
-			out[i].Err = fmt.Errorf("job %d is reserved by a worker; only ready or scheduled jobs can be dead-lettered: %w", id, ErrWrongState)
+			out[i].Err = fmt.Errorf("job %d is reserved by a worker; only ready, scheduled or blocked jobs can be dead-lettered: %w", id, ErrWrongState)
 			continue
 		case !e.canRetainDead():
 			out[i].Err = e.deadStoreFull()

@@ -105,6 +105,12 @@ type Engine struct {
 	// progress is each Reserved job's last reported progress
 	// (progress.go); a job leaves it when its delivery ends.
 	progress map[JobID]Progress
+	// deps and children are the jobs' dependencies (dependencies.go):
+	// each live job with parents, and each live parent's blocked
+	// children (derived). The snapshot is written in layout
+	// snapshotVersionDependencies while a job has parents.
+	deps     map[JobID]*jobDeps
+	children map[JobID][]JobID
 
 	// expiry holds the waiting jobs with a deadline by (deadline, id)
 	// (expiry.go). expiryUsed: a job got a deadline or a queue set
@@ -174,6 +180,7 @@ func newEmpty() *Engine {
 		workers:      make(map[JobID]string),
 		started:      make(map[JobID]int64),
 		progress:     make(map[JobID]Progress),
+		children:     make(map[JobID][]JobID),
 		leases:       jobHeap{withTokens: true},
 		sched:        jobHeap{},
 		dead:         make(map[JobID]*deadRecord),
@@ -403,6 +410,8 @@ func (e *Engine) detach(j *job) {
 		e.clearProgress(j)
 		q.nReserved--
 		e.keyUnreserved(j)
+	case StateBlocked:
+		q.nBlocked--
 	default:
 		panic(fmt.Sprintf("engine: detach of job %d in state %v", j.id, j.state))
 	}

@@ -14,6 +14,9 @@ import (
 // State is the original job's current state (StateUnknown once it was acked
 // or is no longer kept).
 func (e *Engine) Enqueue(now time.Time, p EnqueueParams) (EnqueueResult, error) {
+	if len(p.After) > 0 {
+		return EnqueueResult{}, invalid("after", "names requests of the same call: only an EnqueueBatch's requests or an ack's follow-ups can wait for each other")
+	}
 	if err := e.checkParams(&p); err != nil {
 		return EnqueueResult{}, err
 	}
@@ -30,12 +33,18 @@ func (e *Engine) Enqueue(now time.Time, p EnqueueParams) (EnqueueResult, error) 
 }
 
 // EnqueueBatch validates and applies each item on its own; a bad item fails
-// alone. A batch larger than MaxBatchSize fails whole.
+// alone. A batch larger than MaxBatchSize fails whole. A batch whose items
+// wait for each other (After: dependencies.go) is decided whole instead:
+// every item is applied, or none and the error names the item
+// ("jobs[i]...").
 func (e *Engine) EnqueueBatch(now time.Time, items []EnqueueParams) ([]BatchItemResult, error) {
 	if len(items) > e.lim.MaxBatchSize {
 		return nil, invalid("items", "batch of %d exceeds limits.max_batch_size %d", len(items), e.lim.MaxBatchSize)
 	}
 	e.advance(now)
+	if hasAfter(items) {
+		return e.enqueueAll(items)
+	}
 	out := make([]BatchItemResult, len(items))
 	for i := range items {
 		out[i].Result, out[i].Err = e.enqueueAt("queue", &items[i])
@@ -146,6 +155,11 @@ type admission struct {
 	dup        bool
 	dupInBatch bool
 	res        EnqueueResult
+	// parents are the jobs the new job waits for (p.After resolved by the
+	// caller: dependencies.go); nil for a job without. id is the job's id
+	// (a follow-up's, known at admission).
+	parents []parentLink
+	id      JobID
 }
 
 // admit checks an enqueue of p to q against the state at e.now, plus what
@@ -212,8 +226,11 @@ func (e *Engine) admit(q *queue, p *EnqueueParams, ov *enqueueOverlay) (admissio
 		customBytes = customCharge(p.Custom)
 	}
 	need := enqueueCharge(p, &a.sk, customBytes, due != 0 || deadline != 0 || q.set.maxWait != 0, e.payloadsOffHeap)
-	if e.compactCharge && customBytes == 0 && due == 0 && deadline == 0 && q.set.maxWait == 0 && a.uniqueKey == "" && p.Trace == nil {
+	if e.compactCharge && customBytes == 0 && due == 0 && deadline == 0 && q.set.maxWait == 0 && a.uniqueKey == "" && p.Trace == nil && len(p.After) == 0 {
 		need -= jobOverhead + int64(len(p.JobType)) - compactJobOverhead // a plain waiting job
+	}
+	if len(p.After) > 0 {
+		need += depsCharge(&jobDeps{parents: make([]parentLink, len(p.After))})
 	}
 	if a.uniqueKey != "" {
 		need += uniqueCharge(a.uniqueKey)
@@ -296,6 +313,12 @@ func (e *Engine) commitEnqueue(q *queue, p *EnqueueParams, a *admission) Enqueue
 			sk.plain = strings.Clone(key)
 		}
 		e.charge(q, e.keys.chargeOf(e.keys.add(q, &sk, j.id, now)))
+	}
+	if a.parents != nil {
+		e.blockAfter(j, a.parents, p.OnParentFailure)
+		e.jobs.set(j)
+		e.decideBlocked(j)
+		return EnqueueResult{JobID: j.id, State: e.stateOf(j.id)}
 	}
 	res := EnqueueResult{JobID: j.id, State: j.state}
 	if !e.compactify(j) {

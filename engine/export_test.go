@@ -11,6 +11,8 @@ func CompactJobs(e *Engine) int { return e.nCompact }
 // The snapshot layouts the progress tests name: kept here, not written out
 // in the tests, so that renumbering a layout moves one constant.
 const (
-	SnapshotVersionProgress  = snapshotVersionProgress
-	SnapshotVersionCompleted = snapshotVersionCompleted
+	SnapshotVersionProgress = snapshotVersionProgress
+	// SnapshotVersionDependencies is the layout of jobs' parents.
+	SnapshotVersionDependencies = snapshotVersionDependencies
+	SnapshotVersionCompleted    = snapshotVersionCompleted
 )

@@ -26,31 +26,47 @@ import (
 // against the state the ack leaves would need the ack undone when one is
 // refused; this way nothing is undone.
 
-// followUpIndexField names follow-up i's field in an error.
-func followUpIndexField(i int) string { return "follow_ups[" + strconv.Itoa(i) + "]" }
+// The lists whose items are decided all or nothing: an ack's follow-ups,
+// and a batch whose jobs wait for each other (dependencies.go).
+const (
+	listFollowUps = "follow_ups"
+	listJobs      = "jobs"
+)
 
-// FollowUpError is a follow-up that refused its ack (and so every other
-// follow-up): Index is its position in the ack's list. Errors.As reaches
-// the refusal's own type through it (a *MemoryFullError, a
+// itemIndexField names item i of list in an error.
+func itemIndexField(list string, i int) string { return list + "[" + strconv.Itoa(i) + "]" }
+
+// FollowUpError is an item that refused its whole list: a follow-up that
+// refused its ack (and so every other follow-up), or a job of a batch
+// with dependencies that refused the batch. Index is its position, List
+// the list ("follow_ups" or "jobs"; empty is "follow_ups"). Errors.As
+// reaches the refusal's own type through it (a *MemoryFullError, a
 // *UniqueConflictError, ...); a refusal that names a field is instead a
-// *FieldError whose Field starts "follow_ups[i].".
+// *FieldError whose Field starts "follow_ups[i]." (or "jobs[i].").
 type FollowUpError struct {
 	Index int
+	List  string
 	Err   error
 }
 
-func (e *FollowUpError) Error() string { return followUpIndexField(e.Index) + ": " + e.Err.Error() }
+func (e *FollowUpError) Error() string {
+	list := e.List
+	if list == "" {
+		list = listFollowUps
+	}
+	return itemIndexField(list, e.Index) + ": " + e.Err.Error()
+}
 
 func (e *FollowUpError) Unwrap() error { return e.Err }
 
-// followUpError names follow-up i in err.
-func followUpError(i int, err error) error {
+// itemError names item i of list in err.
+func itemError(list string, i int, err error) error {
 	if fe, ok := err.(*FieldError); ok { //nolint:errorlint // only a FieldError itself names a field of the item
 		c := *fe
-		c.Field = followUpIndexField(i) + "." + fe.Field
+		c.Field = itemIndexField(list, i) + "." + fe.Field
 		return &c
 	}
-	return &FollowUpError{Index: i, Err: err}
+	return &FollowUpError{Index: i, List: list, Err: err}
 }
 
 // AckWithFollowUps is AckWithResult enqueueing followUps in the same
@@ -78,7 +94,7 @@ func (e *Engine) AckWithFollowUps(now time.Time, ref LeaseRef, result []byte, fo
 	}
 	var out []EnqueueResult
 	if len(followUps) > 0 {
-		qs, as, err := e.admitFollowUps(followUps)
+		qs, as, err := e.admitAll(listFollowUps, followUps)
 		if err != nil {
 			return nil, err
 		}
@@ -95,23 +111,24 @@ func (e *Engine) AckWithFollowUps(now time.Time, ref LeaseRef, result []byte, fo
 	return out, nil
 }
 
-// admitFollowUps decides every follow-up, in order, each against the state
-// plus the earlier ones; it changes nothing an enqueue's checks would not.
-func (e *Engine) admitFollowUps(items []EnqueueParams) ([]*queue, []admission, error) {
+// admitAll decides every item of list (follow-ups, or a batch's jobs that
+// wait for each other), in order, each against the state plus the earlier
+// ones; it changes nothing an enqueue's checks would not.
+func (e *Engine) admitAll(list string, items []EnqueueParams) ([]*queue, []admission, error) {
 	ov := &enqueueOverlay{nextID: JobID(e.nextID)}
 	qs := make([]*queue, len(items))
 	as := make([]admission, len(items))
 	for i := range items {
 		p := &items[i]
 		if err := e.checkParams(p); err != nil {
-			return nil, nil, followUpError(i, err)
+			return nil, nil, itemError(list, i, err)
 		}
 		q := ov.fresh[p.Queue]
 		if q == nil {
 			var fresh bool
 			var err error
 			if q, fresh, err = e.queueForWrite("queue", p.Queue); err != nil {
-				return nil, nil, followUpError(i, err)
+				return nil, nil, itemError(list, i, err)
 			}
 			if fresh {
 				// Later follow-ups to the same new queue see this one.
@@ -123,7 +140,22 @@ func (e *Engine) admitFollowUps(items []EnqueueParams) ([]*queue, []admission, e
 		}
 		a, err := e.admit(q, p, ov)
 		if err != nil {
-			return nil, nil, followUpError(i, err)
+			return nil, nil, itemError(list, i, err)
+		}
+		if len(p.After) > 0 {
+			if err := checkAfter(i, p); err != nil {
+				return nil, nil, itemError(list, i, err)
+			}
+			if !a.dup { // a duplicate is the job it names, parents and all
+				if a.parents, err = e.itemParents(p, as); err != nil {
+					return nil, nil, itemError(list, i, err)
+				}
+			}
+		}
+		if a.dup {
+			a.id = a.res.JobID
+		} else {
+			a.id = ov.nextID // what ov.add gives it
 		}
 		qs[i], as[i] = q, a
 		if !a.dup {
@@ -131,6 +163,26 @@ func (e *Engine) admitFollowUps(items []EnqueueParams) ([]*queue, []admission, e
 		}
 	}
 	return qs, as, nil
+}
+
+// itemParents resolves item i's After against the earlier items'
+// admissions: a new one is live once committed (before i), a duplicate is
+// the job it names, whatever that job's state now.
+func (e *Engine) itemParents(p *EnqueueParams, as []admission) ([]parentLink, error) {
+	parents := make([]parentLink, len(p.After))
+	for k, a := range p.After {
+		pa := &as[a]
+		if !pa.dup || pa.dupInBatch {
+			parents[k] = parentLink{id: pa.id}
+			continue
+		}
+		link, ok := e.parentOutcomeOf(pa.id)
+		if !ok {
+			return nil, &ParentUnknownError{Field: "after[" + strconv.Itoa(k) + "]", Index: a, JobID: pa.id}
+		}
+		parents[k] = link
+	}
+	return parents, nil
 }
 
 // enqueueOverlay is what the admitted follow-ups of one ack will add once
@@ -178,7 +230,10 @@ func (ov *enqueueOverlay) add(q *queue, p *EnqueueParams, a *admission) {
 			ov.unique = make(map[[2]string]overlayJob)
 		}
 		state := StateReady
-		if a.due != 0 {
+		switch {
+		case len(p.After) > 0:
+			state = StateBlocked
+		case a.due != 0:
 			state = StateScheduled
 		}
 		ov.unique[[2]string{q.name, a.uniqueKey}] = overlayJob{id: id, state: state}

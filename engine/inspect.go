@@ -40,6 +40,11 @@ func (e *Engine) viewWithoutPayload(j *job) Job {
 		}
 		v.Progress = e.progressOf(j)
 	}
+	if len(e.deps) > 0 {
+		if v.Parents = e.parentsView(j.id); v.Parents != nil {
+			v.RunsAfterParentFailure = e.deps[j.id].policy == ParentFailureRun
+		}
+	}
 	if x := j.ext; x != nil {
 		v.ScheduledAt = fromNanos(x.scheduledAt)
 		v.LastReason = x.lastReason
@@ -157,6 +162,12 @@ func (e *Engine) ListJobs(queue string, state State, page Page) ([]Job, error) {
 		for _, j := range e.leases.items {
 			keep(j)
 		}
+	case StateBlocked:
+		for id := range e.deps { // sorted by smallestJobs: order does not matter
+			if j := e.jobs.get(id); j != nil && j.state == StateBlocked {
+				keep(j)
+			}
+		}
 	case StateDead:
 		for r := q.deadHead; r != nil; r = r.qnext {
 			keep(r.j)
@@ -164,7 +175,7 @@ func (e *Engine) ListJobs(queue string, state State, page Page) ([]Job, error) {
 	case StateCompleted:
 		return e.listCompleted(q, page.AfterID, limit), nil
 	default:
-		return nil, invalid("state", "must be scheduled, ready, reserved, dead or completed, got %v", state)
+		return nil, invalid("state", "must be scheduled, ready, reserved, blocked, dead or completed, got %v", state)
 	}
 	found = smallestJobs(found, limit)
 	out := make([]Job, len(found))
@@ -240,6 +251,7 @@ func (e *Engine) queueStats(now time.Time, q *queue) QueueStats {
 		Scheduled:    q.nScheduled,
 		Ready:        q.nReady,
 		Reserved:     q.nReserved,
+		Blocked:      q.nBlocked,
 		Dead:         q.nDead,
 		HeldBytes:    q.held,
 		Enqueued:     q.enqueued,

@@ -20,9 +20,10 @@ const (
 	whereLeases
 	whereParked
 	whereCompact
+	whereBlocked
 )
 
-var whereNames = [...]string{whereRing: "a ready ring", whereReadyHeap: "a ready heap", whereScheduled: "the scheduled set", whereLeases: "the leases", whereParked: "a concurrency key's parked jobs", whereCompact: "a compact ring"}
+var whereNames = [...]string{whereRing: "a ready ring", whereReadyHeap: "a ready heap", whereScheduled: "the scheduled set", whereLeases: "the leases", whereParked: "a concurrency key's parked jobs", whereCompact: "a compact ring", whereBlocked: "the blocked jobs"}
 
 // sortSeen sorts the notes by id and reports a job noted twice.
 func sortSeen(seen []seenJob) error {
@@ -80,7 +81,7 @@ func (e *Engine) CheckInvariants() error {
 		return nil
 	}
 
-	type counts struct{ ready, sched, reserved, dead int }
+	type counts struct{ ready, sched, reserved, dead, blocked int }
 	got := make(map[*queue]*counts, len(e.queues))
 	for name, q := range e.queues {
 		if q.name != name {
@@ -196,6 +197,15 @@ func (e *Engine) CheckInvariants() error {
 	if nCompact != e.nCompact {
 		return fmt.Errorf("compact rings hold %d jobs, counted %d", nCompact, e.nCompact)
 	}
+	for id, d := range e.deps { // marks sorted below: order does not matter
+		if j := e.jobs.get(id); j != nil && j.state == StateBlocked && d.pending > 0 {
+			mark(j, whereBlocked)
+			got[j.q].blocked++
+		}
+	}
+	if err := e.checkDeps(); err != nil {
+		return err
+	}
 	if err := sortSeen(seen); err != nil {
 		return err
 	}
@@ -297,6 +307,9 @@ func (e *Engine) CheckInvariants() error {
 			return fmt.Errorf("queue %q: dead list holds %d, counted %d", q.name, m, q.nDead)
 		}
 		c := got[q]
+		if c.blocked != q.nBlocked {
+			return fmt.Errorf("queue %q: holds %d blocked jobs, counted %d", q.name, c.blocked, q.nBlocked)
+		}
 		if c.ready != q.nReady || c.sched != q.nScheduled || c.reserved != q.nReserved || c.dead != q.nDead {
 			return fmt.Errorf("queue %q: holds ready/scheduled/reserved/dead %d/%d/%d/%d, counted %d/%d/%d/%d",
 				q.name, c.ready, c.sched, c.reserved, c.dead, q.nReady, q.nScheduled, q.nReserved, q.nDead)
@@ -434,7 +447,7 @@ func (e *Engine) checkExpiry() error {
 	n := 0
 	var err error
 	e.jobs.each(func(j *job) bool {
-		if hasDeadline(j) && j.state != StateReserved {
+		if hasDeadline(j) && j.state != StateReserved && j.state != StateBlocked { // a blocked job's deadline is watched once it is released
 			n++
 			if j.ext.expPos == 0 {
 				err = fmt.Errorf("job %d: %v with a deadline but not in the expiry heap", j.id, j.state)

@@ -97,12 +97,17 @@ func (e *Engine) actOnJob(p JobActionParams, id JobID) error {
 		switch j.state {
 		case StateReady:
 			return nil // already runnable
+		case StateBlocked:
+			return fmt.Errorf("job %d is blocked until its parents end; it cannot run before them: %w", id, ErrWrongState)
 		case StateReserved:
 			return fmt.Errorf("job %d is reserved by a worker, running already: %w", id, ErrWrongState)
 		}
 		e.detach(j)
 		e.makeReady(j)
 	case JobActionReschedule:
+		if j.state == StateBlocked {
+			return fmt.Errorf("job %d is blocked until its parents end; only ready or scheduled jobs can be rescheduled: %w", id, ErrWrongState)
+		}
 		if j.state == StateReserved {
 			return fmt.Errorf("job %d is reserved by a worker; only ready or scheduled jobs can be rescheduled: %w", id, ErrWrongState)
 		}
@@ -159,6 +164,7 @@ func (e *Engine) cancelJob(j *job, p JobActionParams) error {
 		e.charge(j.q, -e.jobHeld(j))
 		e.releasePayload(j)
 		j.q.purged++
+		e.settle(j, parentRemoved, CauseUnknown)
 		return nil
 	}
 	before := e.jobCharge(j)

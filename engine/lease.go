@@ -346,6 +346,7 @@ func (e *Engine) ackLeased(j *job, result []byte) {
 	e.releasePayload(j)
 	e.uniqueAcked(j)
 	j.q.acked++
+	e.settle(j, parentCompleted, CauseUnknown)
 }
 
 // Nack fails a delivery. DirectiveDeadLetter dead-letters it at once (cause

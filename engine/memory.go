@@ -291,6 +291,11 @@ func (e *Engine) recount() {
 			e.charge(j.q, progressCharge(p))
 		}
 	}
+	for id, d := range e.deps { // sums: order does not matter
+		if j := e.jobForRead(id); j != nil {
+			e.charge(j.q, depsCharge(d))
+		}
+	}
 	for r := e.deadHead; r != nil; r = r.next {
 		e.charge(r.j.q, e.jobHeld(r.j)+deadRecordOverhead)
 	}
@@ -339,6 +344,11 @@ func (e *Engine) checkMemoryCounts() error {
 	}
 	for r := e.deadHead; r != nil; r = r.next {
 		perQueue[r.j.q] += e.jobHeld(r.j) + deadRecordOverhead
+	}
+	for id, d := range e.deps { // sums: order does not matter
+		if j := e.jobForRead(id); j != nil {
+			perQueue[j.q] += depsCharge(d)
+		}
 	}
 	for i := 0; i < e.keys.len(); i++ {
 		ent := e.keys.at(i)

@@ -314,11 +314,15 @@ func (e *Engine) DeleteQueue(now time.Time, name string, force bool) (QueueRemov
 	}
 	var res QueueRemoval
 	for _, j := range e.queueJobs(q, false) {
+		if e.jobs.get(j.id) != j {
+			continue // cancelled already, its parent removed before it: its record goes below
+		}
 		e.detach(j)
 		e.jobs.del(j.id)
 		e.charge(q, -e.jobHeld(j))
 		e.releasePayload(j)
 		res.Jobs++
+		e.settle(j, parentRemoved, CauseUnknown)
 	}
 	for q.deadHead != nil {
 		e.dropDead(q.deadHead)
@@ -362,6 +366,9 @@ func (e *Engine) PurgeQueue(now time.Time, name string, target PurgeTarget) (Que
 		return res, nil
 	}
 	for _, j := range e.queueJobs(q, true) {
+		if e.jobs.get(j.id) != j {
+			continue // cancelled already, its parent purged before it
+		}
 		e.removeLive(j)
 		res.Jobs++
 	}
@@ -376,6 +383,7 @@ func (e *Engine) removeLive(j *job) {
 	e.charge(j.q, -e.jobHeld(j))
 	e.releasePayload(j)
 	j.q.purged++
+	e.settle(j, parentRemoved, CauseUnknown)
 }
 
 // queueJobs lists q's live jobs in id order, only the waiting ones (Ready

@@ -328,6 +328,9 @@ func (e *Engine) encode(c *encoder) {
 	if version >= snapshotVersionProgress {
 		e.encodeProgressSection(c)
 	}
+	if version >= snapshotVersionDependencies {
+		e.encodeDepsSection(c)
+	}
 }
 
 func encodeConfig(c *encoder, cfg Config, version uint64) {
@@ -950,6 +953,11 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 			j.heapIdx = int32(len(e.leases.items))
 			e.leases.items = append(e.leases.items, j)
 			e.leases.tokens = append(e.leases.tokens, d.lease)
+		case StateBlocked:
+			if d.version < snapshotVersionDependencies {
+				return nil, fmt.Errorf("job %d: blocked in layout %d", j.id, d.version)
+			}
+			j.q.nBlocked++
 		default:
 			return nil, fmt.Errorf("job %d: state %v is not live", j.id, j.state)
 		}
@@ -1094,6 +1102,11 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 	}
 	if d.version >= snapshotVersionProgress {
 		if err := d.decodeProgressSection(e); err != nil {
+			return nil, err
+		}
+	}
+	if d.version >= snapshotVersionDependencies {
+		if err := d.decodeDepsSection(e); err != nil {
 			return nil, err
 		}
 	}

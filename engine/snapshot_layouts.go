@@ -34,6 +34,8 @@ const (
 	snapshotVersionCompactCharge = 16
 	// snapshotVersionProgress = 17: reserved jobs' progress (progress.go).
 	snapshotVersionProgress = 17
+	// snapshotVersionDependencies = 18: jobs' parents (dependencies.go).
+	snapshotVersionDependencies = 18
 )
 
 // snapshotLayoutRow is one layout and what it adds.
@@ -61,6 +63,7 @@ var snapshotLayouts = [...]snapshotLayoutRow{
 	{snapshotVersionCompleted, "the completed section (completed.go): each configured queue's completed_retention, each queue's completed jobs (time, id) in completion order and, unless the state machine streams them itself, their records; written only while a queue keeps completed jobs or has a retention"},
 	{snapshotVersionCompactCharge, "bits 2 and 3 of the attempts section's flags: a plain waiting job is charged as a compact entry (memory.go, compactCharge), and a job had a trace context (traceUsed, which layouts 13..15 imply from their version); written once the cluster charges so"},
 	{snapshotVersionProgress, "the progress section (progress.go): a flags word (bit 0: a job had a trace context, which layouts 13..16 imply from their version), then each reserved job's progress (percent, message) by job id; written only while a job has progress"},
+	{snapshotVersionDependencies, "the dependencies section (dependencies.go): the state blocked, which older layouts refuse, and by job id each live job's parent-failure policy and its parents (id, outcome, cause); written only while a job has parents"},
 }
 
 // snapshotVersion is the newest layout this engine writes and reads.

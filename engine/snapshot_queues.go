@@ -10,6 +10,9 @@ import (
 // holds all of it, so an engine that never used a newer feature writes
 // what an older binary reads and digests alike.
 func (e *Engine) snapshotLayout() uint64 {
+	if len(e.deps) > 0 {
+		return snapshotVersionDependencies
+	}
 	if len(e.progress) > 0 {
 		return snapshotVersionProgress
 	}

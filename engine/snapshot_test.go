@@ -249,6 +249,8 @@ func TestFuzzSeedCorpus(t *testing.T) {
 		"compact-charge-engine": snapshotBytes(t, compactChargeSeedEngine(t)),
 		// Layout snapshotVersionProgress: reserved jobs' progress.
 		"progress-engine": snapshotBytes(t, progressEngine(t)),
+		// Layout snapshotVersionDependencies: blocked jobs and parents.
+		"dependencies-engine": snapshotBytes(t, dependenciesEngine(t)),
 		// Layout version 6: periodic schedules, one fired, one paused.
 		"scheduled-engine": snapshotBytes(t, scheduledEngine(t)),
 		// The golden snapshots of layouts 4, 5, 7, 8 and 9 (3 and 6 are
@@ -406,6 +408,7 @@ func TestGoldenSnapshotLayouts(t *testing.T) {
 		{"tags-engine", 14, func(t *testing.T) *engine.Engine { t.Helper(); return taggedEngine(t) }, true},
 		{"compact-charge-engine", 16, func(t *testing.T) *engine.Engine { t.Helper(); return compactChargeSeedEngine(t) }, true},
 		{"progress-engine", engine.SnapshotVersionProgress, func(t *testing.T) *engine.Engine { t.Helper(); return progressEngine(t) }, true},
+		{"dependencies-engine", engine.SnapshotVersionDependencies, func(t *testing.T) *engine.Engine { t.Helper(); return dependenciesEngine(t) }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

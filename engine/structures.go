@@ -152,6 +152,9 @@ type queue struct {
 	ready      [MaxPriority + 1]readyLevel
 
 	nReady, nScheduled, nReserved int
+	// nBlocked counts the queue's jobs waiting for their parents
+	// (dependencies.go).
+	nBlocked int
 
 	// held is the bytes this queue's jobs, records, keys and worker ids
 	// are counted to hold (memory.go).
@@ -223,7 +226,7 @@ func (q *queue) internJobType(s string) (i uint16, ok bool) {
 	return i, true
 }
 
-func (q *queue) live() int { return q.nReady + q.nScheduled + q.nReserved }
+func (q *queue) live() int { return q.nReady + q.nScheduled + q.nReserved + q.nBlocked }
 
 // readyLevel holds one priority level's Ready jobs in original enqueue order
 // (job id order). Fresh jobs always carry the largest id so far and are

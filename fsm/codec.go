@@ -263,7 +263,8 @@ func AckWithResultCommand(ref engine.LeaseRef, result []byte) *cmdpb.Command {
 
 // AckFollowUpsCommand builds a JobAck carrying a result (as
 // AckWithResultCommand's) and follow-ups, of CommandVersionFollowUps when
-// there are any (an older binary would drop them). The log holds the
+// there are any (an older binary would drop them), of
+// CommandVersionDependencies when one waits for another. The log holds the
 // follow-ups as the API's EnqueueRequests (apiconv turns the checked
 // params back into them), as etcd's log holds its PutRequest. Propose one
 // with follow-ups only to a cluster whose every member applies that
@@ -272,6 +273,9 @@ func AckFollowUpsCommand(ref engine.LeaseRef, result []byte, followUps []engine.
 	c := AckWithResultCommand(ref, result)
 	if len(followUps) > 0 {
 		c.Version = CommandVersionFollowUps
+		if HasAfter(followUps) {
+			c.Version = CommandVersionDependencies // an older binary would drop after
+		}
 		ack := c.GetJobAck()
 		for i := range followUps {
 			ack.FollowUps = append(ack.FollowUps, apiconv.EnqueueRequest(&followUps[i]))
@@ -495,6 +499,17 @@ func setEnqueueParamsProto(m *cmdpb.EnqueueParams, p *engine.EnqueueParams) {
 			CompletedForNanos: int64(u.CompletedFor), Refuse: u.Refuse,
 		}
 	}
+}
+
+// HasAfter reports whether an item waits for others of its call, which
+// takes CommandVersionDependencies.
+func HasAfter(items []engine.EnqueueParams) bool {
+	for i := range items {
+		if len(items[i].After) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // HasUnique reports whether an item sets unique options, which take

@@ -145,8 +145,8 @@ type validStrings struct{ queue, jobType string }
 // included). TestEncodeEntryFast_KnowsEveryRequestField fails when
 // EnqueueRequest gains a field this does not account for.
 func fastEnqueueRequest(r *seppv1.EnqueueRequest, valid *validStrings) bool {
-	if r == nil || r.Unique != nil || r.TtlMs != 0 || r.ExpiresAt != nil || len(r.ProtoReflect().GetUnknown()) != 0 {
-		return false // unique options and deadlines go through the protobuf encoder
+	if r == nil || r.Unique != nil || r.TtlMs != 0 || r.ExpiresAt != nil || len(r.After) != 0 || r.OnParentFailure != 0 || len(r.ProtoReflect().GetUnknown()) != 0 {
+		return false // unique options, deadlines and dependencies go through the protobuf encoder
 	}
 	if ts := r.ScheduledAt; ts != nil && len(ts.ProtoReflect().GetUnknown()) != 0 {
 		return false

@@ -38,7 +38,8 @@ func PublicEnqueueCommand(p engine.EnqueueParams) (*cmdpb.Command, bool) {
 
 // PublicEnqueueBatchCommand builds a JobEnqueueBatch holding items as
 // EnqueueRequests (in one slab: apiconv.EnqueueRequests), or reports false
-// when the public form would not state every item exactly.
+// when the public form would not state every item exactly. A batch whose
+// items wait for each other is of CommandVersionDependencies.
 func PublicEnqueueBatchCommand(items []engine.EnqueueParams) (*cmdpb.Command, bool) {
 	for i := range items {
 		if !apiconv.StatesExactly(&items[i]) {
@@ -46,6 +47,9 @@ func PublicEnqueueBatchCommand(items []engine.EnqueueParams) (*cmdpb.Command, bo
 		}
 	}
 	c := &cmdpb.Command{Version: CommandVersionPublicEnqueue}
+	if HasAfter(items) {
+		c.Version = CommandVersionDependencies // an older binary would drop after
+	}
 	c.Op = &cmdpb.Command_JobEnqueueBatch{JobEnqueueBatch: &cmdpb.JobEnqueueBatch{Requests: apiconv.EnqueueRequests(items)}}
 	return c, true
 }

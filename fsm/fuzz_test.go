@@ -142,6 +142,25 @@ func seedEntries(t testing.TB) map[string][]byte {
 			again, _ := PublicEnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "s", IdempotencyKey: "k1"})
 			return []*cmdpb.Command{batch, single, again}
 		}(),
+		// Dependencies (CommandVersionDependencies): a fan-out and fan-in
+		// batch (a root, two jobs after it, a callback after both that
+		// runs whatever they do), the root reserved and acked with a
+		// follow-up after a second one, and a batch refused whole (an
+		// index not earlier than its item).
+		"dependencies": func() []*cmdpb.Command {
+			wf, _ := PublicEnqueueBatchCommand([]engine.EnqueueParams{
+				{Queue: "root", JobType: "t"},
+				{Queue: "fan", JobType: "t", After: []int{0}},
+				{Queue: "fan", JobType: "t", After: []int{0}},
+				{Queue: "join", JobType: "t", After: []int{1, 2}, OnParentFailure: engine.ParentFailureRun},
+			})
+			bad, _ := PublicEnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t"}, {Queue: "q", JobType: "t", After: []int{1}}})
+			return []*cmdpb.Command{wf,
+				ReserveCommand(engine.ReserveParams{Queue: "root", WorkerID: "w", N: 1, Lease: time.Minute}),
+				AckFollowUpsCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1}, nil, []engine.EnqueueParams{
+					{Queue: "next", JobType: "a"}, {Queue: "next", JobType: "b", After: []int{0}}}),
+				bad}
+		}(),
 		// Cancelling a reserved job (9).
 		"cancel": {JobsActCommand(engine.JobActionParams{Action: engine.JobActionCancel, IDs: []engine.JobID{1}, Reason: "stuck"})},
 		// Unique jobs (8).

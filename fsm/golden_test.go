@@ -76,6 +76,7 @@ func TestGoldenEntries(t *testing.T) {
 		{"seed_progress", 2, CommandVersionProgress, "progress"},
 		{"seed_follow_ups", 2, CommandVersionFollowUps, "follow_ups"},
 		{"seed_public_enqueue", 2, CommandVersionPublicEnqueue, "public_enqueue"},
+		{"seed_dependencies", 2, CommandVersionDependencies, "dependencies"},
 	}
 	covered := map[[2]uint32]bool{}
 	for _, tt := range tests {

@@ -73,6 +73,9 @@ const (
 	// CommandVersionPublicEnqueue = 26: JobEnqueue and JobEnqueueBatch
 	// carrying the producer's public EnqueueRequests.
 	CommandVersionPublicEnqueue = 26
+	// CommandVersionDependencies = 27: enqueues (a batch's, an ack's
+	// follow-ups) that wait for other items of the same call.
+	CommandVersionDependencies = 27
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -152,6 +155,8 @@ var commandVersions = [...]commandVersionRow{
 		"a JobAck that carries follow-ups, the public EnqueueRequests of the jobs enqueued with the ack, all or nothing (engine/followups.go): an older binary would drop them and enqueue nothing, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses an ack with follow-ups (FAILED_PRECONDITION naming the feature, nothing applied, the lease still held: cluster); the engine's snapshot holds nothing new"},
 	{CommandVersionPublicEnqueue, "public_enqueue", nil,
 		"a JobEnqueue or JobEnqueueBatch that holds the public API's EnqueueRequests (request, requests) in place of the log's EnqueueParams, converted at apply by apiconv as the API's validation converts them (enqueue_public.go): an older binary would read the command as an empty enqueue; until every member applies it the leader writes the older form (cluster), which every binary applies forever"},
+	{CommandVersionDependencies, "dependencies", nil,
+		"a JobEnqueueBatch or a JobAck's follow-ups whose EnqueueRequests name earlier items with after (engine/dependencies.go): the job is blocked until those end, then released or cancelled; an older binary would drop the field and make the job ready at once, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses such a request (FAILED_PRECONDITION naming the feature, nothing applied: cluster); the binary also restores the engine snapshot layout that carries the blocked jobs and their parents, which the engine writes only while a job has parents, so never before every member applies this version"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
@@ -231,6 +236,8 @@ var (
 	FeatureFollowUps = mustFeature(CommandVersionFollowUps)
 	// FeaturePublicEnqueue: enqueues in the public form in the log.
 	FeaturePublicEnqueue = mustFeature(CommandVersionPublicEnqueue)
+	// FeatureDependencies: jobs that wait for other jobs of the same call.
+	FeatureDependencies = mustFeature(CommandVersionDependencies)
 )
 
 // opVersions maps the field numbers of Command's op oneof to the version

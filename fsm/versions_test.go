@@ -203,6 +203,8 @@ func TestVersionTable_BuildersStampItsRows(t *testing.T) {
 		{"AckNoFollowUps", AckFollowUpsCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1}, []byte("r"), nil), CommandVersionResults},
 		{"PublicEnqueue", mustPublic(PublicEnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t"})), CommandVersionPublicEnqueue},
 		{"PublicEnqueueBatch", mustPublic(PublicEnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t"}})), CommandVersionPublicEnqueue},
+		{"PublicEnqueueBatchAfter", mustPublic(PublicEnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t"}, {Queue: "q", JobType: "t", After: []int{0}}})), CommandVersionDependencies},
+		{"AckFollowUpsAfter", AckFollowUpsCommand(engine.LeaseRef{JobID: 1, LeaseToken: 1}, nil, []engine.EnqueueParams{{Queue: "q", JobType: "t"}, {Queue: "q", JobType: "t", After: []int{0}, OnParentFailure: engine.ParentFailureRun}}), CommandVersionDependencies},
 		{"PublicEnqueueUnique", mustPublic(PublicEnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t", Unique: &engine.UniqueOpts{}}})), CommandVersionPublicEnqueue},
 		{"CreateQueueCompletedRetention", CreateQueueCommand(engine.QueueConfig{Name: "q", CompletedRetention: time.Hour}, false), CommandVersionResults},
 		{"UpdateQueueCompletedRetention", UpdateQueueCommand(engine.QueueUpdate{Name: "q", Set: engine.QueueConfig{CompletedRetention: time.Hour}}), CommandVersionResults},

@@ -67,10 +67,10 @@ func (s *adminService) ListQueues(ctx context.Context, req *seppv1.ListQueuesReq
 func (s *adminService) ListJobs(ctx context.Context, req *seppv1.ListJobsRequest) (*seppv1.ListJobsResponse, error) {
 	state := jobStateFromProto(req.GetState())
 	switch state {
-	case engine.StateScheduled, engine.StateReady, engine.StateReserved, engine.StateCompleted:
+	case engine.StateScheduled, engine.StateReady, engine.StateReserved, engine.StateBlocked, engine.StateCompleted:
 	default:
-		return nil, invalidField("state", "one of JOB_STATE_SCHEDULED, JOB_STATE_READY, JOB_STATE_RESERVED, JOB_STATE_COMPLETED",
-			"must be JOB_STATE_SCHEDULED, JOB_STATE_READY, JOB_STATE_RESERVED or JOB_STATE_COMPLETED (dead jobs: ListDeadLetters)")
+		return nil, invalidField("state", "one of JOB_STATE_SCHEDULED, JOB_STATE_READY, JOB_STATE_RESERVED, JOB_STATE_BLOCKED, JOB_STATE_COMPLETED",
+			"must be JOB_STATE_SCHEDULED, JOB_STATE_READY, JOB_STATE_RESERVED, JOB_STATE_BLOCKED or JOB_STATE_COMPLETED (dead jobs: ListDeadLetters)")
 	}
 	size := pageSize(req.GetLimit())
 	var jobs []engine.Job

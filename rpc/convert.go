@@ -34,6 +34,8 @@ func jobStateToProto(s engine.State) seppv1.JobState {
 		return seppv1.JobState_JOB_STATE_DEAD
 	case engine.StateCompleted:
 		return seppv1.JobState_JOB_STATE_COMPLETED
+	case engine.StateBlocked:
+		return seppv1.JobState_JOB_STATE_BLOCKED
 	}
 	return seppv1.JobState_JOB_STATE_UNSPECIFIED
 }
@@ -50,6 +52,8 @@ func jobStateFromProto(s seppv1.JobState) engine.State {
 		return engine.StateDead
 	case seppv1.JobState_JOB_STATE_COMPLETED:
 		return engine.StateCompleted
+	case seppv1.JobState_JOB_STATE_BLOCKED:
+		return engine.StateBlocked
 	}
 	return engine.StateUnknown
 }
@@ -151,6 +155,17 @@ func fillJob(out *seppv1.Job, j engine.Job, ts *timestamps) {
 		out.History = append(out.History, pa)
 	}
 	out.Progress = apiconv.ProgressToProto(j.Progress)
+	if len(j.Parents) > 0 {
+		out.Parents = make([]*seppv1.JobParent, len(j.Parents))
+		for i, p := range j.Parents {
+			out.Parents[i] = &seppv1.JobParent{JobId: uint64(p.ID), State: jobStateToProto(p.State), Cause: causeToProto(p.Cause), Ended: p.Ended}
+		}
+		policy := engine.ParentFailureCancel
+		if j.RunsAfterParentFailure {
+			policy = engine.ParentFailureRun
+		}
+		out.OnParentFailure = apiconv.ParentFailurePolicy(policy)
+	}
 	if t := j.Trace; t != nil {
 		out.TraceContext = &seppv1.TraceContext{Traceparent: t.Traceparent, Tracestate: t.Tracestate}
 	}
@@ -241,6 +256,7 @@ func queueStatsToProto(q engine.QueueStats) *seppv1.QueueSummary {
 		Scheduled:      uint64(q.Scheduled),
 		Ready:          uint64(q.Ready),
 		Reserved:       uint64(q.Reserved),
+		Blocked:        uint64(q.Blocked),
 		Dead:           uint64(q.Dead),
 		OldestReadyAge: durationpb.New(q.OldestReadyAge),
 		EnqueuedTotal:  q.Enqueued,

@@ -27,6 +27,10 @@ type queueService struct {
 }
 
 func (s *queueService) Enqueue(ctx context.Context, req *seppv1.EnqueueRequest) (*seppv1.EnqueueResponse, error) {
+	if len(req.GetAfter()) > 0 {
+		return nil, invalidField("after", "only in EnqueueBatch or AckRequest.follow_ups",
+			"names requests of the same call: only an EnqueueBatch's jobs or an ack's follow-ups can wait for each other")
+	}
 	p, err := enqueueParams("", req)
 	if err != nil {
 		return nil, err
@@ -60,10 +64,16 @@ func (s *queueService) EnqueueBatch(ctx context.Context, req *seppv1.EnqueueBatc
 	params := make([]engine.EnqueueParams, len(jobs))
 	var positions []int
 	kept := 0
+	whole := batchHasAfter(jobs)
 	for i, item := range jobs {
 		if err := fillEnqueueParams(&params[kept], "", item); err != nil {
 			// Again, naming the item (only now: the name costs allocations).
 			err = fillEnqueueParams(&params[kept], itemPrefix(i), item)
+			if whole {
+				// Jobs that wait for each other name each other by
+				// index: the batch is taken whole or refused whole.
+				return nil, err
+			}
 			results[i] = &seppv1.EnqueueBatchResult{Outcome: &seppv1.EnqueueBatchResult_Error{Error: itemErrorFor(err)}}
 			if positions == nil {
 				positions = make([]int, kept, len(jobs))
@@ -130,6 +140,16 @@ type enqueuedResult struct {
 
 // itemPrefix names item i of a batch in a field path: "jobs[3].".
 func itemPrefix(i int) string { return "jobs[" + itoa(i) + "]." }
+
+// batchHasAfter reports whether a job of the batch waits for another.
+func batchHasAfter(jobs []*seppv1.EnqueueRequest) bool {
+	for _, j := range jobs {
+		if len(j.GetAfter()) > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // renameField makes a whole-request engine FieldError name the request's
 // field (the engine calls a batch "items"; the API calls it "jobs").

@@ -130,7 +130,7 @@ func RequireInvariants(t testing.TB, e *engine.Engine) {
 		for _, n := range s.DeadLettered {
 			died += n
 		}
-		live := uint64(s.Scheduled + s.Ready + s.Reserved)
+		live := uint64(s.Scheduled + s.Ready + s.Reserved + s.Blocked)
 		if s.Enqueued+s.DeadRequeued != live+s.Acked+died+s.Purged {
 			t.Fatalf("queue %q: enqueued %d + requeued %d != live %d + acked %d + dead-lettered %d + purged %d",
 				s.Name, s.Enqueued, s.DeadRequeued, live, s.Acked, died, s.Purged)

@@ -376,7 +376,9 @@ type QueueSummary struct {
 	// With a fairness key: the key values whose Ready jobs take turns now.
 	FairnessActiveKeys uint64 `protobuf:"varint,140,opt,name=fairness_active_keys,json=fairnessActiveKeys,proto3" json:"fairness_active_keys,omitempty"`
 	// The queue's tags (QueueSettings.tags).
-	Tags          map[string]string `protobuf:"bytes,180,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Tags map[string]string `protobuf:"bytes,180,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Jobs waiting for their parents (JOB_STATE_BLOCKED).
+	Blocked       uint64 `protobuf:"varint,210,opt,name=blocked,proto3" json:"blocked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -537,6 +539,13 @@ func (x *QueueSummary) GetTags() map[string]string {
 	return nil
 }
 
+func (x *QueueSummary) GetBlocked() uint64 {
+	if x != nil {
+		return x.Blocked
+	}
+	return 0
+}
+
 // DeadLetterCount counts the jobs ever dead-lettered with one cause.
 type DeadLetterCount struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -593,7 +602,8 @@ func (x *DeadLetterCount) GetCount() uint64 {
 type ListJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Queue string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
-	// JOB_STATE_SCHEDULED, JOB_STATE_READY or JOB_STATE_RESERVED.
+	// JOB_STATE_SCHEDULED, JOB_STATE_READY, JOB_STATE_RESERVED,
+	// JOB_STATE_BLOCKED, JOB_STATE_DEAD or JOB_STATE_COMPLETED.
 	State JobState `protobuf:"varint,2,opt,name=state,proto3,enum=sepp.v1.JobState" json:"state,omitempty"`
 	// Start after this job id (exclusive); 0 starts at the beginning.
 	AfterJobId uint64 `protobuf:"varint,3,opt,name=after_job_id,json=afterJobId,proto3" json:"after_job_id,omitempty"`
@@ -4684,7 +4694,7 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\x03tag\x18\x02 \x03(\tR\x03tag\"Y\n" +
 	"\x12ListQueuesResponse\x12-\n" +
 	"\x06queues\x18\x01 \x03(\v2\x15.sepp.v1.QueueSummaryR\x06queues\x12\x14\n" +
-	"\x05stale\x18\x02 \x01(\bR\x05stale\"\xe4\x05\n" +
+	"\x05stale\x18\x02 \x01(\bR\x05stale\"\xff\x05\n" +
 	"\fQueueSummary\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\x12\x1e\n" +
@@ -4708,7 +4718,8 @@ const file_sepp_v1_admin_service_proto_rawDesc = "" +
 	"\vheld_by_key\x18> \x01(\x04R\theldByKey\x12!\n" +
 	"\fpurged_total\x18( \x01(\x04R\vpurgedTotal\x121\n" +
 	"\x14fairness_active_keys\x18\x8c\x01 \x01(\x04R\x12fairnessActiveKeys\x124\n" +
-	"\x04tags\x18\xb4\x01 \x03(\v2\x1f.sepp.v1.QueueSummary.TagsEntryR\x04tags\x1a7\n" +
+	"\x04tags\x18\xb4\x01 \x03(\v2\x1f.sepp.v1.QueueSummary.TagsEntryR\x04tags\x12\x19\n" +
+	"\ablocked\x18\xd2\x01 \x01(\x04R\ablocked\x1a7\n" +
 	"\tTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"W\n" +

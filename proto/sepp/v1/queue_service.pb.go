@@ -202,9 +202,19 @@ type EnqueueRequest struct {
 	// The producer's W3C trace context, kept with the job and returned with
 	// it, so that the server's and the worker's spans join the producer's
 	// trace. See docs/tracing.md.
-	TraceContext  *TraceContext `protobuf:"bytes,170,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TraceContext *TraceContext `protobuf:"bytes,170,opt,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty"`
+	// The requests of the same call this job waits for, by index: earlier
+	// items of EnqueueBatchRequest.jobs or of AckRequest.follow_ups (a lone
+	// Enqueue: INVALID_ARGUMENT). The job is JOB_STATE_BLOCKED until each
+	// has ended, then Ready (or Scheduled until scheduled_at) if each
+	// completed, else as on_parent_failure says. An index not earlier than
+	// the item, or given twice, is INVALID_ARGUMENT naming after[i]; an item
+	// after a refused one is refused too. Needs capability "dependencies".
+	After []uint32 `protobuf:"varint,180,rep,packed,name=after,proto3" json:"after,omitempty"`
+	// What the job does when a parent ends other than completed.
+	OnParentFailure ParentFailurePolicy `protobuf:"varint,181,opt,name=on_parent_failure,json=onParentFailure,proto3,enum=sepp.v1.ParentFailurePolicy" json:"on_parent_failure,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *EnqueueRequest) Reset() {
@@ -319,6 +329,20 @@ func (x *EnqueueRequest) GetTraceContext() *TraceContext {
 		return x.TraceContext
 	}
 	return nil
+}
+
+func (x *EnqueueRequest) GetAfter() []uint32 {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *EnqueueRequest) GetOnParentFailure() ParentFailurePolicy {
+	if x != nil {
+		return x.OnParentFailure
+	}
+	return ParentFailurePolicy_PARENT_FAILURE_POLICY_UNSPECIFIED
 }
 
 // UniqueOptions say what makes a job unique in its queue and for how long.
@@ -2369,7 +2393,7 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\x06result\x18\x04 \x01(\fR\x06result\x12.\n" +
 	"\x05cause\x18\x05 \x01(\x0e2\x18.sepp.v1.DeadLetterCauseR\x05cause\x12;\n" +
 	"\vfinished_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"\xcd\x04\n" +
+	"finishedAt\"\xaf\x05\n" +
 	"\x0eEnqueueRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x19\n" +
 	"\bjob_type\x18\x02 \x01(\tR\ajobType\x12\x18\n" +
@@ -2383,7 +2407,9 @@ const file_sepp_v1_queue_service_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x8c\x01 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x16\n" +
 	"\x06ttl_ms\x18\x8d\x01 \x01(\x03R\x05ttlMs\x12;\n" +
-	"\rtrace_context\x18\xaa\x01 \x01(\v2\x15.sepp.v1.TraceContextR\ftraceContext\x1a9\n" +
+	"\rtrace_context\x18\xaa\x01 \x01(\v2\x15.sepp.v1.TraceContextR\ftraceContext\x12\x15\n" +
+	"\x05after\x18\xb4\x01 \x03(\rR\x05after\x12I\n" +
+	"\x11on_parent_failure\x18\xb5\x01 \x01(\x0e2\x1c.sepp.v1.ParentFailurePolicyR\x0fonParentFailure\x1a9\n" +
 	"\vCustomEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
@@ -2607,15 +2633,16 @@ var file_sepp_v1_queue_service_proto_goTypes = []any{
 	(DeadLetterCause)(0),             // 32: sepp.v1.DeadLetterCause
 	(*timestamppb.Timestamp)(nil),    // 33: google.protobuf.Timestamp
 	(*TraceContext)(nil),             // 34: sepp.v1.TraceContext
-	(*ItemError)(nil),                // 35: sepp.v1.ItemError
-	(*durationpb.Duration)(nil),      // 36: google.protobuf.Duration
-	(*ReservedJob)(nil),              // 37: sepp.v1.ReservedJob
-	(*JobContext)(nil),               // 38: sepp.v1.JobContext
-	(*emptypb.Empty)(nil),            // 39: google.protobuf.Empty
-	(*Progress)(nil),                 // 40: sepp.v1.Progress
-	(*DeadLetterRecord)(nil),         // 41: sepp.v1.DeadLetterRecord
-	(*MemberFacts)(nil),              // 42: sepp.v1.MemberFacts
-	(RetryBackoff)(0),                // 43: sepp.v1.RetryBackoff
+	(ParentFailurePolicy)(0),         // 35: sepp.v1.ParentFailurePolicy
+	(*ItemError)(nil),                // 36: sepp.v1.ItemError
+	(*durationpb.Duration)(nil),      // 37: google.protobuf.Duration
+	(*ReservedJob)(nil),              // 38: sepp.v1.ReservedJob
+	(*JobContext)(nil),               // 39: sepp.v1.JobContext
+	(*emptypb.Empty)(nil),            // 40: google.protobuf.Empty
+	(*Progress)(nil),                 // 41: sepp.v1.Progress
+	(*DeadLetterRecord)(nil),         // 42: sepp.v1.DeadLetterRecord
+	(*MemberFacts)(nil),              // 43: sepp.v1.MemberFacts
+	(RetryBackoff)(0),                // 44: sepp.v1.RetryBackoff
 }
 var file_sepp_v1_queue_service_proto_depIdxs = []int32{
 	30, // 0: sepp.v1.WaitJobResponse.job:type_name -> sepp.v1.Job
@@ -2627,65 +2654,66 @@ var file_sepp_v1_queue_service_proto_depIdxs = []int32{
 	3,  // 6: sepp.v1.EnqueueRequest.unique:type_name -> sepp.v1.UniqueOptions
 	33, // 7: sepp.v1.EnqueueRequest.expires_at:type_name -> google.protobuf.Timestamp
 	34, // 8: sepp.v1.EnqueueRequest.trace_context:type_name -> sepp.v1.TraceContext
-	31, // 9: sepp.v1.EnqueueResponse.state:type_name -> sepp.v1.JobState
-	2,  // 10: sepp.v1.EnqueueBatchRequest.jobs:type_name -> sepp.v1.EnqueueRequest
-	7,  // 11: sepp.v1.EnqueueBatchResponse.results:type_name -> sepp.v1.EnqueueBatchResult
-	4,  // 12: sepp.v1.EnqueueBatchResult.enqueued:type_name -> sepp.v1.EnqueueResponse
-	35, // 13: sepp.v1.EnqueueBatchResult.error:type_name -> sepp.v1.ItemError
-	36, // 14: sepp.v1.ReserveRequest.lease:type_name -> google.protobuf.Duration
-	36, // 15: sepp.v1.ReserveRequest.wait:type_name -> google.protobuf.Duration
-	37, // 16: sepp.v1.ReserveResponse.jobs:type_name -> sepp.v1.ReservedJob
-	38, // 17: sepp.v1.AckRequest.ctx:type_name -> sepp.v1.JobContext
-	2,  // 18: sepp.v1.AckRequest.follow_ups:type_name -> sepp.v1.EnqueueRequest
-	4,  // 19: sepp.v1.AckResponse.follow_ups:type_name -> sepp.v1.EnqueueResponse
-	38, // 20: sepp.v1.AckBatchRequest.ctxs:type_name -> sepp.v1.JobContext
-	14, // 21: sepp.v1.AckBatchResponse.results:type_name -> sepp.v1.AckBatchResult
-	35, // 22: sepp.v1.AckBatchResult.error:type_name -> sepp.v1.ItemError
-	38, // 23: sepp.v1.ReleaseRequest.ctx:type_name -> sepp.v1.JobContext
-	39, // 24: sepp.v1.RetryDirective.default:type_name -> google.protobuf.Empty
-	36, // 25: sepp.v1.RetryDirective.after:type_name -> google.protobuf.Duration
-	39, // 26: sepp.v1.RetryDirective.dead_letter:type_name -> google.protobuf.Empty
-	38, // 27: sepp.v1.NackRequest.ctx:type_name -> sepp.v1.JobContext
-	17, // 28: sepp.v1.NackRequest.directive:type_name -> sepp.v1.RetryDirective
-	33, // 29: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
-	38, // 30: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
-	36, // 31: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
-	40, // 32: sepp.v1.ExtendLeaseRequest.progress:type_name -> sepp.v1.Progress
-	33, // 33: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
-	41, // 34: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
-	27, // 35: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
-	28, // 36: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
-	42, // 37: sepp.v1.GetServerInfoResponse.members:type_name -> sepp.v1.MemberFacts
-	26, // 38: sepp.v1.GetServerInfoResponse.capabilities:type_name -> sepp.v1.Capability
-	43, // 39: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	43, // 40: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
-	2,  // 41: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
-	5,  // 42: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
-	8,  // 43: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
-	10, // 44: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
-	12, // 45: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
-	15, // 46: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
-	18, // 47: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
-	20, // 48: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
-	22, // 49: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
-	24, // 50: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
-	0,  // 51: sepp.v1.QueueService.WaitJob:input_type -> sepp.v1.WaitJobRequest
-	4,  // 52: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
-	6,  // 53: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
-	9,  // 54: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
-	11, // 55: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
-	13, // 56: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
-	16, // 57: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
-	19, // 58: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
-	21, // 59: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
-	23, // 60: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
-	25, // 61: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
-	1,  // 62: sepp.v1.QueueService.WaitJob:output_type -> sepp.v1.WaitJobResponse
-	52, // [52:63] is the sub-list for method output_type
-	41, // [41:52] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	35, // 9: sepp.v1.EnqueueRequest.on_parent_failure:type_name -> sepp.v1.ParentFailurePolicy
+	31, // 10: sepp.v1.EnqueueResponse.state:type_name -> sepp.v1.JobState
+	2,  // 11: sepp.v1.EnqueueBatchRequest.jobs:type_name -> sepp.v1.EnqueueRequest
+	7,  // 12: sepp.v1.EnqueueBatchResponse.results:type_name -> sepp.v1.EnqueueBatchResult
+	4,  // 13: sepp.v1.EnqueueBatchResult.enqueued:type_name -> sepp.v1.EnqueueResponse
+	36, // 14: sepp.v1.EnqueueBatchResult.error:type_name -> sepp.v1.ItemError
+	37, // 15: sepp.v1.ReserveRequest.lease:type_name -> google.protobuf.Duration
+	37, // 16: sepp.v1.ReserveRequest.wait:type_name -> google.protobuf.Duration
+	38, // 17: sepp.v1.ReserveResponse.jobs:type_name -> sepp.v1.ReservedJob
+	39, // 18: sepp.v1.AckRequest.ctx:type_name -> sepp.v1.JobContext
+	2,  // 19: sepp.v1.AckRequest.follow_ups:type_name -> sepp.v1.EnqueueRequest
+	4,  // 20: sepp.v1.AckResponse.follow_ups:type_name -> sepp.v1.EnqueueResponse
+	39, // 21: sepp.v1.AckBatchRequest.ctxs:type_name -> sepp.v1.JobContext
+	14, // 22: sepp.v1.AckBatchResponse.results:type_name -> sepp.v1.AckBatchResult
+	36, // 23: sepp.v1.AckBatchResult.error:type_name -> sepp.v1.ItemError
+	39, // 24: sepp.v1.ReleaseRequest.ctx:type_name -> sepp.v1.JobContext
+	40, // 25: sepp.v1.RetryDirective.default:type_name -> google.protobuf.Empty
+	37, // 26: sepp.v1.RetryDirective.after:type_name -> google.protobuf.Duration
+	40, // 27: sepp.v1.RetryDirective.dead_letter:type_name -> google.protobuf.Empty
+	39, // 28: sepp.v1.NackRequest.ctx:type_name -> sepp.v1.JobContext
+	17, // 29: sepp.v1.NackRequest.directive:type_name -> sepp.v1.RetryDirective
+	33, // 30: sepp.v1.NackResponse.next_attempt_at:type_name -> google.protobuf.Timestamp
+	39, // 31: sepp.v1.ExtendLeaseRequest.ctx:type_name -> sepp.v1.JobContext
+	37, // 32: sepp.v1.ExtendLeaseRequest.lease:type_name -> google.protobuf.Duration
+	41, // 33: sepp.v1.ExtendLeaseRequest.progress:type_name -> sepp.v1.Progress
+	33, // 34: sepp.v1.ExtendLeaseResponse.lease_deadline:type_name -> google.protobuf.Timestamp
+	42, // 35: sepp.v1.DrainDeadLettersResponse.records:type_name -> sepp.v1.DeadLetterRecord
+	27, // 36: sepp.v1.GetServerInfoResponse.limits:type_name -> sepp.v1.Limits
+	28, // 37: sepp.v1.GetServerInfoResponse.queues:type_name -> sepp.v1.QueueLimits
+	43, // 38: sepp.v1.GetServerInfoResponse.members:type_name -> sepp.v1.MemberFacts
+	26, // 39: sepp.v1.GetServerInfoResponse.capabilities:type_name -> sepp.v1.Capability
+	44, // 40: sepp.v1.Limits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	44, // 41: sepp.v1.QueueLimits.retry_backoff:type_name -> sepp.v1.RetryBackoff
+	2,  // 42: sepp.v1.QueueService.Enqueue:input_type -> sepp.v1.EnqueueRequest
+	5,  // 43: sepp.v1.QueueService.EnqueueBatch:input_type -> sepp.v1.EnqueueBatchRequest
+	8,  // 44: sepp.v1.QueueService.Reserve:input_type -> sepp.v1.ReserveRequest
+	10, // 45: sepp.v1.QueueService.Ack:input_type -> sepp.v1.AckRequest
+	12, // 46: sepp.v1.QueueService.AckBatch:input_type -> sepp.v1.AckBatchRequest
+	15, // 47: sepp.v1.QueueService.Release:input_type -> sepp.v1.ReleaseRequest
+	18, // 48: sepp.v1.QueueService.Nack:input_type -> sepp.v1.NackRequest
+	20, // 49: sepp.v1.QueueService.ExtendLease:input_type -> sepp.v1.ExtendLeaseRequest
+	22, // 50: sepp.v1.QueueService.DrainDeadLetters:input_type -> sepp.v1.DrainDeadLettersRequest
+	24, // 51: sepp.v1.QueueService.GetServerInfo:input_type -> sepp.v1.GetServerInfoRequest
+	0,  // 52: sepp.v1.QueueService.WaitJob:input_type -> sepp.v1.WaitJobRequest
+	4,  // 53: sepp.v1.QueueService.Enqueue:output_type -> sepp.v1.EnqueueResponse
+	6,  // 54: sepp.v1.QueueService.EnqueueBatch:output_type -> sepp.v1.EnqueueBatchResponse
+	9,  // 55: sepp.v1.QueueService.Reserve:output_type -> sepp.v1.ReserveResponse
+	11, // 56: sepp.v1.QueueService.Ack:output_type -> sepp.v1.AckResponse
+	13, // 57: sepp.v1.QueueService.AckBatch:output_type -> sepp.v1.AckBatchResponse
+	16, // 58: sepp.v1.QueueService.Release:output_type -> sepp.v1.ReleaseResponse
+	19, // 59: sepp.v1.QueueService.Nack:output_type -> sepp.v1.NackResponse
+	21, // 60: sepp.v1.QueueService.ExtendLease:output_type -> sepp.v1.ExtendLeaseResponse
+	23, // 61: sepp.v1.QueueService.DrainDeadLetters:output_type -> sepp.v1.DrainDeadLettersResponse
+	25, // 62: sepp.v1.QueueService.GetServerInfo:output_type -> sepp.v1.GetServerInfoResponse
+	1,  // 63: sepp.v1.QueueService.WaitJob:output_type -> sepp.v1.WaitJobResponse
+	53, // [53:64] is the sub-list for method output_type
+	42, // [42:53] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_queue_service_proto_init() }

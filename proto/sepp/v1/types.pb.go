@@ -43,6 +43,10 @@ const (
 	// key for completed_for after its ack; WaitJob reports it for a job it
 	// saw complete.
 	JobState_JOB_STATE_COMPLETED JobState = 5
+	// Waiting for the jobs it was enqueued after (EnqueueRequest.after) to
+	// end; then Ready (or Scheduled until its scheduled_at), or cancelled
+	// per its on_parent_failure.
+	JobState_JOB_STATE_BLOCKED JobState = 6
 )
 
 // Enum value maps for JobState.
@@ -54,6 +58,7 @@ var (
 		3: "JOB_STATE_RESERVED",
 		4: "JOB_STATE_DEAD",
 		5: "JOB_STATE_COMPLETED",
+		6: "JOB_STATE_BLOCKED",
 	}
 	JobState_value = map[string]int32{
 		"JOB_STATE_UNSPECIFIED": 0,
@@ -62,6 +67,7 @@ var (
 		"JOB_STATE_RESERVED":    3,
 		"JOB_STATE_DEAD":        4,
 		"JOB_STATE_COMPLETED":   5,
+		"JOB_STATE_BLOCKED":     6,
 	}
 )
 
@@ -90,6 +96,64 @@ func (x JobState) Number() protoreflect.EnumNumber {
 // Deprecated: Use JobState.Descriptor instead.
 func (JobState) EnumDescriptor() ([]byte, []int) {
 	return file_sepp_v1_types_proto_rawDescGZIP(), []int{0}
+}
+
+// ParentFailurePolicy is what a job enqueued after others does when one of
+// them ends other than completed (dead-lettered, cancelled, expired,
+// deleted, purged).
+type ParentFailurePolicy int32
+
+const (
+	// Cancel.
+	ParentFailurePolicy_PARENT_FAILURE_POLICY_UNSPECIFIED ParentFailurePolicy = 0
+	// Cancelled at once: dead-lettered with the cause cancelled and a
+	// last_reason naming the parent; its own dependents are cancelled in
+	// turn (or run, per theirs).
+	ParentFailurePolicy_PARENT_FAILURE_POLICY_CANCEL ParentFailurePolicy = 1
+	// Run once every parent has ended, whatever the outcomes: a batch's
+	// callback, which reads them in Job.parents.
+	ParentFailurePolicy_PARENT_FAILURE_POLICY_RUN ParentFailurePolicy = 2
+)
+
+// Enum value maps for ParentFailurePolicy.
+var (
+	ParentFailurePolicy_name = map[int32]string{
+		0: "PARENT_FAILURE_POLICY_UNSPECIFIED",
+		1: "PARENT_FAILURE_POLICY_CANCEL",
+		2: "PARENT_FAILURE_POLICY_RUN",
+	}
+	ParentFailurePolicy_value = map[string]int32{
+		"PARENT_FAILURE_POLICY_UNSPECIFIED": 0,
+		"PARENT_FAILURE_POLICY_CANCEL":      1,
+		"PARENT_FAILURE_POLICY_RUN":         2,
+	}
+)
+
+func (x ParentFailurePolicy) Enum() *ParentFailurePolicy {
+	p := new(ParentFailurePolicy)
+	*p = x
+	return p
+}
+
+func (x ParentFailurePolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ParentFailurePolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_sepp_v1_types_proto_enumTypes[1].Descriptor()
+}
+
+func (ParentFailurePolicy) Type() protoreflect.EnumType {
+	return &file_sepp_v1_types_proto_enumTypes[1]
+}
+
+func (x ParentFailurePolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ParentFailurePolicy.Descriptor instead.
+func (ParentFailurePolicy) EnumDescriptor() ([]byte, []int) {
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{1}
 }
 
 // DeadLetterCause says why a job was dead-lettered; exactly one per record.
@@ -145,11 +209,11 @@ func (x DeadLetterCause) String() string {
 }
 
 func (DeadLetterCause) Descriptor() protoreflect.EnumDescriptor {
-	return file_sepp_v1_types_proto_enumTypes[1].Descriptor()
+	return file_sepp_v1_types_proto_enumTypes[2].Descriptor()
 }
 
 func (DeadLetterCause) Type() protoreflect.EnumType {
-	return &file_sepp_v1_types_proto_enumTypes[1]
+	return &file_sepp_v1_types_proto_enumTypes[2]
 }
 
 func (x DeadLetterCause) Number() protoreflect.EnumNumber {
@@ -158,7 +222,7 @@ func (x DeadLetterCause) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use DeadLetterCause.Descriptor instead.
 func (DeadLetterCause) EnumDescriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{1}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{2}
 }
 
 // RetryBackoff is the shape of a queue's retry delays.
@@ -197,11 +261,11 @@ func (x RetryBackoff) String() string {
 }
 
 func (RetryBackoff) Descriptor() protoreflect.EnumDescriptor {
-	return file_sepp_v1_types_proto_enumTypes[2].Descriptor()
+	return file_sepp_v1_types_proto_enumTypes[3].Descriptor()
 }
 
 func (RetryBackoff) Type() protoreflect.EnumType {
-	return &file_sepp_v1_types_proto_enumTypes[2]
+	return &file_sepp_v1_types_proto_enumTypes[3]
 }
 
 func (x RetryBackoff) Number() protoreflect.EnumNumber {
@@ -210,7 +274,81 @@ func (x RetryBackoff) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RetryBackoff.Descriptor instead.
 func (RetryBackoff) EnumDescriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{3}
+}
+
+// JobParent is one job another waits or waited for, and how it ended.
+type JobParent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId uint64                 `protobuf:"varint,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// JOB_STATE_COMPLETED or JOB_STATE_DEAD once ended that way; the
+	// parent's current state while it has not ended; unspecified once it
+	// was deleted or purged.
+	State JobState `protobuf:"varint,2,opt,name=state,proto3,enum=sepp.v1.JobState" json:"state,omitempty"`
+	// A dead parent's cause.
+	Cause DeadLetterCause `protobuf:"varint,3,opt,name=cause,proto3,enum=sepp.v1.DeadLetterCause" json:"cause,omitempty"`
+	// The parent has ended: completed, dead-lettered, deleted or purged.
+	Ended         bool `protobuf:"varint,4,opt,name=ended,proto3" json:"ended,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobParent) Reset() {
+	*x = JobParent{}
+	mi := &file_sepp_v1_types_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobParent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobParent) ProtoMessage() {}
+
+func (x *JobParent) ProtoReflect() protoreflect.Message {
+	mi := &file_sepp_v1_types_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobParent.ProtoReflect.Descriptor instead.
+func (*JobParent) Descriptor() ([]byte, []int) {
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *JobParent) GetJobId() uint64 {
+	if x != nil {
+		return x.JobId
+	}
+	return 0
+}
+
+func (x *JobParent) GetState() JobState {
+	if x != nil {
+		return x.State
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
+func (x *JobParent) GetCause() DeadLetterCause {
+	if x != nil {
+		return x.Cause
+	}
+	return DeadLetterCause_DEAD_LETTER_CAUSE_UNSPECIFIED
+}
+
+func (x *JobParent) GetEnded() bool {
+	if x != nil {
+		return x.Ended
+	}
+	return false
 }
 
 // Job is a snapshot of a job as the server holds it.
@@ -264,14 +402,21 @@ type Job struct {
 	// What the worker holding the job last reported with a lease extension,
 	// while the job is reserved; unset when it reported none. Cleared when
 	// the delivery ends (ack, nack, release, lease expiry, cancel).
-	Progress      *Progress `protobuf:"bytes,200,opt,name=progress,proto3" json:"progress,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Progress *Progress `protobuf:"bytes,200,opt,name=progress,proto3" json:"progress,omitempty"`
+	// The jobs this one was enqueued after (EnqueueRequest.after), in the
+	// order given, and how each ended; kept while the job is live, so that
+	// the worker running it reads them (a parent's result with GetJob of
+	// its id, while its queue keeps completed jobs). Empty: none.
+	Parents []*JobParent `protobuf:"bytes,210,rep,name=parents,proto3" json:"parents,omitempty"`
+	// What the job does when a parent fails; unspecified without parents.
+	OnParentFailure ParentFailurePolicy `protobuf:"varint,211,opt,name=on_parent_failure,json=onParentFailure,proto3,enum=sepp.v1.ParentFailurePolicy" json:"on_parent_failure,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_sepp_v1_types_proto_msgTypes[0]
+	mi := &file_sepp_v1_types_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -283,7 +428,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[0]
+	mi := &file_sepp_v1_types_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -296,7 +441,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{0}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Job) GetId() uint64 {
@@ -467,6 +612,20 @@ func (x *Job) GetProgress() *Progress {
 	return nil
 }
 
+func (x *Job) GetParents() []*JobParent {
+	if x != nil {
+		return x.Parents
+	}
+	return nil
+}
+
+func (x *Job) GetOnParentFailure() ParentFailurePolicy {
+	if x != nil {
+		return x.OnParentFailure
+	}
+	return ParentFailurePolicy_PARENT_FAILURE_POLICY_UNSPECIFIED
+}
+
 // Progress is what a running job reports of itself: how far it is and a
 // short note. It travels with a lease extension (ExtendLeaseRequest), so
 // reporting it costs no write beyond the extension.
@@ -483,7 +642,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_sepp_v1_types_proto_msgTypes[1]
+	mi := &file_sepp_v1_types_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -495,7 +654,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[1]
+	mi := &file_sepp_v1_types_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -508,7 +667,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{1}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Progress) GetPercent() uint32 {
@@ -542,7 +701,7 @@ type TraceContext struct {
 
 func (x *TraceContext) Reset() {
 	*x = TraceContext{}
-	mi := &file_sepp_v1_types_proto_msgTypes[2]
+	mi := &file_sepp_v1_types_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +713,7 @@ func (x *TraceContext) String() string {
 func (*TraceContext) ProtoMessage() {}
 
 func (x *TraceContext) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[2]
+	mi := &file_sepp_v1_types_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +726,7 @@ func (x *TraceContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceContext.ProtoReflect.Descriptor instead.
 func (*TraceContext) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TraceContext) GetTraceparent() string {
@@ -602,7 +761,7 @@ type JobOrigin struct {
 
 func (x *JobOrigin) Reset() {
 	*x = JobOrigin{}
-	mi := &file_sepp_v1_types_proto_msgTypes[3]
+	mi := &file_sepp_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -614,7 +773,7 @@ func (x *JobOrigin) String() string {
 func (*JobOrigin) ProtoMessage() {}
 
 func (x *JobOrigin) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[3]
+	mi := &file_sepp_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -627,7 +786,7 @@ func (x *JobOrigin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobOrigin.ProtoReflect.Descriptor instead.
 func (*JobOrigin) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *JobOrigin) GetQueue() string {
@@ -698,7 +857,7 @@ type JobAttempt struct {
 
 func (x *JobAttempt) Reset() {
 	*x = JobAttempt{}
-	mi := &file_sepp_v1_types_proto_msgTypes[4]
+	mi := &file_sepp_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -710,7 +869,7 @@ func (x *JobAttempt) String() string {
 func (*JobAttempt) ProtoMessage() {}
 
 func (x *JobAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[4]
+	mi := &file_sepp_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -723,7 +882,7 @@ func (x *JobAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobAttempt.ProtoReflect.Descriptor instead.
 func (*JobAttempt) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *JobAttempt) GetAttempt() uint32 {
@@ -808,7 +967,7 @@ type JobContext struct {
 
 func (x *JobContext) Reset() {
 	*x = JobContext{}
-	mi := &file_sepp_v1_types_proto_msgTypes[5]
+	mi := &file_sepp_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +979,7 @@ func (x *JobContext) String() string {
 func (*JobContext) ProtoMessage() {}
 
 func (x *JobContext) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[5]
+	mi := &file_sepp_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +992,7 @@ func (x *JobContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobContext.ProtoReflect.Descriptor instead.
 func (*JobContext) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobContext) GetJobId() uint64 {
@@ -896,7 +1055,7 @@ type ReservedJob struct {
 
 func (x *ReservedJob) Reset() {
 	*x = ReservedJob{}
-	mi := &file_sepp_v1_types_proto_msgTypes[6]
+	mi := &file_sepp_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1067,7 @@ func (x *ReservedJob) String() string {
 func (*ReservedJob) ProtoMessage() {}
 
 func (x *ReservedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[6]
+	mi := &file_sepp_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1080,7 @@ func (x *ReservedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservedJob.ProtoReflect.Descriptor instead.
 func (*ReservedJob) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReservedJob) GetCtx() *JobContext {
@@ -954,7 +1113,7 @@ type DeadLetterRecord struct {
 
 func (x *DeadLetterRecord) Reset() {
 	*x = DeadLetterRecord{}
-	mi := &file_sepp_v1_types_proto_msgTypes[7]
+	mi := &file_sepp_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1125,7 @@ func (x *DeadLetterRecord) String() string {
 func (*DeadLetterRecord) ProtoMessage() {}
 
 func (x *DeadLetterRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[7]
+	mi := &file_sepp_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1138,7 @@ func (x *DeadLetterRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterRecord.ProtoReflect.Descriptor instead.
 func (*DeadLetterRecord) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeadLetterRecord) GetJob() *Job {
@@ -1032,7 +1191,7 @@ type ItemError struct {
 
 func (x *ItemError) Reset() {
 	*x = ItemError{}
-	mi := &file_sepp_v1_types_proto_msgTypes[8]
+	mi := &file_sepp_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1203,7 @@ func (x *ItemError) String() string {
 func (*ItemError) ProtoMessage() {}
 
 func (x *ItemError) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[8]
+	mi := &file_sepp_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1216,7 @@ func (x *ItemError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ItemError.ProtoReflect.Descriptor instead.
 func (*ItemError) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ItemError) GetCode() int32 {
@@ -1093,7 +1252,7 @@ type JobActionResult struct {
 
 func (x *JobActionResult) Reset() {
 	*x = JobActionResult{}
-	mi := &file_sepp_v1_types_proto_msgTypes[9]
+	mi := &file_sepp_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1264,7 @@ func (x *JobActionResult) String() string {
 func (*JobActionResult) ProtoMessage() {}
 
 func (x *JobActionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[9]
+	mi := &file_sepp_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,7 +1277,7 @@ func (x *JobActionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobActionResult.ProtoReflect.Descriptor instead.
 func (*JobActionResult) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *JobActionResult) GetJobId() uint64 {
@@ -1148,7 +1307,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_sepp_v1_types_proto_msgTypes[10]
+	mi := &file_sepp_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1319,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[10]
+	mi := &file_sepp_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1332,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -1236,7 +1395,7 @@ type MemberFacts struct {
 
 func (x *MemberFacts) Reset() {
 	*x = MemberFacts{}
-	mi := &file_sepp_v1_types_proto_msgTypes[11]
+	mi := &file_sepp_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1407,7 @@ func (x *MemberFacts) String() string {
 func (*MemberFacts) ProtoMessage() {}
 
 func (x *MemberFacts) ProtoReflect() protoreflect.Message {
-	mi := &file_sepp_v1_types_proto_msgTypes[11]
+	mi := &file_sepp_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1420,7 @@ func (x *MemberFacts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemberFacts.ProtoReflect.Descriptor instead.
 func (*MemberFacts) Descriptor() ([]byte, []int) {
-	return file_sepp_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_sepp_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MemberFacts) GetNodeId() string {
@@ -1331,7 +1490,12 @@ var File_sepp_v1_types_proto protoreflect.FileDescriptor
 
 const file_sepp_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x13sepp/v1/types.proto\x12\asepp.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\b\n" +
+	"\x13sepp/v1/types.proto\x12\asepp.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x91\x01\n" +
+	"\tJobParent\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12'\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x11.sepp.v1.JobStateR\x05state\x12.\n" +
+	"\x05cause\x18\x03 \x01(\x0e2\x18.sepp.v1.DeadLetterCauseR\x05cause\x12\x14\n" +
+	"\x05ended\x18\x04 \x01(\bR\x05ended\"\xdb\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x19\n" +
@@ -1361,7 +1525,9 @@ const file_sepp_v1_types_proto_rawDesc = "" +
 	"\x06result\x18\xbe\x01 \x01(\fR\x06result\x12>\n" +
 	"\fcompleted_at\x18\xbf\x01 \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x125\n" +
 	"\brun_time\x18\xc0\x01 \x01(\v2\x19.google.protobuf.DurationR\arunTime\x12.\n" +
-	"\bprogress\x18\xc8\x01 \x01(\v2\x11.sepp.v1.ProgressR\bprogress\x1a9\n" +
+	"\bprogress\x18\xc8\x01 \x01(\v2\x11.sepp.v1.ProgressR\bprogress\x12-\n" +
+	"\aparents\x18\xd2\x01 \x03(\v2\x12.sepp.v1.JobParentR\aparents\x12I\n" +
+	"\x11on_parent_failure\x18\xd3\x01 \x01(\x0e2\x1c.sepp.v1.ParentFailurePolicyR\x0fonParentFailure\x1a9\n" +
 	"\vCustomEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\">\n" +
@@ -1438,14 +1604,19 @@ const file_sepp_v1_types_proto_rawDesc = "" +
 	"gomaxprocs\x129\n" +
 	"\n" +
 	"start_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12\x16\n" +
-	"\x06legacy\x18\t \x01(\bR\x06legacy*\x98\x01\n" +
+	"\x06legacy\x18\t \x01(\bR\x06legacy*\xaf\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13JOB_STATE_SCHEDULED\x10\x01\x12\x13\n" +
 	"\x0fJOB_STATE_READY\x10\x02\x12\x16\n" +
 	"\x12JOB_STATE_RESERVED\x10\x03\x12\x12\n" +
 	"\x0eJOB_STATE_DEAD\x10\x04\x12\x17\n" +
-	"\x13JOB_STATE_COMPLETED\x10\x05*\x80\x02\n" +
+	"\x13JOB_STATE_COMPLETED\x10\x05\x12\x15\n" +
+	"\x11JOB_STATE_BLOCKED\x10\x06*}\n" +
+	"\x13ParentFailurePolicy\x12%\n" +
+	"!PARENT_FAILURE_POLICY_UNSPECIFIED\x10\x00\x12 \n" +
+	"\x1cPARENT_FAILURE_POLICY_CANCEL\x10\x01\x12\x1d\n" +
+	"\x19PARENT_FAILURE_POLICY_RUN\x10\x02*\x80\x02\n" +
 	"\x0fDeadLetterCause\x12!\n" +
 	"\x1dDEAD_LETTER_CAUSE_UNSPECIFIED\x10\x00\x12(\n" +
 	"$DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED\x10\x01\x12\x1e\n" +
@@ -1471,63 +1642,69 @@ func file_sepp_v1_types_proto_rawDescGZIP() []byte {
 	return file_sepp_v1_types_proto_rawDescData
 }
 
-var file_sepp_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_sepp_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_sepp_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_sepp_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_sepp_v1_types_proto_goTypes = []any{
 	(JobState)(0),                 // 0: sepp.v1.JobState
-	(DeadLetterCause)(0),          // 1: sepp.v1.DeadLetterCause
-	(RetryBackoff)(0),             // 2: sepp.v1.RetryBackoff
-	(*Job)(nil),                   // 3: sepp.v1.Job
-	(*Progress)(nil),              // 4: sepp.v1.Progress
-	(*TraceContext)(nil),          // 5: sepp.v1.TraceContext
-	(*JobOrigin)(nil),             // 6: sepp.v1.JobOrigin
-	(*JobAttempt)(nil),            // 7: sepp.v1.JobAttempt
-	(*JobContext)(nil),            // 8: sepp.v1.JobContext
-	(*ReservedJob)(nil),           // 9: sepp.v1.ReservedJob
-	(*DeadLetterRecord)(nil),      // 10: sepp.v1.DeadLetterRecord
-	(*ItemError)(nil),             // 11: sepp.v1.ItemError
-	(*JobActionResult)(nil),       // 12: sepp.v1.JobActionResult
-	(*NodeInfo)(nil),              // 13: sepp.v1.NodeInfo
-	(*MemberFacts)(nil),           // 14: sepp.v1.MemberFacts
-	nil,                           // 15: sepp.v1.Job.CustomEntry
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 17: google.protobuf.Duration
-	(*anypb.Any)(nil),             // 18: google.protobuf.Any
+	(ParentFailurePolicy)(0),      // 1: sepp.v1.ParentFailurePolicy
+	(DeadLetterCause)(0),          // 2: sepp.v1.DeadLetterCause
+	(RetryBackoff)(0),             // 3: sepp.v1.RetryBackoff
+	(*JobParent)(nil),             // 4: sepp.v1.JobParent
+	(*Job)(nil),                   // 5: sepp.v1.Job
+	(*Progress)(nil),              // 6: sepp.v1.Progress
+	(*TraceContext)(nil),          // 7: sepp.v1.TraceContext
+	(*JobOrigin)(nil),             // 8: sepp.v1.JobOrigin
+	(*JobAttempt)(nil),            // 9: sepp.v1.JobAttempt
+	(*JobContext)(nil),            // 10: sepp.v1.JobContext
+	(*ReservedJob)(nil),           // 11: sepp.v1.ReservedJob
+	(*DeadLetterRecord)(nil),      // 12: sepp.v1.DeadLetterRecord
+	(*ItemError)(nil),             // 13: sepp.v1.ItemError
+	(*JobActionResult)(nil),       // 14: sepp.v1.JobActionResult
+	(*NodeInfo)(nil),              // 15: sepp.v1.NodeInfo
+	(*MemberFacts)(nil),           // 16: sepp.v1.MemberFacts
+	nil,                           // 17: sepp.v1.Job.CustomEntry
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
+	(*anypb.Any)(nil),             // 20: google.protobuf.Any
 }
 var file_sepp_v1_types_proto_depIdxs = []int32{
-	0,  // 0: sepp.v1.Job.state:type_name -> sepp.v1.JobState
-	16, // 1: sepp.v1.Job.enqueued_at:type_name -> google.protobuf.Timestamp
-	16, // 2: sepp.v1.Job.scheduled_at:type_name -> google.protobuf.Timestamp
-	16, // 3: sepp.v1.Job.next_attempt_at:type_name -> google.protobuf.Timestamp
-	15, // 4: sepp.v1.Job.custom:type_name -> sepp.v1.Job.CustomEntry
-	16, // 5: sepp.v1.Job.lease_deadline:type_name -> google.protobuf.Timestamp
-	7,  // 6: sepp.v1.Job.history:type_name -> sepp.v1.JobAttempt
-	16, // 7: sepp.v1.Job.started_at:type_name -> google.protobuf.Timestamp
-	6,  // 8: sepp.v1.Job.origin:type_name -> sepp.v1.JobOrigin
-	16, // 9: sepp.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
-	5,  // 10: sepp.v1.Job.trace_context:type_name -> sepp.v1.TraceContext
-	16, // 11: sepp.v1.Job.completed_at:type_name -> google.protobuf.Timestamp
-	17, // 12: sepp.v1.Job.run_time:type_name -> google.protobuf.Duration
-	4,  // 13: sepp.v1.Job.progress:type_name -> sepp.v1.Progress
-	1,  // 14: sepp.v1.JobOrigin.cause:type_name -> sepp.v1.DeadLetterCause
-	16, // 15: sepp.v1.JobOrigin.failed_at:type_name -> google.protobuf.Timestamp
-	16, // 16: sepp.v1.JobAttempt.ended_at:type_name -> google.protobuf.Timestamp
-	16, // 17: sepp.v1.JobAttempt.started_at:type_name -> google.protobuf.Timestamp
-	17, // 18: sepp.v1.JobAttempt.duration:type_name -> google.protobuf.Duration
-	16, // 19: sepp.v1.JobContext.lease_deadline:type_name -> google.protobuf.Timestamp
-	8,  // 20: sepp.v1.ReservedJob.ctx:type_name -> sepp.v1.JobContext
-	3,  // 21: sepp.v1.ReservedJob.job:type_name -> sepp.v1.Job
-	3,  // 22: sepp.v1.DeadLetterRecord.job:type_name -> sepp.v1.Job
-	1,  // 23: sepp.v1.DeadLetterRecord.cause:type_name -> sepp.v1.DeadLetterCause
-	16, // 24: sepp.v1.DeadLetterRecord.failed_at:type_name -> google.protobuf.Timestamp
-	18, // 25: sepp.v1.ItemError.details:type_name -> google.protobuf.Any
-	11, // 26: sepp.v1.JobActionResult.error:type_name -> sepp.v1.ItemError
-	16, // 27: sepp.v1.MemberFacts.start_time:type_name -> google.protobuf.Timestamp
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	0,  // 0: sepp.v1.JobParent.state:type_name -> sepp.v1.JobState
+	2,  // 1: sepp.v1.JobParent.cause:type_name -> sepp.v1.DeadLetterCause
+	0,  // 2: sepp.v1.Job.state:type_name -> sepp.v1.JobState
+	18, // 3: sepp.v1.Job.enqueued_at:type_name -> google.protobuf.Timestamp
+	18, // 4: sepp.v1.Job.scheduled_at:type_name -> google.protobuf.Timestamp
+	18, // 5: sepp.v1.Job.next_attempt_at:type_name -> google.protobuf.Timestamp
+	17, // 6: sepp.v1.Job.custom:type_name -> sepp.v1.Job.CustomEntry
+	18, // 7: sepp.v1.Job.lease_deadline:type_name -> google.protobuf.Timestamp
+	9,  // 8: sepp.v1.Job.history:type_name -> sepp.v1.JobAttempt
+	18, // 9: sepp.v1.Job.started_at:type_name -> google.protobuf.Timestamp
+	8,  // 10: sepp.v1.Job.origin:type_name -> sepp.v1.JobOrigin
+	18, // 11: sepp.v1.Job.expires_at:type_name -> google.protobuf.Timestamp
+	7,  // 12: sepp.v1.Job.trace_context:type_name -> sepp.v1.TraceContext
+	18, // 13: sepp.v1.Job.completed_at:type_name -> google.protobuf.Timestamp
+	19, // 14: sepp.v1.Job.run_time:type_name -> google.protobuf.Duration
+	6,  // 15: sepp.v1.Job.progress:type_name -> sepp.v1.Progress
+	4,  // 16: sepp.v1.Job.parents:type_name -> sepp.v1.JobParent
+	1,  // 17: sepp.v1.Job.on_parent_failure:type_name -> sepp.v1.ParentFailurePolicy
+	2,  // 18: sepp.v1.JobOrigin.cause:type_name -> sepp.v1.DeadLetterCause
+	18, // 19: sepp.v1.JobOrigin.failed_at:type_name -> google.protobuf.Timestamp
+	18, // 20: sepp.v1.JobAttempt.ended_at:type_name -> google.protobuf.Timestamp
+	18, // 21: sepp.v1.JobAttempt.started_at:type_name -> google.protobuf.Timestamp
+	19, // 22: sepp.v1.JobAttempt.duration:type_name -> google.protobuf.Duration
+	18, // 23: sepp.v1.JobContext.lease_deadline:type_name -> google.protobuf.Timestamp
+	10, // 24: sepp.v1.ReservedJob.ctx:type_name -> sepp.v1.JobContext
+	5,  // 25: sepp.v1.ReservedJob.job:type_name -> sepp.v1.Job
+	5,  // 26: sepp.v1.DeadLetterRecord.job:type_name -> sepp.v1.Job
+	2,  // 27: sepp.v1.DeadLetterRecord.cause:type_name -> sepp.v1.DeadLetterCause
+	18, // 28: sepp.v1.DeadLetterRecord.failed_at:type_name -> google.protobuf.Timestamp
+	20, // 29: sepp.v1.ItemError.details:type_name -> google.protobuf.Any
+	13, // 30: sepp.v1.JobActionResult.error:type_name -> sepp.v1.ItemError
+	18, // 31: sepp.v1.MemberFacts.start_time:type_name -> google.protobuf.Timestamp
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_sepp_v1_types_proto_init() }
@@ -1540,8 +1717,8 @@ func file_sepp_v1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sepp_v1_types_proto_rawDesc), len(file_sepp_v1_types_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   13,
+			NumEnums:      4,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -463,7 +463,7 @@ class QueueSettings(_message.Message):
     def __init__(self, default_priority: _Optional[int] = ..., default_max_attempts: _Optional[int] = ..., retry_delay_ms: _Optional[int] = ..., retry_backoff: _Optional[_Union[_types_pb2.RetryBackoff, str]] = ..., retry_delay_max_ms: _Optional[int] = ..., max_schedule_horizon_ms: _Optional[int] = ..., max_length: _Optional[int] = ..., max_memory_bytes: _Optional[int] = ..., dead_letter_queue: _Optional[str] = ..., max_wait_ms: _Optional[int] = ..., fairness_key: _Optional[str] = ..., max_reserved: _Optional[int] = ..., rate_limit: _Optional[int] = ..., rate_period_ms: _Optional[int] = ..., rate_burst: _Optional[int] = ..., concurrency_key: _Optional[str] = ..., max_per_key: _Optional[int] = ..., tags: _Optional[_Union[QueueTags, _Mapping]] = ..., completed_retention_ms: _Optional[int] = ...) -> None: ...
 
 class QueueSummary(_message.Message):
-    __slots__ = ["acked_total", "configured", "dead", "dead_lettered_total", "dropped_total", "enqueued_total", "fairness_active_keys", "held_by_key", "keys_at_limit", "name", "oldest_ready_age", "paused", "purged_total", "rate_tokens", "ready", "reserved", "scheduled", "tags"]
+    __slots__ = ["acked_total", "blocked", "configured", "dead", "dead_lettered_total", "dropped_total", "enqueued_total", "fairness_active_keys", "held_by_key", "keys_at_limit", "name", "oldest_ready_age", "paused", "purged_total", "rate_tokens", "ready", "reserved", "scheduled", "tags"]
     class TagsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -472,6 +472,7 @@ class QueueSummary(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ACKED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    BLOCKED_FIELD_NUMBER: _ClassVar[int]
     CONFIGURED_FIELD_NUMBER: _ClassVar[int]
     DEAD_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTERED_TOTAL_FIELD_NUMBER: _ClassVar[int]
@@ -490,6 +491,7 @@ class QueueSummary(_message.Message):
     SCHEDULED_FIELD_NUMBER: _ClassVar[int]
     TAGS_FIELD_NUMBER: _ClassVar[int]
     acked_total: int
+    blocked: int
     configured: bool
     dead: int
     dead_lettered_total: _containers.RepeatedCompositeFieldContainer[DeadLetterCount]
@@ -507,7 +509,7 @@ class QueueSummary(_message.Message):
     reserved: int
     scheduled: int
     tags: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., paused: bool = ..., configured: bool = ..., scheduled: _Optional[int] = ..., ready: _Optional[int] = ..., reserved: _Optional[int] = ..., dead: _Optional[int] = ..., oldest_ready_age: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., enqueued_total: _Optional[int] = ..., acked_total: _Optional[int] = ..., dead_lettered_total: _Optional[_Iterable[_Union[DeadLetterCount, _Mapping]]] = ..., dropped_total: _Optional[int] = ..., rate_tokens: _Optional[int] = ..., keys_at_limit: _Optional[int] = ..., held_by_key: _Optional[int] = ..., purged_total: _Optional[int] = ..., fairness_active_keys: _Optional[int] = ..., tags: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., paused: bool = ..., configured: bool = ..., scheduled: _Optional[int] = ..., ready: _Optional[int] = ..., reserved: _Optional[int] = ..., dead: _Optional[int] = ..., oldest_ready_age: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., enqueued_total: _Optional[int] = ..., acked_total: _Optional[int] = ..., dead_lettered_total: _Optional[_Iterable[_Union[DeadLetterCount, _Mapping]]] = ..., dropped_total: _Optional[int] = ..., rate_tokens: _Optional[int] = ..., keys_at_limit: _Optional[int] = ..., held_by_key: _Optional[int] = ..., purged_total: _Optional[int] = ..., fairness_active_keys: _Optional[int] = ..., tags: _Optional[_Mapping[str, str]] = ..., blocked: _Optional[int] = ...) -> None: ...
 
 class QueueTags(_message.Message):
     __slots__ = ["tags"]

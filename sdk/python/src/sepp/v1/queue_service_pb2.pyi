@@ -92,7 +92,7 @@ class EnqueueBatchResult(_message.Message):
     def __init__(self, enqueued: _Optional[_Union[EnqueueResponse, _Mapping]] = ..., error: _Optional[_Union[_types_pb2.ItemError, _Mapping]] = ...) -> None: ...
 
 class EnqueueRequest(_message.Message):
-    __slots__ = ["custom", "expires_at", "idempotency_key", "job_type", "max_attempts", "payload", "priority", "queue", "scheduled_at", "trace_context", "ttl_ms", "unique"]
+    __slots__ = ["after", "custom", "expires_at", "idempotency_key", "job_type", "max_attempts", "on_parent_failure", "payload", "priority", "queue", "scheduled_at", "trace_context", "ttl_ms", "unique"]
     class CustomEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -100,11 +100,13 @@ class EnqueueRequest(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    AFTER_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     JOB_TYPE_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    ON_PARENT_FAILURE_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -112,11 +114,13 @@ class EnqueueRequest(_message.Message):
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     UNIQUE_FIELD_NUMBER: _ClassVar[int]
+    after: _containers.RepeatedScalarFieldContainer[int]
     custom: _containers.ScalarMap[str, str]
     expires_at: _timestamp_pb2.Timestamp
     idempotency_key: str
     job_type: str
     max_attempts: int
+    on_parent_failure: _types_pb2.ParentFailurePolicy
     payload: bytes
     priority: int
     queue: str
@@ -124,7 +128,7 @@ class EnqueueRequest(_message.Message):
     trace_context: _types_pb2.TraceContext
     ttl_ms: int
     unique: UniqueOptions
-    def __init__(self, queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., unique: _Optional[_Union[UniqueOptions, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl_ms: _Optional[int] = ..., trace_context: _Optional[_Union[_types_pb2.TraceContext, _Mapping]] = ...) -> None: ...
+    def __init__(self, queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., unique: _Optional[_Union[UniqueOptions, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ttl_ms: _Optional[int] = ..., trace_context: _Optional[_Union[_types_pb2.TraceContext, _Mapping]] = ..., after: _Optional[_Iterable[int]] = ..., on_parent_failure: _Optional[_Union[_types_pb2.ParentFailurePolicy, str]] = ...) -> None: ...
 
 class EnqueueResponse(_message.Message):
     __slots__ = ["duplicate", "job_id", "state"]

@@ -16,7 +16,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13sepp/v1/types.proto\x12\x07sepp.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdf\x06\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\x04\x12\r\n\x05queue\x18\x02 \x01(\t\x12\x10\n\x08job_type\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x10\n\x08priority\x18\x05 \x01(\r\x12 \n\x05state\x18\x06 \x01(\x0e\x32\x11.sepp.v1.JobState\x12/\n\x0b\x65nqueued_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0cscheduled_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fnext_attempt_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x61ttempt\x18\n \x01(\r\x12\x14\n\x0cmax_attempts\x18\x0b \x01(\r\x12(\n\x06\x63ustom\x18\x0c \x03(\x0b\x32\x18.sepp.v1.Job.CustomEntry\x12\x11\n\tworker_id\x18\r \x01(\t\x12\x32\n\x0elease_deadline\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0blast_reason\x18\x0f \x01(\t\x12$\n\x07history\x18\x10 \x03(\x0b\x32\x13.sepp.v1.JobAttempt\x12/\n\nstarted_at\x18\x96\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12#\n\x06origin\x18\x97\x01 \x01(\x0b\x32\x12.sepp.v1.JobOrigin\x12/\n\nexpires_at\x18\x8c\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\rtrace_context\x18\xaa\x01 \x01(\x0b\x32\x15.sepp.v1.TraceContext\x12\x0f\n\x06result\x18\xbe\x01 \x01(\x0c\x12\x31\n\x0c\x63ompleted_at\x18\xbf\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08run_time\x18\xc0\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12$\n\x08progress\x18\xc8\x01 \x01(\x0b\x32\x11.sepp.v1.Progress\x1a-\n\x0b\x43ustomEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\",\n\x08Progress\x12\x0f\n\x07percent\x18\x01 \x01(\r\x12\x0f\n\x07message\x18\x02 \x01(\t\"7\n\x0cTraceContext\x12\x13\n\x0btraceparent\x18\x01 \x01(\t\x12\x12\n\ntracestate\x18\x02 \x01(\t\"\xae\x01\n\tJobOrigin\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\x04\x12\'\n\x05\x63\x61use\x18\x03 \x01(\x0e\x32\x18.sepp.v1.DeadLetterCause\x12-\n\tfailed_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0blast_reason\x18\x05 \x01(\t\x12\x15\n\rfinal_attempt\x18\x06 \x01(\r\"\x88\x02\n\nJobAttempt\x12\x0f\n\x07\x61ttempt\x18\x01 \x01(\r\x12\x11\n\tworker_id\x18\x02 \x01(\t\x12,\n\x08\x65nded_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12/\n\nstarted_at\x18\x96\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x64uration\x18\x97\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x14\n\x0blease_token\x18\x98\x01 \x01(\x04\x12\x12\n\tdirective\x18\x99\x01 \x01(\t\"\xae\x01\n\nJobContext\x12\x0e\n\x06job_id\x18\x01 \x01(\x04\x12\x13\n\x0blease_token\x18\x02 \x01(\x04\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\r\x12\x14\n\x0cmax_attempts\x18\x04 \x01(\r\x12\x32\n\x0elease_deadline\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05queue\x18\x06 \x01(\t\x12\x11\n\tworker_id\x18\x07 \x01(\t\"J\n\x0bReservedJob\x12 \n\x03\x63tx\x18\x01 \x01(\x0b\x32\x13.sepp.v1.JobContext\x12\x19\n\x03job\x18\x02 \x01(\x0b\x32\x0c.sepp.v1.Job\"\xb1\x01\n\x10\x44\x65\x61\x64LetterRecord\x12\x19\n\x03job\x18\x01 \x01(\x0b\x32\x0c.sepp.v1.Job\x12\'\n\x05\x63\x61use\x18\x02 \x01(\x0e\x32\x18.sepp.v1.DeadLetterCause\x12-\n\tfailed_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rfinal_attempt\x18\x04 \x01(\r\x12\x13\n\x0blast_reason\x18\x05 \x01(\t\"Q\n\tItemError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12%\n\x07\x64\x65tails\x18\x03 \x03(\x0b\x32\x14.google.protobuf.Any\"D\n\x0fJobActionResult\x12\x0e\n\x06job_id\x18\x01 \x01(\x04\x12!\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.sepp.v1.ItemError\"O\n\x08NodeInfo\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\traft_addr\x18\x02 \x01(\t\x12\x11\n\tgrpc_addr\x18\x03 \x01(\t\x12\x11\n\thttp_addr\x18\x04 \x01(\t\"\xfb\x01\n\x0bMemberFacts\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x16\n\x0e\x62inary_version\x18\x02 \x01(\t\x12\x1b\n\x13min_command_version\x18\x03 \x01(\r\x12\x1b\n\x13max_command_version\x18\x04 \x01(\r\x12\x1a\n\x12memory_limit_bytes\x18\x05 \x01(\x03\x12\x19\n\x11memory_limit_from\x18\x06 \x01(\t\x12\x12\n\ngomaxprocs\x18\x07 \x01(\r\x12.\n\nstart_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06legacy\x18\t \x01(\x08*\x98\x01\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13JOB_STATE_SCHEDULED\x10\x01\x12\x13\n\x0fJOB_STATE_READY\x10\x02\x12\x16\n\x12JOB_STATE_RESERVED\x10\x03\x12\x12\n\x0eJOB_STATE_DEAD\x10\x04\x12\x17\n\x13JOB_STATE_COMPLETED\x10\x05*\x80\x02\n\x0f\x44\x65\x61\x64LetterCause\x12!\n\x1d\x44\x45\x41\x44_LETTER_CAUSE_UNSPECIFIED\x10\x00\x12(\n$DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED\x10\x01\x12\x1e\n\x1a\x44\x45\x41\x44_LETTER_CAUSE_REJECTED\x10\x02\x12#\n\x1f\x44\x45\x41\x44_LETTER_CAUSE_LEASE_EXPIRED\x10\x03\x12\x1b\n\x17\x44\x45\x41\x44_LETTER_CAUSE_ADMIN\x10\x04\x12\x1f\n\x1b\x44\x45\x41\x44_LETTER_CAUSE_CANCELLED\x10\x05\x12\x1d\n\x19\x44\x45\x41\x44_LETTER_CAUSE_EXPIRED\x10\x06*d\n\x0cRetryBackoff\x12\x1d\n\x19RETRY_BACKOFF_UNSPECIFIED\x10\x00\x12\x16\n\x12RETRY_BACKOFF_NONE\x10\x01\x12\x1d\n\x19RETRY_BACKOFF_EXPONENTIAL\x10\x02\x42.Z,github.com/sepp-io/sepp/proto/sepp/v1;seppv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13sepp/v1/types.proto\x12\x07sepp.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"u\n\tJobParent\x12\x0e\n\x06job_id\x18\x01 \x01(\x04\x12 \n\x05state\x18\x02 \x01(\x0e\x32\x11.sepp.v1.JobState\x12\'\n\x05\x63\x61use\x18\x03 \x01(\x0e\x32\x18.sepp.v1.DeadLetterCause\x12\r\n\x05\x65nded\x18\x04 \x01(\x08\"\xbf\x07\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\x04\x12\r\n\x05queue\x18\x02 \x01(\t\x12\x10\n\x08job_type\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x10\n\x08priority\x18\x05 \x01(\r\x12 \n\x05state\x18\x06 \x01(\x0e\x32\x11.sepp.v1.JobState\x12/\n\x0b\x65nqueued_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0cscheduled_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fnext_attempt_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x61ttempt\x18\n \x01(\r\x12\x14\n\x0cmax_attempts\x18\x0b \x01(\r\x12(\n\x06\x63ustom\x18\x0c \x03(\x0b\x32\x18.sepp.v1.Job.CustomEntry\x12\x11\n\tworker_id\x18\r \x01(\t\x12\x32\n\x0elease_deadline\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0blast_reason\x18\x0f \x01(\t\x12$\n\x07history\x18\x10 \x03(\x0b\x32\x13.sepp.v1.JobAttempt\x12/\n\nstarted_at\x18\x96\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12#\n\x06origin\x18\x97\x01 \x01(\x0b\x32\x12.sepp.v1.JobOrigin\x12/\n\nexpires_at\x18\x8c\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\rtrace_context\x18\xaa\x01 \x01(\x0b\x32\x15.sepp.v1.TraceContext\x12\x0f\n\x06result\x18\xbe\x01 \x01(\x0c\x12\x31\n\x0c\x63ompleted_at\x18\xbf\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08run_time\x18\xc0\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12$\n\x08progress\x18\xc8\x01 \x01(\x0b\x32\x11.sepp.v1.Progress\x12$\n\x07parents\x18\xd2\x01 \x03(\x0b\x32\x12.sepp.v1.JobParent\x12\x38\n\x11on_parent_failure\x18\xd3\x01 \x01(\x0e\x32\x1c.sepp.v1.ParentFailurePolicy\x1a-\n\x0b\x43ustomEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\",\n\x08Progress\x12\x0f\n\x07percent\x18\x01 \x01(\r\x12\x0f\n\x07message\x18\x02 \x01(\t\"7\n\x0cTraceContext\x12\x13\n\x0btraceparent\x18\x01 \x01(\t\x12\x12\n\ntracestate\x18\x02 \x01(\t\"\xae\x01\n\tJobOrigin\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\x04\x12\'\n\x05\x63\x61use\x18\x03 \x01(\x0e\x32\x18.sepp.v1.DeadLetterCause\x12-\n\tfailed_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0blast_reason\x18\x05 \x01(\t\x12\x15\n\rfinal_attempt\x18\x06 \x01(\r\"\x88\x02\n\nJobAttempt\x12\x0f\n\x07\x61ttempt\x18\x01 \x01(\r\x12\x11\n\tworker_id\x18\x02 \x01(\t\x12,\n\x08\x65nded_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12/\n\nstarted_at\x18\x96\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x64uration\x18\x97\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x14\n\x0blease_token\x18\x98\x01 \x01(\x04\x12\x12\n\tdirective\x18\x99\x01 \x01(\t\"\xae\x01\n\nJobContext\x12\x0e\n\x06job_id\x18\x01 \x01(\x04\x12\x13\n\x0blease_token\x18\x02 \x01(\x04\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\r\x12\x14\n\x0cmax_attempts\x18\x04 \x01(\r\x12\x32\n\x0elease_deadline\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05queue\x18\x06 \x01(\t\x12\x11\n\tworker_id\x18\x07 \x01(\t\"J\n\x0bReservedJob\x12 \n\x03\x63tx\x18\x01 \x01(\x0b\x32\x13.sepp.v1.JobContext\x12\x19\n\x03job\x18\x02 \x01(\x0b\x32\x0c.sepp.v1.Job\"\xb1\x01\n\x10\x44\x65\x61\x64LetterRecord\x12\x19\n\x03job\x18\x01 \x01(\x0b\x32\x0c.sepp.v1.Job\x12\'\n\x05\x63\x61use\x18\x02 \x01(\x0e\x32\x18.sepp.v1.DeadLetterCause\x12-\n\tfailed_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rfinal_attempt\x18\x04 \x01(\r\x12\x13\n\x0blast_reason\x18\x05 \x01(\t\"Q\n\tItemError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12%\n\x07\x64\x65tails\x18\x03 \x03(\x0b\x32\x14.google.protobuf.Any\"D\n\x0fJobActionResult\x12\x0e\n\x06job_id\x18\x01 \x01(\x04\x12!\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x12.sepp.v1.ItemError\"O\n\x08NodeInfo\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\traft_addr\x18\x02 \x01(\t\x12\x11\n\tgrpc_addr\x18\x03 \x01(\t\x12\x11\n\thttp_addr\x18\x04 \x01(\t\"\xfb\x01\n\x0bMemberFacts\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x16\n\x0e\x62inary_version\x18\x02 \x01(\t\x12\x1b\n\x13min_command_version\x18\x03 \x01(\r\x12\x1b\n\x13max_command_version\x18\x04 \x01(\r\x12\x1a\n\x12memory_limit_bytes\x18\x05 \x01(\x03\x12\x19\n\x11memory_limit_from\x18\x06 \x01(\t\x12\x12\n\ngomaxprocs\x18\x07 \x01(\r\x12.\n\nstart_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06legacy\x18\t \x01(\x08*\xaf\x01\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13JOB_STATE_SCHEDULED\x10\x01\x12\x13\n\x0fJOB_STATE_READY\x10\x02\x12\x16\n\x12JOB_STATE_RESERVED\x10\x03\x12\x12\n\x0eJOB_STATE_DEAD\x10\x04\x12\x17\n\x13JOB_STATE_COMPLETED\x10\x05\x12\x15\n\x11JOB_STATE_BLOCKED\x10\x06*}\n\x13ParentFailurePolicy\x12%\n!PARENT_FAILURE_POLICY_UNSPECIFIED\x10\x00\x12 \n\x1cPARENT_FAILURE_POLICY_CANCEL\x10\x01\x12\x1d\n\x19PARENT_FAILURE_POLICY_RUN\x10\x02*\x80\x02\n\x0f\x44\x65\x61\x64LetterCause\x12!\n\x1d\x44\x45\x41\x44_LETTER_CAUSE_UNSPECIFIED\x10\x00\x12(\n$DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED\x10\x01\x12\x1e\n\x1a\x44\x45\x41\x44_LETTER_CAUSE_REJECTED\x10\x02\x12#\n\x1f\x44\x45\x41\x44_LETTER_CAUSE_LEASE_EXPIRED\x10\x03\x12\x1b\n\x17\x44\x45\x41\x44_LETTER_CAUSE_ADMIN\x10\x04\x12\x1f\n\x1b\x44\x45\x41\x44_LETTER_CAUSE_CANCELLED\x10\x05\x12\x1d\n\x19\x44\x45\x41\x44_LETTER_CAUSE_EXPIRED\x10\x06*d\n\x0cRetryBackoff\x12\x1d\n\x19RETRY_BACKOFF_UNSPECIFIED\x10\x00\x12\x16\n\x12RETRY_BACKOFF_NONE\x10\x01\x12\x1d\n\x19RETRY_BACKOFF_EXPONENTIAL\x10\x02\x42.Z,github.com/sepp-io/sepp/proto/sepp/v1;seppv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'sepp.v1.types_pb2', globals())
@@ -26,36 +26,40 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._serialized_options = b'Z,github.com/sepp-io/sepp/proto/sepp/v1;seppv1'
   _JOB_CUSTOMENTRY._options = None
   _JOB_CUSTOMENTRY._serialized_options = b'8\001'
-  _JOBSTATE._serialized_start=2459
-  _JOBSTATE._serialized_end=2611
-  _DEADLETTERCAUSE._serialized_start=2614
-  _DEADLETTERCAUSE._serialized_end=2870
-  _RETRYBACKOFF._serialized_start=2872
-  _RETRYBACKOFF._serialized_end=2972
-  _JOB._serialized_start=125
-  _JOB._serialized_end=988
-  _JOB_CUSTOMENTRY._serialized_start=943
-  _JOB_CUSTOMENTRY._serialized_end=988
-  _PROGRESS._serialized_start=990
-  _PROGRESS._serialized_end=1034
-  _TRACECONTEXT._serialized_start=1036
-  _TRACECONTEXT._serialized_end=1091
-  _JOBORIGIN._serialized_start=1094
-  _JOBORIGIN._serialized_end=1268
-  _JOBATTEMPT._serialized_start=1271
-  _JOBATTEMPT._serialized_end=1535
-  _JOBCONTEXT._serialized_start=1538
-  _JOBCONTEXT._serialized_end=1712
-  _RESERVEDJOB._serialized_start=1714
-  _RESERVEDJOB._serialized_end=1788
-  _DEADLETTERRECORD._serialized_start=1791
-  _DEADLETTERRECORD._serialized_end=1968
-  _ITEMERROR._serialized_start=1970
-  _ITEMERROR._serialized_end=2051
-  _JOBACTIONRESULT._serialized_start=2053
-  _JOBACTIONRESULT._serialized_end=2121
-  _NODEINFO._serialized_start=2123
-  _NODEINFO._serialized_end=2202
-  _MEMBERFACTS._serialized_start=2205
-  _MEMBERFACTS._serialized_end=2456
+  _JOBSTATE._serialized_start=2674
+  _JOBSTATE._serialized_end=2849
+  _PARENTFAILUREPOLICY._serialized_start=2851
+  _PARENTFAILUREPOLICY._serialized_end=2976
+  _DEADLETTERCAUSE._serialized_start=2979
+  _DEADLETTERCAUSE._serialized_end=3235
+  _RETRYBACKOFF._serialized_start=3237
+  _RETRYBACKOFF._serialized_end=3337
+  _JOBPARENT._serialized_start=124
+  _JOBPARENT._serialized_end=241
+  _JOB._serialized_start=244
+  _JOB._serialized_end=1203
+  _JOB_CUSTOMENTRY._serialized_start=1158
+  _JOB_CUSTOMENTRY._serialized_end=1203
+  _PROGRESS._serialized_start=1205
+  _PROGRESS._serialized_end=1249
+  _TRACECONTEXT._serialized_start=1251
+  _TRACECONTEXT._serialized_end=1306
+  _JOBORIGIN._serialized_start=1309
+  _JOBORIGIN._serialized_end=1483
+  _JOBATTEMPT._serialized_start=1486
+  _JOBATTEMPT._serialized_end=1750
+  _JOBCONTEXT._serialized_start=1753
+  _JOBCONTEXT._serialized_end=1927
+  _RESERVEDJOB._serialized_start=1929
+  _RESERVEDJOB._serialized_end=2003
+  _DEADLETTERRECORD._serialized_start=2006
+  _DEADLETTERRECORD._serialized_end=2183
+  _ITEMERROR._serialized_start=2185
+  _ITEMERROR._serialized_end=2266
+  _JOBACTIONRESULT._serialized_start=2268
+  _JOBACTIONRESULT._serialized_end=2336
+  _NODEINFO._serialized_start=2338
+  _NODEINFO._serialized_end=2417
+  _MEMBERFACTS._serialized_start=2420
+  _MEMBERFACTS._serialized_end=2671
 # @@protoc_insertion_point(module_scope)

@@ -15,12 +15,16 @@ DEAD_LETTER_CAUSE_LEASE_EXPIRED: DeadLetterCause
 DEAD_LETTER_CAUSE_REJECTED: DeadLetterCause
 DEAD_LETTER_CAUSE_UNSPECIFIED: DeadLetterCause
 DESCRIPTOR: _descriptor.FileDescriptor
+JOB_STATE_BLOCKED: JobState
 JOB_STATE_COMPLETED: JobState
 JOB_STATE_DEAD: JobState
 JOB_STATE_READY: JobState
 JOB_STATE_RESERVED: JobState
 JOB_STATE_SCHEDULED: JobState
 JOB_STATE_UNSPECIFIED: JobState
+PARENT_FAILURE_POLICY_CANCEL: ParentFailurePolicy
+PARENT_FAILURE_POLICY_RUN: ParentFailurePolicy
+PARENT_FAILURE_POLICY_UNSPECIFIED: ParentFailurePolicy
 RETRY_BACKOFF_EXPONENTIAL: RetryBackoff
 RETRY_BACKOFF_NONE: RetryBackoff
 RETRY_BACKOFF_UNSPECIFIED: RetryBackoff
@@ -50,7 +54,7 @@ class ItemError(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., details: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ["attempt", "completed_at", "custom", "enqueued_at", "expires_at", "history", "id", "job_type", "last_reason", "lease_deadline", "max_attempts", "next_attempt_at", "origin", "payload", "priority", "progress", "queue", "result", "run_time", "scheduled_at", "started_at", "state", "trace_context", "worker_id"]
+    __slots__ = ["attempt", "completed_at", "custom", "enqueued_at", "expires_at", "history", "id", "job_type", "last_reason", "lease_deadline", "max_attempts", "next_attempt_at", "on_parent_failure", "origin", "parents", "payload", "priority", "progress", "queue", "result", "run_time", "scheduled_at", "started_at", "state", "trace_context", "worker_id"]
     class CustomEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -70,7 +74,9 @@ class Job(_message.Message):
     LEASE_DEADLINE_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     NEXT_ATTEMPT_AT_FIELD_NUMBER: _ClassVar[int]
+    ON_PARENT_FAILURE_FIELD_NUMBER: _ClassVar[int]
     ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    PARENTS_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
@@ -94,7 +100,9 @@ class Job(_message.Message):
     lease_deadline: _timestamp_pb2.Timestamp
     max_attempts: int
     next_attempt_at: _timestamp_pb2.Timestamp
+    on_parent_failure: ParentFailurePolicy
     origin: JobOrigin
+    parents: _containers.RepeatedCompositeFieldContainer[JobParent]
     payload: bytes
     priority: int
     progress: Progress
@@ -106,7 +114,7 @@ class Job(_message.Message):
     state: JobState
     trace_context: TraceContext
     worker_id: str
-    def __init__(self, id: _Optional[int] = ..., queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., enqueued_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., worker_id: _Optional[str] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., history: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., origin: _Optional[_Union[JobOrigin, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., result: _Optional[bytes] = ..., completed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., run_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., enqueued_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., worker_id: _Optional[str] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., history: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., origin: _Optional[_Union[JobOrigin, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., result: _Optional[bytes] = ..., completed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., run_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., parents: _Optional[_Iterable[_Union[JobParent, _Mapping]]] = ..., on_parent_failure: _Optional[_Union[ParentFailurePolicy, str]] = ...) -> None: ...
 
 class JobActionResult(_message.Message):
     __slots__ = ["error", "job_id"]
@@ -172,6 +180,18 @@ class JobOrigin(_message.Message):
     queue: str
     def __init__(self, queue: _Optional[str] = ..., job_id: _Optional[int] = ..., cause: _Optional[_Union[DeadLetterCause, str]] = ..., failed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., final_attempt: _Optional[int] = ...) -> None: ...
 
+class JobParent(_message.Message):
+    __slots__ = ["cause", "ended", "job_id", "state"]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    cause: DeadLetterCause
+    ended: bool
+    job_id: int
+    state: JobState
+    def __init__(self, job_id: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., cause: _Optional[_Union[DeadLetterCause, str]] = ..., ended: bool = ...) -> None: ...
+
 class MemberFacts(_message.Message):
     __slots__ = ["binary_version", "gomaxprocs", "legacy", "max_command_version", "memory_limit_bytes", "memory_limit_from", "min_command_version", "node_id", "start_time"]
     BINARY_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -231,6 +251,9 @@ class TraceContext(_message.Message):
     def __init__(self, traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class ParentFailurePolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class DeadLetterCause(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

@@ -94,6 +94,7 @@ export interface QueueSummaryJSON {
   purgedTotal?: string;
   fairnessActiveKeys?: string;
   tags?: Record<string, string>;
+  blocked?: string;
 }
 
 /** sepp.v1.DeadLetterCount in the protojson mapping. */

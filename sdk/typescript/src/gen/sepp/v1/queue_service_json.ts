@@ -3,7 +3,7 @@
 //
 // The protojson (Connect JSON) shapes of its messages and enums.
 
-import type { DeadLetterCauseJSON, DeadLetterRecordJSON, ItemErrorJSON, JobContextJSON, JobJSON, JobStateJSON, MemberFactsJSON, ProgressJSON, ReservedJobJSON, RetryBackoffJSON, TraceContextJSON } from "./types_json.js";
+import type { DeadLetterCauseJSON, DeadLetterRecordJSON, ItemErrorJSON, JobContextJSON, JobJSON, JobStateJSON, MemberFactsJSON, ParentFailurePolicyJSON, ProgressJSON, ReservedJobJSON, RetryBackoffJSON, TraceContextJSON } from "./types_json.js";
 
 /** sepp.v1.WaitJobRequest in the protojson mapping. */
 export interface WaitJobRequestJSON {
@@ -35,6 +35,8 @@ export interface EnqueueRequestJSON {
   expiresAt?: string;
   ttlMs?: string;
   traceContext?: TraceContextJSON;
+  after?: number[];
+  onParentFailure?: ParentFailurePolicyJSON;
 }
 
 /** sepp.v1.UniqueOptions in the protojson mapping. */

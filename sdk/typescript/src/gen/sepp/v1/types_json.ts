@@ -10,7 +10,8 @@ export type JobStateJSON =
   | "JOB_STATE_READY"
   | "JOB_STATE_RESERVED"
   | "JOB_STATE_DEAD"
-  | "JOB_STATE_COMPLETED";
+  | "JOB_STATE_COMPLETED"
+  | "JOB_STATE_BLOCKED";
 
 /** The value names of sepp.v1.JobState, in declaration order. */
 export const JobStateNames: readonly JobStateJSON[] = [
@@ -20,6 +21,20 @@ export const JobStateNames: readonly JobStateJSON[] = [
   "JOB_STATE_RESERVED",
   "JOB_STATE_DEAD",
   "JOB_STATE_COMPLETED",
+  "JOB_STATE_BLOCKED",
+];
+
+/** sepp.v1.ParentFailurePolicy as protojson writes it: by value name. */
+export type ParentFailurePolicyJSON =
+  | "PARENT_FAILURE_POLICY_UNSPECIFIED"
+  | "PARENT_FAILURE_POLICY_CANCEL"
+  | "PARENT_FAILURE_POLICY_RUN";
+
+/** The value names of sepp.v1.ParentFailurePolicy, in declaration order. */
+export const ParentFailurePolicyNames: readonly ParentFailurePolicyJSON[] = [
+  "PARENT_FAILURE_POLICY_UNSPECIFIED",
+  "PARENT_FAILURE_POLICY_CANCEL",
+  "PARENT_FAILURE_POLICY_RUN",
 ];
 
 /** sepp.v1.DeadLetterCause as protojson writes it: by value name. */
@@ -56,6 +71,14 @@ export const RetryBackoffNames: readonly RetryBackoffJSON[] = [
   "RETRY_BACKOFF_EXPONENTIAL",
 ];
 
+/** sepp.v1.JobParent in the protojson mapping. */
+export interface JobParentJSON {
+  jobId?: string;
+  state?: JobStateJSON;
+  cause?: DeadLetterCauseJSON;
+  ended?: boolean;
+}
+
 /** sepp.v1.Job in the protojson mapping. */
 export interface JobJSON {
   id?: string;
@@ -82,6 +105,8 @@ export interface JobJSON {
   completedAt?: string;
   runTime?: string;
   progress?: ProgressJSON;
+  parents?: JobParentJSON[];
+  onParentFailure?: ParentFailurePolicyJSON;
 }
 
 /** sepp.v1.Progress in the protojson mapping. */
