@@ -478,10 +478,10 @@ func (d *goDriver) dispatch(ctx context.Context, op string, a *args) (map[string
 		results := []any{}
 		for _, r := range rs {
 			if r.Err != nil {
-				results = append(results, map[string]any{"job_id": nil, "duplicate": nil, "error": errorKind(r.Err)})
+				results = append(results, map[string]any{"job_id": nil, "state": nil, "duplicate": nil, "error": errorKind(r.Err)})
 				continue
 			}
-			results = append(results, map[string]any{"job_id": r.Result.JobID, "duplicate": r.Result.Duplicate, "error": nil})
+			results = append(results, map[string]any{"job_id": r.Result.JobID, "state": r.Result.State.String(), "duplicate": r.Result.Duplicate, "error": nil})
 		}
 		return map[string]any{"results": results}, nil
 	case "ack_batch":
@@ -574,6 +574,18 @@ func enqueueRequest(a *args) *client.EnqueueRequest {
 	if a.has("ttl_ms") {
 		req.WithTTL(ms(a.num("ttl_ms")))
 	}
+	for _, i := range a.ids("after") {
+		req.WithAfter(int(i))
+	}
+	switch p := a.str("on_parent_failure"); p {
+	case "":
+	case "cancel":
+		req.WithOnParentFailure(client.ParentFailureCancel)
+	case "run":
+		req.WithOnParentFailure(client.ParentFailureRun)
+	default:
+		a.fail("on_parent_failure", "cancel or run")
+	}
 	return req
 }
 
@@ -581,6 +593,33 @@ func jobResult(j client.Job) map[string]any {
 	return map[string]any{
 		"job_id": j.ID, "queue": j.Queue, "job_type": j.Type, "payload": string(j.Payload), "state": j.State.String(),
 		"priority": uint32(j.Priority), "attempt": j.Attempt, "max_attempts": j.MaxAttempts, "last_reason": j.LastReason,
+		"parents": parentsResult(j), "on_parent_failure": policyName(j),
+	}
+}
+
+// parentsResult is a job's parents as get_job gives them: job_id, state,
+// cause (null unless dead) and ended.
+func parentsResult(j client.Job) []any {
+	out := []any{}
+	for _, p := range j.Parents {
+		var cause any
+		if p.State == client.StateDead {
+			cause = p.Cause.String()
+		}
+		out = append(out, map[string]any{"job_id": p.JobID, "state": p.State.String(), "cause": cause, "ended": p.Ended})
+	}
+	return out
+}
+
+// policyName is a job's on_parent_failure: null without parents.
+func policyName(j client.Job) any {
+	switch {
+	case len(j.Parents) == 0:
+		return nil
+	case j.OnParentFailure == client.ParentFailureRun:
+		return "run"
+	default:
+		return "cancel"
 	}
 }
 
@@ -594,7 +633,7 @@ func deadLetterResult(r client.DeadLetterRecord) map[string]any {
 func statsResult(q client.QueueStats) map[string]any {
 	return map[string]any{
 		"name": q.Name, "paused": q.Paused, "scheduled": q.Scheduled, "ready": q.Ready, "reserved": q.Reserved, "dead": q.Dead,
-		"tags": tagsResult(q.Tags),
+		"blocked": q.Blocked, "tags": tagsResult(q.Tags),
 	}
 }
 
