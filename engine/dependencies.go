@@ -267,11 +267,16 @@ func (e *Engine) settle(j *job, outcome uint8, cause Cause) {
 	delete(e.children, j.id)
 	for _, cid := range kids {
 		d := e.deps[cid]
-		c := e.jobs.get(cid)
-		if d == nil || c == nil || c.state != StateBlocked {
-			panic(fmt.Sprintf("engine: job %d waits on job %d but is not blocked", cid, j.id))
+		if d == nil {
+			// Ended already within this settle: a sibling's cancel
+			// cancelled it (it waited on that sibling too).
+			continue
 		}
 		i := slices.IndexFunc(d.parents, func(p parentLink) bool { return p.id == j.id && p.outcome == parentPending })
+		c := e.jobs.get(cid)
+		if i < 0 || c == nil || c.state != StateBlocked {
+			panic(fmt.Sprintf("engine: job %d waits on job %d but is not blocked", cid, j.id))
+		}
 		d.parents[i].outcome, d.parents[i].cause = outcome, cause
 		d.pending--
 		switch {

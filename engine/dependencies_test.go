@@ -201,6 +201,18 @@ func TestDependencies_CancelCascades(t *testing.T) {
 		t.Fatalf("item 4 is %v after b completed, want ready", s)
 	}
 	et.RequireInvariants(t, e)
+
+	// A child of a parent and of that parent's child: the parent's end
+	// cancels its first child, which cancels the second before the
+	// parent's turn reaches it (the model test found it panicking).
+	sib := mustBatch(t, e, clock.Now(), et.Job("x"), after("y", engine.ParentFailureCancel, 0), after("y", engine.ParentFailureCancel, 0, 1))
+	finish(t, e, clock.Now(), "x", sib[0], false)
+	for _, id := range sib[1:] {
+		if s := stateOf(t, e, id); s != engine.StateDead {
+			t.Fatalf("job %d is %v, want dead", id, s)
+		}
+	}
+	et.RequireInvariants(t, e)
 }
 
 // TestDependencies_RemovalsAndOperatorActions: deleting, purging or

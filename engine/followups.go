@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -169,18 +170,21 @@ func (e *Engine) admitAll(list string, items []EnqueueParams) ([]*queue, []admis
 // admissions: a new one is live once committed (before i), a duplicate is
 // the job it names, whatever that job's state now.
 func (e *Engine) itemParents(p *EnqueueParams, as []admission) ([]parentLink, error) {
-	parents := make([]parentLink, len(p.After))
+	parents := make([]parentLink, 0, len(p.After))
 	for k, a := range p.After {
 		pa := &as[a]
+		if slices.ContainsFunc(parents, func(l parentLink) bool { return l.id == pa.id }) {
+			continue // two requests of the call that are one job (a duplicate key): one parent
+		}
 		if !pa.dup || pa.dupInBatch {
-			parents[k] = parentLink{id: pa.id}
+			parents = append(parents, parentLink{id: pa.id})
 			continue
 		}
 		link, ok := e.parentOutcomeOf(pa.id)
 		if !ok {
 			return nil, &ParentUnknownError{Field: "after[" + strconv.Itoa(k) + "]", Index: a, JobID: pa.id}
 		}
-		parents[k] = link
+		parents = append(parents, link)
 	}
 	return parents, nil
 }

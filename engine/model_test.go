@@ -67,6 +67,13 @@ type mJob struct {
 	// progress is the current delivery's last reported progress; a new
 	// delivery starts without (the engine drops it when one ends).
 	progress *engine.Progress
+	// parents are the jobs this one was enqueued after, with what it saw
+	// of each; policy its parent-failure policy; runAt the producer's
+	// scheduled_at, which a blocked job takes up once released
+	// (model_deps_test.go).
+	parents []mParent
+	policy  engine.ParentFailure
+	runAt   time.Time
 }
 
 // end records j's current attempt as ended now with outcome.
@@ -195,20 +202,21 @@ func (m *model) advance(now time.Time) {
 			m.setReady(j)
 		}
 	}
-	var expired []*mJob
-	for _, j := range m.jobs {
-		if j.state != engine.StateReserved && !j.expires.IsZero() && !j.expires.After(m.now) {
-			expired = append(expired, j)
+	// The earliest deadline first, one at a time: a death may release a
+	// blocked job whose deadline has passed too, which then expires in
+	// the same pass, in its turn (the engine's expiry heap).
+	for {
+		var first *mJob
+		for _, j := range m.jobs {
+			if j.state != engine.StateReserved && j.state != engine.StateBlocked && !j.expires.IsZero() && !j.expires.After(m.now) &&
+				(first == nil || j.expires.Before(first.expires) || (j.expires.Equal(first.expires) && j.id < first.id)) {
+				first = j
+			}
 		}
-	}
-	slices.SortFunc(expired, func(a, b *mJob) int {
-		if c := a.expires.Compare(b.expires); c != 0 {
-			return c
+		if first == nil {
+			break
 		}
-		return int(a.id) - int(b.id)
-	})
-	for _, j := range expired {
-		m.kill(j, engine.CauseExpired)
+		m.kill(first, engine.CauseExpired)
 	}
 	m.prune()
 	m.dead = slices.DeleteFunc(m.dead, func(j *mJob) bool { return !j.failedAt.Add(modelRetention).After(m.now) })
@@ -248,6 +256,7 @@ func (m *model) kill(j *mJob, cause engine.Cause) {
 	j.state, j.token, j.due, j.cause, j.failedAt = engine.StateDead, 0, time.Time{}, cause, m.now
 	j.expires = time.Time{}
 	m.dead = append(m.dead, j)
+	m.settle(j, parentOutcomeDead, cause)
 }
 
 func (m *model) reserve(queue string, n int, lease time.Duration) []engine.JobID {
@@ -364,6 +373,9 @@ type modelRun struct {
 	// noSchedules draws the schedule operations' share but runs ticks
 	// instead (TestModel_FairnessRotationRepro).
 	noSchedules bool
+	// workflows draws batches whose jobs wait for each other in a share
+	// of the enqueues (TestModel_Workflows).
+	workflows bool
 }
 
 func TestModel_RandomOperations(t *testing.T) {
@@ -498,6 +510,8 @@ func (r *modelRun) step(i int) {
 	}
 	var kind string
 	switch x := rng.Intn(100); {
+	case x < 30 && r.workflows && rng.Intn(3) == 0:
+		kind = r.workflow(i, now, both)
 	case x < 30:
 		kind = "enqueue"
 		p := engine.EnqueueParams{Queue: queues[rng.Intn(2)], JobType: "t", Payload: []byte{byte(i)}}
@@ -669,12 +683,14 @@ func (r *modelRun) step(i int) {
 				}
 			}
 			delete(m.jobs, j.id)
+			m.settle(j, parentOutcomeCompleted, engine.CauseUnknown)
 			break
 		}
 		err, _ := both(func(e *engine.Engine) any { return e.Ack(now, ref) }).(error)
 		m.advance(now)
 		if j := wantLease(ref, err); j != nil {
 			delete(m.jobs, j.id)
+			m.settle(j, parentOutcomeCompleted, engine.CauseUnknown)
 		}
 	case x < 75:
 		kind = "nack"
@@ -782,6 +798,7 @@ func (r *modelRun) step(i int) {
 			}
 			if action == engine.JobActionCancelDelete {
 				delete(m.jobs, id)
+				m.settle(j, parentOutcomeRemoved, engine.CauseUnknown)
 			} else {
 				m.end(j, "cancelled", "", engine.DefaultCancelReason)
 				m.kill(j, engine.CauseCancelled)
@@ -821,6 +838,8 @@ func (r *modelRun) step(i int) {
 			wantErr = engine.ErrWrongState
 		case j == nil:
 			wantErr = engine.ErrNotFound
+		case j.state == engine.StateBlocked && (action == engine.JobActionRunNow || action == engine.JobActionReschedule):
+			wantErr = engine.ErrWrongState
 		case action == engine.JobActionPriority:
 			// Any live state; a Ready job takes its place by priority then
 			// id, and in queue a its key joins the new level's turn order
@@ -839,6 +858,7 @@ func (r *modelRun) step(i int) {
 			wantErr = engine.ErrWrongState
 		case action == engine.JobActionDelete:
 			delete(m.jobs, id)
+			m.settle(j, parentOutcomeRemoved, engine.CauseUnknown)
 		case action == engine.JobActionRunNow:
 			m.setReady(j)
 		case p.RunAt.After(m.now):
@@ -969,10 +989,21 @@ func (r *modelRun) step(i int) {
 		m.advance(now)
 		var want engine.QueueRemoval
 		if target == engine.PurgeWaiting {
-			for id, j := range m.jobs { // a count and deletes: order does not matter
+			// In id order, as the engine removes them: each removal ends
+			// the job for its children, which may cancel a later one
+			// before its turn (then not counted: it has a record).
+			var ids []engine.JobID
+			for id, j := range m.jobs { // sorted below: order does not matter
 				if j.queue == "b" && j.state != engine.StateReserved {
+					ids = append(ids, id)
+				}
+			}
+			slices.Sort(ids)
+			for _, id := range ids {
+				if j := m.jobs[id]; j != nil && j.state != engine.StateReserved {
 					delete(m.jobs, id)
 					want.Jobs++
+					m.settle(j, parentOutcomeRemoved, engine.CauseUnknown)
 				}
 			}
 		} else {
@@ -1048,7 +1079,7 @@ func (r *modelRun) compare(i int) {
 	}
 	live := 0
 	for _, s := range e.Stats(time.Time{}) {
-		live += s.Scheduled + s.Ready + s.Reserved
+		live += s.Scheduled + s.Ready + s.Reserved + s.Blocked
 	}
 	if live != len(m.jobs) {
 		t.Fatalf("step %d: engine holds %d live jobs, model %d", i, live, len(m.jobs))
@@ -1082,13 +1113,14 @@ func (r *modelRun) compare(i int) {
 			}
 		}
 		if got.State != j.state || got.Attempt != j.attempt || got.Queue != j.queue || got.Priority != j.prio || got.MaxAttempts != j.max || !due.Equal(j.due) {
-			t.Fatalf("step %d: job %d: engine %v attempt %d/%d prio %d due %v; model %v attempt %d/%d prio %d due %v",
-				i, id, got.State, got.Attempt, got.MaxAttempts, got.Priority, due, j.state, j.attempt, j.max, j.prio, j.due)
+			t.Fatalf("step %d: job %d: engine %v attempt %d/%d prio %d due %v parents %+v reason %q; model %v attempt %d/%d prio %d due %v parents %+v",
+				i, id, got.State, got.Attempt, got.MaxAttempts, got.Priority, due, got.Parents, got.LastReason, j.state, j.attempt, j.max, j.prio, j.due, j.parents)
 		}
 		if j.attempt > j.max {
 			t.Fatalf("step %d: job %d attempt %d above max %d", i, id, j.attempt, j.max)
 		}
 		r.compareDetail(i, j, got)
+		r.compareParents(i, j, got)
 
 		if !got.ExpiresAt().Equal(j.expires) {
 			t.Fatalf("step %d: job %d expires at %v, model %v", i, id, got.ExpiresAt(), j.expires)
