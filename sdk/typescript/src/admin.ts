@@ -24,6 +24,8 @@ export interface QueueStats {
   scheduled: number;
   ready: number;
   reserved: number;
+  /** Jobs waiting for their parents (state "blocked", EnqueueRequest.after). */
+  blocked: number;
   /** Retained dead-letter records. */
   dead: number;
   /** How long the oldest Ready job has waited; 0 when none. */
@@ -148,6 +150,7 @@ export function queueStatsFromJSON(v: unknown): QueueStats {
     scheduled: num(q.scheduled),
     ready: num(q.ready),
     reserved: num(q.reserved),
+    blocked: num(q.blocked),
     dead: num(q.dead),
     oldestReadyAgeMs: durationFrom(q.oldestReadyAge),
     enqueuedTotal: num(q.enqueuedTotal),

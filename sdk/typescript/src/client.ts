@@ -7,6 +7,7 @@ import {
   InternalError,
   InvalidArgumentError,
   LeaseLostError,
+  NotFoundError,
   NotLeaderError,
   SeppError,
   UnavailableError,
@@ -35,6 +36,9 @@ import {
   Job,
   JobId,
   JobState,
+  JobParent,
+  ParentResult,
+  parentFailurePolicyToJSON,
   Priority,
 } from "./types.js";
 import {
@@ -256,6 +260,9 @@ const leaderHeader = "sepp-leader-grpc-addr";
 // below its 60 s cap.
 const WAIT_JOB_POLL_MS = 30_000;
 
+/** How many getJob calls parentResults makes at once. */
+const PARENT_READS = 8;
+
 /** The server's bound on a progress message, in bytes of UTF-8 (GetServerInfo's limits.max_progress_message_bytes). */
 export const MAX_PROGRESS_MESSAGE_BYTES = 256;
 
@@ -403,7 +410,37 @@ function validateEnqueue(r: EnqueueRequest, field: string): SeppError | undefine
       return bad("unique.fields", "must be an array of custom field names");
     }
   }
+  // As the Go client: an index is a uint32 the server reads as an int32;
+  // whether it names an earlier request the server checks.
+  if (r.after !== undefined) {
+    if (!Array.isArray(r.after)) return bad("after", "must be an array of earlier requests' indexes");
+    for (const [k, a] of r.after.entries()) {
+      if (!(Number.isInteger(a) && a >= 0 && a <= 0x7fffffff)) {
+        return bad(`after[${k}]`, `must be an earlier request's index, got ${String(a)}`, "an earlier request's index");
+      }
+    }
+  }
+  const p = r.onParentFailure;
+  if (p !== undefined && p !== "cancel" && p !== "run") {
+    return bad("on_parent_failure", `must be "cancel" or "run", got ${String(p)}`, "cancel or run");
+  }
+  if (p === "run" && !hasAfter(r)) {
+    return bad("on_parent_failure", "is set, but the job waits for nothing (after is empty)", "with after");
+  }
   return undefined;
+}
+
+/** A lone request's after, refused as the server refuses it in Enqueue. */
+function afterRefused(op: string): SeppError {
+  const desc = "names requests of the same call: only an enqueueBatch's jobs or an ack's follow-ups can wait for each other";
+  return new InvalidArgumentError(op, "invalid_argument", `after: ${desc}`, [
+    { type: "sepp.v1.FieldViolation", field: "after", limit: "only in EnqueueBatch or AckRequest.follow_ups", description: desc },
+  ]);
+}
+
+/** The request waits for others of its call (EnqueueRequest.after). */
+function hasAfter(r: EnqueueRequest | undefined): boolean {
+  return !!r && Array.isArray(r.after) && r.after.length > 0;
 }
 
 function validDate(d: unknown): boolean {
@@ -432,6 +469,10 @@ function enqueueToJSON(r: EnqueueRequest, key: string): EnqueueRequestJSON {
   if (r.expiresAt) m.expiresAt = r.expiresAt.toISOString();
   if (r.ttlMs) m.ttlMs = String(Math.floor(r.ttlMs));
   if (r.traceContext) m.traceContext = traceContextToJSON(r.traceContext);
+  if (hasAfter(r)) {
+    m.after = [...r.after!];
+    if (r.onParentFailure) m.onParentFailure = parentFailurePolicyToJSON(r.onParentFailure);
+  }
   return m;
 }
 
@@ -835,7 +876,9 @@ export class SeppClient {
   /**
    * Adds one job. Unless the request sets an idempotency key, the client
    * generates one; either way the same key rides on every retry of this
-   * call, so a retry through a failover never adds a second job.
+   * call, so a retry through a failover never adds a second job. A lone
+   * job has no other request to wait for: one with after is refused by
+   * the server (InvalidArgumentError naming "after"); use enqueueBatch.
    */
   async enqueue(req: EnqueueRequest, opts: CallOptions = {}): Promise<EnqueueResult> {
     const bad = validateEnqueue(req, "");
@@ -857,23 +900,32 @@ export class SeppClient {
    * and the results come back in order. Every item has its own idempotency
    * key, so a retried batch adds no job twice. The promise rejects only
    * when the call as a whole failed.
+   *
+   * A batch whose jobs wait for each other (EnqueueRequest.after: indexes
+   * of earlier items) is a workflow, applied whole: every item succeeds,
+   * or the promise rejects with the error of the item that refused it
+   * (InvalidArgumentError naming jobs[i].after[k], say) and nothing is
+   * enqueued. An item this client refuses itself then rejects the whole
+   * call too, rather than being left out, which would shift the indexes.
    */
   async enqueueBatch(reqs: EnqueueRequest[], opts: CallOptions = {}): Promise<BatchResult[]> {
     const out: (BatchResult | undefined)[] = new Array(reqs.length);
     const wire: EnqueueRequestJSON[] = [];
     const keys: string[] = [];
     const idx: number[] = [];
-    reqs.forEach((r, i) => {
+    const whole = reqs.some(hasAfter);
+    for (const [i, r] of reqs.entries()) {
       const bad = validateEnqueue(r, `jobs[${i}].`);
+      if (bad && whole) throw bad; // jobs that wait for each other go whole or not at all
       if (bad) {
         out[i] = { ok: false, error: bad };
-        return;
+        continue;
       }
       const key = r.idempotencyKey || newKey();
       wire.push(this.withTrace(enqueueToJSON(r, key)));
       keys.push(key);
       idx.push(i);
-    });
+    }
     if (wire.length > 0) {
       const results = await this.enqueueBatchWire(wire, keys, opts);
       results.forEach((r, wi) => (out[idx[wi]!] = r));
@@ -1157,6 +1209,38 @@ export class SeppClient {
     return jobFromJSON(m.job);
   }
 
+  /**
+   * The results of parents, a job's Job.parents (a Worker's handler has
+   * them in delivery.job.parents), in the same order: a getJob of each
+   * completed parent, so it needs a token with the viewer role. A callback
+   * enqueued after a batch's jobs (after, onParentFailure "run") reads
+   * their outcomes and results so. A completed parent is kept, with its
+   * result, while its queue keeps completed jobs (completedRetentionMs);
+   * one not kept, or not completed, comes back with kept false and an
+   * empty result. Any other failure of a read rejects.
+   */
+  async parentResults(parents: JobParent[], opts: CallOptions = {}): Promise<ParentResult[]> {
+    const out: ParentResult[] = parents.map((p) => ({ ...p, result: new Uint8Array(0), kept: false }));
+    const todo = out.filter((p) => p.state === "completed");
+    // A few reads at a time: a callback may have thousands of parents.
+    let next = 0;
+    const read = async () => {
+      while (next < todo.length) {
+        const p = todo[next++]!;
+        try {
+          p.result = (await this.getJob(p.jobId, opts)).result;
+          p.kept = true;
+        } catch (e) {
+          if (e instanceof NotFoundError) continue; // completed, its record not kept
+          next = todo.length; // the call fails: the other readers stop
+          throw e;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PARENT_READS, todo.length) }, read));
+    return out;
+  }
+
   // ---- operator calls: queues, jobs, dead letters ----
 
   /** Every known queue with its counts. */
@@ -1176,9 +1260,10 @@ export class SeppClient {
   }
 
   /**
-   * A page of a queue's live jobs in one state ("scheduled", "ready" or
-   * "reserved"), by job id, and the afterJobId of the next page ("0": this
-   * page is the last).
+   * A page of a queue's jobs in one state ("scheduled", "ready",
+   * "reserved", "blocked", or "completed" while the queue keeps completed
+   * jobs), by job id, and the afterJobId of the next page ("0": this page
+   * is the last).
    */
   async listJobs(queue: string, state: JobState, page: ListOptions = {}): Promise<{ jobs: Job[]; next: JobId }> {
     const body: ListJobsRequestJSON = { queue, state: `JOB_STATE_${state.toUpperCase()}` as ListJobsRequestJSON["state"] };
@@ -1474,10 +1559,13 @@ export class Producer {
     this.maxInFlight = opts.maxInFlight ?? 4;
   }
 
-  /** Queues one job for the next batch; resolves to its own result. */
+  /** Queues one job for the next batch; resolves to its own result. A job
+   * with after is refused (InvalidArgumentError naming "after"): the
+   * batches a producer makes are not the caller's, so there is no earlier
+   * request of the same call to wait for; use enqueueBatch. */
   enqueue(req: EnqueueRequest): Promise<EnqueueResult> {
     if (this.closed) return Promise.reject(new ClosedError("enqueue"));
-    const bad = validateEnqueue(req, "");
+    const bad = validateEnqueue(req, "") ?? (hasAfter(req) ? afterRefused("enqueue") : undefined);
     if (bad) return Promise.reject(bad);
     const key = req.idempotencyKey || newKey();
     return new Promise((resolve, reject) => {

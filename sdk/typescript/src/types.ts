@@ -6,7 +6,9 @@ import type {
   JobContextJSON,
   JobJSON,
   JobOriginJSON,
+  JobParentJSON,
   JobStateJSON,
+  ParentFailurePolicyJSON,
 } from "./gen/sepp/v1/types_json.js";
 import type { GetServerInfoResponseJSON, WaitJobResponseJSON } from "./gen/sepp/v1/queue_service_json.js";
 import type { JobTemplateJSON, ScheduleCatchUpJSON, ScheduleJSON, ScheduleOverlapJSON } from "./gen/sepp/v1/admin_service_json.js";
@@ -40,7 +42,10 @@ export type Priority = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
  */
 export type JobId = string;
 
-export type JobState = "unspecified" | "scheduled" | "ready" | "reserved" | "dead" | "completed";
+/** A job's state. "blocked": waiting for the jobs it was enqueued after
+ * (EnqueueRequest.after) to end. "unspecified": no state, as of a parent
+ * that was deleted or purged (JobParent.state). */
+export type JobState = "unspecified" | "scheduled" | "ready" | "reserved" | "dead" | "completed" | "blocked";
 export type DeadLetterCause = "unspecified" | "attempts_exhausted" | "rejected" | "lease_expired" | "admin" | "cancelled" | "expired";
 
 // The enum decoders switch on the generated unions, so a value renamed in
@@ -62,8 +67,32 @@ function jobState(v: JobStateJSON | number | undefined): JobState {
     case "JOB_STATE_COMPLETED":
     case 5:
       return "completed";
+    case "JOB_STATE_BLOCKED":
+    case 6:
+      return "blocked";
   }
   return "unspecified";
+}
+
+/**
+ * What a job enqueued after others (EnqueueRequest.after) does when one of
+ * them ends other than completed (dead-lettered, cancelled, expired,
+ * deleted, purged): "cancel" (the default) dead-letters it at once with
+ * the cause "cancelled" and a lastReason naming the parent, and its own
+ * dependents follow their policies; "run" runs it once every parent has
+ * ended, whatever the outcomes: a batch's callback, which reads them in
+ * Job.parents.
+ */
+export type ParentFailurePolicy = "cancel" | "run";
+
+// Unspecified is the server's default, cancel.
+function parentFailurePolicy(v: ParentFailurePolicyJSON | number | undefined): ParentFailurePolicy {
+  return v === "PARENT_FAILURE_POLICY_RUN" || v === 2 ? "run" : "cancel";
+}
+
+/** @internal The wire form of a policy. */
+export function parentFailurePolicyToJSON(p: ParentFailurePolicy): ParentFailurePolicyJSON {
+  return p === "run" ? "PARENT_FAILURE_POLICY_RUN" : "PARENT_FAILURE_POLICY_CANCEL";
 }
 
 function deadLetterCause(v: DeadLetterCauseJSON | number | undefined): DeadLetterCause {
@@ -120,6 +149,17 @@ export interface EnqueueRequest {
   /** The job's W3C trace context; absent, the client's traceInjector (if
    * any) supplies the caller's. */
   traceContext?: TraceContext;
+  /** The requests of the same call this job waits for, by index: earlier
+   * items of the same enqueueBatch, or of the same ackWithFollowUps (or a
+   * handler's Completion.followUps). The job is "blocked" until each has
+   * ended, then Ready (or Scheduled until scheduledAt) if each completed,
+   * else as onParentFailure says. A batch with such a job is applied whole
+   * or refused whole. Not for enqueue or a Producer, which have no other
+   * requests to name. */
+  after?: number[];
+  /** With after: what the job does when a parent ends other than
+   * completed; absent is "cancel". "run" without after is refused. */
+  onParentFailure?: ParentFailurePolicy;
 }
 
 /**
@@ -157,7 +197,7 @@ export interface UniqueOptions {
 
 export interface EnqueueResult {
   jobId: JobId;
-  /** "ready" or "scheduled". */
+  /** "ready", "scheduled", or "blocked" for a job enqueued after others. */
   state: JobState;
   /** The idempotency key matched an earlier enqueue, or another job holds
    * the uniqueness key: no new job was added and jobId is that job (its
@@ -242,6 +282,35 @@ export interface Job {
   /** What the worker last reported (reportProgress), while the job is
    * reserved; absent when it reported none. */
   progress?: Progress;
+  /** The jobs this one was enqueued after (EnqueueRequest.after), in the
+   * order given, and how each ended; kept while the job is live, so a
+   * Worker's handler sees them on its delivery (client.parentResults reads
+   * their results). Empty when none. */
+  parents: JobParent[];
+  /** Its policy when a parent fails; absent for a job without parents. */
+  onParentFailure?: ParentFailurePolicy;
+}
+
+/** A job another was enqueued after, and how it ended. */
+export interface JobParent {
+  jobId: JobId;
+  /** "completed" or "dead" once it ended that way; its current state while
+   * it has not ended; "unspecified" once it was deleted or purged. */
+  state: JobState;
+  /** A dead parent's cause; "unspecified" otherwise. */
+  cause: DeadLetterCause;
+  /** It has ended: completed, dead-lettered, deleted or purged. */
+  ended: boolean;
+}
+
+/** A parent (JobParent) with its result, as client.parentResults reads it. */
+export interface ParentResult extends JobParent {
+  /** A completed parent's result (empty when it gave none, or when not kept). */
+  result: Uint8Array;
+  /** The server still holds the completed parent, so result is its result;
+   * false for a parent that did not complete, or whose queue keeps no
+   * completed jobs (completedRetentionMs) or kept it past its retention. */
+  kept: boolean;
 }
 
 /**
@@ -498,7 +567,9 @@ export function jobFromJSON(v: unknown): Job {
     startedAt: timeFrom(m.startedAt),
     result: base64ToBytes(str(m.result)),
     completedAt: timeFrom(m.completedAt),
+    parents: arr(m.parents).map(jobParentFromJSON),
   };
+  if (j.parents.length > 0) j.onParentFailure = parentFailurePolicy(m.onParentFailure);
   if (typeof m.runTime === "string") j.runTimeMs = durationFrom(m.runTime);
   if (m.progress) j.progress = { percent: num(m.progress.percent ?? 0), message: str(m.progress.message ?? "") };
   if (m.origin) j.origin = jobOriginFromJSON(m.origin);
@@ -507,6 +578,11 @@ export function jobFromJSON(v: unknown): Job {
     if (m.traceContext.tracestate) j.traceContext.tracestate = m.traceContext.tracestate;
   }
   return j;
+}
+
+function jobParentFromJSON(v: unknown): JobParent {
+  const p = message<JobParentJSON>(v);
+  return { jobId: u64(p.jobId), state: jobState(p.state), cause: deadLetterCause(p.cause), ended: p.ended === true };
 }
 
 function jobAttemptFromJSON(v: unknown): JobAttempt {

@@ -27,6 +27,10 @@ import { newKey } from "./random.js";
  * The delivery a Worker hands its handler is a WorkerDelivery: its
  * progress(percent, message) reports how far the job is. A handler typed
  * with a plain Delivery still fits.
+ *
+ * A job enqueued after others (EnqueueRequest.after) has them, and how each
+ * ended, in delivery.job.parents; client.parentResults(parents) reads their
+ * results.
  */
 export type Handler = (delivery: WorkerDelivery, signal: AbortSignal) => Promise<Uint8Array | Completion | void> | Uint8Array | Completion | void;
 
@@ -34,7 +38,8 @@ export type Handler = (delivery: WorkerDelivery, signal: AbortSignal) => Promise
  * What a handler may resolve with to complete its job with more than a
  * result: the result (optional, as a plain Uint8Array is one) and the
  * follow-ups enqueued with the ack. Give each follow-up an idempotencyKey
- * when a rerun must not enqueue it twice.
+ * when a rerun must not enqueue it twice. A follow-up may wait for earlier
+ * ones (EnqueueRequest.after: their indexes in followUps).
  */
 export interface Completion {
   result?: Uint8Array;

@@ -1050,3 +1050,120 @@ test("Worker: a handler that resolves with a Completion enqueues its follow-ups 
   assert.equal(errors.length, 1, String(errors));
   assert.ok(errors[0] instanceof AlreadyExistsError, String(errors[0]));
 });
+
+// ---- workflows: jobs that wait for each other ----
+
+test("workflow: a plan, three renders after it, a stitch after them that runs whatever they did and reads their outcomes and results", async () => {
+  // The stitch reads the renders' results: their queue keeps completed jobs.
+  await client.createQueue("tiles", { completedRetentionMs: 3_600_000 });
+  // docs:begin workflow
+  const jobs = await client.enqueueBatch([
+    { queue: "tiles", jobType: "plan" }, // 0
+    { queue: "tiles", jobType: "render", payload: "tile 1", after: [0] }, // 1
+    { queue: "tiles", jobType: "render", payload: "tile 2", after: [0] }, // 2
+    { queue: "tiles", jobType: "render", payload: "tile 3", after: [0] }, // 3
+    { queue: "tiles", jobType: "stitch", after: [1, 2, 3], onParentFailure: "run" }, // 4: runs whatever 1..3 did
+  ]); // applied whole: if any job is refused, this rejects and nothing is enqueued
+  const states = jobs.map((r) => (r.ok ? r.result.state : r.error.code));
+  assert.deepEqual(states, ["ready", "blocked", "blocked", "blocked", "blocked"]);
+  // docs:end workflow
+  const ids = jobs.map((r) => (r.ok ? r.result.jobId : ""));
+  const [plan, r1, r2, r3, stitch] = ids as [string, string, string, string, string];
+
+  // Before the plan runs: only it can be reserved; the rest wait for their parents.
+  const q = (await client.getQueue("tiles")).stats;
+  assert.deepEqual([q.ready, q.blocked], [1, 4]);
+  assert.deepEqual((await client.listJobs("tiles", "blocked")).jobs.map((j) => j.id), [r1, r2, r3, stitch]);
+  const waiting = await client.getJob(stitch);
+  assert.equal(waiting.state, "blocked");
+  assert.equal(waiting.onParentFailure, "run");
+  assert.deepEqual(waiting.parents, [r1, r2, r3].map((jobId) => ({ jobId, state: "blocked", cause: "unspecified", ended: false })));
+  const render = await client.getJob(r1);
+  assert.equal(render.onParentFailure, "cancel");
+  assert.deepEqual(render.parents, [{ jobId: plan, state: "ready", cause: "unspecified", ended: false }]);
+  assert.equal((await client.getJob(plan)).onParentFailure, undefined, "no parents, no policy");
+  assert.deepEqual((await client.getJob(plan)).parents, []);
+
+  const errors: unknown[] = [];
+  const seen: Job["parents"][] = [];
+  // The aroundHandler keeps what the stitch's delivery carried, for the asserts below.
+  const w = new Worker(client, { waitMs: 200, onError: (e) => errors.push(e), aroundHandler: async (d, run) => {
+    if (d.job.jobType === "stitch") seen.push(d.job.parents);
+    await run();
+  } });
+  w.handle("tiles", "plan", () => {});
+  w.handle("tiles", "render", (d) => {
+    const tile = text(d.job.payload);
+    if (tile === "tile 2") throw permanent(new Error("bad tile"));
+    return new TextEncoder().encode(`rendered ${tile}`);
+  });
+  // docs:begin workflow-callback
+  w.handle("tiles", "stitch", async (d, signal) => {
+    // d.job.parents: the renders, in the order of its after, each with how it ended;
+    // parentResults reads the completed ones' results (their queue keeps completed jobs).
+    const parents = await client.parentResults(d.job.parents, { signal });
+    const tiles = parents.map((p) => (p.kept ? new TextDecoder().decode(p.result) : `job ${p.jobId} ${p.state} (${p.cause})`));
+    return new TextEncoder().encode(tiles.join(", ")); // the stitch's own result
+  });
+  // docs:end workflow-callback
+  w.start();
+  try {
+    const out = await waitJob(stitch);
+    assert.equal(out.state, "completed");
+    assert.equal(text(out.result), `rendered tile 1, job ${r2} dead (rejected), rendered tile 3`);
+  } finally {
+    assert.equal(await w.stop(), true);
+  }
+  assert.deepEqual(errors, []);
+  // The delivery carried the parents as they ended.
+  assert.deepEqual(seen, [[
+    { jobId: r1, state: "completed", cause: "unspecified", ended: true },
+    { jobId: r2, state: "dead", cause: "rejected", ended: true },
+    { jobId: r3, state: "completed", cause: "unspecified", ended: true },
+  ]]);
+  assert.deepEqual([(await client.getQueue("tiles")).stats.blocked], [0]);
+});
+
+test("workflow rules: a batch with after goes whole or not at all, a lone enqueue or a producer cannot wait, a dead parent cancels its dependent", async () => {
+  const field = (f: string) => (e: unknown) => e instanceof InvalidArgumentError && e.field === f;
+  // An item the client refuses itself fails the whole call, not just its own result.
+  await assert.rejects(client.enqueueBatch([{ queue: "wf-never", jobType: "a" }, { queue: "wf-never", jobType: "b", priority: 10 }, { queue: "wf-never", jobType: "c", after: [0] }]), field("jobs[1].priority"));
+  await assert.rejects(client.enqueueBatch([{ queue: "wf-never", jobType: "a" }, { queue: "wf-never", jobType: "b", after: [-1] }]), field("jobs[1].after[0]"));
+  // One the server refuses (an index not earlier than the item) too.
+  await assert.rejects(client.enqueueBatch([{ queue: "wf-never", jobType: "a", after: [1] }, { queue: "wf-never", jobType: "b" }]), field("jobs[0].after[0]"));
+  await assert.rejects(client.getQueue("wf-never"), NotFoundError);
+  // Without after, the same item fails on its own.
+  const loose = await client.enqueueBatch([{ queue: "wf-loose", jobType: "a" }, { queue: "wf-loose", jobType: "b", priority: 10 }]);
+  assert.deepEqual(loose.map((r) => r.ok), [true, false]);
+  // A lone enqueue (the server's refusal) or a producer's (the client's) has no call to wait within.
+  await assert.rejects(client.enqueue({ queue: "wf-never", jobType: "a", after: [0] }), field("after"));
+  const p = client.producer();
+  await assert.rejects(p.enqueue({ queue: "wf-never", jobType: "a", after: [0] }), field("after"));
+  await p.close();
+  await assert.rejects(client.enqueue({ queue: "wf-never", jobType: "a", onParentFailure: "run" }), field("on_parent_failure"));
+  await assert.rejects(client.getQueue("wf-never"), NotFoundError);
+
+  // Cancel (the default): a dead parent dead-letters its dependent at once, naming it.
+  const chain = await client.enqueueBatch([{ queue: "wf-chain", jobType: "a" }, { queue: "wf-chain", jobType: "b", after: [0] }]);
+  const [a, b] = chain.map((r) => (r.ok ? r.result.jobId : ""));
+  const [d] = await client.reserve("wf-chain");
+  assert.equal(d?.ctx.jobId, a, "b is blocked: only a can be reserved");
+  assert.equal(await client.nack(d!.ctx, RetryDirective.deadLetter(), "no"), true);
+  const rec = await client.getDeadLetter(b!);
+  assert.equal(rec.cause, "cancelled");
+  assert.equal(rec.lastReason, `parent job ${a} was dead-lettered (rejected)`);
+
+  // Follow-ups wait for each other the same way; a parent whose queue keeps
+  // no completed jobs completes, but its result is not kept to read.
+  await client.enqueue({ queue: "wf-work", jobType: "charge" });
+  const [w] = await client.reserve("wf-work");
+  const fu = await client.ackWithFollowUps(w!.ctx, [{ queue: "wf-next", jobType: "x" }, { queue: "wf-next", jobType: "y", after: [0] }]);
+  assert.deepEqual(fu.map((r) => r.state), ["ready", "blocked"]);
+  const [x] = await client.reserve("wf-next");
+  assert.equal(x?.ctx.jobId, fu[0]!.jobId);
+  await client.ack(x!.ctx);
+  const [y] = await client.reserve("wf-next", { waitMs: 5_000 });
+  assert.equal(y?.ctx.jobId, fu[1]!.jobId);
+  assert.deepEqual(await client.parentResults(y!.job.parents), [{ jobId: fu[0]!.jobId, state: "completed", cause: "unspecified", ended: true, result: new Uint8Array(0), kept: false }]);
+  await client.ack(y!.ctx);
+});

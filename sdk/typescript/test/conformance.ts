@@ -190,6 +190,9 @@ function jobResult(j: Job): Obj {
     attempt: j.attempt,
     max_attempts: j.maxAttempts,
     last_reason: j.lastReason,
+    // A deleted parent's state is "unknown" in the suite (the Go client's name).
+    parents: j.parents.map((p) => ({ job_id: id(p.jobId), state: p.state === "unspecified" ? "unknown" : p.state, cause: p.state === "dead" ? p.cause : null, ended: p.ended })),
+    on_parent_failure: j.onParentFailure ?? null,
   };
 }
 
@@ -206,7 +209,7 @@ function deadLetterResult(r: DeadLetterRecord): Obj {
 }
 
 function statsResult(q: QueueStats): Obj {
-  return { name: q.name, paused: q.paused, scheduled: q.scheduled, ready: q.ready, reserved: q.reserved, dead: q.dead, tags: Object.keys(q.tags).length > 0 ? { ...q.tags } : null };
+  return { name: q.name, paused: q.paused, scheduled: q.scheduled, ready: q.ready, reserved: q.reserved, dead: q.dead, blocked: q.blocked, tags: Object.keys(q.tags).length > 0 ? { ...q.tags } : null };
 }
 
 function settingsResult(s: QueueSettings): Obj {
@@ -329,11 +332,19 @@ function enqueueRequest(a: Args): EnqueueRequest {
   if (a.has("idempotency_key")) req.idempotencyKey = a.str("idempotency_key");
   if (a.has("unique_key")) req.unique = { key: a.str("unique_key"), refuse: a.bool("unique_refuse") };
   if (a.has("ttl_ms")) req.ttlMs = a.num("ttl_ms");
+  if (a.has("after")) req.after = a.ids("after").map(Number);
+  if (a.has("on_parent_failure")) {
+    const p = a.str("on_parent_failure");
+    if (p !== "cancel" && p !== "run") throw new Mismatch(`argument on_parent_failure: want cancel or run, got ${p}`);
+    req.onParentFailure = p;
+  }
   return req;
 }
 
 function batchResult(r: BatchResult): Obj {
-  return r.ok ? { job_id: id(r.result.jobId), duplicate: r.result.duplicate, error: null } : { job_id: null, duplicate: null, error: errorKind(r.error) };
+  return r.ok
+    ? { job_id: id(r.result.jobId), state: r.result.state, duplicate: r.result.duplicate, error: null }
+    : { job_id: null, state: null, duplicate: null, error: errorKind(r.error) };
 }
 
 /** A schedule's stable part: no fire times or counters, which depend on the clock. */
