@@ -11,7 +11,8 @@ import pytest
 from google.protobuf import any_pb2
 
 from sepp import (AlreadyExists, DeadLetterCause, EnqueueRequest, InvalidField, Job, JobParent, JobState, NotFound,
-                  ParentFailure, Priority, QueueSettings, RedriveOptions, RedriveSelection, RetryDirective)
+                  ParentFailure, ParentResult, Priority, QueueSettings, RedriveOptions, RedriveSelection,
+                  RetryDirective, SeppClient)
 from sepp.errors import from_status
 from sepp.types import _queue_stats
 from sepp.v1 import admin_service_pb2 as apb
@@ -195,3 +196,37 @@ def test_job_parents_from_proto() -> None:
 def test_queue_stats_blocked() -> None:
     q = _queue_stats(apb.QueueSummary(name="q", ready=1, blocked=3))
     assert (q.ready, q.blocked) == (1, 3)
+
+
+async def test_dependencies_are_refused_where_indexes_mean_nothing() -> None:
+    # Nothing listens there: each refusal comes before any call.
+    async with await SeppClient.connect("127.0.0.1:1", retry_timeout=0.5) as c:
+        with pytest.raises(InvalidField) as e:
+            await c.enqueue(EnqueueRequest("q", "t", after=[0]))
+        assert e.value.field == "after"
+        async with c.producer() as p:
+            with pytest.raises(InvalidField) as e:
+                await p.enqueue(EnqueueRequest("q", "t", after=[0]))
+            assert e.value.field == "after"
+
+
+async def test_a_batch_with_dependencies_fails_whole_on_an_item_the_client_refuses() -> None:
+    bad = EnqueueRequest("q", "render")
+    bad.priority = 12  # past the constructor's check, as a caller may mutate it
+    batch = [EnqueueRequest("q", "plan"), bad, EnqueueRequest("q", "stitch", after=[0, 1])]
+    async with await SeppClient.connect("127.0.0.1:1", retry_timeout=0.5) as c:
+        # Sent without the bad item, "after": [0, 1] would name other jobs:
+        # the whole call fails, naming the item as given.
+        with pytest.raises(InvalidField) as e:
+            await c.enqueue_batch(batch)
+        assert e.value.field == "jobs[1].priority"
+
+
+async def test_parent_results_asks_only_for_completed_parents() -> None:
+    parents = [JobParent(1, JobState.DEAD, DeadLetterCause.REJECTED, True),
+               JobParent(2, JobState.BLOCKED, DeadLetterCause.UNKNOWN, False)]
+    async with await SeppClient.connect("127.0.0.1:1", retry_timeout=0.5) as c:
+        got = await c.parent_results(parents)
+    assert got == [ParentResult(1, JobState.DEAD, DeadLetterCause.REJECTED, True, b"", False),
+                   ParentResult(2, JobState.BLOCKED, DeadLetterCause.UNKNOWN, False, b"", False)]
+    assert got[0].cause is DeadLetterCause.REJECTED and not got[0].kept
