@@ -16,10 +16,10 @@ from typing import Any, Optional
 
 from sepp import (AlreadyExists, BatchResult, DeadLetterCause, DeadLetterRecord, EnqueueRequest, InternalError,
                   InvalidArgument, InvalidField, Job, JobCancelled, JobTemplate, JobState, LeaseLost, NotFound,
-                  PermissionDenied, PurgeTarget, QueueFull, QueueSettings, QueueStats, RedriveOptions, RedriveSelection,
-                  RedriveTask, ResourceExhausted, RetryDirective, Schedule, ScheduleDefinition, ScheduledTooFar,
-                  SeppClient, SeppError, Unauthenticated, Unavailable, UniqueConflict, UniqueOptions, UnknownOutcome,
-                  WrongState)
+                  ParentFailure, PermissionDenied, PurgeTarget, QueueFull, QueueSettings, QueueStats, RedriveOptions,
+                  RedriveSelection, RedriveTask, ResourceExhausted, RetryDirective, Schedule, ScheduleDefinition,
+                  ScheduledTooFar, SeppClient, SeppError, Unauthenticated, Unavailable, UniqueConflict, UniqueOptions,
+                  UnknownOutcome, WrongState)
 from sepp.types import ActionResult, Delivery
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "conformance" / "scenarios"
@@ -174,7 +174,11 @@ def _whole_ms(d: timedelta) -> int:
 def _job(j: Job) -> dict[str, Any]:
     return {"job_id": j.id, "queue": j.queue, "job_type": j.job_type, "payload": j.payload.decode(),
             "state": str(j.state), "priority": j.priority, "attempt": j.attempt, "max_attempts": j.max_attempts,
-            "last_reason": j.last_reason}
+            "last_reason": j.last_reason,
+            "parents": [{"job_id": p.job_id, "state": str(p.state),
+                         "cause": str(p.cause) if p.state == JobState.DEAD else None, "ended": p.ended}
+                        for p in j.parents],
+            "on_parent_failure": None if j.on_parent_failure is None else str(j.on_parent_failure)}
 
 
 def _dead_letter(r: DeadLetterRecord) -> dict[str, Any]:
@@ -184,7 +188,7 @@ def _dead_letter(r: DeadLetterRecord) -> dict[str, Any]:
 
 def _stats(q: QueueStats) -> dict[str, Any]:
     return {"name": q.name, "paused": q.paused, "scheduled": q.scheduled, "ready": q.ready, "reserved": q.reserved,
-            "dead": q.dead, "tags": dict(q.tags) or None}
+            "dead": q.dead, "blocked": q.blocked, "tags": dict(q.tags) or None}
 
 
 def _settings(s: QueueSettings) -> dict[str, Any]:
@@ -232,10 +236,17 @@ def _redrive(a: dict[str, Any]) -> RedriveOptions:
     return RedriveOptions(sel, to_queue=a.get("to_queue", ""), fresh=a.get("fresh", False), rate=a.get("rate", 0))
 
 
+_POLICIES = {str(p): p for p in ParentFailure}
+
+
 def _enqueue_request(a: dict[str, Any]) -> EnqueueRequest:
     """enqueue's arguments (also each item of enqueue_batch's jobs)."""
+    policy = a.get("on_parent_failure")
+    if policy is not None and policy not in _POLICIES:
+        raise Mismatch(f"argument 'on_parent_failure': want cancel or run, got {policy!r}")
     req = EnqueueRequest(a["queue"], a["job_type"], a.get("payload", "").encode(), priority=a.get("priority"),
-                         max_attempts=a.get("max_attempts", 0), idempotency_key=a.get("idempotency_key", ""))
+                         max_attempts=a.get("max_attempts", 0), idempotency_key=a.get("idempotency_key", ""),
+                         after=list(a.get("after", [])), on_parent_failure=_POLICIES.get(policy or ""))
     if "delay_ms" in a:
         req.scheduled_at = datetime.now(timezone.utc) + _ms(a["delay_ms"])
     if "unique_key" in a:
@@ -247,8 +258,9 @@ def _enqueue_request(a: dict[str, Any]) -> EnqueueRequest:
 
 def _batch_item(r: BatchResult) -> dict[str, Any]:
     if r.error is not None or r.result is None:
-        return {"job_id": None, "duplicate": None, "error": error_kind(r.error) if r.error else "unknown"}
-    return {"job_id": r.result.job_id, "duplicate": r.result.duplicate, "error": None}
+        return {"job_id": None, "state": None, "duplicate": None,
+                "error": error_kind(r.error) if r.error else "unknown"}
+    return {"job_id": r.result.job_id, "state": str(r.result.state), "duplicate": r.result.duplicate, "error": None}
 
 
 def _schedule(s: Schedule) -> dict[str, Any]:
@@ -398,12 +410,19 @@ class Driver:
         if op == "enqueue_batch":
             # An item EnqueueRequest refuses to build (priority 12) fails in
             # its place, as the Go client's batch answers it; the rest go.
+            # In a batch with dependencies it fails the whole call, naming
+            # the item, as enqueue_batch does for what it refuses itself.
+            whole = any(j.get("after") for j in a["jobs"])
             items: list[Optional[BatchResult]] = []
             reqs: list[EnqueueRequest] = []
-            for j in a["jobs"]:
+            for i, j in enumerate(a["jobs"]):
                 try:
                     reqs.append(_enqueue_request(j))
                     items.append(None)
+                except InvalidField as e:
+                    if whole:
+                        raise InvalidField(f"jobs[{i}].{e.field}", e.description, e.limit, op="enqueue batch") from e
+                    items.append(BatchResult(error=e))
                 except SeppError as e:
                     items.append(BatchResult(error=e))
             sent = iter(await c.enqueue_batch(reqs) if reqs else [])

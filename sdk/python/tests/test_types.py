@@ -10,9 +10,11 @@ import grpc
 import pytest
 from google.protobuf import any_pb2
 
-from sepp import (AlreadyExists, DeadLetterCause, EnqueueRequest, InvalidField, JobState, NotFound, Priority,
-                  QueueSettings, RedriveOptions, RedriveSelection, RetryDirective)
+from sepp import (AlreadyExists, DeadLetterCause, EnqueueRequest, InvalidField, Job, JobParent, JobState, NotFound,
+                  ParentFailure, ParentResult, Priority, QueueSettings, RedriveOptions, RedriveSelection,
+                  RetryDirective, SeppClient)
 from sepp.errors import from_status
+from sepp.types import _queue_stats
 from sepp.v1 import admin_service_pb2 as apb
 from sepp.v1 import errors_pb2
 from sepp.v1 import queue_service_pb2 as qpb
@@ -147,3 +149,84 @@ def test_not_found_and_already_exists_name_the_field(code: grpc.StatusCode, cls:
     assert err.field == "name"
     bare = from_status("get queue", code, "m", [])
     assert isinstance(bare, (NotFound, AlreadyExists)) and bare.field == ""
+
+
+@pytest.mark.parametrize("kwargs, field, limit", [
+    ({"after": [-1]}, "after[0]", "an earlier request's index"),
+    ({"after": [0, 2**31]}, "after[1]", "an earlier request's index"),
+    ({"after": [True]}, "after[0]", "an earlier request's index"),
+    ({"on_parent_failure": ParentFailure.RUN}, "on_parent_failure", "with after"),
+    ({"after": [0], "on_parent_failure": "run"}, "on_parent_failure", "cancel or run"),
+])
+def test_enqueue_request_rejects_bad_dependencies(kwargs: dict[str, object], field: str, limit: str) -> None:
+    args: dict[str, object] = {"queue": "q", "job_type": "t", **kwargs}
+    with pytest.raises(InvalidField) as e:
+        EnqueueRequest(**args)  # type: ignore[arg-type]
+    assert (e.value.field, e.value.limit) == (field, limit)
+
+
+def test_dependencies_to_proto() -> None:
+    m = EnqueueRequest("q", "t", after=[0, 2], on_parent_failure=ParentFailure.RUN).to_proto("k")
+    assert (list(m.after), m.on_parent_failure) == ([0, 2], tpb.PARENT_FAILURE_POLICY_RUN)
+    # Unset, the policy is left to the server (cancel); CANCEL needs no after.
+    plain = EnqueueRequest("q", "t").to_proto("k")
+    assert (list(plain.after), plain.on_parent_failure) == ([], tpb.PARENT_FAILURE_POLICY_UNSPECIFIED)
+    cancel = EnqueueRequest("q", "t", on_parent_failure=ParentFailure.CANCEL).to_proto("k")
+    assert cancel.on_parent_failure == tpb.PARENT_FAILURE_POLICY_CANCEL
+
+
+def test_job_parents_from_proto() -> None:
+    m = tpb.Job(id=9, state=tpb.JOB_STATE_BLOCKED, on_parent_failure=tpb.PARENT_FAILURE_POLICY_RUN, parents=[
+        tpb.JobParent(job_id=7, state=tpb.JOB_STATE_DEAD, cause=tpb.DEAD_LETTER_CAUSE_REJECTED, ended=True),
+        tpb.JobParent(job_id=8, state=tpb.JOB_STATE_RESERVED),
+        tpb.JobParent(job_id=6, ended=True),  # deleted
+    ])
+    j = Job.from_proto(m)
+    assert (j.state, str(j.state), j.on_parent_failure) == (JobState.BLOCKED, "blocked", ParentFailure.RUN)
+    assert j.parents == (JobParent(7, JobState.DEAD, DeadLetterCause.REJECTED, True),
+                         JobParent(8, JobState.RESERVED, DeadLetterCause.UNKNOWN, False),
+                         JobParent(6, JobState.UNKNOWN, DeadLetterCause.UNKNOWN, True))
+    # Unspecified with parents is cancel; without parents there is no policy.
+    assert Job.from_proto(tpb.Job(parents=[tpb.JobParent(job_id=1)])).on_parent_failure is ParentFailure.CANCEL
+    plain = Job.from_proto(tpb.Job(id=1))
+    assert (plain.parents, plain.on_parent_failure) == ((), None)
+    assert str(ParentFailure.RUN) == "run" and ParentFailure(99) is ParentFailure.CANCEL
+
+
+def test_queue_stats_blocked() -> None:
+    q = _queue_stats(apb.QueueSummary(name="q", ready=1, blocked=3))
+    assert (q.ready, q.blocked) == (1, 3)
+
+
+async def test_dependencies_are_refused_where_indexes_mean_nothing() -> None:
+    # Nothing listens there: each refusal comes before any call.
+    async with await SeppClient.connect("127.0.0.1:1", retry_timeout=0.5) as c:
+        with pytest.raises(InvalidField) as e:
+            await c.enqueue(EnqueueRequest("q", "t", after=[0]))
+        assert e.value.field == "after"
+        async with c.producer() as p:
+            with pytest.raises(InvalidField) as e:
+                await p.enqueue(EnqueueRequest("q", "t", after=[0]))
+            assert e.value.field == "after"
+
+
+async def test_a_batch_with_dependencies_fails_whole_on_an_item_the_client_refuses() -> None:
+    bad = EnqueueRequest("q", "render")
+    bad.priority = 12  # past the constructor's check, as a caller may mutate it
+    batch = [EnqueueRequest("q", "plan"), bad, EnqueueRequest("q", "stitch", after=[0, 1])]
+    async with await SeppClient.connect("127.0.0.1:1", retry_timeout=0.5) as c:
+        # Sent without the bad item, "after": [0, 1] would name other jobs:
+        # the whole call fails, naming the item as given.
+        with pytest.raises(InvalidField) as e:
+            await c.enqueue_batch(batch)
+        assert e.value.field == "jobs[1].priority"
+
+
+async def test_parent_results_asks_only_for_completed_parents() -> None:
+    parents = [JobParent(1, JobState.DEAD, DeadLetterCause.REJECTED, True),
+               JobParent(2, JobState.BLOCKED, DeadLetterCause.UNKNOWN, False)]
+    async with await SeppClient.connect("127.0.0.1:1", retry_timeout=0.5) as c:
+        got = await c.parent_results(parents)
+    assert got == [ParentResult(1, JobState.DEAD, DeadLetterCause.REJECTED, True, b"", False),
+                   ParentResult(2, JobState.BLOCKED, DeadLetterCause.UNKNOWN, False, b"", False)]
+    assert got[0].cause is DeadLetterCause.REJECTED and not got[0].kept

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, Sequence, 
 import grpc
 import grpc.aio
 
-from sepp.errors import (ClientClosed, InternalError, InvalidField, LeaseLost, SeppError, UnknownOutcome,
+from sepp.errors import (ClientClosed, InternalError, InvalidField, LeaseLost, NotFound, SeppError, UnknownOutcome,
                          from_item_error, from_rpc_error, not_leader_hint)
 from sepp.types import (ActionResult, BatchResult, ClusterMember, ClusterStatus, DeadLetterRecord,
-                        Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobState, NodeInfo,
-                        PurgeTarget,
+                        Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobParent, JobState,
+                        NodeInfo, ParentResult, PurgeTarget,
                         QueueInfo, QueueRemoval, QueueSettings, QueueStats, RedriveOptions, RedrivePreview,
                         RedriveTask, RetryDirective, Schedule, ScheduleDefinition, ServerInfo, TraceContext, _from_ts,
                         check_progress,
@@ -122,6 +122,16 @@ def _admin_stub(ch: grpc.aio.Channel) -> Any:
 
 def _cluster(ch: grpc.aio.Channel) -> Any:
     return cgrpc.ClusterServiceStub(ch)  # type: ignore[no-untyped-call]
+
+
+def _refuse_after(request: EnqueueRequest, op: str) -> None:
+    """Refuse a request that waits for others (after) where there is no call
+    of several requests for its indexes to name: as the server refuses a
+    lone Enqueue with after."""
+    if request.after:
+        raise InvalidField("after", "after names requests of the same call: only the jobs of one enqueue_batch or "
+                           "the follow-ups of one ack can wait for each other",
+                           "only in enqueue_batch or follow-ups", op=op)
 
 
 def _node(m: tpb.NodeInfo) -> NodeInfo:
@@ -422,8 +432,12 @@ class SeppClient:
     async def enqueue(self, request: EnqueueRequest) -> EnqueueResult:
         """Add one job. Unless the request sets an idempotency key the
         client generates one; either way the same key rides on every retry
-        of this call, so a retry through a failover never adds a second job."""
+        of this call, so a retry through a failover never adds a second job.
+        A request with ``after`` raises InvalidField naming ``after``: only
+        the jobs of one enqueue_batch (or an ack's follow-ups) wait for each
+        other."""
         request.validate()
+        _refuse_after(request, "enqueue")
         key = request.idempotency_key or new_key()
         m = self._with_trace(request.to_proto(key))
 
@@ -446,7 +460,15 @@ class SeppClient:
         """Add several jobs in one call; each item succeeds or fails on its
         own, results in order. Every item has its own idempotency key, so a
         retried batch adds no job twice. Raises only when the call as a
-        whole failed (a batch over max_batch_size: InvalidArgument)."""
+        whole failed (a batch over max_batch_size: InvalidArgument).
+
+        A batch in which any job waits for others (``after``: indexes of
+        earlier items) is a workflow, applied whole: every item succeeds or
+        the call raises, naming the item that refused it (InvalidField
+        naming ``jobs[i].after[k]``, say), and nothing is enqueued. An item
+        the client itself refuses fails such a batch whole too, before it is
+        sent, since dropping it would shift the indexes."""
+        whole = any(r.after for r in requests)
         out: list[Optional[BatchResult]] = [None] * len(requests)
         wire: list[qpb.EnqueueRequest] = []
         keys: list[str] = []
@@ -455,6 +477,8 @@ class SeppClient:
             try:
                 r.validate(f"jobs[{i}]")
             except SeppError as e:
+                if whole:
+                    raise  # jobs that wait for each other go whole or not at all
                 out[i] = BatchResult(error=e)
                 continue
             key = r.idempotency_key or new_key()
@@ -642,7 +666,8 @@ class SeppClient:
         an idempotency key unless it has one, so a retry cannot enqueue it
         twice; a retry that finds the lease gone because the first attempt
         applied raises UnknownOutcome, as ack does. At most the server's
-        max_batch_size follow-ups."""
+        max_batch_size follow-ups. A follow-up may wait for earlier ones
+        (``after``: their indexes in ``follow_ups``), as in enqueue_batch."""
         wire: list[qpb.EnqueueRequest] = []
         keys: list[str] = []
         for i, r in enumerate(follow_ups):
@@ -870,9 +895,10 @@ class SeppClient:
 
     async def list_jobs(self, queue: str, *, state: JobState, after_job_id: int = 0,
                         limit: int = 0, stale: bool = False) -> tuple[list[Job], int]:
-        """A page of the queue's live jobs in one state (SCHEDULED, READY or
-        RESERVED; the server lists one state at a time) and the after_job_id
-        of the next page (0: no more)."""
+        """A page of the queue's jobs in one state (SCHEDULED, READY,
+        RESERVED, BLOCKED, or COMPLETED while the queue keeps completed
+        jobs; the server lists one state at a time) and the after_job_id of
+        the next page (0: no more)."""
         r = await self._admin("list jobs", "ListJobs", apb.ListJobsRequest(
             queue=queue, state=tpb.JobState.Name(int(state)), after_job_id=after_job_id, limit=limit,
             allow_stale=stale))
@@ -882,6 +908,31 @@ class SeppClient:
         """One job; NotFound when the server holds no such job."""
         r = await self._admin("get job", "GetJob", apb.GetJobRequest(job_id=job_id, allow_stale=stale))
         return Job.from_proto(r.job)
+
+    async def parent_results(self, parents: Sequence[JobParent], *, stale: bool = False) -> list[ParentResult]:
+        """The outcomes and results of ``parents``, a job's ``Job.parents``
+        (a Worker's handler has them in ``delivery.job.parents``), in order:
+        a get_job of each completed parent, which needs a token with the
+        viewer role. A callback enqueued after a batch's jobs
+        (``after=...``, ``on_parent_failure=ParentFailure.RUN``) reads its
+        members' outcomes and results so.
+
+        A completed parent's result is there (``kept`` True) while its
+        queue keeps completed jobs (``completed_retention_ms``); a parent
+        that did not complete, or whose record is gone, has ``kept`` False
+        and ``result`` b"". Any other failure of a get_job raises."""
+        out: list[ParentResult] = []
+        for p in parents:
+            result, kept = b"", False
+            if p.state == JobState.COMPLETED:
+                try:
+                    j = await self.get_job(p.job_id, stale=stale)
+                except NotFound:
+                    pass  # completed, its record not kept
+                else:
+                    result, kept = j.result, True
+            out.append(ParentResult(p.job_id, p.state, p.cause, p.ended, result, kept))
+        return out
 
     async def list_dead_letters(self, queue: str = "", *, after_job_id: int = 0, limit: int = 0,
                                 stale: bool = False) -> tuple[list[DeadLetterRecord], int]:

@@ -45,6 +45,9 @@ class Producer:
     below the server's max_batch_size); ``max_batch_bytes`` their encoded
     size (1 MiB); ``max_in_flight`` the batches sent at once (4). Close it
     (or use ``async with``) to flush.
+
+    A request with ``after`` raises InvalidField naming ``after``, as a lone
+    enqueue does: jobs that wait for each other go in one enqueue_batch.
     """
 
     def __init__(self, client: SeppClient, *, linger: timedelta = timedelta(milliseconds=1),
@@ -71,7 +74,9 @@ class Producer:
         if self._closed:
             raise ClientClosed("producer closed", op="enqueue")
         request.validate()
-        from sepp.client import new_key
+        from sepp.client import _refuse_after, new_key
+        # A batch of the producer's making means nothing to after's indexes.
+        _refuse_after(request, "enqueue")
         key = request.idempotency_key or new_key()
         fut: asyncio.Future[EnqueueResult] = asyncio.get_running_loop().create_future()
         await self._queue.put(_Item(self._client._with_trace(request.to_proto(key)), key, fut))

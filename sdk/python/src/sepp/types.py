@@ -19,12 +19,15 @@ __all__ = [
     "Priority",
     "JobState",
     "DeadLetterCause",
+    "ParentFailure",
     "EnqueueRequest",
     "UniqueOptions",
     "EnqueueResult",
     "BatchResult",
     "RetryDirective",
     "Job",
+    "JobParent",
+    "ParentResult",
     "JobAttempt",
     "JobContext",
     "Delivery",
@@ -79,6 +82,10 @@ class JobState(enum.IntEnum):
     RESERVED = tpb.JOB_STATE_RESERVED
     DEAD = tpb.JOB_STATE_DEAD
     COMPLETED = tpb.JOB_STATE_COMPLETED
+    #: Waiting for the jobs it was enqueued after (EnqueueRequest.after)
+    #: to end; then Ready (or Scheduled until its scheduled_at), or
+    #: cancelled per its on_parent_failure.
+    BLOCKED = tpb.JOB_STATE_BLOCKED
 
     def __str__(self) -> str:
         return self.name.lower()
@@ -106,6 +113,32 @@ class DeadLetterCause(enum.IntEnum):
     @classmethod
     def _missing_(cls, value: object) -> DeadLetterCause:
         return cls.UNKNOWN
+
+
+class ParentFailure(enum.IntEnum):
+    """What a job enqueued after others (EnqueueRequest.after) does when one
+    of them ends other than completed: dead-lettered, cancelled, expired,
+    deleted or purged."""
+
+    #: Cancelled at once (the default): dead-lettered with the cause
+    #: CANCELLED and a last_reason naming the parent; its own dependents
+    #: follow their policies in turn.
+    CANCEL = tpb.PARENT_FAILURE_POLICY_CANCEL
+    #: Run once every parent has ended, whatever the outcomes: a batch's
+    #: callback, which reads them in Job.parents (SeppClient.parent_results).
+    RUN = tpb.PARENT_FAILURE_POLICY_RUN
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def _missing_(cls, value: object) -> ParentFailure:
+        # Unset on the wire means cancel.
+        return cls.CANCEL
+
+
+#: The largest index EnqueueRequest.after may name (the server's bound).
+_MAX_AFTER_INDEX = 2**31 - 1
 
 
 def _to_ts(t: datetime) -> timestamp_pb2.Timestamp:
@@ -231,6 +264,16 @@ class EnqueueRequest:
     which it must be reserved, else it is dead-lettered with the cause
     EXPIRED; with both (or the queue's max_wait_ms) the earliest applies.
     A reserved job never expires.
+
+    ``after`` makes the job wait for other requests of the same call, by
+    their indexes: earlier items of one ``enqueue_batch`` or of one
+    ``ack_with_follow_ups`` (a lone ``enqueue`` or a Producer refuses it
+    with InvalidField naming ``after``). The job is BLOCKED until each has
+    ended, then runs if each completed, else as ``on_parent_failure``
+    says: None or ``ParentFailure.CANCEL`` dead-letters it at once (cause
+    CANCELLED), ``ParentFailure.RUN`` runs it anyway (a callback, which
+    reads its parents' outcomes in ``Job.parents``). A batch in which any
+    job has ``after`` is applied whole or refused whole.
     """
 
     queue: str
@@ -247,6 +290,11 @@ class EnqueueRequest:
     #: The job's W3C trace context; unset, the client's ``trace_injector``
     #: (if any) supplies the caller's.
     trace_context: Optional[TraceContext] = None
+    #: Indexes of earlier requests of the same call this job waits for.
+    after: Sequence[int] = ()
+    #: What the job does when a parent fails; None is the server's default,
+    #: ParentFailure.CANCEL. Only with ``after``.
+    on_parent_failure: Optional[ParentFailure] = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -277,6 +325,21 @@ class EnqueueRequest:
             raise InvalidField(_item_field(prefix, "unique.completed_for"),
                                f"unique.completed_for must not be negative, got {self.unique.completed_for}",
                                ">= 0", op="enqueue")
+        for k, a in enumerate(self.after):
+            if isinstance(a, bool) or not isinstance(a, int) or not 0 <= a <= _MAX_AFTER_INDEX:
+                raise InvalidField(_item_field(prefix, f"after[{k}]"),
+                                   f"after[{k}] must be an earlier request's index, got {a!r}",
+                                   "an earlier request's index", op="enqueue")
+        p = self.on_parent_failure
+        if p is not None:
+            if isinstance(p, bool) or p not in (ParentFailure.CANCEL, ParentFailure.RUN):
+                raise InvalidField(_item_field(prefix, "on_parent_failure"),
+                                   f"on_parent_failure must be ParentFailure.CANCEL or RUN, got "
+                                   f"{p!r}", "cancel or run", op="enqueue")
+            if p == ParentFailure.RUN and not self.after:
+                raise InvalidField(_item_field(prefix, "on_parent_failure"),
+                                   "on_parent_failure is set, but the job waits for nothing (after is empty)",
+                                   "with after", op="enqueue")
 
     def to_proto(self, key: str) -> qpb.EnqueueRequest:
         m = qpb.EnqueueRequest(queue=self.queue, job_type=self.job_type, payload=bytes(self.payload),
@@ -294,6 +357,11 @@ class EnqueueRequest:
             m.ttl_ms = _whole_ms(self.ttl)
         if self.trace_context is not None:
             m.trace_context.CopyFrom(self.trace_context.to_proto())
+        if self.after:
+            m.after.extend(int(a) for a in self.after)
+        if self.on_parent_failure is not None:
+            m.on_parent_failure = (tpb.PARENT_FAILURE_POLICY_RUN if self.on_parent_failure == ParentFailure.RUN
+                                   else tpb.PARENT_FAILURE_POLICY_CANCEL)
         return m
 
 
@@ -385,6 +453,38 @@ class JobAttempt:
 
 
 @dataclass(frozen=True)
+class JobParent:
+    """A job another was enqueued after (EnqueueRequest.after), and how it
+    ended."""
+
+    job_id: int
+    #: COMPLETED or DEAD once it ended that way; its current state while it
+    #: has not ended; UNKNOWN once it was deleted or purged.
+    state: JobState
+    #: A dead parent's cause; UNKNOWN otherwise.
+    cause: DeadLetterCause
+    #: It has ended: completed, dead-lettered, deleted or purged.
+    ended: bool
+
+    @classmethod
+    def from_proto(cls, m: tpb.JobParent) -> JobParent:
+        return cls(m.job_id, JobState(m.state), DeadLetterCause(m.cause), m.ended)
+
+
+@dataclass(frozen=True)
+class ParentResult(JobParent):
+    """A parent (JobParent) with its result (SeppClient.parent_results).
+
+    ``kept`` is True when the server still held the completed parent, so
+    ``result`` is its result (b"" when it gave none); False for a parent
+    that did not complete, or whose queue keeps no completed jobs (or kept
+    it past its completed_retention_ms)."""
+
+    result: bytes = b""
+    kept: bool = False
+
+
+@dataclass(frozen=True)
 class Job:
     """A snapshot of a job as the server held it when it answered."""
 
@@ -419,6 +519,12 @@ class Job:
     #: What the worker last reported (report_progress), while the job is
     #: reserved; None when it reported none.
     progress: Optional[Progress] = None
+    #: The jobs this one was enqueued after (EnqueueRequest.after), in the
+    #: order given, and how each ended; kept while the job is live, so a
+    #: Worker's handler reads them (their results: parent_results).
+    parents: tuple[JobParent, ...] = ()
+    #: Its policy when a parent fails; None without parents.
+    on_parent_failure: Optional[ParentFailure] = None
 
     @classmethod
     def from_proto(cls, m: tpb.Job) -> Job:
@@ -437,6 +543,8 @@ class Job:
             completed_at=_from_ts(m.completed_at),
             run_time=m.run_time.ToTimedelta() if m.HasField("run_time") else None,
             progress=Progress(m.progress.percent, m.progress.message) if m.HasField("progress") else None,
+            parents=tuple(JobParent.from_proto(p) for p in m.parents),
+            on_parent_failure=ParentFailure(m.on_parent_failure) if m.parents else None,
         )
 
 
@@ -629,6 +737,8 @@ class QueueStats:
     dropped_total: int
     #: The queue's tags (key/value labels); empty when it has none.
     tags: Mapping[str, str] = field(default_factory=dict)
+    #: Jobs waiting for their parents (JobState.BLOCKED).
+    blocked: int = 0
 
 
 @dataclass(frozen=True)
@@ -821,7 +931,7 @@ def _queue_stats(q: apb.QueueSummary) -> QueueStats:
     return QueueStats(q.name, q.paused, q.configured, q.scheduled, q.ready, q.reserved, q.dead,
                       q.oldest_ready_age.ToTimedelta(), q.enqueued_total, q.acked_total,
                       {DeadLetterCause(c.cause): c.count for c in q.dead_lettered_total}, q.dropped_total,
-                      dict(q.tags))
+                      dict(q.tags), q.blocked)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,10 @@ sends nothing. A report the server refuses (``WrongState`` while some
 cluster member does not keep progress yet) is dropped, the lease extended
 without it, and the refusal reported to ``on_error`` once per delivery.
 The server clears the progress when the delivery ends.
+
+A job enqueued after others (``EnqueueRequest.after``) reaches its handler
+with its parents in ``delivery.job.parents`` (each one's state, cause and
+whether it ended); ``SeppClient.parent_results`` reads their results.
 """
 
 from __future__ import annotations
