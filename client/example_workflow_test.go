@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"sort"
@@ -34,6 +35,15 @@ func Example_workflow() {
 	}
 	fmt.Println(res[0].Result.State, res[4].Result.State)
 	// docs:end workflow
+
+	// A Producer batches many callers' jobs: it refuses after, whose
+	// indexes would name other callers' jobs.
+	prod := c.NewProducer(client.ProducerOptions{})
+	_, err = prod.Enqueue(ctx, client.NewEnqueueRequest("tiles", "render").WithAfter(0))
+	fmt.Println(errors.Is(err, client.ErrInvalidArgument))
+	if err := prod.Close(ctx); err != nil {
+		log.Fatal(err)
+	}
 
 	done := make(chan []string, 1)
 	w := client.NewWorker(c, client.WorkerOptions{WorkerID: "tiler"})
@@ -69,6 +79,7 @@ func Example_workflow() {
 	}
 	// Output:
 	// ready blocked
+	// true
 	// completed tile of job 1
 	// completed tile of job 2
 	// completed tile of job 3

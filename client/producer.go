@@ -159,6 +159,14 @@ func (p *Producer) EnqueueAsync(ctx context.Context, req *EnqueueRequest) *Pendi
 		pe.resolve(EnqueueResult{}, &Error{Op: "enqueue", Kinds: []error{ErrInvalidArgument}, Detail: err})
 		return pe
 	}
+	if req != nil && len(req.After) > 0 {
+		// The producer batches other callers' jobs with this one: its
+		// indexes would name their jobs. A workflow is one EnqueueBatch.
+		pe.resolve(EnqueueResult{}, &Error{Op: "enqueue", Kinds: []error{ErrInvalidArgument},
+			Detail: &FieldError{Field: "after", Limit: "only in EnqueueBatch or AckWithFollowUps",
+				Description: "after names requests of the same call; a Producer batches jobs of many callers, so enqueue a workflow with EnqueueBatch"}})
+		return pe
+	}
 	// Fix the key and take the wire form now: the request may be reused by
 	// the caller after this.
 	key := req.IdempotencyKey
