@@ -299,7 +299,7 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 	if o.DeadLetterRetention > 0 {
 		extra = strings.Replace(extra, "dead_letter_retention_ms = 3600000", fmt.Sprintf("dead_letter_retention_ms = %d", o.DeadLetterRetention.Milliseconds()), 1)
 	}
-	extra += o.ExtraTOML
+	extra += o.ExtraTOML + workflowQueuesTOML
 	dopts := devcluster.Options{Binary: bin, Nodes: 3, Dir: t.TempDir(), ExtraTOML: extra, Launch: o.Launch}
 	var nn *nodeNet
 	if o.Partitions {
@@ -354,6 +354,7 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 	w := startWorkload(ctx, t, workloadOptions{Addrs: c.Addrs(), Producers: 2, Workers: 2, MaxJobs: maxJobs, Backlog: 40})
 	closeRaw := startRawWorkload(ctx, w, c.Addrs(), 1, 1)
 	defer closeRaw()
+	wf := startWorkflowWorkload(ctx, t, w, c.Addrs())
 	stopped := false
 	defer w.stopUnlessStopped(cancel, &stopped) // a t.Fatal below: end the goroutines before returning
 	w.awaitGoing(ctx, t)
@@ -427,6 +428,9 @@ func runCampaign(t *testing.T, o campaignOptions) campaignReport {
 	}
 	w.stop(ctx, t, insp, 60*time.Second)
 	stopped = true
+	for _, p := range wf.check(ctx, t, insp, 60*time.Second) {
+		n.problem("workflows: %s", p)
+	}
 	final := readFinal(ctx, t, insp)
 	if o.PlantedLoss {
 		r.History, r.Checked = history.Check(w.rec.Ops(), final), true

@@ -16,7 +16,11 @@ import (
 
 // workflowTOML keeps the workflows' completed jobs, so that a callback
 // reads its parents' results.
-const workflowTOML = clusterTOML + `
+const workflowTOML = clusterTOML + workflowQueuesTOML
+
+// workflowQueuesTOML declares the workflows' queues, keeping completed
+// jobs ten minutes.
+const workflowQueuesTOML = `
 [[queues]]
 name = "wf-plan"
 completed_retention_ms = 600000
