@@ -1,7 +1,8 @@
 // Package engine is the job queue itself: jobs, per-queue priority order, the
 // scheduled set, leases and their fencing tokens, retries and backoff,
-// attempts, the dead-letter store with its retention and forwarding, drains
-// and the operator actions. STATES.md draws the job states.
+// attempts, the dead-letter store with its retention and forwarding, drains,
+// jobs that wait for other jobs (dependencies.go) and the operator actions.
+// STATES.md draws the job states.
 //
 // The engine is a pure, deterministic state machine. It imports the standard
 // library only; it never reads a clock, a random source or the environment,

@@ -52,6 +52,7 @@ given (key=value, or key for any value). --watch prints the list again every
 						Scheduled         uint64            `json:"scheduled"`
 						Ready             uint64            `json:"ready"`
 						Reserved          uint64            `json:"reserved"`
+						Blocked           uint64            `json:"blocked"`
 						Dead              uint64            `json:"dead"`
 						OldestReadyAgeMS  int64             `json:"oldest_ready_age_ms"`
 						EnqueuedTotal     uint64            `json:"enqueued_total"`
@@ -73,7 +74,7 @@ given (key=value, or key for any value). --watch prints the list again every
 						for cause, n := range q.DeadLetteredTotal {
 							dl[cause.String()] = n
 						}
-						views = append(views, view{q.Name, q.Paused, q.Configured, q.Scheduled, q.Ready, q.Reserved, q.Dead,
+						views = append(views, view{q.Name, q.Paused, q.Configured, q.Scheduled, q.Ready, q.Reserved, q.Blocked, q.Dead,
 							q.OldestReadyAge.Milliseconds(), q.EnqueuedTotal, q.AckedTotal, dl, q.DroppedTotal,
 							q.RateTokens, q.KeysAtLimit, q.HeldByKey, q.PurgedTotal, q.FairnessActiveKeys, q.Tags})
 					}
@@ -87,10 +88,10 @@ given (key=value, or key for any value). --watch prints the list again every
 					}
 					rows = append(rows, []string{q.Name, strconv.FormatBool(q.Paused),
 						strconv.FormatUint(q.Scheduled, 10), strconv.FormatUint(q.Ready, 10), strconv.FormatUint(q.Reserved, 10),
-						strconv.FormatUint(q.Dead, 10), HumanDuration(q.OldestReadyAge), strconv.FormatUint(q.EnqueuedTotal, 10),
+						strconv.FormatUint(q.Blocked, 10), strconv.FormatUint(q.Dead, 10), HumanDuration(q.OldestReadyAge), strconv.FormatUint(q.EnqueuedTotal, 10),
 						strconv.FormatUint(q.AckedTotal, 10), strconv.FormatUint(dead, 10), orDash(tagsText(q.Tags))})
 				}
-				return table(out, "QUEUE\tPAUSED\tSCHEDULED\tREADY\tRESERVED\tDEAD\tOLDEST_READY\tENQUEUED\tACKED\tDEAD_LETTERED\tTAGS", rows)
+				return table(out, "QUEUE\tPAUSED\tSCHEDULED\tREADY\tRESERVED\tBLOCKED\tDEAD\tOLDEST_READY\tENQUEUED\tACKED\tDEAD_LETTERED\tTAGS", rows)
 			})
 		},
 	}
@@ -128,15 +129,15 @@ func (e *env) jobsCommand() *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list QUEUE",
 		Short: "List a queue's jobs in one state, by job id",
-		Long: `List a queue's live jobs in one state (ready, scheduled or reserved), by
-job id. Prints the next page's --after when there is one; --all follows
-every page.`,
+		Long: `List a queue's jobs in one state (ready, scheduled, reserved, blocked or
+completed), by job id. Prints the next page's --after when there is one;
+--all follows every page.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeQueueArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := client.ParseJobState(state)
 			if err != nil || st == client.StateDead {
-				return usageErrorf("--state must be ready, scheduled or reserved, got %q", state)
+				return usageErrorf("--state must be ready, scheduled, reserved, blocked or completed (dead jobs: sepp dead-letters list), got %q", state)
 			}
 			return e.run(cmd, func(ctx context.Context, c *client.Client, out io.Writer) error {
 				var all []client.Job
@@ -156,7 +157,7 @@ every page.`,
 			})
 		},
 	}
-	list.Flags().StringVar(&state, "state", "ready", "ready, scheduled or reserved")
+	list.Flags().StringVar(&state, "state", "ready", "ready, scheduled, reserved, blocked or completed")
 	_ = list.RegisterFlagCompletionFunc("state", completeLiveStates)
 	list.Flags().Uint64Var(&after, "after", 0, "start after this job id")
 	list.Flags().IntVar(&limit, "limit", 100, "page size (the server clamps to 1000)")
@@ -234,6 +235,25 @@ func printJobDetail(out io.Writer, j client.Job) error {
 		{"lease_deadline", fmtTime(j.LeaseDeadline)},
 		{"last_reason", orDash(j.LastReason)},
 		{"payload", payloadPreview(j.Payload)},
+	}
+	for i, p := range j.Parents {
+		outcome := p.State.String()
+		switch {
+		case p.Ended && p.State == client.StateDead:
+			outcome = "dead (" + p.Cause.String() + ")"
+		case p.Ended && p.State == client.StateUnknown:
+			outcome = "removed"
+		case !p.Ended:
+			outcome += ", not ended"
+		}
+		rows = append(rows, []string{fmt.Sprintf("parent.%d", i), fmt.Sprintf("%d %s", p.JobID, outcome)})
+	}
+	if len(j.Parents) > 0 {
+		policy := "cancel"
+		if j.OnParentFailure == client.ParentFailureRun {
+			policy = "run"
+		}
+		rows = append(rows, []string{"on_parent_failure", policy})
 	}
 	keys := make([]string, 0, len(j.Custom))
 	for k := range j.Custom {

@@ -54,5 +54,5 @@ func (e *env) queueNames(cmd *cobra.Command, prefix string) []string {
 
 // completeLiveStates completes --state of jobs list.
 func completeLiveStates(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return []string{client.StateReady.String(), client.StateScheduled.String(), client.StateReserved.String()}, cobra.ShellCompDirectiveNoFileComp
+	return []string{client.StateReady.String(), client.StateScheduled.String(), client.StateReserved.String(), client.StateBlocked.String(), client.StateCompleted.String()}, cobra.ShellCompDirectiveNoFileComp
 }

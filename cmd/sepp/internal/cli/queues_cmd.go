@@ -333,12 +333,12 @@ func (e *env) queueGetCommand() *cobra.Command {
 					return e.printJSON(out, map[string]any{
 						"queue": args[0], "paused": q.Stats.Paused, "configured": q.Stats.Configured,
 						"scheduled": q.Stats.Scheduled, "ready": q.Stats.Ready, "reserved": q.Stats.Reserved, "dead": q.Stats.Dead,
-						"purged_total": q.Stats.PurgedTotal,
-						"settings":     viewSettings(q.Settings), "effective": viewSettings(q.Effective),
+						"blocked": q.Stats.Blocked, "purged_total": q.Stats.PurgedTotal,
+						"settings": viewSettings(q.Settings), "effective": viewSettings(q.Effective),
 					})
 				}
-				fmt.Fprintf(out, "queue %s: paused %v, configured %v; scheduled %d, ready %d, reserved %d, dead %d\n",
-					args[0], q.Stats.Paused, q.Stats.Configured, q.Stats.Scheduled, q.Stats.Ready, q.Stats.Reserved, q.Stats.Dead)
+				fmt.Fprintf(out, "queue %s: paused %v, configured %v; scheduled %d, ready %d, reserved %d, blocked %d, dead %d\n",
+					args[0], q.Stats.Paused, q.Stats.Configured, q.Stats.Scheduled, q.Stats.Ready, q.Stats.Reserved, q.Stats.Blocked, q.Stats.Dead)
 				if len(q.Stats.Tags) > 0 {
 					fmt.Fprintf(out, "tags: %s\n", tagsText(q.Stats.Tags))
 				}
