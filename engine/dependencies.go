@@ -90,6 +90,8 @@ func checkAfter(i int, p *EnqueueParams) error {
 	}
 	for k, a := range p.After {
 		switch {
+		case i == 0:
+			return invalid("after["+strconv.Itoa(k)+"]", "must name an earlier request of the same call, and the first has none; got %d", a)
 		case a < 0 || a >= i:
 			return invalid("after["+strconv.Itoa(k)+"]", "must name an earlier request of the same call (0..%d), got %d", i-1, a)
 		case slices.Contains(p.After[:k], a):
