@@ -603,7 +603,8 @@ type ListJobsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Queue string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
 	// JOB_STATE_SCHEDULED, JOB_STATE_READY, JOB_STATE_RESERVED,
-	// JOB_STATE_BLOCKED, JOB_STATE_DEAD or JOB_STATE_COMPLETED.
+	// JOB_STATE_BLOCKED or JOB_STATE_COMPLETED (dead jobs:
+	// ListDeadLetters).
 	State JobState `protobuf:"varint,2,opt,name=state,proto3,enum=sepp.v1.JobState" json:"state,omitempty"`
 	// Start after this job id (exclusive); 0 starts at the beginning.
 	AfterJobId uint64 `protobuf:"varint,3,opt,name=after_job_id,json=afterJobId,proto3" json:"after_job_id,omitempty"`
