@@ -134,6 +134,7 @@ var queueTabs = []struct {
 }{
 	{"ready", "Ready", engine.StateReady},
 	{"scheduled", "Scheduled", engine.StateScheduled},
+	{"blocked", "Blocked", engine.StateBlocked},
 	{"reserved", "Reserved", engine.StateReserved},
 	{"dead", "Dead letters", engine.StateDead},
 	{"completed", "Completed", engine.StateCompleted},
@@ -276,7 +277,7 @@ func (h *handler) queuePage(w http.ResponseWriter, r *http.Request, q *request) 
 	v.ClearURL = queuePath(name) + "?tab=" + tab
 	v.Path = r.URL.RequestURI()
 	v.Charts = rateCharts("q", h.ring.series(name))
-	counts := map[string]int{"ready": v.Stats.Ready, "scheduled": v.Stats.Scheduled, "reserved": v.Stats.Reserved, "dead": v.Stats.Dead, "completed": v.Stats.Completed}
+	counts := map[string]int{"ready": v.Stats.Ready, "scheduled": v.Stats.Scheduled, "blocked": v.Stats.Blocked, "reserved": v.Stats.Reserved, "dead": v.Stats.Dead, "completed": v.Stats.Completed}
 	for _, t := range queueTabs {
 		v.Tabs = append(v.Tabs, tabLink{Key: t.Key, Label: t.Label, URL: queuePath(name) + "?tab=" + t.Key, Count: counts[t.Key], Active: t.Key == tab})
 	}

@@ -165,6 +165,16 @@ var templateFuncs = template.FuncMap{
 	"count":     func(m map[engine.Cause]uint64, c engine.Cause) uint64 { return m[c] },
 	"causes":    engine.Causes,
 	"causeText": causeText,
+	// pendingParents counts the parents a job still waits for.
+	"pendingParents": func(ps []engine.ParentLink) int {
+		n := 0
+		for _, p := range ps {
+			if !p.Ended {
+				n++
+			}
+		}
+		return n
+	},
 	// age is how long the oldest ready job has waited: a dash when none waits.
 	"age": func(ready int, d time.Duration) string {
 		switch {

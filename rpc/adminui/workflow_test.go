@@ -1,0 +1,125 @@
+package adminui_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/sepp-io/sepp/engine"
+	"github.com/sepp-io/sepp/rpc"
+	"github.com/sepp-io/sepp/rpc/adminui"
+)
+
+// workflow names the jobs of workflowOn's batch.
+type workflow struct {
+	plan      engine.JobID    // on "video"
+	renders   [3]engine.JobID // on "render", each after plan
+	stitch    engine.JobID    // on "video", after the renders, runs anyway
+	thumbnail engine.JobID    // on "video", after renders[1], cancelled if it fails
+}
+
+// workflowOn creates queue "render", which keeps completed jobs a day,
+// and enqueues one batch: plan, then three renders after it, then stitch
+// (a callback: run policy) after the three and a thumbnail (cancel
+// policy) after the second render.
+func workflowOn(t *testing.T, e *env) workflow {
+	t.Helper()
+	ctx, b := context.Background(), e.backend
+	if _, err := rpc.Propose(ctx, b, engine.CreateQueueOp{Config: engine.QueueConfig{Name: "render", CompletedRetention: 24 * time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	items := []engine.EnqueueParams{{Queue: "video", JobType: "plan", Payload: []byte(`{"film":"intro","scenes":3}`)}}
+	for i := 1; i <= 3; i++ {
+		items = append(items, engine.EnqueueParams{Queue: "render", JobType: "render", Payload: []byte(fmt.Sprintf(`{"film":"intro","scene":%d}`, i)), After: []int{0}})
+	}
+	items = append(items,
+		engine.EnqueueParams{Queue: "video", JobType: "stitch", Payload: []byte(`{"film":"intro","out":"s3://films/intro.mp4"}`), After: []int{1, 2, 3}, OnParentFailure: engine.ParentFailureRun},
+		engine.EnqueueParams{Queue: "video", JobType: "thumbnail", Payload: []byte(`{"film":"intro","scene":2}`), After: []int{2}})
+	res, err := rpc.Propose(ctx, b, engine.EnqueueBatchOp{Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []engine.JobID
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("item %d: %v", i, r.Err)
+		}
+		ids = append(ids, r.Result.JobID)
+	}
+	return workflow{plan: ids[0], renders: [3]engine.JobID{ids[1], ids[2], ids[3]}, stitch: ids[4], thumbnail: ids[5]}
+}
+
+// runNext reserves queue's next job, which must be id, and returns its
+// lease.
+func runNext(t *testing.T, e *env, queue string, id engine.JobID) engine.LeaseRef {
+	t.Helper()
+	ds, err := rpc.Propose(context.Background(), e.backend, engine.ReserveOp{Params: engine.ReserveParams{Queue: queue, WorkerID: "worker-3", N: 1, Lease: 5 * time.Minute}})
+	if err != nil || len(ds) != 1 || ds[0].Job.ID != id {
+		t.Fatalf("reserve %s: %v (%d deliveries), want job %d", queue, err, len(ds), id)
+	}
+	return engine.LeaseRef{JobID: id, LeaseToken: ds[0].LeaseToken}
+}
+
+func ack(t *testing.T, e *env, ref engine.LeaseRef) {
+	t.Helper()
+	if _, err := rpc.Propose(context.Background(), e.backend, engine.AckOp{Ref: ref}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBlockedTab: the jobs of a workflow waiting for their parents are
+// counted on the Queues page and the queue's Blocked tab, which lists
+// them with how many parents each waits for and its policy, and offers
+// only the actions the engine allows on a blocked job.
+func TestBlockedTab(t *testing.T) {
+	e := newEnv(t, adminui.Options{}, time.Hour)
+	w := workflowOn(t, e)
+	b := newBrowser(t, e.srv.URL)
+
+	r := b.get("/queues")
+	for queue, n := range map[string]int{"render": 3, "video": 2, "emails": 0} {
+		re := regexp.MustCompile(fmt.Sprintf(`(?s)<tr data-queue="%s">.*?<a href="/queues/%s\?tab=blocked">(\d+)</a>`, queue, queue))
+		m := re.FindStringSubmatch(r.body)
+		if m == nil || m[1] != fmt.Sprint(n) {
+			t.Errorf("queues page: %s's blocked count %v, want %d:\n%s", queue, m, n, r.body)
+		}
+	}
+	mustContain(t, "queues page", r.body, `<th class="num" title="Jobs waiting for the jobs they were enqueued after to end">Blocked</th>`)
+
+	r = b.get("/queues/render?tab=blocked")
+	if r.status != http.StatusOK {
+		t.Fatalf("blocked tab: status %d:\n%s", r.status, r.body)
+	}
+	body := html.UnescapeString(r.body)
+	mustContain(t, "render's blocked tab", body, `id="tab-blocked" class="active"`, `Blocked <span class="count">3</span>`,
+		"<th>Waits for</th>", "<b>1</b> of 1 parent", `<span class="badge policy-cancel">cancel</span>`,
+		`id="sel-priority"`, `id="sel-delete"`, `id="dead-letter-selected"`)
+	for _, id := range w.renders {
+		mustContain(t, "render's blocked tab", body, fmt.Sprintf(`<tr data-job="%d">`, id), fmt.Sprintf(`href="/queues/render/jobs/%d"`, id))
+	}
+	mustNotContain(t, "render's blocked tab", body, `id="sel-reschedule"`, `id="sel-run-now"`, fmt.Sprintf(`<tr data-job="%d">`, w.plan))
+
+	r = b.get("/queues/video?tab=blocked")
+	body = html.UnescapeString(r.body)
+	mustContain(t, "video's blocked tab", body, `Blocked <span class="count">2</span>`,
+		fmt.Sprintf(`<tr data-job="%d">`, w.stitch), fmt.Sprintf(`<tr data-job="%d">`, w.thumbnail),
+		"<b>3</b> of 3 parents", `<span class="badge policy-run">run anyway</span>`)
+	mustNotContain(t, "video's blocked tab", body, fmt.Sprintf(`<tr data-job="%d">`, w.plan))
+
+	// Once plan completes, the renders are ready: the tab is empty.
+	ack(t, e, runNext(t, e, "video", w.plan))
+	r = b.get("/queues/render?tab=blocked")
+	mustContain(t, "render's blocked tab after plan completed", r.body, `Blocked <span class="count">0</span>`, "No blocked jobs on this queue.")
+	r = b.get("/queues/render?tab=ready")
+	mustContain(t, "render's ready tab after plan completed", r.body, fmt.Sprintf(`<tr data-job="%d">`, w.renders[0]))
+
+	// A queue holding blocked jobs is not empty: deleting it asks to
+	// delete them too.
+	r = b.post("/queues/video/delete", url.Values{"csrf": {b.csrf("/queues")}})
+	mustContain(t, "delete video confirmation", r.body, `<b id="held-blocked">2</b> blocked`, `id="force"`)
+}
