@@ -227,7 +227,7 @@ func causeText(c engine.Cause) string {
 	case engine.CauseAdmin:
 		return "an operator dead-lettered it"
 	case engine.CauseCancelled:
-		return "an operator cancelled it while a worker ran it"
+		return "an operator cancelled it while a worker ran it, or a job it waited for did not complete"
 	case engine.CauseExpired:
 		return "it was not reserved by its deadline (ttl, expires_at or the queue's max_wait_ms)"
 	}

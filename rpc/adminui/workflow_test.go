@@ -72,6 +72,25 @@ func ack(t *testing.T, e *env, ref engine.LeaseRef) {
 	}
 }
 
+// progressWorkflow runs w part way: plan and the first render complete,
+// the second render dies (its thumbnail is cancelled), the third is
+// reserved, so stitch still waits.
+func progressWorkflow(t *testing.T, e *env, w workflow) engine.LeaseRef {
+	t.Helper()
+	ack(t, e, runNext(t, e, "video", w.plan))
+	e.clock.Advance(4 * time.Second)
+	ack(t, e, runNext(t, e, "render", w.renders[0]))
+	e.clock.Advance(3 * time.Second)
+	ref := runNext(t, e, "render", w.renders[1])
+	if _, err := rpc.Propose(context.Background(), e.backend, engine.NackOp{Params: engine.NackParams{LeaseRef: ref,
+		Directive: engine.DirectiveDeadLetter, Reason: "ffmpeg: corrupt frame 1184"}}); err != nil {
+		t.Fatal(err)
+	}
+	third := runNext(t, e, "render", w.renders[2])
+	e.clock.Advance(2 * time.Second)
+	return third
+}
+
 // TestBlockedTab: the jobs of a workflow waiting for their parents are
 // counted on the Queues page and the queue's Blocked tab, which lists
 // them with how many parents each waits for and its policy, and offers
@@ -122,4 +141,67 @@ func TestBlockedTab(t *testing.T) {
 	// delete them too.
 	r = b.post("/queues/video/delete", url.Values{"csrf": {b.csrf("/queues")}})
 	mustContain(t, "delete video confirmation", r.body, `<b id="held-blocked">2</b> blocked`, `id="force"`)
+}
+
+// TestJobPageParents: a blocked callback's page lists its parents with
+// how each ended (completed, dead with its cause, or pending with its live
+// state), links to those the engine holds, and its policy; once the last
+// parent ends the job is released and the page says every parent ended.
+// A cancel-policy dependent of the dead parent is dead-lettered with cause
+// cancelled and a reason naming it.
+func TestJobPageParents(t *testing.T) {
+	e := newEnv(t, adminui.Options{}, time.Hour)
+	w := workflowOn(t, e)
+	third := progressWorkflow(t, e, w)
+	b := newBrowser(t, e.srv.URL)
+
+	r := b.get(fmt.Sprintf("/queues/video/jobs/%d", w.stitch))
+	if r.status != http.StatusOK {
+		t.Fatalf("stitch's page: status %d:\n%s", r.status, r.body)
+	}
+	body := html.UnescapeString(r.body)
+	mustContain(t, "stitch's page", body, `<span class="badge state-blocked">blocked</span>`, `id="parents"`, "<h2>Waits for</h2>",
+		"<b>1</b> of 3 still to end · <b>1</b> completed · <b>1</b> did not complete",
+		`<span class="badge policy-run">run anyway</span>`)
+	row := func(id engine.JobID) string {
+		t.Helper()
+		m := regexp.MustCompile(fmt.Sprintf(`(?s)<tr data-parent="%d">.*?</tr>`, id)).FindString(body)
+		if m == "" {
+			t.Fatalf("stitch's page: no row for parent %d:\n%s", id, body)
+		}
+		return m
+	}
+	mustContain(t, "completed parent's row", row(w.renders[0]), fmt.Sprintf(`href="/queues/render/jobs/%d"`, w.renders[0]), "render",
+		`<span class="badge state-completed">completed</span>`)
+	mustContain(t, "dead parent's row", row(w.renders[1]), fmt.Sprintf(`href="/queues/render/jobs/%d"`, w.renders[1]),
+		`<span class="badge state-dead">dead</span>`, `<span class="cause cause-rejected">rejected</span>`, "ffmpeg: corrupt frame 1184")
+	mustContain(t, "pending parent's row", row(w.renders[2]), fmt.Sprintf(`href="/queues/render/jobs/%d"`, w.renders[2]),
+		"pending, now", `<span class="badge state-reserved">reserved</span>`)
+
+	// A render's parent completed on a queue that keeps no results: shown,
+	// not linked.
+	r = b.get(fmt.Sprintf("/queues/render/jobs/%d", w.renders[2]))
+	body = html.UnescapeString(r.body)
+	mustContain(t, "third render's page", body, "<h2>Parents</h2>", "all 1 ended", fmt.Sprintf(`<b>#%d</b>`, w.plan),
+		`<span class="badge state-completed">completed</span> <span class="muted small">its result is not kept</span>`,
+		`<span class="badge policy-cancel">cancel</span>`)
+	mustNotContain(t, "third render's page", body, fmt.Sprintf(`/jobs/%d"`, w.plan))
+
+	// The thumbnail waited for the dead render with the cancel policy.
+	r = b.get(fmt.Sprintf("/queues/video/jobs/%d", w.thumbnail))
+	body = html.UnescapeString(r.body)
+	mustContain(t, "thumbnail's page", body, "Dead letter #", `<span class="cause cause-cancelled">cancelled</span>`,
+		"a job it waited for did not complete", fmt.Sprintf("parent job %d was dead-lettered (rejected)", w.renders[1]))
+
+	// A job without parents shows no section.
+	r = b.get(fmt.Sprintf("/queues/emails/jobs/%d", e.jobs.ready1))
+	mustNotContain(t, "a job without parents", r.body, `id="parents"`)
+
+	// The last render completes: stitch runs, whatever the outcomes.
+	ack(t, e, third)
+	r = b.get(fmt.Sprintf("/queues/video/jobs/%d", w.stitch))
+	body = html.UnescapeString(r.body)
+	mustContain(t, "stitch's page once released", body, `<span class="badge state-ready">ready</span>`, "<h2>Parents</h2>",
+		"all 3 ended · <b>2</b> completed · <b>1</b> did not complete")
+	mustNotContain(t, "stitch's page once released", body, "pending, now")
 }
