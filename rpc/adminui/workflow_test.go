@@ -6,9 +6,13 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/sepp-io/sepp/engine"
 	"github.com/sepp-io/sepp/rpc"
@@ -204,4 +208,35 @@ func TestJobPageParents(t *testing.T) {
 	mustContain(t, "stitch's page once released", body, `<span class="badge state-ready">ready</span>`, "<h2>Parents</h2>",
 		"all 3 ended · <b>2</b> completed · <b>1</b> did not complete")
 	mustNotContain(t, "stitch's page once released", body, "pending, now")
+}
+
+// TestScreenshotWorkflow writes docs/workflow.png: the page of a fan-in
+// callback (stitch, run policy) waiting for three renders, one completed,
+// one dead-lettered and one still running. Run it with
+// SEPP_SCREENSHOTS=1.
+func TestScreenshotWorkflow(t *testing.T) {
+	if os.Getenv("SEPP_SCREENSHOTS") != "1" {
+		t.Skip("set SEPP_SCREENSHOTS=1 to write the docs/ screenshots")
+	}
+	tab := newTab(t)
+	e := newEnv(t, adminui.Options{Auth: true, Users: testUsers(t)}, week)
+	w := workflowOn(t, e)
+	progressWorkflow(t, e, w)
+	e.clock.Advance(40 * time.Second)
+	h, err := adminui.New(e.backend, adminui.Options{Auth: true, Users: testUsers(t), Clock: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newServer(t, h)
+	browserSignIn(t, tab, base, operatorName, operatorPass)
+	path := fmt.Sprintf("/queues/video/jobs/%d", w.stitch)
+	do(t, tab, "open "+path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS("#parents")))
+	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", "workflow.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote docs/workflow.png (%d bytes)", len(png))
 }
