@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -239,4 +240,74 @@ func TestScreenshotWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote docs/workflow.png (%d bytes)", len(png))
+}
+
+// TestJobPageManyParents: a callback waiting for more parents than the
+// page lists shows the first of them, says how many more there are and
+// counts every parent; a parent deleted before it ended shows as removed,
+// and a cancel-policy dependent of it is cancelled naming it.
+func TestJobPageManyParents(t *testing.T) {
+	e := newEnv(t, adminui.Options{}, time.Hour)
+	ctx := context.Background()
+	const n = 52
+	var items []engine.EnqueueParams
+	after := make([]int, n)
+	for i := range n {
+		items = append(items, engine.EnqueueParams{Queue: "fan", JobType: "part", Payload: []byte(fmt.Sprintf(`{"part":%d}`, i))})
+		after[i] = i
+	}
+	items = append(items,
+		engine.EnqueueParams{Queue: "fan", JobType: "gather", After: after, OnParentFailure: engine.ParentFailureRun},
+		engine.EnqueueParams{Queue: "fan", JobType: "check", After: []int{0}})
+	res, err := rpc.Propose(ctx, e.backend, engine.EnqueueBatchOp{Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, gather, check := res[0].Result.JobID, res[n].Result.JobID, res[n+1].Result.JobID
+	out, err := rpc.Propose(ctx, e.backend, engine.ActOnJobsOp{Params: engine.JobActionParams{Action: engine.JobActionDelete, IDs: []engine.JobID{first}}})
+	if err != nil || out[0].Err != nil {
+		t.Fatalf("delete job %d: %v %v", first, err, out)
+	}
+	b := newBrowser(t, e.srv.URL)
+
+	r := b.get(fmt.Sprintf("/queues/fan/jobs/%d", gather))
+	body := html.UnescapeString(r.body)
+	mustContain(t, "gather's page", body, "<b>51</b> of 52 still to end · <b>0</b> completed · <b>1</b> did not complete",
+		`id="parents-more">And 2 more parents, not listed.`,
+		fmt.Sprintf(`<tr data-parent="%d">`, res[1].Result.JobID), `<span class="muted">pending, now</span> <span class="badge state-ready">ready</span>`)
+	if rows := strings.Count(body, "<tr data-parent="); rows != 50 {
+		t.Errorf("gather's page lists %d parents, want 50", rows)
+	}
+	m := regexp.MustCompile(fmt.Sprintf(`(?s)<tr data-parent="%d">.*?</tr>`, first)).FindString(body)
+	mustContain(t, "the deleted parent's row", m, fmt.Sprintf(`<b>#%d</b>`, first), `<span class="badge state-removed">removed</span>`)
+	mustNotContain(t, "the deleted parent's row", m, "href=")
+	mustNotContain(t, "gather's page", body, fmt.Sprintf(`<tr data-parent="%d">`, res[n-1].Result.JobID))
+
+	r = b.get(fmt.Sprintf("/queues/fan/dead-letters/%d", check))
+	mustContain(t, "check's dead letter", html.UnescapeString(r.body), `<span class="cause cause-cancelled">cancelled</span>`,
+		fmt.Sprintf("parent job %d was removed before it completed", first))
+}
+
+// TestBrowserWorkflow follows a workflow in a real browser: from the
+// queue's Blocked tab to the callback's page, and from its dead parent's
+// row to that parent's dead-letter record.
+func TestBrowserWorkflow(t *testing.T) {
+	tab := newTab(t)
+	e := newEnv(t, adminui.Options{Auth: true, Users: testUsers(t)}, week)
+	w := workflowOn(t, e)
+	progressWorkflow(t, e, w)
+	browserSignIn(t, tab, e.srv.URL, viewerName, viewerPass)
+	do(t, tab, "open video", chromedp.Navigate(e.srv.URL+"/queues/video"), chromedp.WaitVisible(chromedp.CSS("#tab-blocked")))
+	do(t, tab, "open the Blocked tab", submit("#tab-blocked", fmt.Sprintf(`tr[data-job="%d"]`, w.stitch)))
+	do(t, tab, "open stitch", submit(fmt.Sprintf(`tr[data-job="%d"] a.job-link`, w.stitch), "#parents"))
+	if got := text(t, tab, "#parents-summary"); got != "1 of 3 still to end · 1 completed · 1 did not complete" {
+		t.Errorf("parents summary %q", got)
+	}
+	if got := text(t, tab, "#parent-policy"); !strings.HasPrefix(got, "run anyway") {
+		t.Errorf("policy %q", got)
+	}
+	do(t, tab, "open the dead render", submit(fmt.Sprintf(`tr[data-parent="%d"] a.job-link`, w.renders[1]), "#death"))
+	if got := text(t, tab, "#job-id"); got != fmt.Sprint(uint64(w.renders[1])) {
+		t.Errorf("the dead parent's link opened job %q, want %d", got, w.renders[1])
+	}
 }
