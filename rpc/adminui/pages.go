@@ -134,6 +134,7 @@ var queueTabs = []struct {
 }{
 	{"ready", "Ready", engine.StateReady},
 	{"scheduled", "Scheduled", engine.StateScheduled},
+	{"blocked", "Blocked", engine.StateBlocked},
 	{"reserved", "Reserved", engine.StateReserved},
 	{"dead", "Dead letters", engine.StateDead},
 	{"completed", "Completed", engine.StateCompleted},
@@ -276,7 +277,7 @@ func (h *handler) queuePage(w http.ResponseWriter, r *http.Request, q *request) 
 	v.ClearURL = queuePath(name) + "?tab=" + tab
 	v.Path = r.URL.RequestURI()
 	v.Charts = rateCharts("q", h.ring.series(name))
-	counts := map[string]int{"ready": v.Stats.Ready, "scheduled": v.Stats.Scheduled, "reserved": v.Stats.Reserved, "dead": v.Stats.Dead, "completed": v.Stats.Completed}
+	counts := map[string]int{"ready": v.Stats.Ready, "scheduled": v.Stats.Scheduled, "blocked": v.Stats.Blocked, "reserved": v.Stats.Reserved, "dead": v.Stats.Dead, "completed": v.Stats.Completed}
 	for _, t := range queueTabs {
 		v.Tabs = append(v.Tabs, tabLink{Key: t.Key, Label: t.Label, URL: queuePath(name) + "?tab=" + t.Key, Count: counts[t.Key], Active: t.Key == tab})
 	}
@@ -322,6 +323,70 @@ type jobView struct {
 	// RunTime how long its completing delivery ran (0: not recorded).
 	Result  *payloadView
 	RunTime time.Duration
+	// Parents is the job's parents, for a job enqueued after others
+	// (nil: none).
+	Parents *parentsView
+}
+
+// parentsView is what the job page shows of a job's parents: the first
+// maxParentRows of them, each looked up for its queue and type, and how
+// many ended each way among all of them (ParentLinks only: no lookup).
+type parentsView struct {
+	Rows                              []parentRow
+	More                              int // parents past Rows
+	Total, Pending, Completed, Failed int
+	// RunAnyway: the job runs whatever its parents' outcomes; else a
+	// parent that does not complete cancels it.
+	RunAnyway bool
+	Blocked   bool
+}
+
+// parentRow is one parent: Queue and JobType are empty when the engine
+// no longer holds it (acked without a kept result, or its dead-letter
+// record or the job itself removed), and there is no page to link to.
+// Reason is a dead parent's last failure reason, while its record is kept.
+type parentRow struct {
+	engine.ParentLink
+	Queue, JobType, Reason string
+}
+
+// Removed: the parent was deleted or purged before it completed.
+func (p parentRow) Removed() bool { return p.Ended && p.State == engine.StateUnknown }
+
+// maxParentRows bounds the parents listed, and so the lookups of one job
+// page (a batch's callback may wait for up to engine.MaxParents): as many
+// as a queue tab lists jobs.
+const maxParentRows = pageSize
+
+// parentsOf builds j's parents view inside a read (nil when j has none).
+func parentsOf(e engine.View, j engine.Job) *parentsView {
+	if len(j.Parents) == 0 {
+		return nil
+	}
+	v := &parentsView{Total: len(j.Parents), RunAnyway: j.RunsAfterParentFailure, Blocked: j.State == engine.StateBlocked}
+	for _, p := range j.Parents {
+		switch {
+		case !p.Ended:
+			v.Pending++
+		case p.State == engine.StateCompleted:
+			v.Completed++
+		default:
+			v.Failed++
+		}
+	}
+	shown := j.Parents[:min(len(j.Parents), maxParentRows)]
+	v.More = len(j.Parents) - len(shown)
+	for _, p := range shown {
+		row := parentRow{ParentLink: p}
+		if pj, err := e.GetJob(p.ID); err == nil {
+			row.Queue, row.JobType = pj.Queue, pj.JobType
+			if p.Ended && p.State == engine.StateDead && pj.State == engine.StateDead {
+				row.Reason = pj.LastReason
+			}
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return v
 }
 
 type customField struct{ Key, Value string }
@@ -356,7 +421,7 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request, q *request) {
 		if err != nil {
 			return err
 		}
-		v = jobView{Job: j}
+		v = jobView{Job: j, Parents: parentsOf(e, j)}
 		if j.State == engine.StateDead {
 			rec, err := e.GetDeadLetter(id)
 			if err != nil {
@@ -394,7 +459,7 @@ func (h *handler) deadLetterPage(w http.ResponseWriter, r *http.Request, q *requ
 		if err != nil {
 			return err
 		}
-		v = jobView{Job: rec.Job, Record: &rec, Retention: e.Config().Limits.DeadLetterRetention}
+		v = jobView{Job: rec.Job, Record: &rec, Retention: e.Config().Limits.DeadLetterRetention, Parents: parentsOf(e, rec.Job)}
 		return nil
 	})
 	if err == nil && v.Job.Queue != name {

@@ -239,7 +239,7 @@ func (h *handler) confirmQueue(w http.ResponseWriter, r *http.Request, q *reques
 	stale, err := h.read(r.Context(), func(e engine.View) error {
 		s, err := e.QueueStats(now, v.Queue)
 		v.Stats = s
-		v.Holds = s.Ready+s.Scheduled+s.Reserved+s.Dead > 0
+		v.Holds = s.Ready+s.Scheduled+s.Blocked+s.Reserved+s.Dead > 0
 		return err
 	})
 	if err != nil {

@@ -165,6 +165,16 @@ var templateFuncs = template.FuncMap{
 	"count":     func(m map[engine.Cause]uint64, c engine.Cause) uint64 { return m[c] },
 	"causes":    engine.Causes,
 	"causeText": causeText,
+	// pendingParents counts the parents a job still waits for.
+	"pendingParents": func(ps []engine.ParentLink) int {
+		n := 0
+		for _, p := range ps {
+			if !p.Ended {
+				n++
+			}
+		}
+		return n
+	},
 	// age is how long the oldest ready job has waited: a dash when none waits.
 	"age": func(ready int, d time.Duration) string {
 		switch {
@@ -217,7 +227,7 @@ func causeText(c engine.Cause) string {
 	case engine.CauseAdmin:
 		return "an operator dead-lettered it"
 	case engine.CauseCancelled:
-		return "an operator cancelled it while a worker ran it"
+		return "an operator cancelled it while a worker ran it, or a job it waited for did not complete"
 	case engine.CauseExpired:
 		return "it was not reserved by its deadline (ttl, expires_at or the queue's max_wait_ms)"
 	}
