@@ -98,7 +98,7 @@ async fn a_callback_runs_after_its_batch_and_reads_each_parents_outcome_and_resu
                     None => format!("job {}: {:?} ({:?})", p.parent.job_id, p.parent.state, p.parent.cause),
                 })
                 .collect();
-            record.lock().unwrap().push((d.job.parents, parents));
+            record.lock().unwrap().push((d.job.parents, parents)); // what the test checks
             Ok(tiles.join(", ").into_bytes()) // the stitch's own result
         }
     });
