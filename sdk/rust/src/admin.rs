@@ -26,6 +26,8 @@ pub struct QueueStats {
     pub scheduled: u64,
     pub ready: u64,
     pub reserved: u64,
+    /// Jobs waiting for their parents ([`JobState::Blocked`]).
+    pub blocked: u64,
     /// Retained dead-letter records.
     pub dead: u64,
     /// How long the oldest Ready job has waited; zero when none.
@@ -56,6 +58,7 @@ impl QueueStats {
             scheduled: q.scheduled,
             ready: q.ready,
             reserved: q.reserved,
+            blocked: q.blocked,
             dead: q.dead,
             oldest_ready_age: age,
             enqueued_total: q.enqueued_total,
@@ -282,8 +285,8 @@ impl SeppClient {
         Ok(r.queues.into_iter().map(QueueStats::from_wire).collect())
     }
 
-    /// A page of a queue's live jobs in one state (Scheduled, Ready or
-    /// Reserved), by id, and the `after_job_id` of the next page (0: this
+    /// A page of a queue's jobs in one state (Scheduled, Ready, Reserved,
+    /// Blocked, or Completed where the queue keeps completed jobs), by id, and the `after_job_id` of the next page (0: this
     /// page is the last).
     pub async fn list_jobs_page(&self, queue: &str, state: JobState, page: Page) -> Result<(Vec<Job>, u64), Error> {
         let req = pb::ListJobsRequest {

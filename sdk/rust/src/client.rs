@@ -419,10 +419,18 @@ impl SeppClient {
     /// the results come back in order. Every job has its own idempotency
     /// key, so a retried batch adds none twice. The outer error is a
     /// failure of the call as a whole.
+    ///
+    /// A batch whose jobs wait for each other
+    /// ([`EnqueueRequest::with_after`]) is a workflow, applied whole: every
+    /// item succeeds, or the call fails ([`Error::InvalidArgument`] naming
+    /// the item's field, `jobs[i].after[k]`, ...) and nothing is added.
     pub async fn enqueue_batch(&self, requests: Vec<EnqueueRequest>) -> Result<Vec<Result<EnqueueResult, Error>>, Error> {
         if requests.is_empty() {
             return Ok(Vec::new());
         }
+        // Jobs that name each other by index go whole or not at all: an
+        // item dropped here would shift the indexes of the rest.
+        let whole = requests.iter().any(|r| !r.after.is_empty());
         // Items the client refuses never go out; each gets its own error,
         // naming it (jobs[i].field), in its place.
         let mut out: Vec<Option<Result<EnqueueResult, Error>>> = Vec::with_capacity(requests.len());
@@ -430,6 +438,9 @@ impl SeppClient {
         let mut jobs = Vec::with_capacity(requests.len());
         for (i, r) in requests.iter().enumerate() {
             if let Err(e) = r.validate("enqueue batch", &format!("jobs[{}]", i)) {
+                if whole {
+                    return Err(e);
+                }
                 out.push(Some(Err(e)));
                 continue;
             }
@@ -560,7 +571,8 @@ impl SeppClient {
     /// unless it has one, so a retry cannot enqueue it twice; a retry that
     /// finds the lease gone because the first attempt applied is
     /// [`Error::UnknownOutcome`], as for an ack. At most the server's
-    /// `max_batch_size` follow-ups.
+    /// `max_batch_size` follow-ups. Follow-ups may wait for earlier ones
+    /// of the same call ([`EnqueueRequest::with_after`]).
     pub async fn ack_with_follow_ups(&self, ctx: &JobContext, follow_ups: Vec<EnqueueRequest>, result: impl Into<Vec<u8>>) -> Result<Vec<EnqueueResult>, Error> {
         let mut keys = Vec::with_capacity(follow_ups.len());
         let mut wire = Vec::with_capacity(follow_ups.len());
@@ -799,8 +811,9 @@ impl SeppClient {
         r.job.map(Job::from_wire).ok_or_else(|| Error::internal("get job", "the server answered no job"))
     }
 
-    /// Up to 1000 jobs of queue in state (Scheduled, Ready or Reserved),
-    /// in id order.
+    /// Up to 1000 jobs of queue in state (Scheduled, Ready, Reserved,
+    /// Blocked, or Completed where the queue keeps completed jobs), in id
+    /// order.
     pub async fn list_jobs(&self, queue: &str, state: JobState) -> Result<Vec<Job>, Error> {
         let req = pb::ListJobsRequest {
             queue: queue.to_string(),

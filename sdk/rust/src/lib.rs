@@ -29,6 +29,7 @@ pub mod testing;
 mod transport;
 mod types;
 pub mod worker;
+mod workflow;
 
 /// The public API's messages as prost generates them from `proto/sepp/v1`
 /// (committed, so building the crate needs no protoc).
@@ -41,5 +42,6 @@ pub use admin::{ActionResult, Page, PurgeTarget, QueueInfo, QueueRemoval, QueueS
 pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient, TraceInjector};
 pub use error::{Code, Error};
 pub use schedule::{JobTemplate, Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ScheduleSpec};
-pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobState, Priority, Progress, ProgressReporter, ServerInfo, TraceContext, UniqueOptions, MAX_PROGRESS_MESSAGE_BYTES};
+pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobParent, JobState, ParentFailure, Priority, Progress, ProgressReporter, ServerInfo, TraceContext, UniqueOptions, MAX_PROGRESS_MESSAGE_BYTES};
 pub use worker::{BoxError, Completion, HandlerError, HandlerFuture, InstrumentHook, JobResult, RunningWorker, Worker, WorkerOptions};
+pub use workflow::ParentResult;

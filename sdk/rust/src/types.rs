@@ -62,6 +62,8 @@ pub struct EnqueueRequest {
     pub(crate) expires_at: Option<SystemTime>,
     pub(crate) ttl: Option<Duration>,
     pub(crate) trace_context: Option<TraceContext>,
+    pub(crate) after: Vec<usize>,
+    pub(crate) on_parent_failure: Option<ParentFailure>,
 }
 
 /// A W3C trace context (<https://www.w3.org/TR/trace-context/>), carried by
@@ -118,6 +120,8 @@ impl EnqueueRequest {
             expires_at: None,
             ttl: None,
             trace_context: None,
+            after: Vec::new(),
+            on_parent_failure: None,
         })
     }
 
@@ -204,6 +208,33 @@ impl EnqueueRequest {
         self
     }
 
+    /// Makes the job wait for the requests at these indexes of the same
+    /// [`enqueue_batch`] (or [`ack_with_follow_ups`]) call, each earlier
+    /// than this one: it is [`JobState::Blocked`] until each has ended,
+    /// then runs if each completed, else as
+    /// [`with_on_parent_failure`](Self::with_on_parent_failure) says
+    /// (cancelled by default). Indexes add up over calls. A batch with
+    /// such jobs is applied whole or refused whole; a lone
+    /// [`enqueue`] with them is [`Error::InvalidArgument`] naming `after`.
+    ///
+    /// [`enqueue_batch`]: crate::SeppClient::enqueue_batch
+    /// [`ack_with_follow_ups`]: crate::SeppClient::ack_with_follow_ups
+    /// [`enqueue`]: crate::SeppClient::enqueue
+    pub fn with_after(mut self, indexes: impl IntoIterator<Item = usize>) -> Self {
+        self.after.extend(indexes);
+        self
+    }
+
+    /// What the job does when a parent ends other than completed:
+    /// [`ParentFailure::Run`] makes it a callback that runs once every
+    /// parent has ended, whatever the outcomes. Only with
+    /// [`with_after`](Self::with_after): without parents the server
+    /// refuses it ([`Error::InvalidArgument`] naming `on_parent_failure`).
+    pub fn with_on_parent_failure(mut self, policy: ParentFailure) -> Self {
+        self.on_parent_failure = Some(policy);
+        self
+    }
+
     pub fn queue(&self) -> &str {
         &self.queue
     }
@@ -248,15 +279,32 @@ impl EnqueueRequest {
         self.expires_at
     }
 
+    /// The indexes of the requests of the same call this job waits for.
+    pub fn after(&self) -> &[usize] {
+        &self.after
+    }
+
+    pub fn on_parent_failure(&self) -> Option<ParentFailure> {
+        self.on_parent_failure
+    }
+
     /// What the Go client checks before a round trip (field prefixed with
-    /// `prefix.` in a batch): a ttl under 1 ms other than zero. The rest
-    /// is the server's to judge.
+    /// `prefix.` in a batch): a ttl under 1 ms other than zero, an `after`
+    /// index out of the wire's range. The rest is the server's to judge.
     pub(crate) fn validate(&self, op: &'static str, prefix: &str) -> Result<(), Error> {
         let field = |f: &str| if prefix.is_empty() { f.to_string() } else { format!("{}.{}", prefix, f) };
         if let Some(ttl) = self.ttl {
             if !ttl.is_zero() && ttl < Duration::from_millis(1) {
                 return Err(Error::invalid(op, &field("ttl_ms"), ">= 1ms", &format!("ttl must be at least 1ms, got {:?}", ttl)));
             }
+        }
+        if let Some((k, a)) = self.after.iter().enumerate().find(|(_, a)| **a > MAX_AFTER_INDEX) {
+            return Err(Error::invalid(
+                op,
+                &field(&format!("after[{}]", k)),
+                "an earlier request's index",
+                &format!("after[{}] must be an earlier request's index, got {}", k, a),
+            ));
         }
         Ok(())
     }
@@ -275,6 +323,74 @@ impl EnqueueRequest {
             expires_at: self.expires_at.map(timestamp),
             ttl_ms: self.ttl.map_or(0, |d| d.as_millis().min(i64::MAX as u128) as i64),
             trace_context: self.trace_context.as_ref().map(TraceContext::to_wire),
+            // validate refused an index above MAX_AFTER_INDEX; unvalidated,
+            // the server refuses the saturated one, naming it.
+            after: self.after.iter().map(|&a| u32::try_from(a).unwrap_or(u32::MAX)).collect(),
+            on_parent_failure: self.on_parent_failure.map_or(0, |p| p.to_wire() as i32),
+        }
+    }
+}
+
+/// The largest `after` index the server reads (it takes them as int32).
+const MAX_AFTER_INDEX: usize = i32::MAX as usize;
+
+/// What a job enqueued after others ([`EnqueueRequest::with_after`]) does
+/// when one of them ends other than completed (dead-lettered, cancelled,
+/// expired, deleted, purged).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ParentFailure {
+    /// Cancel the job at once (the default): it is dead-lettered with
+    /// [`DeadLetterCause::Cancelled`] and a `last_reason` naming the
+    /// parent, and its own dependents follow their policies.
+    #[default]
+    Cancel,
+    /// Run the job once every parent has ended, whatever the outcomes: a
+    /// batch's callback, which reads them in [`Job::parents`].
+    Run,
+}
+
+impl ParentFailure {
+    pub(crate) fn to_wire(self) -> pb::ParentFailurePolicy {
+        match self {
+            ParentFailure::Cancel => pb::ParentFailurePolicy::Cancel,
+            ParentFailure::Run => pb::ParentFailurePolicy::Run,
+        }
+    }
+
+    /// A job's policy: `None` for a job without parents (the server sends
+    /// none then); with parents anything but run is the default, cancel.
+    pub(crate) fn from_wire(v: i32, has_parents: bool) -> Option<ParentFailure> {
+        if !has_parents {
+            return None;
+        }
+        match pb::ParentFailurePolicy::from_i32(v) {
+            Some(pb::ParentFailurePolicy::Run) => Some(ParentFailure::Run),
+            _ => Some(ParentFailure::Cancel),
+        }
+    }
+}
+
+/// A job another was enqueued after ([`Job::parents`]), and how it ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct JobParent {
+    pub job_id: u64,
+    /// [`JobState::Completed`] or [`JobState::Dead`] once it ended that
+    /// way; its current state while it has not ended;
+    /// [`JobState::Unspecified`] once it was deleted or purged.
+    pub state: JobState,
+    /// A dead parent's cause; Unspecified otherwise.
+    pub cause: DeadLetterCause,
+    /// It has ended: completed, dead-lettered, deleted or purged.
+    pub ended: bool,
+}
+
+impl JobParent {
+    pub(crate) fn from_wire(p: pb::JobParent) -> JobParent {
+        JobParent {
+            job_id: p.job_id,
+            state: JobState::from_wire(p.state),
+            cause: DeadLetterCause::from_wire(p.cause),
+            ended: p.ended,
         }
     }
 }
@@ -370,6 +486,11 @@ pub enum JobState {
     /// Acked: reported by WaitJob for a job it saw complete, and by a
     /// unique-key duplicate of a holder that keeps its key after its ack.
     Completed,
+    /// Waiting for the jobs it was enqueued after
+    /// ([`EnqueueRequest::with_after`]) to end; then Ready (or Scheduled
+    /// until its scheduled_at), or cancelled per its
+    /// [`ParentFailure`].
+    Blocked,
 }
 
 impl JobState {
@@ -380,6 +501,7 @@ impl JobState {
             Some(pb::JobState::Reserved) => JobState::Reserved,
             Some(pb::JobState::Dead) => JobState::Dead,
             Some(pb::JobState::Completed) => JobState::Completed,
+            Some(pb::JobState::Blocked) => JobState::Blocked,
             _ => JobState::Unspecified,
         }
     }
@@ -392,6 +514,7 @@ impl JobState {
             JobState::Reserved => pb::JobState::Reserved,
             JobState::Dead => pb::JobState::Dead,
             JobState::Completed => pb::JobState::Completed,
+            JobState::Blocked => pb::JobState::Blocked,
         }
     }
 }
@@ -474,6 +597,14 @@ pub struct Job {
     ///
     /// [`SeppClient::report_progress`]: crate::SeppClient::report_progress
     pub progress: Option<Progress>,
+    /// The jobs this one was enqueued after
+    /// ([`EnqueueRequest::with_after`]), in the order given, and how each
+    /// ended; kept while the job is live, so a worker's handler sees them
+    /// in its delivery. Their results:
+    /// [`SeppClient::parent_results`](crate::SeppClient::parent_results).
+    pub parents: Vec<JobParent>,
+    /// What the job does when a parent fails; `None` without parents.
+    pub on_parent_failure: Option<ParentFailure>,
 }
 
 /// What a running job reported of itself: `percent` 0..=100 and a short
@@ -615,6 +746,8 @@ impl Job {
             completed_at: j.completed_at.and_then(system_time),
             run_time: j.run_time.and_then(|d| Duration::try_from(d).ok()),
             progress: j.progress.map(|p| Progress { percent: p.percent, message: p.message }),
+            on_parent_failure: ParentFailure::from_wire(j.on_parent_failure, !j.parents.is_empty()),
+            parents: j.parents.into_iter().map(JobParent::from_wire).collect(),
         }
     }
 }
@@ -767,6 +900,8 @@ impl DeadLetterRecord {
             expires_at: None,
             ttl: None,
             trace_context: self.job.trace_context.clone(),
+            after: Vec::new(),
+            on_parent_failure: None,
         }
     }
 }
@@ -910,6 +1045,65 @@ mod tests {
         let plain = EnqueueRequest::new("q", "t").unwrap().to_wire("k");
         assert_eq!((plain.unique, plain.expires_at, plain.ttl_ms), (None, None, 0));
         assert_eq!(UniqueOptions::by_key("k1").to_wire().key, "k1");
+    }
+
+    #[test]
+    fn dependencies_go_on_the_wire() {
+        let r = EnqueueRequest::new("q", "stitch").unwrap().with_after([1, 2]).with_after([3]).with_on_parent_failure(ParentFailure::Run);
+        assert_eq!(r.after(), &[1, 2, 3]);
+        let w = r.to_wire("k");
+        assert_eq!((w.after, w.on_parent_failure), (vec![1, 2, 3], pb::ParentFailurePolicy::Run as i32));
+        let cancel = EnqueueRequest::new("q", "t").unwrap().with_after([0]).with_on_parent_failure(ParentFailure::Cancel).to_wire("k");
+        assert_eq!(cancel.on_parent_failure, pb::ParentFailurePolicy::Cancel as i32);
+        // Unset, the policy is left to the server (cancel); no parents.
+        let plain = EnqueueRequest::new("q", "t").unwrap().to_wire("k");
+        assert_eq!((plain.after, plain.on_parent_failure), (Vec::new(), 0));
+        assert_eq!(ParentFailure::default(), ParentFailure::Cancel);
+    }
+
+    #[test]
+    fn an_after_index_out_of_the_wires_range_is_refused_naming_it() {
+        let r = EnqueueRequest::new("q", "t").unwrap().with_after([0, MAX_AFTER_INDEX]);
+        assert!(r.validate("enqueue batch", "jobs[2]").is_ok());
+        if let Some(big) = MAX_AFTER_INDEX.checked_add(1) {
+            match r.with_after([big]).validate("enqueue batch", "jobs[2]") {
+                Err(Error::InvalidArgument { field, limit, .. }) => assert_eq!((field.as_str(), limit.as_str()), ("jobs[2].after[2]", "an earlier request's index")),
+                other => panic!("{:?}", other),
+            }
+        }
+    }
+
+    #[test]
+    fn a_jobs_parents_and_policy_come_off_the_wire() {
+        let parent = |id, state: pb::JobState, cause: pb::DeadLetterCause, ended| pb::JobParent { job_id: id, state: state as i32, cause: cause as i32, ended };
+        let job = Job::from_wire(pb::Job {
+            id: 9,
+            state: pb::JobState::Blocked as i32,
+            parents: vec![
+                parent(7, pb::JobState::Dead, pb::DeadLetterCause::Rejected, true),
+                parent(8, pb::JobState::Reserved, pb::DeadLetterCause::Unspecified, false),
+                parent(6, pb::JobState::Unspecified, pb::DeadLetterCause::Unspecified, true),
+            ],
+            on_parent_failure: pb::ParentFailurePolicy::Run as i32,
+            ..Default::default()
+        });
+        assert_eq!(job.state, JobState::Blocked);
+        assert_eq!(
+            job.parents,
+            vec![
+                JobParent { job_id: 7, state: JobState::Dead, cause: DeadLetterCause::Rejected, ended: true },
+                JobParent { job_id: 8, state: JobState::Reserved, cause: DeadLetterCause::Unspecified, ended: false },
+                JobParent { job_id: 6, state: JobState::Unspecified, cause: DeadLetterCause::Unspecified, ended: true },
+            ]
+        );
+        assert_eq!(job.on_parent_failure, Some(ParentFailure::Run));
+        // With parents and no policy sent: the default, cancel; without
+        // parents, none.
+        let unsent = pb::Job { parents: vec![parent(1, pb::JobState::Completed, pb::DeadLetterCause::Unspecified, true)], ..Default::default() };
+        assert_eq!(Job::from_wire(unsent).on_parent_failure, Some(ParentFailure::Cancel));
+        let none = Job::from_wire(pb::Job::default());
+        assert_eq!((none.parents.len(), none.on_parent_failure), (0, None));
+        assert_eq!(JobState::Blocked.to_wire(), pb::JobState::Blocked);
     }
 
     #[test]

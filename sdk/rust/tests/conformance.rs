@@ -16,8 +16,8 @@ use serde_json::{json, Map, Value};
 
 use sepp_rs::client::{ReserveOptions, RetryDirective, SeppClient};
 use sepp_rs::{
-    ActionResult, DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Error, Job, JobState, JobTemplate, Page, Priority, PurgeTarget, QueueSettings, QueueStats,
-    QueueUpdate, RedriveOptions, RedriveSelection, RedriveState, RedriveTask, RetryBackoff, Schedule, ScheduleDefinition, ScheduleSpec, UniqueOptions,
+    ActionResult, DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Error, Job, JobState, JobTemplate, Page, ParentFailure, Priority, PurgeTarget, QueueSettings,
+    QueueStats, QueueUpdate, RedriveOptions, RedriveSelection, RedriveState, RedriveTask, RetryBackoff, Schedule, ScheduleDefinition, ScheduleSpec, UniqueOptions,
 };
 
 fn scenario_dir() -> PathBuf {
@@ -325,7 +325,9 @@ fn state_name(s: JobState) -> &'static str {
         JobState::Ready => "ready",
         JobState::Reserved => "reserved",
         JobState::Dead => "dead",
-        _ => "unknown",
+        JobState::Completed => "completed",
+        JobState::Blocked => "blocked",
+        JobState::Unspecified => "unknown",
     }
 }
 
@@ -343,9 +345,20 @@ fn cause_name(c: DeadLetterCause) -> &'static str {
 }
 
 fn job_result(j: &Job) -> Value {
+    // A parent's cause: null unless it is dead.
+    let parents: Vec<Value> = j
+        .parents
+        .iter()
+        .map(|p| json!({"job_id": p.job_id, "state": state_name(p.state), "cause": (p.state == JobState::Dead).then(|| cause_name(p.cause)), "ended": p.ended}))
+        .collect();
+    let policy = j.on_parent_failure.map(|p| match p {
+        ParentFailure::Cancel => "cancel",
+        ParentFailure::Run => "run",
+    });
     json!({
         "job_id": j.id, "queue": j.queue, "job_type": j.job_type, "payload": text(&j.payload), "state": state_name(j.state),
         "priority": j.priority, "attempt": j.attempt, "max_attempts": j.max_attempts, "last_reason": j.last_reason.clone().unwrap_or_default(),
+        "parents": parents, "on_parent_failure": policy,
     })
 }
 
@@ -358,7 +371,7 @@ fn dead_letter_result(r: &DeadLetterRecord) -> Value {
 
 fn stats_result(q: &QueueStats) -> Map<String, Value> {
     let tags = if q.tags.is_empty() { Value::Null } else { json!(q.tags) };
-    let v = json!({"name": q.name, "paused": q.paused, "scheduled": q.scheduled, "ready": q.ready, "reserved": q.reserved, "dead": q.dead, "tags": tags});
+    let v = json!({"name": q.name, "paused": q.paused, "scheduled": q.scheduled, "ready": q.ready, "reserved": q.reserved, "dead": q.dead, "blocked": q.blocked, "tags": tags});
     v.as_object().cloned().unwrap_or_default()
 }
 
@@ -461,6 +474,13 @@ fn enqueue_request(a: &Args) -> Result<Result<EnqueueRequest, Error>, Mismatch> 
     let (priority, delay, max_attempts, ttl) = (opt("priority")?, opt("delay_ms")?, opt("max_attempts")?, opt("ttl_ms")?);
     let key = if a.has("idempotency_key") { Some(a.str("idempotency_key")?) } else { None };
     let unique = if a.has("unique_key") { Some(UniqueOptions::by_key(a.str("unique_key")?).with_refuse(a.boolean("unique_refuse")?)) } else { None };
+    let after = if a.has("after") { a.ids("after")? } else { Vec::new() };
+    let policy = match a.str("on_parent_failure")?.as_str() {
+        "" => None,
+        "cancel" => Some(ParentFailure::Cancel),
+        "run" => Some(ParentFailure::Run),
+        other => return mismatch(format!("argument on_parent_failure: want cancel or run, got {}", other)),
+    };
     let build = || -> Result<EnqueueRequest, Error> {
         let mut req = EnqueueRequest::new(queue, job_type)?.with_payload(payload.into_bytes());
         if let Some(p) = priority {
@@ -481,6 +501,12 @@ fn enqueue_request(a: &Args) -> Result<Result<EnqueueRequest, Error>, Mismatch> 
         if let Some(t) = ttl {
             req = req.with_ttl(ms(t));
         }
+        if !after.is_empty() {
+            req = req.with_after(after.into_iter().map(|i| i as usize));
+        }
+        if let Some(p) = policy {
+            req = req.with_on_parent_failure(p);
+        }
         Ok(req)
     };
     Ok(build())
@@ -488,8 +514,8 @@ fn enqueue_request(a: &Args) -> Result<Result<EnqueueRequest, Error>, Mismatch> 
 
 fn batch_item(r: &Result<EnqueueResult, Error>) -> Value {
     match r {
-        Ok(r) => json!({"job_id": r.job_id, "duplicate": r.duplicate, "error": null}),
-        Err(e) => json!({"job_id": null, "duplicate": null, "error": error_kind(e)}),
+        Ok(r) => json!({"job_id": r.job_id, "state": state_name(r.state), "duplicate": r.duplicate, "error": null}),
+        Err(e) => json!({"job_id": null, "state": null, "duplicate": null, "error": error_kind(e)}),
     }
 }
 
@@ -588,6 +614,8 @@ impl<'c> Driver<'c> {
                     "scheduled" => JobState::Scheduled,
                     "ready" => JobState::Ready,
                     "reserved" => JobState::Reserved,
+                    "blocked" => JobState::Blocked,
+                    "completed" => JobState::Completed,
                     other => return Err(Mismatch(format!("argument state: unknown state {}", other)).into()),
                 };
                 let (jobs, _) = c.list_jobs_page(&a.str("queue")?, state, Page::default()).await?;
@@ -673,7 +701,10 @@ impl<'c> Driver<'c> {
                 let items = a.0.get("jobs").and_then(Value::as_array).ok_or_else(|| Mismatch("argument jobs: want an array of enqueue arguments".into()))?;
                 // An item EnqueueRequest or Priority refuses to build fails
                 // in its place, as the Go client's batch answers it; the
-                // rest go in one batch.
+                // rest go in one batch. A batch whose jobs wait for each
+                // other is applied whole, as the SDK's enqueue_batch
+                // answers a client-side refusal in it: the call fails.
+                let whole = items.iter().any(|i| i.get("after").and_then(Value::as_array).map_or(false, |a| !a.is_empty()));
                 let mut slots: Vec<Option<Result<EnqueueResult, Error>>> = Vec::new();
                 let mut reqs = Vec::new();
                 for item in items {
@@ -683,6 +714,7 @@ impl<'c> Driver<'c> {
                             reqs.push(req);
                             slots.push(None);
                         }
+                        Err(refused) if whole => return Err(refused.into()),
                         Err(refused) => slots.push(Some(Err(refused))),
                     }
                 }
