@@ -280,9 +280,15 @@ func TestDependencies_RemovalsAndOperatorActions(t *testing.T) {
 		t.Fatalf("run-anyway child of purged parents is %v, want ready", s)
 	}
 	et.RequireInvariants(t, e)
-	ids = mustBatch(t, e, clock.Now(), et.Job("p5"), after("p5", engine.ParentFailureCancel, 0), after("p5", engine.ParentFailureCancel, 1))
-	if _, err := e.DeleteQueue(clock.Now(), "p5", true); err != nil {
+	chain := mustBatch(t, e, clock.Now(), et.Job("p5"), after("p5", engine.ParentFailureCancel, 0), after("p5", engine.ParentFailureCancel, 1))
+	res2, err := e.DeleteQueue(clock.Now(), "p5", true)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The root goes first and cancels the chain after it: one job removed,
+	// two records (then deleted with the queue).
+	if res2.Jobs != 1 || res2.DeadLetters != 2 {
+		t.Fatalf("delete of the chain's queue: %+v, want 1 job and 2 records of %v", res2, chain)
 	}
 	et.RequireInvariants(t, e)
 }

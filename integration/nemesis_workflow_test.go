@@ -44,6 +44,7 @@ type wfWorkload struct {
 const wfRenders = 4
 
 func startWorkflowWorkload(ctx context.Context, t *testing.T, w *workload, addrs []string) *wfWorkload {
+	t.Helper()
 	wf := &wfWorkload{w: w, c: newClient(ctx, t, addrs), applied: map[int]uint64{}, maybe: map[int]bool{}}
 	w.producerWG.Add(1)
 	go func() {
