@@ -169,6 +169,7 @@ func (n *Node) learnMemberFacts(ctx context.Context, firstRound chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-n.askFactsNow:
 		}
 		allKnown := n.askMemberFacts(ctx)
 		firstRoundOver()
@@ -183,6 +184,17 @@ func (n *Node) learnMemberFacts(ctx context.Context, firstRound chan struct{}) {
 		} else {
 			t.Reset(n.questions.Retry)
 		}
+	}
+}
+
+// askFactsSoon brings the leader's next round of questions forward: a
+// member joined, and until its facts are known every feature newer than
+// the oldest binary is refused (a replaced disk's node would otherwise wait
+// up to MemberQuestions.Recheck to be asked).
+func (n *Node) askFactsSoon() {
+	select {
+	case n.askFactsNow <- struct{}{}:
+	default: // one is due already
 	}
 }
 

@@ -339,3 +339,37 @@ func TestFacts_RollingUpgrade(t *testing.T) {
 	}
 	c.RequireSameDigest()
 }
+
+// TestFacts_JoinAsksTheNewMemberAtOnce: a member that joins (a replaced
+// disk's node, joined again) is asked its facts right after the join, not
+// at the leader's next recheck: until it is known, every feature newer
+// than the oldest binary is refused (the fault campaign saw workflows
+// refused for seconds after each wipe). The recheck here is an hour away.
+func TestFacts_JoinAsksTheNewMemberAtOnce(t *testing.T) {
+	var asked atomic.Int64
+	c := clustertest.New(t, 1, clustertest.WithConfig(func(_ int, cfg *cluster.Config) {
+		cfg.MemberQuestions = cluster.MemberQuestions{Recheck: time.Hour, Retry: 100 * time.Millisecond}
+		cfg.PeerFacts = func(context.Context, cluster.NodeInfo) (cluster.MemberFacts, error) {
+			asked.Add(1)
+			return factsOf(fsm.CommandVersion, 1<<30), nil
+		}
+	}))
+	leader := c.Node(c.WaitLeader())
+	// The lone member's first round is over: the next is an hour away.
+	clustertest.WaitFor(t, 5*time.Second, "the leader ready", func() bool {
+		_, err := cluster.Do(context.Background(), leader, engine.EnqueueOp{Params: job("q", 1)})
+		return err == nil
+	})
+	j := c.AddNode()
+	joined := c.Node(j).Self()
+	if err := leader.Join(ctxT(t, 10*time.Second), joined); err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	clustertest.WaitFor(t, 5*time.Second, "the joined member's facts recorded", func() bool {
+		m, ok := leader.FSM().Node(joined.ID)
+		return ok && m.AppliesCommandVersion(fsm.CommandVersion)
+	})
+	if asked.Load() == 0 {
+		t.Fatal("the joined member was never asked")
+	}
+}

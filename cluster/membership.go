@@ -82,6 +82,9 @@ func (n *Node) Join(ctx context.Context, node NodeInfo) error {
 	if err != nil {
 		return fmt.Errorf("cluster: join: replicate metadata of %s: %w", node.ID, err)
 	}
+	if res.Err == nil {
+		n.askFactsSoon()
+	}
 	return res.Err
 }
 

@@ -33,13 +33,15 @@ const logCacheEntries = 128
 type Node struct {
 	cfg Config
 	log hclog.Logger
-	// questions is cfg.MemberQuestions with its defaults filled in.
-	questions MemberQuestions
-	clock     func() time.Time // the stamp clock (clock.go): what the leader stamps and ticks by
-	wall      func() time.Time // the wall clock, as members compare it (clock.go)
-	mono      func() time.Duration
-	stamp     *stampClock
-	self      NodeInfo
+	// questions is cfg.MemberQuestions with its defaults filled in;
+	// askFactsNow brings the next round of them forward (a member joined).
+	questions   MemberQuestions
+	askFactsNow chan struct{}
+	clock       func() time.Time // the stamp clock (clock.go): what the leader stamps and ticks by
+	wall        func() time.Time // the wall clock, as members compare it (clock.go)
+	mono        func() time.Duration
+	stamp       *stampClock
+	self        NodeInfo
 	// clocks is the state of this node's clock checks (clock.go).
 	clocks clockWatch
 
@@ -114,13 +116,14 @@ func NewNode(cfg Config) (*Node, error) {
 		wall, guardMono = systemClock(cfg.NodeID), processMono
 	}
 	n := &Node{
-		cfg:        cfg,
-		questions:  cfg.MemberQuestions.withDefaults(),
-		log:        logger,
-		wall:       wall,
-		mono:       processMono,
-		failing:    make(map[raft.ServerID]time.Time),
-		shutdownCh: make(chan struct{}),
+		cfg:         cfg,
+		questions:   cfg.MemberQuestions.withDefaults(),
+		askFactsNow: make(chan struct{}, 1),
+		log:         logger,
+		wall:        wall,
+		mono:        processMono,
+		failing:     make(map[raft.ServerID]time.Time),
+		shutdownCh:  make(chan struct{}),
 	}
 	n.metrics = newNodeMetrics(n.CrashElections)
 	n.stamp = newStampClock(wall, guardMono, cfg.MaxClockSkew)
