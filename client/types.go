@@ -173,6 +173,13 @@ type JobParent struct {
 	State JobState
 	Cause DeadLetterCause // a dead parent's
 	Ended bool
+	// ResultKept: a completed parent whose record the server keeps; Result
+	// is then its result, unless ResultOmitted (an answer carries its
+	// parents' results up to a bound; ParentResults reads the rest). Set
+	// on GetJob's job and a delivery's.
+	ResultKept    bool
+	Result        []byte
+	ResultOmitted bool
 }
 
 // ParentFailure is what a job enqueued after others does when one of them
@@ -629,7 +636,8 @@ func jobFromProto(m *seppv1.Job) Job {
 	j.RunTime = m.GetRunTime().AsDuration()
 	j.Progress = progressFromProto(m.GetProgress())
 	for _, p := range m.GetParents() {
-		j.Parents = append(j.Parents, JobParent{JobID: p.GetJobId(), State: JobState(p.GetState()), Cause: DeadLetterCause(p.GetCause()), Ended: p.GetEnded()})
+		j.Parents = append(j.Parents, JobParent{JobID: p.GetJobId(), State: JobState(p.GetState()), Cause: DeadLetterCause(p.GetCause()), Ended: p.GetEnded(),
+			ResultKept: p.GetResultKept(), Result: p.GetResult(), ResultOmitted: p.GetResultOmitted()})
 	}
 	j.OnParentFailure = ParentFailure(m.GetOnParentFailure())
 	if j.OnParentFailure == 0 {

@@ -19,16 +19,23 @@ type ParentResult struct {
 }
 
 // ParentResults reads the results of parents, a job's Job.Parents (a
-// Worker's handler has them in Delivery.Job.Parents): a GetJob of each
-// completed parent, which needs a token with the viewer role. A callback
-// enqueued after a batch (WithAfter, ParentFailureRun) reads its members'
-// outcomes and results so.
+// Worker's handler has them in Delivery.Job.Parents). The server sends a
+// delivery's and GetJob's parents with their results, up to a bound per
+// answer; for a completed parent whose result the answer left out (or that
+// came from elsewhere, such as ListJobs), it makes a GetJob of the parent,
+// which needs a token with the viewer role. A callback enqueued after a
+// batch (WithAfter, ParentFailureRun) reads its members' outcomes and
+// results so.
 func (c *Client) ParentResults(ctx context.Context, parents []JobParent) ([]ParentResult, error) {
 	out := make([]ParentResult, len(parents))
 	for i, p := range parents {
 		out[i].JobParent = p
 		if p.State != StateCompleted {
 			continue
+		}
+		if p.ResultKept && !p.ResultOmitted {
+			out[i].Result, out[i].Kept = p.Result, true
+			continue // carried by the answer
 		}
 		j, err := c.GetJob(ctx, p.JobID, false)
 		switch {

@@ -95,15 +95,21 @@ func (s *adminService) GetJob(ctx context.Context, req *seppv1.GetJobRequest) (*
 	if req.GetJobId() == 0 {
 		return nil, invalidField("job_id", "> 0", "is required (> 0)")
 	}
-	var job engine.Job
+	var out *seppv1.Job
 	if err := s.b.Read(ctx, req.GetAllowStale(), func(e engine.View) error {
-		var err error
-		job, err = e.GetJob(engine.JobID(req.GetJobId()))
-		return err
+		job, err := e.GetJob(engine.JobID(req.GetJobId()))
+		if err != nil {
+			return err
+		}
+		out = jobToProto(job)
+		if hasCompletedParent(&job) {
+			fillParentResults(e, []*seppv1.Job{out}, parentResultsBudget(s.opts.MaxMessageBytes))
+		}
+		return nil
 	}); err != nil {
 		return nil, err
 	}
-	return &seppv1.GetJobResponse{Job: jobToProto(job), Stale: s.isStale(req.GetAllowStale())}, nil
+	return &seppv1.GetJobResponse{Job: out, Stale: s.isStale(req.GetAllowStale())}, nil
 }
 
 func (s *adminService) ListDeadLetters(ctx context.Context, req *seppv1.ListDeadLettersRequest) (*seppv1.ListDeadLettersResponse, error) {

@@ -42,6 +42,10 @@ func deliveryBytesBound(d *engine.Delivery, worker string) int {
 	if o := j.Origin; o.Queue != "" {
 		n += len(o.Queue) + len(o.LastReason) + 48
 	}
+	// Each parent's link, and its result if it is carried (at most a
+	// quarter of the limit for a whole answer: fitResponse measures the
+	// messages once the bound passes the limit).
+	n += 24 * len(j.Parents)
 	return n
 }
 
@@ -69,11 +73,35 @@ func fitResponse(ds []engine.Delivery, jobs []*seppv1.ReservedJob, worker string
 // reserveResponse builds a Reserve's answer, cut to the message limit.
 func (s *queueService) reserveResponse(ctx context.Context, ds []engine.Delivery, worker string) *seppv1.ReserveResponse {
 	jobs := deliveriesToProto(ds, worker)
+	s.addParentResults(ctx, ds, jobs)
 	if keep := fitResponse(ds, jobs, worker, s.opts.MaxMessageBytes); keep < len(jobs) {
 		s.releaseUnsent(ctx, ds[keep:])
 		jobs = jobs[:keep]
 	}
 	return &seppv1.ReserveResponse{Jobs: jobs}
+}
+
+// addParentResults gives the deliveries of jobs with completed parents
+// their parents' results (parentresults.go), read from this node's state
+// after the reserve applied: the parents completed before their child was
+// released, so the leader that reserved holds their records. A read that
+// fails leaves them out, and the worker reads them with GetJob.
+func (s *queueService) addParentResults(ctx context.Context, ds []engine.Delivery, jobs []*seppv1.ReservedJob) {
+	var withParents []*seppv1.Job
+	for i := range ds {
+		if hasCompletedParent(&ds[i].Job) {
+			withParents = append(withParents, jobs[i].GetJob())
+		}
+	}
+	if len(withParents) == 0 {
+		return
+	}
+	if err := s.b.Read(ctx, true, func(e engine.View) error {
+		fillParentResults(e, withParents, parentResultsBudget(s.opts.MaxMessageBytes))
+		return nil
+	}); err != nil {
+		s.log.Debug("the parents' results were left out of a reserve's answer", "error", err)
+	}
 }
 
 // releaseUnsent gives back deliveries that did not fit the response. The

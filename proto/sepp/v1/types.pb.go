@@ -288,7 +288,18 @@ type JobParent struct {
 	// A dead parent's cause.
 	Cause DeadLetterCause `protobuf:"varint,3,opt,name=cause,proto3,enum=sepp.v1.DeadLetterCause" json:"cause,omitempty"`
 	// The parent has ended: completed, dead-lettered, deleted or purged.
-	Ended         bool `protobuf:"varint,4,opt,name=ended,proto3" json:"ended,omitempty"`
+	Ended bool `protobuf:"varint,4,opt,name=ended,proto3" json:"ended,omitempty"`
+	// A completed parent whose record the server keeps (its queue's
+	// completed_retention_ms): result is its result, unless result_omitted.
+	// Filled on GetJob and on the deliveries of Reserve; false elsewhere,
+	// and for a parent that did not complete or whose record is gone.
+	ResultKept bool `protobuf:"varint,5,opt,name=result_kept,json=resultKept,proto3" json:"result_kept,omitempty"`
+	// The completed parent's result (result_kept).
+	Result []byte `protobuf:"bytes,6,opt,name=result,proto3" json:"result,omitempty"`
+	// The result is kept but left out of this answer, whose parents'
+	// results are bounded (a quarter of max_message_bytes): read it with
+	// GetJob of the parent.
+	ResultOmitted bool `protobuf:"varint,7,opt,name=result_omitted,json=resultOmitted,proto3" json:"result_omitted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -347,6 +358,27 @@ func (x *JobParent) GetCause() DeadLetterCause {
 func (x *JobParent) GetEnded() bool {
 	if x != nil {
 		return x.Ended
+	}
+	return false
+}
+
+func (x *JobParent) GetResultKept() bool {
+	if x != nil {
+		return x.ResultKept
+	}
+	return false
+}
+
+func (x *JobParent) GetResult() []byte {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *JobParent) GetResultOmitted() bool {
+	if x != nil {
+		return x.ResultOmitted
 	}
 	return false
 }
@@ -1490,12 +1522,16 @@ var File_sepp_v1_types_proto protoreflect.FileDescriptor
 
 const file_sepp_v1_types_proto_rawDesc = "" +
 	"\n" +
-	"\x13sepp/v1/types.proto\x12\asepp.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x91\x01\n" +
+	"\x13sepp/v1/types.proto\x12\asepp.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf1\x01\n" +
 	"\tJobParent\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\x04R\x05jobId\x12'\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x11.sepp.v1.JobStateR\x05state\x12.\n" +
 	"\x05cause\x18\x03 \x01(\x0e2\x18.sepp.v1.DeadLetterCauseR\x05cause\x12\x14\n" +
-	"\x05ended\x18\x04 \x01(\bR\x05ended\"\xdb\t\n" +
+	"\x05ended\x18\x04 \x01(\bR\x05ended\x12\x1f\n" +
+	"\vresult_kept\x18\x05 \x01(\bR\n" +
+	"resultKept\x12\x16\n" +
+	"\x06result\x18\x06 \x01(\fR\x06result\x12%\n" +
+	"\x0eresult_omitted\x18\a \x01(\bR\rresultOmitted\"\xdb\t\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x19\n" +

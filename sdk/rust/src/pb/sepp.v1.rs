@@ -18,6 +18,20 @@ pub struct JobParent {
     /// The parent has ended: completed, dead-lettered, deleted or purged.
     #[prost(bool, tag="4")]
     pub ended: bool,
+    /// A completed parent whose record the server keeps (its queue's
+    /// completed_retention_ms): result is its result, unless result_omitted.
+    /// Filled on GetJob and on the deliveries of Reserve; false elsewhere,
+    /// and for a parent that did not complete or whose record is gone.
+    #[prost(bool, tag="5")]
+    pub result_kept: bool,
+    /// The completed parent's result (result_kept).
+    #[prost(bytes="vec", tag="6")]
+    pub result: ::prost::alloc::vec::Vec<u8>,
+    /// The result is kept but left out of this answer, whose parents'
+    /// results are bounded (a quarter of max_message_bytes): read it with
+    /// GetJob of the parent.
+    #[prost(bool, tag="7")]
+    pub result_omitted: bool,
 }
 /// Job is a snapshot of a job as the server holds it.
 #[allow(clippy::derive_partial_eq_without_eq)]

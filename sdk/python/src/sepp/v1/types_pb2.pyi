@@ -181,16 +181,22 @@ class JobOrigin(_message.Message):
     def __init__(self, queue: _Optional[str] = ..., job_id: _Optional[int] = ..., cause: _Optional[_Union[DeadLetterCause, str]] = ..., failed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., final_attempt: _Optional[int] = ...) -> None: ...
 
 class JobParent(_message.Message):
-    __slots__ = ["cause", "ended", "job_id", "state"]
+    __slots__ = ["cause", "ended", "job_id", "result", "result_kept", "result_omitted", "state"]
     CAUSE_FIELD_NUMBER: _ClassVar[int]
     ENDED_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    RESULT_KEPT_FIELD_NUMBER: _ClassVar[int]
+    RESULT_OMITTED_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     cause: DeadLetterCause
     ended: bool
     job_id: int
+    result: bytes
+    result_kept: bool
+    result_omitted: bool
     state: JobState
-    def __init__(self, job_id: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., cause: _Optional[_Union[DeadLetterCause, str]] = ..., ended: bool = ...) -> None: ...
+    def __init__(self, job_id: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., cause: _Optional[_Union[DeadLetterCause, str]] = ..., ended: bool = ..., result_kept: bool = ..., result: _Optional[bytes] = ..., result_omitted: bool = ...) -> None: ...
 
 class MemberFacts(_message.Message):
     __slots__ = ["binary_version", "gomaxprocs", "legacy", "max_command_version", "memory_limit_bytes", "memory_limit_from", "min_command_version", "node_id", "start_time"]

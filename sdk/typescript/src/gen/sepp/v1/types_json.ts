@@ -77,6 +77,9 @@ export interface JobParentJSON {
   state?: JobStateJSON;
   cause?: DeadLetterCauseJSON;
   ended?: boolean;
+  resultKept?: boolean;
+  result?: string;
+  resultOmitted?: boolean;
 }
 
 /** sepp.v1.Job in the protojson mapping. */
