@@ -180,12 +180,19 @@ def test_job_parents_from_proto() -> None:
         tpb.JobParent(job_id=7, state=tpb.JOB_STATE_DEAD, cause=tpb.DEAD_LETTER_CAUSE_REJECTED, ended=True),
         tpb.JobParent(job_id=8, state=tpb.JOB_STATE_RESERVED),
         tpb.JobParent(job_id=6, ended=True),  # deleted
+        tpb.JobParent(job_id=5, state=tpb.JOB_STATE_COMPLETED, ended=True, result_kept=True, result=b"five"),
+        tpb.JobParent(job_id=4, state=tpb.JOB_STATE_COMPLETED, ended=True, result_kept=True, result_omitted=True),
     ])
     j = Job.from_proto(m)
     assert (j.state, str(j.state), j.on_parent_failure) == (JobState.BLOCKED, "blocked", ParentFailure.RUN)
     assert j.parents == (JobParent(7, JobState.DEAD, DeadLetterCause.REJECTED, True),
                          JobParent(8, JobState.RESERVED, DeadLetterCause.UNKNOWN, False),
-                         JobParent(6, JobState.UNKNOWN, DeadLetterCause.UNKNOWN, True))
+                         JobParent(6, JobState.UNKNOWN, DeadLetterCause.UNKNOWN, True),
+                         JobParent(5, JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, result_kept=True,
+                                   result=b"five"),
+                         JobParent(4, JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, result_kept=True,
+                                   result_omitted=True))
+    assert (j.parents[0].result_kept, j.parents[0].result, j.parents[0].result_omitted) == (False, b"", False)
     # Unspecified with parents is cancel; without parents there is no policy.
     assert Job.from_proto(tpb.Job(parents=[tpb.JobParent(job_id=1)])).on_parent_failure is ParentFailure.CANCEL
     plain = Job.from_proto(tpb.Job(id=1))
@@ -230,3 +237,27 @@ async def test_parent_results_asks_only_for_completed_parents() -> None:
     assert got == [ParentResult(1, JobState.DEAD, DeadLetterCause.REJECTED, True, b"", False),
                    ParentResult(2, JobState.BLOCKED, DeadLetterCause.UNKNOWN, False, b"", False)]
     assert got[0].cause is DeadLetterCause.REJECTED and not got[0].kept
+
+
+async def test_parent_results_reads_only_the_results_an_answer_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    parents = [JobParent(1, JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, result_kept=True, result=b"one"),
+               JobParent(2, JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, result_kept=True,
+                         result_omitted=True),
+               JobParent(3, JobState.COMPLETED, DeadLetterCause.UNKNOWN, True),  # as list_jobs gives it
+               JobParent(4, JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, result_kept=True)]  # no result
+    asked: list[int] = []
+
+    async def get_job(job_id: int, *, stale: bool = False) -> Job:
+        asked.append(job_id)
+        if job_id == 3:
+            raise NotFound("no such job")  # its record is gone
+        return Job.from_proto(tpb.Job(id=job_id, state=tpb.JOB_STATE_COMPLETED, result=b"read %d" % job_id))
+
+    async with await SeppClient.connect("127.0.0.1:1", retry_timeout=0.5) as c:
+        monkeypatch.setattr(c, "get_job", get_job)
+        got = await c.parent_results(parents)
+    assert asked == [2, 3]
+    assert [(p.job_id, p.result, p.kept) for p in got] == [
+        (1, b"one", True), (2, b"read 2", True), (3, b"", False), (4, b"", True)]
+    assert got[1] == ParentResult(2, JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, b"read 2", True,
+                                  result_kept=True, result_omitted=True)

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from sepp import (Completion, DeadLetterCause, Delivery, EnqueueRequest, InvalidField, JobParent, JobState,
+from sepp import (Completion, DeadLetterCause, Delivery, EnqueueRequest, InvalidField, Job, JobParent, JobState,
                   ParentFailure, ParentResult, Permanent, QueueSettings, RetryDirective, SeppClient, UniqueConflict,
                   UniqueOptions, Worker)
 
@@ -20,7 +20,8 @@ def q(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(4)}"
 
 
-async def test_workflow_fan_out_and_a_callback_reading_its_parents(client: SeppClient) -> None:
+async def test_workflow_fan_out_and_a_callback_reading_its_parents(
+        client: SeppClient, monkeypatch: pytest.MonkeyPatch) -> None:
     queue = q("tiles")
     # The callback reads its parents' results: the queue keeps completed jobs.
     await client.create_queue(queue, QueueSettings(completed_retention=timedelta(hours=1)))
@@ -77,23 +78,62 @@ async def test_workflow_fan_out_and_a_callback_reading_its_parents(client: SeppC
         return b"|".join(tiles) + f" ({len(failed)} failed)".encode()
     # docs:end workflow-callback
 
+    # What the callback's delivery carried, and get_job's and list_jobs'
+    # job while it runs (a completed job no longer holds its parents).
+    stitch_parents: list[tuple[JobParent, ...]] = []
+    stitch_got: list[tuple[JobParent, ...]] = []
+    stitch_listed: list[tuple[JobParent, ...]] = []
+    get_job = client.get_job
+
+    async def stitch_seen(d: Delivery) -> bytes:
+        stitch_parents.append(d.job.parents)
+        stitch_got.append((await get_job(d.ctx.job_id)).parents)
+        listed, _ = await client.list_jobs(queue, state=JobState.RESERVED)
+        stitch_listed.extend(j.parents for j in listed if j.id == d.ctx.job_id)
+        return await stitch_tiles(d)
+
+    # Count the client's get_job calls: the delivery carries the results.
+    got_jobs: list[int] = []
+
+    async def counting_get_job(job_id: int, *, stale: bool = False) -> Job:
+        got_jobs.append(job_id)
+        return await get_job(job_id, stale=stale)
+    monkeypatch.setattr(client, "get_job", counting_get_job)
+
     w = Worker(client, wait=timedelta(milliseconds=200))
     w.handle(queue, "plan", plan)
     w.handle(queue, "render", render_tile)
-    w.handle(queue, "stitch", stitch_tiles)
+    w.handle(queue, "stitch", stitch_seen)
     async with w:
         parents = await asyncio.wait_for(seen, 30)
         outcome = await asyncio.wait_for(client.wait_job(ids[4]), 30)
 
+    # The callback's delivery carried its completed parents' results, so
+    # parent_results read none of them with get_job; the dead one has none.
+    assert stitch_parents == [(
+        JobParent(ids[1], JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, result_kept=True, result=b"tile a"),
+        JobParent(ids[2], JobState.DEAD, DeadLetterCause.REJECTED, True),
+        JobParent(ids[3], JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, result_kept=True, result=b"tile c"),
+    )]
+    assert got_jobs == []
     assert parents == [
-        ParentResult(ids[1], JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, b"tile a", True),
+        ParentResult(ids[1], JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, b"tile a", True, result_kept=True),
         ParentResult(ids[2], JobState.DEAD, DeadLetterCause.REJECTED, True, b"", False),
-        ParentResult(ids[3], JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, b"tile c", True),
+        ParentResult(ids[3], JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, b"tile c", True, result_kept=True),
     ]
     assert (outcome.state, outcome.result) == (JobState.COMPLETED, b"tile a|tile c (1 failed)")
-    # Each render ran once its plan had completed.
+    # Each render ran once its plan had completed (kept, with no result).
     assert sorted(render_parents, key=lambda ps: ps[0].job_id) == [
-        (JobParent(ids[0], JobState.COMPLETED, DeadLetterCause.UNKNOWN, True),)] * 3
+        (JobParent(ids[0], JobState.COMPLETED, DeadLetterCause.UNKNOWN, True, result_kept=True),)] * 3
+    # get_job's job carries them too; list_jobs' does not, and
+    # parent_results then reads the completed ones with get_job.
+    assert stitch_got == stitch_parents
+    (listed_parents,) = stitch_listed
+    assert [(p.job_id, p.state, p.result_kept) for p in listed_parents] == [
+        (ids[1], JobState.COMPLETED, False), (ids[2], JobState.DEAD, False), (ids[3], JobState.COMPLETED, False)]
+    assert [(p.result, p.kept) for p in await client.parent_results(listed_parents)] == [
+        (b"tile a", True), (b"", False), (b"tile c", True)]
+    assert got_jobs == [ids[1], ids[3]]
     stats = (await client.get_queue(queue)).stats
     assert (stats.blocked, stats.ready, stats.reserved) == (0, 0, 0)
 

@@ -371,7 +371,7 @@ impl ParentFailure {
 }
 
 /// A job another was enqueued after ([`Job::parents`]), and how it ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct JobParent {
     pub job_id: u64,
     /// [`JobState::Completed`] or [`JobState::Dead`] once it ended that
@@ -382,6 +382,21 @@ pub struct JobParent {
     pub cause: DeadLetterCause,
     /// It has ended: completed, dead-lettered, deleted or purged.
     pub ended: bool,
+    /// A completed parent whose record the server keeps: `result` is its
+    /// result, unless `result_omitted`. Set on [`get_job`]'s job and on a
+    /// delivery's; false elsewhere (such as [`list_jobs`]).
+    ///
+    /// [`get_job`]: crate::SeppClient::get_job
+    /// [`list_jobs`]: crate::SeppClient::list_jobs
+    pub result_kept: bool,
+    /// The completed parent's result (`result_kept`; empty when it gave
+    /// none).
+    pub result: Vec<u8>,
+    /// Kept, but left out of this answer, which carries its parents'
+    /// results only up to a bound:
+    /// [`parent_results`](crate::SeppClient::parent_results) reads it with
+    /// a get_job.
+    pub result_omitted: bool,
 }
 
 impl JobParent {
@@ -391,6 +406,9 @@ impl JobParent {
             state: JobState::from_wire(p.state),
             cause: DeadLetterCause::from_wire(p.cause),
             ended: p.ended,
+            result_kept: p.result_kept,
+            result: p.result,
+            result_omitted: p.result_omitted,
         }
     }
 }
@@ -1075,7 +1093,7 @@ mod tests {
 
     #[test]
     fn a_jobs_parents_and_policy_come_off_the_wire() {
-        let parent = |id, state: pb::JobState, cause: pb::DeadLetterCause, ended| pb::JobParent { job_id: id, state: state as i32, cause: cause as i32, ended };
+        let parent = |id, state: pb::JobState, cause: pb::DeadLetterCause, ended| pb::JobParent { job_id: id, state: state as i32, cause: cause as i32, ended, ..Default::default() };
         let job = Job::from_wire(pb::Job {
             id: 9,
             state: pb::JobState::Blocked as i32,
@@ -1083,6 +1101,8 @@ mod tests {
                 parent(7, pb::JobState::Dead, pb::DeadLetterCause::Rejected, true),
                 parent(8, pb::JobState::Reserved, pb::DeadLetterCause::Unspecified, false),
                 parent(6, pb::JobState::Unspecified, pb::DeadLetterCause::Unspecified, true),
+                pb::JobParent { result_kept: true, result: b"five".to_vec(), ..parent(5, pb::JobState::Completed, pb::DeadLetterCause::Unspecified, true) },
+                pb::JobParent { result_kept: true, result_omitted: true, ..parent(4, pb::JobState::Completed, pb::DeadLetterCause::Unspecified, true) },
             ],
             on_parent_failure: pb::ParentFailurePolicy::Run as i32,
             ..Default::default()
@@ -1091,9 +1111,11 @@ mod tests {
         assert_eq!(
             job.parents,
             vec![
-                JobParent { job_id: 7, state: JobState::Dead, cause: DeadLetterCause::Rejected, ended: true },
-                JobParent { job_id: 8, state: JobState::Reserved, cause: DeadLetterCause::Unspecified, ended: false },
-                JobParent { job_id: 6, state: JobState::Unspecified, cause: DeadLetterCause::Unspecified, ended: true },
+                JobParent { job_id: 7, state: JobState::Dead, cause: DeadLetterCause::Rejected, ended: true, result_kept: false, result: vec![], result_omitted: false },
+                JobParent { job_id: 8, state: JobState::Reserved, cause: DeadLetterCause::Unspecified, ended: false, result_kept: false, result: vec![], result_omitted: false },
+                JobParent { job_id: 6, state: JobState::Unspecified, cause: DeadLetterCause::Unspecified, ended: true, result_kept: false, result: vec![], result_omitted: false },
+                JobParent { job_id: 5, state: JobState::Completed, cause: DeadLetterCause::Unspecified, ended: true, result_kept: true, result: b"five".to_vec(), result_omitted: false },
+                JobParent { job_id: 4, state: JobState::Completed, cause: DeadLetterCause::Unspecified, ended: true, result_kept: true, result: vec![], result_omitted: true },
             ]
         );
         assert_eq!(job.on_parent_failure, Some(ParentFailure::Run));

@@ -13,6 +13,12 @@ use sepp_rs::{
     Completion, DeadLetterCause, EnqueueRequest, Error, HandlerError, JobParent, JobState, ParentFailure, ParentResult, QueueSettings, SeppClient, Worker, WorkerOptions,
 };
 
+/// A parent without a result (as list_jobs gives it, or one that did not
+/// complete).
+fn parent(job_id: u64, state: JobState, cause: DeadLetterCause, ended: bool) -> JobParent {
+    JobParent { job_id, state, cause, ended, result_kept: false, result: vec![], result_omitted: false }
+}
+
 fn worker(client: &SeppClient, errors: &Arc<Mutex<Vec<Error>>>) -> Worker {
     let seen = errors.clone();
     Worker::new(
@@ -63,7 +69,7 @@ async fn a_callback_runs_after_its_batch_and_reads_each_parents_outcome_and_resu
     // Before the plan runs: the rest wait, and the stitch knows its parents.
     let stitch = client.get_job(ids[4]).await?;
     assert_eq!((stitch.state, stitch.on_parent_failure), (JobState::Blocked, Some(ParentFailure::Run)));
-    let waiting = |id| JobParent { job_id: id, state: JobState::Blocked, cause: DeadLetterCause::Unspecified, ended: false };
+    let waiting = |id| parent(id, JobState::Blocked, DeadLetterCause::Unspecified, false);
     assert_eq!(stitch.parents, vec![waiting(ids[1]), waiting(ids[2]), waiting(ids[3])]);
     let render = client.get_job(ids[1]).await?;
     assert_eq!((render.parents.len(), render.on_parent_failure), (1, Some(ParentFailure::Cancel)));
@@ -112,15 +118,31 @@ async fn a_callback_runs_after_its_batch_and_reads_each_parents_outcome_and_resu
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     assert_eq!(seen.len(), 1, "the stitch ran once");
     let (parents, results) = &seen[0];
-    let ended = |id, state, cause| JobParent { job_id: id, state, cause, ended: true };
-    let want = vec![
-        ended(ids[1], JobState::Completed, DeadLetterCause::Unspecified),
-        ended(ids[2], JobState::Completed, DeadLetterCause::Unspecified),
-        ended(ids[3], JobState::Dead, DeadLetterCause::Rejected),
-    ];
+    // The delivery carried the completed parents' results inline (so
+    // parent_results read none of them); the dead one has none.
+    let completed = |id, result: &[u8]| JobParent { result_kept: true, result: result.to_vec(), ..parent(id, JobState::Completed, DeadLetterCause::Unspecified, true) };
+    let want = vec![completed(ids[1], b"tile 1"), completed(ids[2], b"tile 2"), parent(ids[3], JobState::Dead, DeadLetterCause::Rejected, true)];
     assert_eq!(*parents, want);
-    let got: Vec<(JobParent, Option<&[u8]>)> = results.iter().map(|r| (r.parent, r.result.as_deref())).collect();
-    assert_eq!(got, vec![(want[0], Some(&b"tile 1"[..])), (want[1], Some(&b"tile 2"[..])), (want[2], None)]);
+    let got: Vec<(&JobParent, Option<&[u8]>)> = results.iter().map(|r| (&r.parent, r.result.as_deref())).collect();
+    assert_eq!(got, vec![(&want[0], Some(&b"tile 1"[..])), (&want[1], Some(&b"tile 2"[..])), (&want[2], None)]);
+    // parent_results uses an inline result without a get_job: for a parent
+    // the server does not hold it still has the one given; one left out
+    // (or not sent, as list_jobs' parents) it reads, and finds none.
+    let unheld = |kept: bool, omitted: bool| JobParent {
+        result_kept: kept,
+        result: if kept && !omitted { b"inline".to_vec() } else { vec![] },
+        result_omitted: omitted,
+        ..parent(u64::MAX - 1, JobState::Completed, DeadLetterCause::Unspecified, true)
+    };
+    let read = client.parent_results(&[unheld(true, false), unheld(true, true), unheld(false, false)]).await?;
+    let read: Vec<Option<&[u8]>> = read.iter().map(|r| r.result.as_deref()).collect();
+    assert_eq!(read, vec![Some(&b"inline"[..]), None, None]);
+    // The same parents without their results (as list_jobs gives them):
+    // parent_results reads the completed ones'.
+    let bare: Vec<JobParent> = want.iter().map(|p| parent(p.job_id, p.state, p.cause, p.ended)).collect();
+    let reread = client.parent_results(&bare).await?;
+    let reread: Vec<Option<&[u8]>> = reread.iter().map(|r| r.result.as_deref()).collect();
+    assert_eq!(reread, vec![Some(&b"tile 1"[..]), Some(&b"tile 2"[..]), None]);
     assert!(errors.lock().unwrap().is_empty(), "{:?}", errors.lock().unwrap());
     let stats = client.get_queue(q).await?.stats;
     assert_eq!((stats.blocked, stats.ready, stats.reserved), (0, 0, 0));
@@ -150,10 +172,10 @@ async fn a_dead_parent_cancels_its_dependents() -> Result<(), Box<dyn std::error
     assert_eq!(c.cause, DeadLetterCause::Cancelled);
     assert_eq!(c.last_reason, Some(format!("parent job {} was dead-lettered (cancelled)", ids[1])));
     // Parents that did not complete have no result, and cost no read.
-    let parents = [JobParent { job_id: ids[0], state: JobState::Dead, cause: DeadLetterCause::Rejected, ended: true }];
+    let parents = [parent(ids[0], JobState::Dead, DeadLetterCause::Rejected, true)];
     assert_eq!(client.parent_results(&parents).await?[0].result, None);
     // A completed parent the server no longer holds: no result either.
-    let gone = [JobParent { job_id: u64::MAX - 1, state: JobState::Completed, cause: DeadLetterCause::Unspecified, ended: true }];
+    let gone = [parent(u64::MAX - 1, JobState::Completed, DeadLetterCause::Unspecified, true)];
     assert_eq!(client.parent_results(&gone).await?[0].result, None);
     Ok(())
 }

@@ -1211,17 +1211,25 @@ export class SeppClient {
 
   /**
    * The results of parents, a job's Job.parents (a Worker's handler has
-   * them in delivery.job.parents), in the same order: a getJob of each
-   * completed parent, so it needs a token with the viewer role. A callback
-   * enqueued after a batch's jobs (after, onParentFailure "run") reads
-   * their outcomes and results so. A completed parent is kept, with its
-   * result, while its queue keeps completed jobs (completedRetentionMs);
-   * one not kept, or not completed, comes back with kept false and an
-   * empty result. Any other failure of a read rejects.
+   * them in delivery.job.parents), in the same order. A delivery's and
+   * getJob's parents come with their kept results (resultKept), up to a
+   * bound per answer; for a completed parent whose result the answer left
+   * out (resultOmitted), or that came from elsewhere (such as listJobs),
+   * it makes a getJob of the parent, which needs a token with the viewer
+   * role. A callback enqueued after a batch's jobs (after, onParentFailure
+   * "run") reads their outcomes and results so. A completed parent is
+   * kept, with its result, while its queue keeps completed jobs
+   * (completedRetentionMs); one not kept, or not completed, comes back
+   * with kept false and an empty result. Any other failure of a read
+   * rejects.
    */
   async parentResults(parents: JobParent[], opts: CallOptions = {}): Promise<ParentResult[]> {
-    const out: ParentResult[] = parents.map((p) => ({ ...p, result: new Uint8Array(0), kept: false }));
-    const todo = out.filter((p) => p.state === "completed");
+    const out: ParentResult[] = parents.map((p) =>
+      p.state === "completed" && p.resultKept && !p.resultOmitted
+        ? { ...p, kept: true } // carried by the answer
+        : { ...p, result: new Uint8Array(0), kept: false },
+    );
+    const todo = out.filter((p) => p.state === "completed" && !p.kept);
     // A few reads at a time: a callback may have thousands of parents.
     let next = 0;
     const read = async () => {

@@ -301,11 +301,22 @@ export interface JobParent {
   cause: DeadLetterCause;
   /** It has ended: completed, dead-lettered, deleted or purged. */
   ended: boolean;
+  /** A completed parent whose record the server keeps: result is its
+   * result, unless resultOmitted. Set on getJob's job and a delivery's;
+   * false elsewhere (listJobs). */
+  resultKept: boolean;
+  /** The completed parent's result (resultKept; empty when it gave none). */
+  result: Uint8Array;
+  /** Kept, but left out of this answer, which carries its parents' results
+   * only up to a bound: parentResults reads it with getJob. */
+  resultOmitted: boolean;
 }
 
-/** A parent (JobParent) with its result, as client.parentResults reads it. */
+/** A parent (JobParent, as given) with its result, as client.parentResults reads it. */
 export interface ParentResult extends JobParent {
-  /** A completed parent's result (empty when it gave none, or when not kept). */
+  /** A completed parent's result (empty when it gave none, or when not
+   * kept), whether the answer that brought the parent carried it or
+   * parentResults read it. */
   result: Uint8Array;
   /** The server still holds the completed parent, so result is its result;
    * false for a parent that did not complete, or whose queue keeps no
@@ -582,7 +593,15 @@ export function jobFromJSON(v: unknown): Job {
 
 function jobParentFromJSON(v: unknown): JobParent {
   const p = message<JobParentJSON>(v);
-  return { jobId: u64(p.jobId), state: jobState(p.state), cause: deadLetterCause(p.cause), ended: p.ended === true };
+  return {
+    jobId: u64(p.jobId),
+    state: jobState(p.state),
+    cause: deadLetterCause(p.cause),
+    ended: p.ended === true,
+    resultKept: p.resultKept === true,
+    result: base64ToBytes(str(p.result)),
+    resultOmitted: p.resultOmitted === true,
+  };
 }
 
 function jobAttemptFromJSON(v: unknown): JobAttempt {

@@ -29,6 +29,7 @@ import {
   UnavailableError,
   SeppError,
   Job,
+  JobParent,
 } from "../src/index.js";
 
 let cluster: DevCluster;
@@ -1077,18 +1078,27 @@ test("workflow: a plan, three renders after it, a stitch after them that runs wh
   const waiting = await client.getJob(stitch);
   assert.equal(waiting.state, "blocked");
   assert.equal(waiting.onParentFailure, "run");
-  assert.deepEqual(waiting.parents, [r1, r2, r3].map((jobId) => ({ jobId, state: "blocked", cause: "unspecified", ended: false })));
+  const none = { resultKept: false, result: new Uint8Array(0), resultOmitted: false }; // a parent without a result
+  assert.deepEqual(waiting.parents, [r1, r2, r3].map((jobId) => ({ jobId, state: "blocked", cause: "unspecified", ended: false, ...none })));
   const render = await client.getJob(r1);
   assert.equal(render.onParentFailure, "cancel");
-  assert.deepEqual(render.parents, [{ jobId: plan, state: "ready", cause: "unspecified", ended: false }]);
+  assert.deepEqual(render.parents, [{ jobId: plan, state: "ready", cause: "unspecified", ended: false, ...none }]);
   assert.equal((await client.getJob(plan)).onParentFailure, undefined, "no parents, no policy");
   assert.deepEqual((await client.getJob(plan)).parents, []);
 
   const errors: unknown[] = [];
   const seen: Job["parents"][] = [];
-  // The aroundHandler keeps what the stitch's delivery carried, for the asserts below.
+  const got: Job["parents"][] = [];
+  const listed: Job["parents"][] = [];
+  // The aroundHandler keeps what the stitch's delivery carried, and its job
+  // as getJob and listJobs give it while it runs (a completed job no longer
+  // holds its parents), for the asserts below.
   const w = new Worker(client, { waitMs: 200, onError: (e) => errors.push(e), aroundHandler: async (d, run) => {
-    if (d.job.jobType === "stitch") seen.push(d.job.parents);
+    if (d.job.jobType === "stitch") {
+      seen.push(d.job.parents);
+      got.push((await client.getJob(d.ctx.jobId)).parents);
+      listed.push(...(await client.listJobs("tiles", "reserved")).jobs.filter((j) => j.id === d.ctx.jobId).map((j) => j.parents));
+    }
     await run();
   } });
   w.handle("tiles", "plan", () => {});
@@ -1106,22 +1116,66 @@ test("workflow: a plan, three renders after it, a stitch after them that runs wh
     return new TextEncoder().encode(tiles.join(", ")); // the stitch's own result
   });
   // docs:end workflow-callback
-  w.start();
+  // Count the getJob calls of the renders (parentResults' reads).
+  const reads: string[] = [];
+  const getJob = client.getJob;
+  client.getJob = async (id, opts) => {
+    if ([r1, r2, r3].includes(id)) reads.push(id);
+    return getJob.call(client, id, opts);
+  };
   try {
-    const out = await waitJob(stitch);
-    assert.equal(out.state, "completed");
-    assert.equal(text(out.result), `rendered tile 1, job ${r2} dead (rejected), rendered tile 3`);
+    w.start();
+    try {
+      const out = await waitJob(stitch);
+      assert.equal(out.state, "completed");
+      assert.equal(text(out.result), `rendered tile 1, job ${r2} dead (rejected), rendered tile 3`);
+    } finally {
+      assert.equal(await w.stop(), true);
+    }
+    assert.deepEqual(errors, []);
+    // The delivery carried the parents as they ended, with the completed
+    // ones' results inline: parentResults made no getJob for them.
+    const bytes = (s: string) => new TextEncoder().encode(s);
+    assert.deepEqual(seen, [[
+      { jobId: r1, state: "completed", cause: "unspecified", ended: true, resultKept: true, result: bytes("rendered tile 1"), resultOmitted: false },
+      { jobId: r2, state: "dead", cause: "rejected", ended: true, ...none },
+      { jobId: r3, state: "completed", cause: "unspecified", ended: true, resultKept: true, result: bytes("rendered tile 3"), resultOmitted: false },
+    ]]);
+    assert.deepEqual(reads, []);
+    // getJob's job carries them too; listJobs' does not, and parentResults
+    // then reads the completed ones with getJob.
+    assert.deepEqual(got, seen);
+    assert.equal(listed.length, 1);
+    assert.deepEqual(listed[0]!.map((p) => [p.jobId, p.state, p.resultKept]), [[r1, "completed", false], [r2, "dead", false], [r3, "completed", false]]);
+    const fromList = await client.parentResults(listed[0]!);
+    assert.deepEqual(fromList.map((p) => [text(p.result), p.kept]), [["rendered tile 1", true], ["", false], ["rendered tile 3", true]]);
+    assert.deepEqual(reads.sort(), [r1, r3].sort());
   } finally {
-    assert.equal(await w.stop(), true);
+    client.getJob = getJob;
   }
-  assert.deepEqual(errors, []);
-  // The delivery carried the parents as they ended.
-  assert.deepEqual(seen, [[
-    { jobId: r1, state: "completed", cause: "unspecified", ended: true },
-    { jobId: r2, state: "dead", cause: "rejected", ended: true },
-    { jobId: r3, state: "completed", cause: "unspecified", ended: true },
-  ]]);
   assert.deepEqual([(await client.getQueue("tiles")).stats.blocked], [0]);
+});
+
+test("workflow: parentResults uses the results an answer carried and reads with getJob only those it left out", async () => {
+  const parent = (jobId: string, kept: boolean, result: string, omitted: boolean): JobParent => ({
+    jobId, state: "completed", cause: "unspecified", ended: true, resultKept: kept, result: new TextEncoder().encode(result), resultOmitted: omitted,
+  });
+  const parents = [parent("1", true, "one", false), parent("2", true, "", true), parent("3", false, "", false), parent("4", true, "", false)];
+  const reads: string[] = [];
+  const getJob = client.getJob;
+  client.getJob = async (id) => {
+    reads.push(id);
+    if (id === "3") throw new NotFoundError("get job", "not_found", "no such job"); // its record is gone
+    return jobFromJSON({ id, state: "JOB_STATE_COMPLETED", result: btoa(`read ${id}`) });
+  };
+  try {
+    const got = await client.parentResults(parents);
+    assert.deepEqual(reads, ["2", "3"]);
+    assert.deepEqual(got.map((p) => [p.jobId, text(p.result), p.kept]), [["1", "one", true], ["2", "read 2", true], ["3", "", false], ["4", "", true]]);
+    assert.equal(got[1]!.resultOmitted, true, "the rest as given");
+  } finally {
+    client.getJob = getJob;
+  }
 });
 
 test("workflow rules: a batch with after goes whole or not at all, a lone enqueue or a producer cannot wait, a dead parent cancels its dependent", async () => {
@@ -1164,6 +1218,7 @@ test("workflow rules: a batch with after goes whole or not at all, a lone enqueu
   await client.ack(x!.ctx);
   const [y] = await client.reserve("wf-next", { waitMs: 5_000 });
   assert.equal(y?.ctx.jobId, fu[1]!.jobId);
-  assert.deepEqual(await client.parentResults(y!.job.parents), [{ jobId: fu[0]!.jobId, state: "completed", cause: "unspecified", ended: true, result: new Uint8Array(0), kept: false }]);
+  assert.deepEqual(y!.job.parents, [{ jobId: fu[0]!.jobId, state: "completed", cause: "unspecified", ended: true, resultKept: false, result: new Uint8Array(0), resultOmitted: false }]);
+  assert.deepEqual(await client.parentResults(y!.job.parents), [{ jobId: fu[0]!.jobId, state: "completed", cause: "unspecified", ended: true, resultKept: false, result: new Uint8Array(0), resultOmitted: false, kept: false }]);
   await client.ack(y!.ctx);
 });

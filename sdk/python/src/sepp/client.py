@@ -911,11 +911,15 @@ class SeppClient:
 
     async def parent_results(self, parents: Sequence[JobParent], *, stale: bool = False) -> list[ParentResult]:
         """The outcomes and results of ``parents``, a job's ``Job.parents``
-        (a Worker's handler has them in ``delivery.job.parents``), in order:
-        a get_job of each completed parent, which needs a token with the
-        viewer role. A callback enqueued after a batch's jobs
-        (``after=...``, ``on_parent_failure=ParentFailure.RUN``) reads its
-        members' outcomes and results so.
+        (a Worker's handler has them in ``delivery.job.parents``), in order.
+        A delivery's and get_job's parents come with their kept results
+        (``result_kept``), up to a bound per answer; for a completed parent
+        whose result the answer left out (``result_omitted``), or that came
+        from elsewhere (such as list_jobs), it makes a get_job of the
+        parent, which needs a token with the viewer role. A callback
+        enqueued after a batch's jobs (``after=...``,
+        ``on_parent_failure=ParentFailure.RUN``) reads its members'
+        outcomes and results so.
 
         A completed parent's result is there (``kept`` True) while its
         queue keeps completed jobs (``completed_retention_ms``); a parent
@@ -924,14 +928,17 @@ class SeppClient:
         out: list[ParentResult] = []
         for p in parents:
             result, kept = b"", False
-            if p.state == JobState.COMPLETED:
+            if p.state == JobState.COMPLETED and p.result_kept and not p.result_omitted:
+                result, kept = p.result, True  # carried by the answer
+            elif p.state == JobState.COMPLETED:
                 try:
                     j = await self.get_job(p.job_id, stale=stale)
                 except NotFound:
                     pass  # completed, its record not kept
                 else:
                     result, kept = j.result, True
-            out.append(ParentResult(p.job_id, p.state, p.cause, p.ended, result, kept))
+            out.append(ParentResult(p.job_id, p.state, p.cause, p.ended, result, kept,
+                                    result_kept=p.result_kept, result_omitted=p.result_omitted))
         return out
 
     async def list_dead_letters(self, queue: str = "", *, after_job_id: int = 0, limit: int = 0,

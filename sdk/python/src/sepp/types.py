@@ -465,10 +465,20 @@ class JobParent:
     cause: DeadLetterCause
     #: It has ended: completed, dead-lettered, deleted or purged.
     ended: bool
+    #: A completed parent whose record the server keeps: ``result`` is its
+    #: result, unless ``result_omitted``. Set on get_job's job and on a
+    #: delivery's (False elsewhere, such as list_jobs).
+    result_kept: bool = field(default=False, kw_only=True)
+    #: The completed parent's result (``result_kept``; b"" when it gave none).
+    result: bytes = field(default=b"", kw_only=True)
+    #: Kept, but left out of this answer, which carries its parents'
+    #: results only up to a bound: parent_results reads it with get_job.
+    result_omitted: bool = field(default=False, kw_only=True)
 
     @classmethod
     def from_proto(cls, m: tpb.JobParent) -> JobParent:
-        return cls(m.job_id, JobState(m.state), DeadLetterCause(m.cause), m.ended)
+        return cls(m.job_id, JobState(m.state), DeadLetterCause(m.cause), m.ended,
+                   result_kept=m.result_kept, result=bytes(m.result), result_omitted=m.result_omitted)
 
 
 @dataclass(frozen=True)
@@ -476,9 +486,11 @@ class ParentResult(JobParent):
     """A parent (JobParent) with its result (SeppClient.parent_results).
 
     ``kept`` is True when the server still held the completed parent, so
-    ``result`` is its result (b"" when it gave none); False for a parent
-    that did not complete, or whose queue keeps no completed jobs (or kept
-    it past its completed_retention_ms)."""
+    ``result`` is its result (b"" when it gave none), whether the answer
+    that brought the parent carried it or parent_results read it; False
+    for a parent that did not complete, or whose queue keeps no completed
+    jobs (or kept it past its completed_retention_ms). The other fields
+    are the JobParent's as given."""
 
     result: bytes = b""
     kept: bool = False
