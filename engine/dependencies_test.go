@@ -361,6 +361,31 @@ func TestDependencies_Refusals(t *testing.T) {
 	et.RequireInvariants(t, e)
 }
 
+// TestDependencies_OneJobTwoRequests: two requests of a batch that are one
+// job (the second a duplicate of the first's key) are one parent: the
+// child lists it once and is released when it completes (the model test
+// found it listed twice, the child then blocked for ever).
+func TestDependencies_OneJobTwoRequests(t *testing.T) {
+	t.Parallel()
+	clock := et.NewClock()
+	e := et.New(t)
+	keyed := et.Job("p")
+	keyed.IdempotencyKey = "same"
+	ids := mustBatch(t, e, clock.Now(), keyed, keyed, after("c", engine.ParentFailureCancel, 0, 1))
+	if ids[0] != ids[1] {
+		t.Fatalf("the two keyed requests are jobs %d and %d, want one", ids[0], ids[1])
+	}
+	j, err := e.GetJob(ids[2])
+	if err != nil || len(j.Parents) != 1 || j.Parents[0].ID != ids[0] {
+		t.Fatalf("child %+v (%v), want one parent %d", j.Parents, err, ids[0])
+	}
+	finish(t, e, clock.Now(), "p", ids[0], true)
+	if s := stateOf(t, e, ids[2]); s != engine.StateReady {
+		t.Fatalf("child is %v after its parent completed, want ready", s)
+	}
+	et.RequireInvariants(t, e)
+}
+
 // TestDependencies_FollowUps: an ack's follow-ups can wait for each other
 // and for the acked job's other follow-ups, in the same transition.
 func TestDependencies_FollowUps(t *testing.T) {
