@@ -331,15 +331,6 @@ func (e *Engine) parentsView(id JobID) []ParentLink {
 	return out
 }
 
-// ParentFailurePolicy is the policy of a job with parents, and whether it
-// has any.
-func (e *Engine) ParentFailurePolicy(id JobID) (ParentFailure, bool) {
-	if d := e.deps[id]; d != nil {
-		return d.policy, true
-	}
-	return 0, false
-}
-
 // encodeDepsSection writes, by job id, each live job's dependency record:
 // id, policy, then its parents (id, outcome, cause).
 func (e *Engine) encodeDepsSection(c *encoder) {

@@ -2,13 +2,11 @@ package engine_test
 
 import (
 	"fmt"
-	"math/rand"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/sepp-io/sepp/engine"
-	et "github.com/sepp-io/sepp/engine/enginetest"
 )
 
 // The model's dependencies (engine/dependencies.go), naive as the rest of
@@ -234,16 +232,8 @@ func TestModel_Workflows(t *testing.T) {
 	}
 	for _, seed := range []int64{7, 8, 9, 20261205} {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			r := &modelRun{
-				t:         t,
-				rng:       rand.New(rand.NewSource(seed)),
-				e:         recordingEngine(modelConfig()),
-				twin:      recordingEngine(modelConfig()),
-				m:         &model{now: et.Epoch, nextID: 1, nextLease: 1, jobs: map[engine.JobID]*mJob{}},
-				clock:     et.Epoch,
-				stats:     map[string]int{},
-				workflows: true,
-			}
+			r := newModelRun(t, seed)
+			r.workflows = true
 			engine.HoldEveryJobFull(r.twin)
 			for i := 0; i < steps; i++ {
 				r.step(i)

@@ -386,15 +386,7 @@ func TestModel_RandomOperations(t *testing.T) {
 	}
 	for _, seed := range []int64{1, 2, 3, 20260101} {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			r := &modelRun{
-				t:     t,
-				rng:   rand.New(rand.NewSource(seed)),
-				e:     recordingEngine(modelConfig()),
-				twin:  recordingEngine(modelConfig()),
-				m:     &model{now: et.Epoch, nextID: 1, nextLease: 1, jobs: map[engine.JobID]*mJob{}}, // the engines start at Epoch (EnableRecordFields)
-				clock: et.Epoch,
-				stats: map[string]int{},
-			}
+			r := newModelRun(t, seed)
 			// The twin holds every job as a *job, the engine fresh plain
 			// ones compact (compact.go): the forms must agree op by op.
 			engine.HoldEveryJobFull(r.twin)
@@ -434,18 +426,25 @@ func TestModel_RandomOperations(t *testing.T) {
 // now re-lines the job as the engine does.
 func TestModel_FairnessRotationRepro(t *testing.T) {
 	t.Parallel()
-	r := &modelRun{
-		t:           t,
-		rng:         rand.New(rand.NewSource(1)),
-		e:           recordingEngine(modelConfig()),
-		twin:        recordingEngine(modelConfig()),
-		m:           &model{now: et.Epoch, nextID: 1, nextLease: 1, jobs: map[engine.JobID]*mJob{}}, // the engines start at Epoch (EnableRecordFields)
-		clock:       et.Epoch,
-		stats:       map[string]int{},
-		noSchedules: true,
-	}
+	r := newModelRun(t, 1)
+	r.noSchedules = true
 	for i := 0; i < 1000; i++ {
 		r.step(i)
+	}
+}
+
+// newModelRun is a run of seed: an engine, its twin and the model, all
+// at Epoch (the engines start there: EnableRecordFields).
+func newModelRun(t *testing.T, seed int64) *modelRun {
+	t.Helper()
+	return &modelRun{
+		t:     t,
+		rng:   rand.New(rand.NewSource(seed)),
+		e:     recordingEngine(modelConfig()),
+		twin:  recordingEngine(modelConfig()),
+		m:     &model{now: et.Epoch, nextID: 1, nextLease: 1, jobs: map[engine.JobID]*mJob{}},
+		clock: et.Epoch,
+		stats: map[string]int{},
 	}
 }
 
