@@ -78,7 +78,7 @@ func TestIdemKeys(t *testing.T) {
 						}
 					}
 				}
-				if err := k.check(queues); err != nil {
+				if err := k.check(queues, true); err != nil {
 					t.Fatalf("step %d: %v", si, err)
 				}
 				if k.get(qa, "never-added") != nil {
@@ -151,7 +151,18 @@ func TestIdemKeysAgainstMap(t *testing.T) {
 			if ent == nil {
 				model[mk] = JobID(step + 1)
 				order = append(order, mk)
-				k.addKey(q, key, JobID(step+1), 0)
+				if step%2 == 0 {
+					k.addKey(q, key, JobID(step+1), 0)
+				} else {
+					// Restore's insert: it adds an absent key as add
+					// does, and refuses it once present.
+					sk := storedKeyOf(key)
+					if !k.addRestored(q, &sk, JobID(step+1), 0) {
+						t.Fatalf("step %d: addRestored refused the absent key %v", step, mk)
+					}
+				}
+			} else if sk := storedKeyOf(key); k.addRestored(q, &sk, JobID(step+1), 0) {
+				t.Fatalf("step %d: addRestored took %v, which is present", step, mk)
 			}
 		} else {
 			for range rng.IntN(20) + 1 {
@@ -164,7 +175,7 @@ func TestIdemKeysAgainstMap(t *testing.T) {
 			}
 		}
 		if step%1000 == 0 {
-			if err := k.check(queues); err != nil {
+			if err := k.check(queues, true); err != nil {
 				t.Fatalf("step %d: %v", step, err)
 			}
 		}

@@ -521,7 +521,7 @@ func (e *Engine) RestoreWith(r io.Reader, o SnapshotOptions) error {
 	} else {
 		fresh.compactAll() // once every section has filled the jobs in
 	}
-	if err := fresh.CheckInvariants(); err != nil {
+	if err := fresh.checkInvariants(restoreChecks); err != nil {
 		return fmt.Errorf("engine restore: %w: %w", ErrCorruptSnapshot, err)
 	}
 	*e = *fresh
@@ -1019,9 +1019,9 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		if jobID >= idemPacked {
 			return nil, fmt.Errorf("idempotency key %q of queue %q: job id %d out of range", sk.text(), q.name, jobID)
 		}
-		// A key appearing twice is caught by CheckInvariants below, in the
-		// one pass over the index it makes anyway.
-		e.keys.add(q, &sk, jobID, createdAt)
+		if !e.keys.addRestored(q, &sk, jobID, createdAt) {
+			return nil, fmt.Errorf("idempotency key %q of queue %q appears twice", sk.text(), q.name)
+		}
 	}
 
 	nr := d.count(1 << 40)
