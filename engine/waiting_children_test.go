@@ -32,6 +32,7 @@ func TestGetJob_WaitingChildren(t *testing.T) {
 		run func(t *testing.T, e *engine.Engine, clock *et.Clock) []waitingWant
 	}{
 		{"FanOutListsEveryBlockedChild", func(t *testing.T, e *engine.Engine, clock *et.Clock) []waitingWant {
+			t.Helper()
 			ids := mustBatch(t, e, clock.Now(), et.Job("root"),
 				after("fan", engine.ParentFailureCancel, 0), after("fan", engine.ParentFailureCancel, 0), after("fan", engine.ParentFailureRun, 0))
 			return []waitingWant{
@@ -40,12 +41,14 @@ func TestGetJob_WaitingChildren(t *testing.T) {
 			}
 		}},
 		{"FanInEachParentListsTheChild", func(t *testing.T, e *engine.Engine, clock *et.Clock) []waitingWant {
+			t.Helper()
 			ids := mustBatch(t, e, clock.Now(), et.Job("root"), et.Job("root"), et.Job("root"),
 				after("fan", engine.ParentFailureCancel, 0, 1, 2))
 			child := []engine.JobID{ids[3]}
 			return []waitingWant{{ids[0], child, 1}, {ids[1], child, 1}, {ids[2], child, 1}, {Job: ids[3]}}
 		}},
 		{"BlockedParentListsItsChildren", func(t *testing.T, e *engine.Engine, clock *et.Clock) []waitingWant {
+			t.Helper()
 			// A chain root → middle → two leaves: the middle job waits
 			// and is waited for.
 			ids := mustBatch(t, e, clock.Now(), et.Job("root"), after("fan", engine.ParentFailureCancel, 0),
@@ -53,6 +56,7 @@ func TestGetJob_WaitingChildren(t *testing.T) {
 			return []waitingWant{{ids[0], ids[1:2], 1}, {ids[1], ids[2:4], 2}}
 		}},
 		{"ReleasedChildIsNoLongerListed", func(t *testing.T, e *engine.Engine, clock *et.Clock) []waitingWant {
+			t.Helper()
 			ids := mustBatch(t, e, clock.Now(), et.Job("root"), after("fan", engine.ParentFailureCancel, 0), after("fan", engine.ParentFailureCancel, 0))
 			finish(t, e, clock.Advance(time.Second), "root", ids[0], true)
 			if s := stateOf(t, e, ids[1]); s != engine.StateReady {
@@ -62,6 +66,7 @@ func TestGetJob_WaitingChildren(t *testing.T) {
 			return []waitingWant{{Job: ids[0]}, {Job: ids[1]}, {Job: ids[2]}}
 		}},
 		{"ChildStillWaitingOnOtherParentsLeavesTheEndedOne", func(t *testing.T, e *engine.Engine, clock *et.Clock) []waitingWant {
+			t.Helper()
 			ids := mustBatch(t, e, clock.Now(), et.Job("root"), et.Job("root"), after("fan", engine.ParentFailureRun, 0, 1))
 			finish(t, e, clock.Advance(time.Second), "root", ids[0], false)
 			if s := stateOf(t, e, ids[2]); s != engine.StateBlocked {
@@ -72,6 +77,7 @@ func TestGetJob_WaitingChildren(t *testing.T) {
 			return []waitingWant{{Job: ids[0]}, {ids[1], ids[2:3], 1}}
 		}},
 		{"CancelledChildIsNoLongerListed", func(t *testing.T, e *engine.Engine, clock *et.Clock) []waitingWant {
+			t.Helper()
 			ids := mustBatch(t, e, clock.Now(), et.Job("root"), et.Job("root"),
 				after("fan", engine.ParentFailureCancel, 0, 1), after("fan", engine.ParentFailureCancel, 1))
 			finish(t, e, clock.Advance(time.Second), "root", ids[0], false)
@@ -82,6 +88,7 @@ func TestGetJob_WaitingChildren(t *testing.T) {
 			return []waitingWant{{Job: ids[0]}, {ids[1], ids[3:4], 1}, {Job: ids[2]}}
 		}},
 		{"DeletedChildIsNoLongerListed", func(t *testing.T, e *engine.Engine, clock *et.Clock) []waitingWant {
+			t.Helper()
 			ids := mustBatch(t, e, clock.Now(), et.Job("root"), after("fan", engine.ParentFailureCancel, 0), after("fan", engine.ParentFailureCancel, 0))
 			res, err := e.ActOnJobs(clock.Now(), engine.JobActionParams{Action: engine.JobActionDelete, IDs: ids[1:2]})
 			if err != nil || res[0].Err != nil {
@@ -90,6 +97,7 @@ func TestGetJob_WaitingChildren(t *testing.T) {
 			return []waitingWant{{ids[0], ids[2:3], 1}}
 		}},
 		{"RequeuedDeadParentListsNone", func(t *testing.T, e *engine.Engine, clock *et.Clock) []waitingWant {
+			t.Helper()
 			// A requeued parent is a new run its former children do not
 			// wait for.
 			ids := mustBatch(t, e, clock.Now(), et.Job("root"), after("fan", engine.ParentFailureRun, 0))
@@ -103,6 +111,7 @@ func TestGetJob_WaitingChildren(t *testing.T) {
 			return []waitingWant{{Job: ids[0]}}
 		}},
 		{"TruncatedToTheFirstInIDOrder", func(t *testing.T, e *engine.Engine, clock *et.Clock) []waitingWant {
+			t.Helper()
 			const n = engine.MaxWaitingChildrenListed + 30
 			items := []engine.EnqueueParams{et.Job("root")}
 			for range n {
