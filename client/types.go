@@ -162,6 +162,15 @@ type Job struct {
 	// OnParentFailure is its policy (ParentFailureCancel without parents).
 	Parents         []JobParent
 	OnParentFailure ParentFailure
+
+	// WaitingChildren are the jobs still waiting for this one to end
+	// (StateBlocked jobs that name it in their Parents), in id order, the
+	// first 100 of them; WaitingChildrenTotal counts them all. A child
+	// leaves the list when this job ends (it is then released, cancelled,
+	// or waits on its other parents) or when it ends first, so a completed
+	// or dead job lists none. Filled by GetJob only.
+	WaitingChildren      []uint64
+	WaitingChildrenTotal int
 }
 
 // JobParent is a job another was enqueued after, and how it ended.
@@ -643,6 +652,8 @@ func jobFromProto(m *seppv1.Job) Job {
 	if j.OnParentFailure == 0 {
 		j.OnParentFailure = ParentFailureCancel
 	}
+	j.WaitingChildren = m.GetWaitingChildren()
+	j.WaitingChildrenTotal = int(m.GetWaitingChildrenTotal())
 	return j
 }
 

@@ -382,6 +382,18 @@ type Job struct {
 	// RunsAfterParentFailure: the job runs whatever its parents' outcomes
 	// (ParentFailureRun); false cancels it when one fails.
 	RunsAfterParentFailure bool
+
+	// WaitingChildren are the jobs still waiting for this one to end
+	// (dependencies.go): Blocked jobs that name it as a parent, in id
+	// order, the first MaxWaitingChildrenListed of them;
+	// WaitingChildrenTotal counts them all. Only a live job has any: when
+	// it ends, each child learns the outcome and waits for it no more
+	// (released, cancelled, or still Blocked on other parents), so a
+	// completed or dead job lists none. A child that ends first
+	// (cancelled by another parent, deleted) leaves the list. Filled by
+	// GetJob only; nil in listings and deliveries.
+	WaitingChildren      []JobID
+	WaitingChildrenTotal int
 }
 
 // ExpiresAt is the job's deadline (ExpiresAtNanos); zero: none.

@@ -23,7 +23,8 @@ import (
 // parent's outcome as it saw it, for as long as the job is live (so that a
 // worker running it reads which parents it had, and how they ended, with
 // GetJob). children is derived from deps (a parent's children still
-// waiting on it, in id order) and rebuilt on restore. Both are in the
+// waiting on it, in id order; GetJob shows them as WaitingChildren) and
+// rebuilt on restore. Both are in the
 // snapshot's dependencies section (layout snapshotVersionDependencies) and
 // charged to the child's queue (depsCharge).
 
@@ -329,6 +330,27 @@ func (e *Engine) parentsView(id JobID) []ParentLink {
 		out[i] = v
 	}
 	return out
+}
+
+// MaxWaitingChildrenListed bounds Job.WaitingChildren: a fan-out job may
+// have thousands of children (a batch's worth from each call that names
+// it), and one GetJob answer must not grow with them.
+const MaxWaitingChildrenListed = 100
+
+// waitingChildren is what GetJob shows of the jobs waiting on id: the
+// first MaxWaitingChildrenListed of its children list and the list's
+// length. The list is in id order (checkDeps checks it) and holds a child
+// only while it waits on id: until id ends, or the child ends first
+// (cancelled by another parent, deleted, dead-lettered by an operator).
+// It is what settle needs, read with no scan. A released child is in no
+// list: finding those would mean scanning every dependency record under
+// the read lock, on a call workers make to read their parents' results.
+func (e *Engine) waitingChildren(id JobID) ([]JobID, int) {
+	kids := e.children[id]
+	if len(kids) == 0 {
+		return nil, 0
+	}
+	return slices.Clone(kids[:min(len(kids), MaxWaitingChildrenListed)]), len(kids)
 }
 
 // encodeDepsSection writes, by job id, each live job's dependency record:

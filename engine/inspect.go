@@ -67,11 +67,15 @@ func (e *Engine) viewWithoutPayload(j *job) Job {
 	return v
 }
 
-// GetJob returns a live job (Scheduled, Ready or Reserved) or a retained
-// dead one.
+// GetJob returns a live job (Scheduled, Ready, Reserved or Blocked), a
+// retained dead one or a kept completed one. Only GetJob fills
+// WaitingChildren: listings and deliveries, which are many jobs at once,
+// leave it empty.
 func (e *Engine) GetJob(id JobID) (Job, error) {
 	if j := e.jobForRead(id); j != nil {
-		return e.view(j), nil
+		v := e.view(j)
+		v.WaitingChildren, v.WaitingChildrenTotal = e.waitingChildren(id)
+		return v, nil
 	}
 	if r := e.dead[id]; r != nil {
 		return e.view(r.j), nil

@@ -166,6 +166,13 @@ func fillJob(out *seppv1.Job, j engine.Job, ts *timestamps) {
 		}
 		out.OnParentFailure = apiconv.ParentFailurePolicy(policy)
 	}
+	if len(j.WaitingChildren) > 0 {
+		out.WaitingChildren = make([]uint64, len(j.WaitingChildren))
+		for i, id := range j.WaitingChildren {
+			out.WaitingChildren[i] = uint64(id)
+		}
+		out.WaitingChildrenTotal = uint32(j.WaitingChildrenTotal)
+	}
 	if t := j.Trace; t != nil {
 		out.TraceContext = &seppv1.TraceContext{Traceparent: t.Traceparent, Tracestate: t.Tracestate}
 	}

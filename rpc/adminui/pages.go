@@ -326,6 +326,8 @@ type jobView struct {
 	// Parents is the job's parents, for a job enqueued after others
 	// (nil: none).
 	Parents *parentsView
+	// Children is the jobs still waiting for this one (nil: none).
+	Children *childrenView
 }
 
 // parentsView is what the job page shows of a job's parents: the first
@@ -389,6 +391,53 @@ func parentsOf(e engine.View, j engine.Job) *parentsView {
 	return v
 }
 
+// childrenView is what the job page shows of the jobs waiting for it: the
+// first maxChildRows of those GetJob listed, each looked up for its queue,
+// type and state, and how many wait in all, so that an operator walks a
+// workflow down from its first job as the parents section walks it up.
+type childrenView struct {
+	Rows  []childRow
+	More  int // children past Rows, listed by GetJob or not
+	Total int
+}
+
+// childRow is one waiting child; Queue is empty if it is no longer held
+// (it cannot end within the read that listed it, but the page does not
+// rely on it).
+type childRow struct {
+	ID                      engine.JobID
+	Queue, JobType          string
+	State                   engine.State
+	PendingParents, Parents int
+}
+
+// maxChildRows bounds the children listed, and so the lookups of one job
+// page, as maxParentRows does the parents'.
+const maxChildRows = pageSize
+
+// childrenOf builds j's children view inside a read (nil when nothing
+// waits for j).
+func childrenOf(e engine.View, j engine.Job) *childrenView {
+	if j.WaitingChildrenTotal == 0 {
+		return nil
+	}
+	shown := j.WaitingChildren[:min(len(j.WaitingChildren), maxChildRows)]
+	v := &childrenView{Total: j.WaitingChildrenTotal, More: j.WaitingChildrenTotal - len(shown)}
+	for _, id := range shown {
+		row := childRow{ID: id}
+		if cj, err := e.GetJob(id); err == nil {
+			row.Queue, row.JobType, row.State, row.Parents = cj.Queue, cj.JobType, cj.State, len(cj.Parents)
+			for _, p := range cj.Parents {
+				if !p.Ended {
+					row.PendingParents++
+				}
+			}
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return v
+}
+
 type customField struct{ Key, Value string }
 
 func sortedCustom(m map[string]string) []customField {
@@ -421,7 +470,7 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request, q *request) {
 		if err != nil {
 			return err
 		}
-		v = jobView{Job: j, Parents: parentsOf(e, j)}
+		v = jobView{Job: j, Parents: parentsOf(e, j), Children: childrenOf(e, j)}
 		if j.State == engine.StateDead {
 			rec, err := e.GetDeadLetter(id)
 			if err != nil {

@@ -211,6 +211,87 @@ func TestJobPageParents(t *testing.T) {
 	mustNotContain(t, "stitch's page once released", body, "pending, now")
 }
 
+// TestJobPageChildren: a job's page lists the jobs still waiting for it,
+// each linked to its page with its queue, type, state and how many of its
+// parents it still waits for, so a workflow walks down from its first job;
+// a job nothing waits for (a leaf, one that completed) has no section, and
+// a child cancelled or released leaves its parents' lists.
+func TestJobPageChildren(t *testing.T) {
+	e := newEnv(t, adminui.Options{}, time.Hour)
+	w := workflowOn(t, e)
+	b := newBrowser(t, e.srv.URL)
+	childRow := func(where, body string, id engine.JobID) string {
+		t.Helper()
+		m := regexp.MustCompile(fmt.Sprintf(`(?s)<tr data-child="%d">.*?</tr>`, id)).FindString(body)
+		if m == "" {
+			t.Fatalf("%s: no row for child %d:\n%s", where, id, body)
+		}
+		return m
+	}
+
+	r := b.get(fmt.Sprintf("/queues/video/jobs/%d", w.plan))
+	if r.status != http.StatusOK {
+		t.Fatalf("plan's page: status %d:\n%s", r.status, r.body)
+	}
+	body := html.UnescapeString(r.body)
+	mustContain(t, "plan's page", body, `id="children"`, "<h2>Waiting for this job</h2>", "<b>3</b> jobs wait for this one to end")
+	for _, id := range w.renders {
+		mustContain(t, "plan's child row", childRow("plan's page", body, id), fmt.Sprintf(`href="/queues/render/jobs/%d"`, id),
+			`<a href="/queues/render">render</a>`, `<span class="badge state-blocked">blocked</span>`, "<b>1</b> of 1 parent")
+	}
+	// Only its own children: stitch and the thumbnail wait for renders.
+	mustNotContain(t, "plan's page", body, fmt.Sprintf(`<tr data-child="%d">`, w.stitch), fmt.Sprintf(`<tr data-child="%d">`, w.thumbnail), `id="children-more"`)
+
+	r = b.get(fmt.Sprintf("/queues/render/jobs/%d", w.renders[1]))
+	body = html.UnescapeString(r.body)
+	mustContain(t, "second render's page", body, "<b>2</b> jobs wait for this one to end")
+	mustContain(t, "stitch's row", childRow("second render's page", body, w.stitch), fmt.Sprintf(`href="/queues/video/jobs/%d"`, w.stitch), "stitch",
+		`<span class="badge state-blocked">blocked</span>`, "<b>3</b> of 3 parents")
+	mustContain(t, "thumbnail's row", childRow("second render's page", body, w.thumbnail), fmt.Sprintf(`href="/queues/video/jobs/%d"`, w.thumbnail), "thumbnail")
+
+	// A leaf has no section.
+	r = b.get(fmt.Sprintf("/queues/video/jobs/%d", w.stitch))
+	mustNotContain(t, "stitch's page", r.body, `id="children"`)
+
+	// Plan and the first render complete, the second dies (cancelling the
+	// thumbnail), the third runs: the completed render (kept) lists none,
+	// the third lists stitch alone.
+	progressWorkflow(t, e, w)
+	r = b.get(fmt.Sprintf("/queues/render/jobs/%d", w.renders[0]))
+	body = html.UnescapeString(r.body)
+	mustContain(t, "first render's page", body, `<span class="badge state-completed">completed</span>`)
+	mustNotContain(t, "first render's page", body, `id="children"`)
+	r = b.get(fmt.Sprintf("/queues/render/jobs/%d", w.renders[2]))
+	body = html.UnescapeString(r.body)
+	mustContain(t, "third render's page", body, "<b>1</b> job waits for this one to end")
+	mustContain(t, "stitch's row", childRow("third render's page", body, w.stitch), "<b>1</b> of 3 parents")
+	mustNotContain(t, "third render's page", body, fmt.Sprintf(`<tr data-child="%d">`, w.thumbnail))
+}
+
+// TestJobPageManyChildren: a job more jobs wait for than the page lists
+// shows the first of them in id order and says how many more there are.
+func TestJobPageManyChildren(t *testing.T) {
+	e := newEnv(t, adminui.Options{}, time.Hour)
+	const n = 53
+	items := []engine.EnqueueParams{{Queue: "fan", JobType: "split"}}
+	for i := range n {
+		items = append(items, engine.EnqueueParams{Queue: "fan", JobType: "part", Payload: []byte(fmt.Sprintf(`{"part":%d}`, i)), After: []int{0}})
+	}
+	res, err := rpc.Propose(context.Background(), e.backend, engine.EnqueueBatchOp{Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, e.srv.URL)
+	r := b.get(fmt.Sprintf("/queues/fan/jobs/%d", res[0].Result.JobID))
+	body := html.UnescapeString(r.body)
+	mustContain(t, "split's page", body, "<b>53</b> jobs wait for this one to end", `id="children-more">And 3 more children, not listed.`,
+		fmt.Sprintf(`<tr data-child="%d">`, res[1].Result.JobID), fmt.Sprintf(`<tr data-child="%d">`, res[50].Result.JobID))
+	mustNotContain(t, "split's page", body, fmt.Sprintf(`<tr data-child="%d">`, res[51].Result.JobID))
+	if rows := strings.Count(body, "<tr data-child="); rows != 50 {
+		t.Errorf("split's page lists %d children, want 50", rows)
+	}
+}
+
 // TestScreenshotWorkflow writes docs/workflow.png: the page of a fan-in
 // callback (stitch, run policy) waiting for three renders, one completed,
 // one dead-lettered and one still running. Run it with
@@ -289,8 +370,9 @@ func TestJobPageManyParents(t *testing.T) {
 }
 
 // TestBrowserWorkflow follows a workflow in a real browser: from the
-// queue's Blocked tab to the callback's page, and from its dead parent's
-// row to that parent's dead-letter record.
+// queue's Blocked tab to the callback's page, from its dead parent's row
+// to that parent's dead-letter record, and from a running parent's page
+// down to the callback waiting for it.
 func TestBrowserWorkflow(t *testing.T) {
 	tab := newTab(t)
 	e := newEnv(t, adminui.Options{Auth: true, Users: testUsers(t)}, week)
@@ -309,5 +391,16 @@ func TestBrowserWorkflow(t *testing.T) {
 	do(t, tab, "open the dead render", submit(fmt.Sprintf(`tr[data-parent="%d"] a.job-link`, w.renders[1]), "#death"))
 	if got := text(t, tab, "#job-id"); got != fmt.Sprint(uint64(w.renders[1])) {
 		t.Errorf("the dead parent's link opened job %q, want %d", got, w.renders[1])
+	}
+
+	// And down: from the running render to stitch, which waits for it.
+	path := fmt.Sprintf("/queues/render/jobs/%d", w.renders[2])
+	do(t, tab, "open the running render", chromedp.Navigate(e.srv.URL+path), chromedp.WaitVisible(chromedp.CSS("#children")))
+	if got := text(t, tab, "#children-summary"); got != "1 job waits for this one to end" {
+		t.Errorf("children summary %q", got)
+	}
+	do(t, tab, "open its child", submit(fmt.Sprintf(`tr[data-child="%d"] a.job-link`, w.stitch), "#parents"))
+	if got := text(t, tab, "#job-id"); got != fmt.Sprint(uint64(w.stitch)) {
+		t.Errorf("the child's link opened job %q, want %d", got, w.stitch)
 	}
 }

@@ -442,8 +442,17 @@ type Job struct {
 	Parents []*JobParent `protobuf:"bytes,210,rep,name=parents,proto3" json:"parents,omitempty"`
 	// What the job does when a parent fails; unspecified without parents.
 	OnParentFailure ParentFailurePolicy `protobuf:"varint,211,opt,name=on_parent_failure,json=onParentFailure,proto3,enum=sepp.v1.ParentFailurePolicy" json:"on_parent_failure,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The jobs still waiting for this one to end: JOB_STATE_BLOCKED jobs
+	// that name it in their parents, in id order, the first 100 of them
+	// (waiting_children_total counts them all). A child leaves the list when
+	// this job ends (it is then released, cancelled, or waits on its other
+	// parents) or when it ends first, so a completed or dead job lists
+	// none. Filled on GetJob only; empty in listings and deliveries.
+	WaitingChildren []uint64 `protobuf:"varint,212,rep,packed,name=waiting_children,json=waitingChildren,proto3" json:"waiting_children,omitempty"`
+	// How many jobs wait for this one, listed in waiting_children or not.
+	WaitingChildrenTotal uint32 `protobuf:"varint,213,opt,name=waiting_children_total,json=waitingChildrenTotal,proto3" json:"waiting_children_total,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -656,6 +665,20 @@ func (x *Job) GetOnParentFailure() ParentFailurePolicy {
 		return x.OnParentFailure
 	}
 	return ParentFailurePolicy_PARENT_FAILURE_POLICY_UNSPECIFIED
+}
+
+func (x *Job) GetWaitingChildren() []uint64 {
+	if x != nil {
+		return x.WaitingChildren
+	}
+	return nil
+}
+
+func (x *Job) GetWaitingChildrenTotal() uint32 {
+	if x != nil {
+		return x.WaitingChildrenTotal
+	}
+	return 0
 }
 
 // Progress is what a running job reports of itself: how far it is and a
@@ -1531,7 +1554,8 @@ const file_sepp_v1_types_proto_rawDesc = "" +
 	"\vresult_kept\x18\x05 \x01(\bR\n" +
 	"resultKept\x12\x16\n" +
 	"\x06result\x18\x06 \x01(\fR\x06result\x12%\n" +
-	"\x0eresult_omitted\x18\a \x01(\bR\rresultOmitted\"\xdb\t\n" +
+	"\x0eresult_omitted\x18\a \x01(\bR\rresultOmitted\"\xbe\n" +
+	"\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x19\n" +
@@ -1563,7 +1587,9 @@ const file_sepp_v1_types_proto_rawDesc = "" +
 	"\brun_time\x18\xc0\x01 \x01(\v2\x19.google.protobuf.DurationR\arunTime\x12.\n" +
 	"\bprogress\x18\xc8\x01 \x01(\v2\x11.sepp.v1.ProgressR\bprogress\x12-\n" +
 	"\aparents\x18\xd2\x01 \x03(\v2\x12.sepp.v1.JobParentR\aparents\x12I\n" +
-	"\x11on_parent_failure\x18\xd3\x01 \x01(\x0e2\x1c.sepp.v1.ParentFailurePolicyR\x0fonParentFailure\x1a9\n" +
+	"\x11on_parent_failure\x18\xd3\x01 \x01(\x0e2\x1c.sepp.v1.ParentFailurePolicyR\x0fonParentFailure\x12*\n" +
+	"\x10waiting_children\x18\xd4\x01 \x03(\x04R\x0fwaitingChildren\x125\n" +
+	"\x16waiting_children_total\x18\xd5\x01 \x01(\rR\x14waitingChildrenTotal\x1a9\n" +
 	"\vCustomEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\">\n" +

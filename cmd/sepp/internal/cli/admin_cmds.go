@@ -220,6 +220,20 @@ completed), by job id. Prints the next page's --after when there is one;
 	return cmd
 }
 
+// waitingChildrenText is the ids of the jobs still waiting for a job, on
+// one line, and how many the server left out (it lists the first 100).
+func waitingChildrenText(ids []uint64, total int) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatUint(id, 10)
+	}
+	text := strings.Join(parts, " ")
+	if more := total - len(ids); more > 0 {
+		text += fmt.Sprintf(" and %d more", more)
+	}
+	return text
+}
+
 func printJobDetail(out io.Writer, j client.Job) error {
 	rows := [][]string{
 		{"id", strconv.FormatUint(j.ID, 10)},
@@ -254,6 +268,9 @@ func printJobDetail(out io.Writer, j client.Job) error {
 			policy = "run"
 		}
 		rows = append(rows, []string{"on_parent_failure", policy})
+	}
+	if len(j.WaitingChildren) > 0 {
+		rows = append(rows, []string{"waiting_children", waitingChildrenText(j.WaitingChildren, j.WaitingChildrenTotal)})
 	}
 	keys := make([]string, 0, len(j.Custom))
 	for k := range j.Custom {

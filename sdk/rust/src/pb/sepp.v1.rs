@@ -119,6 +119,17 @@ pub struct Job {
     /// What the job does when a parent fails; unspecified without parents.
     #[prost(enumeration="ParentFailurePolicy", tag="211")]
     pub on_parent_failure: i32,
+    /// The jobs still waiting for this one to end: JOB_STATE_BLOCKED jobs
+    /// that name it in their parents, in id order, the first 100 of them
+    /// (waiting_children_total counts them all). A child leaves the list when
+    /// this job ends (it is then released, cancelled, or waits on its other
+    /// parents) or when it ends first, so a completed or dead job lists
+    /// none. Filled on GetJob only; empty in listings and deliveries.
+    #[prost(uint64, repeated, tag="212")]
+    pub waiting_children: ::prost::alloc::vec::Vec<u64>,
+    /// How many jobs wait for this one, listed in waiting_children or not.
+    #[prost(uint32, tag="213")]
+    pub waiting_children_total: u32,
 }
 /// Progress is what a running job reports of itself: how far it is and a
 /// short note. It travels with a lease extension (ExtendLeaseRequest), so

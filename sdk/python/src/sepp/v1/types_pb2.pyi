@@ -54,7 +54,7 @@ class ItemError(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., details: _Optional[_Iterable[_Union[_any_pb2.Any, _Mapping]]] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ["attempt", "completed_at", "custom", "enqueued_at", "expires_at", "history", "id", "job_type", "last_reason", "lease_deadline", "max_attempts", "next_attempt_at", "on_parent_failure", "origin", "parents", "payload", "priority", "progress", "queue", "result", "run_time", "scheduled_at", "started_at", "state", "trace_context", "worker_id"]
+    __slots__ = ["attempt", "completed_at", "custom", "enqueued_at", "expires_at", "history", "id", "job_type", "last_reason", "lease_deadline", "max_attempts", "next_attempt_at", "on_parent_failure", "origin", "parents", "payload", "priority", "progress", "queue", "result", "run_time", "scheduled_at", "started_at", "state", "trace_context", "waiting_children", "waiting_children_total", "worker_id"]
     class CustomEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -87,6 +87,8 @@ class Job(_message.Message):
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    WAITING_CHILDREN_FIELD_NUMBER: _ClassVar[int]
+    WAITING_CHILDREN_TOTAL_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     completed_at: _timestamp_pb2.Timestamp
@@ -113,8 +115,10 @@ class Job(_message.Message):
     started_at: _timestamp_pb2.Timestamp
     state: JobState
     trace_context: TraceContext
+    waiting_children: _containers.RepeatedScalarFieldContainer[int]
+    waiting_children_total: int
     worker_id: str
-    def __init__(self, id: _Optional[int] = ..., queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., enqueued_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., worker_id: _Optional[str] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., history: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., origin: _Optional[_Union[JobOrigin, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., result: _Optional[bytes] = ..., completed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., run_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., parents: _Optional[_Iterable[_Union[JobParent, _Mapping]]] = ..., on_parent_failure: _Optional[_Union[ParentFailurePolicy, str]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., queue: _Optional[str] = ..., job_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., enqueued_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., attempt: _Optional[int] = ..., max_attempts: _Optional[int] = ..., custom: _Optional[_Mapping[str, str]] = ..., worker_id: _Optional[str] = ..., lease_deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., last_reason: _Optional[str] = ..., history: _Optional[_Iterable[_Union[JobAttempt, _Mapping]]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., origin: _Optional[_Union[JobOrigin, _Mapping]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., result: _Optional[bytes] = ..., completed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., run_time: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., parents: _Optional[_Iterable[_Union[JobParent, _Mapping]]] = ..., on_parent_failure: _Optional[_Union[ParentFailurePolicy, str]] = ..., waiting_children: _Optional[_Iterable[int]] = ..., waiting_children_total: _Optional[int] = ...) -> None: ...
 
 class JobActionResult(_message.Message):
     __slots__ = ["error", "job_id"]

@@ -110,6 +110,8 @@ export interface JobJSON {
   progress?: ProgressJSON;
   parents?: JobParentJSON[];
   onParentFailure?: ParentFailurePolicyJSON;
+  waitingChildren?: string[];
+  waitingChildrenTotal?: number;
 }
 
 /** sepp.v1.Progress in the protojson mapping. */
