@@ -292,10 +292,12 @@ func TestJobPageManyChildren(t *testing.T) {
 	}
 }
 
-// TestScreenshotWorkflow writes docs/workflow.png: the page of a fan-in
-// callback (stitch, run policy) waiting for three renders, one completed,
-// one dead-lettered and one still running. Run it with
-// SEPP_SCREENSHOTS=1.
+// TestScreenshotWorkflow writes two screenshots of one workflow:
+// docs/workflow-children.png, the page of its first job (plan) with the
+// three renders and the thumbnail waiting for it, and docs/workflow.png,
+// the page of its fan-in callback (stitch, run policy) waiting for three
+// renders, one completed, one dead-lettered and one still running. Run it
+// with SEPP_SCREENSHOTS=1.
 func TestScreenshotWorkflow(t *testing.T) {
 	if os.Getenv("SEPP_SCREENSHOTS") != "1" {
 		t.Skip("set SEPP_SCREENSHOTS=1 to write the docs/ screenshots")
@@ -303,24 +305,29 @@ func TestScreenshotWorkflow(t *testing.T) {
 	tab := newTab(t)
 	e := newEnv(t, adminui.Options{Auth: true, Users: testUsers(t)}, week)
 	w := workflowOn(t, e)
-	progressWorkflow(t, e, w)
-	e.clock.Advance(40 * time.Second)
 	h, err := adminui.New(e.backend, adminui.Options{Auth: true, Users: testUsers(t), Clock: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := newServer(t, h)
 	browserSignIn(t, tab, base, operatorName, operatorPass)
-	path := fmt.Sprintf("/queues/video/jobs/%d", w.stitch)
-	do(t, tab, "open "+path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS("#parents")))
-	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatal(err)
+	screenshot := func(path, waitFor, file string) {
+		t.Helper()
+		do(t, tab, "open "+path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.CSS(waitFor)))
+		png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", file), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote docs/%s (%d bytes)", file, len(png))
 	}
-	if err := os.WriteFile(filepath.Join("..", "..", "docs", "workflow.png"), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote docs/workflow.png (%d bytes)", len(png))
+	e.clock.Advance(25 * time.Second)
+	screenshot(fmt.Sprintf("/queues/video/jobs/%d", w.plan), "#children", "workflow-children.png")
+	progressWorkflow(t, e, w)
+	e.clock.Advance(40 * time.Second)
+	screenshot(fmt.Sprintf("/queues/video/jobs/%d", w.stitch), "#parents", "workflow.png")
 }
 
 // TestJobPageManyParents: a callback waiting for more parents than the
