@@ -594,6 +594,8 @@ func jobResult(j client.Job) map[string]any {
 		"job_id": j.ID, "queue": j.Queue, "job_type": j.Type, "payload": string(j.Payload), "state": j.State.String(),
 		"priority": uint32(j.Priority), "attempt": j.Attempt, "max_attempts": j.MaxAttempts, "last_reason": j.LastReason,
 		"parents": parentsResult(j), "on_parent_failure": policyName(j),
+		// [] rather than null when none, as the other runners give it.
+		"waiting_children": append([]uint64{}, j.WaitingChildren...), "waiting_children_total": j.WaitingChildrenTotal,
 	}
 }
 

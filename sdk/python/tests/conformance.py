@@ -178,7 +178,8 @@ def _job(j: Job) -> dict[str, Any]:
             "parents": [{"job_id": p.job_id, "state": str(p.state),
                          "cause": str(p.cause) if p.state == JobState.DEAD else None, "ended": p.ended}
                         for p in j.parents],
-            "on_parent_failure": None if j.on_parent_failure is None else str(j.on_parent_failure)}
+            "on_parent_failure": None if j.on_parent_failure is None else str(j.on_parent_failure),
+            "waiting_children": list(j.waiting_children), "waiting_children_total": j.waiting_children_total}
 
 
 def _dead_letter(r: DeadLetterRecord) -> dict[str, Any]:

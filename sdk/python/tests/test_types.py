@@ -200,6 +200,14 @@ def test_job_parents_from_proto() -> None:
     assert str(ParentFailure.RUN) == "run" and ParentFailure(99) is ParentFailure.CANCEL
 
 
+def test_job_waiting_children_from_proto() -> None:
+    # The first ids the server listed, and how many there are in all.
+    j = Job.from_proto(tpb.Job(id=3, waiting_children=[4, 9, 12], waiting_children_total=250))
+    assert (j.waiting_children, j.waiting_children_total) == ((4, 9, 12), 250)
+    plain = Job.from_proto(tpb.Job(id=1))
+    assert (plain.waiting_children, plain.waiting_children_total) == ((), 0)
+
+
 def test_queue_stats_blocked() -> None:
     q = _queue_stats(apb.QueueSummary(name="q", ready=1, blocked=3))
     assert (q.ready, q.blocked) == (1, 3)

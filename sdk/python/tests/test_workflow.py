@@ -50,10 +50,17 @@ async def test_workflow_fan_out_and_a_callback_reading_its_parents(
     render = await client.get_job(ids[1])
     assert (render.state, render.on_parent_failure) == (JobState.BLOCKED, ParentFailure.CANCEL)
     assert render.parents == (JobParent(ids[0], JobState.READY, DeadLetterCause.UNKNOWN, False),)
+    # And the other way: get_job shows the jobs still waiting for a job.
+    plan_job = await client.get_job(ids[0])
+    assert (plan_job.waiting_children, plan_job.waiting_children_total) == (tuple(ids[1:4]), 3)
+    assert (render.waiting_children, render.waiting_children_total) == ((ids[4],), 1)
+    assert (stitch.waiting_children, stitch.waiting_children_total) == ((), 0)
     stats = (await client.get_queue(queue)).stats
     assert (stats.ready, stats.blocked) == (1, 4)
     listed, _ = await client.list_jobs(queue, state=JobState.BLOCKED)
     assert [j.id for j in listed] == ids[1:]
+    # A listing leaves them out.
+    assert [(j.waiting_children, j.waiting_children_total) for j in listed] == [((), 0)] * 4
 
     seen: asyncio.Future[list[ParentResult]] = asyncio.get_running_loop().create_future()
     render_parents: list[tuple[JobParent, ...]] = []
@@ -136,6 +143,9 @@ async def test_workflow_fan_out_and_a_callback_reading_its_parents(
     assert got_jobs == [ids[1], ids[3]]
     stats = (await client.get_queue(queue)).stats
     assert (stats.blocked, stats.ready, stats.reserved) == (0, 0, 0)
+    # Each parent ended and released its children: none wait any more.
+    for done in (await get_job(ids[0]), await get_job(ids[1])):
+        assert (done.state, done.waiting_children, done.waiting_children_total) == (JobState.COMPLETED, (), 0)
 
 
 async def test_parent_results_of_a_queue_that_keeps_no_completed_jobs(client: SeppClient) -> None:

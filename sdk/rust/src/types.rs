@@ -623,6 +623,17 @@ pub struct Job {
     pub parents: Vec<JobParent>,
     /// What the job does when a parent fails; `None` without parents.
     pub on_parent_failure: Option<ParentFailure>,
+    /// The jobs still waiting for this one to end ([`JobState::Blocked`]
+    /// jobs that name it in their parents), in id order, the first 100 of
+    /// them. A child leaves the list when this job ends (it is then
+    /// released, cancelled, or waits on its other parents) or when it ends
+    /// first, so a completed or dead job lists none. Filled by
+    /// [`get_job`](crate::SeppClient::get_job) only; empty from
+    /// [`list_jobs`](crate::SeppClient::list_jobs) and on a delivery.
+    pub waiting_children: Vec<u64>,
+    /// How many jobs wait for this one, listed in `waiting_children` or not
+    /// (0 but from `get_job`).
+    pub waiting_children_total: u32,
 }
 
 /// What a running job reported of itself: `percent` 0..=100 and a short
@@ -766,6 +777,8 @@ impl Job {
             progress: j.progress.map(|p| Progress { percent: p.percent, message: p.message }),
             on_parent_failure: ParentFailure::from_wire(j.on_parent_failure, !j.parents.is_empty()),
             parents: j.parents.into_iter().map(JobParent::from_wire).collect(),
+            waiting_children: j.waiting_children,
+            waiting_children_total: j.waiting_children_total,
         }
     }
 }
@@ -1126,6 +1139,15 @@ mod tests {
         let none = Job::from_wire(pb::Job::default());
         assert_eq!((none.parents.len(), none.on_parent_failure), (0, None));
         assert_eq!(JobState::Blocked.to_wire(), pb::JobState::Blocked);
+    }
+
+    #[test]
+    fn a_jobs_waiting_children_come_off_the_wire() {
+        // The first ids the server listed, and how many there are in all.
+        let job = Job::from_wire(pb::Job { id: 3, waiting_children: vec![4, 9, 12], waiting_children_total: 250, ..Default::default() });
+        assert_eq!((job.waiting_children, job.waiting_children_total), (vec![4, 9, 12], 250));
+        let none = Job::from_wire(pb::Job::default());
+        assert_eq!((none.waiting_children, none.waiting_children_total), (vec![], 0));
     }
 
     #[test]

@@ -359,6 +359,7 @@ fn job_result(j: &Job) -> Value {
         "job_id": j.id, "queue": j.queue, "job_type": j.job_type, "payload": text(&j.payload), "state": state_name(j.state),
         "priority": j.priority, "attempt": j.attempt, "max_attempts": j.max_attempts, "last_reason": j.last_reason.clone().unwrap_or_default(),
         "parents": parents, "on_parent_failure": policy,
+        "waiting_children": j.waiting_children, "waiting_children_total": j.waiting_children_total,
     })
 }
 

@@ -76,6 +76,15 @@ async fn a_callback_runs_after_its_batch_and_reads_each_parents_outcome_and_resu
     let stats = client.get_queue(q).await?.stats;
     assert_eq!((stats.ready, stats.blocked), (1, 4));
     assert_eq!(client.get_job(ids[0]).await?.on_parent_failure, None, "the plan has no parents");
+    // And the other way: get_job shows the jobs still waiting for a job; a
+    // listing leaves them out.
+    let plan = client.get_job(ids[0]).await?;
+    assert_eq!((plan.waiting_children, plan.waiting_children_total), (ids[1..4].to_vec(), 3));
+    assert_eq!((render.waiting_children, render.waiting_children_total), (vec![ids[4]], 1));
+    assert_eq!((stitch.waiting_children, stitch.waiting_children_total), (vec![], 0));
+    let listed = client.list_jobs(q, JobState::Blocked).await?;
+    let listed: Vec<(u64, usize, u32)> = listed.iter().map(|j| (j.id, j.waiting_children.len(), j.waiting_children_total)).collect();
+    assert_eq!(listed, ids[1..].iter().map(|&id| (id, 0, 0)).collect::<Vec<_>>());
 
     let errors: Arc<Mutex<Vec<Error>>> = Arc::default();
     // What each run of the stitch saw: its job's parents, and their results.
@@ -146,6 +155,11 @@ async fn a_callback_runs_after_its_batch_and_reads_each_parents_outcome_and_resu
     assert!(errors.lock().unwrap().is_empty(), "{:?}", errors.lock().unwrap());
     let stats = client.get_queue(q).await?.stats;
     assert_eq!((stats.blocked, stats.ready, stats.reserved), (0, 0, 0));
+    // Each parent ended and released its children: none wait any more.
+    for id in [ids[0], ids[1]] {
+        let done = client.get_job(id).await?;
+        assert_eq!((done.state, done.waiting_children, done.waiting_children_total), (JobState::Completed, vec![], 0));
+    }
     Ok(())
 }
 

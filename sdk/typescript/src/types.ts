@@ -289,6 +289,15 @@ export interface Job {
   parents: JobParent[];
   /** Its policy when a parent fails; absent for a job without parents. */
   onParentFailure?: ParentFailurePolicy;
+  /** The jobs still waiting for this one to end ("blocked" jobs that name it
+   * in their parents), in id order, the first 100 of them. A child leaves the
+   * list when this job ends (it is then released, cancelled, or waits on its
+   * other parents) or when it ends first, so a completed or dead job lists
+   * none. Filled by getJob only; empty from listJobs and on a delivery. */
+  waitingChildren: JobId[];
+  /** How many jobs wait for this one, listed in waitingChildren or not (0 but
+   * from getJob). */
+  waitingChildrenTotal: number;
 }
 
 /** A job another was enqueued after, and how it ended. */
@@ -579,6 +588,8 @@ export function jobFromJSON(v: unknown): Job {
     result: base64ToBytes(str(m.result)),
     completedAt: timeFrom(m.completedAt),
     parents: arr(m.parents).map(jobParentFromJSON),
+    waitingChildren: arr(m.waitingChildren).map(u64),
+    waitingChildrenTotal: num(m.waitingChildrenTotal),
   };
   if (j.parents.length > 0) j.onParentFailure = parentFailurePolicy(m.onParentFailure);
   if (typeof m.runTime === "string") j.runTimeMs = durationFrom(m.runTime);

@@ -1085,6 +1085,14 @@ test("workflow: a plan, three renders after it, a stitch after them that runs wh
   assert.deepEqual(render.parents, [{ jobId: plan, state: "ready", cause: "unspecified", ended: false, ...none }]);
   assert.equal((await client.getJob(plan)).onParentFailure, undefined, "no parents, no policy");
   assert.deepEqual((await client.getJob(plan)).parents, []);
+  // And the other way: getJob shows the jobs still waiting for a job; a
+  // listing leaves them out.
+  const planJob = await client.getJob(plan);
+  assert.deepEqual([planJob.waitingChildren, planJob.waitingChildrenTotal], [[r1, r2, r3], 3]);
+  assert.deepEqual([render.waitingChildren, render.waitingChildrenTotal], [[stitch], 1]);
+  assert.deepEqual([waiting.waitingChildren, waiting.waitingChildrenTotal], [[], 0]);
+  const blocked = (await client.listJobs("tiles", "blocked")).jobs;
+  assert.deepEqual(blocked.map((j) => [j.id, j.waitingChildren, j.waitingChildrenTotal]), [r1, r2, r3, stitch].map((id) => [id, [], 0]));
 
   const errors: unknown[] = [];
   const seen: Job["parents"][] = [];
@@ -1154,6 +1162,11 @@ test("workflow: a plan, three renders after it, a stitch after them that runs wh
     client.getJob = getJob;
   }
   assert.deepEqual([(await client.getQueue("tiles")).stats.blocked], [0]);
+  // Each parent ended and released its children: none wait any more.
+  for (const id of [plan, r1]) {
+    const done = await client.getJob(id);
+    assert.deepEqual([done.state, done.waitingChildren, done.waitingChildrenTotal], ["completed", [], 0]);
+  }
 });
 
 test("workflow: parentResults uses the results an answer carried and reads with getJob only those it left out", async () => {

@@ -193,6 +193,8 @@ function jobResult(j: Job): Obj {
     // A deleted parent's state is "unknown" in the suite (the Go client's name).
     parents: j.parents.map((p) => ({ job_id: id(p.jobId), state: p.state === "unspecified" ? "unknown" : p.state, cause: p.state === "dead" ? p.cause : null, ended: p.ended })),
     on_parent_failure: j.onParentFailure ?? null,
+    waiting_children: j.waitingChildren.map(id),
+    waiting_children_total: j.waitingChildrenTotal,
   };
 }
 

@@ -537,6 +537,16 @@ class Job:
     parents: tuple[JobParent, ...] = ()
     #: Its policy when a parent fails; None without parents.
     on_parent_failure: Optional[ParentFailure] = None
+    #: The jobs still waiting for this one to end (BLOCKED jobs that name it
+    #: in their parents), in id order, the first 100 of them. A child leaves
+    #: the list when this job ends (it is then released, cancelled, or waits
+    #: on its other parents) or when it ends first, so a completed or dead
+    #: job lists none. Filled by get_job only; () from list_jobs and on a
+    #: delivery.
+    waiting_children: tuple[int, ...] = ()
+    #: How many jobs wait for this one, listed in waiting_children or not
+    #: (0 but from get_job).
+    waiting_children_total: int = 0
 
     @classmethod
     def from_proto(cls, m: tpb.Job) -> Job:
@@ -557,6 +567,8 @@ class Job:
             progress=Progress(m.progress.percent, m.progress.message) if m.HasField("progress") else None,
             parents=tuple(JobParent.from_proto(p) for p in m.parents),
             on_parent_failure=ParentFailure(m.on_parent_failure) if m.parents else None,
+            waiting_children=tuple(m.waiting_children),
+            waiting_children_total=m.waiting_children_total,
         )
 
 
