@@ -134,12 +134,14 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		err := f.payloads.markApplied()
 		if err == nil && snap.format == snapshotFormatPayloadsLast && f.cfg.SnapshotCheckpointDir != "" {
 			// The payloads stay in a checkpoint of the store at this
-			// index (snapshot_checkpoint.go), taken once the engine's
-			// part is written (below). Its flush starts now, so the
-			// memtable (up to 64 MiB) is written out beside the engine's
-			// part rather than after it: both hold up apply.
+			// index (snapshot_checkpoint.go): a flush and hard links,
+			// between two applies so that it holds exactly this state.
+			// Flushed, the store is past the snapshot at any restart.
 			snap.checkpoint = filepath.Join(f.cfg.SnapshotCheckpointDir, fmt.Sprintf("%s%d", checkpointPendingPrefix, f.appliedIndex.Load()))
-			snap.storeFlushed, err = f.payloads.st.FlushAsync()
+			_ = os.RemoveAll(snap.checkpoint) // a failed snapshot's at this index
+			if _, err = f.payloads.st.Checkpoint(snap.checkpoint); err == nil {
+				snap.payloadSection = f.eng.PayloadSectionBytes()
+			}
 		} else if err == nil {
 			snap.storeFlushed, err = f.payloads.st.FlushAsync()
 		}
@@ -164,9 +166,6 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		PayloadLengths:   snap.format >= snapshotFormatPayloadSection,
 		CompletedSection: snap.format >= snapshotFormatCompletedSection,
 	})
-	if err == nil && snap.checkpoint != "" {
-		err = f.checkpointLocked(snap)
-	}
 	if err == nil {
 		// Under the lock, between two applies: a restart from this
 		// snapshot replays what is applied from here on.
@@ -195,26 +194,6 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, fmt.Errorf("fsm: snapshot meta: %w", err)
 	}
 	return snap, nil
-}
-
-// checkpointLocked pins the payload store at the snapshot's index in
-// snap.checkpoint: a flush and hard links, between two applies so that it
-// holds exactly this state (Snapshot runs on the apply goroutine). Flushed,
-// the store is past the snapshot at any restart. The flush Snapshot
-// started is waited for first; the checkpoint's own flush then finds an
-// empty memtable.
-func (f *FSM) checkpointLocked(snap *fileSnapshot) error {
-	flushed := snap.storeFlushed
-	snap.storeFlushed = nil // Persist has nothing left to wait for
-	if err := flushed(); err != nil {
-		return err
-	}
-	_ = os.RemoveAll(snap.checkpoint) // a failed snapshot's at this index
-	if _, err := f.payloads.st.Checkpoint(snap.checkpoint); err != nil {
-		return err
-	}
-	snap.payloadSection = f.eng.PayloadSectionBytes()
-	return nil
 }
 
 // writesPayloadSectionLocked reports whether a snapshot is written in
