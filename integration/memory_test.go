@@ -163,21 +163,43 @@ func floodRestartDrain(ctx context.Context, t *testing.T, c budgetedCluster, ins
 	c.reportPeaks(ctx, t, "memory peak_restart")
 
 	// Workers drain: every acknowledged job comes back once, unchanged.
+	//
+	// A reserve whose outcome is unknown (its attempt timed out on a node
+	// starved of memory and CPU, as one did in CI beside the nemesis) is
+	// what a worker meets and retries: if it was applied, its jobs come
+	// back when their lease (drainLease) ends, and the drain waits for
+	// them, so the counts below still catch a lost or doubled job. Such
+	// reserves are counted and reported, not failed on.
+	const drainLease = 15 * time.Second
 	drainStart := time.Now()
 	seen := map[uint64]bool{}
 	extra := 0 // uncertain enqueues that had in fact been applied
+	unknownReserves := 0
+	var lastUnknown time.Time
 	var drainErr error
+	// waitingForLapsedLeases: a reserve of unknown outcome may hold jobs
+	// until its lease lapses; keep polling until then while jobs are owed.
+	waitingForLapsedLeases := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return unknownReserves > 0 && len(seen) < len(accepted) && time.Since(lastUnknown) < drainLease+10*time.Second
+	}
 	for w := 0; w < producers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			cl := newClient(ctx, t, c.Addrs())
 			empty := 0
-			for ctx.Err() == nil && empty < 3 {
-				ds, err := cl.Reserve(ctx, "mem", client.ReserveOptions{WorkerID: "drain", Max: 100, Wait: 500 * time.Millisecond})
+			for ctx.Err() == nil && (empty < 3 || waitingForLapsedLeases()) {
+				ds, err := cl.Reserve(ctx, "mem", client.ReserveOptions{WorkerID: "drain", Max: 100, Wait: 500 * time.Millisecond, Lease: drainLease})
 				if err != nil {
 					mu.Lock()
-					drainErr = err
+					if errors.Is(err, client.ErrUnknownOutcome) {
+						unknownReserves++
+						lastUnknown = time.Now()
+					} else {
+						drainErr = err
+					}
 					mu.Unlock()
 					continue
 				}
@@ -216,6 +238,7 @@ func floodRestartDrain(ctx context.Context, t *testing.T, c budgetedCluster, ins
 	}
 	wg.Wait()
 	report(t, "memory drain", ms(time.Since(drainStart)), "ms")
+	report(t, "memory drain_reserves_of_unknown_outcome", unknownReserves, "calls")
 	if drainErr != nil {
 		t.Errorf("drain: %v", drainErr)
 	}
