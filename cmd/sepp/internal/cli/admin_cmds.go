@@ -292,6 +292,18 @@ func printJobDetail(out io.Writer, j client.Job) error {
 	if !j.StartedAt.IsZero() {
 		rows = append(rows, []string{"started_at", fmtTime(j.StartedAt)})
 	}
+	if !j.ExpiresAt.IsZero() {
+		rows = append(rows, []string{"expires_at", fmtTime(j.ExpiresAt)})
+	}
+	if p := j.Progress; p != nil {
+		rows = append(rows, []string{"progress", strings.TrimSpace(fmt.Sprintf("%d%% %s", p.Percent, p.Message))})
+	}
+	if !j.CompletedAt.IsZero() {
+		rows = append(rows, []string{"completed_at", fmtTime(j.CompletedAt)}, []string{"run_time", j.RunTime.String()})
+	}
+	if j.Result != nil {
+		rows = append(rows, []string{"result", payloadPreview(j.Result)})
+	}
 	if err := table(out, "FIELD\tVALUE", rows); err != nil {
 		return err
 	}

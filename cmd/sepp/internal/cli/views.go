@@ -32,6 +32,47 @@ type jobView struct {
 	History       []attemptView     `json:"history,omitempty"`
 	StartedAt     *time.Time        `json:"started_at,omitempty"`
 	Origin        *originView       `json:"origin,omitempty"`
+	ExpiresAt     *time.Time        `json:"expires_at,omitempty"`
+	Traceparent   string            `json:"traceparent,omitempty"`
+	Tracestate    string            `json:"tracestate,omitempty"`
+	Progress      *progressView     `json:"progress,omitempty"`
+	// A completed job's result, as the payload is: text when valid
+	// UTF-8, else base64.
+	Result               *string      `json:"result,omitempty"`
+	ResultBase64         string       `json:"result_base64,omitempty"`
+	CompletedAt          *time.Time   `json:"completed_at,omitempty"`
+	RunTimeMS            *int64       `json:"run_time_ms,omitempty"`
+	Parents              []parentView `json:"parents,omitempty"`
+	OnParentFailure      string       `json:"on_parent_failure,omitempty"` // "cancel" or "run", with parents
+	WaitingChildren      []uint64     `json:"waiting_children,omitempty"`
+	WaitingChildrenTotal int          `json:"waiting_children_total,omitempty"`
+}
+
+type progressView struct {
+	Percent int    `json:"percent"`
+	Message string `json:"message,omitempty"`
+}
+
+// parentView is one of a job's parents and how it ended (Job.parents).
+type parentView struct {
+	JobID         uint64  `json:"job_id"`
+	State         string  `json:"state"`
+	Cause         string  `json:"cause,omitempty"` // a dead parent's
+	Ended         bool    `json:"ended"`
+	ResultKept    bool    `json:"result_kept,omitempty"`
+	Result        *string `json:"result,omitempty"`
+	ResultBase64  string  `json:"result_base64,omitempty"`
+	ResultOmitted bool    `json:"result_omitted,omitempty"` // kept, left out of the answer: get the parent itself
+}
+
+// textOrBase64 is b as text when it is valid UTF-8, else as base64: the
+// payload's and a result's JSON form.
+func textOrBase64(b []byte) (*string, string) {
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, ""
+	}
+	return nil, base64.StdEncoding.EncodeToString(b)
 }
 
 type attemptView struct {
@@ -70,12 +111,7 @@ func viewJob(j client.Job) jobView {
 		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Custom: j.Custom, WorkerID: j.WorkerID,
 		LeaseDeadline: optTime(j.LeaseDeadline), LastReason: j.LastReason,
 	}
-	if utf8.Valid(j.Payload) {
-		p := string(j.Payload)
-		v.Payload = &p
-	} else {
-		v.PayloadBase64 = base64.StdEncoding.EncodeToString(j.Payload)
-	}
+	v.Payload, v.PayloadBase64 = textOrBase64(j.Payload)
 	v.StartedAt = optTime(j.StartedAt)
 	for _, a := range j.History {
 		av := attemptView{Attempt: a.Attempt, WorkerID: a.WorkerID, StartedAt: optTime(a.StartedAt), EndedAt: optTime(a.EndedAt),
@@ -89,6 +125,38 @@ func viewJob(j client.Job) jobView {
 	if o := j.Origin; o != nil {
 		v.Origin = &originView{Queue: o.Queue, JobID: o.JobID, Cause: o.Cause.String(), FailedAt: optTime(o.FailedAt), LastReason: o.LastReason, FinalAttempt: o.FinalAttempt}
 	}
+	v.ExpiresAt = optTime(j.ExpiresAt)
+	if tc := j.TraceContext; tc != nil {
+		v.Traceparent, v.Tracestate = tc.Traceparent, tc.Tracestate
+	}
+	if p := j.Progress; p != nil {
+		v.Progress = &progressView{Percent: p.Percent, Message: p.Message}
+	}
+	if j.Result != nil {
+		v.Result, v.ResultBase64 = textOrBase64(j.Result)
+	}
+	if !j.CompletedAt.IsZero() {
+		v.CompletedAt = optTime(j.CompletedAt)
+		ms := j.RunTime.Milliseconds()
+		v.RunTimeMS = &ms
+	}
+	for _, p := range j.Parents {
+		pv := parentView{JobID: p.JobID, State: p.State.String(), Ended: p.Ended, ResultKept: p.ResultKept, ResultOmitted: p.ResultOmitted}
+		if p.State == client.StateDead {
+			pv.Cause = p.Cause.String()
+		}
+		if p.ResultKept && !p.ResultOmitted {
+			pv.Result, pv.ResultBase64 = textOrBase64(p.Result)
+		}
+		v.Parents = append(v.Parents, pv)
+	}
+	if len(j.Parents) > 0 {
+		v.OnParentFailure = "cancel"
+		if j.OnParentFailure == client.ParentFailureRun {
+			v.OnParentFailure = "run"
+		}
+	}
+	v.WaitingChildren, v.WaitingChildrenTotal = j.WaitingChildren, j.WaitingChildrenTotal
 	return v
 }
 

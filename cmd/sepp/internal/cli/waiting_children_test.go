@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,59 @@ func TestWaitingChildrenText(t *testing.T) {
 		if got := waitingChildrenText(tc.ids, tc.total); got != tc.want {
 			t.Errorf("waitingChildrenText(%v, %d) = %q, want %q", tc.ids, tc.total, got, tc.want)
 		}
+	}
+}
+
+// `sepp jobs get --json` carries what a script needs of a workflow: a
+// parent's waiting children, then its result and run time once completed
+// (which the text form shows too), and a child's parents with their
+// outcome, kept result and policy.
+func TestCLI_JobsGetJSONShowsAWorkflow(t *testing.T) {
+	addr := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.New(ctx, []string{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hour := time.Hour
+	if _, err := c.CreateQueue(ctx, "video", client.QueueSettings{CompletedRetention: &hour}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EnqueueBatch(ctx, []*client.EnqueueRequest{
+		client.NewEnqueueRequest("video", "plan"),
+		client.NewEnqueueRequest("video", "render").WithAfter(0).WithOnParentFailure(client.ParentFailureRun),
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	parent := decode[map[string]any](t, mustRun(t, addr, "jobs", "get", "1", "--json"))
+	if got := fmt.Sprint(parent["waiting_children"], " ", parent["waiting_children_total"]); got != "[2] 1" {
+		t.Errorf("parent's waiting_children and total = %s, want [2] 1: %v", got, parent)
+	}
+	ds, err := c.Reserve(ctx, "video", client.ReserveOptions{Max: 1})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("reserve: %v %v", ds, err)
+	}
+	if err := c.AckWithResult(ctx, ds[0].Ctx, []byte("3 scenes")); err != nil {
+		t.Fatal(err)
+	}
+
+	parent = decode[map[string]any](t, mustRun(t, addr, "jobs", "get", "1", "--json"))
+	if parent["result"] != "3 scenes" || parent["completed_at"] == nil || parent["run_time_ms"] == nil || parent["waiting_children"] != nil {
+		t.Errorf("completed parent: result, completed_at, run_time_ms and no waiting_children wanted: %v", parent)
+	}
+	if out := mustRun(t, addr, "jobs", "get", "1"); !strings.Contains(out, "result") || !strings.Contains(out, "3 scenes") || !strings.Contains(out, "completed_at") {
+		t.Errorf("jobs get of the completed parent lacks its result or completed_at:\n%s", out)
+	}
+	child := decode[map[string]any](t, mustRun(t, addr, "jobs", "get", "2", "--json"))
+	parents, _ := child["parents"].([]any)
+	if len(parents) != 1 || child["on_parent_failure"] != "run" {
+		t.Fatalf("child's parents and policy: %v", child)
+	}
+	p := parents[0].(map[string]any)
+	if p["job_id"] != float64(1) || p["state"] != "completed" || p["ended"] != true || p["result_kept"] != true || p["result"] != "3 scenes" {
+		t.Errorf("child's parent = %v, want job 1 completed, ended, its result kept and shown", p)
 	}
 }
