@@ -14,13 +14,7 @@ import (
 // on one waiting_children line; a job nothing waits for has no such line.
 func TestCLI_JobsGetPrintsWaitingChildren(t *testing.T) {
 	addr := startServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := client.New(ctx, []string{addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := clientOf(t, addr)
 	res, err := c.EnqueueBatch(ctx, []*client.EnqueueRequest{
 		client.NewEnqueueRequest("video", "plan"),
 		client.NewEnqueueRequest("render", "render").WithAfter(0),
@@ -64,13 +58,7 @@ func TestWaitingChildrenText(t *testing.T) {
 // outcome, kept result and policy.
 func TestCLI_JobsGetJSONShowsAWorkflow(t *testing.T) {
 	addr := startServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := client.New(ctx, []string{addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c := clientOf(t, addr)
 	hour := time.Hour
 	if _, err := c.CreateQueue(ctx, "video", client.QueueSettings{CompletedRetention: &hour}, false); err != nil {
 		t.Fatal(err)
@@ -110,4 +98,18 @@ func TestCLI_JobsGetJSONShowsAWorkflow(t *testing.T) {
 	if p["job_id"] != float64(1) || p["state"] != "completed" || p["ended"] != true || p["result_kept"] != true || p["result"] != "3 scenes" {
 		t.Errorf("child's parent = %v, want job 1 completed, ended, its result kept and shown", p)
 	}
+}
+
+// clientOf is a Go client of the test server at addr and a context that
+// bounds the test's calls, both ended by the test's cleanup.
+func clientOf(t *testing.T, addr string) (context.Context, *client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	c, err := client.New(ctx, []string{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return ctx, c
 }
