@@ -384,7 +384,7 @@ func TestDecodeEntry_RoundTripsEveryCommand(t *testing.T) {
 		!slices.Equal(b.GetLeaseTokens(), []uint64{6, 1<<64 - 1}) {
 		t.Fatalf("ack batch refs did not round-trip: job ids %v, lease tokens %v", b.GetJobIds(), b.GetLeaseTokens())
 	}
-	gotCfg := EngineConfigFromProto(entry.GetCommands()[16].GetConfigSet().GetConfig())
+	gotCfg := engine.ConfigFromProto(entry.GetCommands()[16].GetConfigSet().GetConfig())
 	if gotCfg.Limits != cfg.Limits || *gotCfg.Queues[0].DefaultPriority != prio || *gotCfg.Queues[0].MaxLength != maxLen ||
 		*gotCfg.Queues[0].RetryDelay != delay || *gotCfg.Queues[0].RetryBackoff != backoff || gotCfg.Queues[0].DeadLetterQueue != "dlq" ||
 		gotCfg.Queues[0].DefaultMaxAttempts != nil {

@@ -147,7 +147,7 @@ func TestSetConfigCommand_MemoryBudgetVersion(t *testing.T) {
 			if cmd.GetVersion() != CommandVersionMemoryBudget {
 				t.Fatalf("version %d, want %d", cmd.GetVersion(), CommandVersionMemoryBudget)
 			}
-			got := EngineConfigFromProto(cmd.GetConfigSet().GetConfig())
+			got := engine.ConfigFromProto(cmd.GetConfigSet().GetConfig())
 			if got.Limits.MaxMemoryBytes != tt.cfg.Limits.MaxMemoryBytes {
 				t.Fatalf("global budget %d, want %d", got.Limits.MaxMemoryBytes, tt.cfg.Limits.MaxMemoryBytes)
 			}

@@ -152,7 +152,7 @@ func DeclaredConfigCommand(cfg engine.Config) *cmdpb.Command {
 	if engine.HasCompletedRetention(cfg) {
 		c.Version = CommandVersionResults
 	}
-	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: EngineConfigToProto(cfg), Declarative: true}}
+	c.Op = &cmdpb.Command_ConfigSet{ConfigSet: &cmdpb.ConfigSet{Config: engine.ConfigToProto(cfg), Declarative: true}}
 	return c
 }
 
@@ -173,7 +173,7 @@ func DeclaredReserveLimitsConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
 // CommandVersionQueueTags when its config sets a queue's tags: a wrapper
 // stamps its own version, which may be lower. Call it last.
 func TaggedConfigCommand(cmd *cmdpb.Command) *cmdpb.Command {
-	cfg := EngineConfigFromProto(cmd.GetConfigSet().GetConfig())
+	cfg := engine.ConfigFromProto(cmd.GetConfigSet().GetConfig())
 	if engine.HasTags(cfg) {
 		atLeast(&cmd.Version, CommandVersionQueueTags)
 	}
@@ -223,7 +223,7 @@ func PublicQueueSettingsConfigCommand(cmd *cmdpb.Command, cfg engine.Config) *cm
 // definition the API would refuse, which only a faulty leader writes) is
 // the same on every replica.
 func configOf(version uint32, pc *cmdpb.EngineConfig) (engine.Config, error) {
-	cfg := EngineConfigFromProto(pc)
+	cfg := engine.ConfigFromProto(pc)
 	if version < CommandVersionPublicQueueSettings {
 		return cfg, nil
 	}
@@ -238,14 +238,14 @@ func configOf(version uint32, pc *cmdpb.EngineConfig) (engine.Config, error) {
 }
 
 func queueConfigToProto(qc engine.QueueConfig) *cmdpb.QueueConfig {
-	return EngineConfigToProto(engine.Config{Queues: []engine.QueueConfig{qc}}).GetQueues()[0]
+	return engine.ConfigToProto(engine.Config{Queues: []engine.QueueConfig{qc}}).GetQueues()[0]
 }
 
 func queueConfigFromProto(pq *cmdpb.QueueConfig) engine.QueueConfig {
 	if pq == nil {
 		return engine.QueueConfig{}
 	}
-	return EngineConfigFromProto(&cmdpb.EngineConfig{Queues: []*cmdpb.QueueConfig{pq}}).Queues[0]
+	return engine.ConfigFromProto(&cmdpb.EngineConfig{Queues: []*cmdpb.QueueConfig{pq}}).Queues[0]
 }
 
 func (f *FSM) applyQueueCreate(now time.Time, version uint32, c *cmdpb.QueueCreate) Result {

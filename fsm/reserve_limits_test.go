@@ -35,7 +35,7 @@ func TestSetConfigCommand_ReserveLimitsVersion(t *testing.T) {
 			if got, want := DeclaredConfigCommand(cfg).GetVersion(), max(tt.wantVersion, CommandVersionQueues); got != want {
 				t.Fatalf("declarative version %d, want %d", got, want)
 			}
-			if got := EngineConfigFromProto(cmd.GetConfigSet().GetConfig()); !reflect.DeepEqual(got, cfg) {
+			if got := engine.ConfigFromProto(cmd.GetConfigSet().GetConfig()); !reflect.DeepEqual(got, cfg) {
 				t.Fatalf("round trip %+v, want %+v", got.Queues, cfg.Queues)
 			}
 			f := newTestFSM(t)
