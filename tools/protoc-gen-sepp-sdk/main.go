@@ -92,6 +92,7 @@ import (
 
 	"google.golang.org/protobuf/compiler/protogen"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/pluginpb"
 )
 
@@ -127,7 +128,12 @@ func (p *params) set(name, value string) error {
 }
 
 func generate(gen *protogen.Plugin, p params) error {
-	gen.SupportedFeatures = uint64(pluginpb.CodeGeneratorResponse_FEATURE_PROTO3_OPTIONAL)
+	gen.SupportedFeatures = uint64(pluginpb.CodeGeneratorResponse_FEATURE_PROTO3_OPTIONAL | pluginpb.CodeGeneratorResponse_FEATURE_SUPPORTS_EDITIONS)
+	// Editions are accepted so that the workspace's edition 2023 files
+	// (the engine's snapshot, seppstore.v1) may sit beside the files this
+	// plugin reads, all proto3 (sepp.v1): it generates nothing from them.
+	gen.SupportedEditionsMinimum = descriptorpb.Edition_EDITION_PROTO2
+	gen.SupportedEditionsMaximum = descriptorpb.Edition_EDITION_2023
 	settings := findMessage(gen, settingsMessage)
 	if settings == nil {
 		return fmt.Errorf("%s is not among the files to generate (buf.gen.yaml must give the plugin package sepp.v1)", settingsMessage)

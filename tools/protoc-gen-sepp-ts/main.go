@@ -41,6 +41,7 @@ import (
 
 	"google.golang.org/protobuf/compiler/protogen"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/pluginpb"
 )
 
@@ -52,7 +53,12 @@ func main() {
 func generate(gen *protogen.Plugin) error {
 	// proto3 optional fields are plain optional fields here, like every
 	// other field; protoc refuses plugins that do not say they take them.
-	gen.SupportedFeatures = uint64(pluginpb.CodeGeneratorResponse_FEATURE_PROTO3_OPTIONAL)
+	gen.SupportedFeatures = uint64(pluginpb.CodeGeneratorResponse_FEATURE_PROTO3_OPTIONAL | pluginpb.CodeGeneratorResponse_FEATURE_SUPPORTS_EDITIONS)
+	// Editions are accepted so that the workspace's edition 2023 files
+	// (the engine's snapshot, seppstore.v1) may sit beside the files this
+	// plugin reads, all proto3 (sepp.v1): it generates nothing from them.
+	gen.SupportedEditionsMinimum = descriptorpb.Edition_EDITION_PROTO2
+	gen.SupportedEditionsMaximum = descriptorpb.Edition_EDITION_2023
 	for _, f := range gen.Files {
 		if !f.Generate || (len(f.Messages) == 0 && len(f.Enums) == 0) {
 			continue
