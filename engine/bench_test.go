@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -34,8 +36,14 @@ func skipMillionUnderShort(b *testing.B, n int) {
 // benchBacklog is the waiting jobs a benchmark fills before it measures: a
 // million, or a hundredth of it under -short, which CI uses to check at one
 // iteration that every benchmark still runs (make bench BENCHFLAGS=-short),
-// where filling a million jobs per benchmark would cost a minute.
+// where filling a million jobs per benchmark would cost a minute; or
+// SEPP_BENCH_BACKLOG jobs when it is set, for the figures at ten million:
+//
+//	SEPP_BENCH_BACKLOG=10000000 GOMAXPROCS=1 go test ./engine -run '^$' -bench PayloadLengths -benchtime 3x -timeout 30m
 func benchBacklog() int {
+	if n, err := strconv.Atoi(os.Getenv("SEPP_BENCH_BACKLOG")); err == nil && n > 0 {
+		return n
+	}
 	if testing.Short() {
 		return waiting / 100
 	}
@@ -210,16 +218,23 @@ func TestMemoryPerJob(t *testing.T) {
 	runtime.KeepAlive(e)
 }
 
+// rememberedKeys is limits.max_idempotency_keys: the keys a server still
+// remembers when its producers outran the window.
+const rememberedKeys = 4_000_000
+
 // snapshotOfWaiting is the snapshot of a million (benchBacklog) waiting 100-byte jobs, each
 // enqueued with a 32-character idempotency key as the Go client sends, so
-// the key table is part of the state as it is on a server.
+// the key table is part of the state as it is on a server; of a larger
+// backlog, the last rememberedKeys of them keyed.
 func snapshotOfWaiting(tb testing.TB) []byte {
 	tb.Helper()
 	e := engine.New(engine.DefaultConfig())
 	now := et.Epoch
 	for i := range benchBacklog() {
-		p := engine.EnqueueParams{Queue: "bench.recovery.1796004621867132920", JobType: "bench", Payload: payload100,
-			IdempotencyKey: fmt.Sprintf("%032x", i)}
+		p := engine.EnqueueParams{Queue: "bench.recovery.1796004621867132920", JobType: "bench", Payload: payload100}
+		if i >= benchBacklog()-rememberedKeys {
+			p.IdempotencyKey = fmt.Sprintf("%032x", i)
+		}
 		if _, err := e.Enqueue(now, p); err != nil {
 			tb.Fatal(err)
 		}
@@ -250,30 +265,41 @@ func BenchmarkRestore(b *testing.B) {
 
 // BenchmarkRestorePayloadLengths restores a million waiting jobs with
 // their keys as a restarting node does: from a stream of payload lengths,
-// the payloads staying in the node's store.
+// the payloads staying in the node's store; from each form of the
+// snapshot (hand-written layouts, protobuf).
 func BenchmarkRestorePayloadLengths(b *testing.B) {
 	e := engine.New(engine.DefaultConfig())
 	e.UsePayloadStore(sharedPayload{payload100})
 	if err := e.Restore(bytes.NewReader(snapshotOfWaiting(b))); err != nil {
 		b.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := e.SnapshotWith(&buf, engine.SnapshotOptions{PayloadLengths: true}); err != nil {
-		b.Fatal(err)
-	}
-	data := buf.Bytes()
-	b.SetBytes(int64(len(data)))
-	cpu := startCPU(b)
-	defer cpu.stop(b)
-	for i := 0; i < b.N; i++ {
-		e := engine.New(engine.DefaultConfig())
-		e.UsePayloadStore(sharedPayload{payload100})
-		if err := e.RestoreWith(bytes.NewReader(data), engine.SnapshotOptions{PayloadLengths: true}); err != nil {
-			b.Fatal(err)
-		}
-		e.PayloadsLoaded()
+	for _, form := range snapshotForms {
+		b.Run("form="+form.name, func(b *testing.B) {
+			var buf bytes.Buffer
+			if err := e.SnapshotWith(&buf, engine.SnapshotOptions{PayloadLengths: true, Protobuf: form.protobuf}); err != nil {
+				b.Fatal(err)
+			}
+			data := buf.Bytes()
+			b.SetBytes(int64(len(data)))
+			cpu := startCPU(b)
+			defer cpu.stop(b)
+			for i := 0; i < b.N; i++ {
+				e := engine.New(engine.DefaultConfig())
+				e.UsePayloadStore(sharedPayload{payload100})
+				if err := e.RestoreWith(bytes.NewReader(data), engine.SnapshotOptions{PayloadLengths: true}); err != nil {
+					b.Fatal(err)
+				}
+				e.PayloadsLoaded()
+			}
+		})
 	}
 }
+
+// snapshotForms are the two forms of the engine's snapshot.
+var snapshotForms = []struct {
+	name     string
+	protobuf bool
+}{{"legacy", false}, {"protobuf", true}}
 
 // BenchmarkSnapshot writes the snapshot of a million waiting jobs.
 func BenchmarkSnapshot(b *testing.B) {
@@ -294,7 +320,8 @@ func BenchmarkSnapshot(b *testing.B) {
 
 // BenchmarkSnapshotPayloadLengths writes the snapshot of a million waiting
 // jobs as the state machine takes it under its lock: payload lengths in
-// place of the payloads, which it streams from its store afterwards.
+// place of the payloads, which it streams from its store afterwards; in
+// each form of the snapshot.
 func BenchmarkSnapshotPayloadLengths(b *testing.B) {
 	data := snapshotOfWaiting(b)
 	e := engine.New(engine.DefaultConfig())
@@ -302,16 +329,20 @@ func BenchmarkSnapshotPayloadLengths(b *testing.B) {
 	if err := e.Restore(bytes.NewReader(data)); err != nil {
 		b.Fatal(err)
 	}
-	var out countingWriter
-	cpu := startCPU(b)
-	defer cpu.stop(b)
-	for i := 0; i < b.N; i++ {
-		out = 0
-		if err := e.SnapshotWith(&out, engine.SnapshotOptions{PayloadLengths: true}); err != nil {
-			b.Fatal(err)
-		}
+	for _, form := range snapshotForms {
+		b.Run("form="+form.name, func(b *testing.B) {
+			var out countingWriter
+			cpu := startCPU(b)
+			defer cpu.stop(b)
+			for i := 0; i < b.N; i++ {
+				out = 0
+				if err := e.SnapshotWith(&out, engine.SnapshotOptions{PayloadLengths: true, Protobuf: form.protobuf}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(out))
+		})
 	}
-	b.SetBytes(int64(out))
 }
 
 // countingWriter counts what is written to it.

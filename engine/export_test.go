@@ -15,4 +15,6 @@ const (
 	// SnapshotVersionDependencies is the layout of jobs' parents.
 	SnapshotVersionDependencies = snapshotVersionDependencies
 	SnapshotVersionCompleted    = snapshotVersionCompleted
+	// SnapshotVersionProto is the protobuf form.
+	SnapshotVersionProto = snapshotVersionProto
 )

@@ -370,6 +370,9 @@ type modelRun struct {
 	clock  time.Time
 	issued []engine.Delivery
 	stats  map[string]int // operations run, by kind
+	// restores counts the engine's restores: every other one is from the
+	// protobuf form of its snapshot.
+	restores int
 	// noSchedules draws the schedule operations' share but runs ticks
 	// instead (TestModel_FairnessRotationRepro).
 	noSchedules bool
@@ -1043,9 +1046,12 @@ check:
 		if got, want := r.e.MemoryHeld(), r.twin.MemoryHeld(); !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d: held bytes %+v, twin %+v", i, got, want)
 		}
-		// Restore into the engine itself and keep going from the copy.
+		// Restore into the engine itself and keep going from the copy,
+		// restored from either form of the snapshot in turn: the twin,
+		// never restored, must go on agreeing with it.
 		var buf bytes.Buffer
-		if err := r.e.Snapshot(&buf); err != nil {
+		r.restores++
+		if err := r.e.SnapshotWith(&buf, engine.SnapshotOptions{Protobuf: r.restores%2 == 0}); err != nil {
 			t.Fatal(err)
 		}
 		restored := engine.New(engine.DefaultConfig())

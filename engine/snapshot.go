@@ -15,7 +15,10 @@ import (
 	"time"
 )
 
-// Snapshot encoding. The stream is
+// Snapshot encoding, the hand-written layouts 1 to 18 (layout 19, the
+// protobuf form that replaces them, is in snapshot_pb.go; these are still
+// read, to restore a data directory of an earlier release, and written
+// while a member of the cluster may not read layout 19). The stream is
 //
 //	magic "SEPPENG\x00" | version (uvarint) | body | CRC-32 (IEEE, little endian) of all before it
 //
@@ -59,6 +62,12 @@ type SnapshotOptions struct {
 	// (fsm snapshot format 3), off the apply path. Restored only by
 	// RestoreWith with the same option, then LoadCompleted.
 	CompletedSection bool
+	// Protobuf writes layout 19, the protobuf form (snapshot_pb.go), in
+	// place of the oldest hand-written layout that holds the state. A
+	// binary older than the form refuses it: the state machine asks for
+	// it once every member reads it. Restore reads either form, whatever
+	// this says.
+	Protobuf bool
 }
 
 // SnapshotWith is Snapshot written as o says.
@@ -73,7 +82,11 @@ func (e *Engine) SnapshotWith(w io.Writer, o SnapshotOptions) error {
 		defer done()
 		enc.payload = read
 	}
-	e.encode(enc)
+	if o.Protobuf {
+		e.encodeProto(enc)
+	} else {
+		e.encode(enc)
+	}
 	enc.flush()
 	if enc.err != nil {
 		return fmt.Errorf("engine snapshot: %w", enc.err)
@@ -86,8 +99,10 @@ func (e *Engine) SnapshotWith(w io.Writer, o SnapshotOptions) error {
 	return nil
 }
 
-// Digest is the SHA-256 of the snapshot stream: equal exactly when the
-// states are. It is hashed while encoding; no copy of the state is built.
+// Digest is the SHA-256 of the snapshot stream in its hand-written
+// layout: equal exactly when the states are, on binaries of either side
+// of the protobuf form. It is hashed while encoding; no copy of the state
+// is built.
 func (e *Engine) Digest() [32]byte {
 	h := sha256.New()
 	if err := e.Snapshot(h); err != nil {
@@ -872,6 +887,9 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		if c, ok := d.payloads.(CompletedStore); ok {
 			e.completed = c
 		}
+	}
+	if d.version == snapshotVersionProto {
+		return d.decodeProto(e)
 	}
 	e.now = d.varint()
 	e.nextID = d.uvarint()

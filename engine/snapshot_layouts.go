@@ -36,6 +36,8 @@ const (
 	snapshotVersionProgress = 17
 	// snapshotVersionDependencies = 18: jobs' parents (dependencies.go).
 	snapshotVersionDependencies = 18
+	// snapshotVersionProto = 19: the protobuf form (snapshot_pb.go).
+	snapshotVersionProto = 19
 )
 
 // snapshotLayoutRow is one layout and what it adds.
@@ -64,6 +66,7 @@ var snapshotLayouts = [...]snapshotLayoutRow{
 	{snapshotVersionCompactCharge, "bits 2 and 3 of the attempts section's flags: a plain waiting job is charged as a compact entry (memory.go, compactCharge), and a job had a trace context (traceUsed, which layouts 13..15 imply from their version); written once the cluster charges so"},
 	{snapshotVersionProgress, "the progress section (progress.go): a flags word (bit 0: a job had a trace context, which layouts 13..16 imply from their version), then each reserved job's progress (percent, message) by job id; written only while a job has progress"},
 	{snapshotVersionDependencies, "the dependencies section (dependencies.go): the state blocked, which older layouts refuse, and by job id each live job's parent-failure policy and its parents (id, outcome, cause); written only while a job has parents"},
+	{snapshotVersionProto, "the whole state as one seppstore.v1.EngineSnapshot (proto/seppstore/v1/engine.proto, snapshot_pb.go) in place of the hand-written sections; written when the state machine asks for it (SnapshotOptions.Protobuf), once every member reads it"},
 }
 
 // snapshotVersion is the newest layout this engine writes and reads.

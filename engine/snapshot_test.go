@@ -57,6 +57,41 @@ func richEngine(t testing.TB, mutate ...func(*engine.Config)) *engine.Engine {
 	return e
 }
 
+// protobufSnapshotBytes is e's snapshot in the protobuf form, layout 19.
+func protobufSnapshotBytes(t testing.TB, e *engine.Engine) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := e.SnapshotWith(&buf, engine.SnapshotOptions{Protobuf: true}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// protobufGoldens are the golden snapshots of layout 19: one per state of
+// the hand-written layouts' goldens that uses a feature of its own.
+var protobufGoldens = []struct {
+	file string
+	from func(testing.TB) *engine.Engine
+}{
+	{"protobuf-rich-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return richEngine(tb, withHistory5) }},
+	{"protobuf-budget-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return richEngine(tb, withBudgets, withHistory5) }},
+	{"protobuf-operator-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return operatorEngine(tb, withHistory5) }},
+	{"protobuf-limited-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return limitedEngine(tb, withHistory5) }},
+	{"protobuf-scheduled-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return scheduledEngine(tb) }},
+	{"protobuf-unique-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return uniqueEngine(tb, withHistory5) }},
+	{"protobuf-cancel-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return cancelEngine(tb, withHistory5) }},
+	{"protobuf-redrive-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return redrivingEngine(tb, withHistory5) }},
+	{"protobuf-expiry-fair-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return expiryFairEngine(tb) }},
+	{"protobuf-attempts-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return attemptsEngine(tb) }},
+	{"protobuf-payloads-off-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return payloadsOffEngine(tb) }},
+	{"protobuf-trace-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return traceEngine(tb) }},
+	{"protobuf-tags-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return taggedEngine(tb) }},
+	{"protobuf-completed-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return completedSeedEngine(tb) }},
+	{"protobuf-compact-charge-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return compactChargeSeedEngine(tb) }},
+	{"protobuf-progress-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return progressEngine(tb) }},
+	{"protobuf-dependencies-engine", func(tb testing.TB) *engine.Engine { tb.Helper(); return dependenciesEngine(tb) }},
+}
+
 func snapshotBytes(t testing.TB, e *engine.Engine) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -221,6 +256,13 @@ func restoreFuzzed(t *testing.T, data []byte) {
 	if again.Digest() != e.Digest() {
 		t.Fatal("round trip changed the digest")
 	}
+	pb := engine.New(engine.DefaultConfig())
+	if err := pb.Restore(bytes.NewReader(protobufSnapshotBytes(t, e))); err != nil {
+		t.Fatalf("restore of the accepted state's protobuf form: %v", err)
+	}
+	if pb.Digest() != e.Digest() {
+		t.Fatal("round trip through the protobuf form changed the digest")
+	}
 }
 
 // TestFuzzSeedCorpus keeps the committed seeds valid; run with
@@ -264,6 +306,11 @@ func TestFuzzSeedCorpus(t *testing.T) {
 		// Layout version 10: expiry deadlines, an expired record, fairness
 		// turn orders.
 		"expiry-fair-engine": snapshotBytes(t, expiryFairEngine(t)),
+	}
+	// Layout 19, the protobuf form, of the states above that use a
+	// feature each (TestGoldenSnapshotLayouts reads them back).
+	for _, g := range protobufGoldens {
+		seeds[g.file] = protobufSnapshotBytes(t, g.from(t))
 	}
 	for name, data := range seeds {
 		path := filepath.Join(dir, name)
@@ -427,6 +474,27 @@ func TestGoldenSnapshotLayouts(t *testing.T) {
 				t.Fatal("the snapshot restored to another state than the one it was written from")
 			}
 			if got := string(snapshotBytes(t, e)); tt.rewrite && got != data {
+				t.Fatal("re-snapshotting the restored state gives other bytes than the golden file")
+			}
+		})
+	}
+	for _, g := range protobufGoldens {
+		t.Run(g.file, func(t *testing.T) {
+			data := readFuzzSeed(t, filepath.Join("testdata", "fuzz", "FuzzRestore", g.file))
+			if !strings.HasPrefix(data, "SEPPENG\x00") || len(data) < 9 || data[8] != engine.SnapshotVersionProto {
+				t.Fatalf("not a layout %d snapshot: % x", engine.SnapshotVersionProto, data[:min(9, len(data))])
+			}
+			e := engine.New(engine.DefaultConfig())
+			if err := e.Restore(strings.NewReader(data)); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.CheckInvariants(); err != nil {
+				t.Fatal(err)
+			}
+			if e.Digest() != g.from(t).Digest() {
+				t.Fatal("the snapshot restored to another state than the one it was written from")
+			}
+			if got := string(protobufSnapshotBytes(t, e)); got != data {
 				t.Fatal("re-snapshotting the restored state gives other bytes than the golden file")
 			}
 		})
