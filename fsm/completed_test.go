@@ -138,12 +138,26 @@ func TestFSM_CompletedStoreAheadReplayWritesNothing(t *testing.T) {
 	}
 }
 
+// engineLayoutProtobuf is the engine's protobuf layout (engine/snapshot_pb.go).
+const engineLayoutProtobuf = 19
+
+// engineLayout is the layout of the engine's part of the snapshot data.
+func engineLayout(t *testing.T, data []byte) byte {
+	t.Helper()
+	i := bytes.Index(data, []byte("SEPPENG\x00"))
+	if i < 0 || i+8 >= len(data) {
+		t.Fatal("no engine part in the snapshot")
+	}
+	return data[i+8]
+}
+
 // TestFSM_CompletedSnapshotCarriesRecords: once every member applies
 // command version 20, snapshots are format 3, whose completed section is
 // streamed from the store's view taken at the snapshot's index; with one
 // member older they stay format 2 with the records inside the engine's
 // part; once every member applies 24 they are format 4 (the payloads
-// last). Either way the restored state (over a fresh store, over the kept
+// last), and once every member applies 28 the engine's part is in
+// protobuf. Either way the restored state (over a fresh store, over the kept
 // store, without a store) is the log's at that index, records included.
 func TestFSM_CompletedSnapshotCarriesRecords(t *testing.T) {
 	for _, tc := range []struct {
@@ -151,6 +165,8 @@ func TestFSM_CompletedSnapshotCarriesRecords(t *testing.T) {
 		newest, oldest uint32
 		format         uint32
 	}{
+		{"EveryMemberApplies28", CommandVersionSnapshotProtobuf, CommandVersionSnapshotProtobuf, snapshotFormatPayloadsLast},
+		{"OneMemberBefore28", CommandVersionSnapshotProtobuf, CommandVersionSnapshotProtobuf - 1, snapshotFormatPayloadsLast},
 		{"EveryMemberApplies24", CommandVersionSnapshotPayloadsLast, CommandVersionSnapshotPayloadsLast, snapshotFormatPayloadsLast},
 		{"OneMemberBefore24", CommandVersionSnapshotPayloadsLast, CommandVersionSnapshotPayloadsLast - 1, snapshotFormatCompletedSection},
 		{"EveryMemberApplies20", CommandVersionResults, CommandVersionResults, snapshotFormatCompletedSection},
@@ -186,6 +202,11 @@ func TestFSM_CompletedSnapshotCarriesRecords(t *testing.T) {
 			data := sink.Bytes()
 			if got := snapshotFormat(t, data); got != tc.format {
 				t.Fatalf("format %d, want %d", got, tc.format)
+			}
+			// The engine's part is in protobuf (layout 19) once every
+			// member reads it, in a hand-written layout before.
+			if got, protobuf := engineLayout(t, data), tc.oldest >= CommandVersionSnapshotProtobuf; (got == engineLayoutProtobuf) != protobuf {
+				t.Fatalf("engine layout %d with every member at %d or later", got, tc.oldest)
 			}
 			reference := newTestFSM(t)
 			for _, l := range rec.entries[:at] {

@@ -122,6 +122,8 @@ func FuzzRestoreSnapshot(f *testing.F) {
 	v4 := seedStoreSnapshot(f, CommandVersionSnapshotPayloadsLast, snapshotFormatPayloadsLast)
 	f.Add(v4)
 	f.Add(v4[:len(v4)-10]) // cut in the payload section, which comes last
+	// The engine's part in protobuf (every member applies 28).
+	f.Add(seedStoreSnapshot(f, CommandVersionSnapshotProtobuf, snapshotFormatPayloadsLast))
 	f.Add(seed[:len(seed)/2])
 	f.Add([]byte("SEPPSNAP"))
 	f.Fuzz(func(t *testing.T, data []byte) {

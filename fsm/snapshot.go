@@ -165,6 +165,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	err = f.eng.SnapshotWith(bw, engine.SnapshotOptions{
 		PayloadLengths:   snap.format >= snapshotFormatPayloadSection,
 		CompletedSection: snap.format >= snapshotFormatCompletedSection,
+		Protobuf:         f.membersApplyLocked(CommandVersionSnapshotProtobuf),
 	})
 	if err == nil {
 		// Under the lock, between two applies: a restart from this
