@@ -209,7 +209,7 @@ proto-lint: tools ## buf lint of every .proto (buf.yaml).
 	$(BUF) lint
 
 .PHONY: proto-breaking
-proto-breaking: tools ## buf breaking of proto/sepp and proto/seppcmd against the baseline image proto/baseline.binpb.
+proto-breaking: tools ## buf breaking of every .proto (the API, the log, the store and the engine's snapshot) against the baseline image proto/baseline.binpb.
 	$(BUF) breaking --against proto/baseline.binpb
 
 .PHONY: proto-baseline
