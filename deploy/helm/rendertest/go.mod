@@ -8,7 +8,12 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/pelletier/go-toml/v2 v2.4.3 // indirect
+require (
+	github.com/pelletier/go-toml/v2 v2.4.3 // indirect
+	github.com/sepp-io/sepp/proto v0.1.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261123191846-1e707ab9fbc2 // indirect
+	google.golang.org/grpc v1.85.0 // indirect
+)
 
 require (
 	dario.cat/mergo v1.0.1 // indirect
@@ -74,3 +79,5 @@ require (
 )
 
 replace github.com/sepp-io/sepp => ../../..
+
+replace github.com/sepp-io/sepp/proto => ../../../proto
