@@ -1212,8 +1212,10 @@ func decodeOpt[T any](d *decoder, get func() T) *T {
 	return &v
 }
 
-func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
-	j := e.spareJob // the struct of the last job restored compact, referenced nowhere
+// restoredJob is an empty job for a restore to fill: the struct of the
+// last job restored compact (referenced nowhere since), or a new one.
+func (e *Engine) restoredJob() *job {
+	j := e.spareJob
 	if j == nil {
 		j = new(job)
 	} else {
@@ -1221,6 +1223,11 @@ func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
 		*j = job{}
 	}
 	j.heapIdx = -1
+	return j
+}
+
+func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
+	j := e.restoredJob()
 	j.id = JobID(d.uvarint())
 	qi := d.uvarint()
 	if d.err == nil && qi >= uint64(len(qs)) {
@@ -1326,35 +1333,53 @@ func (d *decoder) decodeJob(e *Engine, qs []*queue) *job {
 // (doneUntil, id) order.
 func (d *decoder) decodeUniqueDone(e *Engine, qs []*queue) error {
 	n := d.count(1 << 40)
-	var prev *uniqueEntry
 	for i := 0; i < n && d.err == nil; i++ {
 		qi := d.uvarint()
 		key := d.string()
-		ent := &uniqueEntry{jobID: JobID(d.uvarint()), doneUntil: d.varint(), heapIdx: -1}
+		jobID, doneUntil := JobID(d.uvarint()), d.varint()
 		if d.err != nil {
 			break
 		}
-		switch {
-		case qi >= uint64(len(qs)) || key == "":
-			return fmt.Errorf("unique key hold %d: bad queue or empty key", i)
-		case ent.jobID == 0 || uint64(ent.jobID) >= e.nextID || ent.doneUntil <= 0:
-			return fmt.Errorf("unique key %s: bad job %d or hold end %d", quoteShort(key), ent.jobID, ent.doneUntil)
-		case e.holdsLive(ent.jobID) || e.dead[ent.jobID] != nil:
-			return fmt.Errorf("unique key %s: acked job %d is still kept", quoteShort(key), ent.jobID)
-		case prev != nil && (ent.doneUntil < prev.doneUntil || (ent.doneUntil == prev.doneUntil && ent.jobID <= prev.jobID)):
-			return fmt.Errorf("unique key %s: holds out of order", quoteShort(key))
+		var q *queue
+		if qi < uint64(len(qs)) {
+			q = qs[qi]
 		}
-		ent.ref = uniqueRef{qs[qi], key}
-		if e.unique[ent.ref] != nil {
-			return fmt.Errorf("unique key %s of queue %q held twice", quoteShort(key), qs[qi].name)
+		if err := e.restoreUniqueHold(q, key, jobID, doneUntil); err != nil {
+			return err
 		}
-		if e.unique == nil {
-			e.unique = make(map[uniqueRef]*uniqueEntry)
-		}
-		e.unique[ent.ref] = ent
-		ent.heapIdx = len(e.uniqueDone)
-		e.uniqueDone = append(e.uniqueDone, ent) // sorted: a valid heap
-		prev = ent
 	}
 	return d.err
+}
+
+// restoreUniqueHold files the next hold of an acked job's unique key (of
+// queue q, nil when the snapshot named none), as restored: holds come in
+// (doneUntil, id) order, so the list stays a valid heap.
+func (e *Engine) restoreUniqueHold(q *queue, key string, jobID JobID, doneUntil int64) error {
+	i := len(e.uniqueDone)
+	ent := &uniqueEntry{jobID: jobID, doneUntil: doneUntil, heapIdx: -1}
+	var prev *uniqueEntry
+	if i > 0 {
+		prev = e.uniqueDone[i-1]
+	}
+	switch {
+	case q == nil || key == "":
+		return fmt.Errorf("unique key hold %d: bad queue or empty key", i)
+	case ent.jobID == 0 || uint64(ent.jobID) >= e.nextID || ent.doneUntil <= 0:
+		return fmt.Errorf("unique key %s: bad job %d or hold end %d", quoteShort(key), ent.jobID, ent.doneUntil)
+	case e.holdsLive(ent.jobID) || e.dead[ent.jobID] != nil:
+		return fmt.Errorf("unique key %s: acked job %d is still kept", quoteShort(key), ent.jobID)
+	case prev != nil && (ent.doneUntil < prev.doneUntil || (ent.doneUntil == prev.doneUntil && ent.jobID <= prev.jobID)):
+		return fmt.Errorf("unique key %s: holds out of order", quoteShort(key))
+	}
+	ent.ref = uniqueRef{q, key}
+	if e.unique[ent.ref] != nil {
+		return fmt.Errorf("unique key %s of queue %q held twice", quoteShort(key), q.name)
+	}
+	if e.unique == nil {
+		e.unique = make(map[uniqueRef]*uniqueEntry)
+	}
+	e.unique[ent.ref] = ent
+	ent.heapIdx = i
+	e.uniqueDone = append(e.uniqueDone, ent) // sorted: a valid heap
+	return nil
 }

@@ -213,31 +213,19 @@ func (r *pbRestore) enter(num protowire.Number) error {
 func (r *pbRestore) element(num protowire.Number, b []byte) error {
 	switch num {
 	case pbHeader:
-		h := new(storepb.EngineHeader)
-		if err := proto.Unmarshal(b, h); err != nil {
-			return err
-		}
-		return r.restoreHeader(h)
+		return unmarshalThen(b, new(storepb.EngineHeader), r.restoreHeader)
 	case pbQueues:
-		m := new(storepb.EngineQueue)
-		if err := proto.Unmarshal(b, m); err != nil {
-			return err
-		}
-		return r.restoreQueue(m)
+		return unmarshalThen(b, new(storepb.EngineQueue), r.restoreQueue)
 	case pbJobs:
 		if s, ok := parsePlainJob(b); ok {
 			return r.restoreJob(&s, nil)
 		}
-		if err := proto.Unmarshal(b, &r.job); err != nil {
-			return err
-		}
-		s := scalarsOf(&r.job)
-		return r.restoreJob(&s, &r.job)
+		return unmarshalThen(b, &r.job, func(m *storepb.EngineJob) error {
+			s := scalarsOf(m)
+			return r.restoreJob(&s, m)
+		})
 	case pbDeadLetters:
-		if err := proto.Unmarshal(b, &r.dead); err != nil {
-			return err
-		}
-		return r.restoreDeadLetter(&r.dead)
+		return unmarshalThen(b, &r.dead, r.restoreDeadLetter)
 	case pbIdempotencyKeys:
 		k, err := parseKey(b)
 		if err != nil {
@@ -245,55 +233,31 @@ func (r *pbRestore) element(num protowire.Number, b []byte) error {
 		}
 		return r.restoreKey(&k)
 	case pbReservations:
-		m := new(storepb.EngineReservation)
-		if err := proto.Unmarshal(b, m); err != nil {
-			return err
-		}
-		return r.restoreReservation(m)
+		return unmarshalThen(b, new(storepb.EngineReservation), r.restoreReservation)
 	case pbDeclared:
-		m := new(storepb.EngineDeclaration)
-		if err := proto.Unmarshal(b, m); err != nil {
-			return err
-		}
-		return r.restoreDeclaration(m)
+		return unmarshalThen(b, new(storepb.EngineDeclaration), r.restoreDeclaration)
 	case pbSchedules:
-		m := new(storepb.EngineSchedule)
-		if err := proto.Unmarshal(b, m); err != nil {
-			return err
-		}
-		return r.restoreSchedule(m)
+		return unmarshalThen(b, new(storepb.EngineSchedule), r.restoreSchedule)
 	case pbUniqueHolds:
-		m := new(storepb.EngineUniqueHold)
-		if err := proto.Unmarshal(b, m); err != nil {
-			return err
-		}
-		return r.restoreUniqueHold(m)
+		return unmarshalThen(b, new(storepb.EngineUniqueHold), r.restoreUniqueHold)
 	case pbRedrives:
-		m := new(storepb.EngineRedrive)
-		if err := proto.Unmarshal(b, m); err != nil {
-			return err
-		}
-		return r.restoreRedrive(m)
+		return unmarshalThen(b, new(storepb.EngineRedrive), r.restoreRedrive)
 	case pbFairOrders:
-		m := new(storepb.EngineFairOrder)
-		if err := proto.Unmarshal(b, m); err != nil {
-			return err
-		}
-		return r.restoreFairOrder(m)
+		return unmarshalThen(b, new(storepb.EngineFairOrder), r.restoreFairOrder)
 	case pbCompleted:
-		m := new(storepb.EngineCompletedEntry)
-		if err := proto.Unmarshal(b, m); err != nil {
-			return err
-		}
-		return r.restoreCompleted(m)
+		return unmarshalThen(b, new(storepb.EngineCompletedEntry), r.restoreCompleted)
 	case pbCompletedRecords:
-		m := new(storepb.EngineCompletedRecord)
-		if err := proto.Unmarshal(b, m); err != nil {
-			return err
-		}
-		return r.restoreCompletedRecord(m)
+		return unmarshalThen(b, new(storepb.EngineCompletedRecord), r.restoreCompletedRecord)
 	}
 	return fmt.Errorf("field %d: not a field of the snapshot", num)
+}
+
+// unmarshalThen reads b into m and applies it with restore.
+func unmarshalThen[M proto.Message](b []byte, m M, restore func(M) error) error {
+	if err := proto.Unmarshal(b, m); err != nil {
+		return err
+	}
+	return restore(m)
 }
 
 // queueAt is the queue of index i in the snapshot's queue list.

@@ -127,12 +127,13 @@ func (r *pbRestore) queuesRead() error {
 func (e *Engine) pbWriteJobs(w *pbWriter, qindex map[*queue]uint64) {
 	var m storepb.EngineJob
 	e.eachJob(func(j *job) bool { // in id order
+		plain := e.plainPB(j)
 		switch {
-		case e.plainPB(j) && w.c.lengthsOnly:
+		case plain && w.c.lengthsOnly:
 			at := w.begin(pbJobs)
 			w.c.out = e.appendPlainJob(w.c.out, w, j, w.c.queueIndex(j.q, qindex))
 			w.end(at)
-		case e.plainPB(j):
+		case plain:
 			// A payload inline may be large: built apart, then written
 			// with no copy into the encoder's buffer (encoder.raw).
 			w.scratch = e.appendPlainJob(w.scratch[:0], w, j, w.c.queueIndex(j.q, qindex))
@@ -277,14 +278,7 @@ func scalarsOf(m *storepb.EngineJob) pbJobScalars {
 // has).
 func (r *pbRestore) buildJob(s *pbJobScalars, m *storepb.EngineJob, live bool) (*job, error) {
 	e := r.e
-	j := e.spareJob // the struct of the last job restored compact, referenced nowhere
-	if j == nil {
-		j = new(job)
-	} else {
-		e.spareJob = nil
-		*j = job{}
-	}
-	j.heapIdx = -1
+	j := e.restoredJob()
 	j.id = JobID(s.id)
 	q, err := r.queueAt(s.queue)
 	if err != nil {

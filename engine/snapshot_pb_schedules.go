@@ -130,38 +130,11 @@ func (e *Engine) pbWriteUniqueHolds(w *pbWriter, qindex map[*queue]uint64) {
 // live jobs and records (rebuildUnique), as in every layout.
 func (r *pbRestore) restoreUniqueHold(m *storepb.EngineUniqueHold) error {
 	e := r.e
-	i := len(e.uniqueDone)
-	if uint64(i) >= 1<<40 {
+	if uint64(len(e.uniqueDone)) >= 1<<40 {
 		return fmt.Errorf("more than %d unique key holds", uint64(1<<40))
 	}
-	q, qerr := r.queueAt(m.GetQueue())
-	key := m.GetKey()
-	ent := &uniqueEntry{jobID: JobID(m.GetJobId()), doneUntil: m.GetDoneUntil(), heapIdx: -1}
-	var prev *uniqueEntry
-	if i > 0 {
-		prev = e.uniqueDone[i-1]
-	}
-	switch {
-	case qerr != nil || key == "":
-		return fmt.Errorf("unique key hold %d: bad queue or empty key", i)
-	case ent.jobID == 0 || uint64(ent.jobID) >= e.nextID || ent.doneUntil <= 0:
-		return fmt.Errorf("unique key %s: bad job %d or hold end %d", quoteShort(key), ent.jobID, ent.doneUntil)
-	case e.holdsLive(ent.jobID) || e.dead[ent.jobID] != nil:
-		return fmt.Errorf("unique key %s: acked job %d is still kept", quoteShort(key), ent.jobID)
-	case prev != nil && (ent.doneUntil < prev.doneUntil || (ent.doneUntil == prev.doneUntil && ent.jobID <= prev.jobID)):
-		return fmt.Errorf("unique key %s: holds out of order", quoteShort(key))
-	}
-	ent.ref = uniqueRef{q, key}
-	if e.unique[ent.ref] != nil {
-		return fmt.Errorf("unique key %s of queue %q held twice", quoteShort(key), q.name)
-	}
-	if e.unique == nil {
-		e.unique = make(map[uniqueRef]*uniqueEntry)
-	}
-	e.unique[ent.ref] = ent
-	ent.heapIdx = i
-	e.uniqueDone = append(e.uniqueDone, ent) // sorted: a valid heap
-	return nil
+	q, _ := r.queueAt(m.GetQueue()) // nil when out of range: refused below
+	return e.restoreUniqueHold(q, m.GetKey(), JobID(m.GetJobId()), m.GetDoneUntil())
 }
 
 // pbWriteRedrives writes the redrive tasks in id order. The last task id
