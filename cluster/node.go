@@ -601,6 +601,24 @@ func (n *Node) ProposerStats() (entries, commands uint64) {
 	return n.prop.entries.Load(), n.prop.commands.Load()
 }
 
+// ReserveHandoffs counts the waiting reserves this node's proposer sent
+// along with an entry that enqueued into their queue (handoff.go).
+func (n *Node) ReserveHandoffs() uint64 {
+	if n.prop == nil {
+		return 0
+	}
+	return n.prop.handoffs.Load()
+}
+
+// ParkedReserves is how many waiting reserves this node's proposer holds
+// for the next entry that enqueues into their queue.
+func (n *Node) ParkedReserves() int {
+	if n.prop == nil {
+		return 0
+	}
+	return int(n.prop.parked.count.Load())
+}
+
 // raftLastIndex is the last index the node's Raft state holds: its log's
 // last entry or its newest snapshot's, whichever is later.
 func raftLastIndex(logs raft.LogStore, snaps raft.SnapshotStore) (uint64, error) {

@@ -38,6 +38,17 @@ type proposal struct {
 	size  int
 	state atomic.Int32
 	done  chan proposalOutcome // buffered: the collector never blocks
+	// answered, when set (a parked reserve), is closed once done holds
+	// the outcome, for a caller that selects on it among other events.
+	answered chan struct{}
+}
+
+// answer hands the proposal its outcome.
+func (pr *proposal) answer(out proposalOutcome) {
+	pr.done <- out
+	if pr.answered != nil {
+		close(pr.answered)
+	}
 }
 
 type proposalOutcome struct {
@@ -82,6 +93,11 @@ type proposer struct {
 	// entries-per-1000-operations figure.
 	entries  atomic.Uint64
 	commands atomic.Uint64
+
+	// parked holds waiting reserves until an entry enqueues into their
+	// queue (handoff.go); handoffs counts those that rode along.
+	parked   parkedReserves
+	handoffs atomic.Uint64
 }
 
 func newProposer(r applier, cfg *Config, clock func() time.Time, notLeader func() error, observeCommit func(time.Duration)) *proposer {
@@ -272,6 +288,7 @@ func (p *proposer) formEntries() {
 // raft; the collector waits for the outcome.
 func (p *proposer) submit(batch []*proposal) {
 	now := p.clock().UnixNano()
+	batch = p.attachParked(batch, now)
 	cmds := make([]*cmdpb.Command, len(batch))
 	for i, pr := range batch {
 		pr.cmd.NowUnixNano = now
@@ -281,7 +298,7 @@ func (p *proposer) submit(batch []*proposal) {
 	if err != nil {
 		<-p.slots
 		for _, pr := range batch {
-			pr.done <- proposalOutcome{err: err}
+			pr.answer(proposalOutcome{err: err})
 		}
 		return
 	}
@@ -294,14 +311,15 @@ func (p *proposer) submit(batch []*proposal) {
 // finish answers a proposal taken but never submitted, and every one still
 // queued, with ErrShutdown: none of them reached raft.
 func (p *proposer) finish(carry *proposal) {
+	p.closeParked()
 	if carry != nil {
-		carry.done <- proposalOutcome{err: ErrShutdown}
+		carry.answer(proposalOutcome{err: ErrShutdown})
 	}
 	for {
 		select {
 		case pr := <-p.queue:
 			if take(pr) {
-				pr.done <- proposalOutcome{err: ErrShutdown}
+				pr.answer(proposalOutcome{err: ErrShutdown})
 			}
 		default:
 			return
@@ -320,7 +338,7 @@ func (p *proposer) collect() {
 		if err != nil {
 			err = p.classify(err)
 			for _, pr := range e.batch {
-				pr.done <- proposalOutcome{err: err}
+				pr.answer(proposalOutcome{err: err})
 			}
 			continue
 		}
@@ -328,12 +346,12 @@ func (p *proposer) collect() {
 		if !ok || len(results) != len(e.batch) {
 			err := fmt.Errorf("%w: state machine answered %T for an entry of %d commands", ErrUnknownOutcome, e.future.Response(), len(e.batch))
 			for _, pr := range e.batch {
-				pr.done <- proposalOutcome{err: err}
+				pr.answer(proposalOutcome{err: err})
 			}
 			continue
 		}
 		for i, pr := range e.batch {
-			pr.done <- proposalOutcome{res: results[i]}
+			pr.answer(proposalOutcome{res: results[i]})
 		}
 	}
 }

@@ -206,3 +206,75 @@ func TestReserve_LongPollWritesNoLogEntry(t *testing.T) {
 		t.Errorf("a long poll on an empty queue added %d log entries, want none", after-before)
 	}
 }
+
+// TestReserve_LongPollHandedTheJobInTheEnqueuesEntry: on a real Raft
+// leader, a worker waiting in a long poll gets a job from the very log
+// entry that enqueues it: the enqueue adds one entry, not two, and the
+// reserve rode along with it (cluster/handoff.go).
+func TestReserve_LongPollHandedTheJobInTheEnqueuesEntry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Raft node")
+	}
+	nodes := clustertest.New(t, 1, clustertest.WithInmemTransport())
+	node := nodes.Node(nodes.WaitLeader())
+	qc := seppv1.NewQueueServiceClient(rpctest.Dial(t, rpctest.Serve(t, node, rpc.Options{MaxReserveWait: 30 * time.Second})))
+	ctx := ctxT(t)
+	if _, err := qc.Enqueue(ctx, &seppv1.EnqueueRequest{Queue: "other", JobType: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	lastIndex := func() uint64 {
+		st, err := node.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.LastLogIndex
+	}
+	for _, tc := range []struct {
+		name    string
+		enqueue *seppv1.EnqueueRequest
+	}{
+		{"OneJob", &seppv1.EnqueueRequest{Queue: "q", JobType: "t", Payload: []byte("first")}},
+		{"AgainAfterTheFirst", &seppv1.EnqueueRequest{Queue: "q", JobType: "t", Payload: []byte("second")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			handoffs := node.ReserveHandoffs()
+			got := make(chan *seppv1.ReserveResponse, 1)
+			errs := make(chan error, 1)
+			go func() {
+				resp, err := qc.Reserve(ctx, &seppv1.ReserveRequest{Queue: "q", WorkerId: "w", Max: 10, Wait: durationpb.New(20 * time.Second)})
+				got <- resp
+				errs <- err
+			}()
+			for deadline := time.Now().Add(10 * time.Second); node.ParkedReserves() == 0; {
+				if time.Now().After(deadline) {
+					t.Fatal("the waiting reserve was not parked within 10s")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			before := lastIndex()
+			enq, err := qc.Enqueue(ctx, tc.enqueue)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := <-got
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.GetJobs()) != 1 || resp.GetJobs()[0].GetJob().GetId() != enq.GetJobId() {
+				t.Fatalf("waiting reserve got %v, want job %d", resp.GetJobs(), enq.GetJobId())
+			}
+			if string(resp.GetJobs()[0].GetJob().GetPayload()) != string(tc.enqueue.GetPayload()) {
+				t.Fatalf("handed job's payload %q, want %q", resp.GetJobs()[0].GetJob().GetPayload(), tc.enqueue.GetPayload())
+			}
+			if added := lastIndex() - before; added != 1 {
+				t.Errorf("enqueue and handoff added %d log entries, want 1", added)
+			}
+			if n := node.ReserveHandoffs() - handoffs; n != 1 {
+				t.Errorf("%d handoffs counted, want 1", n)
+			}
+			if n := node.ParkedReserves(); n != 0 {
+				t.Errorf("%d reserves still parked, want 0", n)
+			}
+		})
+	}
+}

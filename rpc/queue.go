@@ -291,6 +291,22 @@ func (s *queueService) longPoll(ctx context.Context, p engine.ReserveParams, wai
 	if first != nil {
 		w = *first
 	}
+	// On the leader the wait is also a parked reserve: the entry that
+	// enqueues a job into the queue takes it along and hands the job over
+	// in the same commit (cluster/handoff.go). It stays parked across
+	// wake-ups and is withdrawn only to propose through the look below, or
+	// to leave; one an entry took already is waited for instead.
+	var parked *cluster.ParkedReserve
+	unpark := func() ([]engine.Delivery, error) {
+		if parked == nil {
+			return nil, nil
+		}
+		defer func() { parked = nil }()
+		if parked.Withdraw() {
+			return nil, nil
+		}
+		return parked.Wait(ctx)
+	}
 	for {
 		if look {
 			// Register before looking, so an entry applied (or a claim
@@ -298,6 +314,10 @@ func (s *queueService) longPoll(ctx context.Context, p engine.ReserveParams, wai
 			w = s.register()
 			if emptyProposals < maxEmptyProposals {
 				if ready := s.readyToReserve(ctx, p.Queue); ready > 0 && s.polls.claim(p.Queue, ready, p.N) {
+					if ds, err := unpark(); err != nil || len(ds) > 0 {
+						s.polls.release(p.Queue, p.N)
+						return ds, err
+					}
 					ds, err := Propose(ctx, s.b, engine.ReserveOp{Params: p})
 					s.polls.release(p.Queue, p.N)
 					if err != nil || len(ds) > 0 {
@@ -309,16 +329,47 @@ func (s *queueService) longPoll(ctx context.Context, p engine.ReserveParams, wai
 			}
 		}
 		look = true
+		if parked == nil {
+			parked = s.park(p)
+		}
+		var answered <-chan struct{}
+		if parked != nil {
+			answered = parked.Answered()
+		}
 		select {
+		case <-answered:
+			ds, err := unpark()
+			if err != nil || len(ds) > 0 {
+				return ds, err
+			}
 		case <-w.applied:
 			emptyProposals = 0
 		case <-w.released:
 		case <-timer.C:
-			return nil, nil
+			return unpark()
 		case <-ctx.Done():
+			if ds, err := unpark(); err != nil || len(ds) > 0 {
+				return ds, err
+			}
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// park parks a reserve with p on the leader's proposer, when the backend
+// can hand jobs over in the entry that enqueues them; nil otherwise.
+func (s *queueService) park(p engine.ReserveParams) *cluster.ParkedReserve {
+	parker, ok := s.b.(reserveParker)
+	if !ok {
+		return nil
+	}
+	return parker.ParkReserve(p)
+}
+
+// reserveParker is a Backend whose leader hands a job to a waiting reserve
+// in the entry that enqueues it (cluster.Node).
+type reserveParker interface {
+	ParkReserve(p engine.ReserveParams) *cluster.ParkedReserve
 }
 
 // pollClaims keeps the waiting Reserves of a queue from all proposing for
