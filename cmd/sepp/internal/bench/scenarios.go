@@ -464,6 +464,7 @@ func (r *runner) endToEnd(ctx context.Context) error {
 			}
 		}()
 	}
+	before := r.sampleTimings(ctx)
 	p := r.cli.NewProducer(r.producerOptions())
 	interval := time.Second / time.Duration(rate)
 	next := time.Now()
@@ -483,8 +484,15 @@ func (r *runner) endToEnd(ctx context.Context) error {
 	}
 	cancel()
 	wg.Wait()
+	after := r.sampleTimings(ctx)
 	mu.Lock()
 	defer mu.Unlock()
+	if before.ok && after.ok && n > 0 {
+		// The reserves that got their jobs in the enqueue's own entry
+		// (cluster/handoff.go), per 1000 jobs: the rest waited for a
+		// reserve entry of their own.
+		r.add("e2e_handoffs_per_1000_jobs", (after.timings.handoffs-before.timings.handoffs)*1000/float64(n), "reserves")
+	}
 	sortDurations(lat)
 	sortDurations(started)
 	r.add("e2e_offered_rate", float64(rate), "jobs/s")

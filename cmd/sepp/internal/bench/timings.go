@@ -37,6 +37,9 @@ type serverTimings struct {
 	// calls is sepp_rpc_duration_seconds of successful calls, by full
 	// method name.
 	calls map[string]histogramTotals
+	// handoffs is sepp_reserve_handoffs_total: waiting reserves that rode
+	// in the entry that enqueued their jobs.
+	handoffs float64
 }
 
 // rpcDurationMetric is the server's histogram of call handling times.
@@ -85,6 +88,11 @@ func addTimings(r io.Reader, t *serverTimings) error {
 		for _, m := range f.GetMetric() {
 			into.count += m.GetHistogram().GetSampleCount()
 			into.sum += m.GetHistogram().GetSampleSum()
+		}
+	}
+	if f := families["sepp_reserve_handoffs_total"]; f != nil && f.GetType() == dto.MetricType_COUNTER {
+		for _, m := range f.GetMetric() {
+			t.handoffs += m.GetCounter().GetValue()
 		}
 	}
 	add("sepp_raft_log_write_seconds", &t.logWrite)
