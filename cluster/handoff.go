@@ -133,7 +133,6 @@ func (p *proposer) attachParked(batch []*proposal, now int64) []*proposal {
 			ps.byQueue[qj.queue] = append(list[:0], list[taken:]...)
 		}
 		ps.count.Add(-int64(taken))
-		p.handoffs.Add(uint64(taken))
 	}
 	return batch
 }

@@ -150,8 +150,8 @@ func TestHandoff_ParkedReserveRidesWithTheEnqueue(t *testing.T) {
 	if got := p.parked.count.Load(); got != 2 {
 		t.Fatalf("%d reserves parked, want 2", got)
 	}
-	if got := p.handoffs.Load(); got != 1 {
-		t.Fatalf("%d handoffs counted, want 1", got)
+	if got := p.handedJobs.Load(); got != 1 {
+		t.Fatalf("%d jobs counted handed over, want 1", got)
 	}
 	if !p.unpark(second) || !p.unpark(other) {
 		t.Fatal("a reserve the entry did not take could not be withdrawn")
@@ -192,6 +192,9 @@ func TestHandoff_JobsCoverTheReservesTaken(t *testing.T) {
 	out := outcomeOf(t, two)
 	if out.err != nil || len(out.res.Deliveries) != 2 {
 		t.Fatalf("the reserve of two got %+v, want both jobs", out)
+	}
+	if got := p.handedJobs.Load(); got != 2 {
+		t.Fatalf("%d jobs counted handed over, want 2", got)
 	}
 }
 

@@ -95,17 +95,17 @@ func (n *Node) Metrics() []prometheus.Collector {
 		Name: "sepp_raft_commands_since_snapshot",
 		Help: "Commands applied since this node's last snapshot (each job of a batch counted): about what a restart would replay. The node snapshots when it passes cluster.snapshot_command_threshold.",
 	}, func() float64 { return float64(n.fsm.CommandsSinceSnapshot()) })
-	handoffs := prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "sepp_reserve_handoffs_total",
-		Help: "Waiting reserves (long polls) this node, as leader, handed jobs in the log entry that enqueued them, instead of in an entry of their own after it.",
-	}, func() float64 { return float64(n.ReserveHandoffs()) })
+	handedOver := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "sepp_jobs_handed_over_total",
+		Help: "Jobs this node, as leader, delivered to waiting reserves (long polls) in the log entry that enqueued into their queue, instead of in an entry of their own after it.",
+	}, func() float64 { return float64(n.HandedOverJobs()) })
 	parked := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sepp_reserves_parked",
 		Help: "Waiting reserves this node holds, as leader, to go along with the next log entry that enqueues a job into their queue.",
 	}, func() float64 { return float64(n.ParkedReserves()) })
 	return []prometheus.Collector{m.logWrite, m.commit, m.leaderChanges, m.elections, m.crashElections,
 		newLagCollector(n), n.snapTimes.snapshot, n.snapTimes.restore,
-		m.clockSkewExceeded, m.clockOffset, m.clockJumps, sinceSnapshot, handoffs, parked}
+		m.clockSkewExceeded, m.clockOffset, m.clockJumps, sinceSnapshot, handedOver, parked}
 }
 
 // setClock exports a round of clock checks.

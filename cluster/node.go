@@ -601,13 +601,13 @@ func (n *Node) ProposerStats() (entries, commands uint64) {
 	return n.prop.entries.Load(), n.prop.commands.Load()
 }
 
-// ReserveHandoffs counts the waiting reserves this node's proposer sent
-// along with an entry that enqueued into their queue (handoff.go).
-func (n *Node) ReserveHandoffs() uint64 {
+// HandedOverJobs counts the jobs this node's proposer handed to waiting
+// reserves in the entry that enqueued into their queue (handoff.go).
+func (n *Node) HandedOverJobs() uint64 {
 	if n.prop == nil {
 		return 0
 	}
-	return n.prop.handoffs.Load()
+	return n.prop.handedJobs.Load()
 }
 
 // ParkedReserves is how many waiting reserves this node's proposer holds

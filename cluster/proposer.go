@@ -95,9 +95,10 @@ type proposer struct {
 	commands atomic.Uint64
 
 	// parked holds waiting reserves until an entry enqueues into their
-	// queue (handoff.go); handoffs counts those that rode along.
-	parked   parkedReserves
-	handoffs atomic.Uint64
+	// queue (handoff.go); handedJobs counts the jobs those that rode along
+	// were handed.
+	parked     parkedReserves
+	handedJobs atomic.Uint64
 }
 
 func newProposer(r applier, cfg *Config, clock func() time.Time, notLeader func() error, observeCommit func(time.Duration)) *proposer {
@@ -351,6 +352,9 @@ func (p *proposer) collect() {
 			continue
 		}
 		for i, pr := range e.batch {
+			if pr.answered != nil { // a parked reserve that rode along
+				p.handedJobs.Add(uint64(len(results[i].Deliveries)))
+			}
 			pr.answer(proposalOutcome{res: results[i]})
 		}
 	}

@@ -237,7 +237,7 @@ func TestReserve_LongPollHandedTheJobInTheEnqueuesEntry(t *testing.T) {
 		{"AgainAfterTheFirst", &seppv1.EnqueueRequest{Queue: "q", JobType: "t", Payload: []byte("second")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			handoffs := node.ReserveHandoffs()
+			handed := node.HandedOverJobs()
 			got := make(chan *seppv1.ReserveResponse, 1)
 			errs := make(chan error, 1)
 			go func() {
@@ -269,8 +269,8 @@ func TestReserve_LongPollHandedTheJobInTheEnqueuesEntry(t *testing.T) {
 			if added := lastIndex() - before; added != 1 {
 				t.Errorf("enqueue and handoff added %d log entries, want 1", added)
 			}
-			if n := node.ReserveHandoffs() - handoffs; n != 1 {
-				t.Errorf("%d handoffs counted, want 1", n)
+			if n := node.HandedOverJobs() - handed; n != 1 {
+				t.Errorf("%d jobs counted handed over, want 1", n)
 			}
 			if n := node.ParkedReserves(); n != 0 {
 				t.Errorf("%d reserves still parked, want 0", n)

@@ -488,10 +488,10 @@ func (r *runner) endToEnd(ctx context.Context) error {
 	mu.Lock()
 	defer mu.Unlock()
 	if before.ok && after.ok && n > 0 {
-		// The reserves that got their jobs in the enqueue's own entry
-		// (cluster/handoff.go), per 1000 jobs: the rest waited for a
-		// reserve entry of their own.
-		r.add("e2e_handoffs_per_1000_jobs", (after.timings.handoffs-before.timings.handoffs)*1000/float64(n), "reserves")
+		// The jobs handed to a waiting reserve in their enqueue's own
+		// entry (cluster/handoff.go); the rest waited for a reserve entry
+		// of their own.
+		r.add("e2e_handed_over_share", (after.timings.handedOver-before.timings.handedOver)*100/float64(n), "%")
 	}
 	sortDurations(lat)
 	sortDurations(started)

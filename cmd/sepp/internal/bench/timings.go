@@ -37,9 +37,9 @@ type serverTimings struct {
 	// calls is sepp_rpc_duration_seconds of successful calls, by full
 	// method name.
 	calls map[string]histogramTotals
-	// handoffs is sepp_reserve_handoffs_total: waiting reserves that rode
-	// in the entry that enqueued their jobs.
-	handoffs float64
+	// handedOver is sepp_jobs_handed_over_total: jobs delivered to
+	// waiting reserves in the entry that enqueued them.
+	handedOver float64
 }
 
 // rpcDurationMetric is the server's histogram of call handling times.
@@ -90,9 +90,9 @@ func addTimings(r io.Reader, t *serverTimings) error {
 			into.sum += m.GetHistogram().GetSampleSum()
 		}
 	}
-	if f := families["sepp_reserve_handoffs_total"]; f != nil && f.GetType() == dto.MetricType_COUNTER {
+	if f := families["sepp_jobs_handed_over_total"]; f != nil && f.GetType() == dto.MetricType_COUNTER {
 		for _, m := range f.GetMetric() {
-			t.handoffs += m.GetCounter().GetValue()
+			t.handedOver += m.GetCounter().GetValue()
 		}
 	}
 	add("sepp_raft_log_write_seconds", &t.logWrite)

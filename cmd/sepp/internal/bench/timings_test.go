@@ -34,9 +34,9 @@ sepp_rpc_duration_seconds_count{code="Unavailable",method="/sepp.v1.QueueService
 sepp_rpc_duration_seconds_bucket{code="OK",method="/sepp.v1.QueueService/AckBatch",node="sepp-1",le="+Inf"} 2
 sepp_rpc_duration_seconds_sum{code="OK",method="/sepp.v1.QueueService/AckBatch",node="sepp-1"} 0.003
 sepp_rpc_duration_seconds_count{code="OK",method="/sepp.v1.QueueService/AckBatch",node="sepp-1"} 2
-# HELP sepp_reserve_handoffs_total Waiting reserves this node, as leader, handed jobs in the log entry that enqueued them.
-# TYPE sepp_reserve_handoffs_total counter
-sepp_reserve_handoffs_total{node="sepp-1"} 3
+# HELP sepp_jobs_handed_over_total Jobs this node, as leader, delivered to waiting reserves in the log entry that enqueued them.
+# TYPE sepp_jobs_handed_over_total counter
+sepp_jobs_handed_over_total{node="sepp-1"} 3
 # HELP sepp_raft_term Current Raft term.
 # TYPE sepp_raft_term gauge
 sepp_raft_term{node="sepp-1"} 2
@@ -49,7 +49,7 @@ func TestAddTimings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := serverTimings{logWrite: histogramTotals{20, 0.010}, commit: histogramTotals{8, 0.012}, handoffs: 6, calls: map[string]histogramTotals{
+	want := serverTimings{logWrite: histogramTotals{20, 0.010}, commit: histogramTotals{8, 0.012}, handedOver: 6, calls: map[string]histogramTotals{
 		// Failed calls are left out: their times are not a call's.
 		enqueueBatch: {10, 0.02},
 		ackBatch:     {4, 0.006},
