@@ -252,6 +252,12 @@ func serve(ctx context.Context, cfg config.Config) error {
 		httpLis = tls.NewListener(httpLis, sec.httpTLS)
 	}
 
+	// Raft times the phases of its commits through one process-wide sink
+	// (cluster.RaftPhases); it must be in place before raft starts.
+	raftPhases := cluster.NewRaftPhases()
+	if err := cluster.InstallRaftPhases(raftPhases); err != nil {
+		return fmt.Errorf("raft phase metrics: %w", err)
+	}
 	opening := time.Now()
 	node, err := cluster.NewNode(nc)
 	if err != nil {
@@ -261,7 +267,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return fmt.Errorf("start node: %w", err)
 	}
 	go logReplay(ctx, node, opening, log)
-	prometheus.WrapRegistererWith(prometheus.Labels{"node": node.Self().ID}, reg).MustRegister(node.Metrics()...)
+	prometheus.WrapRegistererWith(prometheus.Labels{"node": node.Self().ID}, reg).MustRegister(append(node.Metrics(), raftPhases.Collector())...)
 	reloadStop := make(chan struct{})
 	defer close(reloadStop)
 	sec.reloadOnSIGHUP(reloadStop, log)

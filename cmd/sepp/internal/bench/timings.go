@@ -37,6 +37,9 @@ type serverTimings struct {
 	// calls is sepp_rpc_duration_seconds of successful calls, by full
 	// method name.
 	calls map[string]histogramTotals
+	// phases is sepp_raft_phase_seconds by phase: where a commit's time
+	// went, as raft timed it (cluster.RaftPhases).
+	phases map[string]histogramTotals
 	// handedOver is sepp_jobs_handed_over_total: jobs delivered to
 	// waiting reserves in the entry that enqueued them.
 	handedOver float64
@@ -93,6 +96,22 @@ func addTimings(r io.Reader, t *serverTimings) error {
 	if f := families["sepp_jobs_handed_over_total"]; f != nil && f.GetType() == dto.MetricType_COUNTER {
 		for _, m := range f.GetMetric() {
 			t.handedOver += m.GetCounter().GetValue()
+		}
+	}
+	if f := families["sepp_raft_phase_seconds"]; f != nil && f.GetType() == dto.MetricType_HISTOGRAM {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "phase" {
+					continue
+				}
+				if t.phases == nil {
+					t.phases = map[string]histogramTotals{}
+				}
+				p := t.phases[l.GetValue()]
+				p.count += m.GetHistogram().GetSampleCount()
+				p.sum += m.GetHistogram().GetSampleSum()
+				t.phases[l.GetValue()] = p
+			}
 		}
 	}
 	add("sepp_raft_log_write_seconds", &t.logWrite)
@@ -224,7 +243,17 @@ func (r *runner) addTimingFigures(name string, before, after timingsSample, jobs
 		r.add(name+"_commit_mean", ms, "ms")
 		r.add(name+"_entries_per_1000_jobs", float64(after.timings.commit.count-before.timings.commit.count)*1000/float64(jobs), "entries")
 	}
+	// The commit's phases as raft timed them, in a fixed order.
+	for _, phase := range raftPhaseFigures {
+		if ms, ok := mean(before.timings.phases[phase], after.timings.phases[phase]); ok {
+			r.add(name+"_raft_"+phase+"_mean", ms, "ms")
+		}
+	}
 }
+
+// raftPhaseFigures are the phases of sepp_raft_phase_seconds the bench
+// reports, in the order an entry meets them.
+var raftPhaseFigures = []string{"leader_dispatch", "follower_round_trip", "follower_log_write", "quorum", "apply_handoff", "apply"}
 
 // callFigureName turns "/sepp.v1.QueueService/EnqueueBatch" into
 // "enqueue_batch".

@@ -37,6 +37,14 @@ sepp_rpc_duration_seconds_count{code="OK",method="/sepp.v1.QueueService/AckBatch
 # HELP sepp_jobs_handed_over_total Jobs this node, as leader, delivered to waiting reserves in the log entry that enqueued them.
 # TYPE sepp_jobs_handed_over_total counter
 sepp_jobs_handed_over_total{node="sepp-1"} 3
+# HELP sepp_raft_phase_seconds Phases of a Raft commit as raft times them.
+# TYPE sepp_raft_phase_seconds histogram
+sepp_raft_phase_seconds_bucket{node="sepp-1",phase="quorum",le="+Inf"} 4
+sepp_raft_phase_seconds_sum{node="sepp-1",phase="quorum"} 0.004
+sepp_raft_phase_seconds_count{node="sepp-1",phase="quorum"} 4
+sepp_raft_phase_seconds_bucket{node="sepp-1",phase="apply",le="+Inf"} 2
+sepp_raft_phase_seconds_sum{node="sepp-1",phase="apply"} 0.001
+sepp_raft_phase_seconds_count{node="sepp-1",phase="apply"} 2
 # HELP sepp_raft_term Current Raft term.
 # TYPE sepp_raft_term gauge
 sepp_raft_term{node="sepp-1"} 2
@@ -49,11 +57,12 @@ func TestAddTimings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := serverTimings{logWrite: histogramTotals{20, 0.010}, commit: histogramTotals{8, 0.012}, handedOver: 6, calls: map[string]histogramTotals{
-		// Failed calls are left out: their times are not a call's.
-		enqueueBatch: {10, 0.02},
-		ackBatch:     {4, 0.006},
-	}}
+	want := serverTimings{logWrite: histogramTotals{20, 0.010}, commit: histogramTotals{8, 0.012}, handedOver: 6,
+		phases: map[string]histogramTotals{"quorum": {8, 0.008}, "apply": {4, 0.002}}, calls: map[string]histogramTotals{
+			// Failed calls are left out: their times are not a call's.
+			enqueueBatch: {10, 0.02},
+			ackBatch:     {4, 0.006},
+		}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("timings = %+v, want %+v", got, want)
 	}
