@@ -95,6 +95,26 @@ func parkReserve(t *testing.T, p *proposer, queue, worker string, n int) *propos
 	return pr
 }
 
+// enqueueAndCommit proposes an enqueue, commits the entry it goes into
+// and returns the enqueue's result and the workers of the reserves that
+// rode along.
+func enqueueAndCommit(t *testing.T, p *proposer, r *fakeRaft, cmd *cmdpb.Command) (fsm.Result, []string) {
+	t.Helper()
+	ctx := context.Background()
+	enq, err := p.enqueue(ctx, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := nextEntry(t, r)
+	workers := reserveWorkers(t, e.data)
+	r.commit(e) // before any check: the cleanup waits for every entry
+	res, err := p.await(ctx, enq)
+	if err != nil || res.Err != nil {
+		t.Fatalf("enqueue: %v, %v", err, res.Err)
+	}
+	return res, workers
+}
+
 // outcomeOf waits for a parked reserve's outcome, announced by answered.
 func outcomeOf(t *testing.T, pr *proposal) proposalOutcome {
 	t.Helper()
@@ -124,24 +144,13 @@ func reserveWorkers(t *testing.T, data []byte) []string {
 // those the jobs do not cover, stay parked.
 func TestHandoff_ParkedReserveRidesWithTheEnqueue(t *testing.T) {
 	p, r := newFakeProposer(t)
-	ctx := context.Background()
 	first := parkReserve(t, p, "q", "first", 1)
 	second := parkReserve(t, p, "q", "second", 1)
 	other := parkReserve(t, p, "other", "other", 1)
 
-	enq, err := p.enqueue(ctx, fsm.EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := nextEntry(t, r)
-	got := reserveWorkers(t, e.data)
-	r.commit(e) // before any check: the cleanup waits for every entry
+	res, got := enqueueAndCommit(t, p, r, fsm.EnqueueCommand(engine.EnqueueParams{Queue: "q", JobType: "t"}))
 	if len(got) != 1 || got[0] != "first" {
 		t.Fatalf("the entry carries reserves of %v, want [first]", got)
-	}
-	res, err := p.await(ctx, enq)
-	if err != nil || res.Err != nil {
-		t.Fatalf("enqueue: %v, %v", err, res.Err)
 	}
 	out := outcomeOf(t, first)
 	if out.err != nil || out.res.Err != nil || len(out.res.Deliveries) != 1 || out.res.Deliveries[0].Job.ID != res.Enqueue.JobID {
@@ -168,7 +177,6 @@ func TestHandoff_ParkedReserveRidesWithTheEnqueue(t *testing.T) {
 // jobs they ask for cover the jobs enqueued; a withdrawn one never does.
 func TestHandoff_JobsCoverTheReservesTaken(t *testing.T) {
 	p, r := newFakeProposer(t)
-	ctx := context.Background()
 	gone := parkReserve(t, p, "q", "gone", 1)
 	if !p.unpark(gone) {
 		t.Fatal("withdraw refused")
@@ -176,18 +184,9 @@ func TestHandoff_JobsCoverTheReservesTaken(t *testing.T) {
 	two := parkReserve(t, p, "q", "two", 2)
 	parkReserve(t, p, "q", "late", 1)
 
-	enq, err := p.enqueue(ctx, fsm.EnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t"}, {Queue: "q", JobType: "t"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := nextEntry(t, r)
-	got := reserveWorkers(t, e.data)
-	r.commit(e) // before any check: the cleanup waits for every entry
+	_, got := enqueueAndCommit(t, p, r, fsm.EnqueueBatchCommand([]engine.EnqueueParams{{Queue: "q", JobType: "t"}, {Queue: "q", JobType: "t"}}))
 	if len(got) != 1 || got[0] != "two" {
 		t.Fatalf("the entry carries reserves of %v, want [two]", got)
-	}
-	if _, err := p.await(ctx, enq); err != nil {
-		t.Fatal(err)
 	}
 	out := outcomeOf(t, two)
 	if out.err != nil || len(out.res.Deliveries) != 2 {

@@ -175,28 +175,35 @@ func (b *enqueueAfterLook) Read(ctx context.Context, stale bool, fn func(e engin
 	return err
 }
 
-// TestReserve_LongPollWritesNoLogEntry: on a real Raft node, a worker that
-// waits out its long poll on an empty queue adds nothing to the log.
-func TestReserve_LongPollWritesNoLogEntry(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Raft node")
-	}
+// raftNodeServing starts a one-node Raft cluster served over gRPC with
+// maxWait as the long-poll cap, and returns the node, a client and its
+// last log index. One write has gone through, so the leader's own first
+// entries are in the log.
+func raftNodeServing(ctx context.Context, t *testing.T, maxWait time.Duration) (*cluster.Node, seppv1.QueueServiceClient, func() uint64) {
+	t.Helper()
 	nodes := clustertest.New(t, 1, clustertest.WithInmemTransport())
 	node := nodes.Node(nodes.WaitLeader())
-	qc := seppv1.NewQueueServiceClient(rpctest.Dial(t, rpctest.Serve(t, node, rpc.Options{MaxReserveWait: 100 * time.Millisecond})))
-	ctx := ctxT(t)
-	// Once a write has gone through, the leader's own first entries are
-	// in the log.
+	qc := seppv1.NewQueueServiceClient(rpctest.Dial(t, rpctest.Serve(t, node, rpc.Options{MaxReserveWait: maxWait})))
 	if _, err := qc.Enqueue(ctx, &seppv1.EnqueueRequest{Queue: "other", JobType: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	lastIndex := func() uint64 {
+	return node, qc, func() uint64 {
 		st, err := node.Status(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return st.LastLogIndex
 	}
+}
+
+// TestReserve_LongPollWritesNoLogEntry: on a real Raft node, a worker that
+// waits out its long poll on an empty queue adds nothing to the log.
+func TestReserve_LongPollWritesNoLogEntry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Raft node")
+	}
+	ctx := ctxT(t)
+	_, qc, lastIndex := raftNodeServing(ctx, t, 100*time.Millisecond)
 	before := lastIndex()
 	resp, err := qc.Reserve(ctx, &seppv1.ReserveRequest{Queue: "q", WorkerId: "w", Wait: durationpb.New(time.Minute)})
 	if err != nil || len(resp.GetJobs()) != 0 {
@@ -215,20 +222,8 @@ func TestReserve_LongPollHandedTheJobInTheEnqueuesEntry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Raft node")
 	}
-	nodes := clustertest.New(t, 1, clustertest.WithInmemTransport())
-	node := nodes.Node(nodes.WaitLeader())
-	qc := seppv1.NewQueueServiceClient(rpctest.Dial(t, rpctest.Serve(t, node, rpc.Options{MaxReserveWait: 30 * time.Second})))
 	ctx := ctxT(t)
-	if _, err := qc.Enqueue(ctx, &seppv1.EnqueueRequest{Queue: "other", JobType: "t"}); err != nil {
-		t.Fatal(err)
-	}
-	lastIndex := func() uint64 {
-		st, err := node.Status(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.LastLogIndex
-	}
+	node, qc, lastIndex := raftNodeServing(ctx, t, 30*time.Second)
 	for _, tc := range []struct {
 		name    string
 		enqueue *seppv1.EnqueueRequest
