@@ -52,7 +52,6 @@ func (p *proposer) park(cmd *cmdpb.Command) (*proposal, bool) {
 	if reserve == nil {
 		return nil, false
 	}
-	p.vouch(cmd)
 	pr := &proposal{cmd: cmd, size: proto.Size(cmd), done: make(chan proposalOutcome, 1), answered: make(chan struct{})}
 	ps := &p.parked
 	ps.mu.Lock()
@@ -225,17 +224,14 @@ type ParkedReserve struct {
 // node is not a serving leader (the caller then waits and proposes as
 // before).
 func (n *Node) ParkReserve(p engine.ReserveParams) *ParkedReserve {
-	if n.raft.State() != raft.Leader {
+	lr := n.ready.Load()
+	if n.raft.State() != raft.Leader || lr == nil || lr.term != n.raft.CurrentTerm() {
 		return nil
 	}
-	if lr := n.ready.Load(); lr == nil || lr.term != n.raft.CurrentTerm() {
+	select {
+	case <-lr.ch: // the leader is serving
+	default:
 		return nil
-	} else {
-		select {
-		case <-lr.ch:
-		default:
-			return nil
-		}
 	}
 	p.RetryWindow = p.RequestID != "" && n.membersApply(fsm.CommandVersionReserveRetry)
 	answered := n.fsm.AnswerReserve(p.RequestID)
