@@ -349,3 +349,49 @@ func TestFSM_CheckpointPinnedBytes(t *testing.T) {
 		t.Fatalf("with the store gone the checkpoints pin %d bytes; one checkpoint's files take %d: the linked files must count once", pinned, oneCheckpoint)
 	}
 }
+
+// TestFSM_CheckpointFailureFailsTheSnapshot: the store's checkpoint runs
+// beside the engine's part of the capture; when it fails, the snapshot
+// fails with its error (raft tries again at its next interval), leaves no
+// temporary file behind, and the next snapshot, with the checkpoint
+// folder back, succeeds.
+func TestFSM_CheckpointFailureFailsTheSnapshot(t *testing.T) {
+	base := t.TempDir()
+	dir, root := filepath.Join(base, "payloads"), filepath.Join(base, "snapshot-checkpoints")
+	rec := newLogRecorder(t, 3)
+	node := openCheckpointFSM(t, dir, root)
+	defer closeFSM(t, node)
+	rec.run(node, 2)
+	joinPayloadsLastMembers(rec, node)
+	rec.run(node, 100)
+
+	// A file where the checkpoints' folder was: the checkpoint cannot be made.
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(root, []byte("not a folder"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := node.Snapshot(); err == nil {
+		snap.Release()
+		t.Fatal("a snapshot whose checkpoint cannot be made succeeded")
+	} else if !strings.Contains(err.Error(), "checkpoint") {
+		t.Fatalf("the snapshot failed with %v, want the checkpoint's error", err)
+	}
+	if left, err := os.ReadDir(node.cfg.SnapshotTempDir); err != nil || len(left) != 0 {
+		t.Fatalf("the failed snapshot left %d temporary files (%v)", len(left), err)
+	}
+
+	if err := os.Remove(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rec.run(node, 10)
+	_, snaps := checkpointSnapshotStore(t, filepath.Join(base, "raft"), root)
+	id := persistTo(t, node, snaps, nil)
+	if _, data := openAll(t, snaps, id); len(data) == 0 {
+		t.Fatal("the snapshot after the folder came back is empty")
+	}
+}
