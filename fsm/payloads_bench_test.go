@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -72,23 +73,29 @@ func BenchmarkApplyEnqueueBatchPayloads(b *testing.B) {
 //
 //	go test -run '^$' -bench 'SnapshotPayloads' -benchtime 3x ./fsm/
 func BenchmarkSnapshotPayloads(b *testing.B) {
-	jobs := shortBench(200_000)
+	jobs := shortBench(*snapshotBenchJobs)
 	// store-section: the store with every member restoring format 2, so
 	// the capture writes payload lengths and the bodies go to Persist.
 	// store-last: format 4, the bodies last, read from a view by Persist.
 	// checkpoint-last: format 4 with a checkpoint, persisted into raft's
 	// file store through CheckpointSnapshots (no body copied).
-	for _, mode := range append(payloadModes, "store-section", "store-last", "checkpoint-last") {
+	// checkpoint-protobuf: the same with the engine's part in protobuf
+	// (what a cluster of this release writes), and a twentieth of the
+	// backlog enqueued again before each snapshot, so that its checkpoint
+	// flushes a memtable as a live node's does.
+	for _, mode := range append(payloadModes, "store-section", "store-last", "checkpoint-last", "checkpoint-protobuf") {
 		b.Run(mode, func(b *testing.B) {
-			f := benchFSM(b, strings.TrimSuffix(strings.TrimSuffix(mode, "-section"), "-last"))
+			f := benchFSM(b, strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(mode, "-section"), "-last"), "-protobuf"))
 			switch mode {
 			case "store-section":
 				f.nodes["n1"] = NodeMeta{ID: "n1", MaxCommandVersion: CommandVersionSnapshotPayloads}
 			case "store-last", "checkpoint-last":
 				f.nodes["n1"] = NodeMeta{ID: "n1", MaxCommandVersion: CommandVersionSnapshotPayloadsLast}
+			case "checkpoint-protobuf":
+				f.nodes["n1"] = NodeMeta{ID: "n1", MaxCommandVersion: CommandVersionSnapshotProtobuf}
 			}
 			var snaps raft.SnapshotStore
-			if mode == "checkpoint-last" {
+			if strings.HasPrefix(mode, "checkpoint-") {
 				dir := b.TempDir()
 				inner, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclog.NewNullLogger())
 				if err != nil {
@@ -101,7 +108,14 @@ func BenchmarkSnapshotPayloads(b *testing.B) {
 			fillWaiting(b, f, jobs, 256)
 			var persist time.Duration
 			b.ResetTimer()
+			refill := 0
 			for i := 0; i < b.N; i++ {
+				if mode == "checkpoint-protobuf" {
+					b.StopTimer()
+					fillWaitingFrom(b, f, jobs+refill, jobs/20, 256)
+					refill += jobs / 20
+					b.StartTimer()
+				}
 				s, err := f.Snapshot()
 				if err != nil {
 					b.Fatal(err)
@@ -126,6 +140,12 @@ func BenchmarkSnapshotPayloads(b *testing.B) {
 		})
 	}
 }
+
+// snapshotBenchJobs is BenchmarkSnapshotPayloads's backlog: 200,000 by
+// default, 10,000,000 for #35's figure (a few GiB of memory and minutes):
+//
+//	go test -run '^$' -bench 'SnapshotPayloads/checkpoint-protobuf' -benchtime 3x ./fsm/ -args -snapshot-jobs 10000000
+var snapshotBenchJobs = flag.Int("snapshot-jobs", 200_000, "waiting jobs in BenchmarkSnapshotPayloads")
 
 // discardSink is a raft.SnapshotSink that keeps nothing.
 type discardSink struct{}
@@ -175,8 +195,14 @@ func BenchmarkRestorePayloads(b *testing.B) {
 // Go client sends them, in entries of 500.
 func fillWaiting(b *testing.B, f *FSM, jobs, payloadBytes int) {
 	b.Helper()
+	fillWaitingFrom(b, f, 0, jobs, payloadBytes)
+}
+
+// fillWaitingFrom is fillWaiting with idempotency keys from the first'th.
+func fillWaitingFrom(b *testing.B, f *FSM, first, jobs, payloadBytes int) {
+	b.Helper()
 	payload := make([]byte, payloadBytes)
-	for i := 0; i < jobs; i += 500 {
+	for i := first; i < first+jobs; i += 500 {
 		items := make([]engine.EnqueueParams, 500)
 		for k := range items {
 			items[k] = engine.EnqueueParams{Queue: "q", JobType: "t", Payload: payload, IdempotencyKey: fmt.Sprintf("%032x", i+k)}
