@@ -65,32 +65,54 @@ var jobFieldExceptions = map[protoreflect.FullName]jobFieldException{
 	"sepp.v1.Job.waiting_children_total": {goType: "int"},
 	"sepp.v1.Progress.percent":           {goType: "int"},
 	// TypeScript: declared optional (added after the interface was
-	// published; the write side's TraceContext leaves tracestate out),
-	// though the decoder always sets them.
-	"sepp.v1.JobAttempt.lease_token":  {tsOptional: true},
-	"sepp.v1.JobAttempt.directive":    {tsOptional: true},
-	"sepp.v1.TraceContext.tracestate": {tsOptional: true},
+	// published), though the decoder always sets them.
+	"sepp.v1.JobAttempt.lease_token": {tsOptional: true},
+	"sepp.v1.JobAttempt.directive":   {tsOptional: true},
+	// TypeScript: optional and absent when empty, as the write side's
+	// TraceContext (a propagator's carrier) has it.
+	"sepp.v1.TraceContext.tracestate": {tsOptional: true, tsOmitEmpty: true},
 	// Rust: None when empty (no worker nacked it).
 	"sepp.v1.Job.last_reason": {rustOptional: true},
+	// Set exactly when the job has parents (the server sends a policy then
+	// and only then), unspecified reading as the default, cancel: as every
+	// SDK read it before the generator.
+	"sepp.v1.Job.on_parent_failure": {setWith: "parents"},
 }
 
 type jobFieldException struct {
 	goName       string // the Go field's name
 	goType       string // the Go field's type, converted to from the proto's
 	tsOptional   bool
+	tsOmitEmpty  bool // with tsOptional: absent when "" (a string's)
 	rustOptional bool
+	// setWith names a repeated field of the same message: this one (an
+	// enum without a native name for 0) is set exactly when that one is
+	// not empty, and 0 then reads as the first named value.
+	setWith string
 }
 
-// jobPositional is how many of a message's first fields (in field number
-// order) Python's dataclass takes positionally and requires, as it did
-// before the generator; the others have defaults (their zero values,
-// None, ()). A message not listed requires none.
-var jobPositional = map[protoreflect.FullName]int{
-	"sepp.v1.Job":          16, // id to history
-	"sepp.v1.JobAttempt":   5,  // attempt to reason
-	"sepp.v1.JobParent":    4,  // job_id to ended
-	"sepp.v1.Progress":     1,  // percent
-	"sepp.v1.TraceContext": 1,  // traceparent
+// jobPython is, per message, how many of its first fields (in field
+// number order) Python's dataclass requires, and how many it takes
+// positionally, as it did before the generator; the others are
+// keyword-only with defaults (their zero values, None, ()), so that a
+// field added later shifts no position. A message not listed (one new
+// to Python) has every field keyword-only. base names a hand-kept class
+// of sepp._job_methods the dataclass derives from, for the methods the
+// type has beyond its fields.
+var jobPython = map[protoreflect.FullName]jobPythonShape{
+	"sepp.v1.Job":        {required: 16, positional: 16}, // id to history
+	"sepp.v1.JobAttempt": {required: 5, positional: 5},   // attempt to reason
+	"sepp.v1.JobParent":  {required: 4, positional: 4},   // job_id to ended
+	// Progress(percent, message="").
+	"sepp.v1.Progress": {required: 1, positional: 2},
+	// TraceContext(traceparent, tracestate=""), with as_headers,
+	// from_headers and to_proto (the write side's).
+	"sepp.v1.TraceContext": {required: 1, positional: 2, base: "TraceContextMethods"},
+}
+
+type jobPythonShape struct {
+	required, positional int
+	base                 string
 }
 
 // jobKind is the native form of a job family field (see the rules).
@@ -215,11 +237,11 @@ func newJobFamily(gen *protogen.Plugin) (*jobFamily, error) {
 			return nil, fmt.Errorf("jobFieldExceptions names %s, which is no field of the job family", name)
 		}
 	}
-	for name := range jobPositional {
+	for name, p := range jobPython {
 		if msgs[name] == nil {
-			return nil, fmt.Errorf("jobPositional names %s, which is no message of the job family", name)
-		} else if n := jobPositional[name]; n > len(msgs[name].fields) {
-			return nil, fmt.Errorf("jobPositional: %s has fewer than %d fields", name, n)
+			return nil, fmt.Errorf("jobPython names %s, which is no message of the job family", name)
+		} else if p.required > p.positional || p.positional > len(msgs[name].fields) {
+			return nil, fmt.Errorf("jobPython: %s has %d fields, of which %d required and %d positional", name, len(msgs[name].fields), p.required, p.positional)
 		}
 	}
 	return fam, nil
@@ -296,6 +318,15 @@ func newJobField(f *protogen.Field) (*jobField, error) {
 	}
 	if jf.exc.rustOptional && (jf.kind != jkString || jf.repeated) {
 		return nil, fmt.Errorf("rustOptional is for a string field")
+	}
+	if jf.exc.setWith != "" {
+		w := f.Parent.Desc.Fields().ByName(protoreflect.Name(jf.exc.setWith))
+		if jf.kind != jkEnum || jobEnums[f.Enum.Desc.FullName()].zero || w == nil || !w.IsList() {
+			return nil, fmt.Errorf("setWith is for an enum without a native 0, and must name a repeated field of %s", f.Parent.Desc.FullName())
+		}
+	}
+	if jf.exc.tsOmitEmpty && (!jf.exc.tsOptional || jf.kind != jkString) {
+		return nil, fmt.Errorf("tsOmitEmpty is for a tsOptional string")
 	}
 	if jf.exc.tsOptional && (jf.repeated || jf.kind == jkMessage || jf.kind == jkTime || jf.kind == jkDuration || jf.kind == jkEnum) {
 		return nil, fmt.Errorf("tsOptional is for a scalar field that is always set")

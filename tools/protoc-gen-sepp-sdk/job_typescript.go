@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // tsName is the TypeScript field name: the JSON name, but a duration's,
@@ -218,7 +220,7 @@ func writeJobTypeScript(fam *jobFamily) (string, error) {
 			switch {
 			case f.repeated:
 				body.p("    ", f.tsName(), ": arr(", x, ").map((x) => ", f.tsFrom("x"), "),")
-			case f.kind == jkTime || f.kind == jkDuration || f.kind == jkMessage || (f.kind == jkEnum && f.enum.optional()):
+			case f.kind == jkTime || f.kind == jkDuration || f.kind == jkMessage || (f.kind == jkEnum && f.enum.optional()) || f.exc.tsOmitEmpty:
 				optional = append(optional, f)
 			default:
 				body.p("    ", f.tsName(), ": ", f.tsFrom(x), ",")
@@ -227,6 +229,14 @@ func writeJobTypeScript(fam *jobFamily) (string, error) {
 		body.p("  };")
 		for _, f := range optional {
 			x := "m." + f.json
+			if w := f.exc.setWith; w != "" {
+				body.p("  if (out.", f.f.Parent.Desc.Fields().ByName(protoreflect.Name(w)).JSONName(), ".length > 0) out.", f.tsName(), " = ", f.tsFrom(x), " ?? ", tsQuote(f.enum.fallback().lower), ";")
+				continue
+			}
+			if f.exc.tsOmitEmpty {
+				body.p("  if (typeof ", x, " === \"string\" && ", x, " !== \"\") out.", f.tsName(), " = ", x, ";")
+				continue
+			}
 			if f.kind == jkMessage {
 				body.p("  if (", x, " !== undefined && ", x, " !== null) out.", f.tsName(), " = ", f.tsFrom(x), ";")
 				continue

@@ -125,7 +125,7 @@
 //
 // Where an SDK's public name or shape predates these rules and departs
 // from them, the departure is declared once, in job.go's tables
-// (jobEnums, jobFieldExceptions, jobPositional), each entry with its
+// (jobEnums, jobFieldExceptions, jobPython), each entry with its
 // reason; an entry that names no field of the family is an error.
 //
 // buf generate runs it (buf.gen.yaml) on package sepp.v1; its output is

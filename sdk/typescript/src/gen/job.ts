@@ -259,7 +259,7 @@ export function jobFromJSON(v: unknown): Job {
   set(out, "completedAt", timeFrom(m.completedAt));
   set(out, "runTimeMs", typeof m.runTime === "string" ? durationFrom(m.runTime) : undefined);
   if (m.progress !== undefined && m.progress !== null) out.progress = progressFromJSON(m.progress);
-  set(out, "onParentFailure", parentFailurePolicyFromJSON(m.onParentFailure));
+  if (out.parents.length > 0) out.onParentFailure = parentFailurePolicyFromJSON(m.onParentFailure) ?? "cancel";
   return out;
 }
 
@@ -363,8 +363,8 @@ export function traceContextFromJSON(v: unknown): TraceContext {
   const m = message<TraceContextJSON>(v);
   const out: TraceContext = {
     traceparent: str(m.traceparent),
-    tracestate: str(m.tracestate),
   };
+  if (typeof m.tracestate === "string" && m.tracestate !== "") out.tracestate = m.tracestate;
   return out;
 }
 
