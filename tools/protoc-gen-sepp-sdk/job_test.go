@@ -104,6 +104,37 @@ func TestNewJobFieldReachesEverySDK(t *testing.T) {
 			"export function widgetFromJSON(v: unknown): Widget {\n  const m = message<WidgetJSON>(v);\n  const out: Widget = {\n    state: jobStateFromJSON(m.state),\n    name: str(m.name),\n  };\n",
 			"WidgetJSON } from \"./sepp/v1/types_json.js\";\n",
 		},
+		jobPythonFile: {
+			"    #: Throwaway: a widget's\n    #: count.\n    widget_count: int = 0\n",
+			"    widget_skew: int = 0\n",
+			"    widget_id: int = 0\n",
+			"    widget_strict: bool = False\n",
+			"    widget_label: str = \"\"\n",
+			"    widget_blob: bytes = b\"\"\n",
+			"    widget_at: Optional[datetime] = None\n",
+			"    widget_wait: Optional[timedelta] = None\n",
+			"    widget_tags: Mapping[str, str] = field(default_factory=dict)\n",
+			"    widget_ids: tuple[int, ...] = ()\n",
+			"    widget_names: tuple[str, ...] = ()\n",
+			"    widgets: tuple[Widget, ...] = ()\n",
+			"    main_widget: Optional[Widget] = None\n",
+			"    widget_cause: DeadLetterCause = DeadLetterCause.UNKNOWN\n",
+			"    widget_policy: Optional[ParentFailure] = None\n",
+			"            widget_count=m.widget_count,\n",
+			"            widget_blob=bytes(m.widget_blob),\n",
+			"            widget_at=_from_ts(m.widget_at),\n",
+			"            widget_wait=m.widget_wait.ToTimedelta() if m.HasField(\"widget_wait\") else None,\n",
+			"            widget_tags=dict(m.widget_tags),\n",
+			"            widget_ids=tuple(m.widget_ids),\n",
+			"            widgets=tuple(Widget.from_proto(x) for x in m.widgets),\n",
+			"            main_widget=Widget.from_proto(m.main_widget) if m.HasField(\"main_widget\") else None,\n",
+			"            widget_cause=DeadLetterCause(m.widget_cause),\n",
+			"            widget_policy=ParentFailure(m.widget_policy) if m.widget_policy else None,\n",
+			"@dataclass(frozen=True)\nclass Widget:\n",
+			"    _: KW_ONLY\n    state: JobState = JobState.UNKNOWN\n    #: Its name.\n    name: str = \"\"\n",
+			"    \"Widget\",\n",
+			"from dataclasses import KW_ONLY, dataclass, field\n",
+		},
 	}
 	for name, snippets := range want {
 		for _, s := range snippets {
@@ -116,12 +147,12 @@ func TestNewJobFieldReachesEverySDK(t *testing.T) {
 		}
 	}
 	// Nothing the protos had is lost: every line written before is still
-	// written, in the same order, but the import of the wire types, which
-	// now names WidgetJSON too.
+	// written, in the same order, but the imports, which now name
+	// WidgetJSON and field too.
 	for name := range want {
 		rest := after[name]
 		for _, line := range strings.SplitAfter(before[name], "\n") {
-			if strings.Contains(line, "types_json.js") {
+			if strings.Contains(line, "types_json.js") || strings.HasPrefix(line, "from dataclasses import") {
 				continue
 			}
 			j := strings.Index(rest, line)

@@ -92,7 +92,10 @@
 // `make generate` alone:
 //
 //   - typescript/src/gen/job.ts: one interface per message, one union
-//     per enum, jobFromJSON and its kin (over the protojson shapes).
+//     per enum, jobFromJSON and its kin (over the protojson shapes);
+//   - python/src/sepp/_job.py: one frozen dataclass per message with
+//     from_proto, one IntEnum per enum (value 0 is UNKNOWN; str() is the
+//     lower-case name; an unknown value reads as the rules say).
 //
 // The hand-kept files re-export them, and keep what is not on the wire
 // (helpers, the write side's conversions). A message is named as in the
@@ -103,8 +106,8 @@
 //     TypeScript string (the decimal string protojson sends: a number
 //     holds 53 bits), int.
 //   - bool, string: as for the settings. bytes: Uint8Array, bytes.
-//   - google.protobuf.Timestamp: Date, datetime; unset (or the epoch)
-//     is absent: an optional field (undefined, None).
+//   - google.protobuf.Timestamp: Date, datetime (UTC); unset (or the
+//     epoch) is absent: an optional field (undefined, None).
 //   - google.protobuf.Duration: TypeScript a number of milliseconds
 //     named so (run_time: runTimeMs), Python timedelta; unset is absent.
 //   - Another message of the family: its native type, absent when unset.
@@ -122,6 +125,11 @@
 //     is optional, 0 reads as unset and an unknown value as the first
 //     named value.
 //   - float, double, oneofs and proto3 optional are refused.
+//
+// Python's dataclass takes its fields in field number order; the first
+// ones are required and positional as jobPython says (none for a message
+// it does not list), the rest keyword-only with defaults (the zero
+// value, None, ()), so that a field added later moves no position.
 //
 // Where an SDK's public name or shape predates these rules and departs
 // from them, the departure is declared once, in job.go's tables
@@ -154,7 +162,8 @@ const (
 	goFile = "queue_settings_gen.go"
 
 	// The job family's, out of sdk/.
-	jobTSFile = "typescript/src/gen/job.ts"
+	jobTSFile     = "typescript/src/gen/job.ts"
+	jobPythonFile = "python/src/sepp/_job.py"
 
 	generator = "protoc-gen-sepp-sdk"
 )
@@ -208,6 +217,7 @@ func generate(gen *protogen.Plugin, p params) error {
 		{pythonFile, func() (string, error) { return writePython(m) }},
 		{rustFile, func() (string, error) { return writeRust(m) }},
 		{jobTSFile, func() (string, error) { return writeJobTypeScript(fam) }},
+		{jobPythonFile, func() (string, error) { return writeJobPython(fam) }},
 	}
 	if p.lang == "go" {
 		outs = []output{{goFile, func() (string, error) { return writeGo(m) }}}
