@@ -95,7 +95,12 @@
 //     per enum, jobFromJSON and its kin (over the protojson shapes);
 //   - python/src/sepp/_job.py: one frozen dataclass per message with
 //     from_proto, one IntEnum per enum (value 0 is UNKNOWN; str() is the
-//     lower-case name; an unknown value reads as the rules say).
+//     lower-case name; an unknown value reads as the rules say);
+//   - rust/src/job.rs: one struct per message with from_wire, one enum
+//     per enum (named by its values in upper camel case, as prost does)
+//     with from_wire and to_wire, over prost's types in crate::pb; each
+//     derives Clone, Debug, Default, PartialEq, Eq and Hash (an enum's
+//     default: value 0, or its first named value).
 //
 // The hand-kept files re-export them, and keep what is not on the wire
 // (helpers, the write side's conversions). A message is named as in the
@@ -125,6 +130,11 @@
 //     is optional, 0 reads as unset and an unknown value as the first
 //     named value.
 //   - float, double, oneofs and proto3 optional are refused.
+//
+// Rust: integers keep their width and sign (u64 ids), bytes Vec<u8>,
+// times Option<SystemTime>, durations Option<Duration> (prost-types'
+// conversions), messages Option<T>, maps BTreeMap<String, String>,
+// repeated Vec<T>; an enum without a native 0 is Option<T>.
 //
 // Python's dataclass takes its fields in field number order; the first
 // ones are required and positional as jobPython says (none for a message
@@ -164,6 +174,7 @@ const (
 	// The job family's, out of sdk/.
 	jobTSFile     = "typescript/src/gen/job.ts"
 	jobPythonFile = "python/src/sepp/_job.py"
+	jobRustFile   = "rust/src/job.rs"
 
 	generator = "protoc-gen-sepp-sdk"
 )
@@ -218,6 +229,7 @@ func generate(gen *protogen.Plugin, p params) error {
 		{rustFile, func() (string, error) { return writeRust(m) }},
 		{jobTSFile, func() (string, error) { return writeJobTypeScript(fam) }},
 		{jobPythonFile, func() (string, error) { return writeJobPython(fam) }},
+		{jobRustFile, func() (string, error) { return writeJobRust(fam) }},
 	}
 	if p.lang == "go" {
 		outs = []output{{goFile, func() (string, error) { return writeGo(m) }}}

@@ -47,8 +47,8 @@ func TestCommittedOutputIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 5 {
-		t.Fatalf("%d files written, want 5: %v", len(got), keys(got))
+	if len(got) != 6 {
+		t.Fatalf("%d files written, want 6: %v", len(got), keys(got))
 	}
 	for name, text := range got {
 		committed, err := os.ReadFile(filepath.Join(sdkRoot, name))
