@@ -52,7 +52,7 @@ func jobProtosWith(t *testing.T) map[string]string {
 // generate does, with no hand edit in the SDKs.
 func TestNewJobFieldReachesEverySDK(t *testing.T) {
 	before, after := map[string]string{}, map[string]string{}
-	for _, param := range []string{""} {
+	for _, param := range []string{"", "lang=go"} {
 		b, err := runPluginWith(t, param, nil, publicProtos(t))
 		if err != nil {
 			t.Fatal(err)
@@ -163,9 +163,42 @@ func TestNewJobFieldReachesEverySDK(t *testing.T) {
 			"pub struct Widget {\n    pub state: JobState,\n    /// Its name.\n    pub name: String,\n}\n",
 			"    pub(crate) fn from_wire(w: pb::Widget) -> Widget {\n",
 		},
+		jobGoFile: {
+			"\t// Throwaway: a widget's\n\t// count.\n\tWidgetCount uint32\n",
+			"\tWidgetSkew int64\n",
+			"\tWidgetID uint64\n",
+			"\tWidgetStrict bool\n",
+			"\tWidgetLabel string\n",
+			"\tWidgetBlob []byte\n",
+			"\tWidgetAt time.Time\n",
+			"\tWidgetWait time.Duration\n",
+			"\tWidgetTags map[string]string\n",
+			"\tWidgetIds []uint64\n",
+			"\tWidgetNames []string\n",
+			"\tWidgets []Widget\n",
+			"\tMainWidget *Widget\n",
+			"\tWidgetCause DeadLetterCause\n",
+			"\tWidgetPolicy ParentFailure\n",
+			"\tout.WidgetCount = m.GetWidgetCount()\n",
+			"\tout.WidgetAt = jobTime(m.GetWidgetAt())\n",
+			"\tout.WidgetWait = m.GetWidgetWait().AsDuration()\n",
+			"\tout.WidgetTags = m.GetWidgetTags()\n",
+			"\tfor _, x := range m.GetWidgets() {\n\t\tout.Widgets = append(out.Widgets, widgetFromProto(x))\n\t}\n",
+			"\tif x := m.GetMainWidget(); x != nil {\n\t\tv := widgetFromProto(x)\n\t\tout.MainWidget = &v\n\t}\n",
+			"\tout.WidgetCause = DeadLetterCause(m.GetWidgetCause())\n",
+			"\tif m.GetWidgetPolicy() == 0 {\n\t\tout.WidgetPolicy = ParentFailure(seppv1.ParentFailurePolicy_PARENT_FAILURE_POLICY_CANCEL)\n\t}\n",
+			"type Widget struct {\n\tState JobState\n\t// Its name.\n\tName string\n}\n",
+			"func widgetFromProto(m *seppv1.Widget) Widget {\n",
+		},
 	}
+	// gofmt aligns a struct's fields by the longest name among them: the
+	// Go output is compared with every run of blanks as one space.
+	before[jobGoFile], after[jobGoFile] = collapseBlanks(before[jobGoFile]), collapseBlanks(after[jobGoFile])
 	for name, snippets := range want {
 		for _, s := range snippets {
+			if name == jobGoFile {
+				s = collapseBlanks(s)
+			}
 			if strings.Contains(before[name], s) {
 				t.Errorf("%s: already there before the fields were added: %q", name, s)
 			}

@@ -100,7 +100,11 @@
 //     per enum (named by its values in upper camel case, as prost does)
 //     with from_wire and to_wire, over prost's types in crate::pb; each
 //     derives Clone, Debug, Default, PartialEq, Eq and Hash (an enum's
-//     default: value 0, or its first named value).
+//     default: value 0, or its first named value);
+//   - with lang=go, job_gen.go: the Go client's structs, one per message,
+//     and jobFromProto and its kin (package client). The enums' Go types
+//     and constants stay the client's own (JobState, StateReady ...):
+//     the generated code converts to them.
 //
 // The hand-kept files re-export them, and keep what is not on the wire
 // (helpers, the write side's conversions). A message is named as in the
@@ -115,7 +119,8 @@
 //     epoch) is absent: an optional field (undefined, None).
 //   - google.protobuf.Duration: TypeScript a number of milliseconds
 //     named so (run_time: runTimeMs), Python timedelta; unset is absent.
-//   - Another message of the family: its native type, absent when unset.
+//   - Another message of the family: its native type, absent when unset
+//     (Go: a pointer, nil).
 //     Messages of other packages (but the two above) are refused.
 //   - map<string, string>: Record<string, string>, Mapping[str, str].
 //     Other maps are refused.
@@ -134,7 +139,12 @@
 // Rust: integers keep their width and sign (u64 ids), bytes Vec<u8>,
 // times Option<SystemTime>, durations Option<Duration> (prost-types'
 // conversions), messages Option<T>, maps BTreeMap<String, String>,
-// repeated Vec<T>; an enum without a native 0 is Option<T>.
+// repeated Vec<T>; an enum without a native 0 is Option<T>. Go: integers
+// keep theirs, bytes []byte, times time.Time (zero: unset), durations
+// time.Duration (0: unset), repeated []T (messages by value), maps
+// map[string]string; a field is named in upper camel case with the word
+// id as ID; an enum without a native 0 reads 0 as its first named value
+// (Go has no unset). setWith does not apply to Go, for the same reason.
 //
 // Python's dataclass takes its fields in field number order; the first
 // ones are required and positional as jobPython says (none for a message
@@ -175,6 +185,8 @@ const (
 	jobTSFile     = "typescript/src/gen/job.ts"
 	jobPythonFile = "python/src/sepp/_job.py"
 	jobRustFile   = "rust/src/job.rs"
+	// With lang=go, out of client/.
+	jobGoFile = "job_gen.go"
 
 	generator = "protoc-gen-sepp-sdk"
 )
@@ -232,7 +244,10 @@ func generate(gen *protogen.Plugin, p params) error {
 		{jobRustFile, func() (string, error) { return writeJobRust(fam) }},
 	}
 	if p.lang == "go" {
-		outs = []output{{goFile, func() (string, error) { return writeGo(m) }}}
+		outs = []output{
+			{goFile, func() (string, error) { return writeGo(m) }},
+			{jobGoFile, func() (string, error) { return writeJobGo(fam) }},
+		}
 	}
 	for _, out := range outs {
 		text, err := out.write()
