@@ -119,9 +119,10 @@
 //     epoch) is absent: an optional field (undefined, None).
 //   - google.protobuf.Duration: TypeScript a number of milliseconds
 //     named so (run_time: runTimeMs), Python timedelta; unset is absent.
+//     (Rust and Go, below, read the epoch as a time like any other.)
 //   - Another message of the family: its native type, absent when unset
-//     (Go: a pointer, nil).
-//     Messages of other packages (but the two above) are refused.
+//     (Go: a pointer, nil). Messages of other packages (but the two
+//     above) are refused.
 //   - map<string, string>: Record<string, string>, Mapping[str, str].
 //     Other maps are refused.
 //   - repeated: an array (TypeScript), a tuple (Python) of the element's
