@@ -116,10 +116,10 @@
 //     holds 53 bits), int.
 //   - bool, string: as for the settings. bytes: Uint8Array, bytes.
 //   - google.protobuf.Timestamp: Date, datetime (UTC); unset (or the
-//     epoch) is absent: an optional field (undefined, None).
+//     epoch) is absent: an optional field (undefined, None). Rust and Go
+//     (below) read the epoch as a time like any other.
 //   - google.protobuf.Duration: TypeScript a number of milliseconds
 //     named so (run_time: runTimeMs), Python timedelta; unset is absent.
-//     (Rust and Go, below, read the epoch as a time like any other.)
 //   - Another message of the family: its native type, absent when unset
 //     (Go: a pointer, nil). Messages of other packages (but the two
 //     above) are refused.
