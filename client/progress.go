@@ -12,17 +12,6 @@ import (
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
-// Progress is what a running job reports of itself: how far it is, 0 to
-// 100, and a short message (at most MaxProgressMessageBytes of UTF-8; ""
-// for none). The server keeps it with the job while the delivery lasts
-// (Job.Progress, from GetJob, ListJobs and WaitJob) and drops it when the
-// delivery ends (ack, nack, release, lease expiry, cancel): a retry starts
-// without any.
-type Progress struct {
-	Percent int
-	Message string
-}
-
 // MaxProgressMessageBytes is the server's bound on Progress.Message
 // (GetServerInfo's limits.max_progress_message_bytes).
 const MaxProgressMessageBytes = 256
@@ -42,13 +31,6 @@ func (p Progress) check() error {
 
 func (p Progress) toProto() *seppv1.Progress {
 	return &seppv1.Progress{Percent: uint32(p.Percent), Message: p.Message}
-}
-
-func progressFromProto(m *seppv1.Progress) *Progress {
-	if m == nil {
-		return nil
-	}
-	return &Progress{Percent: int(m.GetPercent()), Message: m.GetMessage()}
 }
 
 // ReportProgress reports a running job's progress and extends its lease

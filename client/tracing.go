@@ -2,17 +2,6 @@ package client
 
 import "context"
 
-// TraceContext is a W3C trace context (https://www.w3.org/TR/trace-context/),
-// carried by a job in a field of its own: the server keeps it with the job
-// and returns it on every delivery, so that the producer's, the server's and
-// the worker's spans form one trace. The server refuses an invalid one
-// (ErrInvalidArgument naming trace_context.traceparent or .tracestate):
-// Traceparent at most 128 bytes in the W3C format, Tracestate at most 512.
-type TraceContext struct {
-	Traceparent string
-	Tracestate  string
-}
-
 // WithTraceContext sets the job's trace context, which a client's Tracing
 // then leaves as it is.
 func (r *EnqueueRequest) WithTraceContext(tc TraceContext) *EnqueueRequest {

@@ -117,79 +117,13 @@ func (c DeadLetterCause) String() string {
 	}
 }
 
-// Job is a snapshot of a job as the server held it when it answered.
-type Job struct {
-	ID            uint64
-	Queue         string
-	Type          string
-	Payload       []byte
-	Priority      Priority
-	State         JobState
-	EnqueuedAt    time.Time
-	ScheduledAt   time.Time // zero when never scheduled
-	NextAttemptAt time.Time // when a waiting retry becomes Ready; else zero
-	Attempt       uint32    // deliveries so far (the current one while reserved)
-	MaxAttempts   uint32
-	Custom        map[string]string
-	WorkerID      string    // while reserved
-	LeaseDeadline time.Time // while reserved
-	LastReason    string
-	History       []JobAttempt // the most recent ended attempts, oldest first
-	StartedAt     time.Time    // when the current delivery started, while reserved (zero: not recorded)
-	// Origin is set on a job forwarded to a dead_letter_queue: the job it
-	// was copied from. Custom stays the producer's, as sent.
-	Origin *JobOrigin
-
-	ExpiresAt time.Time // the deadline to be reserved by; zero: none
-	// TraceContext is the producer's W3C trace context; nil: none.
-	TraceContext *TraceContext
-
-	// A completed job's (StateCompleted, kept for its queue's
-	// CompletedRetention): the worker's result (nil when it gave none),
-	// when it was acked, and how long the completing delivery ran (0 when
-	// the server did not record its start).
-	Result      []byte
-	CompletedAt time.Time
-	RunTime     time.Duration
-
-	// Progress is what the worker running the job last reported
-	// (ReportProgress, Delivery.Progress), while the job is reserved; nil
-	// when it reported none.
-	Progress *Progress
-
-	// Parents are the jobs this one was enqueued after (WithAfter), in
-	// the order given, and how each ended; kept while the job is live.
-	// OnParentFailure is its policy (ParentFailureCancel without parents).
-	Parents         []JobParent
-	OnParentFailure ParentFailure
-
-	// WaitingChildren are the jobs still waiting for this one to end
-	// (StateBlocked jobs that name it in their Parents), in id order, the
-	// first 100 of them; WaitingChildrenTotal counts them all. A child
-	// leaves the list when this job ends (it is then released, cancelled,
-	// or waits on its other parents) or when it ends first, so a completed
-	// or dead job lists none. Filled by GetJob only.
-	WaitingChildren      []uint64
-	WaitingChildrenTotal int
-}
-
-// JobParent is a job another was enqueued after, and how it ended.
-type JobParent struct {
-	JobID uint64
-	// State is StateCompleted or StateDead once it ended that way, its
-	// current state while it has not ended, StateUnknown once it was
-	// deleted or purged.
-	State JobState
-	Cause DeadLetterCause // a dead parent's
-	Ended bool
-	// ResultKept: a completed parent whose record the server keeps; Result
-	// is then its result, unless ResultOmitted (an answer carries its
-	// parents' results up to a bound; ParentResults reads the rest). Set
-	// on GetJob's job and a delivery's.
-	ResultKept    bool
-	Result        []byte
-	ResultOmitted bool
-}
+// Job, JobAttempt, JobOrigin, JobParent, Progress and TraceContext, the
+// read side of a job, and their conversions from the wire (jobFromProto
+// and its kin) are generated from sepp.v1.Job by
+// tools/protoc-gen-sepp-sdk (job_gen.go, make generate): a field added to
+// the proto reaches them with no edit here. The enums' types and
+// constants (JobState, DeadLetterCause, ParentFailure) are kept here; the
+// generated code converts to them.
 
 // ParentFailure is what a job enqueued after others does when one of them
 // ends other than completed (dead-lettered, cancelled, expired, deleted).
@@ -204,33 +138,6 @@ const (
 	// the outcomes: a batch's callback, which reads them in Job.Parents.
 	ParentFailureRun ParentFailure = ParentFailure(seppv1.ParentFailurePolicy_PARENT_FAILURE_POLICY_RUN)
 )
-
-// JobAttempt is one ended delivery of a job.
-type JobAttempt struct {
-	Attempt  uint32
-	WorkerID string
-	EndedAt  time.Time
-	Outcome  string // "nack", "lease_expired", "released" or "cancelled"
-	Reason   string
-	// StartedAt is when the delivery was reserved and Duration how long it
-	// ran; zero when the server did not record them.
-	StartedAt  time.Time
-	Duration   time.Duration
-	LeaseToken uint64 // 0: not recorded
-	// Directive is a nack's: "default", "after" or "dead_letter"; empty
-	// for the other outcomes.
-	Directive string
-}
-
-// JobOrigin is where a forwarded job came from.
-type JobOrigin struct {
-	Queue        string // the queue the job died on
-	JobID        uint64 // its id there
-	Cause        DeadLetterCause
-	FailedAt     time.Time
-	LastReason   string
-	FinalAttempt uint32
-}
 
 // JobContext identifies one delivery. Ack, Nack, Release and ExtendLease
 // take it back: JobID and LeaseToken fence the delivery. Attempt and
@@ -593,68 +500,6 @@ func timeFrom(ts *timestamppb.Timestamp) time.Time {
 		return time.Time{}
 	}
 	return ts.AsTime()
-}
-
-func jobFromProto(m *seppv1.Job) Job {
-	if m == nil {
-		return Job{}
-	}
-	j := Job{
-		ID:            m.GetId(),
-		Queue:         m.GetQueue(),
-		Type:          m.GetJobType(),
-		Payload:       m.GetPayload(),
-		Priority:      Priority(m.GetPriority()),
-		State:         JobState(m.GetState()),
-		EnqueuedAt:    timeFrom(m.GetEnqueuedAt()),
-		ScheduledAt:   timeFrom(m.GetScheduledAt()),
-		NextAttemptAt: timeFrom(m.GetNextAttemptAt()),
-		Attempt:       m.GetAttempt(),
-		MaxAttempts:   m.GetMaxAttempts(),
-		Custom:        m.GetCustom(),
-		WorkerID:      m.GetWorkerId(),
-		LeaseDeadline: timeFrom(m.GetLeaseDeadline()),
-		LastReason:    m.GetLastReason(),
-		ExpiresAt:     timeFrom(m.GetExpiresAt()),
-	}
-	j.StartedAt = timeFrom(m.GetStartedAt())
-	for _, a := range m.GetHistory() {
-		j.History = append(j.History, JobAttempt{
-			Attempt:    a.GetAttempt(),
-			WorkerID:   a.GetWorkerId(),
-			EndedAt:    timeFrom(a.GetEndedAt()),
-			Outcome:    a.GetOutcome(),
-			Reason:     a.GetReason(),
-			StartedAt:  timeFrom(a.GetStartedAt()),
-			Duration:   a.GetDuration().AsDuration(),
-			LeaseToken: a.GetLeaseToken(),
-			Directive:  a.GetDirective(),
-		})
-	}
-	if tc := m.GetTraceContext(); tc != nil {
-		j.TraceContext = &TraceContext{Traceparent: tc.GetTraceparent(), Tracestate: tc.GetTracestate()}
-	}
-	if o := m.GetOrigin(); o != nil {
-		j.Origin = &JobOrigin{
-			Queue: o.GetQueue(), JobID: o.GetJobId(), Cause: DeadLetterCause(o.GetCause()),
-			FailedAt: timeFrom(o.GetFailedAt()), LastReason: o.GetLastReason(), FinalAttempt: o.GetFinalAttempt(),
-		}
-	}
-	j.Result = m.GetResult()
-	j.CompletedAt = timeFrom(m.GetCompletedAt())
-	j.RunTime = m.GetRunTime().AsDuration()
-	j.Progress = progressFromProto(m.GetProgress())
-	for _, p := range m.GetParents() {
-		j.Parents = append(j.Parents, JobParent{JobID: p.GetJobId(), State: JobState(p.GetState()), Cause: DeadLetterCause(p.GetCause()), Ended: p.GetEnded(),
-			ResultKept: p.GetResultKept(), Result: p.GetResult(), ResultOmitted: p.GetResultOmitted()})
-	}
-	j.OnParentFailure = ParentFailure(m.GetOnParentFailure())
-	if j.OnParentFailure == 0 {
-		j.OnParentFailure = ParentFailureCancel
-	}
-	j.WaitingChildren = m.GetWaitingChildren()
-	j.WaitingChildrenTotal = int(m.GetWaitingChildrenTotal())
-	return j
 }
 
 func jobContextFromProto(m *seppv1.JobContext) JobContext {

@@ -82,6 +82,81 @@
 // of TypeScript's EffectiveQueueSettings and is None in Python and Rust.
 // A same-named field of another type is refused.
 //
+// # The job family
+//
+// It writes too the read side of a job: the native type of sepp.v1.Job
+// and of every message it embeds (JobAttempt, JobOrigin, TraceContext,
+// Progress, JobParent), the enums they use (JobState, DeadLetterCause,
+// ParentFailurePolicy), and their conversions from the wire, so that a
+// field added to Job (or to a message it embeds) reaches every SDK by
+// `make generate` alone:
+//
+//   - typescript/src/gen/job.ts: one interface per message, one union
+//     per enum, jobFromJSON and its kin (over the protojson shapes);
+//   - python/src/sepp/_job.py: one frozen dataclass per message with
+//     from_proto, one IntEnum per enum (value 0 is UNKNOWN; str() is the
+//     lower-case name; an unknown value reads as the rules say);
+//   - rust/src/job.rs: one struct per message with from_wire, one enum
+//     per enum (named by its values in upper camel case, as prost does)
+//     with from_wire and to_wire, over prost's types in crate::pb; each
+//     derives Clone, Debug, Default, PartialEq, Eq and Hash (an enum's
+//     default: value 0, or its first named value);
+//   - with lang=go, job_gen.go: the Go client's structs, one per message,
+//     and jobFromProto and its kin (package client). The enums' Go types
+//     and constants stay the client's own (JobState, StateReady ...):
+//     the generated code converts to them.
+//
+// The hand-kept files re-export them, and keep what is not on the wire
+// (helpers, the write side's conversions). A message is named as in the
+// proto; a field is named as in the proto (snake_case in Python and
+// Rust) or by its JSON name (TypeScript). Per kind:
+//
+//   - 32-bit integers: number, int; 64-bit ones (ids, lease tokens):
+//     TypeScript string (the decimal string protojson sends: a number
+//     holds 53 bits), int.
+//   - bool, string: as for the settings. bytes: Uint8Array, bytes.
+//   - google.protobuf.Timestamp: Date, datetime (UTC); unset (or the
+//     epoch) is absent: an optional field (undefined, None). Rust and Go
+//     (below) read the epoch as a time like any other.
+//   - google.protobuf.Duration: TypeScript a number of milliseconds
+//     named so (run_time: runTimeMs), Python timedelta; unset is absent.
+//   - Another message of the family: its native type, absent when unset
+//     (Go: a pointer, nil). Messages of other packages (but the two
+//     above) are refused.
+//   - map<string, string>: Record<string, string>, Mapping[str, str].
+//     Other maps are refused.
+//   - repeated: an array (TypeScript), a tuple (Python) of the element's
+//     native form, empty when none; repeated timestamps, durations,
+//     enums and bytes are refused.
+//   - An enum is the lower-case names of its values (TypeScript's union,
+//     named as the proto enum). Each enum the family uses is listed in
+//     jobEnums, which says whether its value 0 has a native name
+//     (JobState's "unspecified"): then a field is always set and an
+//     unknown value reads as value 0; else (ParentFailurePolicy) a field
+//     is optional, 0 reads as unset and an unknown value as the first
+//     named value.
+//   - float, double, oneofs and proto3 optional are refused.
+//
+// Rust: integers keep their width and sign (u64 ids), bytes Vec<u8>,
+// times Option<SystemTime>, durations Option<Duration> (prost-types'
+// conversions), messages Option<T>, maps BTreeMap<String, String>,
+// repeated Vec<T>; an enum without a native 0 is Option<T>. Go: integers
+// keep theirs, bytes []byte, times time.Time (zero: unset), durations
+// time.Duration (0: unset), repeated []T (messages by value), maps
+// map[string]string; a field is named in upper camel case with the word
+// id as ID; an enum without a native 0 reads 0 as its first named value
+// (Go has no unset). setWith does not apply to Go, for the same reason.
+//
+// Python's dataclass takes its fields in field number order; the first
+// ones are required and positional as jobPython says (none for a message
+// it does not list), the rest keyword-only with defaults (the zero
+// value, None, ()), so that a field added later moves no position.
+//
+// Where an SDK's public name or shape predates these rules and departs
+// from them, the departure is declared once, in job.go's tables
+// (jobEnums, jobFieldExceptions, jobPython), each entry with its
+// reason; an entry that names no field of the family is an error.
+//
 // buf generate runs it (buf.gen.yaml) on package sepp.v1; its output is
 // checked by make verify like the other generated code.
 package main
@@ -106,6 +181,13 @@ const (
 	rustFile   = "rust/src/queue_settings.rs"
 	// With the option lang=go, out of the Go client's directory (client/).
 	goFile = "queue_settings_gen.go"
+
+	// The job family's, out of sdk/.
+	jobTSFile     = "typescript/src/gen/job.ts"
+	jobPythonFile = "python/src/sepp/_job.py"
+	jobRustFile   = "rust/src/job.rs"
+	// With lang=go, out of client/.
+	jobGoFile = "job_gen.go"
 
 	generator = "protoc-gen-sepp-sdk"
 )
@@ -146,20 +228,30 @@ func generate(gen *protogen.Plugin, p params) error {
 	if err != nil {
 		return err
 	}
+	fam, err := newJobFamily(gen)
+	if err != nil {
+		return err
+	}
 	type output struct {
 		name  string
-		write func(*model) (string, error)
+		write func() (string, error)
 	}
 	outs := []output{
-		{tsFile, writeTypeScript},
-		{pythonFile, writePython},
-		{rustFile, writeRust},
+		{tsFile, func() (string, error) { return writeTypeScript(m) }},
+		{pythonFile, func() (string, error) { return writePython(m) }},
+		{rustFile, func() (string, error) { return writeRust(m) }},
+		{jobTSFile, func() (string, error) { return writeJobTypeScript(fam) }},
+		{jobPythonFile, func() (string, error) { return writeJobPython(fam) }},
+		{jobRustFile, func() (string, error) { return writeJobRust(fam) }},
 	}
 	if p.lang == "go" {
-		outs = []output{{goFile, writeGo}}
+		outs = []output{
+			{goFile, func() (string, error) { return writeGo(m) }},
+			{jobGoFile, func() (string, error) { return writeJobGo(fam) }},
+		}
 	}
 	for _, out := range outs {
-		text, err := out.write(m)
+		text, err := out.write()
 		if err != nil {
 			return err
 		}

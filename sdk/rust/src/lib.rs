@@ -22,6 +22,9 @@
 pub mod admin;
 pub mod client;
 mod error;
+mod job;
+#[cfg(test)]
+mod job_tests;
 mod queue_settings;
 mod schedule;
 #[cfg(feature = "testing")]
@@ -42,6 +45,6 @@ pub use admin::{ActionResult, Page, PurgeTarget, QueueInfo, QueueRemoval, QueueS
 pub use client::{ClientOptions, ReserveOptions, RetryDirective, SeppClient, TraceInjector};
 pub use error::{Code, Error};
 pub use schedule::{JobTemplate, Schedule, ScheduleCatchUp, ScheduleDefinition, ScheduleOverlap, ScheduleSpec};
-pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobContext, JobOutcome, JobParent, JobState, ParentFailure, Priority, Progress, ProgressReporter, ServerInfo, TraceContext, UniqueOptions, MAX_PROGRESS_MESSAGE_BYTES};
+pub use types::{DeadLetterCause, DeadLetterRecord, Delivery, EnqueueRequest, EnqueueResult, Job, JobAttempt, JobContext, JobOrigin, JobOutcome, JobParent, JobState, ParentFailure, Priority, Progress, ProgressReporter, ServerInfo, TraceContext, UniqueOptions, MAX_PROGRESS_MESSAGE_BYTES};
 pub use worker::{BoxError, Completion, HandlerError, HandlerFuture, InstrumentHook, JobResult, RunningWorker, Worker, WorkerOptions};
 pub use workflow::ParentResult;

@@ -11,6 +11,12 @@ use tokio::sync::Notify;
 use crate::error::Error;
 use crate::pb;
 
+// The read side of a job (Job, JobAttempt, JobOrigin, JobParent, Progress,
+// TraceContext and the enums JobState, DeadLetterCause and ParentFailure)
+// is generated from `sepp.v1.Job` by tools/protoc-gen-sepp-sdk (job.rs,
+// make generate): a field added to the proto reaches it with no edit here.
+pub use crate::job::{DeadLetterCause, Job, JobAttempt, JobOrigin, JobParent, JobState, ParentFailure, Progress, TraceContext};
+
 /// A job's priority, 0 (lowest) to 9 (highest). Higher priorities are
 /// handed out first; within one priority, first in first out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -66,18 +72,6 @@ pub struct EnqueueRequest {
     pub(crate) on_parent_failure: Option<ParentFailure>,
 }
 
-/// A W3C trace context (<https://www.w3.org/TR/trace-context/>), carried by
-/// a job in a field of its own: the server keeps it with the job and
-/// returns it on every delivery ([`Job::trace_context`]). `traceparent` is
-/// at most 128 bytes in the W3C format, `tracestate` at most 512; the server
-/// refuses an invalid one ([`Error::InvalidArgument`] naming the field). The
-/// names are the headers a tracing library's propagator reads and writes.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TraceContext {
-    pub traceparent: String,
-    pub tracestate: String,
-}
-
 impl TraceContext {
     /// A trace context of a traceparent alone.
     pub fn new(traceparent: impl Into<String>) -> TraceContext {
@@ -86,13 +80,6 @@ impl TraceContext {
 
     pub(crate) fn to_wire(&self) -> pb::TraceContext {
         pb::TraceContext { traceparent: self.traceparent.clone(), tracestate: self.tracestate.clone() }
-    }
-
-    pub(crate) fn from_wire(m: pb::TraceContext) -> Option<TraceContext> {
-        if m.traceparent.is_empty() {
-            return None;
-        }
-        Some(TraceContext { traceparent: m.traceparent, tracestate: m.tracestate })
     }
 }
 
@@ -334,85 +321,6 @@ impl EnqueueRequest {
 /// The largest `after` index the server reads (it takes them as int32).
 const MAX_AFTER_INDEX: usize = i32::MAX as usize;
 
-/// What a job enqueued after others ([`EnqueueRequest::with_after`]) does
-/// when one of them ends other than completed (dead-lettered, cancelled,
-/// expired, deleted, purged).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum ParentFailure {
-    /// Cancel the job at once (the default): it is dead-lettered with
-    /// [`DeadLetterCause::Cancelled`] and a `last_reason` naming the
-    /// parent, and its own dependents follow their policies.
-    #[default]
-    Cancel,
-    /// Run the job once every parent has ended, whatever the outcomes: a
-    /// batch's callback, which reads them in [`Job::parents`].
-    Run,
-}
-
-impl ParentFailure {
-    pub(crate) fn to_wire(self) -> pb::ParentFailurePolicy {
-        match self {
-            ParentFailure::Cancel => pb::ParentFailurePolicy::Cancel,
-            ParentFailure::Run => pb::ParentFailurePolicy::Run,
-        }
-    }
-
-    /// A job's policy: `None` for a job without parents (the server sends
-    /// none then); with parents anything but run is the default, cancel.
-    pub(crate) fn from_wire(v: i32, has_parents: bool) -> Option<ParentFailure> {
-        if !has_parents {
-            return None;
-        }
-        match pb::ParentFailurePolicy::from_i32(v) {
-            Some(pb::ParentFailurePolicy::Run) => Some(ParentFailure::Run),
-            _ => Some(ParentFailure::Cancel),
-        }
-    }
-}
-
-/// A job another was enqueued after ([`Job::parents`]), and how it ended.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct JobParent {
-    pub job_id: u64,
-    /// [`JobState::Completed`] or [`JobState::Dead`] once it ended that
-    /// way; its current state while it has not ended;
-    /// [`JobState::Unspecified`] once it was deleted or purged.
-    pub state: JobState,
-    /// A dead parent's cause; Unspecified otherwise.
-    pub cause: DeadLetterCause,
-    /// It has ended: completed, dead-lettered, deleted or purged.
-    pub ended: bool,
-    /// A completed parent whose record the server keeps: `result` is its
-    /// result, unless `result_omitted`. Set on [`get_job`]'s job and on a
-    /// delivery's; false elsewhere (such as [`list_jobs`]).
-    ///
-    /// [`get_job`]: crate::SeppClient::get_job
-    /// [`list_jobs`]: crate::SeppClient::list_jobs
-    pub result_kept: bool,
-    /// The completed parent's result (`result_kept`; empty when it gave
-    /// none).
-    pub result: Vec<u8>,
-    /// Kept, but left out of this answer, which carries its parents'
-    /// results only up to a bound:
-    /// [`parent_results`](crate::SeppClient::parent_results) reads it with
-    /// a get_job.
-    pub result_omitted: bool,
-}
-
-impl JobParent {
-    pub(crate) fn from_wire(p: pb::JobParent) -> JobParent {
-        JobParent {
-            job_id: p.job_id,
-            state: JobState::from_wire(p.state),
-            cause: DeadLetterCause::from_wire(p.cause),
-            ended: p.ended,
-            result_kept: p.result_kept,
-            result: p.result,
-            result_omitted: p.result_omitted,
-        }
-    }
-}
-
 /// What makes a job unique in its queue (see docs/unique-jobs.md). The key
 /// is held while the job waits, is scheduled or is reserved; `cover_dead`
 /// and `completed_for` hold it longer. Keys are per queue.
@@ -491,159 +399,6 @@ impl UniqueOptions {
             refuse: self.refuse,
         }
     }
-}
-
-/// Where a job is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum JobState {
-    Unspecified,
-    Scheduled,
-    Ready,
-    Reserved,
-    Dead,
-    /// Acked: reported by WaitJob for a job it saw complete, and by a
-    /// unique-key duplicate of a holder that keeps its key after its ack.
-    Completed,
-    /// Waiting for the jobs it was enqueued after
-    /// ([`EnqueueRequest::with_after`]) to end; then Ready (or Scheduled
-    /// until its scheduled_at), or cancelled per its
-    /// [`ParentFailure`].
-    Blocked,
-}
-
-impl JobState {
-    pub(crate) fn from_wire(v: i32) -> JobState {
-        match pb::JobState::from_i32(v) {
-            Some(pb::JobState::Scheduled) => JobState::Scheduled,
-            Some(pb::JobState::Ready) => JobState::Ready,
-            Some(pb::JobState::Reserved) => JobState::Reserved,
-            Some(pb::JobState::Dead) => JobState::Dead,
-            Some(pb::JobState::Completed) => JobState::Completed,
-            Some(pb::JobState::Blocked) => JobState::Blocked,
-            _ => JobState::Unspecified,
-        }
-    }
-
-    pub(crate) fn to_wire(self) -> pb::JobState {
-        match self {
-            JobState::Unspecified => pb::JobState::Unspecified,
-            JobState::Scheduled => pb::JobState::Scheduled,
-            JobState::Ready => pb::JobState::Ready,
-            JobState::Reserved => pb::JobState::Reserved,
-            JobState::Dead => pb::JobState::Dead,
-            JobState::Completed => pb::JobState::Completed,
-            JobState::Blocked => pb::JobState::Blocked,
-        }
-    }
-}
-
-/// Why a job was dead-lettered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DeadLetterCause {
-    Unspecified,
-    /// The failing attempt reached max_attempts.
-    AttemptsExhausted,
-    /// A worker nacked with [`RetryDirective::DeadLetter`](crate::client::RetryDirective::DeadLetter).
-    Rejected,
-    /// The lease expired on the final attempt.
-    LeaseExpired,
-    /// An operator dead-lettered it.
-    Admin,
-    /// An operator cancelled it while a worker held its lease.
-    Cancelled,
-    /// It was not reserved by its deadline (`with_ttl`, `with_expires_at`
-    /// or the queue's max_wait_ms).
-    Expired,
-}
-
-impl DeadLetterCause {
-    pub(crate) fn to_wire(self) -> pb::DeadLetterCause {
-        match self {
-            DeadLetterCause::Unspecified => pb::DeadLetterCause::Unspecified,
-            DeadLetterCause::AttemptsExhausted => pb::DeadLetterCause::AttemptsExhausted,
-            DeadLetterCause::Rejected => pb::DeadLetterCause::Rejected,
-            DeadLetterCause::LeaseExpired => pb::DeadLetterCause::LeaseExpired,
-            DeadLetterCause::Admin => pb::DeadLetterCause::Admin,
-            DeadLetterCause::Cancelled => pb::DeadLetterCause::Cancelled,
-            DeadLetterCause::Expired => pb::DeadLetterCause::Expired,
-        }
-    }
-
-    pub(crate) fn from_wire(v: i32) -> DeadLetterCause {
-        match pb::DeadLetterCause::from_i32(v) {
-            Some(pb::DeadLetterCause::AttemptsExhausted) => DeadLetterCause::AttemptsExhausted,
-            Some(pb::DeadLetterCause::Rejected) => DeadLetterCause::Rejected,
-            Some(pb::DeadLetterCause::LeaseExpired) => DeadLetterCause::LeaseExpired,
-            Some(pb::DeadLetterCause::Admin) => DeadLetterCause::Admin,
-            Some(pb::DeadLetterCause::Cancelled) => DeadLetterCause::Cancelled,
-            Some(pb::DeadLetterCause::Expired) => DeadLetterCause::Expired,
-            _ => DeadLetterCause::Unspecified,
-        }
-    }
-}
-
-/// A job as the server holds it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Job {
-    pub id: u64,
-    pub queue: String,
-    pub job_type: String,
-    pub payload: Vec<u8>,
-    pub priority: u32,
-    pub state: JobState,
-    pub enqueued_at: Option<SystemTime>,
-    pub scheduled_at: Option<SystemTime>,
-    pub attempt: u32,
-    pub max_attempts: u32,
-    pub custom: BTreeMap<String, String>,
-    /// The reason of the last nack, if a worker gave one.
-    pub last_reason: Option<String>,
-    /// The deadline by which the job must be reserved, if it has one.
-    pub expires_at: Option<SystemTime>,
-    /// The producer's W3C trace context, if it sent one.
-    pub trace_context: Option<TraceContext>,
-    /// A completed job's result (empty when the worker gave none), kept for
-    /// its queue's `completed_retention_ms`.
-    pub result: Vec<u8>,
-    /// When a completed job was acked.
-    pub completed_at: Option<SystemTime>,
-    /// How long the completing delivery ran, if the server recorded its
-    /// start.
-    pub run_time: Option<Duration>,
-    /// What the worker last reported ([`SeppClient::report_progress`]),
-    /// while the job is reserved.
-    ///
-    /// [`SeppClient::report_progress`]: crate::SeppClient::report_progress
-    pub progress: Option<Progress>,
-    /// The jobs this one was enqueued after
-    /// ([`EnqueueRequest::with_after`]), in the order given, and how each
-    /// ended; kept while the job is live, so a worker's handler sees them
-    /// in its delivery. Their results:
-    /// [`SeppClient::parent_results`](crate::SeppClient::parent_results).
-    pub parents: Vec<JobParent>,
-    /// What the job does when a parent fails; `None` without parents.
-    pub on_parent_failure: Option<ParentFailure>,
-    /// The jobs still waiting for this one to end ([`JobState::Blocked`]
-    /// jobs that name it in their parents), in id order, the first 100 of
-    /// them. A child leaves the list when this job ends (it is then
-    /// released, cancelled, or waits on its other parents) or when it ends
-    /// first, so a completed or dead job lists none. Filled by
-    /// [`get_job`](crate::SeppClient::get_job) only; empty from
-    /// [`list_jobs`](crate::SeppClient::list_jobs) and on a delivery.
-    pub waiting_children: Vec<u64>,
-    /// How many jobs wait for this one, listed in `waiting_children` or not
-    /// (0 but from `get_job`).
-    pub waiting_children_total: u32,
-}
-
-/// What a running job reported of itself: `percent` 0..=100 and a short
-/// `message` (at most [`MAX_PROGRESS_MESSAGE_BYTES`] of UTF-8). The server
-/// keeps it while the delivery lasts and drops it when the delivery ends
-/// (ack, nack, release, lease expiry, cancel).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Progress {
-    pub percent: u32,
-    pub message: String,
 }
 
 /// The server's bound on [`Progress::message`], in bytes
@@ -753,35 +508,6 @@ impl PartialEq for ProgressReporter {
 }
 
 impl Eq for ProgressReporter {}
-
-impl Job {
-    pub(crate) fn from_wire(j: pb::Job) -> Job {
-        Job {
-            id: j.id,
-            queue: j.queue,
-            job_type: j.job_type,
-            payload: j.payload,
-            priority: j.priority,
-            state: JobState::from_wire(j.state),
-            enqueued_at: j.enqueued_at.and_then(system_time),
-            scheduled_at: j.scheduled_at.and_then(system_time),
-            attempt: j.attempt,
-            max_attempts: j.max_attempts,
-            custom: j.custom.into_iter().collect(),
-            last_reason: non_empty(j.last_reason),
-            expires_at: j.expires_at.and_then(system_time),
-            trace_context: j.trace_context.and_then(TraceContext::from_wire),
-            result: j.result,
-            completed_at: j.completed_at.and_then(system_time),
-            run_time: j.run_time.and_then(|d| Duration::try_from(d).ok()),
-            progress: j.progress.map(|p| Progress { percent: p.percent, message: p.message }),
-            on_parent_failure: ParentFailure::from_wire(j.on_parent_failure, !j.parents.is_empty()),
-            parents: j.parents.into_iter().map(JobParent::from_wire).collect(),
-            waiting_children: j.waiting_children,
-            waiting_children_total: j.waiting_children_total,
-        }
-    }
-}
 
 /// One delivery's handle: what ack, nack, release and extend_lease need.
 /// `attempt` counts from 1; on `attempt == max_attempts` a failure

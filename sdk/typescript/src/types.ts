@@ -1,17 +1,27 @@
 import { arr, base64ToBytes, durationFrom, JSONObject, message, num, obj, str, timeFrom, u64 } from "./wire.js";
-import type {
-  DeadLetterCauseJSON,
-  DeadLetterRecordJSON,
-  JobAttemptJSON,
-  JobContextJSON,
-  JobJSON,
-  JobOriginJSON,
-  JobParentJSON,
-  JobStateJSON,
-  ParentFailurePolicyJSON,
-} from "./gen/sepp/v1/types_json.js";
+import type { DeadLetterRecordJSON, JobContextJSON, ParentFailurePolicyJSON } from "./gen/sepp/v1/types_json.js";
 import type { GetServerInfoResponseJSON, WaitJobResponseJSON } from "./gen/sepp/v1/queue_service_json.js";
 import type { JobTemplateJSON, ScheduleCatchUpJSON, ScheduleJSON, ScheduleOverlapJSON } from "./gen/sepp/v1/admin_service_json.js";
+import { deadLetterCauseFromJSON, jobFromJSON, jobStateFromJSON } from "./gen/job.js";
+import type { DeadLetterCause, Job, JobParent, JobState, ParentFailurePolicy, TraceContext } from "./gen/job.js";
+
+// The read side of a job (Job, JobAttempt, JobOrigin, JobParent, Progress,
+// TraceContext, the JobState, DeadLetterCause and ParentFailurePolicy
+// unions) and its decoders are generated from sepp.v1.Job by
+// tools/protoc-gen-sepp-sdk (src/gen/job.ts, make generate): a field added
+// to the proto reaches them with no edit here.
+export type {
+  DeadLetterCause,
+  Job,
+  JobAttempt,
+  JobOrigin,
+  JobParent,
+  JobState,
+  ParentFailurePolicy,
+  Progress,
+  TraceContext,
+} from "./gen/job.js";
+export { deadLetterCauseFromJSON, jobFromJSON, jobStateFromJSON, parentFailurePolicyFromJSON } from "./gen/job.js";
 
 /**
  * Job priority 0 (lowest) to 9 (highest); the server hands out higher
@@ -42,82 +52,15 @@ export type Priority = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
  */
 export type JobId = string;
 
-/** A job's state. "blocked": waiting for the jobs it was enqueued after
- * (EnqueueRequest.after) to end. "unspecified": no state, as of a parent
- * that was deleted or purged (JobParent.state). */
-export type JobState = "unspecified" | "scheduled" | "ready" | "reserved" | "dead" | "completed" | "blocked";
-export type DeadLetterCause = "unspecified" | "attempts_exhausted" | "rejected" | "lease_expired" | "admin" | "cancelled" | "expired";
 
-// The enum decoders switch on the generated unions, so a value renamed in
-// the proto fails the build here; a number is what a lenient peer may send.
-function jobState(v: JobStateJSON | number | undefined): JobState {
-  switch (v) {
-    case "JOB_STATE_SCHEDULED":
-    case 1:
-      return "scheduled";
-    case "JOB_STATE_READY":
-    case 2:
-      return "ready";
-    case "JOB_STATE_RESERVED":
-    case 3:
-      return "reserved";
-    case "JOB_STATE_DEAD":
-    case 4:
-      return "dead";
-    case "JOB_STATE_COMPLETED":
-    case 5:
-      return "completed";
-    case "JOB_STATE_BLOCKED":
-    case 6:
-      return "blocked";
-  }
-  return "unspecified";
-}
 
-/**
- * What a job enqueued after others (EnqueueRequest.after) does when one of
- * them ends other than completed (dead-lettered, cancelled, expired,
- * deleted, purged): "cancel" (the default) dead-letters it at once with
- * the cause "cancelled" and a lastReason naming the parent, and its own
- * dependents follow their policies; "run" runs it once every parent has
- * ended, whatever the outcomes: a batch's callback, which reads them in
- * Job.parents.
- */
-export type ParentFailurePolicy = "cancel" | "run";
 
-// Unspecified is the server's default, cancel.
-function parentFailurePolicy(v: ParentFailurePolicyJSON | number | undefined): ParentFailurePolicy {
-  return v === "PARENT_FAILURE_POLICY_RUN" || v === 2 ? "run" : "cancel";
-}
 
 /** @internal The wire form of a policy. */
 export function parentFailurePolicyToJSON(p: ParentFailurePolicy): ParentFailurePolicyJSON {
   return p === "run" ? "PARENT_FAILURE_POLICY_RUN" : "PARENT_FAILURE_POLICY_CANCEL";
 }
 
-function deadLetterCause(v: DeadLetterCauseJSON | number | undefined): DeadLetterCause {
-  switch (v) {
-    case "DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED":
-    case 1:
-      return "attempts_exhausted";
-    case "DEAD_LETTER_CAUSE_REJECTED":
-    case 2:
-      return "rejected";
-    case "DEAD_LETTER_CAUSE_LEASE_EXPIRED":
-    case 3:
-      return "lease_expired";
-    case "DEAD_LETTER_CAUSE_ADMIN":
-    case 4:
-      return "admin";
-    case "DEAD_LETTER_CAUSE_CANCELLED":
-    case 5:
-      return "cancelled";
-    case "DEAD_LETTER_CAUSE_EXPIRED":
-    case 6:
-      return "expired";
-  }
-  return "unspecified";
-}
 
 /** What to enqueue. Only queue and jobType are required. */
 export interface EnqueueRequest {
@@ -162,18 +105,6 @@ export interface EnqueueRequest {
   onParentFailure?: ParentFailurePolicy;
 }
 
-/**
- * A W3C trace context (https://www.w3.org/TR/trace-context/), carried by a
- * job in a field of its own: the server keeps it with the job and returns
- * it on every delivery. traceparent is at most 128 bytes in the W3C format,
- * tracestate at most 512; the server rejects an invalid one with
- * InvalidArgumentError naming the field. Its keys are the header names a
- * tracing library's propagator reads and writes.
- */
-export interface TraceContext {
-  traceparent: string;
-  tracestate?: string;
-}
 
 /**
  * What makes a job unique in its queue and for how long. The key is held
@@ -209,117 +140,9 @@ export interface EnqueueResult {
   idempotencyKey: string;
 }
 
-export interface JobAttempt {
-  attempt: number;
-  workerId: string;
-  endedAt?: Date;
-  /** "nack", "lease_expired", "released" or "cancelled" (an operator
-   * cancelled the job). */
-  outcome: string;
-  reason: string;
-  /** When the delivery was reserved; absent when the server did not
-   * record it (an attempt from before the cluster ran a version that does). */
-  startedAt?: Date;
-  /** How long the attempt ran (endedAt - startedAt), in milliseconds;
-   * absent with startedAt. */
-  durationMs?: number;
-  /** The delivery's lease token; "0" when not recorded. */
-  leaseToken?: string;
-  /** A nack's directive: "default", "after" or "dead_letter"; empty for
-   * the other outcomes. */
-  directive?: string;
-}
 
-/** Where a job forwarded to a queue's dead_letter_queue came from and why
- * it died there. */
-export interface JobOrigin {
-  /** The queue the job died on. */
-  queue: string;
-  /** Its id there. */
-  jobId: JobId;
-  cause: DeadLetterCause;
-  failedAt?: Date;
-  /** The reason of its last nack; empty when no worker nacked it. */
-  lastReason: string;
-  finalAttempt: number;
-}
 
-export interface Job {
-  id: JobId;
-  queue: string;
-  jobType: string;
-  payload: Uint8Array;
-  priority: number;
-  state: JobState;
-  enqueuedAt?: Date;
-  scheduledAt?: Date;
-  nextAttemptAt?: Date;
-  attempt: number;
-  maxAttempts: number;
-  custom: Record<string, string>;
-  workerId: string;
-  leaseDeadline?: Date;
-  lastReason: string;
-  history: JobAttempt[];
-  /** The deadline by which the job must be reserved; absent: none. */
-  expiresAt?: Date;
-  /** When the current delivery started, while reserved; absent when the
-   * server did not record it. */
-  startedAt?: Date;
-  /** Set on a job forwarded to a dead_letter_queue: where it came from and
-   * why it died. Its custom fields are the producer's, as sent. */
-  origin?: JobOrigin;
-  /** The producer's W3C trace context; absent: none. */
-  traceContext?: TraceContext;
-  /** A completed job's result (empty when the worker gave none), kept for
-   * its queue's completed_retention_ms. */
-  result: Uint8Array;
-  /** When a completed job was acked; absent otherwise. */
-  completedAt?: Date;
-  /** How long the completing delivery ran, in milliseconds; absent when
-   * not recorded. */
-  runTimeMs?: number;
-  /** What the worker last reported (reportProgress), while the job is
-   * reserved; absent when it reported none. */
-  progress?: Progress;
-  /** The jobs this one was enqueued after (EnqueueRequest.after), in the
-   * order given, and how each ended; kept while the job is live, so a
-   * Worker's handler sees them on its delivery (client.parentResults reads
-   * their results). Empty when none. */
-  parents: JobParent[];
-  /** Its policy when a parent fails; absent for a job without parents. */
-  onParentFailure?: ParentFailurePolicy;
-  /** The jobs still waiting for this one to end ("blocked" jobs that name it
-   * in their parents), in id order, the first 100 of them. A child leaves the
-   * list when this job ends (it is then released, cancelled, or waits on its
-   * other parents) or when it ends first, so a completed or dead job lists
-   * none. Filled by getJob only; empty from listJobs and on a delivery. */
-  waitingChildren: JobId[];
-  /** How many jobs wait for this one, listed in waitingChildren or not (0 but
-   * from getJob). */
-  waitingChildrenTotal: number;
-}
 
-/** A job another was enqueued after, and how it ended. */
-export interface JobParent {
-  jobId: JobId;
-  /** "completed" or "dead" once it ended that way; its current state while
-   * it has not ended; "unspecified" once it was deleted or purged. */
-  state: JobState;
-  /** A dead parent's cause; "unspecified" otherwise. */
-  cause: DeadLetterCause;
-  /** It has ended: completed, dead-lettered, deleted or purged. */
-  ended: boolean;
-  /** A completed parent whose record the server keeps: result is its
-   * result, unless resultOmitted. Set on getJob's job and a delivery's;
-   * false elsewhere (listJobs). */
-  resultKept: boolean;
-  /** The completed parent's result (resultKept; empty when it gave none). */
-  result: Uint8Array;
-  /** Kept, but left out of this answer, which carries its parents' results
-   * only up to a bound: parentResults reads it with getJob. */
-  resultOmitted: boolean;
-}
 
 /** A parent (JobParent, as given) with its result, as client.parentResults reads it. */
 export interface ParentResult extends JobParent {
@@ -333,15 +156,6 @@ export interface ParentResult extends JobParent {
   kept: boolean;
 }
 
-/**
- * What a running job reported of itself: percent 0..100 and a short
- * message (at most 256 bytes of UTF-8). The server keeps it while the
- * delivery lasts and drops it when the delivery ends.
- */
-export interface Progress {
-  percent: number;
-  message: string;
-}
 
 /**
  * A delivery's handle: pass it back to ack, nack, release and extendLease.
@@ -562,86 +376,6 @@ export function scheduleFromJSON(v: unknown): Schedule {
 
 // ---- from the JSON mapping ----
 
-export function jobFromJSON(v: unknown): Job {
-  const m = message<JobJSON>(v);
-  const custom: Record<string, string> = {};
-  for (const [k, x] of Object.entries(obj(m.custom))) custom[k] = str(x);
-  const j: Job = {
-    id: u64(m.id),
-    queue: str(m.queue),
-    jobType: str(m.jobType),
-    payload: base64ToBytes(str(m.payload)),
-    priority: num(m.priority),
-    state: jobState(m.state),
-    enqueuedAt: timeFrom(m.enqueuedAt),
-    scheduledAt: timeFrom(m.scheduledAt),
-    nextAttemptAt: timeFrom(m.nextAttemptAt),
-    attempt: num(m.attempt),
-    maxAttempts: num(m.maxAttempts),
-    custom,
-    workerId: str(m.workerId),
-    leaseDeadline: timeFrom(m.leaseDeadline),
-    lastReason: str(m.lastReason),
-    history: arr(m.history).map(jobAttemptFromJSON),
-    expiresAt: timeFrom(m.expiresAt),
-    startedAt: timeFrom(m.startedAt),
-    result: base64ToBytes(str(m.result)),
-    completedAt: timeFrom(m.completedAt),
-    parents: arr(m.parents).map(jobParentFromJSON),
-    waitingChildren: arr(m.waitingChildren).map(u64),
-    waitingChildrenTotal: num(m.waitingChildrenTotal),
-  };
-  if (j.parents.length > 0) j.onParentFailure = parentFailurePolicy(m.onParentFailure);
-  if (typeof m.runTime === "string") j.runTimeMs = durationFrom(m.runTime);
-  if (m.progress) j.progress = { percent: num(m.progress.percent ?? 0), message: str(m.progress.message ?? "") };
-  if (m.origin) j.origin = jobOriginFromJSON(m.origin);
-  if (m.traceContext && m.traceContext.traceparent) {
-    j.traceContext = { traceparent: m.traceContext.traceparent };
-    if (m.traceContext.tracestate) j.traceContext.tracestate = m.traceContext.tracestate;
-  }
-  return j;
-}
-
-function jobParentFromJSON(v: unknown): JobParent {
-  const p = message<JobParentJSON>(v);
-  return {
-    jobId: u64(p.jobId),
-    state: jobState(p.state),
-    cause: deadLetterCause(p.cause),
-    ended: p.ended === true,
-    resultKept: p.resultKept === true,
-    result: base64ToBytes(str(p.result)),
-    resultOmitted: p.resultOmitted === true,
-  };
-}
-
-function jobAttemptFromJSON(v: unknown): JobAttempt {
-  const a = message<JobAttemptJSON>(v);
-  const r: JobAttempt = {
-    attempt: num(a.attempt),
-    workerId: str(a.workerId),
-    endedAt: timeFrom(a.endedAt),
-    outcome: str(a.outcome),
-    reason: str(a.reason),
-    startedAt: timeFrom(a.startedAt),
-    leaseToken: u64(a.leaseToken),
-    directive: str(a.directive),
-  };
-  if (typeof a.duration === "string") r.durationMs = durationFrom(a.duration);
-  return r;
-}
-
-function jobOriginFromJSON(v: unknown): JobOrigin {
-  const o = message<JobOriginJSON>(v);
-  return {
-    queue: str(o.queue),
-    jobId: u64(o.jobId),
-    cause: deadLetterCause(o.cause),
-    failedAt: timeFrom(o.failedAt),
-    lastReason: str(o.lastReason),
-    finalAttempt: num(o.finalAttempt),
-  };
-}
 
 export function jobContextFromJSON(v: unknown): JobContext {
   const m = message<JobContextJSON>(v);
@@ -689,9 +423,9 @@ export function jobOutcomeFromJSON(v: unknown): JobOutcome {
   const out: JobOutcome = {
     job: jobFromJSON(m.job),
     terminal: m.terminal === true,
-    state: jobState(m.state),
+    state: jobStateFromJSON(m.state),
     result: base64ToBytes(str(m.result)),
-    cause: deadLetterCause(m.cause),
+    cause: deadLetterCauseFromJSON(m.cause),
   };
   const at = timeFrom(m.finishedAt);
   if (at) out.finishedAt = at;
@@ -702,7 +436,7 @@ export function deadLetterFromJSON(v: unknown): DeadLetterRecord {
   const m = message<DeadLetterRecordJSON>(v);
   return new DeadLetterRecord(
     jobFromJSON(m.job),
-    deadLetterCause(m.cause),
+    deadLetterCauseFromJSON(m.cause),
     timeFrom(m.failedAt),
     num(m.finalAttempt),
     str(m.lastReason),
@@ -725,4 +459,3 @@ export function serverInfoFromJSON(v: unknown): ServerInfo {
   };
 }
 
-export { jobState as jobStateFromJSON, deadLetterCause as deadLetterCauseFromJSON };

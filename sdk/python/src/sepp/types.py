@@ -9,6 +9,12 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from google.protobuf import duration_pb2, empty_pb2, timestamp_pb2
 
+# The read side of a job (Job, JobAttempt, JobOrigin, JobParent, Progress,
+# TraceContext and the enums JobState, DeadLetterCause and ParentFailure)
+# is generated from sepp.v1.Job by tools/protoc-gen-sepp-sdk (sepp/_job.py,
+# make generate): a field added to the proto reaches it with no edit here.
+from sepp._job import (DeadLetterCause, Job, JobAttempt, JobOrigin, JobParent, JobState, ParentFailure, Progress,
+                       TraceContext)
 from sepp._queue_settings import QueueSettings
 from sepp.errors import InvalidField, SeppError
 from sepp.v1 import admin_service_pb2 as apb
@@ -29,6 +35,9 @@ __all__ = [
     "JobParent",
     "ParentResult",
     "JobAttempt",
+    "JobOrigin",
+    "Progress",
+    "TraceContext",
     "JobContext",
     "Delivery",
     "DeadLetterRecord",
@@ -71,70 +80,6 @@ class Priority(enum.IntEnum):
     P9 = 9
     MIN = 0
     MAX = 9
-
-
-class JobState(enum.IntEnum):
-    """Where a job is in its lifecycle."""
-
-    UNKNOWN = tpb.JOB_STATE_UNSPECIFIED
-    SCHEDULED = tpb.JOB_STATE_SCHEDULED
-    READY = tpb.JOB_STATE_READY
-    RESERVED = tpb.JOB_STATE_RESERVED
-    DEAD = tpb.JOB_STATE_DEAD
-    COMPLETED = tpb.JOB_STATE_COMPLETED
-    #: Waiting for the jobs it was enqueued after (EnqueueRequest.after)
-    #: to end; then Ready (or Scheduled until its scheduled_at), or
-    #: cancelled per its on_parent_failure.
-    BLOCKED = tpb.JOB_STATE_BLOCKED
-
-    def __str__(self) -> str:
-        return self.name.lower()
-
-    @classmethod
-    def _missing_(cls, value: object) -> JobState:
-        # A state a newer server added: unknown here, not a crash.
-        return cls.UNKNOWN
-
-
-class DeadLetterCause(enum.IntEnum):
-    """Why a job was dead-lettered; exactly one per record."""
-
-    UNKNOWN = tpb.DEAD_LETTER_CAUSE_UNSPECIFIED
-    ATTEMPTS_EXHAUSTED = tpb.DEAD_LETTER_CAUSE_ATTEMPTS_EXHAUSTED
-    REJECTED = tpb.DEAD_LETTER_CAUSE_REJECTED
-    LEASE_EXPIRED = tpb.DEAD_LETTER_CAUSE_LEASE_EXPIRED
-    ADMIN = tpb.DEAD_LETTER_CAUSE_ADMIN
-    CANCELLED = tpb.DEAD_LETTER_CAUSE_CANCELLED
-    EXPIRED = tpb.DEAD_LETTER_CAUSE_EXPIRED
-
-    def __str__(self) -> str:
-        return self.name.lower()
-
-    @classmethod
-    def _missing_(cls, value: object) -> DeadLetterCause:
-        return cls.UNKNOWN
-
-
-class ParentFailure(enum.IntEnum):
-    """What a job enqueued after others (EnqueueRequest.after) does when one
-    of them ends other than completed: dead-lettered, cancelled, expired,
-    deleted or purged."""
-
-    #: Cancelled at once (the default): dead-lettered with the cause
-    #: CANCELLED and a last_reason naming the parent; its own dependents
-    #: follow their policies in turn.
-    CANCEL = tpb.PARENT_FAILURE_POLICY_CANCEL
-    #: Run once every parent has ended, whatever the outcomes: a batch's
-    #: callback, which reads them in Job.parents (SeppClient.parent_results).
-    RUN = tpb.PARENT_FAILURE_POLICY_RUN
-
-    def __str__(self) -> str:
-        return self.name.lower()
-
-    @classmethod
-    def _missing_(cls, value: object) -> ParentFailure:
-        # Unset on the wire means cancel.
-        return cls.CANCEL
 
 
 #: The largest index EnqueueRequest.after may name (the server's bound).
@@ -197,53 +142,6 @@ class UniqueOptions:
 #: The server's bound on Progress.message, in bytes of UTF-8
 #: (server_info().limits.max_progress_message_bytes).
 MAX_PROGRESS_MESSAGE_BYTES = 256
-
-
-@dataclass(frozen=True)
-class Progress:
-    """What a running job reported of itself (SeppClient.report_progress):
-    ``percent`` 0..100 and a short ``message`` (at most 256 bytes of UTF-8).
-    The server keeps it while the delivery lasts and drops it when the
-    delivery ends (ack, nack, release, lease expiry, cancel)."""
-
-    percent: int
-    message: str = ""
-
-
-@dataclass(frozen=True)
-class TraceContext:
-    """A W3C trace context (https://www.w3.org/TR/trace-context/), carried by
-    a job in a field of its own: the server keeps it with the job and returns
-    it on every delivery (``Job.trace_context``). ``traceparent`` is at most
-    128 bytes in the W3C format, ``tracestate`` at most 512; the server
-    refuses an invalid one with InvalidArgument naming the field.
-
-    ``as_headers()`` and ``from_headers()`` convert to and from the carrier
-    a tracing library's propagator reads and writes (OpenTelemetry's
-    ``propagate.inject(carrier)`` / ``propagate.extract(carrier)``)."""
-
-    traceparent: str
-    tracestate: str = ""
-
-    def as_headers(self) -> dict[str, str]:
-        h = {"traceparent": self.traceparent}
-        if self.tracestate:
-            h["tracestate"] = self.tracestate
-        return h
-
-    @classmethod
-    def from_headers(cls, headers: Mapping[str, str]) -> Optional[TraceContext]:
-        """The trace context of a propagator's carrier; None without a
-        traceparent."""
-        tp = headers.get("traceparent", "")
-        return cls(tp, headers.get("tracestate", "")) if tp else None
-
-    def to_proto(self) -> tpb.TraceContext:
-        return tpb.TraceContext(traceparent=self.traceparent, tracestate=self.tracestate)
-
-    @classmethod
-    def from_proto(cls, m: tpb.TraceContext) -> TraceContext:
-        return cls(m.traceparent, m.tracestate)
 
 
 @dataclass
@@ -442,46 +340,6 @@ class RetryDirective:
 
 
 @dataclass(frozen=True)
-class JobAttempt:
-    """One ended delivery of a job."""
-
-    attempt: int
-    worker_id: str
-    ended_at: Optional[datetime]
-    outcome: str  # "nack", "lease_expired" or "released"
-    reason: str
-
-
-@dataclass(frozen=True)
-class JobParent:
-    """A job another was enqueued after (EnqueueRequest.after), and how it
-    ended."""
-
-    job_id: int
-    #: COMPLETED or DEAD once it ended that way; its current state while it
-    #: has not ended; UNKNOWN once it was deleted or purged.
-    state: JobState
-    #: A dead parent's cause; UNKNOWN otherwise.
-    cause: DeadLetterCause
-    #: It has ended: completed, dead-lettered, deleted or purged.
-    ended: bool
-    #: A completed parent whose record the server keeps: ``result`` is its
-    #: result, unless ``result_omitted``. Set on get_job's job and on a
-    #: delivery's (False elsewhere, such as list_jobs).
-    result_kept: bool = field(default=False, kw_only=True)
-    #: The completed parent's result (``result_kept``; b"" when it gave none).
-    result: bytes = field(default=b"", kw_only=True)
-    #: Kept, but left out of this answer, which carries its parents'
-    #: results only up to a bound: parent_results reads it with get_job.
-    result_omitted: bool = field(default=False, kw_only=True)
-
-    @classmethod
-    def from_proto(cls, m: tpb.JobParent) -> JobParent:
-        return cls(m.job_id, JobState(m.state), DeadLetterCause(m.cause), m.ended,
-                   result_kept=m.result_kept, result=bytes(m.result), result_omitted=m.result_omitted)
-
-
-@dataclass(frozen=True)
 class ParentResult(JobParent):
     """A parent (JobParent) with its result (SeppClient.parent_results).
 
@@ -494,82 +352,6 @@ class ParentResult(JobParent):
 
     result: bytes = b""
     kept: bool = False
-
-
-@dataclass(frozen=True)
-class Job:
-    """A snapshot of a job as the server held it when it answered."""
-
-    id: int
-    queue: str
-    job_type: str
-    payload: bytes
-    priority: int
-    state: JobState
-    enqueued_at: Optional[datetime]
-    scheduled_at: Optional[datetime]
-    next_attempt_at: Optional[datetime]
-    attempt: int
-    max_attempts: int
-    custom: Mapping[str, str]
-    worker_id: str
-    lease_deadline: Optional[datetime]
-    last_reason: str
-    history: tuple[JobAttempt, ...]
-    #: The deadline to be reserved by (EnqueueRequest.ttl or expires_at, or
-    #: the queue's max_wait_ms); None: none.
-    expires_at: Optional[datetime] = None
-    #: The producer's W3C trace context; None: none.
-    trace_context: Optional[TraceContext] = None
-    #: A completed job's result (b"" when the worker gave none), kept for
-    #: its queue's completed_retention_ms.
-    result: bytes = b""
-    #: When a completed job was acked; None otherwise.
-    completed_at: Optional[datetime] = None
-    #: How long the completing delivery ran; None when not recorded.
-    run_time: Optional[timedelta] = None
-    #: What the worker last reported (report_progress), while the job is
-    #: reserved; None when it reported none.
-    progress: Optional[Progress] = None
-    #: The jobs this one was enqueued after (EnqueueRequest.after), in the
-    #: order given, and how each ended; kept while the job is live, so a
-    #: Worker's handler reads them (their results: parent_results).
-    parents: tuple[JobParent, ...] = ()
-    #: Its policy when a parent fails; None without parents.
-    on_parent_failure: Optional[ParentFailure] = None
-    #: The jobs still waiting for this one to end (BLOCKED jobs that name it
-    #: in their parents), in id order, the first 100 of them. A child leaves
-    #: the list when this job ends (it is then released, cancelled, or waits
-    #: on its other parents) or when it ends first, so a completed or dead
-    #: job lists none. Filled by get_job only; () from list_jobs and on a
-    #: delivery.
-    waiting_children: tuple[int, ...] = ()
-    #: How many jobs wait for this one, listed in waiting_children or not
-    #: (0 but from get_job).
-    waiting_children_total: int = 0
-
-    @classmethod
-    def from_proto(cls, m: tpb.Job) -> Job:
-        return cls(
-            id=m.id, queue=m.queue, job_type=m.job_type, payload=bytes(m.payload), priority=m.priority,
-            state=JobState(m.state), enqueued_at=_from_ts(m.enqueued_at),
-            scheduled_at=_from_ts(m.scheduled_at), next_attempt_at=_from_ts(m.next_attempt_at),
-            attempt=m.attempt, max_attempts=m.max_attempts, custom=dict(m.custom),
-            worker_id=m.worker_id, lease_deadline=_from_ts(m.lease_deadline),
-            last_reason=m.last_reason,
-            history=tuple(JobAttempt(a.attempt, a.worker_id, _from_ts(a.ended_at), a.outcome, a.reason)
-                          for a in m.history),
-            expires_at=_from_ts(m.expires_at),
-            trace_context=TraceContext.from_proto(m.trace_context) if m.HasField("trace_context") else None,
-            result=bytes(m.result),
-            completed_at=_from_ts(m.completed_at),
-            run_time=m.run_time.ToTimedelta() if m.HasField("run_time") else None,
-            progress=Progress(m.progress.percent, m.progress.message) if m.HasField("progress") else None,
-            parents=tuple(JobParent.from_proto(p) for p in m.parents),
-            on_parent_failure=ParentFailure(m.on_parent_failure) if m.parents else None,
-            waiting_children=tuple(m.waiting_children),
-            waiting_children_total=m.waiting_children_total,
-        )
 
 
 @dataclass(frozen=True)
