@@ -161,7 +161,10 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		}
 		if err != nil {
 			if checkpointed != nil {
-				<-checkpointed // before Release removes its directory
+				// Waited for before Release removes its directory.
+				if cerr := <-checkpointed; cerr != nil {
+					err = errors.Join(err, cerr)
+				}
 			}
 			f.mu.RUnlock()
 			snap.Release()
