@@ -306,9 +306,10 @@ TS_DIR   ?= sdk/typescript
 # The SDK's wire types, written by tools/protoc-gen-sepp-ts (make generate).
 TS_GEN   := $(TS_DIR)/src/gen
 # Each SDK's QueueSettings and the Go client's, and each SDK's read side of
-# a job (from sepp.v1.Job), written by tools/protoc-gen-sepp-sdk (make
-# generate; the TypeScript ones are under TS_GEN).
-SDK_GEN  := sdk/python/src/sepp/_queue_settings.py sdk/python/src/sepp/_job.py sdk/rust/src/queue_settings.rs sdk/rust/src/job.rs client/queue_settings_gen.go client/job_gen.go
+# a job (from sepp.v1.Job) and write side (from sepp.v1.EnqueueRequest),
+# written by tools/protoc-gen-sepp-sdk (make generate; the TypeScript ones
+# are under TS_GEN).
+SDK_GEN  := sdk/python/src/sepp/_queue_settings.py sdk/python/src/sepp/_job.py sdk/python/src/sepp/_enqueue.py sdk/rust/src/queue_settings.rs sdk/rust/src/job.rs sdk/rust/src/enqueue.rs client/queue_settings_gen.go client/job_gen.go client/enqueue_gen.go
 SPEC_DIR ?=
 
 .PHONY: sdk-typescript
