@@ -319,7 +319,7 @@ sdk-typescript: ## Build the TypeScript SDK (tsc, strict) and run its node --tes
 	cd $(TS_DIR) && tsc -p . && tsc -p test/spec-samples && tsc -p test/example
 	# The samples and the example import "sepp": resolve it to this package, as an install would.
 	mkdir -p $(TS_DIR)/dist/node_modules && ln -sfn ../.. $(TS_DIR)/dist/node_modules/sepp
-	cd $(TS_DIR) && SEPP_BIN="$(CURDIR)/$(TS_DIR)/.build/sepp" node --test dist/test/job.test.js dist/test/client.test.js dist/test/scheduling.test.js dist/test/failover.test.js dist/test/testing.test.js dist/test/admin.test.js dist/test/conformance.test.js dist/example/testing.test.js
+	cd $(TS_DIR) && SEPP_BIN="$(CURDIR)/$(TS_DIR)/.build/sepp" node --test dist/test/job.test.js dist/test/enqueue.test.js dist/test/client.test.js dist/test/scheduling.test.js dist/test/failover.test.js dist/test/testing.test.js dist/test/admin.test.js dist/test/conformance.test.js dist/example/testing.test.js
 
 .PHONY: sdk-typescript-samples
 sdk-typescript-samples: ## Copy the spec pages' TypeScript samples (SPEC_DIR) into sdk/typescript/test/spec-samples.
