@@ -13,10 +13,15 @@ import (
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
+// EnqueueRequest is one job to add. Only queue and job_type are required.
+//
 // Generated from sepp.v1.EnqueueRequest (tools/protoc-gen-sepp-sdk has the rules).
 type EnqueueRequest struct {
-	Queue   string
+	// The queue to add the job to.
+	Queue string
+	// What the job is: a worker's handlers are chosen by it.
 	JobType string
+	// The job's bytes, handed to the worker as they are.
 	Payload []byte
 	// 0 (lowest) to 9 (highest); unset takes the queue's default_priority.
 	Priority *Priority
@@ -26,7 +31,8 @@ type EnqueueRequest struct {
 	// Deliveries allowed; 0 takes the queue's default_max_attempts. Clamped to
 	// max_attempts_ceiling.
 	MaxAttempts uint32
-	Custom      map[string]string
+	// Custom fields, handed to the worker with the job.
+	Custom map[string]string
 	// A repeat with the same key within the idempotency window returns the
 	// first job (duplicate = true) instead of adding a second. Set it so that
 	// retries after failover cannot duplicate the job.
@@ -61,6 +67,8 @@ type EnqueueRequest struct {
 }
 
 // WithPayload sets Payload.
+//
+// The job's bytes, handed to the worker as they are.
 func (r *EnqueueRequest) WithPayload(v []byte) *EnqueueRequest {
 	r.Payload = v
 	return r
@@ -93,6 +101,8 @@ func (r *EnqueueRequest) WithMaxAttempts(v uint32) *EnqueueRequest {
 }
 
 // WithCustom sets Custom.
+//
+// Custom fields, handed to the worker with the job.
 func (r *EnqueueRequest) WithCustom(key, value string) *EnqueueRequest {
 	if r.Custom == nil {
 		r.Custom = make(map[string]string)

@@ -13,11 +13,16 @@ use crate::job::{ParentFailure, TraceContext};
 use crate::pb;
 use crate::types::timestamp;
 
+/// EnqueueRequest is one job to add. Only queue and job_type are required.
+///
 /// Generated from `sepp.v1.EnqueueRequest` (`tools/protoc-gen-sepp-sdk` has the rules).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EnqueueRequest {
+    /// The queue to add the job to.
     pub(crate) queue: String,
+    /// What the job is: a worker's handlers are chosen by it.
     pub(crate) job_type: String,
+    /// The job's bytes, handed to the worker as they are.
     pub(crate) payload: Vec<u8>,
     /// 0 (lowest) to 9 (highest); unset takes the queue's default_priority.
     pub(crate) priority: Option<crate::types::Priority>,
@@ -27,6 +32,7 @@ pub struct EnqueueRequest {
     /// Deliveries allowed; 0 takes the queue's default_max_attempts. Clamped to
     /// max_attempts_ceiling.
     pub(crate) max_attempts: u32,
+    /// Custom fields, handed to the worker with the job.
     pub(crate) custom: BTreeMap<String, String>,
     /// A repeat with the same key within the idempotency window returns the
     /// first job (duplicate = true) instead of adding a second. Set it so that
@@ -83,6 +89,7 @@ impl EnqueueRequest {
         }
     }
 
+    /// The job's bytes, handed to the worker as they are.
     pub fn with_payload(mut self, payload: impl Into<Vec<u8>>) -> Self {
         self.payload = payload.into();
         self
@@ -108,6 +115,7 @@ impl EnqueueRequest {
         self
     }
 
+    /// Custom fields, handed to the worker with the job.
     pub fn with_custom(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.custom.insert(key.into(), value.into());
         self

@@ -41,11 +41,16 @@ _PARENT_FAILURE_POLICY_TO_WIRE: dict[int, types_pb2.ParentFailurePolicy] = {
 
 @dataclass
 class EnqueueRequest(EnqueueRequestMethods):
-    """Generated from sepp.v1.EnqueueRequest (tools/protoc-gen-sepp-sdk has the rules).
+    """EnqueueRequest is one job to add. Only queue and job_type are required.
+
+    Generated from sepp.v1.EnqueueRequest (tools/protoc-gen-sepp-sdk has the rules).
     Validated on construction; see EnqueueRequestMethods."""
 
+    #: The queue to add the job to.
     queue: str
+    #: What the job is: a worker's handlers are chosen by it.
     job_type: str
+    #: The job's bytes, handed to the worker as they are.
     payload: bytes = b""
     #: 0 (lowest) to 9 (highest); unset takes the queue's default_priority.
     priority: Optional[int] = None
@@ -55,6 +60,7 @@ class EnqueueRequest(EnqueueRequestMethods):
     #: Deliveries allowed; 0 takes the queue's default_max_attempts. Clamped to
     #: max_attempts_ceiling.
     max_attempts: int = 0
+    #: Custom fields, handed to the worker with the job.
     custom: dict[str, str] = field(default_factory=dict)
     #: A repeat with the same key within the idempotency window returns the
     #: first job (duplicate = true) instead of adding a second. Set it so that

@@ -23,10 +23,17 @@ export function parentFailurePolicyToJSON(v: ParentFailurePolicy): ParentFailure
   throw new RangeError(`not a ParentFailurePolicy: ${String(v)}`);
 }
 
-/** Generated from sepp.v1.EnqueueRequest (tools/protoc-gen-sepp-sdk has the rules). */
+/**
+ * EnqueueRequest is one job to add. Only queue and job_type are required.
+ *
+ * Generated from sepp.v1.EnqueueRequest (tools/protoc-gen-sepp-sdk has the rules).
+ */
 export interface EnqueueRequest {
+  /** The queue to add the job to. */
   queue: string;
+  /** What the job is: a worker's handlers are chosen by it. */
   jobType: string;
+  /** The job's bytes, handed to the worker as they are. */
   payload?: Uint8Array | string;
   /** 0 (lowest) to 9 (highest); unset takes the queue's default_priority. */
   priority?: number;
@@ -40,6 +47,7 @@ export interface EnqueueRequest {
    * max_attempts_ceiling.
    */
   maxAttempts?: number;
+  /** Custom fields, handed to the worker with the job. */
   custom?: Record<string, string>;
   /**
    * A repeat with the same key within the idempotency window returns the
