@@ -306,9 +306,10 @@ TS_DIR   ?= sdk/typescript
 # The SDK's wire types, written by tools/protoc-gen-sepp-ts (make generate).
 TS_GEN   := $(TS_DIR)/src/gen
 # Each SDK's QueueSettings and the Go client's, and each SDK's read side of
-# a job (from sepp.v1.Job), written by tools/protoc-gen-sepp-sdk (make
-# generate; the TypeScript ones are under TS_GEN).
-SDK_GEN  := sdk/python/src/sepp/_queue_settings.py sdk/python/src/sepp/_job.py sdk/rust/src/queue_settings.rs sdk/rust/src/job.rs client/queue_settings_gen.go client/job_gen.go
+# a job (from sepp.v1.Job) and write side (from sepp.v1.EnqueueRequest),
+# written by tools/protoc-gen-sepp-sdk (make generate; the TypeScript ones
+# are under TS_GEN).
+SDK_GEN  := sdk/python/src/sepp/_queue_settings.py sdk/python/src/sepp/_job.py sdk/python/src/sepp/_enqueue.py sdk/rust/src/queue_settings.rs sdk/rust/src/job.rs sdk/rust/src/enqueue.rs client/queue_settings_gen.go client/job_gen.go client/enqueue_gen.go
 SPEC_DIR ?=
 
 .PHONY: sdk-typescript
@@ -318,7 +319,7 @@ sdk-typescript: ## Build the TypeScript SDK (tsc, strict) and run its node --tes
 	cd $(TS_DIR) && tsc -p . && tsc -p test/spec-samples && tsc -p test/example
 	# The samples and the example import "sepp": resolve it to this package, as an install would.
 	mkdir -p $(TS_DIR)/dist/node_modules && ln -sfn ../.. $(TS_DIR)/dist/node_modules/sepp
-	cd $(TS_DIR) && SEPP_BIN="$(CURDIR)/$(TS_DIR)/.build/sepp" node --test dist/test/job.test.js dist/test/client.test.js dist/test/scheduling.test.js dist/test/failover.test.js dist/test/testing.test.js dist/test/admin.test.js dist/test/conformance.test.js dist/example/testing.test.js
+	cd $(TS_DIR) && SEPP_BIN="$(CURDIR)/$(TS_DIR)/.build/sepp" node --test dist/test/job.test.js dist/test/enqueue.test.js dist/test/client.test.js dist/test/scheduling.test.js dist/test/failover.test.js dist/test/testing.test.js dist/test/admin.test.js dist/test/conformance.test.js dist/example/testing.test.js
 
 .PHONY: sdk-typescript-samples
 sdk-typescript-samples: ## Copy the spec pages' TypeScript samples (SPEC_DIR) into sdk/typescript/test/spec-samples.

@@ -47,14 +47,15 @@ func fullWireJob() *seppv1.Job {
 }
 
 // everySet fails on a field of m, or of a message in it, left unset: a
-// field added to the proto fails here until fullWireJob fills it.
+// field added to the proto fails here until the test's wire message
+// (fullWireJob, fullWireEnqueue) fills it.
 func everySet(t *testing.T, m protoreflect.Message) {
 	t.Helper()
 	fields := m.Descriptor().Fields()
 	for i := range fields.Len() {
 		f := fields.Get(i)
 		if !m.Has(f) {
-			t.Errorf("%s is unset: fill it in fullWireJob", f.FullName())
+			t.Errorf("%s is unset: fill it in the test's wire message", f.FullName())
 			continue
 		}
 		switch {

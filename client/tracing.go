@@ -2,13 +2,6 @@ package client
 
 import "context"
 
-// WithTraceContext sets the job's trace context, which a client's Tracing
-// then leaves as it is.
-func (r *EnqueueRequest) WithTraceContext(tc TraceContext) *EnqueueRequest {
-	r.TraceContext = &tc
-	return r
-}
-
 // Tracing connects the client to a tracing library: the client calls it
 // around the enqueues it sends and a Worker around the handlers it runs. The
 // client has no tracing dependency of its own; the module

@@ -2,9 +2,7 @@ package client
 
 import (
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -212,137 +210,17 @@ func (r *DeadLetterRecord) ToEnqueueRequest() *EnqueueRequest {
 	return req
 }
 
-// EnqueueRequest is one job to add. Build it with NewEnqueueRequest and the
-// With methods; each returns the request so calls chain.
-type EnqueueRequest struct {
-	Queue          string
-	JobType        string
-	Payload        []byte
-	Priority       *Priority // nil takes the queue's default_priority
-	ScheduledAt    time.Time // zero: Ready now
-	MaxAttempts    uint32    // 0 takes the queue's default_max_attempts
-	Custom         map[string]string
-	IdempotencyKey string // empty: the client generates one per call
-	// Unique, when set, makes the job unique in its queue (WithUnique).
-	Unique *UniqueOptions
-	// ExpiresAt and TTL give the job a deadline by which it must be
-	// reserved, else it dies with CauseExpired (WithExpiresAt, WithTTL).
-	ExpiresAt time.Time
-	TTL       time.Duration
-	// TraceContext, when set, is the job's W3C trace context
-	// (WithTraceContext); unset, the client's Tracing sets the one it
-	// sends under, if any.
-	TraceContext *TraceContext
-	// After names the earlier requests of the same EnqueueBatch or
-	// AckWithFollowUps call this job waits for, by index (WithAfter);
-	// OnParentFailure is what it does when one fails (WithOnParentFailure).
-	After           []int
-	OnParentFailure ParentFailure
-}
+// EnqueueRequest and UniqueOptions (their fields, the With methods and
+// the conversion to the wire) are generated from sepp.v1.EnqueueRequest by
+// tools/protoc-gen-sepp-sdk (enqueue_gen.go, make generate): a field added
+// to the proto reaches them with no edit here. What is not a plain field
+// stays here: validation and the idempotency key the client sends.
 
-// WithAfter makes the job wait for the requests at these indexes of the
-// same EnqueueBatch (or AckWithFollowUps) call, each earlier than this
-// one: it is StateBlocked until each has ended, then runs if each
-// completed, else as WithOnParentFailure says (cancelled by default). A
-// batch with such jobs is applied whole or refused whole.
-func (r *EnqueueRequest) WithAfter(indexes ...int) *EnqueueRequest {
-	r.After = append(r.After, indexes...)
-	return r
-}
-
-// WithOnParentFailure sets what the job does when a parent ends other
-// than completed: ParentFailureRun makes it a callback that runs once
-// every parent has ended, whatever the outcomes.
-func (r *EnqueueRequest) WithOnParentFailure(p ParentFailure) *EnqueueRequest {
-	r.OnParentFailure = p
-	return r
-}
-
-// WithTTL gives the job a deadline d after the server accepts it (whole
-// milliseconds, at least 1ms): not reserved by then, it is dead-lettered
-// with CauseExpired. A retried job keeps the deadline of its first
-// enqueue; a reserved job is never expired.
-func (r *EnqueueRequest) WithTTL(d time.Duration) *EnqueueRequest {
-	r.TTL = d
-	return r
-}
-
-// WithExpiresAt gives the job an absolute deadline t (after the server's
-// now and after the job's scheduled_at), like WithTTL.
-func (r *EnqueueRequest) WithExpiresAt(t time.Time) *EnqueueRequest {
-	r.ExpiresAt = t
-	return r
-}
-
-// UniqueOptions make a job unique in its queue: while another job holds
-// the same key, the enqueue returns that job (EnqueueResult.Duplicate) or,
-// with Refuse, fails with ErrAlreadyExists and a *UniqueConflictError.
-// The key is held while the job waits, is scheduled or is reserved.
-type UniqueOptions struct {
-	// Key is the uniqueness key (at most 256 bytes); empty derives one from
-	// the job type, the payload and the custom fields named in Fields.
-	Key    string
-	Fields []string
-	// CoverDead also holds the key while the job's dead-letter record is
-	// kept; CompletedFor also holds it this long after the ack (whole
-	// milliseconds, at most the queue's max_schedule_horizon_ms).
-	CoverDead    bool
-	CompletedFor time.Duration
-	Refuse       bool
-}
-
-// WithUnique makes the job unique in its queue.
-func (r *EnqueueRequest) WithUnique(u UniqueOptions) *EnqueueRequest {
-	r.Unique = &u
-	return r
-}
-
-// NewEnqueueRequest starts a request for a job of jobType on queue.
+// NewEnqueueRequest starts a request for a job of jobType on queue; the
+// With methods set the other fields, each returning the request so calls
+// chain.
 func NewEnqueueRequest(queue, jobType string) *EnqueueRequest {
 	return &EnqueueRequest{Queue: queue, JobType: jobType}
-}
-
-// WithPriority sets the job's priority, P0 (lowest) to P9 (highest).
-func (r *EnqueueRequest) WithPriority(p Priority) *EnqueueRequest {
-	r.Priority = &p
-	return r
-}
-
-// WithScheduledAt holds the job back until t, an absolute instant (there is
-// no delay parameter: add a duration to time.Now yourself). t may be at most
-// the queue's max_schedule_horizon_ms ahead.
-func (r *EnqueueRequest) WithScheduledAt(t time.Time) *EnqueueRequest {
-	r.ScheduledAt = t
-	return r
-}
-
-// WithMaxAttempts caps the job's deliveries; the server clamps it to its
-// max_attempts_ceiling.
-func (r *EnqueueRequest) WithMaxAttempts(n uint32) *EnqueueRequest {
-	r.MaxAttempts = n
-	return r
-}
-
-// WithCustom sets one custom field.
-func (r *EnqueueRequest) WithCustom(key, value string) *EnqueueRequest {
-	if r.Custom == nil {
-		r.Custom = make(map[string]string)
-	}
-	r.Custom[key] = value
-	return r
-}
-
-// WithIdempotencyKey sets the key that makes a repeat within the server's
-// idempotency window return the first job instead of adding a second.
-func (r *EnqueueRequest) WithIdempotencyKey(key string) *EnqueueRequest {
-	r.IdempotencyKey = key
-	return r
-}
-
-// WithPayload sets the job's payload.
-func (r *EnqueueRequest) WithPayload(p []byte) *EnqueueRequest {
-	r.Payload = p
-	return r
 }
 
 // validate catches what is certainly wrong before it costs a round trip.
@@ -382,39 +260,11 @@ func prefixField(prefix, field string) string {
 	return prefix + "." + field
 }
 
+// toProto is r's wire form, sent with the idempotency key key (the
+// caller's, or one the client generated).
 func (r *EnqueueRequest) toProto(key string) *seppv1.EnqueueRequest {
-	m := &seppv1.EnqueueRequest{
-		Queue:          r.Queue,
-		JobType:        r.JobType,
-		Payload:        r.Payload,
-		MaxAttempts:    r.MaxAttempts,
-		Custom:         maps.Clone(r.Custom),
-		IdempotencyKey: key,
-	}
-	if r.Priority != nil {
-		p := uint32(*r.Priority)
-		m.Priority = &p
-	}
-	if !r.ScheduledAt.IsZero() {
-		m.ScheduledAt = timestamppb.New(r.ScheduledAt)
-	}
-	if u := r.Unique; u != nil {
-		m.Unique = &seppv1.UniqueOptions{
-			Key: u.Key, Fields: slices.Clone(u.Fields), CoverDead: u.CoverDead,
-			CompletedForMs: uint64(u.CompletedFor / time.Millisecond), Refuse: u.Refuse,
-		}
-	}
-	if !r.ExpiresAt.IsZero() {
-		m.ExpiresAt = timestamppb.New(r.ExpiresAt)
-	}
-	m.TtlMs = int64(r.TTL / time.Millisecond)
-	if tc := r.TraceContext; tc != nil {
-		m.TraceContext = &seppv1.TraceContext{Traceparent: tc.Traceparent, Tracestate: tc.Tracestate}
-	}
-	for _, a := range r.After {
-		m.After = append(m.After, uint32(a)) //nolint:gosec // validate refused a negative or huge index
-	}
-	m.OnParentFailure = seppv1.ParentFailurePolicy(r.OnParentFailure)
+	m := enqueueRequestToProto(r)
+	m.IdempotencyKey = key
 	return m
 }
 
@@ -422,7 +272,7 @@ func (r *EnqueueRequest) toProto(key string) *seppv1.EnqueueRequest {
 // own.
 func setTraceContext(m *seppv1.EnqueueRequest, tc *TraceContext) {
 	if tc != nil && m.TraceContext == nil {
-		m.TraceContext = &seppv1.TraceContext{Traceparent: tc.Traceparent, Tracestate: tc.Tracestate}
+		m.TraceContext = traceContextToProto(tc)
 	}
 }
 

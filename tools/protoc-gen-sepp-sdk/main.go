@@ -1,5 +1,5 @@
 // Command protoc-gen-sepp-sdk is the protoc plugin that writes each SDK's
-// native queue settings type from the public proto message
+// native queue settings type (and, below, the job and enqueue families) from the public proto message
 // sepp.v1.QueueSettings, with its conversions to and from the wire, so that
 // a setting added to the proto reaches the TypeScript, Python and Rust SDKs
 // by `make generate` alone. Out of the directory it is given (buf.gen.yaml:
@@ -157,6 +157,82 @@
 // (jobEnums, jobFieldExceptions, jobPython), each entry with its
 // reason; an entry that names no field of the family is an error.
 //
+// # The enqueue family
+//
+// It writes too the write side of a job: the native type of
+// sepp.v1.EnqueueRequest and of every message of its own it embeds
+// (UniqueOptions), with their setters where the SDK's style has them and
+// their conversions to the wire, so that a plain field added to
+// EnqueueRequest (or UniqueOptions) reaches every SDK by `make generate`
+// alone:
+//
+//   - typescript/src/gen/enqueue.ts: one interface per message, every
+//     field optional, and enqueueRequestToJSON and its kin (a field at
+//     its zero value is left out, as protojson does), with an enum's
+//     parentFailurePolicyToJSON and traceContextToJSON;
+//   - python/src/sepp/_enqueue.py: one dataclass per message (fields in
+//     field number order; positional, mutable or frozen, and a hand-kept
+//     base class as enqMessages says; later fields keyword-only, with
+//     defaults) and to_proto;
+//   - rust/src/enqueue.rs: one struct per message with a with_<field>
+//     setter per field (a map's takes one key and value, a repeated
+//     field's extends it), and to_wire; EnqueueRequest's fields are
+//     private, with a getter each and from_required for new;
+//   - with lang=go, enqueue_gen.go: the Go client's structs, With<Field>
+//     methods on EnqueueRequest (a map's takes one key and value, a
+//     repeated field's appends), and enqueueRequestToProto and its kin.
+//
+// A message the request embeds that is of the job family (TraceContext)
+// keeps the job family's native type; only its conversion to the wire is
+// written here (its fields must be strings, bools or 32-bit integers,
+// whose forms the two families share). An enum must be the job
+// family's (ParentFailurePolicy: its native type and names).
+//
+// Per kind (TypeScript, Python, Rust, Go):
+//
+//   - string: string, str, String (a setter takes impl Into<String>),
+//     string. bool: boolean, bool, bool, bool.
+//   - 32-bit integers: number, int, and in Rust and Go the integer of
+//     that width and sign; 64-bit ones: string (protojson's decimal, as
+//     on the read side), int, i64/u64, int64/uint64.
+//   - An int64 or uint64 named *_ms is a duration in whole milliseconds:
+//     TypeScript keeps the name (ttlMs: number, sent floored), Python,
+//     Rust and Go drop the suffix and take timedelta, Duration and
+//     time.Duration (completed_for), sent in whole milliseconds rounded
+//     down; 0 is unset. Any other integer named _ms is refused.
+//   - bytes: Uint8Array, bytes, Vec<u8> (impl Into<Vec<u8>>), []byte.
+//   - google.protobuf.Timestamp: Date, Optional[datetime],
+//     Option<SystemTime>, time.Time (zero: unset).
+//   - map<string, string>: Record<string, string>, dict[str, str],
+//     BTreeMap<String, String>, map[string]string. Other maps are refused.
+//   - Another message of the family: its native type, unset when absent
+//     (Optional, Option, a Go pointer).
+//   - An enum of the job family: its native type; one without a native
+//     name for 0 is optional (unset is 0), in Go the value (0: unset).
+//   - repeated (integers, strings, bools, messages): T[], Sequence[T],
+//     Vec<T>, []T; empty when none.
+//   - proto3 optional (an integer, a bool or a string): unset apart from
+//     zero, sent when set: TypeScript's optional field, Optional, Option,
+//     a Go pointer.
+//   - float, double, oneofs, google.protobuf.Duration (a duration is an
+//     integer named _ms), repeated enums, timestamps or bytes, and
+//     messages of other packages are refused.
+//
+// Names: a field is named by its JSON name in TypeScript, its proto name
+// in Python and Rust (a duration's _ms dropped), that name in upper camel
+// case (the word id as ID) in Go. Each field's doc comment is its leading
+// comment in the proto.
+//
+// What is not a plain field stays in the hand-kept code, which wraps the
+// generated types: the idempotency key the client generates (the
+// generated conversions leave the field out), TypeScript's payload given
+// as text, the uniqueness key the server derives, trace-context
+// injection, validation with clear errors, and the constructors that
+// check the required fields. Where an SDK's public name or shape departs
+// from these rules, the departure is declared once, in enqueue.go's
+// tables (enqFieldExceptions, enqMessages), each entry with its reason;
+// an entry that names no field or message of the family is an error.
+//
 // buf generate runs it (buf.gen.yaml) on package sepp.v1; its output is
 // checked by make verify like the other generated code.
 package main
@@ -188,6 +264,13 @@ const (
 	jobRustFile   = "rust/src/job.rs"
 	// With lang=go, out of client/.
 	jobGoFile = "job_gen.go"
+
+	// The enqueue family's, out of sdk/.
+	enqTSFile     = "typescript/src/gen/enqueue.ts"
+	enqPythonFile = "python/src/sepp/_enqueue.py"
+	enqRustFile   = "rust/src/enqueue.rs"
+	// With lang=go, out of client/.
+	enqGoFile = "enqueue_gen.go"
 
 	generator = "protoc-gen-sepp-sdk"
 )
@@ -232,6 +315,10 @@ func generate(gen *protogen.Plugin, p params) error {
 	if err != nil {
 		return err
 	}
+	enq, err := newEnqFamily(gen, fam)
+	if err != nil {
+		return err
+	}
 	type output struct {
 		name  string
 		write func() (string, error)
@@ -243,11 +330,15 @@ func generate(gen *protogen.Plugin, p params) error {
 		{jobTSFile, func() (string, error) { return writeJobTypeScript(fam) }},
 		{jobPythonFile, func() (string, error) { return writeJobPython(fam) }},
 		{jobRustFile, func() (string, error) { return writeJobRust(fam) }},
+		{enqTSFile, func() (string, error) { return writeEnqueueTypeScript(enq) }},
+		{enqPythonFile, func() (string, error) { return writeEnqueuePython(enq) }},
+		{enqRustFile, func() (string, error) { return writeEnqueueRust(enq) }},
 	}
 	if p.lang == "go" {
 		outs = []output{
 			{goFile, func() (string, error) { return writeGo(m) }},
 			{jobGoFile, func() (string, error) { return writeJobGo(fam) }},
+			{enqGoFile, func() (string, error) { return writeEnqueueGo(enq) }},
 		}
 	}
 	for _, out := range outs {

@@ -47,8 +47,8 @@ func TestCommittedOutputIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 6 {
-		t.Fatalf("%d files written, want 6: %v", len(got), keys(got))
+	if len(got) != 9 {
+		t.Fatalf("%d files written, want 9: %v", len(got), keys(got))
 	}
 	for name, text := range got {
 		committed, err := os.ReadFile(filepath.Join(sdkRoot, name))
@@ -63,8 +63,8 @@ func TestCommittedOutputIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[goFile] == "" || got[jobGoFile] == "" {
-		t.Fatalf("lang=go wrote %v, want %s and %s", keys(got), goFile, jobGoFile)
+	if len(got) != 3 || got[goFile] == "" || got[jobGoFile] == "" || got[enqGoFile] == "" {
+		t.Fatalf("lang=go wrote %v, want %s, %s and %s", keys(got), goFile, jobGoFile, enqGoFile)
 	}
 	for name, text := range got {
 		committed, err := os.ReadFile(filepath.Join(clientRoot, name))

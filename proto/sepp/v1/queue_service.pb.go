@@ -170,11 +170,15 @@ func (x *WaitJobResponse) GetFinishedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// EnqueueRequest is one job to add. Only queue and job_type are required.
 type EnqueueRequest struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Queue   string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
-	JobType string                 `protobuf:"bytes,2,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
-	Payload []byte                 `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The queue to add the job to.
+	Queue string `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	// What the job is: a worker's handlers are chosen by it.
+	JobType string `protobuf:"bytes,2,opt,name=job_type,json=jobType,proto3" json:"job_type,omitempty"`
+	// The job's bytes, handed to the worker as they are.
+	Payload []byte `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
 	// 0 (lowest) to 9 (highest); unset takes the queue's default_priority.
 	Priority *uint32 `protobuf:"varint,4,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
 	// Absolute earliest run time; unset or not in the future means Ready now.
@@ -182,8 +186,9 @@ type EnqueueRequest struct {
 	ScheduledAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=scheduled_at,json=scheduledAt,proto3" json:"scheduled_at,omitempty"`
 	// Deliveries allowed; 0 takes the queue's default_max_attempts. Clamped to
 	// max_attempts_ceiling.
-	MaxAttempts uint32            `protobuf:"varint,6,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
-	Custom      map[string]string `protobuf:"bytes,7,rep,name=custom,proto3" json:"custom,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	MaxAttempts uint32 `protobuf:"varint,6,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	// Custom fields, handed to the worker with the job.
+	Custom map[string]string `protobuf:"bytes,7,rep,name=custom,proto3" json:"custom,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// A repeat with the same key within the idempotency window returns the
 	// first job (duplicate = true) instead of adding a second. Set it so that
 	// retries after failover cannot duplicate the job.

@@ -21,6 +21,9 @@
 
 pub mod admin;
 pub mod client;
+mod enqueue;
+#[cfg(test)]
+mod enqueue_tests;
 mod error;
 mod job;
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! The values a caller builds and gets back, in Rust's idioms: ids are
 //! `u64`, times `SystemTime`, durations `Duration`, payloads bytes.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -52,39 +51,24 @@ impl Priority {
     }
 }
 
-/// A job to add. `new` checks the names; the `with_` methods set the
-/// optional fields.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EnqueueRequest {
-    pub(crate) queue: String,
-    pub(crate) job_type: String,
-    pub(crate) payload: Vec<u8>,
-    pub(crate) priority: Option<Priority>,
-    pub(crate) scheduled_at: Option<SystemTime>,
-    pub(crate) max_attempts: u32,
-    pub(crate) custom: BTreeMap<String, String>,
-    pub(crate) idempotency_key: Option<String>,
-    pub(crate) unique: Option<UniqueOptions>,
-    pub(crate) expires_at: Option<SystemTime>,
-    pub(crate) ttl: Option<Duration>,
-    pub(crate) trace_context: Option<TraceContext>,
-    pub(crate) after: Vec<usize>,
-    pub(crate) on_parent_failure: Option<ParentFailure>,
-}
+// The write side (EnqueueRequest and UniqueOptions, their with_ setters,
+// getters and conversions to the wire) is generated from
+// `sepp.v1.EnqueueRequest` by tools/protoc-gen-sepp-sdk (enqueue.rs, make
+// generate): a field added to the proto reaches it with no edit here.
+// What is not a plain field stays here: new's checks, validation, and the
+// idempotency key the client sends.
+pub use crate::enqueue::{EnqueueRequest, UniqueOptions};
 
 impl TraceContext {
     /// A trace context of a traceparent alone.
     pub fn new(traceparent: impl Into<String>) -> TraceContext {
         TraceContext { traceparent: traceparent.into(), tracestate: String::new() }
     }
-
-    pub(crate) fn to_wire(&self) -> pb::TraceContext {
-        pb::TraceContext { traceparent: self.traceparent.clone(), tracestate: self.tracestate.clone() }
-    }
 }
 
 impl EnqueueRequest {
-    /// A job of job_type for queue; both must be non-empty.
+    /// A job of job_type for queue; both must be non-empty. The `with_`
+    /// methods set the optional fields.
     pub fn new(queue: impl Into<String>, job_type: impl Into<String>) -> Result<EnqueueRequest, Error> {
         let queue = queue.into();
         let job_type = job_type.into();
@@ -94,185 +78,7 @@ impl EnqueueRequest {
         if job_type.is_empty() {
             return Err(Error::invalid("enqueue", "job_type", "", "must not be empty"));
         }
-        Ok(EnqueueRequest {
-            queue,
-            job_type,
-            payload: Vec::new(),
-            priority: None,
-            scheduled_at: None,
-            max_attempts: 0,
-            custom: BTreeMap::new(),
-            idempotency_key: None,
-            unique: None,
-            expires_at: None,
-            ttl: None,
-            trace_context: None,
-            after: Vec::new(),
-            on_parent_failure: None,
-        })
-    }
-
-    /// The job's W3C trace context; without one, the client's
-    /// `trace_injector` (if any) supplies the caller's.
-    pub fn with_trace_context(mut self, tc: TraceContext) -> Self {
-        self.trace_context = Some(tc);
-        self
-    }
-
-    pub fn trace_context(&self) -> Option<&TraceContext> {
-        self.trace_context.as_ref()
-    }
-
-    /// The job's bytes, handed to the worker as they are.
-    pub fn with_payload(mut self, payload: impl Into<Vec<u8>>) -> Self {
-        self.payload = payload.into();
-        self
-    }
-
-    /// Without it the job takes the queue's default priority.
-    pub fn with_priority(mut self, priority: Priority) -> Self {
-        self.priority = Some(priority);
-        self
-    }
-
-    /// Holds the job back (Scheduled) until at; the absolute time, so add
-    /// to `SystemTime::now()` for a delay. At most the queue's schedule
-    /// horizon ahead, or the enqueue fails with [`Error::ScheduledTooFar`].
-    pub fn with_scheduled_at(mut self, at: SystemTime) -> Self {
-        self.scheduled_at = Some(at);
-        self
-    }
-
-    /// Deliveries before the job is dead-lettered; without it (or with 0)
-    /// the queue's default_max_attempts. The server clamps it to its
-    /// max_attempts_ceiling.
-    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
-        self.max_attempts = max_attempts;
-        self
-    }
-
-    /// One custom field, handed to the worker with the job.
-    pub fn with_custom(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.custom.insert(key.into(), value.into());
-        self
-    }
-
-    /// The key that makes a resend within the server's idempotency window
-    /// return the first job instead of adding another. Without it the
-    /// client makes one per call, which covers its own retries.
-    pub fn with_idempotency_key(mut self, key: impl Into<String>) -> Self {
-        self.idempotency_key = Some(key.into());
-        self
-    }
-
-    /// Makes the job unique in its queue: while another job holds the
-    /// same uniqueness key, the enqueue adds nothing and returns that job
-    /// ([`EnqueueResult::duplicate`]), or with
-    /// [`UniqueOptions::with_refuse`] fails with
-    /// [`Error::UniqueConflict`] naming it.
-    pub fn with_unique(mut self, unique: UniqueOptions) -> Self {
-        self.unique = Some(unique);
-        self
-    }
-
-    /// A deadline ttl after the server accepts the job (whole
-    /// milliseconds, at least 1 ms; `Duration::ZERO` means none): not
-    /// reserved by then, it is dead-lettered with
-    /// [`DeadLetterCause::Expired`]. A retried job keeps the deadline of
-    /// its first enqueue; a reserved job is never expired. With
-    /// [`with_expires_at`](Self::with_expires_at) (or the queue's
-    /// max_wait_ms) the earliest deadline applies.
-    pub fn with_ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// An absolute deadline to be reserved by, like
-    /// [`with_ttl`](Self::with_ttl); the server refuses one not after its
-    /// now or not after the job's scheduled_at.
-    pub fn with_expires_at(mut self, at: SystemTime) -> Self {
-        self.expires_at = Some(at);
-        self
-    }
-
-    /// Makes the job wait for the requests at these indexes of the same
-    /// [`enqueue_batch`] (or [`ack_with_follow_ups`]) call, each earlier
-    /// than this one: it is [`JobState::Blocked`] until each has ended,
-    /// then runs if each completed, else as
-    /// [`with_on_parent_failure`](Self::with_on_parent_failure) says
-    /// (cancelled by default). Indexes add up over calls. A batch with
-    /// such jobs is applied whole or refused whole; a lone
-    /// [`enqueue`] with them is [`Error::InvalidArgument`] naming `after`.
-    ///
-    /// [`enqueue_batch`]: crate::SeppClient::enqueue_batch
-    /// [`ack_with_follow_ups`]: crate::SeppClient::ack_with_follow_ups
-    /// [`enqueue`]: crate::SeppClient::enqueue
-    pub fn with_after(mut self, indexes: impl IntoIterator<Item = usize>) -> Self {
-        self.after.extend(indexes);
-        self
-    }
-
-    /// What the job does when a parent ends other than completed:
-    /// [`ParentFailure::Run`] makes it a callback that runs once every
-    /// parent has ended, whatever the outcomes. Only with
-    /// [`with_after`](Self::with_after): without parents the server
-    /// refuses it ([`Error::InvalidArgument`] naming `on_parent_failure`).
-    pub fn with_on_parent_failure(mut self, policy: ParentFailure) -> Self {
-        self.on_parent_failure = Some(policy);
-        self
-    }
-
-    pub fn queue(&self) -> &str {
-        &self.queue
-    }
-
-    pub fn job_type(&self) -> &str {
-        &self.job_type
-    }
-
-    pub fn payload(&self) -> &[u8] {
-        &self.payload
-    }
-
-    pub fn priority(&self) -> Option<Priority> {
-        self.priority
-    }
-
-    pub fn scheduled_at(&self) -> Option<SystemTime> {
-        self.scheduled_at
-    }
-
-    pub fn max_attempts(&self) -> u32 {
-        self.max_attempts
-    }
-
-    pub fn custom(&self) -> &BTreeMap<String, String> {
-        &self.custom
-    }
-
-    pub fn idempotency_key(&self) -> Option<&str> {
-        self.idempotency_key.as_deref()
-    }
-
-    pub fn unique(&self) -> Option<&UniqueOptions> {
-        self.unique.as_ref()
-    }
-
-    pub fn ttl(&self) -> Option<Duration> {
-        self.ttl
-    }
-
-    pub fn expires_at(&self) -> Option<SystemTime> {
-        self.expires_at
-    }
-
-    /// The indexes of the requests of the same call this job waits for.
-    pub fn after(&self) -> &[usize] {
-        &self.after
-    }
-
-    pub fn on_parent_failure(&self) -> Option<ParentFailure> {
-        self.on_parent_failure
+        Ok(EnqueueRequest::from_required(queue, job_type))
     }
 
     /// What the Go client checks before a round trip (field prefixed with
@@ -296,32 +102,19 @@ impl EnqueueRequest {
         Ok(())
     }
 
+    /// The wire form, sent with the idempotency key `key` (the caller's, or
+    /// one the client generated); validate refused an `after` index above
+    /// MAX_AFTER_INDEX (unvalidated, the server refuses the saturated one,
+    /// naming it).
     pub(crate) fn to_wire(&self, key: &str) -> pb::EnqueueRequest {
-        pb::EnqueueRequest {
-            queue: self.queue.clone(),
-            job_type: self.job_type.clone(),
-            payload: self.payload.clone(),
-            priority: self.priority.map(Priority::level),
-            scheduled_at: self.scheduled_at.map(timestamp),
-            max_attempts: self.max_attempts,
-            custom: self.custom.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            idempotency_key: key.to_string(),
-            unique: self.unique.as_ref().map(UniqueOptions::to_wire),
-            expires_at: self.expires_at.map(timestamp),
-            ttl_ms: self.ttl.map_or(0, |d| d.as_millis().min(i64::MAX as u128) as i64),
-            trace_context: self.trace_context.as_ref().map(TraceContext::to_wire),
-            // validate refused an index above MAX_AFTER_INDEX; unvalidated,
-            // the server refuses the saturated one, naming it.
-            after: self.after.iter().map(|&a| u32::try_from(a).unwrap_or(u32::MAX)).collect(),
-            on_parent_failure: self.on_parent_failure.map_or(0, |p| p.to_wire() as i32),
-        }
+        pb::EnqueueRequest { idempotency_key: key.to_string(), ..self.fields_to_wire() }
     }
 }
 
 /// The largest `after` index the server reads (it takes them as int32).
 const MAX_AFTER_INDEX: usize = i32::MAX as usize;
 
-/// What makes a job unique in its queue (see docs/unique-jobs.md). The key
+/// What makes a job unique in its queue (see docs/unique-jobs.md): the key
 /// is held while the job waits, is scheduled or is reserved; `cover_dead`
 /// and `completed_for` hold it longer. Keys are per queue.
 ///
@@ -335,24 +128,6 @@ const MAX_AFTER_INDEX: usize = i32::MAX as usize;
 /// let strict = UniqueOptions::by_key("rebuild-acme").with_refuse(true);
 /// # let _ = (unique, strict);
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UniqueOptions {
-    /// The uniqueness key (at most 256 bytes); empty derives one from the
-    /// job type, the payload and the custom fields named in `fields`.
-    pub key: String,
-    /// The custom fields the derived key includes (must be empty when
-    /// `key` is set).
-    pub fields: Vec<String>,
-    /// Also hold the key while the job's dead-letter record is kept.
-    pub cover_dead: bool,
-    /// Also hold the key this long after the ack (whole milliseconds, at
-    /// most the queue's max_schedule_horizon_ms); zero frees it at the ack.
-    pub completed_for: Duration,
-    /// A conflict fails with [`Error::UniqueConflict`] instead of
-    /// returning the holding job.
-    pub refuse: bool,
-}
-
 impl UniqueOptions {
     /// Uniqueness by an explicit key.
     pub fn by_key(key: impl Into<String>) -> UniqueOptions {
@@ -372,31 +147,6 @@ impl UniqueOptions {
         UniqueOptions {
             fields: fields.into_iter().map(Into::into).collect(),
             ..UniqueOptions::default()
-        }
-    }
-
-    pub fn with_cover_dead(mut self, cover_dead: bool) -> Self {
-        self.cover_dead = cover_dead;
-        self
-    }
-
-    pub fn with_completed_for(mut self, completed_for: Duration) -> Self {
-        self.completed_for = completed_for;
-        self
-    }
-
-    pub fn with_refuse(mut self, refuse: bool) -> Self {
-        self.refuse = refuse;
-        self
-    }
-
-    pub(crate) fn to_wire(&self) -> pb::UniqueOptions {
-        pb::UniqueOptions {
-            key: self.key.clone(),
-            fields: self.fields.clone(),
-            cover_dead: self.cover_dead,
-            completed_for_ms: self.completed_for.as_millis().min(u64::MAX as u128) as u64,
-            refuse: self.refuse,
         }
     }
 }
@@ -644,22 +394,13 @@ impl DeadLetterRecord {
     /// max_attempts, custom fields, trace context): the server gives it a new id and
     /// attempt 1. Not its old schedule, which has passed.
     pub fn to_enqueue_request(&self) -> EnqueueRequest {
-        EnqueueRequest {
-            queue: self.job.queue.clone(),
-            job_type: self.job.job_type.clone(),
-            payload: self.job.payload.clone(),
-            priority: Priority::new(self.job.priority).ok(),
-            scheduled_at: None,
-            max_attempts: self.job.max_attempts,
-            custom: self.job.custom.clone(),
-            idempotency_key: None,
-            unique: None,
-            expires_at: None,
-            ttl: None,
-            trace_context: self.job.trace_context.clone(),
-            after: Vec::new(),
-            on_parent_failure: None,
-        }
+        let mut r = EnqueueRequest::from_required(self.job.queue.clone(), self.job.job_type.clone());
+        r.payload = self.job.payload.clone();
+        r.priority = Priority::new(self.job.priority).ok();
+        r.max_attempts = self.job.max_attempts;
+        r.custom = self.job.custom.clone();
+        r.trace_context = self.job.trace_context.clone();
+        r
     }
 }
 

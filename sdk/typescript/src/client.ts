@@ -38,9 +38,9 @@ import {
   JobState,
   JobParent,
   ParentResult,
-  parentFailurePolicyToJSON,
   Priority,
 } from "./types.js";
+import { enqueueRequestToJSON, traceContextToJSON } from "./gen/enqueue.js";
 import {
   arr,
   base64ToBytes,
@@ -59,7 +59,7 @@ import {
   u64,
 } from "./wire.js";
 import { newKey, randomSource } from "./random.js";
-import type { ItemErrorJSON, ReservedJobJSON, TraceContextJSON } from "./gen/sepp/v1/types_json.js";
+import type { ItemErrorJSON, ReservedJobJSON } from "./gen/sepp/v1/types_json.js";
 import type {
   AckBatchRequestJSON,
   AckBatchResponseJSON,
@@ -84,7 +84,6 @@ import type {
   ReserveRequestJSON,
   ReserveResponseJSON,
   RetryDirectiveJSON,
-  UniqueOptionsJSON,
   WaitJobRequestJSON,
   WaitJobResponseJSON,
 } from "./gen/sepp/v1/queue_service_json.js";
@@ -447,38 +446,16 @@ function validDate(d: unknown): boolean {
   return d instanceof Date && !Number.isNaN(d.getTime());
 }
 
-function enqueueToJSON(r: EnqueueRequest, key: string): EnqueueRequestJSON {
-  const m: EnqueueRequestJSON = { queue: r.queue, jobType: r.jobType, idempotencyKey: key };
+/**
+ * @internal The wire form of r sent with the idempotency key key. The plain
+ * fields are generated (enqueueRequestToJSON, src/gen/enqueue.ts); the
+ * client writes the key and the payload, which may be given as text.
+ */
+export function enqueueToJSON(r: EnqueueRequest, key: string): EnqueueRequestJSON {
+  const m = enqueueRequestToJSON(r);
+  m.idempotencyKey = key;
   const p = payloadBytes(r.payload);
   if (p && p.length > 0) m.payload = bytesToBase64(p);
-  if (r.priority !== undefined) m.priority = r.priority;
-  if (r.scheduledAt) m.scheduledAt = r.scheduledAt.toISOString();
-  if (r.maxAttempts) m.maxAttempts = r.maxAttempts;
-  if (r.custom && Object.keys(r.custom).length > 0) m.custom = r.custom;
-  if (r.unique) {
-    const u = r.unique;
-    const um: UniqueOptionsJSON = {};
-    if (u.key) um.key = u.key;
-    if (u.fields && u.fields.length > 0) um.fields = [...u.fields];
-    if (u.coverDead) um.coverDead = true;
-    // uint64: a string in the JSON mapping; whole milliseconds.
-    if (u.completedForMs) um.completedForMs = String(Math.floor(u.completedForMs));
-    if (u.refuse) um.refuse = true;
-    m.unique = um;
-  }
-  if (r.expiresAt) m.expiresAt = r.expiresAt.toISOString();
-  if (r.ttlMs) m.ttlMs = String(Math.floor(r.ttlMs));
-  if (r.traceContext) m.traceContext = traceContextToJSON(r.traceContext);
-  if (hasAfter(r)) {
-    m.after = [...r.after!];
-    if (r.onParentFailure) m.onParentFailure = parentFailurePolicyToJSON(r.onParentFailure);
-  }
-  return m;
-}
-
-function traceContextToJSON(tc: TraceContext): TraceContextJSON {
-  const m: TraceContextJSON = { traceparent: tc.traceparent };
-  if (tc.tracestate) m.tracestate = tc.tracestate;
   return m;
 }
 

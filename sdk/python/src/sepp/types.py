@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional
 
 from google.protobuf import duration_pb2, empty_pb2, timestamp_pb2
 
@@ -15,6 +15,12 @@ from google.protobuf import duration_pb2, empty_pb2, timestamp_pb2
 # make generate): a field added to the proto reaches it with no edit here.
 from sepp._job import (DeadLetterCause, Job, JobAttempt, JobOrigin, JobParent, JobState, ParentFailure, Progress,
                        TraceContext)
+
+# The write side (EnqueueRequest, UniqueOptions) is generated from
+# sepp.v1.EnqueueRequest (sepp/_enqueue.py), over sepp._enqueue_methods,
+# which keeps what is not a plain field: validation and the idempotency
+# key. A field added to the proto reaches it with no edit here.
+from sepp._enqueue import EnqueueRequest, UniqueOptions
 from sepp._queue_settings import QueueSettings
 from sepp.errors import InvalidField, SeppError
 from sepp.v1 import admin_service_pb2 as apb
@@ -82,10 +88,6 @@ class Priority(enum.IntEnum):
     MAX = 9
 
 
-#: The largest index EnqueueRequest.after may name (the server's bound).
-_MAX_AFTER_INDEX = 2**31 - 1
-
-
 def _to_ts(t: datetime) -> timestamp_pb2.Timestamp:
     ts = timestamp_pb2.Timestamp()
     ts.FromDatetime(t.astimezone(timezone.utc).replace(tzinfo=None))
@@ -105,162 +107,13 @@ def _to_duration(d: timedelta) -> duration_pb2.Duration:
     return out
 
 
-def _item_field(prefix: str, name: str) -> str:
-    return f"{prefix}.{name}" if prefix else name
-
-
 def _whole_ms(d: timedelta) -> int:
     return d // timedelta(milliseconds=1)
-
-
-@dataclass(frozen=True)
-class UniqueOptions:
-    """Make a job unique in its queue: while another job holds the same
-    uniqueness key, the enqueue returns that job (``duplicate`` True) or,
-    with ``refuse``, raises :class:`~sepp.errors.UniqueConflict` naming it.
-    The key is held while the job waits, is scheduled or is reserved.
-
-    ``key`` is the uniqueness key (at most 256 bytes); empty derives one
-    from the job type, the payload and the custom fields named in
-    ``fields``. ``cover_dead`` also holds the key while the job's
-    dead-letter record is kept; ``completed_for`` also holds it this long
-    after the ack (whole milliseconds, at most the queue's
-    max_schedule_horizon_ms).
-    """
-
-    key: str = ""
-    fields: Sequence[str] = ()
-    cover_dead: bool = False
-    completed_for: timedelta = timedelta(0)
-    refuse: bool = False
-
-    def to_proto(self) -> qpb.UniqueOptions:
-        return qpb.UniqueOptions(key=self.key, fields=list(self.fields), cover_dead=self.cover_dead,
-                                 completed_for_ms=_whole_ms(self.completed_for), refuse=self.refuse)
 
 
 #: The server's bound on Progress.message, in bytes of UTF-8
 #: (server_info().limits.max_progress_message_bytes).
 MAX_PROGRESS_MESSAGE_BYTES = 256
-
-
-@dataclass
-class EnqueueRequest:
-    """One job to add.
-
-    ``priority`` None takes the queue's default_priority; ``scheduled_at``
-    (an absolute, timezone-aware instant) holds the job back until then;
-    ``max_attempts`` 0 takes the queue's default_max_attempts. Without an
-    ``idempotency_key`` the client generates one per call and reuses it on
-    every retry of that call, so a retry through a failover never adds a
-    second job.
-
-    ``unique`` makes the job unique in its queue (see UniqueOptions).
-    ``expires_at`` (timezone-aware, after the server's now and after
-    ``scheduled_at``) and ``ttl`` (counted from the enqueue on the server's
-    clock, whole milliseconds, at least 1ms) give the job a deadline by
-    which it must be reserved, else it is dead-lettered with the cause
-    EXPIRED; with both (or the queue's max_wait_ms) the earliest applies.
-    A reserved job never expires.
-
-    ``after`` makes the job wait for other requests of the same call, by
-    their indexes: earlier items of one ``enqueue_batch`` or of one
-    ``ack_with_follow_ups`` (a lone ``enqueue`` or a Producer refuses it
-    with InvalidField naming ``after``). The job is BLOCKED until each has
-    ended, then runs if each completed, else as ``on_parent_failure``
-    says: None or ``ParentFailure.CANCEL`` dead-letters it at once (cause
-    CANCELLED), ``ParentFailure.RUN`` runs it anyway (a callback, which
-    reads its parents' outcomes in ``Job.parents``). A batch in which any
-    job has ``after`` is applied whole or refused whole.
-    """
-
-    queue: str
-    job_type: str
-    payload: bytes = b""
-    priority: Optional[int] = None
-    scheduled_at: Optional[datetime] = None
-    max_attempts: int = 0
-    custom: dict[str, str] = field(default_factory=dict)
-    idempotency_key: str = ""
-    unique: Optional[UniqueOptions] = None
-    expires_at: Optional[datetime] = None
-    ttl: Optional[timedelta] = None
-    #: The job's W3C trace context; unset, the client's ``trace_injector``
-    #: (if any) supplies the caller's.
-    trace_context: Optional[TraceContext] = None
-    #: Indexes of earlier requests of the same call this job waits for.
-    after: Sequence[int] = ()
-    #: What the job does when a parent fails; None is the server's default,
-    #: ParentFailure.CANCEL. Only with ``after``.
-    on_parent_failure: Optional[ParentFailure] = None
-
-    def __post_init__(self) -> None:
-        self.validate()
-
-    def validate(self, prefix: str = "") -> None:
-        """Raise InvalidField for what is certainly wrong before it costs a
-        round trip; limits the server configures are left to the server."""
-        if not self.queue:
-            raise InvalidField(_item_field(prefix, "queue"), "queue must not be empty", op="enqueue")
-        if self.priority is not None and not 0 <= int(self.priority) <= 9:
-            raise InvalidField(_item_field(prefix, "priority"),
-                               f"priority must be 0..9, got {int(self.priority)}", "0..9", op="enqueue")
-        if self.scheduled_at is not None and self.scheduled_at.tzinfo is None:
-            raise InvalidField(_item_field(prefix, "scheduled_at"),
-                               "scheduled_at must be timezone-aware (e.g. datetime.now(timezone.utc))",
-                               op="enqueue")
-        if self.max_attempts < 0:
-            raise InvalidField(_item_field(prefix, "max_attempts"),
-                               f"max_attempts must not be negative, got {self.max_attempts}", op="enqueue")
-        if self.expires_at is not None and self.expires_at.tzinfo is None:
-            raise InvalidField(_item_field(prefix, "expires_at"),
-                               "expires_at must be timezone-aware (e.g. datetime.now(timezone.utc))",
-                               op="enqueue")
-        if self.ttl is not None and self.ttl != timedelta(0) and self.ttl < timedelta(milliseconds=1):
-            raise InvalidField(_item_field(prefix, "ttl_ms"), f"ttl must be at least 1ms, got {self.ttl}",
-                               ">= 1ms", op="enqueue")
-        if self.unique is not None and self.unique.completed_for < timedelta(0):
-            raise InvalidField(_item_field(prefix, "unique.completed_for"),
-                               f"unique.completed_for must not be negative, got {self.unique.completed_for}",
-                               ">= 0", op="enqueue")
-        for k, a in enumerate(self.after):
-            if isinstance(a, bool) or not isinstance(a, int) or not 0 <= a <= _MAX_AFTER_INDEX:
-                raise InvalidField(_item_field(prefix, f"after[{k}]"),
-                                   f"after[{k}] must be an earlier request's index, got {a!r}",
-                                   "an earlier request's index", op="enqueue")
-        p = self.on_parent_failure
-        if p is not None:
-            if isinstance(p, bool) or p not in (ParentFailure.CANCEL, ParentFailure.RUN):
-                raise InvalidField(_item_field(prefix, "on_parent_failure"),
-                                   f"on_parent_failure must be ParentFailure.CANCEL or RUN, got "
-                                   f"{p!r}", "cancel or run", op="enqueue")
-            if p == ParentFailure.RUN and not self.after:
-                raise InvalidField(_item_field(prefix, "on_parent_failure"),
-                                   "on_parent_failure is set, but the job waits for nothing (after is empty)",
-                                   "with after", op="enqueue")
-
-    def to_proto(self, key: str) -> qpb.EnqueueRequest:
-        m = qpb.EnqueueRequest(queue=self.queue, job_type=self.job_type, payload=bytes(self.payload),
-                               max_attempts=self.max_attempts, custom=dict(self.custom),
-                               idempotency_key=key)
-        if self.priority is not None:
-            m.priority = int(self.priority)
-        if self.scheduled_at is not None:
-            m.scheduled_at.CopyFrom(_to_ts(self.scheduled_at))
-        if self.unique is not None:
-            m.unique.CopyFrom(self.unique.to_proto())
-        if self.expires_at is not None:
-            m.expires_at.CopyFrom(_to_ts(self.expires_at))
-        if self.ttl is not None:
-            m.ttl_ms = _whole_ms(self.ttl)
-        if self.trace_context is not None:
-            m.trace_context.CopyFrom(self.trace_context.to_proto())
-        if self.after:
-            m.after.extend(int(a) for a in self.after)
-        if self.on_parent_failure is not None:
-            m.on_parent_failure = (tpb.PARENT_FAILURE_POLICY_RUN if self.on_parent_failure == ParentFailure.RUN
-                                   else tpb.PARENT_FAILURE_POLICY_CANCEL)
-        return m
 
 
 @dataclass(frozen=True)

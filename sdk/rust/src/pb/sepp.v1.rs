@@ -609,13 +609,17 @@ pub struct WaitJobResponse {
     #[prost(message, optional, tag="6")]
     pub finished_at: ::core::option::Option<::prost_types::Timestamp>,
 }
+/// EnqueueRequest is one job to add. Only queue and job_type are required.
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct EnqueueRequest {
+    /// The queue to add the job to.
     #[prost(string, tag="1")]
     pub queue: ::prost::alloc::string::String,
+    /// What the job is: a worker's handlers are chosen by it.
     #[prost(string, tag="2")]
     pub job_type: ::prost::alloc::string::String,
+    /// The job's bytes, handed to the worker as they are.
     #[prost(bytes="vec", tag="3")]
     pub payload: ::prost::alloc::vec::Vec<u8>,
     /// 0 (lowest) to 9 (highest); unset takes the queue's default_priority.
@@ -629,6 +633,7 @@ pub struct EnqueueRequest {
     /// max_attempts_ceiling.
     #[prost(uint32, tag="6")]
     pub max_attempts: u32,
+    /// Custom fields, handed to the worker with the job.
     #[prost(map="string, string", tag="7")]
     pub custom: ::std::collections::HashMap<::prost::alloc::string::String, ::prost::alloc::string::String>,
     /// A repeat with the same key within the idempotency window returns the

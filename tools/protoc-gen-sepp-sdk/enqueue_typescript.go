@@ -1,0 +1,191 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+func (f *enqField) tsElemType() string {
+	switch f.kind {
+	case ekInt, ekDuration:
+		return "number"
+	case ekInt64, ekString:
+		return "string"
+	case ekBool:
+		return "boolean"
+	case ekBytes:
+		return "Uint8Array"
+	case ekTime:
+		return "Date"
+	case ekEnum:
+		return f.enum.name
+	case ekMessage:
+		return f.msg.name
+	case ekStringMap:
+		return "Record<string, string>"
+	}
+	panic(fmt.Sprintf("kind %d", f.kind))
+}
+
+func (f *enqField) tsType() string {
+	if f.exc.tsType != "" {
+		return f.exc.tsType
+	}
+	if f.repeated {
+		return f.tsElemType() + "[]"
+	}
+	return f.tsElemType()
+}
+
+// tsElemTo is the protojson value of one native value x (an element, for
+// a repeated field).
+func (f *enqField) tsElemTo(x string) string {
+	switch f.kind {
+	case ekDuration:
+		return "String(Math.floor(" + x + "))"
+	case ekBytes:
+		return "bytesToBase64(" + x + ")"
+	case ekTime:
+		return x + ".toISOString()"
+	case ekEnum:
+		return tsEnqMsgFn(f.enum.name) + "(" + x + ")"
+	case ekMessage:
+		return tsEnqMsgFn(f.msg.name) + "(" + x + ")"
+	case ekStringMap:
+		return "{ ..." + x + " }"
+	}
+	return x
+}
+
+// tsTo is the statement writing field f of the native value r to the
+// protojson shape m: a field at its zero value is left out, as protojson
+// does, but one with presence (proto3 optional), which is sent when set.
+func (f *enqField) tsTo(r, m string) string {
+	x := r + "." + f.json
+	set := m + "." + f.json + " = "
+	switch {
+	case f.repeated:
+		elem := f.tsElemTo("x")
+		if elem == "x" {
+			return "if (" + x + " && " + x + ".length > 0) " + set + "[..." + x + "];"
+		}
+		return "if (" + x + " && " + x + ".length > 0) " + set + x + ".map((x) => " + elem + ");"
+	case f.presence:
+		return "if (" + x + " !== undefined) " + set + x + ";"
+	case f.kind == ekBytes:
+		return "if (" + x + " && " + x + ".length > 0) " + set + f.tsElemTo(x) + ";"
+	case f.kind == ekStringMap:
+		return "if (" + x + " && Object.keys(" + x + ").length > 0) " + set + f.tsElemTo(x) + ";"
+	}
+	return "if (" + x + ") " + set + f.tsElemTo(x) + ";"
+}
+
+// writeEnqueueTypeScript writes the enqueue family's interfaces and their
+// conversions to the protojson shapes (src/gen/enqueue.ts).
+func writeEnqueueTypeScript(fam *enqFamily) (string, error) {
+	var body buf
+	wire := map[string]bool{}
+	typeImports := map[string]map[string]bool{}
+	useType := func(module, name string) {
+		if typeImports[module] == nil {
+			typeImports[module] = map[string]bool{}
+		}
+		typeImports[module][name] = true
+	}
+
+	for _, e := range fam.enums {
+		jsonName, mod := tsJSONName(e.e.Desc)
+		useType(mod, jsonName)
+		useType("./job.js", e.name)
+		body.p()
+		tsDoc(&body, "", []string{"The wire form of a " + e.name + "; a name not among its values (from", "JavaScript, which the types do not hold) is a RangeError."})
+		body.p("export function ", tsEnqMsgFn(e.name), "(v: ", e.name, "): ", jsonName, " {")
+		body.p("  switch (v) {")
+		for _, v := range e.named() {
+			body.p("    case ", tsQuote(v.lower), ":")
+			body.p("      return ", tsQuote(v.wire), ";")
+		}
+		body.p("  }")
+		body.p("  throw new RangeError(`not a ", e.name, ": ${String(v)}`);")
+		body.p("}")
+	}
+
+	for _, m := range fam.messages {
+		jsonName, mod := tsJSONName(m.m.Desc)
+		useType(mod, jsonName)
+		if m.job != nil {
+			useType("./job.js", m.name)
+		} else {
+			body.p()
+			doc := append([]string{}, m.doc...)
+			if len(doc) > 0 {
+				doc = append(doc, "")
+			}
+			doc = append(doc, "Generated from "+string(m.m.Desc.FullName())+" (tools/protoc-gen-sepp-sdk has the rules).")
+			tsDoc(&body, "", doc)
+			body.p("export interface ", m.name, " {")
+			for _, f := range m.fields {
+				tsDoc(&body, "  ", f.doc)
+				opt := "?"
+				if f.exc.required {
+					opt = ""
+				}
+				body.p("  ", f.json, opt, ": ", f.tsType(), ";")
+			}
+			body.p("}")
+		}
+
+		body.p()
+		doc := []string{"The protojson shape of " + m.name + "."}
+		if m.handKept(true) {
+			var kept []string
+			for _, f := range m.fields {
+				if f.exc.handKept || f.exc.tsHandKept {
+					kept = append(kept, f.json)
+				}
+			}
+			doc = append(doc, "", "@internal Without "+strings.Join(kept, " and ")+", which the client writes.")
+		}
+		tsDoc(&body, "", doc)
+		body.p("export function ", tsEnqMsgFn(m.name), "(r: ", m.name, "): ", jsonName, " {")
+		var lit []string
+		for _, f := range m.fields {
+			if f.exc.required {
+				lit = append(lit, f.json+": r."+f.json)
+			}
+		}
+		if len(lit) > 0 {
+			body.p("  const m: ", jsonName, " = { ", strings.Join(lit, ", "), " };")
+		} else {
+			body.p("  const m: ", jsonName, " = {};")
+		}
+		for _, f := range m.fields {
+			if f.exc.required || f.exc.handKept || f.exc.tsHandKept {
+				continue
+			}
+			if f.kind == ekBytes {
+				wire["bytesToBase64"] = true
+			}
+			body.p("  ", f.tsTo("r", "m"))
+		}
+		body.p("  return m;")
+		body.p("}")
+	}
+
+	var out buf
+	out.p("// Code generated by ", generator, ". DO NOT EDIT.")
+	out.p("// source: ", fam.file.Desc.Path())
+	out.p("//")
+	out.p("// EnqueueRequest and the types it embeds, the SDK's forms of ", string(enqueueMessage))
+	out.p("// and the messages it uses, with their conversions to the protojson shapes")
+	out.p("// (tools/protoc-gen-sepp-sdk has the rules).")
+	out.p()
+	if len(wire) > 0 {
+		out.p("import { ", strings.Join(sortedKeys(wire), ", "), " } from \"../wire.js\";")
+	}
+	for _, mod := range sortedKeys(typeImports) {
+		out.p("import type { ", strings.Join(sortedKeys(typeImports[mod]), ", "), " } from ", tsQuote(mod), ";")
+	}
+	out.WriteString(body.String())
+	return out.String(), nil
+}
