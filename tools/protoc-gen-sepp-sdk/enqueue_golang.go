@@ -13,15 +13,7 @@ func (f *enqField) goName() string {
 	if f.exc.goName != "" {
 		return f.exc.goName
 	}
-	var b strings.Builder
-	for _, part := range strings.Split(f.native, "_") {
-		if part == "id" {
-			b.WriteString("ID")
-			continue
-		}
-		b.WriteString(upperCamel(part))
-	}
-	return b.String()
+	return goFieldName(f.native)
 }
 
 // goProtoElemType is the Go type protoc-gen-go gives the field (its

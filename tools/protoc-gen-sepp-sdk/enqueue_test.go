@@ -217,36 +217,10 @@ func TestNewEnqueueFieldReachesEverySDK(t *testing.T) {
 			"func widgetToProto(r *Widget) *seppv1.Widget {\n",
 		},
 	}
-	before[enqGoFile], after[enqGoFile] = collapseBlanks(before[enqGoFile]), collapseBlanks(after[enqGoFile])
-	for name, snippets := range want {
-		for _, s := range snippets {
-			if name == enqGoFile {
-				s = collapseBlanks(s)
-			}
-			if strings.Contains(before[name], s) {
-				t.Errorf("%s: already there before the fields were added: %q", name, s)
-			}
-			if !strings.Contains(after[name], s) {
-				t.Errorf("%s: lacks %q", name, s)
-			}
-		}
-	}
-	// Nothing the protos had is lost: every line written before is still
-	// written, in the same order, but the imports, which now name more.
-	for name := range want {
-		rest := after[name]
-		for _, line := range strings.SplitAfter(before[name], "\n") {
-			if strings.Contains(line, "_json.js") || strings.HasPrefix(line, "from dataclasses import") {
-				continue
-			}
-			j := strings.Index(rest, line)
-			if j < 0 {
-				t.Errorf("%s: the line %q is gone, or out of order, once fields are added", name, line)
-				break
-			}
-			rest = rest[j+len(line):]
-		}
-	}
+	checkGrownOutput(t, before, after, want, enqGoFile, func(line string) bool {
+		// The imports, which now name more.
+		return strings.Contains(line, "_json.js") || strings.HasPrefix(line, "from dataclasses import")
+	})
 }
 
 // TestEnqueueRefuses checks the fields the plugin does not guess a

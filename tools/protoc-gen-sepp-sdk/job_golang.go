@@ -13,8 +13,14 @@ func (f *jobField) goName() string {
 	if f.exc.goName != "" {
 		return f.exc.goName
 	}
+	return goFieldName(f.proto)
+}
+
+// goFieldName is a snake_case name in upper camel case, the word id as
+// ID (Go's initialism): the Go name of a field of either family.
+func goFieldName(snake string) string {
 	var b strings.Builder
-	for _, part := range strings.Split(f.proto, "_") {
+	for _, part := range strings.Split(snake, "_") {
 		if part == "id" {
 			b.WriteString("ID")
 			continue

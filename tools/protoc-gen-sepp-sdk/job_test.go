@@ -191,12 +191,24 @@ func TestNewJobFieldReachesEverySDK(t *testing.T) {
 			"func widgetFromProto(m *seppv1.Widget) Widget {\n",
 		},
 	}
-	// gofmt aligns a struct's fields by the longest name among them: the
-	// Go output is compared with every run of blanks as one space.
-	before[jobGoFile], after[jobGoFile] = collapseBlanks(before[jobGoFile]), collapseBlanks(after[jobGoFile])
+	checkGrownOutput(t, before, after, want, jobGoFile, func(line string) bool {
+		// The imports, which now name WidgetJSON and field too.
+		return strings.Contains(line, "types_json.js") || strings.HasPrefix(line, "from dataclasses import")
+	})
+}
+
+// checkGrownOutput checks the generated files before and after fields
+// were added to the protos: each snippet wanted is new in its file, and
+// every line written before is still written, in the same order, but the
+// import lines isImport names. The Go file (goFile) is compared with every
+// run of blanks as one space, since gofmt aligns a struct's fields by the
+// longest name among them.
+func checkGrownOutput(t *testing.T, before, after map[string]string, want map[string][]string, goFile string, isImport func(line string) bool) {
+	t.Helper()
+	before[goFile], after[goFile] = collapseBlanks(before[goFile]), collapseBlanks(after[goFile])
 	for name, snippets := range want {
 		for _, s := range snippets {
-			if name == jobGoFile {
+			if name == goFile {
 				s = collapseBlanks(s)
 			}
 			if strings.Contains(before[name], s) {
@@ -207,13 +219,10 @@ func TestNewJobFieldReachesEverySDK(t *testing.T) {
 			}
 		}
 	}
-	// Nothing the protos had is lost: every line written before is still
-	// written, in the same order, but the imports, which now name
-	// WidgetJSON and field too.
 	for name := range want {
 		rest := after[name]
 		for _, line := range strings.SplitAfter(before[name], "\n") {
-			if strings.Contains(line, "types_json.js") || strings.HasPrefix(line, "from dataclasses import") {
+			if isImport(line) {
 				continue
 			}
 			j := strings.Index(rest, line)
