@@ -377,7 +377,9 @@ func (e *Engine) eachJob(fn func(*job) bool) {
 			}
 			c.i++
 			if c.skipDead() {
-				heap.Fix(&h, 0)
+				if len(h) > 1 { // one queue and priority, the common backlog: nothing to reorder
+					heap.Fix(&h, 0)
+				}
 			} else {
 				heap.Pop(&h)
 			}
