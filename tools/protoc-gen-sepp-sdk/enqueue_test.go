@@ -50,23 +50,7 @@ func enqProtosWith(t *testing.T) map[string]string {
 // conversion to the wire: what adding an enqueue field and running make
 // generate does, with no hand edit in the SDKs.
 func TestNewEnqueueFieldReachesEverySDK(t *testing.T) {
-	before, after := map[string]string{}, map[string]string{}
-	for _, param := range []string{"", "lang=go"} {
-		b, err := runPluginWith(t, param, nil, publicProtos(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := runPluginWith(t, param, enqProtosWith(t), publicProtos(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for name, text := range b {
-			before[name] = text
-		}
-		for name, text := range a {
-			after[name] = text
-		}
-	}
+	before, after := pluginOutputs(t, enqProtosWith(t))
 	want := map[string][]string{
 		enqTSFile: {
 			"  /**\n   * Throwaway: a widget's\n   * note.\n   */\n  widgetNote?: string;\n",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"strings"
 	"testing"
 )
@@ -51,23 +52,7 @@ func jobProtosWith(t *testing.T) map[string]string {
 // conversion from the wire: what adding a Job field and running make
 // generate does, with no hand edit in the SDKs.
 func TestNewJobFieldReachesEverySDK(t *testing.T) {
-	before, after := map[string]string{}, map[string]string{}
-	for _, param := range []string{"", "lang=go"} {
-		b, err := runPluginWith(t, param, nil, publicProtos(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := runPluginWith(t, param, jobProtosWith(t), publicProtos(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for name, text := range b {
-			before[name] = text
-		}
-		for name, text := range a {
-			after[name] = text
-		}
-	}
+	before, after := pluginOutputs(t, jobProtosWith(t))
 	want := map[string][]string{
 		jobTSFile: {
 			"  /**\n   * Throwaway: a widget's\n   * count.\n   */\n  widgetCount: number;\n",
@@ -195,6 +180,28 @@ func TestNewJobFieldReachesEverySDK(t *testing.T) {
 		// The imports, which now name WidgetJSON and field too.
 		return strings.Contains(line, "types_json.js") || strings.HasPrefix(line, "from dataclasses import")
 	})
+}
+
+// pluginOutputs runs the plugin both ways (the SDKs' files and, with
+// lang=go, the Go client's) over the public protos, then over them with
+// the files in changed replacing theirs: every file written, before and
+// after.
+func pluginOutputs(t *testing.T, changed map[string]string) (before, after map[string]string) {
+	t.Helper()
+	before, after = map[string]string{}, map[string]string{}
+	for _, param := range []string{"", "lang=go"} {
+		b, err := runPluginWith(t, param, nil, publicProtos(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := runPluginWith(t, param, changed, publicProtos(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(before, b)
+		maps.Copy(after, a)
+	}
+	return before, after
 }
 
 // checkGrownOutput checks the generated files before and after fields
