@@ -110,6 +110,15 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	snap := &fileSnapshot{path: tmp.Name(), format: snapshotFormatInline}
 	var checkpointed chan error // the store's checkpoint, when one is being taken
+	// joinCheckpoint waits for that checkpoint (before Release may remove
+	// its directory; taken between two applies like the rest) and adds
+	// its error to err.
+	joinCheckpoint := func(err error) error {
+		if checkpointed == nil {
+			return err
+		}
+		return errors.Join(err, <-checkpointed)
+	}
 
 	f.mu.RLock()
 	if f.behindStoreLocked() {
@@ -139,9 +148,8 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 			// between two applies so that it holds exactly this state.
 			// Flushed, the store is past the snapshot at any restart.
 			// It runs beside the engine's part below, which reads only
-			// the engine: the flush waits on the disk while the encoding
-			// keeps a core busy, so applies wait for the longer of the
-			// two rather than their sum.
+			// the engine: with a core free for each, applies wait for
+			// the longer of the two rather than their sum.
 			snap.checkpoint = filepath.Join(f.cfg.SnapshotCheckpointDir, fmt.Sprintf("%s%d", checkpointPendingPrefix, f.appliedIndex.Load()))
 			_ = os.RemoveAll(snap.checkpoint) // a failed snapshot's at this index
 			checkpointed = make(chan error, 1)
@@ -160,12 +168,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 			snap.bodies, err = f.payloads.st.NewSnapshot()
 		}
 		if err != nil {
-			if checkpointed != nil {
-				// Waited for before Release removes its directory.
-				if cerr := <-checkpointed; cerr != nil {
-					err = errors.Join(err, cerr)
-				}
-			}
+			err = joinCheckpoint(err)
 			f.mu.RUnlock()
 			snap.Release()
 			return nil, err
@@ -181,12 +184,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		CompletedSection: snap.format >= snapshotFormatCompletedSection,
 		Protobuf:         f.membersApplyLocked(CommandVersionSnapshotProtobuf),
 	})
-	if checkpointed != nil {
-		// The checkpoint too is taken between two applies.
-		if cerr := <-checkpointed; err == nil && cerr != nil {
-			err = cerr
-		}
-	}
+	err = joinCheckpoint(err)
 	if err == nil {
 		// Under the lock, between two applies: a restart from this
 		// snapshot replays what is applied from here on.
