@@ -1,5 +1,10 @@
 package engine
 
+import (
+	"slices"
+	"sync/atomic"
+)
+
 // chunkFIFO is a FIFO with random access, kept in fixed-size chunks. It
 // holds the idempotency keys of the dedup window: millions of entries of 56
 // bytes on a busy node. A doubling ring (deque) would allocate and zero a
@@ -15,6 +20,12 @@ package engine
 // the back needs, so a FIFO that oscillates across a chunk boundary, or
 // slides along in a steady window, allocates nothing.
 //
+// A snapshot reads the FIFO as it was between two applies, while later
+// applies change it (freeze): the chunks it reads are shared until it is
+// released, and a change to a shared chunk's elements copies the chunk
+// first (mut), so the snapshot's capture costs O(chunks), not O(elements).
+// A push writes past every frozen view's end and needs no copy.
+//
 // The zero value is an empty FIFO.
 type chunkFIFO[T any] struct {
 	// chunks[first:] hold the elements, the front at offset head of
@@ -27,6 +38,11 @@ type chunkFIFO[T any] struct {
 	head   int
 	n      int
 	spare  *fifoChunk[T] // nil or an all-zero chunk
+	// epoch is bumped by each freeze: a chunk made before the last one
+	// (its epoch below) may be read by a frozen view, so while pins
+	// counts an unreleased view it is not written in place.
+	epoch uint32
+	pins  *atomic.Int32
 }
 
 // fifoChunkLen is the elements per chunk, for the two FIFOs the engine
@@ -39,7 +55,15 @@ type chunkFIFO[T any] struct {
 // chunk is small enough that allocating and zeroing it is no stall.
 const fifoChunkLen = 585
 
-type fifoChunk[T any] [fifoChunkLen]T
+type fifoChunk[T any] struct {
+	items [fifoChunkLen]T
+	epoch uint32 // the FIFO's epoch when the chunk was made (0 while spare)
+}
+
+// shared reports whether c may be read by a frozen view not yet released.
+func (f *chunkFIFO[T]) shared(c *fifoChunk[T]) bool {
+	return c.epoch != f.epoch && f.pins != nil && f.pins.Load() > 0
+}
 
 func (f *chunkFIFO[T]) Len() int { return f.n }
 
@@ -50,7 +74,50 @@ func (f *chunkFIFO[T]) ptr(i int) *T {
 		panic("engine: chunkFIFO index out of range")
 	}
 	pos := uint(f.head + i)
-	return &f.chunks[f.first+int(pos/fifoChunkLen)][pos%fifoChunkLen]
+	return &f.chunks[f.first+int(pos/fifoChunkLen)].items[pos%fifoChunkLen]
+}
+
+// mut is ptr for a change of the element in place: a chunk a frozen view
+// shares is copied first, so the view keeps what it froze.
+func (f *chunkFIFO[T]) mut(i int) *T {
+	if uint(i) >= uint(f.n) {
+		panic("engine: chunkFIFO index out of range")
+	}
+	pos := uint(f.head + i)
+	k := f.first + int(pos/fifoChunkLen)
+	if c := f.chunks[k]; f.shared(c) {
+		cp := new(fifoChunk[T])
+		cp.items = c.items
+		cp.epoch = f.epoch
+		f.chunks[k] = cp
+	}
+	return &f.chunks[k].items[pos%fifoChunkLen]
+}
+
+// fifoView is a chunkFIFO as it was when frozen: read-only, safe to read
+// from another goroutine while the FIFO changes, until released.
+type fifoView[T any] struct {
+	chunks  []*fifoChunk[T]
+	head, n int
+}
+
+func (v *fifoView[T]) Len() int { return v.n }
+
+func (v *fifoView[T]) ptr(i int) *T {
+	if uint(i) >= uint(v.n) {
+		panic("engine: fifoView index out of range")
+	}
+	pos := uint(v.head + i)
+	return &v.chunks[pos/fifoChunkLen].items[pos%fifoChunkLen]
+}
+
+// freeze returns a view of f's elements now, pinned by pins: the caller
+// has added one to pins, and subtracts it once the view is no longer
+// read. O(chunks).
+func (f *chunkFIFO[T]) freeze(pins *atomic.Int32) fifoView[T] {
+	f.epoch++
+	f.pins = pins
+	return fifoView[T]{chunks: slices.Clone(f.chunks[f.first:]), head: f.head, n: f.n}
 }
 
 func (f *chunkFIFO[T]) PushBack(v T) {
@@ -58,7 +125,7 @@ func (f *chunkFIFO[T]) PushBack(v T) {
 	if pos == uint(len(f.chunks)-f.first)*fifoChunkLen {
 		f.addChunk()
 	}
-	f.chunks[f.first+int(pos/fifoChunkLen)][pos%fifoChunkLen] = v
+	f.chunks[f.first+int(pos/fifoChunkLen)].items[pos%fifoChunkLen] = v
 	f.n++
 }
 
@@ -69,8 +136,11 @@ func (f *chunkFIFO[T]) PopFront() {
 		panic("engine: PopFront of an empty chunkFIFO")
 	}
 	c := f.chunks[f.first]
-	var zero T
-	c[f.head] = zero
+	shared := f.shared(c)
+	if !shared { // a view may read the slot: it is zeroed with the chunk below
+		var zero T
+		c.items[f.head] = zero
+	}
 	f.head++
 	f.n--
 	if f.head < fifoChunkLen && f.n > 0 {
@@ -78,8 +148,13 @@ func (f *chunkFIFO[T]) PopFront() {
 	}
 	// c is all zero now: every slot before head was popped, and when head
 	// stopped short of the end the back is at head, so nothing after it was
-	// ever written.
-	if f.spare == nil {
+	// ever written. Unless a view froze it: then it is left to the view, or,
+	// made before the last freeze, it may hold slots popped while shared.
+	if f.spare == nil && !shared {
+		if c.epoch != f.epoch {
+			c.items = [fifoChunkLen]T{}
+		}
+		c.epoch = 0
 		f.spare = c
 	}
 	f.chunks[f.first] = nil
@@ -108,6 +183,7 @@ func (f *chunkFIFO[T]) addChunk() {
 	if c == nil {
 		c = new(fifoChunk[T])
 	}
+	c.epoch = f.epoch
 	if len(f.chunks) == cap(f.chunks) {
 		live := len(f.chunks) - f.first
 		if f.first > 0 && live*2 <= cap(f.chunks) {

@@ -93,7 +93,7 @@ func chunkFIFOSlots[T any](f *chunkFIFO[T], spare bool) int {
 	if spare && f.spare != nil {
 		chunks++
 	}
-	return chunks * len(fifoChunk[T]{})
+	return chunks * fifoChunkLen
 }
 
 func TestChunkFIFO_AgainstSlice(t *testing.T) {

@@ -240,7 +240,7 @@ func (e *Engine) jobForChange(id JobID) *job {
 		return nil
 	}
 	r := &q.ready[prio]
-	ent := r.compact.ptr(i)
+	ent := r.compact.mut(i) // changed below: a snapshot may share its chunk
 	j := e.convert(q, prio, ent)
 	ent.maxAttempts = 0 // a tombstone
 	r.nCompact--

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -149,6 +150,13 @@ type Engine struct {
 	// applied write (SetPayloadsAhead): a node replaying its log after a
 	// restart over the store it kept.
 	payloadsAhead bool
+	// capturePins counts the snapshot captures not yet released
+	// (snapshot_capture.go): while one is, a chunk they share is copied
+	// before an apply changes it. Released by the goroutine that writes a
+	// capture, hence atomic; a pointer, made at the first capture, so that
+	// a restore (which replaces the engine's fields) leaves a capture still
+	// being written counting on its own.
+	capturePins *atomic.Int32
 
 	// completed keeps completed jobs' records (completed.go): the payload
 	// store when it keeps them too (the node's on-disk store), else a map.

@@ -379,6 +379,71 @@ type modelRun struct {
 	// workflows draws batches whose jobs wait for each other in a share
 	// of the enqueues (TestModel_Workflows).
 	workflows bool
+	// capture is a snapshot captured at a step and being written on its
+	// own goroutine while the next steps apply (checkCapture).
+	capture *pendingCapture
+}
+
+// pendingCapture is a captured snapshot being written, and what
+// SnapshotWith wrote at the step it was captured.
+type pendingCapture struct {
+	step  int
+	want  []byte
+	start chan struct{} // closed when the write is to begin
+	got   chan capturedBytes
+}
+
+type capturedBytes struct {
+	b   []byte
+	err error
+}
+
+// captureEvery, captureWriteAt and captureFor are how often, in steps,
+// checkCapture captures a snapshot, how many steps later it starts to
+// write it, and how many steps later it compares its bytes: fixed, so the
+// model's random draws are the same with or without it.
+const captureEvery, captureWriteAt, captureFor = 37, 17, 23
+
+// checkCapture captures a snapshot now and then (snapshot_capture.go) and
+// writes it on another goroutine after the next steps have changed the
+// engine and while more do, which must not change what it writes: its
+// bytes must be those SnapshotWith wrote at the capture.
+func (r *modelRun) checkCapture(i int) {
+	t := r.t
+	if c := r.capture; c != nil && i-c.step == captureWriteAt {
+		close(c.start)
+	}
+	if c := r.capture; c != nil && i-c.step >= captureFor {
+		got := <-c.got
+		if got.err != nil {
+			t.Fatalf("step %d: the capture of step %d: %v", i, c.step, got.err)
+		}
+		if !bytes.Equal(got.b, c.want) {
+			t.Fatalf("step %d: the capture of step %d wrote %d bytes unlike SnapshotWith's %d then", i, c.step, len(got.b), len(c.want))
+		}
+		r.capture = nil
+		r.stats["captures-checked"]++
+	}
+	if r.capture != nil || i%captureEvery != 0 {
+		return
+	}
+	opts := engine.SnapshotOptions{Protobuf: true, PayloadLengths: true}
+	var want bytes.Buffer
+	if err := r.e.SnapshotWith(&want, opts); err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.e.CaptureSnapshot(opts)
+	if err != nil || c == nil {
+		t.Fatalf("step %d: capture %v, %v", i, c, err)
+	}
+	p := &pendingCapture{step: i, want: want.Bytes(), start: make(chan struct{}), got: make(chan capturedBytes, 1)}
+	go func() {
+		<-p.start
+		var b bytes.Buffer
+		_, err := c.WriteTo(&b)
+		p.got <- capturedBytes{b.Bytes(), err}
+	}()
+	r.capture = p
 }
 
 func TestModel_RandomOperations(t *testing.T) {
@@ -414,6 +479,9 @@ func TestModel_RandomOperations(t *testing.T) {
 			}
 			if r.stats["steps-with-compact-jobs"] == 0 {
 				t.Fatal("the engine never held a job compact: the twins compared one form")
+			}
+			if r.stats["captures-checked"] < steps/(2*captureEvery) {
+				t.Fatalf("%d captured snapshots checked in %d steps", r.stats["captures-checked"], steps)
 			}
 			t.Logf("ops: %v", r.stats)
 		})
@@ -1036,6 +1104,7 @@ check:
 		r.stats["steps-with-compact-jobs"]++
 	}
 	r.compare(i)
+	r.checkCapture(i)
 	if rng.Intn(100) == 0 {
 		et.RequireInvariants(t, r.e) // includes snapshot -> restore -> same digest
 		if r.e.Digest() != r.twin.Digest() {

@@ -69,11 +69,15 @@ func (w *pbWriter) put(num protowire.Number, m proto.Message) {
 	w.c.raw(w.scratch)
 }
 
+// pbMarshal marshals a snapshot's elements: deterministically, as every
+// byte of a snapshot is a function of the state.
+var pbMarshal = proto.MarshalOptions{Deterministic: true}
+
 // encodeProto writes the state in layout 19 after the magic.
 func (e *Engine) encodeProto(c *encoder) {
 	c.rawString(snapshotMagic)
 	c.uvarint(snapshotVersionProto)
-	w := &pbWriter{c: c, opts: proto.MarshalOptions{Deterministic: true}}
+	w := &pbWriter{c: c, opts: pbMarshal}
 	qs := e.sortedQueues()
 	qindex := make(map[*queue]uint64, len(qs))
 	for i, q := range qs {

@@ -127,23 +127,28 @@ func (r *pbRestore) queuesRead() error {
 func (e *Engine) pbWriteJobs(w *pbWriter, qindex map[*queue]uint64) {
 	var m storepb.EngineJob
 	e.eachJob(func(j *job) bool { // in id order
-		plain := e.plainPB(j)
-		switch {
-		case plain && w.c.lengthsOnly:
-			at := w.begin(pbJobs)
-			w.c.out = e.appendPlainJob(w.c.out, w, j, w.c.queueIndex(j.q, qindex))
-			w.end(at)
-		case plain:
-			// A payload inline may be large: built apart, then written
-			// with no copy into the encoder's buffer (encoder.raw).
-			w.scratch = e.appendPlainJob(w.scratch[:0], w, j, w.c.queueIndex(j.q, qindex))
-			w.putRaw(pbJobs, w.scratch)
-		default:
-			e.pbJob(w, &m, j, qindex)
-			w.put(pbJobs, &m)
-		}
+		e.pbWriteJob(w, &m, j, qindex)
 		return w.c.err == nil
 	})
+}
+
+// pbWriteJob writes j as one element of the jobs, m its scratch message.
+func (e *Engine) pbWriteJob(w *pbWriter, m *storepb.EngineJob, j *job, qindex map[*queue]uint64) {
+	plain := e.plainPB(j)
+	switch {
+	case plain && w.c.lengthsOnly:
+		at := w.begin(pbJobs)
+		w.c.out = e.appendPlainJob(w.c.out, w, j, w.c.queueIndex(j.q, qindex))
+		w.end(at)
+	case plain:
+		// A payload inline may be large: built apart, then written
+		// with no copy into the encoder's buffer (encoder.raw).
+		w.scratch = e.appendPlainJob(w.scratch[:0], w, j, w.c.queueIndex(j.q, qindex))
+		w.putRaw(pbJobs, w.scratch)
+	default:
+		e.pbJob(w, m, j, qindex)
+		w.put(pbJobs, m)
+	}
 }
 
 // pbJob fills m with j, live or dead.
@@ -503,7 +508,7 @@ func (e *Engine) pbWriteKeys(w *pbWriter, qindex map[*queue]uint64) {
 	for i := 0; i < e.keys.len() && w.c.err == nil; i++ {
 		ent := e.keys.at(i)
 		at := w.begin(pbIdempotencyKeys)
-		w.c.out = e.appendKeyPB(w.c.out, ent, w.c.queueIndex(e.keys.queueOf(ent), qindex))
+		w.c.out = appendKeyPB(w.c.out, ent, e.keys.plain, w.c.queueIndex(e.keys.queueOf(ent), qindex))
 		w.end(at)
 	}
 }

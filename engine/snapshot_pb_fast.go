@@ -34,12 +34,24 @@ func (e *Engine) plainPB(j *job) bool {
 
 // appendPlainJob appends the EngineJob of a job plainPB accepts.
 func (e *Engine) appendPlainJob(b []byte, w *pbWriter, j *job, queue uint64) []byte {
+	var worker string
+	var started int64
+	if j.state == StateReserved {
+		worker, started = e.workers[j.id], e.started[j.id]
+	}
+	return appendPlainJobFields(b, w.c, j, queue, j.jobType(), uint64(e.leaseOf(j)), worker, started)
+}
+
+// appendPlainJobFields is appendPlainJob with what j's engine holds for
+// it given: its type, lease, and if Reserved its worker and start. A
+// captured snapshot (snapshot_capture.go) writes compact jobs with it.
+func appendPlainJobFields(b []byte, c *encoder, j *job, queue uint64, jobType string, lease uint64, worker string, started int64) []byte {
 	b = appendVarintField(b, 1, uint64(j.id))
 	b = appendVarintField(b, 2, queue)
-	b = appendStringField(b, 3, j.jobType())
-	if w.c.lengthsOnly {
+	b = appendStringField(b, 3, jobType)
+	if c.lengthsOnly {
 		b = appendVarintField(b, 5, uint64(j.payloadLen))
-	} else if p := payloadVia(j, w.c.payload); len(p) > 0 {
+	} else if p := payloadVia(j, c.payload); len(p) > 0 {
 		b = protowire.AppendTag(b, 4, protowire.BytesType)
 		b = protowire.AppendBytes(b, p)
 	}
@@ -50,24 +62,25 @@ func (e *Engine) appendPlainJob(b []byte, w *pbWriter, j *job, queue uint64) []b
 	}
 	b = appendVarintField(b, 9, uint64(j.enqueuedAt))
 	b = appendVarintField(b, 10, uint64(j.due))
-	b = appendVarintField(b, 11, uint64(e.leaseOf(j)))
+	b = appendVarintField(b, 11, lease)
 	b = appendVarintField(b, 12, uint64(j.attempt))
 	b = appendVarintField(b, 13, uint64(j.maxAttempts))
 	if j.state == StateReserved {
-		b = appendStringField(b, 14, e.workers[j.id])
-		b = appendVarintField(b, 15, uint64(e.started[j.id]))
+		b = appendStringField(b, 14, worker)
+		b = appendVarintField(b, 15, uint64(started))
 	}
 	return b
 }
 
 // appendKey appends the EngineIdempotencyKey of ent.
-func (e *Engine) appendKeyPB(b []byte, ent *idemEntry, queue uint64) []byte {
+// plain is the engine's table of keys not packed (idemKeys.plain).
+func appendKeyPB(b []byte, ent *idemEntry, plain []string, queue uint64) []byte {
 	b = appendVarintField(b, 1, queue)
 	if ent.packed() {
 		b = protowire.AppendTag(b, 3, protowire.BytesType)
 		b = protowire.AppendBytes(b, ent.packedKey[:])
 	} else {
-		b = appendStringField(b, 2, e.keys.plain[ent.plainIndex()])
+		b = appendStringField(b, 2, plain[ent.plainIndex()])
 	}
 	b = appendVarintField(b, 4, uint64(ent.jobID()))
 	return appendVarintField(b, 5, uint64(ent.createdAt))
