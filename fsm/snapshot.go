@@ -179,11 +179,18 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		meta.Nodes = append(meta.Nodes, nodeMetaToProto(n))
 	}
 	bw := bufio.NewWriterSize(tmp, 1<<20)
-	err = f.eng.SnapshotWith(bw, engine.SnapshotOptions{
+	opts := engine.SnapshotOptions{
 		PayloadLengths:   snap.format >= snapshotFormatPayloadSection,
 		CompletedSection: snap.format >= snapshotFormatCompletedSection,
 		Protobuf:         f.membersApplyLocked(CommandVersionSnapshotProtobuf),
-	})
+	}
+	// The engine's part is captured here, between two applies, and
+	// written by Persist while applies go on (engine/snapshot_capture.go);
+	// a state the engine does not capture is written now.
+	snap.engine, err = f.eng.CaptureSnapshot(opts)
+	if err == nil && snap.engine == nil {
+		err = f.eng.SnapshotWith(bw, opts)
+	}
 	err = joinCheckpoint(err)
 	if err == nil {
 		// Under the lock, between two applies: a restart from this
@@ -194,7 +201,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err == nil {
 		err = bw.Flush()
 	}
-	if err == nil {
+	if err == nil && snap.engine == nil {
 		var st os.FileInfo
 		if st, err = tmp.Stat(); err == nil {
 			snap.engineLen = st.Size()
@@ -256,6 +263,35 @@ type fileSnapshot struct {
 	// payload section it makes; "" without.
 	checkpoint     string
 	payloadSection int64
+	// engine is the engine's part as captured, until writeTo writes it
+	// into the file at path; nil once written, or when it was written at
+	// the capture.
+	engine *engine.SnapshotCapture
+}
+
+// writeEngine writes the captured engine's part into the file at path,
+// once.
+func (s *fileSnapshot) writeEngine() error {
+	if s.engine == nil {
+		return nil
+	}
+	c := s.engine
+	s.engine = nil
+	file, err := os.OpenFile(s.path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		c.Release()
+		return err
+	}
+	bw := bufio.NewWriterSize(file, 1<<20)
+	n, err := c.WriteTo(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	s.engineLen = n
+	return err
 }
 
 // Persist streams the snapshot to the sink and closes it once the payload
@@ -273,6 +309,9 @@ func (s *fileSnapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *fileSnapshot) writeTo(w io.Writer) error {
+	if err := s.writeEngine(); err != nil {
+		return fmt.Errorf("engine snapshot: %w", err)
+	}
 	file, err := os.Open(s.path)
 	if err != nil {
 		return err
@@ -454,6 +493,9 @@ func readCompletedRecords(r io.Reader, want []engine.JobID, load func(*engine.Co
 
 // Release removes the temporary file and releases the store's view.
 func (s *fileSnapshot) Release() {
+	if s.engine != nil {
+		s.engine.Release()
+	}
 	_ = os.Remove(s.path)
 	if s.checkpoint != "" {
 		_ = os.RemoveAll(s.checkpoint) // gone already when its sink adopted it
