@@ -83,19 +83,23 @@ func TestCaptureSnapshot_WritesTheStateAtTheCapture(t *testing.T) {
 	}{
 		{"Nothing", func(*testing.T, *engine.Engine, []engine.JobID) {}},
 		{"DeleteByID", func(t *testing.T, e *engine.Engine, ids []engine.JobID) {
+			t.Helper()
 			if _, err := e.ActOnJobs(later, engine.JobActionParams{Action: engine.JobActionDelete, IDs: []engine.JobID{ids[30], ids[1500], ids[2400]}}); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"PriorityByID", func(t *testing.T, e *engine.Engine, ids []engine.JobID) {
+			t.Helper()
 			if _, err := e.ActOnJobs(later, engine.JobActionParams{Action: engine.JobActionPriority, Priority: 9, IDs: []engine.JobID{ids[40], ids[41]}}); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"DeadLetterByID", func(t *testing.T, e *engine.Engine, ids []engine.JobID) {
+			t.Helper()
 			e.DeadLetterJobs(later, []engine.JobID{ids[1000], ids[1], ids[2]}, "operator")
 		}},
 		{"ReserveAndAckMany", func(t *testing.T, e *engine.Engine, _ []engine.JobID) {
+			t.Helper()
 			for i := range 16 { // 100 at a time: past a chunk of each level
 				ds, err := e.Reserve(later, engine.ReserveParams{Queue: []string{"a", "b"}[i%2], N: 100, WorkerID: "w"})
 				if err != nil {
@@ -109,25 +113,30 @@ func TestCaptureSnapshot_WritesTheStateAtTheCapture(t *testing.T) {
 			}
 		}},
 		{"EnqueueMore", func(t *testing.T, e *engine.Engine, _ []engine.JobID) {
+			t.Helper()
 			for i := range 1000 {
 				et.MustEnqueue(t, e, later, engine.EnqueueParams{Queue: "b", JobType: "new", Payload: []byte("x"), IdempotencyKey: fmt.Sprint("more-", i)})
 			}
 		}},
 		{"KeysForgotten", func(t *testing.T, e *engine.Engine, _ []engine.JobID) {
+			t.Helper()
 			e.Tick(now.Add(time.Hour))
 			et.MustEnqueue(t, e, now.Add(time.Hour), engine.EnqueueParams{Queue: "a", JobType: "t0", IdempotencyKey: "key-reused"})
 		}},
 		{"PurgeQueue", func(t *testing.T, e *engine.Engine, _ []engine.JobID) {
+			t.Helper()
 			if _, err := e.PurgeQueue(later, "b", engine.PurgeWaiting); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"DeleteQueue", func(t *testing.T, e *engine.Engine, _ []engine.JobID) {
+			t.Helper()
 			if _, err := e.DeleteQueue(later, "b", true); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"Restored", func(t *testing.T, e *engine.Engine, _ []engine.JobID) {
+			t.Helper()
 			other := et.New(t)
 			other.UsePayloadStore(mapStore{})
 			other.EnablePayloadsOffHeap(later)
