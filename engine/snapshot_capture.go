@@ -107,15 +107,7 @@ func (e *Engine) CaptureSnapshot(o SnapshotOptions) (*SnapshotCapture, error) {
 	w := &pbWriter{c: c, opts: pbMarshal}
 	at := func() int { return len(buf.b) + len(c.out) }
 
-	c.rawString(snapshotMagic)
-	c.uvarint(snapshotVersionProto)
-	qs := e.sortedQueues()
-	qindex := make(map[*queue]uint64, len(qs))
-	for i, q := range qs {
-		qindex[q] = uint64(i)
-	}
-	w.put(pbHeader, e.pbHeader(c))
-	e.pbWriteQueues(w, qs)
+	qs, qindex := e.pbWriteHead(w)
 	s := &SnapshotCapture{headEnd: at(), payloadLengths: o.PayloadLengths}
 
 	// The full jobs in id order, and the compact ones that are not plain
@@ -129,7 +121,7 @@ func (e *Engine) CaptureSnapshot(o SnapshotOptions) (*SnapshotCapture, error) {
 				skips[&q.ready[prio]] = append(skips[&q.ready[prio]], id)
 			}
 		}
-		slices.SortFunc(fullCompact, func(a, b *job) int { return cmpJobID(a.id, b.id) })
+		slices.SortFunc(fullCompact, func(a, b *job) int { return cmpID(a.id, b.id) })
 	}
 	var m storepb.EngineJob
 	writeJob := func(j *job) bool {
@@ -155,14 +147,7 @@ func (e *Engine) CaptureSnapshot(o SnapshotOptions) (*SnapshotCapture, error) {
 	s.jobsEnd = at()
 	e.pbWriteDeadLetters(w, qindex)
 	s.dead = at()
-	e.pbWriteReservations(w)
-	e.pbWriteDeclared(w)
-	e.pbWriteSchedules(w)
-	e.pbWriteUniqueHolds(w, qindex)
-	e.pbWriteRedrives(w)
-	e.pbWriteFairOrders(w, qs)
-	e.pbWriteCompleted(w, qs)
-	e.pbWriteCompletedRecords(w)
+	e.pbWriteAfterKeys(w, qs, qindex)
 	c.flush()
 	if errors.Is(c.err, errCaptureTooLarge) {
 		return nil, nil
@@ -187,7 +172,7 @@ func (e *Engine) CaptureSnapshot(o SnapshotOptions) (*SnapshotCapture, error) {
 				continue
 			}
 			skip := skips[r]
-			slices.SortFunc(skip, cmpJobID)
+			slices.Sort(skip)
 			s.levels = append(s.levels, frozenLevel{
 				ring: r.compact.freeze(pins), types: q.types[:len(q.types):len(q.types)],
 				queue: qindex[q], prio: prio, skip: skip,
@@ -201,16 +186,6 @@ func (e *Engine) CaptureSnapshot(o SnapshotOptions) (*SnapshotCapture, error) {
 	}
 	s.plain = slices.Clone(e.keys.plain)
 	return s, nil
-}
-
-func cmpJobID(a, b JobID) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Release lets the applies change the captured chunks in place again.

@@ -75,19 +75,32 @@ var pbMarshal = proto.MarshalOptions{Deterministic: true}
 
 // encodeProto writes the state in layout 19 after the magic.
 func (e *Engine) encodeProto(c *encoder) {
-	c.rawString(snapshotMagic)
-	c.uvarint(snapshotVersionProto)
 	w := &pbWriter{c: c, opts: pbMarshal}
+	qs, qindex := e.pbWriteHead(w)
+	e.pbWriteJobs(w, qindex)
+	e.pbWriteDeadLetters(w, qindex)
+	e.pbWriteKeys(w, qindex)
+	e.pbWriteAfterKeys(w, qs, qindex)
+}
+
+// pbWriteHead writes the stream up to the jobs (the magic, the layout,
+// the header and the queues) and returns the queues in the stream's
+// order, with each one's index in it.
+func (e *Engine) pbWriteHead(w *pbWriter) ([]*queue, map[*queue]uint64) {
+	w.c.rawString(snapshotMagic)
+	w.c.uvarint(snapshotVersionProto)
 	qs := e.sortedQueues()
 	qindex := make(map[*queue]uint64, len(qs))
 	for i, q := range qs {
 		qindex[q] = uint64(i)
 	}
-	w.put(pbHeader, e.pbHeader(c))
+	w.put(pbHeader, e.pbHeader(w.c))
 	e.pbWriteQueues(w, qs)
-	e.pbWriteJobs(w, qindex)
-	e.pbWriteDeadLetters(w, qindex)
-	e.pbWriteKeys(w, qindex)
+	return qs, qindex
+}
+
+// pbWriteAfterKeys writes the stream's sections after the keys.
+func (e *Engine) pbWriteAfterKeys(w *pbWriter, qs []*queue, qindex map[*queue]uint64) {
 	e.pbWriteReservations(w)
 	e.pbWriteDeclared(w)
 	e.pbWriteSchedules(w)
