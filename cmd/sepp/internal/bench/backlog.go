@@ -15,13 +15,18 @@ import (
 // for each waiting job once payloads live on disk, and what a large
 // backlog does to the rates, to a snapshot and to a restart.
 //
+//  0. A warm-up, untimed: k jobs enqueued and consumed, so that the rates
+//     of step 1 are not those of a node's first seconds (its payload
+//     store's first memtables, memory touched for the first time, at half
+//     the later rate). Then the mixed run (producers and workers at once)
+//     on a fresh queue, before the earlier keys are waited out.
 //  1. The rates of an empty queue: BacklogRateJobs (k) jobs enqueued into
 //     a fresh queue, then reserved and acked.
 //  2. Each node's resident memory and data folder at rest.
 //  3. BacklogJobs (n) jobs of PayloadBytes filled into one queue; then
 //     each node's resident memory and data folder again, per job.
 //  4. The rates at that backlog: k more jobs enqueued into the queue, k
-//     reserved and acked from its head.
+//     reserved and acked from its head, then the mixed run on it.
 //  5. A follower restarted: to serving, ready and caught up (its state
 //     rebuilt from its log, over the payload store it kept).
 //  6. The same follower restarted with a snapshot threshold of one entry,
@@ -29,7 +34,8 @@ import (
 //     and persist times and size; then restarted with its own config
 //     again, now from that snapshot: restore time, to serving, ready and
 //     caught up.
-//  7. The queue drained, and step 1 again on a fresh queue. Each rate at
+//  7. The queue drained, and steps 1 and the mixed run again on fresh
+//     queues. Each rate at
 //     the backlog is reported against the mean of step 1's two: before
 //     the fill and after the drain, around it in time, so that a machine
 //     that slows or speeds up over the run moves both sides alike.
@@ -93,6 +99,17 @@ func (r *runner) backlog(ctx context.Context) error {
 	}
 	n := r.opts.BacklogJobs
 	k := backlogRateJobs(n, r.opts.BacklogRateJobs)
+	warm := queueName("backlog-warm-up")
+	if _, err := r.enqueueWindowed(ctx, "backlog warm-up", warm, 0, k); err != nil {
+		return err
+	}
+	if _, err := r.drainQueue(ctx, warm); err != nil {
+		return err
+	}
+	emptyMixed, err := r.backlogMixedEmpty(ctx, "backlog_empty_mixed")
+	if err != nil {
+		return err
+	}
 	if r.opts.RecoveryClean {
 		if err := r.awaitNoKeys(ctx); err != nil {
 			return err
@@ -136,6 +153,10 @@ func (r *runner) backlog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	atMixed, err := r.mixedOn(ctx, "backlog_mixed", queue)
+	if err != nil {
+		return err
+	}
 
 	follower, err := r.followerIndex(ctx)
 	if err != nil {
@@ -157,7 +178,9 @@ func (r *runner) backlog(ctx context.Context) error {
 
 	r.settle(ctx)
 	r.progress("draining " + queue)
-	left := int64(n) // k were added and k taken from the head
+	// k were added and k taken from the head; the mixed run added and
+	// took its own counts.
+	left := int64(n) + atMixed.enq - atMixed.acked
 	drained, elapsed, err := r.reserveAndAck(ctx, "draining", queue, left, false)
 	if err != nil {
 		return err
@@ -177,15 +200,35 @@ func (r *runner) backlog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	afterMixed, err := r.backlogMixedEmpty(ctx, "backlog_empty_after_mixed")
+	if err != nil {
+		return err
+	}
 	for _, c := range []struct {
 		name                   string
 		atBacklog, base, after float64
-	}{{"produce", at.produce, empty.produce, after.produce}, {"consume", at.consume, empty.consume, after.consume}} {
+	}{
+		{"produce", at.produce, empty.produce, after.produce},
+		{"consume", at.consume, empty.consume, after.consume},
+		{"mixed", atMixed.completed, emptyMixed.completed, afterMixed.completed},
+	} {
 		if ratio, ok := rateRatio(c.atBacklog, (c.base+c.after)/2); ok {
 			r.add("backlog_"+c.name+"_rate_ratio", ratio, "x")
 		}
 	}
 	return nil
+}
+
+// backlogMixedEmpty is the mixed run on a fresh queue, reported under
+// prefix, and the queue drained after it.
+func (r *runner) backlogMixedEmpty(ctx context.Context, prefix string) (mixedRun, error) {
+	queue := queueName("backlog-mixed")
+	run, err := r.mixedOn(ctx, prefix, queue)
+	if err != nil {
+		return run, err
+	}
+	_, err = r.drainQueue(ctx, queue)
+	return run, err
 }
 
 // addBacklogState reports each node's memory and disk with the backlog of

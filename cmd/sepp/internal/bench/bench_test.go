@@ -58,7 +58,7 @@ func TestSmoke(t *testing.T) {
 	for _, name := range []string{
 		"produce_rate", "sync_enqueue_p50", "sync_enqueue_after_idle_p50", "disk_fsync_after_idle_p50", "consume_rate", "mixed_completed_rate", "e2e_latency_p50",
 		"failover_kill_longest_gap", "failover_transfer_longest_gap", "failover_stop_new_leader", "recovery_restart_to_caught_up",
-		"backlog_rss_per_job_sepp-1", "backlog_disk_per_job_sepp-1", "backlog_payload_held", "backlog_produce_rate_ratio", "backlog_consume_rate_ratio",
+		"backlog_rss_per_job_sepp-1", "backlog_disk_per_job_sepp-1", "backlog_payload_held", "backlog_produce_rate_ratio", "backlog_consume_rate_ratio", "backlog_mixed_rate_ratio",
 		"backlog_restart_to_caught_up", "backlog_snapshot_capture", "backlog_snapshot_persist", "backlog_snapshot_restore", "backlog_from_snapshot_restart_to_caught_up",
 	} {
 		if _, ok := got[name]; !ok {

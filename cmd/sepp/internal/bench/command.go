@@ -34,13 +34,13 @@ duplicates; then SIGSTOP of the leader: time until another node leads), recovery
 (--scenarios backlog): it fills --backlog-jobs jobs of --payload bytes into one queue
 and reports each node's resident memory per waiting job above the node at rest, its
 data folder's growth per job (the data folder holds the Raft log, the snapshots and the
-payload store), the payload bytes the jobs hold; the produce and consume rates at that
-backlog (--backlog-rate-jobs each) against the mean of the same at an empty queue
-before the fill and after the drain (_rate_ratio); a follower's restart (to serving,
-ready and caught up); its snapshot of the backlog (capture, persist, size: for it the
-follower is restarted with cluster.snapshot_threshold = 1, then with the default
-config again, from that snapshot: restore time and restart); then it drains the
-queue. With --recovery-clean it first waits out the earlier scenarios' idempotency
+payload store), the payload bytes the jobs hold; the produce, consume and mixed rates at
+that backlog (--backlog-rate-jobs each; mixed for --mixed-duration) against the mean of
+the same at an empty queue before the fill and after the drain (_rate_ratio), after an
+untimed warm-up; a follower's restart (to serving, ready and caught up); its snapshot
+of the backlog (capture, persist, size: for it the follower is restarted with
+cluster.snapshot_threshold = 1, then with the default config again, from that
+snapshot: restore time and restart); then it drains the queue. With --recovery-clean it first waits out the earlier scenarios' idempotency
 keys too. --payload-random makes payloads incompressible.
 
 Exit code 1 when any scenario lost or duplicated an acknowledged job.`,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -329,6 +330,27 @@ func (r *runner) fill(ctx context.Context, queue string, n, payloadBytes int) er
 // latency at a fixed offered rate.
 func (r *runner) mixed(ctx context.Context) error {
 	queue := queueName("mixed")
+	if _, err := r.mixedOn(ctx, "mixed", queue); err != nil {
+		return err
+	}
+	if _, err := r.drainQueue(ctx, queue); err != nil {
+		return err
+	}
+	return r.endToEnd(ctx)
+}
+
+// mixedRun is what a mixed run did: its completed jobs per second, and
+// the jobs it enqueued and acked.
+type mixedRun struct {
+	completed  float64
+	enq, acked int64
+}
+
+// mixedOn runs producers and workers at once on queue for the mixed
+// duration and reports its figures under prefix. The workers take the
+// queue's head, so on a queue with a backlog they take from it; the
+// queue is left as the run leaves it.
+func (r *runner) mixedOn(ctx context.Context, prefix, queue string) (mixedRun, error) {
 	runCtx, cancel := context.WithTimeout(ctx, r.opts.MixedDuration)
 	defer cancel()
 	var enq, acked atomic.Int64
@@ -340,7 +362,7 @@ func (r *runner) mixed(ctx context.Context) error {
 		default: // the first error is the one reported
 		}
 	}
-	stop := r.ticker(ctx, "mixed acked", &acked, 0)
+	stop := r.ticker(ctx, strings.ReplaceAll(prefix, "_", " ")+" acked", &acked, 0)
 	t0 := r.sampleTimings(ctx)
 	cpu0 := r.sampleCPU()
 	start := time.Now()
@@ -357,9 +379,12 @@ func (r *runner) mixed(ctx context.Context) error {
 			})
 			defer window.wait()
 			var seq uint64
+			// An enqueue begun before the deadline runs to its answer
+			// (ctx, not runCtx): one cut short may still be committed,
+			// uncounted, and the counts must be the queue's.
 			for runCtx.Err() == nil && window.acquire(runCtx) {
 				seq++
-				window.add(p.EnqueueAsync(runCtx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(seq, time.Now()))))
+				window.add(p.EnqueueAsync(ctx, client.NewEnqueueRequest(queue, "bench").WithPayload(r.payload(seq, time.Now()))))
 			}
 		}()
 	}
@@ -370,9 +395,12 @@ func (r *runner) mixed(ctx context.Context) error {
 			acks := r.newAckBehind()
 			defer acks.wait()
 			for runCtx.Err() == nil && !acks.failed.Load() {
-				ds, err := r.cli.Reserve(runCtx, queue, client.ReserveOptions{WorkerID: fmt.Sprintf("mixed-%d", i), Max: 100, Lease: time.Minute, Wait: 100 * time.Millisecond})
+				// A reserve begun before the deadline runs to its answer
+				// too (ctx): one cut short may have leased jobs nobody
+				// acks, held for the lease's minute.
+				ds, err := r.cli.Reserve(ctx, queue, client.ReserveOptions{WorkerID: fmt.Sprintf("%s-%d", prefix, i), Max: 100, Lease: time.Minute, Wait: 100 * time.Millisecond})
 				if err != nil {
-					if runCtx.Err() == nil {
+					if ctx.Err() == nil {
 						report(err)
 					}
 					return
@@ -390,24 +418,22 @@ func (r *runner) mixed(ctx context.Context) error {
 	wg.Wait()
 	stop()
 	close(errc)
+	run := mixedRun{completed: float64(acked.Load()) / elapsed.Seconds(), enq: enq.Load(), acked: acked.Load()}
 	if err := <-errc; err != nil {
-		return err
+		return run, err
 	}
 	qs, err := r.queueStats(ctx, queue)
 	if err != nil {
-		return err
+		return run, err
 	}
-	r.add("mixed_completed_rate", float64(acked.Load())/elapsed.Seconds(), "jobs/s")
-	r.add("mixed_enqueue_rate", float64(enq.Load())/elapsed.Seconds(), "jobs/s")
-	r.add("mixed_backlog", float64(qs.Ready+qs.Scheduled+qs.Reserved), "jobs")
+	r.add(prefix+"_completed_rate", run.completed, "jobs/s")
+	r.add(prefix+"_enqueue_rate", float64(run.enq)/elapsed.Seconds(), "jobs/s")
+	r.add(prefix+"_backlog", float64(qs.Ready+qs.Scheduled+qs.Reserved), "jobs")
 	// Per enqueued-and-completed job: the mixed run does both kinds of work.
-	r.addCPUPerJob("mixed", cpu0, cpu1, (enq.Load()+acked.Load())/2)
+	r.addCPUPerJob(prefix, cpu0, cpu1, (run.enq+run.acked)/2)
 	// Not Reserve: its long-poll waits for jobs.
-	r.addTimingFigures("mixed", t0, t1, (enq.Load()+acked.Load())/2, seppv1.QueueService_EnqueueBatch_FullMethodName, seppv1.QueueService_AckBatch_FullMethodName)
-	if _, err := r.drainQueue(ctx, queue); err != nil {
-		return err
-	}
-	return r.endToEnd(ctx)
+	r.addTimingFigures(prefix, t0, t1, (run.enq+run.acked)/2, seppv1.QueueService_EnqueueBatch_FullMethodName, seppv1.QueueService_AckBatch_FullMethodName)
+	return run, nil
 }
 
 func (r *runner) queueStats(ctx context.Context, queue string) (client.QueueStats, error) {
