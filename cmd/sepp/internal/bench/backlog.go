@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sepp-io/sepp/client"
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
 )
 
@@ -29,11 +30,19 @@ import (
 //     reserved and acked from its head, then the mixed run on it.
 //  5. A follower restarted: to serving, ready and caught up (its state
 //     rebuilt from its log, over the payload store it kept).
-//  6. The same follower restarted with a snapshot threshold of one entry,
-//     so it snapshots the backlog once caught up: the snapshot's capture
+//  6. The same follower restarted with a snapshot threshold of one entry
+//     and no trailing log, so it snapshots the backlog once caught up and
+//     keeps no entry from before the snapshot: the snapshot's capture
 //     and persist times and size; then restarted with its own config
 //     again, now from that snapshot: restore time, to serving, ready and
 //     caught up.
+//  6b. That follower made the leader (its log now starts after its
+//     snapshot) and another follower's disk replaced under a mixed load:
+//     killed, removed from the configuration, its data deleted, started
+//     empty and joined again, so that only an install of the snapshot
+//     brings it up to date. The install's size, time and rate against
+//     the disk's sequential write rate; the load's completed rate during
+//     the install against the same load just before.
 //  7. The queue drained, and steps 1 and the mixed run again on fresh
 //     queues. Each rate at
 //     the backlog is reported against the mean of step 1's two: before
@@ -168,6 +177,9 @@ func (r *runner) backlog(ctx context.Context) error {
 	}
 	r.addRestart("backlog", rt)
 	if err := r.backlogSnapshot(ctx, follower, rt.caughtUp); err != nil {
+		return err
+	}
+	if err := r.backlogInstall(ctx, follower); err != nil {
 		return err
 	}
 	if r.opts.BacklogAfterWindow {
@@ -329,9 +341,9 @@ func (r *runner) backlogSnapshot(ctx context.Context, i int, caughtUp time.Durat
 	if err != nil {
 		return err
 	}
-	r.note("backlog: %s's log holds %d entries, the default config snapshots every 65536: it is restarted with cluster.snapshot_threshold = 1 and snapshot_interval_ms = %d for the snapshot figures, then with the default again",
+	r.note("backlog: %s's log holds %d entries, the default config snapshots every 65536: it is restarted with cluster.snapshot_threshold = 1, trailing_logs = 0 and snapshot_interval_ms = %d for the snapshot figures (and for the install that follows), then with the default again",
 		node.ID, st.LastLogIndex, interval.Milliseconds())
-	if err := r.cluster.SetNodeTOML(i, fmt.Sprintf("[cluster]\nsnapshot_threshold = 1\nsnapshot_interval_ms = %d\n", interval.Milliseconds())); err != nil {
+	if err := r.cluster.SetNodeTOML(i, fmt.Sprintf("[cluster]\nsnapshot_threshold = 1\nsnapshot_interval_ms = %d\ntrailing_logs = 0\n", interval.Milliseconds())); err != nil {
 		return err
 	}
 	restored := false
@@ -448,6 +460,161 @@ func (r *runner) backlogAfterWindow(ctx context.Context, idle nodeState, n int) 
 	if leader, err := r.leaderIndex(ctx); err == nil && idle.ok[leader] && now.ok[leader] &&
 		idle.metrics[leader].known[memoryHeldMetric] && now.metrics[leader].known[memoryHeldMetric] {
 		r.add("backlog_after_window_memory_held_per_job", perJob(idle.metrics[leader].memoryHeld, now.metrics[leader].memoryHeld, n), "bytes")
+	}
+	return nil
+}
+
+// transferWait bounds a leadership transfer the backlog scenario asks for.
+const transferWait = 30 * time.Second
+
+// backlogInstall replaces the disk of a follower while sender, which holds
+// a snapshot of the backlog and a log that starts after it (backlogSnapshot
+// leaves it so), leads under a mixed load: the follower, started empty and
+// joined again, can only be brought up to date by that snapshot (an
+// install). It reports the install's size and time against the disk's
+// sequential write rate, and the mixed load's completed rate during the
+// install against the same load's rate just before the disk was replaced.
+func (r *runner) backlogInstall(ctx context.Context, sender int) error {
+	nodes := r.cluster.Nodes
+	if rate, err := diskWriteRate(r.cluster.Dir(), diskWriteProbeBytes); err == nil {
+		r.add("disk_write_rate", mib(int64(rate)), "MiB/s")
+	} else {
+		r.note("backlog: disk write rate: %v", err)
+	}
+	if err := r.leadFrom(ctx, sender); err != nil {
+		return err
+	}
+	wiped := (sender + 1) % len(nodes)
+	node := nodes[wiped]
+
+	queue := queueName("backlog-install")
+	runCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	load := r.startMixedLoad(ctx, runCtx, "backlog_install", queue)
+	loadErr := func() error {
+		stopLoad()
+		return load.wait()
+	}
+	mark := func() (int64, time.Time) { return load.acked.Load(), time.Now() }
+	a0, t0 := mark()
+	select {
+	case <-ctx.Done():
+		_ = loadErr()
+		return ctx.Err()
+	case <-time.After(r.opts.MixedDuration):
+	}
+	a1, t1 := mark()
+
+	r.progress(fmt.Sprintf("replacing %s's disk: kill, remove, delete its data, start empty, join", node.ID))
+	if err := r.wipeAndJoin(ctx, wiped); err != nil {
+		_ = loadErr()
+		return err
+	}
+	st, err := r.cli.ClusterStatus(ctx)
+	if err != nil {
+		_ = loadErr()
+		return err
+	}
+	a2, t2 := mark()
+	r.progress(fmt.Sprintf("waiting for %s to install the snapshot and catch up to %d", node.ID, st.CommitIndex))
+	wctx, cancel := context.WithTimeout(ctx, restartTimeout)
+	err = r.waitApplied(wctx, wiped, st.CommitIndex)
+	cancel()
+	if err != nil {
+		_ = loadErr()
+		return err
+	}
+	a3, t3 := mark()
+	if err := loadErr(); err != nil {
+		return err
+	}
+	if _, err := r.drainQueue(ctx, queue); err != nil {
+		return err
+	}
+
+	m, err := r.readNodeMetrics(ctx, wiped)
+	if err != nil {
+		return err
+	}
+	if m.restore.count == 0 {
+		r.note("backlog: %s caught up from %s's log, with no snapshot installed: no install figures", node.ID, nodes[sender].ID)
+		return nil
+	}
+	took := t3.Sub(t2)
+	r.add("backlog_install_to_caught_up", ms(took), "ms")
+	if v, ok := meanMS(histogramTotals{}, m.restore); ok {
+		r.add("backlog_install_restore", v, "ms")
+	}
+	if b, err := newestSnapshotBytes(filepath.Join(node.DataDir(), "snapshots")); err == nil {
+		r.add("backlog_install_size", mib(b), "MiB")
+		r.add("backlog_install_rate", mib(b)/took.Seconds(), "MiB/s")
+	} else {
+		r.note("backlog: installed snapshot's size: %v", err)
+	}
+	before := float64(a1-a0) / t1.Sub(t0).Seconds()
+	during := float64(a3-a2) / took.Seconds()
+	r.add("backlog_install_leader_completed_rate_before", before, "jobs/s")
+	r.add("backlog_install_leader_completed_rate", during, "jobs/s")
+	if ratio, ok := rateRatio(during, before); ok {
+		r.add("backlog_install_leader_rate_ratio", ratio, "x")
+	}
+	return nil
+}
+
+// leadFrom makes local node i the leader, by a transfer when another
+// leads, and waits until the cluster says so.
+func (r *runner) leadFrom(ctx context.Context, i int) error {
+	id := r.cluster.Nodes[i].ID
+	wctx, cancel := context.WithTimeout(ctx, transferWait)
+	defer cancel()
+	for {
+		leader, err := r.leaderIndex(wctx)
+		if err == nil && leader == i {
+			return nil
+		}
+		if err == nil {
+			r.progress("transferring leadership to " + id)
+			if err := r.cli.TransferLeadership(wctx, id); err != nil {
+				r.note("backlog: transfer to %s: %v", id, err)
+			}
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("%s did not take the lead within %s: %w", id, transferWait, wctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// wipeAndJoin replaces local node i's disk as an operator would: the node
+// killed, removed from the configuration, its data folder deleted, started
+// empty (cluster.bootstrap = false, so that it waits to be added) and
+// joined again.
+func (r *runner) wipeAndJoin(ctx context.Context, i int) error {
+	node := r.cluster.Nodes[i]
+	if err := r.cluster.Kill(i); err != nil {
+		return err
+	}
+	if err := r.cli.RemoveNode(ctx, node.ID); err != nil {
+		return fmt.Errorf("remove %s: %w", node.ID, err)
+	}
+	if err := os.RemoveAll(node.DataDir()); err != nil {
+		return err
+	}
+	if err := r.cluster.SetNodeTOML(i, "[cluster]\nbootstrap = false\n"); err != nil {
+		return err
+	}
+	if err := r.cluster.StartNode(i); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, restartTimeout)
+	defer cancel()
+	if err := r.cluster.WaitServing(wctx); err != nil {
+		return err
+	}
+	info := client.NodeInfo{ID: node.ID, RaftAddr: node.RaftAddr, GRPCAddr: node.GRPCAddr, HTTPAddr: node.HTTPAddr}
+	if err := r.cli.JoinNode(ctx, info); err != nil {
+		return fmt.Errorf("join %s: %w", node.ID, err)
 	}
 	return nil
 }

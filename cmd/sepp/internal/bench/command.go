@@ -39,8 +39,13 @@ that backlog (--backlog-rate-jobs each; mixed for --mixed-duration) against the 
 the same at an empty queue before the fill and after the drain (_rate_ratio), after an
 untimed warm-up; a follower's restart (to serving, ready and caught up); its snapshot
 of the backlog (capture, persist, size: for it the follower is restarted with
-cluster.snapshot_threshold = 1, then with the default config again, from that
-snapshot: restore time and restart); then it drains the queue. With --recovery-clean it first waits out the earlier scenarios' idempotency
+cluster.snapshot_threshold = 1 and trailing_logs = 0, then with the default config
+again, from that snapshot: restore time and restart); that follower made the leader
+and another one's disk replaced (killed, removed, its data deleted, started empty and
+joined) under a mixed load, so that it can only catch up by installing the snapshot:
+the install's size, time and rate against the disk's sequential write rate, and the
+load's completed rate during the install against just before (_leader_rate_ratio);
+then it drains the queue. With --recovery-clean it first waits out the earlier scenarios' idempotency
 keys too. --payload-random makes payloads incompressible.
 
 Exit code 1 when any scenario lost or duplicated an acknowledged job.`,

@@ -127,3 +127,36 @@ func fsyncWriter(dir string, n, size int, gap time.Duration) ([]time.Duration, e
 	}
 	return lat, nil
 }
+
+// diskWriteProbeBytes is how much diskWriteRate writes: enough that the
+// disk's cache in front of it does not decide the figure.
+const diskWriteProbeBytes = 256 << 20
+
+// diskWriteRate writes size bytes to a scratch file in dir in 1 MiB
+// writes, makes them durable with one fsync and removes the file: the
+// disk's sequential write rate in bytes per second, which a snapshot
+// install (a follower writing the stream it receives) cannot beat.
+func diskWriteRate(dir string, size int) (float64, error) {
+	f, err := os.CreateTemp(dir, "disk-write-probe-*")
+	if err != nil {
+		return 0, fmt.Errorf("disk write probe: %w", err)
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	block := make([]byte, 1<<20)
+	for i := range block {
+		block[i] = byte(i * 131) // not all zeros: no file system may skip them
+	}
+	t0 := time.Now()
+	for written := 0; written < size; written += len(block) {
+		if _, err := f.Write(block[:min(len(block), size-written)]); err != nil {
+			return 0, fmt.Errorf("disk write probe: %w", err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("disk write probe: fsync: %w", err)
+	}
+	return float64(size) / time.Since(t0).Seconds(), nil
+}

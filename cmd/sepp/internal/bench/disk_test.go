@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +125,26 @@ func TestAddFsyncRatio(t *testing.T) {
 				t.Fatalf("printed %q, want %q", out.String(), line)
 			}
 		})
+	}
+}
+
+func TestDiskWriteRate(t *testing.T) {
+	dir := t.TempDir()
+	rate, err := diskWriteRate(dir, 3<<20+5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rate <= 0 {
+		t.Fatalf("rate %v, want > 0", rate)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Fatalf("the probe left %d files behind", len(left))
+	}
+	if _, err := diskWriteRate(filepath.Join(dir, "missing"), 1<<20); err == nil {
+		t.Fatal("a probe in a missing folder reported no error")
 	}
 }

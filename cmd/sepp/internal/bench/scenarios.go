@@ -353,28 +353,64 @@ type mixedRun struct {
 func (r *runner) mixedOn(ctx context.Context, prefix, queue string) (mixedRun, error) {
 	runCtx, cancel := context.WithTimeout(ctx, r.opts.MixedDuration)
 	defer cancel()
-	var enq, acked atomic.Int64
-	var wg sync.WaitGroup
-	errc := make(chan error, 1)
+	t0 := r.sampleTimings(ctx)
+	cpu0 := r.sampleCPU()
+	load := r.startMixedLoad(ctx, runCtx, prefix, queue)
+	<-runCtx.Done()
+	elapsed := time.Since(load.start)
+	cpu1 := r.sampleCPU()
+	t1 := r.sampleTimings(ctx)
+	err := load.wait()
+	run := mixedRun{completed: float64(load.acked.Load()) / elapsed.Seconds(), enq: load.enq.Load(), acked: load.acked.Load()}
+	if err != nil {
+		return run, err
+	}
+	qs, err := r.queueStats(ctx, queue)
+	if err != nil {
+		return run, err
+	}
+	r.add(prefix+"_completed_rate", run.completed, "jobs/s")
+	r.add(prefix+"_enqueue_rate", float64(run.enq)/elapsed.Seconds(), "jobs/s")
+	r.add(prefix+"_backlog", float64(qs.Ready+qs.Scheduled+qs.Reserved), "jobs")
+	// Per enqueued-and-completed job: the mixed run does both kinds of work.
+	r.addCPUPerJob(prefix, cpu0, cpu1, (run.enq+run.acked)/2)
+	// Not Reserve: its long-poll waits for jobs.
+	r.addTimingFigures(prefix, t0, t1, (run.enq+run.acked)/2, seppv1.QueueService_EnqueueBatch_FullMethodName, seppv1.QueueService_AckBatch_FullMethodName)
+	return run, nil
+}
+
+// mixedLoad is the mixed run's producers and workers at work on a queue
+// until runCtx ends: the jobs enqueued and acked so far.
+type mixedLoad struct {
+	enq, acked atomic.Int64
+	start      time.Time
+	wg         sync.WaitGroup
+	errc       chan error
+	stopTicker func()
+}
+
+// startMixedLoad starts MixedProducers producers and MixedWorkers workers
+// on queue, which stop taking new work when runCtx ends; wait waits for
+// the work begun to finish. prefix names the workers and the progress
+// line.
+func (r *runner) startMixedLoad(ctx, runCtx context.Context, prefix, queue string) *mixedLoad {
+	l := &mixedLoad{errc: make(chan error, 1), start: time.Now()}
 	report := func(err error) {
 		select {
-		case errc <- err:
+		case l.errc <- err:
 		default: // the first error is the one reported
 		}
 	}
-	stop := r.ticker(ctx, strings.ReplaceAll(prefix, "_", " ")+" acked", &acked, 0)
-	t0 := r.sampleTimings(ctx)
-	cpu0 := r.sampleCPU()
-	start := time.Now()
+	l.stopTicker = r.ticker(ctx, strings.ReplaceAll(prefix, "_", " ")+" acked", &l.acked, 0)
 	for i := 0; i < r.opts.MixedProducers; i++ {
-		wg.Add(1)
+		l.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer l.wg.Done()
 			p := r.cli.NewProducer(r.producerOptions())
 			defer p.Close(context.Background())
 			window := newEnqueueWindow(64, func(_ client.EnqueueResult, err error) {
 				if err == nil {
-					enq.Add(1)
+					l.enq.Add(1)
 				}
 			})
 			defer window.wait()
@@ -389,9 +425,9 @@ func (r *runner) mixedOn(ctx context.Context, prefix, queue string) (mixedRun, e
 		}()
 	}
 	for i := 0; i < r.opts.MixedWorkers; i++ {
-		wg.Add(1)
+		l.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer l.wg.Done()
 			acks := r.newAckBehind()
 			defer acks.wait()
 			for runCtx.Err() == nil && !acks.failed.Load() {
@@ -407,33 +443,20 @@ func (r *runner) mixedOn(ctx context.Context, prefix, queue string) (mixedRun, e
 				}
 				// Acks run to completion even past the deadline: a
 				// reserved job must not be left leased.
-				acks.ack(context.Background(), ds, func(n int) { acked.Add(int64(n)) }, report)
+				acks.ack(context.Background(), ds, func(n int) { l.acked.Add(int64(n)) }, report)
 			}
 		}()
 	}
-	<-runCtx.Done()
-	elapsed := time.Since(start)
-	cpu1 := r.sampleCPU()
-	t1 := r.sampleTimings(ctx)
-	wg.Wait()
-	stop()
-	close(errc)
-	run := mixedRun{completed: float64(acked.Load()) / elapsed.Seconds(), enq: enq.Load(), acked: acked.Load()}
-	if err := <-errc; err != nil {
-		return run, err
-	}
-	qs, err := r.queueStats(ctx, queue)
-	if err != nil {
-		return run, err
-	}
-	r.add(prefix+"_completed_rate", run.completed, "jobs/s")
-	r.add(prefix+"_enqueue_rate", float64(run.enq)/elapsed.Seconds(), "jobs/s")
-	r.add(prefix+"_backlog", float64(qs.Ready+qs.Scheduled+qs.Reserved), "jobs")
-	// Per enqueued-and-completed job: the mixed run does both kinds of work.
-	r.addCPUPerJob(prefix, cpu0, cpu1, (run.enq+run.acked)/2)
-	// Not Reserve: its long-poll waits for jobs.
-	r.addTimingFigures(prefix, t0, t1, (run.enq+run.acked)/2, seppv1.QueueService_EnqueueBatch_FullMethodName, seppv1.QueueService_AckBatch_FullMethodName)
-	return run, nil
+	return l
+}
+
+// wait waits for the load's producers and workers to finish what they
+// began and returns the first error one of them met.
+func (l *mixedLoad) wait() error {
+	l.wg.Wait()
+	l.stopTicker()
+	close(l.errc)
+	return <-l.errc
 }
 
 func (r *runner) queueStats(ctx context.Context, queue string) (client.QueueStats, error) {
