@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -63,12 +62,6 @@ type payloadStore struct {
 
 	batch   *store.Batch // open during an apply or a load
 	loading bool         // filling the store from a snapshot
-	// load takes a snapshot's payloads, which come in ascending id order,
-	// while loading: it writes them straight into tables of the store's
-	// last level (store.Load), where a batch would write each through a
-	// memtable, a flush and compactions. The other records of a load (the
-	// completed jobs) go through batch.
-	load *store.Load
 
 	// ahead is the store's applied index while the engine replays entries
 	// at or below it (0: the engine is not behind the store); aheadTerm is
@@ -219,12 +212,6 @@ func (p *payloadStore) PutPayload(id engine.JobID, payload []byte) {
 	if p.batch == nil {
 		panic("fsm: payload written outside an apply or a load")
 	}
-	if p.load != nil {
-		if err := p.load.PutJob(uint64(id), &storepb.JobBody{Payload: payload}); err != nil {
-			p.fail("load", err)
-		}
-		return
-	}
 	p.batch.PutJob(uint64(id), &storepb.JobBody{Payload: payload})
 	if p.loading && p.batch.Len() >= loadBatchBytes {
 		if err := p.batch.CommitUnindexed(); err != nil {
@@ -364,10 +351,6 @@ func (p *payloadStore) reset() error {
 		p.batch.Close()
 		p.batch = nil
 	}
-	if p.load != nil { // an earlier load that did not finish
-		p.load.Abort()
-		p.load = nil
-	}
 	if err := p.st.Close(); err != nil {
 		return err
 	}
@@ -377,9 +360,6 @@ func (p *payloadStore) reset() error {
 	}
 	p.st = st
 	p.batch = p.st.NewBatch() // a load reads nothing back: no index needed
-	if p.load, err = p.st.NewLoad(); err != nil {
-		return err
-	}
 	p.loading = true
 	p.ahead, p.aheadTerm = 0, 0
 	p.rebuilds++
@@ -390,17 +370,9 @@ func (p *payloadStore) reset() error {
 // applied index when it has one: a restart right after keeps the store.
 // The term is not known here (0: not checked).
 func (p *payloadStore) endLoad(snapIndex uint64) {
-	b, load := p.batch, p.load
-	p.batch, p.load, p.loading = nil, nil, false
+	b := p.batch
+	p.batch, p.loading = nil, false
 	p.applied, p.appliedTerm = snapIndex, 0
-	// The payloads first, then the batch with the index: a crash between
-	// leaves a store without the snapshot's index, which the next start
-	// empties and loads again.
-	if err := load.Finish(context.Background()); err != nil {
-		b.Close()
-		p.fail("load", err)
-		return
-	}
 	var err error
 	if snapIndex != 0 {
 		err = b.Commit(snapIndex, 0)
@@ -434,10 +406,6 @@ func (p *payloadStore) close() error {
 	if p.batch != nil {
 		p.batch.Close()
 		p.batch = nil
-	}
-	if p.load != nil {
-		p.load.Abort()
-		p.load = nil
 	}
 	var ferr error
 	if p.st.Failed() == nil && p.ahead == 0 { // a failed store writes nothing more; one ahead keeps its index
