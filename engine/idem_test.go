@@ -129,6 +129,90 @@ func randomKey(rng *rand.Rand) string {
 	}
 }
 
+// TestIndexRestored: keys filed by appendRestored and indexed at once are
+// each found under their own key, in tables small enough to wrap and large
+// enough to place in several groups; a key filed twice is refused, the
+// later entry named, wherever the two are, while the same key in another
+// queue, or the same bytes packed and plain, is not the same key.
+func TestIndexRestored(t *testing.T) {
+	t.Parallel()
+	qs := []*queue{{name: "a"}, {name: "b"}}
+	queues := map[string]*queue{"a": qs[0], "b": qs[1]}
+	for _, tc := range []struct {
+		name     string
+		n        int
+		dupFirst int // -1: no duplicate; else the entry filed again at the end
+	}{
+		{"none", 0, -1},
+		{"one", 1, -1},
+		{"a few, wrapping", 11, -1},
+		{"many groups", 200_000, -1},
+		{"twice, adjacent", 10, 9},
+		{"twice, far apart", 50_000, 3},
+		{"twice, in a large table", 200_000, 123_456},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var k idemKeys
+			type filed struct {
+				q   *queue
+				key string
+			}
+			var all []filed
+			for i := range tc.n {
+				q := qs[i%2]
+				var key string
+				switch i % 3 {
+				case 0:
+					key = fmt.Sprintf("%032x", i*2654435761) // packed
+				case 1:
+					key = fmt.Sprintf("order-%d", i/2) // also in the other queue
+				default:
+					b, _ := packKey(fmt.Sprintf("%032x", (i-2)*2654435761))
+					key = string(b[:]) // a packed key's bytes, kept plain
+				}
+				all = append(all, filed{q, key})
+			}
+			if tc.dupFirst >= 0 {
+				all = append(all, all[tc.dupFirst])
+			}
+			for i, f := range all {
+				sk := storedKeyOf(f.key)
+				k.appendRestored(f.q, &sk, JobID(i+1), int64(i))
+			}
+			dup := k.indexRestored()
+			if tc.dupFirst >= 0 {
+				if dup == nil || dup.jobID() != JobID(len(all)) {
+					t.Fatalf("duplicate of entry %d: indexRestored named %v, want the last entry", tc.dupFirst, dup)
+				}
+				return
+			}
+			if dup != nil {
+				t.Fatalf("no duplicate, but indexRestored named job %d", dup.jobID())
+			}
+			if err := k.check(queues, true); err != nil {
+				t.Fatal(err)
+			}
+			for i, f := range all {
+				if ent := k.get(f.q, f.key); ent == nil || ent.jobID() != JobID(i+1) {
+					t.Fatalf("key %d (%q of %s): found %v", i, f.key, f.q.name, ent)
+				}
+			}
+			if ent := k.get(qs[0], "never filed"); ent != nil {
+				t.Fatalf("a key never filed was found: %v", ent)
+			}
+			// The index goes on as add and popFront keep it.
+			k.addKey(qs[1], "after the restore", JobID(len(all)+1), int64(len(all)))
+			for range min(5, len(all)) {
+				k.popFront()
+			}
+			if err := k.check(queues, true); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // TestIdemKeysAgainstMap runs random adds and expiries (a fixed seed) and
 // compares every lookup with a map.
 func TestIdemKeysAgainstMap(t *testing.T) {
@@ -151,18 +235,7 @@ func TestIdemKeysAgainstMap(t *testing.T) {
 			if ent == nil {
 				model[mk] = JobID(step + 1)
 				order = append(order, mk)
-				if step%2 == 0 {
-					k.addKey(q, key, JobID(step+1), 0)
-				} else {
-					// Restore's insert: it adds an absent key as add
-					// does, and refuses it once present.
-					sk := storedKeyOf(key)
-					if !k.addRestored(q, &sk, JobID(step+1), 0) {
-						t.Fatalf("step %d: addRestored refused the absent key %v", step, mk)
-					}
-				}
-			} else if sk := storedKeyOf(key); k.addRestored(q, &sk, JobID(step+1), 0) {
-				t.Fatalf("step %d: addRestored took %v, which is present", step, mk)
+				k.addKey(q, key, JobID(step+1), 0)
 			}
 		} else {
 			for range rng.IntN(20) + 1 {

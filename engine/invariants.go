@@ -65,7 +65,7 @@ type invariantChecks struct {
 
 var (
 	everyCheck = invariantChecks{keyLookups: true}
-	// restoreChecks are Restore's: its index was built by addRestored,
+	// restoreChecks are Restore's: its index was built by indexRestored,
 	// which refused a key appearing twice in the one probe it made to
 	// insert each, so every key is where a lookup finds it.
 	restoreChecks = invariantChecks{}

@@ -1037,8 +1037,11 @@ func (d *decoder) decodeEngine() (*Engine, error) {
 		if jobID >= idemPacked {
 			return nil, fmt.Errorf("idempotency key %q of queue %q: job id %d out of range", sk.text(), q.name, jobID)
 		}
-		if !e.keys.addRestored(q, &sk, jobID, createdAt) {
-			return nil, fmt.Errorf("idempotency key %q of queue %q appears twice", sk.text(), q.name)
+		e.keys.appendRestored(q, &sk, jobID, createdAt)
+	}
+	if d.err == nil {
+		if err := e.keys.restoredKeysCheck(); err != nil {
+			return nil, err
 		}
 	}
 

@@ -212,6 +212,8 @@ func (r *pbRestore) enter(num protowire.Number) error {
 		case pbJobs:
 			heap.Init(&r.e.sched)
 			heap.Init(&r.e.leases)
+		case pbIdempotencyKeys:
+			err = r.e.keys.restoredKeysCheck()
 		case pbLastField:
 			err = r.finish()
 		}

@@ -548,9 +548,7 @@ func (r *pbRestore) restoreKey(m *pbKey) error {
 	if jobID >= idemPacked {
 		return fmt.Errorf("key %q of queue %q: job id %d out of range", sk.text(), q.name, jobID)
 	}
-	if !e.keys.addRestored(q, &sk, jobID, createdAt) {
-		return fmt.Errorf("key %q of queue %q appears twice", sk.text(), q.name)
-	}
+	e.keys.appendRestored(q, &sk, jobID, createdAt)
 	return nil
 }
 
