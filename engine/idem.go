@@ -345,12 +345,7 @@ func (k *idemKeys) appendRestored(q *queue, sk *storedKey, id JobID, createdAt i
 // between.
 func (k *idemKeys) indexRestored() *idemEntry {
 	n := k.fifo.Len()
-	size := 16
-	for n*4 > size*3 {
-		size *= 2
-	}
-	size = min(size, idemMaxSlots)
-	if len(k.slots) < size {
+	if size := slotsFor(n); len(k.slots) < size {
 		k.slots = make([]uint64, size)
 	}
 	if n == 0 {
@@ -359,6 +354,9 @@ func (k *idemKeys) indexRestored() *idemEntry {
 	tableBits := k.bits()
 	// Groups of about 32K slots (256 KiB of the table) each.
 	groupBits := max(1, int(tableBits)-15)
+	// Each entry's hash is computed twice, once to count its group and
+	// once to file it: a second buffer of n slots would cost more memory
+	// than the hashing costs time.
 	starts := make([]int, 1<<groupBits+1)
 	for i := range n {
 		starts[k.hashOf(k.fifo.ptr(i))>>(64-groupBits)+1]++
@@ -483,16 +481,23 @@ func (k *idemKeys) rehash(size, n int) {
 	}
 }
 
+// slotsFor is the index's size for n entries: the smallest power of two,
+// at least 16, that they load to three quarters at most, within
+// idemMaxSlots.
+func slotsFor(n int) int {
+	size := 16
+	for n*4 > size*3 {
+		size *= 2
+	}
+	return min(size, idemMaxSlots)
+}
+
 // reserve sizes the index and the FIFO for n entries at once (Restore).
 func (k *idemKeys) reserve(n int) {
 	if n <= k.fifo.Len() {
 		return
 	}
-	size := 16
-	for n*4 > size*3 {
-		size *= 2
-	}
-	if size > len(k.slots) {
+	if size := slotsFor(n); size > len(k.slots) {
 		k.rehash(size, n)
 	}
 	k.fifo.grow(n)
