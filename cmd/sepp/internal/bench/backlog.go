@@ -491,41 +491,12 @@ func (r *runner) backlogInstall(ctx context.Context, sender int) error {
 	runCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	load := r.startMixedLoad(ctx, runCtx, "backlog_install", queue)
-	loadErr := func() error {
-		stopLoad()
-		return load.wait()
+	marks, err := r.timeInstall(ctx, wiped, func() installMark { return installMark{load.acked.Load(), time.Now()} })
+	stopLoad()
+	if werr := load.wait(); err == nil {
+		err = werr
 	}
-	mark := func() (int64, time.Time) { return load.acked.Load(), time.Now() }
-	a0, t0 := mark()
-	select {
-	case <-ctx.Done():
-		_ = loadErr()
-		return ctx.Err()
-	case <-time.After(r.opts.MixedDuration):
-	}
-	a1, t1 := mark()
-
-	r.progress(fmt.Sprintf("replacing %s's disk: kill, remove, delete its data, start empty, join", node.ID))
-	if err := r.wipeAndJoin(ctx, wiped); err != nil {
-		_ = loadErr()
-		return err
-	}
-	st, err := r.cli.ClusterStatus(ctx)
 	if err != nil {
-		_ = loadErr()
-		return err
-	}
-	a2, t2 := mark()
-	r.progress(fmt.Sprintf("waiting for %s to install the snapshot and catch up to %d", node.ID, st.CommitIndex))
-	wctx, cancel := context.WithTimeout(ctx, restartTimeout)
-	err = r.waitApplied(wctx, wiped, st.CommitIndex)
-	cancel()
-	if err != nil {
-		_ = loadErr()
-		return err
-	}
-	a3, t3 := mark()
-	if err := loadErr(); err != nil {
 		return err
 	}
 	if _, err := r.drainQueue(ctx, queue); err != nil {
@@ -540,7 +511,7 @@ func (r *runner) backlogInstall(ctx context.Context, sender int) error {
 		r.note("backlog: %s caught up from %s's log, with no snapshot installed: no install figures", node.ID, nodes[sender].ID)
 		return nil
 	}
-	took := t3.Sub(t2)
+	took := marks[3].at.Sub(marks[2].at)
 	r.add("backlog_install_to_caught_up", ms(took), "ms")
 	if v, ok := meanMS(histogramTotals{}, m.restore); ok {
 		r.add("backlog_install_restore", v, "ms")
@@ -551,14 +522,52 @@ func (r *runner) backlogInstall(ctx context.Context, sender int) error {
 	} else {
 		r.note("backlog: installed snapshot's size: %v", err)
 	}
-	before := float64(a1-a0) / t1.Sub(t0).Seconds()
-	during := float64(a3-a2) / took.Seconds()
+	before := float64(marks[1].acked-marks[0].acked) / marks[1].at.Sub(marks[0].at).Seconds()
+	during := float64(marks[3].acked-marks[2].acked) / took.Seconds()
 	r.add("backlog_install_leader_completed_rate_before", before, "jobs/s")
 	r.add("backlog_install_leader_completed_rate", during, "jobs/s")
 	if ratio, ok := rateRatio(during, before); ok {
 		r.add("backlog_install_leader_rate_ratio", ratio, "x")
 	}
 	return nil
+}
+
+// installMark is the load's acked count at a moment.
+type installMark struct {
+	acked int64
+	at    time.Time
+}
+
+// timeInstall marks the load (mark) before and after --mixed-duration of
+// it, then replaces local node wiped's disk and marks it again from the
+// join to when the node has applied what was committed at the join.
+func (r *runner) timeInstall(ctx context.Context, wiped int, mark func() installMark) ([4]installMark, error) {
+	var marks [4]installMark
+	node := r.cluster.Nodes[wiped]
+	marks[0] = mark()
+	select {
+	case <-ctx.Done():
+		return marks, ctx.Err()
+	case <-time.After(r.opts.MixedDuration):
+	}
+	marks[1] = mark()
+	r.progress(fmt.Sprintf("replacing %s's disk: kill, remove, delete its data, start empty, join", node.ID))
+	if err := r.wipeAndJoin(ctx, wiped); err != nil {
+		return marks, err
+	}
+	st, err := r.cli.ClusterStatus(ctx)
+	if err != nil {
+		return marks, err
+	}
+	marks[2] = mark()
+	r.progress(fmt.Sprintf("waiting for %s to install the snapshot and catch up to %d", node.ID, st.CommitIndex))
+	wctx, cancel := context.WithTimeout(ctx, restartTimeout)
+	defer cancel()
+	if err := r.waitApplied(wctx, wiped, st.CommitIndex); err != nil {
+		return marks, err
+	}
+	marks[3] = mark()
+	return marks, nil
 }
 
 // leadFrom makes local node i the leader, by a transfer when another
