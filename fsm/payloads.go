@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,6 +136,14 @@ func openPayloadStore(dir string, opts store.Options, log hclog.Logger) (*payloa
 		st  *store.Store
 		err error
 	)
+	// What an install a crash interrupted left: its staged files, or the
+	// store it moved aside (store.Install).
+	if err := os.RemoveAll(stagedDir(dir)); err != nil {
+		return nil, fmt.Errorf("fsm: remove an interrupted install's files: %w", err)
+	}
+	if err := store.Recover(dir, opts); err != nil {
+		return nil, fmt.Errorf("fsm: open the payload store: %w", err)
+	}
 	if _, serr := os.Stat(filepath.Join(dir, rebuildMarker)); serr == nil {
 		log.Warn("payload store marked for a rebuild after a failed read or write: emptying it; the snapshot and the log rebuild it", "dir", dir)
 		st, err = openEmptyStore(dir, opts)
@@ -364,6 +373,66 @@ func (p *payloadStore) reset() error {
 	p.ahead, p.aheadTerm = 0, 0
 	p.rebuilds++
 	return nil
+}
+
+// stagedDir is where a format 5 snapshot's store files are written before
+// they replace the store in dir: beside it, on the same file system, so
+// that a rename puts them in place.
+func stagedDir(dir string) string { return dir + ".install" }
+
+// stage writes a format 5 snapshot's store files (store.WriteCheckpoint's
+// archive) into stagedDir, each file synced. The store is not touched.
+func (p *payloadStore) stage(r io.Reader) error {
+	staged := stagedDir(p.dir)
+	if err := os.RemoveAll(staged); err != nil {
+		return err
+	}
+	return store.ReadCheckpoint(r, staged, p.opts)
+}
+
+// checkStaged opens the staged files read only and requires their applied
+// index to be the snapshot's: the checkpoint of that snapshot, not of
+// another state.
+func (p *payloadStore) checkStaged(snapIndex uint64) error {
+	st, err := store.OpenCheckpoint(stagedDir(p.dir), p.opts)
+	if err != nil {
+		return fmt.Errorf("%w: store files: %w", ErrSnapshot, err)
+	}
+	index := st.AppliedIndex()
+	if err := st.Close(); err != nil {
+		return fmt.Errorf("%w: store files: %w", ErrSnapshot, err)
+	}
+	if snapIndex == 0 || index != snapIndex {
+		return fmt.Errorf("%w: store files at applied index %d, the snapshot's is %d", ErrSnapshot, index, snapIndex)
+	}
+	return nil
+}
+
+// dropStaged removes what stage wrote, best effort (the next start
+// removes it too).
+func (p *payloadStore) dropStaged() { _ = os.RemoveAll(stagedDir(p.dir)) }
+
+// installStaged replaces the store by the staged files (store.Install: a
+// crash between the renames leaves the old store, which the next start
+// puts back) and opens them. The store then holds the snapshot's state at
+// snapIndex, and the engine is not behind it. A failure stops the node:
+// the old store is closed, and the next start rebuilds it.
+func (p *payloadStore) installStaged(snapIndex uint64) {
+	if p.batch != nil {
+		p.batch.Close()
+		p.batch = nil
+	}
+	if err := p.st.Close(); err != nil {
+		p.fail("close the store for an install", err)
+	}
+	st, err := store.Install(stagedDir(p.dir), p.dir, p.opts)
+	if err != nil {
+		p.fail("install the snapshot's files", err)
+	}
+	p.st = st
+	p.ahead, p.aheadTerm = 0, 0
+	p.applied, p.appliedTerm = snapIndex, st.AppliedTerm()
+	p.rebuilds++
 }
 
 // endLoad commits what a load left in its last batch, with the snapshot's

@@ -25,7 +25,7 @@ import (
 // Snapshot stream layout (all integers big-endian):
 //
 //	magic            8 bytes  "SEPPSNAP"
-//	format version   uint32   1 to 4 (SnapshotFormatVersion)
+//	format version   uint32   1 to 5 (SnapshotFormatVersion)
 //	meta length      uint32   then that many bytes of cmdpb.SnapshotMeta
 //	engine length    uint64   then that many bytes of engine.Snapshot output
 //	payloads         (formats 2 and 3) records of
@@ -38,6 +38,10 @@ import (
 //	checksum         uint32   CRC-32C of every byte before it
 //	payloads         (format 4 only) as above, then
 //	checksum         uint32   (format 4 only) CRC-32C of the payload section
+//	store files      (format 5 only) the payload store's checkpoint at the
+//	                          snapshot's index, a tar archive of its files
+//	                          (store.WriteCheckpoint), then
+//	checksum         uint32   (format 5 only) CRC-32C of the archive
 //
 // Format 1 carries the payloads inside the engine's part. Format 2 (issue 35
 // item 3) writes the engine's part with payload lengths only
@@ -66,6 +70,19 @@ import (
 // before the state is swapped in. A node writes format 4 once every member
 // applies CommandVersionSnapshotPayloadsLast, whose binaries restore it.
 //
+// Format 5 (issue 35 item 3) ends with the payload store itself in place
+// of its records: the checkpoint Snapshot takes, as its files. A follower
+// that installs it writes the files as they come, checks their checksum,
+// renames them into place (store.Install) and opens them: no record is
+// decoded, checked or written again, and the leader reads files rather
+// than walking its checkpoint record by record. The bytes are the leader's
+// physical files, which differ between replicas (each compacts on its
+// own); what they hold is the state at the snapshot's index, which the
+// store's applied index, required to equal the snapshot's, pins. A node
+// writes format 5 only with snapshot checkpoints (Config.
+// SnapshotCheckpointDir) and once every member applies
+// CommandVersionSnapshotStoreFiles, whose binaries restore it.
+//
 // The engine's part is copied from a temporary file written under the read
 // lock in Snapshot, so a large state never needs a second in-memory copy and
 // the lock is held only for one sequential write to local disk, not for the
@@ -82,9 +99,12 @@ const (
 	// snapshotFormatPayloadsLast is format 4: the completed section and a
 	// checksum, then the payload section and a checksum of its own.
 	snapshotFormatPayloadsLast = 4
+	// snapshotFormatStoreFiles is format 5: format 4 with the payload
+	// store's files in place of the payload section.
+	snapshotFormatStoreFiles = 5
 	// SnapshotFormatVersion is the newest layout above; Restore accepts 1
-	// to 4.
-	SnapshotFormatVersion = snapshotFormatPayloadsLast
+	// to 5.
+	SnapshotFormatVersion = snapshotFormatStoreFiles
 	// maxCompletedRecordBytes bounds one record of the completed section:
 	// a result of at most 16 MiB (limits.max_result_bytes) and its job's
 	// fields, so that a corrupt length cannot make Restore allocate more.
@@ -135,6 +155,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 			if f.membersApplyLocked(CommandVersionSnapshotPayloadsLast) {
 				snap.format = snapshotFormatPayloadsLast
 			}
+			if snap.format == snapshotFormatPayloadsLast && f.cfg.SnapshotCheckpointDir != "" && f.membersApplyLocked(CommandVersionSnapshotStoreFiles) {
+				snap.format = snapshotFormatStoreFiles
+			}
 		}
 		// The store's index at or past this snapshot's, flushed before raft
 		// keeps the snapshot (Persist waits for it), so that a restart from
@@ -142,7 +165,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		// and keeps it. Pebble flushes memtables in order: the records of
 		// every earlier entry are durable with the index.
 		err := f.payloads.markApplied()
-		if err == nil && snap.format == snapshotFormatPayloadsLast && f.cfg.SnapshotCheckpointDir != "" {
+		if err == nil && snap.format >= snapshotFormatPayloadsLast && f.cfg.SnapshotCheckpointDir != "" {
 			// The payloads stay in a checkpoint of the store at this
 			// index (snapshot_checkpoint.go): a flush and hard links,
 			// between two applies so that it holds exactly this state.
@@ -157,7 +180,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 				_, err := st.Checkpoint(dir)
 				checkpointed <- err
 			}(f.payloads.st, snap.checkpoint)
-			snap.payloadSection = f.eng.PayloadSectionBytes()
+			if snap.format == snapshotFormatPayloadsLast {
+				snap.payloadSection = f.eng.PayloadSectionBytes()
+			} // format 5's section is the checkpoint's files, sized once they exist (writeTo)
 		} else if err == nil {
 			snap.storeFlushed, err = f.payloads.st.FlushAsync()
 		}
@@ -258,9 +283,9 @@ type fileSnapshot struct {
 	// snapshot (nil without a store, or with a checkpoint).
 	storeFlushed func() error
 	// checkpoint is the pending checkpoint of the store at the snapshot's
-	// index that holds its payloads (format 4 with
+	// index that holds its payloads (format 4 or 5 with
 	// Config.SnapshotCheckpointDir), and payloadSection the size of the
-	// payload section it makes; "" without.
+	// payload section it makes in format 4; "" without.
 	checkpoint     string
 	payloadSection int64
 	// engine is the engine's part as captured, until writeTo writes it
@@ -341,18 +366,34 @@ func (s *fileSnapshot) writeTo(w io.Writer) error {
 	if n != s.engineLen {
 		return fmt.Errorf("engine snapshot file is %d bytes, expected %d", n, s.engineLen)
 	}
-	if s.format == snapshotFormatPayloadsLast {
+	if s.format >= snapshotFormatPayloadsLast {
 		if err := writeCompletedSection(out, s.bodies); err != nil {
 			return err
 		}
 		if _, err := bw.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32())); err != nil {
 			return err
 		}
+		if s.format == snapshotFormatStoreFiles {
+			if sink, ok := w.(checkpointAdopter); ok {
+				// The files stay in the checkpoint: opening the snapshot
+				// streams them.
+				size, err := store.CheckpointStreamBytes(s.checkpoint, store.Options{})
+				if err != nil {
+					return err
+				}
+				sink.adopt(s.checkpoint, size, true)
+				return bw.Flush()
+			}
+			if err := writeCheckpointFiles(bw, s.checkpoint, -1); err != nil {
+				return err
+			}
+			return bw.Flush()
+		}
 		if s.checkpoint != "" {
 			if sink, ok := w.(checkpointAdopter); ok {
 				// The payload section stays in the checkpoint: the sink
 				// keeps it, and opening the snapshot streams it.
-				sink.adopt(s.checkpoint, s.payloadSection)
+				sink.adopt(s.checkpoint, s.payloadSection, false)
 				return bw.Flush()
 			}
 			// A sink that keeps files only: the section read from the
@@ -531,31 +572,51 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // the engine being replaced reads its payloads from the store. A snapshot
 // that fails to refill the store stops the node: the old engine's payloads
 // are gone with the store's old content, so no state is left to serve.
+//
+// A format 5 snapshot carries the store's files: they are staged beside
+// the store while the engine is restored, writing nothing, and swapped in
+// only once both checksums and the files' applied index hold, so a bad
+// stream leaves the store and the engine as they were.
 func (f *FSM) restoreWithPayloadStore(rc io.Reader) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var (
-		kept    bool
-		snapIdx uint64
+		kept, installing bool
+		snapIdx          uint64
 	)
-	eng, meta, err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), f.cfg.Engine, func(meta *cmdpb.SnapshotMeta) (engine.PayloadStore, bool, error) {
+	eng, meta, err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), f.cfg.Engine, func(meta *cmdpb.SnapshotMeta, format uint32) (payloadChoice, error) {
 		snapIdx = meta.GetAppliedIndex()
 		if kept = f.payloads.keeps(snapIdx); kept {
-			return f.payloads, true, nil
+			return payloadChoice{store: f.payloads, ahead: true}, nil
 		}
-		return f.payloads, false, f.payloads.reset()
+		if format == snapshotFormatStoreFiles {
+			// The files are the store: the engine writes nothing.
+			installing = true
+			return payloadChoice{store: f.payloads, ahead: true, receiveFiles: f.payloads.stage}, nil
+		}
+		return payloadChoice{store: f.payloads}, f.payloads.reset()
 	})
-	if kept && err != nil {
+	if installing && err == nil {
+		err = f.payloads.checkStaged(snapIdx)
+	}
+	if installing && err != nil {
+		f.payloads.dropStaged()
+	}
+	if (kept || installing) && err != nil {
 		return err // the store and the engine are as they were
 	}
 	if err != nil {
 		panic(fmt.Sprintf("fsm: restore: %v", err))
 	}
-	if kept {
+	switch {
+	case kept:
 		f.payloads.keep(snapIdx)
 		f.log.Info("restored a snapshot over the payload store kept from the last run",
 			"snapshot_index", snapIdx, "store_index", f.payloads.ahead)
-	} else {
+	case installing:
+		f.payloads.installStaged(snapIdx)
+		f.log.Info("installed the payload store's files from a snapshot", "snapshot_index", snapIdx)
+	default:
 		f.payloads.endLoad(snapIdx)
 	}
 	f.installLocked(eng, meta)
@@ -587,11 +648,23 @@ func (f *FSM) installLocked(eng *engine.Engine, meta *cmdpb.SnapshotMeta) {
 	f.commandsSinceSnapshot.Store(0)
 }
 
-// payloadsFor chooses, once a snapshot's meta section is read, the store
-// its engine keeps payloads in and whether that store is ahead of the
-// snapshot (engine.SetPayloadsAhead: the payloads are read past, not
-// written); an error stops the restore. nil: payloads stay in the heap.
-type payloadsFor func(meta *cmdpb.SnapshotMeta) (store engine.PayloadStore, ahead bool, err error)
+// payloadsFor chooses, once a snapshot's format and meta section are
+// read, where its payloads go; an error stops the restore. nil: payloads
+// stay in the heap.
+type payloadsFor func(meta *cmdpb.SnapshotMeta, format uint32) (payloadChoice, error)
+
+// payloadChoice is where a restored engine's payloads go.
+type payloadChoice struct {
+	// store is the store the engine keeps its payloads in.
+	store engine.PayloadStore
+	// ahead says that the store holds the payloads already, or will once
+	// receiveFiles's are swapped in (engine.SetPayloadsAhead): the engine
+	// reads them past and writes nothing.
+	ahead bool
+	// receiveFiles takes a format 5 snapshot's store files; nil: the
+	// stream is not read past the first checksum (the store is ahead).
+	receiveFiles func(io.Reader) error
+}
 
 func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) (*engine.Engine, *cmdpb.SnapshotMeta, error) {
 	crc := crc32.New(castagnoli)
@@ -605,7 +678,7 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 		return nil, nil, fmt.Errorf("%w: magic %q, want %q", ErrSnapshot, header[:8], snapshotMagic)
 	}
 	format := binary.BigEndian.Uint32(header[8:12])
-	if format < snapshotFormatInline || format > snapshotFormatPayloadsLast {
+	if format < snapshotFormatInline || format > snapshotFormatStoreFiles {
 		return nil, nil, fmt.Errorf("%w: format version %d, this binary restores 1 to %d", ErrSnapshot, format, SnapshotFormatVersion)
 	}
 	metaLen := binary.BigEndian.Uint32(header[12:16])
@@ -631,15 +704,16 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 
 	section := &io.LimitedReader{R: body, N: int64(engineLen)}
 	eng := engine.New(engineCfg)
-	storeAhead := false
+	var choice payloadChoice
 	if choose != nil {
-		payloads, ahead, err := choose(meta)
-		if err != nil {
+		var err error
+		if choice, err = choose(meta, format); err != nil {
 			return nil, nil, err
 		}
-		eng.UsePayloadStore(payloads)
-		eng.SetPayloadsAhead(ahead)
-		storeAhead = ahead
+		eng.UsePayloadStore(choice.store)
+		eng.SetPayloadsAhead(choice.ahead)
+	} else if format == snapshotFormatStoreFiles {
+		return nil, nil, fmt.Errorf("%w: format %d carries the payload store's files, and this state machine keeps its payloads in memory", ErrSnapshot, format)
 	}
 	opts := engine.SnapshotOptions{
 		PayloadLengths:   format >= snapshotFormatPayloadSection,
@@ -655,8 +729,8 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 	} else if section.N != 0 {
 		return nil, nil, fmt.Errorf("%w: engine section truncated (%d bytes after the engine's end, %d missing)", ErrSnapshot, rest, section.N)
 	}
-	if format == snapshotFormatPayloadsLast {
-		if err := readPayloadsLast(r, body, crc, eng, storeAhead); err != nil {
+	if format >= snapshotFormatPayloadsLast {
+		if err := readPayloadsLast(r, body, crc, eng, format, choice); err != nil {
 			return nil, nil, err
 		}
 		return eng, meta, nil
@@ -678,21 +752,35 @@ func readSnapshot(r *bufio.Reader, engineCfg engine.Config, choose payloadsFor) 
 	return eng, meta, nil
 }
 
-// readPayloadsLast reads what follows the engine's part in format 4: the
-// completed section and the checksum of everything before it (body tees
-// into crc), then, unless the payload store is ahead of the snapshot
-// (storeAhead: it holds every payload already, and reading them would only
-// check them), the payload section and its own checksum. Nothing after the
-// first checksum is read when the store is ahead: the caller closes the
-// stream.
-func readPayloadsLast(r *bufio.Reader, body io.Reader, crc hash.Hash32, eng *engine.Engine, storeAhead bool) error {
+// readPayloadsLast reads what follows the engine's part in formats 4 and
+// 5: the completed section and the checksum of everything before it (body
+// tees into crc), then the last section and its own checksum: format 4's
+// payload section, unless the payload store is ahead of the snapshot (it
+// holds every payload already, and reading them would only check them),
+// or format 5's store files, when the choice takes them. Nothing after
+// the first checksum is read otherwise: the caller closes the stream.
+func readPayloadsLast(r *bufio.Reader, body io.Reader, crc hash.Hash32, eng *engine.Engine, format uint32, choice payloadChoice) error {
 	if err := readCompletedSection(body, eng); err != nil {
 		return fmt.Errorf("%w: completed section: %w", ErrSnapshot, err)
 	}
 	if err := readChecksum(r, crc.Sum32(), "checksum"); err != nil {
 		return err
 	}
-	if storeAhead {
+	if format == snapshotFormatStoreFiles {
+		eng.PayloadsLoaded()
+		if choice.receiveFiles == nil {
+			return nil
+		}
+		filesCRC := crc32.New(castagnoli)
+		if err := choice.receiveFiles(io.TeeReader(r, filesCRC)); err != nil {
+			if errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrInvalidArgument) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("%w: store files: %w", ErrSnapshot, err)
+			}
+			return fmt.Errorf("fsm: restore: receive the store's files: %w", err)
+		}
+		return readChecksum(r, filesCRC.Sum32(), "store files checksum")
+	}
+	if choice.ahead {
 		eng.PayloadsLoaded()
 		return nil
 	}

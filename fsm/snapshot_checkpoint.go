@@ -57,6 +57,9 @@ const (
 type checkpointInfo struct {
 	// PayloadSectionBytes is the section's size without its checksum.
 	PayloadSectionBytes int64 `json:"payload_section_bytes"`
+	// StoreFiles says that the section is the checkpoint's files (format
+	// 5), not its payload records (format 4).
+	StoreFiles bool `json:"store_files,omitempty"`
 }
 
 // CheckpointSnapshots wraps raft's snapshot store for a state machine
@@ -186,6 +189,7 @@ func (c *checkpointSnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser
 		id:     id,
 		dir:    dir,
 		want:   info.PayloadSectionBytes,
+		files:  info.StoreFiles,
 	}, nil
 }
 
@@ -264,7 +268,7 @@ func (c *checkpointSnapshots) collect(pending bool) {
 // checkpoint: Persist hands it the pending checkpoint and the payload
 // section's size after writing everything before the section.
 type checkpointAdopter interface {
-	adopt(pending string, payloadSectionBytes int64)
+	adopt(pending string, sectionBytes int64, storeFiles bool)
 }
 
 // checkpointSink is raft's sink with a checkpoint to move into place.
@@ -273,11 +277,12 @@ type checkpointSink struct {
 	c       *checkpointSnapshots
 	pending string
 	section int64
+	files   bool
 	ended   bool
 }
 
-func (s *checkpointSink) adopt(pending string, payloadSectionBytes int64) {
-	s.pending, s.section = pending, payloadSectionBytes
+func (s *checkpointSink) adopt(pending string, sectionBytes int64, storeFiles bool) {
+	s.pending, s.section, s.files = pending, sectionBytes, storeFiles
 }
 
 // Close moves the adopted checkpoint to the snapshot's id, with its size,
@@ -295,7 +300,7 @@ func (s *checkpointSink) Close() error {
 	id := s.ID()
 	dir := filepath.Join(s.c.root, id)
 	infoPath := dir + checkpointInfoSuffix
-	err := writeFileSynced(infoPath, checkpointInfo{PayloadSectionBytes: s.section})
+	err := writeFileSynced(infoPath, checkpointInfo{PayloadSectionBytes: s.section, StoreFiles: s.files})
 	if err == nil {
 		err = os.Rename(s.pending, dir)
 	}
@@ -357,14 +362,15 @@ func syncDir(dir string) error {
 }
 
 // checkpointReader is a snapshot read whole: the stored part, then the
-// payload section streamed from the checkpoint, which is opened only if
-// the reader gets that far.
+// payload section (format 4) or the store's files (format 5) streamed
+// from the checkpoint, which is opened only if the reader gets that far.
 type checkpointReader struct {
 	stored io.ReadCloser
 	c      *checkpointSnapshots
 	id     string
 	dir    string
 	want   int64
+	files  bool
 
 	storedDone bool
 	pr         *io.PipeReader
@@ -389,10 +395,15 @@ func (r *checkpointReader) Read(p []byte) (int, error) {
 		go func() {
 			defer close(r.done)
 			bw := bufio.NewWriterSize(pw, 1<<20)
-			st, err := r.c.acquire(r.id, r.dir)
-			if err == nil {
-				err = writeStorePayloads(bw, st, r.dir, r.want)
-				r.c.releaseStore(r.id)
+			var err error
+			if r.files {
+				err = writeCheckpointFiles(bw, r.dir, r.want)
+			} else {
+				var st *store.Store
+				if st, err = r.c.acquire(r.id, r.dir); err == nil {
+					err = writeStorePayloads(bw, st, r.dir, r.want)
+					r.c.releaseStore(r.id)
+				}
 			}
 			if err == nil {
 				err = bw.Flush()
@@ -451,6 +462,23 @@ func writeStorePayloads(w io.Writer, st *store.Store, dir string, want int64) er
 		return fmt.Errorf("checkpoint %s holds a payload section of %d bytes, its snapshot states %d", dir, counted.n, want)
 	}
 	_, err = w.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32()))
+	return err
+}
+
+// writeCheckpointFiles writes format 5's last section from the checkpoint
+// in dir: its files as store.WriteCheckpoint archives them, then their
+// checksum; want, unless negative, is the archive's size its snapshot
+// stated, which it must be.
+func writeCheckpointFiles(w io.Writer, dir string, want int64) error {
+	crc := crc32.New(castagnoli)
+	counted := &countingWriter{w: io.MultiWriter(w, crc)}
+	if err := store.WriteCheckpoint(dir, counted, store.Options{}); err != nil {
+		return err
+	}
+	if want >= 0 && counted.n != want {
+		return fmt.Errorf("checkpoint %s streams %d bytes of files, its snapshot states %d", dir, counted.n, want)
+	}
+	_, err := w.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32()))
 	return err
 }
 

@@ -78,6 +78,8 @@ const (
 	CommandVersionDependencies = 27
 	// CommandVersionSnapshotProtobuf = 28: a capability row (below).
 	CommandVersionSnapshotProtobuf = 28
+	// CommandVersionSnapshotStoreFiles = 29: a capability row (below).
+	CommandVersionSnapshotStoreFiles = 29
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -98,7 +100,7 @@ type commandVersionRow struct {
 // version, and the code that needs it asks whether every member applies
 // it (NodeMeta.AppliesCommandVersion); a command stamped with one would be
 // a bug (TestVersionTable_OneDeclaration).
-var capabilityVersions = []uint32{CommandVersionSnapshotPayloads, CommandVersionSnapshotPayloadsLast, CommandVersionSnapshotProtobuf}
+var capabilityVersions = []uint32{CommandVersionSnapshotPayloads, CommandVersionSnapshotPayloadsLast, CommandVersionSnapshotProtobuf, CommandVersionSnapshotStoreFiles}
 
 // isCapability reports whether version v is a capability row.
 func isCapability(v uint32) bool { return slices.Contains(capabilityVersions, v) }
@@ -161,6 +163,8 @@ var commandVersions = [...]commandVersionRow{
 		"a JobEnqueueBatch or a JobAck's follow-ups whose EnqueueRequests name earlier items with after (engine/dependencies.go): the job is blocked until those end, then released or cancelled; an older binary would drop the field and make the job ready at once, and its state, snapshot and answers would differ from the others'; until every member applies it the leader refuses such a request (FAILED_PRECONDITION naming the feature, nothing applied: cluster); the binary also restores the engine snapshot layout that carries the blocked jobs and their parents, which the engine writes only while a job has parents, so never before every member applies this version"},
 	{CommandVersionSnapshotProtobuf, "snapshot_protobuf", nil,
 		"a capability, no command: the binary restores the engine's snapshot in protobuf, layout 19 (engine/snapshot_pb.go, proto/seppstore/v1/engine.proto), in place of the hand-written layouts 1 to 18, which it still reads; a node writes layout 19 only once every member applies this version, since an older binary refuses it"},
+	{CommandVersionSnapshotStoreFiles, "snapshot_store_files", nil,
+		"a capability, no command: the binary restores snapshot format 5, whose last section is the payload store's checkpoint as its files (snapshot.go, store.WriteCheckpoint), so a follower that needs an install receives the store's files and renames them into place instead of writing every record again; a node writes format 5 only once every member applies this version, since an older binary refuses it"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:

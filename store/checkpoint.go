@@ -72,6 +72,36 @@ func WriteCheckpoint(dir string, w io.Writer, o Options) error {
 	return nil
 }
 
+// tarBlock is tar's block: a header is one, a file's bytes are padded to
+// whole blocks, and two zero blocks end the archive.
+const tarBlock = 512
+
+// CheckpointStreamBytes is the size of what WriteCheckpoint writes for the
+// checkpoint in dir, from its files' sizes alone: raft must state a
+// snapshot's size before it sends a byte, and a checkpoint's files never
+// change once written.
+func CheckpointStreamBytes(dir string, o Options) (int64, error) {
+	fs := fsOf(o)
+	names, err := checkpointFiles(fs, dir)
+	if err != nil {
+		return 0, fmt.Errorf("store: list checkpoint %s: %w", dir, err)
+	}
+	n := int64(2 * tarBlock)
+	for _, name := range names {
+		st, err := fs.Stat(fs.PathJoin(dir, name))
+		if err != nil {
+			return 0, fmt.Errorf("store: checkpoint file %s: %w", name, err)
+		}
+		if len(name) > 100 {
+			// A longer name takes a PAX header of its own; Pebble's
+			// names are short, and the size must be exact.
+			return 0, fmt.Errorf("store: checkpoint file name %q is longer than a tar header holds", name)
+		}
+		n += tarBlock + (st.Size()+tarBlock-1)/tarBlock*tarBlock
+	}
+	return n, nil
+}
+
 func writeTarFile(fs vfs.FS, tw *tar.Writer, dir, name string) error {
 	f, err := fs.Open(fs.PathJoin(dir, name))
 	if err != nil {

@@ -420,6 +420,9 @@ func TestCheckpoint_StreamAndInstall(t *testing.T) {
 	if err := WriteCheckpoint("ckpt", &stream, o); err != nil {
 		t.Fatal(err)
 	}
+	if size, err := CheckpointStreamBytes("ckpt", o); err != nil || size != int64(stream.Len()) {
+		t.Fatalf("CheckpointStreamBytes = %d, %v; WriteCheckpoint wrote %d", size, err, stream.Len())
+	}
 
 	// The follower: an older store in place, the stream staged, installed.
 	fo := Options{FS: vfs.NewMem()}
