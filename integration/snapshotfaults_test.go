@@ -65,12 +65,15 @@ func TestSnapshotFault_KilledTakingASnapshot(t *testing.T) {
 }
 
 // A follower down long enough that the leader compacted the entries it
-// missed is sent a snapshot on its restart, and is killed twice while it
-// receives it: first in the middle of the transfer, then once the whole
-// snapshot is on disk but before its state machine restored it. Its third
-// start serves, catches up, and the history holds: nothing acknowledged
-// lost or duplicated (issue 35 item 8). The binary is built with the tag
-// sepp_fault_inject (cluster/faultinject_on.go).
+// missed is sent a snapshot on its restart, and is killed four times
+// while it installs it: in the middle of the transfer; once the whole
+// snapshot is on disk but before its state machine restored it; then, as
+// it restores that snapshot at its next start, in the middle of writing
+// the payload store's files it carries (format 5), and between moving its
+// old store aside and renaming the new one in. Its fifth start serves,
+// catches up, and the history holds: nothing acknowledged lost or
+// duplicated (issue 35 item 8). The binary is built with the tag
+// sepp_fault_inject (cluster/faultinject_on.go, store/faultinject_on.go).
 func TestSnapshotFault_KilledInstallingASnapshot(t *testing.T) {
 	t.Parallel()
 	requireLong(t)
@@ -103,11 +106,18 @@ func TestSnapshotFault_KilledInstallingASnapshot(t *testing.T) {
 			}
 			story = append(story, line)
 		}
+		for _, point := range []string{"staging", "swapping"} {
+			line, err := killArmed(ctx, c, f, "inject-kill-in-install", point, "store: killed in install", 30*time.Second)
+			if err != nil {
+				return story, err
+			}
+			story = append(story, line)
+		}
 		took, err := startAndCatchUp(ctx, insp, c, f)
 		if err != nil {
 			return story, err
 		}
-		return append(story, fmt.Sprintf("third start: served and caught up in %s", took)), nil
+		return append(story, fmt.Sprintf("fifth start: served and caught up in %s", took)), nil
 	})
 }
 
@@ -116,11 +126,18 @@ func TestSnapshotFault_KilledInstallingASnapshot(t *testing.T) {
 // first if it is down, and waits for it to die so. It returns the line
 // the node printed as it died.
 func killInSnapshot(ctx context.Context, c localCluster, i int, aim string, timeout time.Duration) (string, error) {
+	return killArmed(ctx, c, i, "inject-kill-in-snapshot", aim, "cluster: killed in snapshot", timeout)
+}
+
+// killArmed writes trigger, naming aim, into node i's data dir, starting
+// the node first if it is down, and waits for the node to die by it: the
+// test build prints marker, then "(aim)", as it kills itself. It returns
+// that line.
+func killArmed(ctx context.Context, c localCluster, i int, trigger, aim, marker string, timeout time.Duration) (string, error) {
 	node := c.Nodes[i]
 	logPath := filepath.Join(node.Dir, "sepp.log")
-	const marker = "cluster: killed in snapshot"
 	before := countInFile(logPath, marker)
-	if err := os.WriteFile(filepath.Join(node.DataDir(), "inject-kill-in-snapshot"), []byte(aim), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(node.DataDir(), trigger), []byte(aim), 0o644); err != nil {
 		return "", err
 	}
 	if !c.Running(i) {
@@ -129,20 +146,21 @@ func killInSnapshot(ctx context.Context, c localCluster, i int, aim string, time
 		}
 	}
 	if err := waitFor(ctx, timeout, func(context.Context) (bool, error) {
-		return !c.Running(i), fmt.Errorf("%s, armed to die in a snapshot (%s), still runs", node.ID, aim)
+		return !c.Running(i), fmt.Errorf("%s, armed to die (%s: %s), still runs", node.ID, trigger, aim)
 	}); err != nil {
 		return "", fmt.Errorf("%w\n%s", err, c.LogTail(i))
 	}
 	logTail := tail(logPath, 40)
 	at := strings.LastIndex(logTail, marker)
 	if at < 0 || countInFile(logPath, marker) == before {
-		return "", fmt.Errorf("%s exited, but not in a snapshot:\n%s", node.ID, logTail)
+		return "", fmt.Errorf("%s exited, but not by %s:\n%s", node.ID, trigger, logTail)
 	}
 	line, _, _ := strings.Cut(logTail[at:], " (injected")
 	if !strings.Contains(line, "("+aim+")") {
-		return "", fmt.Errorf("%s was killed in the wrong kind of snapshot, want %s: %s", node.ID, aim, line)
+		return "", fmt.Errorf("%s was killed at the wrong point, want %s: %s", node.ID, aim, line)
 	}
-	return fmt.Sprintf("%s %s", node.ID, strings.TrimPrefix(line, "cluster: ")), nil
+	prefix, _, _ := strings.Cut(marker, " ")
+	return fmt.Sprintf("%s %s", node.ID, strings.TrimPrefix(line, prefix+" ")), nil
 }
 
 // startAndCatchUp starts node i and waits until it serves and holds

@@ -156,6 +156,9 @@ func ReadCheckpoint(r io.Reader, dir string, o Options) error {
 		if err := readTarFile(fs, tr, fs.PathJoin(dir, h.Name)); err != nil {
 			return fmt.Errorf("store: receive checkpoint file %s: %w", h.Name, err)
 		}
+		if n == 0 {
+			killInInstall(dir, "staging") // a test build's crash point (faultinject_on.go)
+		}
 	}
 	d, err := fs.OpenDir(dir)
 	if err != nil {
@@ -200,6 +203,7 @@ func Install(staged, dir string, o Options) (*Store, error) {
 		if err := fs.Rename(dir, old); err != nil {
 			return nil, fmt.Errorf("store: install: move old store aside: %w", err)
 		}
+		killInInstall(dir, "swapping") // a test build's crash point (faultinject_on.go)
 	}
 	if err := fs.Rename(staged, dir); err != nil {
 		return nil, fmt.Errorf("store: install: %w", err)

@@ -16,3 +16,8 @@ func injectFaults(string, *pebble.Options) *faultInjector { return nil }
 func (*faultInjector) start(*Store) {}
 
 func (*faultInjector) stop() {}
+
+// killInInstall does nothing in a real build; a test build
+// (faultinject_on.go) kills the process at the named point of an install
+// when the store's parent folder holds inject-kill-in-install naming it.
+func killInInstall(string, string) {}

@@ -103,3 +103,29 @@ func (f *killingFile) Write(p []byte) (int, error) {
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {} // SIGKILL cannot be caught: the process ends here
 }
+
+// injectKillInInstallFile, present in the node's data dir (the parent of
+// the store's folder and of the install's staged folder), makes an
+// install kill the process at the point the file names:
+//
+//   - "staging": ReadCheckpoint, once the first of the received files is
+//     written and synced, the rest not;
+//   - "swapping": Install, once the old store is moved aside and before
+//     the staged one is renamed into its place.
+//
+// The file is removed before the kill, so the restarted node runs on.
+const injectKillInInstallFile = "inject-kill-in-install"
+
+func killInInstall(dir, point string) {
+	trigger := filepath.Join(filepath.Dir(dir), injectKillInInstallFile)
+	aim, err := os.ReadFile(trigger)
+	if err != nil || strings.TrimSpace(string(aim)) != point {
+		return
+	}
+	if err := os.Remove(trigger); err != nil {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "store: killed in install (%s) of %s (injected: %s)\n", point, dir, injectKillInInstallFile)
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // SIGKILL cannot be caught: the process ends here
+}
