@@ -491,7 +491,9 @@ func (r *runner) backlogInstall(ctx context.Context, sender int) error {
 	runCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	load := r.startMixedLoad(ctx, runCtx, "backlog_install", queue)
-	marks, err := r.timeInstall(ctx, wiped, func() installMark { return installMark{load.acked.Load(), time.Now()} })
+	marks, err := r.timeInstall(ctx, wiped, func() installMark {
+		return installMark{acked: load.acked.Load(), at: time.Now(), cpu: r.nodesCPU()}
+	})
 	stopLoad()
 	if werr := load.wait(); err == nil {
 		err = werr
@@ -529,13 +531,56 @@ func (r *runner) backlogInstall(ctx context.Context, sender int) error {
 	if ratio, ok := rateRatio(during, before); ok {
 		r.add("backlog_install_leader_rate_ratio", ratio, "x")
 	}
+	// Where the cores went, before and during: on a machine that runs
+	// every node, the installing follower's work is CPU the leader lacks.
+	third := 3 - sender - wiped
+	for _, role := range []struct {
+		name string
+		i    int
+	}{{"leader", sender}, {"installing", wiped}, {"other", third}} {
+		if role.i < 0 || role.i >= len(nodes) {
+			continue
+		}
+		if v, ok := coresBetween(marks[0], marks[1], role.i); ok {
+			r.add("backlog_install_cpu_"+role.name+"_before", v, "cores")
+		}
+		if v, ok := coresBetween(marks[2], marks[3], role.i); ok {
+			r.add("backlog_install_cpu_"+role.name, v, "cores")
+		}
+	}
+	// The leader's own CPU per completed job: unchanged, the install costs
+	// the leader nothing of its own, and a lower rate is the cores it
+	// shared.
+	perJob := func(a, b installMark) (float64, bool) {
+		jobs := b.acked - a.acked
+		if jobs <= 0 || sender >= len(a.cpu) || a.cpu[sender] <= 0 || b.cpu[sender] <= 0 {
+			return 0, false
+		}
+		return float64((b.cpu[sender] - a.cpu[sender]).Microseconds()) / float64(jobs), true
+	}
+	if v, ok := perJob(marks[0], marks[1]); ok {
+		r.add("backlog_install_leader_cpu_per_job_before", v, "us")
+	}
+	if v, ok := perJob(marks[2], marks[3]); ok {
+		r.add("backlog_install_leader_cpu_per_job", v, "us")
+	}
 	return nil
 }
 
-// installMark is the load's acked count at a moment.
+// installMark is the load's acked count and each local node's CPU time
+// at a moment.
 type installMark struct {
 	acked int64
 	at    time.Time
+	cpu   []time.Duration // per node; 0 where unknown
+}
+
+// coresBetween is the cores node i used on average between two marks.
+func coresBetween(a, b installMark, i int) (float64, bool) {
+	if i >= len(a.cpu) || i >= len(b.cpu) || a.cpu[i] <= 0 || b.cpu[i] <= 0 || !b.at.After(a.at) {
+		return 0, false
+	}
+	return (b.cpu[i] - a.cpu[i]).Seconds() / b.at.Sub(a.at).Seconds(), true
 }
 
 // timeInstall marks the load (mark) before and after --mixed-duration of

@@ -91,6 +91,23 @@ func (r *runner) sampleCPU() cpuSample {
 	return s
 }
 
+// nodesCPU is each local node's CPU time so far (0 for a node that is
+// down or unreadable).
+func (r *runner) nodesCPU() []time.Duration {
+	if r.cluster == nil {
+		return nil
+	}
+	out := make([]time.Duration, len(r.cluster.Nodes))
+	for i := range r.cluster.Nodes {
+		if pid := r.cluster.Pid(i); pid != 0 {
+			if d, err := processCPU(pid); err == nil {
+				out[i] = d
+			}
+		}
+	}
+	return out
+}
+
 // addCPUPerJob reports the CPU time spent per job between two samples:
 // name_server_cpu_per_job (the three nodes together, local cluster only)
 // and name_client_cpu_per_job.
