@@ -18,8 +18,10 @@ import (
 // leader knows it stores). sepp_raft_apply_lag_entries is every node's own
 // commit index minus its applied index. sepp_raft_snapshot_seconds{phase}
 // times a snapshot's capture (under the state machine's lock: writes wait
-// for it) and its persist (the write to the snapshot store, concurrent with
-// applies); sepp_raft_restore_seconds times installing one.
+// for it), its persist (the write to the snapshot store, concurrent with
+// applies) and, on a follower, the receipt of one the leader sends (from
+// the transfer's start until it is in the snapshot store);
+// sepp_raft_restore_seconds times installing one.
 
 // FollowerLag returns, on the leader, how many log entries each other
 // voter trails the leader's last index by; nil on a follower. It is the
@@ -104,7 +106,7 @@ func newSnapshotMetrics() *snapshotMetrics {
 	return &snapshotMetrics{
 		snapshot: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sepp_raft_snapshot_seconds",
-			Help:    "Time of a Raft snapshot by phase: capture (the state machine's copy, during which applies wait) and persist (the write to the snapshot store).",
+			Help:    "Time of a Raft snapshot by phase: capture (the state machine's copy, during which applies wait), persist (the write to the snapshot store) and receive (on a follower, a snapshot the leader sends, from the transfer's start until it is in the snapshot store).",
 			Buckets: snapshotBuckets,
 		}, []string{"phase"}),
 		restore: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -148,5 +150,44 @@ func (s timedSnapshot) Persist(sink raft.SnapshotSink) error {
 	start := time.Now()
 	err := s.FSMSnapshot.Persist(sink)
 	s.persist.Observe(time.Since(start).Seconds())
+	return err
+}
+
+// timedSnapshots times the receipt of a snapshot the leader sends: one
+// whose index is past the node's last log entry (a leader sends one only
+// to a follower missing the entries it compacted; a snapshot the node
+// takes of its own state is at or below its last entry). Only such a
+// sink is wrapped: the state machine's Persist looks for methods of the
+// snapshot store's own sinks on the ones it writes
+// (fsm.CheckpointSnapshots).
+type timedSnapshots struct {
+	raft.SnapshotStore
+	logs    raft.LogStore
+	receive prometheus.Observer
+}
+
+func (t *timedSnapshots) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
+	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := t.SnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
+	if err != nil {
+		return sink, err
+	}
+	if last, lerr := t.logs.LastIndex(); lerr != nil || index <= last {
+		return sink, nil
+	}
+	return &timedSink{SnapshotSink: sink, start: time.Now(), receive: t.receive}, nil
+}
+
+type timedSink struct {
+	raft.SnapshotSink
+	start   time.Time
+	receive prometheus.Observer
+}
+
+func (s *timedSink) Close() error {
+	err := s.SnapshotSink.Close()
+	if err == nil {
+		s.receive.Observe(time.Since(s.start).Seconds())
+	}
 	return err
 }

@@ -232,6 +232,7 @@ func NewNode(cfg Config) (*Node, error) {
 		cleanup()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	snaps = &timedSnapshots{SnapshotStore: snaps, logs: cached, receive: n.snapTimes.snapshot.WithLabelValues("receive")} // metrics_lag.go
 
 	// The engine of every replica starts from the engine's defaults, never
 	// from this node's configuration: entries applied before the leader's

@@ -521,6 +521,13 @@ func (r *runner) backlogInstall(ctx context.Context, sender int) error {
 	if b, err := newestSnapshotBytes(filepath.Join(node.DataDir(), "snapshots")); err == nil {
 		r.add("backlog_install_size", mib(b), "MiB")
 		r.add("backlog_install_rate", mib(b)/took.Seconds(), "MiB/s")
+		// The transfer alone, from the leader's first byte until the
+		// snapshot is in the follower's store: the rate to hold beside
+		// disk_write_rate.
+		if v, ok := meanMS(histogramTotals{}, m.snapshotReceive); ok && v > 0 {
+			r.add("backlog_install_receive", v, "ms")
+			r.add("backlog_install_receive_rate", mib(b)/(v/1000), "MiB/s")
+		}
 	} else {
 		r.note("backlog: installed snapshot's size: %v", err)
 	}

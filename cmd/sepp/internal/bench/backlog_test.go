@@ -86,6 +86,9 @@ sepp_raft_snapshot_seconds_count{node="sepp-2",phase="capture"} 1
 sepp_raft_snapshot_seconds_bucket{node="sepp-2",phase="persist",le="+Inf"} 2
 sepp_raft_snapshot_seconds_sum{node="sepp-2",phase="persist"} 3
 sepp_raft_snapshot_seconds_count{node="sepp-2",phase="persist"} 2
+sepp_raft_snapshot_seconds_bucket{node="sepp-2",phase="receive",le="+Inf"} 1
+sepp_raft_snapshot_seconds_sum{node="sepp-2",phase="receive"} 0.5
+sepp_raft_snapshot_seconds_count{node="sepp-2",phase="receive"} 1
 # TYPE sepp_raft_restore_seconds histogram
 sepp_raft_restore_seconds_bucket{node="sepp-2",le="+Inf"} 1
 sepp_raft_restore_seconds_sum{node="sepp-2"} 1.5
@@ -103,8 +106,8 @@ sepp_raft_restore_seconds_count{node="sepp-2"} 1
 			t.Errorf("%s not known", name)
 		}
 	}
-	if m.snapshotCapture != (histogramTotals{1, 0.25}) || m.snapshotPersist != (histogramTotals{2, 3}) || m.restore != (histogramTotals{1, 1.5}) {
-		t.Errorf("histograms: capture %+v persist %+v restore %+v", m.snapshotCapture, m.snapshotPersist, m.restore)
+	if m.snapshotCapture != (histogramTotals{1, 0.25}) || m.snapshotPersist != (histogramTotals{2, 3}) || m.snapshotReceive != (histogramTotals{1, 0.5}) || m.restore != (histogramTotals{1, 1.5}) {
+		t.Errorf("histograms: capture %+v persist %+v receive %+v restore %+v", m.snapshotCapture, m.snapshotPersist, m.snapshotReceive, m.restore)
 	}
 	if v, ok := meanMS(histogramTotals{}, m.snapshotPersist); !ok || v != 1500 {
 		t.Errorf("persist mean %v ms (%v), want 1500", v, ok)

@@ -60,7 +60,7 @@ func TestSmoke(t *testing.T) {
 		"failover_kill_longest_gap", "failover_transfer_longest_gap", "failover_stop_new_leader", "recovery_restart_to_caught_up",
 		"backlog_rss_per_job_sepp-1", "backlog_disk_per_job_sepp-1", "backlog_payload_held", "backlog_produce_rate_ratio", "backlog_consume_rate_ratio", "backlog_mixed_rate_ratio",
 		"backlog_restart_to_caught_up", "backlog_snapshot_capture", "backlog_snapshot_persist", "backlog_snapshot_restore", "backlog_from_snapshot_restart_to_caught_up",
-		"disk_write_rate", "backlog_install_to_caught_up", "backlog_install_restore", "backlog_install_size", "backlog_install_rate", "backlog_install_leader_rate_ratio",
+		"disk_write_rate", "backlog_install_to_caught_up", "backlog_install_restore", "backlog_install_size", "backlog_install_rate", "backlog_install_leader_rate_ratio", "backlog_install_receive", "backlog_install_receive_rate", "backlog_install_cpu_leader", "backlog_install_leader_cpu_per_job",
 	} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("figure %s missing", name)

@@ -293,9 +293,10 @@ type nodeMetrics struct {
 	memoryHeld, payloadHeld, payloadStore float64
 	// known records which of the gauges above were present, by name.
 	known map[string]bool
-	// snapshotCapture and snapshotPersist are sepp_raft_snapshot_seconds by
-	// phase; restore is sepp_raft_restore_seconds.
-	snapshotCapture, snapshotPersist, restore histogramTotals
+	// snapshotCapture, snapshotPersist and snapshotReceive are
+	// sepp_raft_snapshot_seconds by phase; restore is
+	// sepp_raft_restore_seconds.
+	snapshotCapture, snapshotPersist, snapshotReceive, restore histogramTotals
 }
 
 const (
@@ -345,6 +346,7 @@ func parseNodeMetrics(r io.Reader) (nodeMetrics, error) {
 	}
 	histogram("sepp_raft_snapshot_seconds", phase("capture"), &m.snapshotCapture)
 	histogram("sepp_raft_snapshot_seconds", phase("persist"), &m.snapshotPersist)
+	histogram("sepp_raft_snapshot_seconds", phase("receive"), &m.snapshotReceive)
 	histogram("sepp_raft_restore_seconds", func(*dto.Metric) bool { return true }, &m.restore)
 	return m, nil
 }
