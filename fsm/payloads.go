@@ -394,7 +394,12 @@ func (p *payloadStore) stage(r io.Reader) error {
 // index to be the snapshot's: the checkpoint of that snapshot, not of
 // another state.
 func (p *payloadStore) checkStaged(snapIndex uint64) error {
-	st, err := store.OpenCheckpoint(stagedDir(p.dir), p.opts)
+	// Without the store's logger and failure hook: staged files Pebble
+	// finds damaged are a refused snapshot, not a reason to stop the node
+	// and mark its store for a rebuild.
+	o := p.opts
+	o.Logger, o.OnFailure = nil, nil
+	st, err := store.OpenCheckpoint(stagedDir(p.dir), o)
 	if err != nil {
 		return fmt.Errorf("%w: store files: %w", ErrSnapshot, err)
 	}
