@@ -94,12 +94,11 @@ func (k *killingSnapshots) Create(version raft.SnapshotVersion, index, term uint
 	if err != nil {
 		return sink, nil
 	}
-	last, err := k.logs.LastIndex()
-	if err != nil {
+	if _, err := k.logs.LastIndex(); err != nil {
 		return sink, nil
 	}
 	kind := "create"
-	if index > last {
+	if receivedSnapshot(k.logs, index) {
 		kind = "install"
 	}
 	want := strings.TrimSpace(string(aim))

@@ -153,11 +153,8 @@ func (s timedSnapshot) Persist(sink raft.SnapshotSink) error {
 	return err
 }
 
-// timedSnapshots times the receipt of a snapshot the leader sends: one
-// whose index is past the node's last log entry (a leader sends one only
-// to a follower missing the entries it compacted; a snapshot the node
-// takes of its own state is at or below its last entry). Only such a
-// sink is wrapped: the state machine's Persist looks for methods of the
+// timedSnapshots times the receipt of a snapshot the leader sends
+// (receivedSnapshot). Only such a sink is wrapped: the state machine's Persist looks for methods of the
 // snapshot store's own sinks on the ones it writes
 // (fsm.CheckpointSnapshots).
 type timedSnapshots struct {
@@ -172,10 +169,19 @@ func (t *timedSnapshots) Create(version raft.SnapshotVersion, index, term uint64
 	if err != nil {
 		return sink, err
 	}
-	if last, lerr := t.logs.LastIndex(); lerr != nil || index <= last {
+	if !receivedSnapshot(t.logs, index) {
 		return sink, nil
 	}
 	return &timedSink{SnapshotSink: sink, start: time.Now(), receive: t.receive}, nil
+}
+
+// receivedSnapshot reports whether a snapshot created at index is one the
+// leader sends: its index is past the node's last log entry (a leader
+// sends one only to a follower missing the entries it compacted; a
+// snapshot the node takes of its own state is at or below its last entry).
+func receivedSnapshot(logs raft.LogStore, index uint64) bool {
+	last, err := logs.LastIndex()
+	return err == nil && index > last
 }
 
 type timedSink struct {
