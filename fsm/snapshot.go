@@ -373,32 +373,26 @@ func (s *fileSnapshot) writeTo(w io.Writer) error {
 		if _, err := bw.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32())); err != nil {
 			return err
 		}
-		if s.format == snapshotFormatStoreFiles {
-			if sink, ok := w.(checkpointAdopter); ok {
-				// The files stay in the checkpoint: opening the snapshot
-				// streams them.
-				size, err := store.CheckpointStreamBytes(s.checkpoint, store.Options{})
-				if err != nil {
+		if s.checkpoint != "" {
+			// The last section comes from the checkpoint: the payload
+			// records (format 4) or its files (format 5).
+			files := s.format == snapshotFormatStoreFiles
+			size := s.payloadSection
+			if files {
+				var err error
+				if size, err = store.CheckpointStreamBytes(s.checkpoint, store.Options{}); err != nil {
 					return err
 				}
-				sink.adopt(s.checkpoint, size, true)
-				return bw.Flush()
 			}
-			if err := writeCheckpointFiles(bw, s.checkpoint, -1); err != nil {
-				return err
-			}
-			return bw.Flush()
-		}
-		if s.checkpoint != "" {
 			if sink, ok := w.(checkpointAdopter); ok {
-				// The payload section stays in the checkpoint: the sink
-				// keeps it, and opening the snapshot streams it.
-				sink.adopt(s.checkpoint, s.payloadSection, false)
+				// The section stays in the checkpoint: the sink keeps it,
+				// and opening the snapshot streams it.
+				sink.adopt(s.checkpoint, size, files)
 				return bw.Flush()
 			}
-			// A sink that keeps files only: the section read from the
-			// checkpoint, as a view would give it.
-			if err := writeCheckpointPayloads(bw, s.checkpoint, s.payloadSection); err != nil {
+			// A sink that keeps bytes only: the section read from the
+			// checkpoint, as opening the snapshot would give it.
+			if err := writeCheckpointSection(bw, s.checkpoint, size, files); err != nil {
 				return err
 			}
 			return bw.Flush()

@@ -433,6 +433,16 @@ func (r *checkpointReader) Close() error {
 	return err
 }
 
+// writeCheckpointSection writes a snapshot's last section from the
+// checkpoint in dir, as opening the snapshot streams it: format 5's files
+// (files) or format 4's payload records, then the section's checksum.
+func writeCheckpointSection(w io.Writer, dir string, want int64, files bool) error {
+	if files {
+		return writeCheckpointFiles(w, dir, want)
+	}
+	return writeCheckpointPayloads(w, dir, want)
+}
+
 // writeCheckpointPayloads writes the payload section of format 4 from the
 // checkpoint in dir, then its checksum: exactly want bytes and 4 more, or
 // an error (a checkpoint that does not hold what its snapshot stated).
@@ -467,15 +477,15 @@ func writeStorePayloads(w io.Writer, st *store.Store, dir string, want int64) er
 
 // writeCheckpointFiles writes format 5's last section from the checkpoint
 // in dir: its files as store.WriteCheckpoint archives them, then their
-// checksum; want, unless negative, is the archive's size its snapshot
-// stated, which it must be.
+// checksum; want is the archive's size its snapshot stated, which it must
+// be.
 func writeCheckpointFiles(w io.Writer, dir string, want int64) error {
 	crc := crc32.New(castagnoli)
 	counted := &countingWriter{w: io.MultiWriter(w, crc)}
 	if err := store.WriteCheckpoint(dir, counted, store.Options{}); err != nil {
 		return err
 	}
-	if want >= 0 && counted.n != want {
+	if counted.n != want {
 		return fmt.Errorf("checkpoint %s streams %d bytes of files, its snapshot states %d", dir, counted.n, want)
 	}
 	_, err := w.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32()))
