@@ -94,10 +94,11 @@ type Config struct {
 	// how many entries stay in the log after it (so a slightly lagging
 	// follower catches up from the log, not a snapshot).
 	SnapshotThreshold uint64
-	// SnapshotCommandThreshold is how many commands applied since the last
-	// snapshot (each job of a batch counted) make the node take a new one,
-	// however few entries carried them, so a restart replays a bounded
-	// number (replaysnapshot.go); 0 leaves it to SnapshotThreshold.
+	// SnapshotCommandThreshold is about how many commands (each job of a
+	// batch counted) the node applies between two snapshots, however few
+	// entries carried them, each member at a place of its own so that no
+	// two snapshot at once; a restart replays at most 1.5 times it
+	// (replaysnapshot.go). 0 leaves snapshots to SnapshotThreshold.
 	SnapshotCommandThreshold uint64
 	SnapshotInterval         time.Duration
 	TrailingLogs             uint64

@@ -32,3 +32,8 @@ func ProcessGoneForTest(addr string) bool { return processGone(addr, crashProbeT
 // VersionWaitsForTest counts n's client requests that waited for its first
 // round of asking the members their facts (membersApplyFor).
 func VersionWaitsForTest(n *Node) uint64 { return n.versionWaits.Load() }
+
+// SnapshotIfDueForTest runs one of n's checks for the replay length
+// (replaysnapshot.go), as its watcher does, and reports whether it took a
+// snapshot.
+func SnapshotIfDueForTest(n *Node) bool { return n.snapshotIfDue() }

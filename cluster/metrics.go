@@ -93,7 +93,7 @@ func (n *Node) Metrics() []prometheus.Collector {
 	m := n.metrics
 	sinceSnapshot := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sepp_raft_commands_since_snapshot",
-		Help: "Commands applied since this node's last snapshot (each job of a batch counted): about what a restart would replay. The node snapshots when it passes cluster.snapshot_command_threshold.",
+		Help: "Commands applied since this node's last snapshot (each job of a batch counted): about what a restart would replay. The node snapshots about every cluster.snapshot_command_threshold of them, at a place of its own in the log, and at 1.5 times it at the latest.",
 	}, func() float64 { return float64(n.fsm.CommandsSinceSnapshot()) })
 	handedOver := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "sepp_jobs_handed_over_total",

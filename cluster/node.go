@@ -58,6 +58,7 @@ type Node struct {
 	budgetLogged memberLimit // the memory budget last logged (facts.go)
 	disk         diskWatch   // diskfull.go: names a full disk in what clients see
 	crash        *crashWatch // crashwatch.go; nil unless DetectLeaderCrash with TCP
+	replay       replayCheck // replaysnapshot.go: what the last check saw
 
 	// ready is the current leadership's readiness: closed once this node,
 	// as leader of term, has run its barrier and its first commands.

@@ -245,15 +245,18 @@ type Cluster struct {
 	// SnapshotThreshold is how many log entries accumulate before the node
 	// takes a snapshot and trims its log.
 	SnapshotThreshold int64 `toml:"snapshot_threshold"`
-	// SnapshotCommandThreshold is how many commands (an enqueue, an ack;
-	// each job of a batch counted) applied since the last snapshot make the
-	// node take a new one, however few log entries carried them: a restart
-	// replays the commands after the newest snapshot, so this bounds it
-	// (about 300,000 commands a second on one core). 0 leaves snapshots to
-	// SnapshotThreshold alone.
+	// SnapshotCommandThreshold is about how many commands (an enqueue, an
+	// ack; each job of a batch counted) the node applies between two
+	// snapshots, however few log entries carried them. Each member takes
+	// its snapshots at a place of its own in the log, so no two members
+	// snapshot at once (three members: a third of this apart). A restart
+	// replays the commands after the newest snapshot, at most 1.5 times
+	// this (about 300,000 commands a second on one core). 0 leaves
+	// snapshots to SnapshotThreshold alone.
 	SnapshotCommandThreshold int64 `toml:"snapshot_command_threshold"`
-	// SnapshotIntervalMS is how often the node checks SnapshotThreshold
-	// and SnapshotCommandThreshold.
+	// SnapshotIntervalMS is how often the node checks SnapshotThreshold;
+	// SnapshotCommandThreshold is checked every second, or at this
+	// interval if it is shorter.
 	SnapshotIntervalMS int64 `toml:"snapshot_interval_ms"`
 	// LeaseGraceMS is how much a new leader extends every live lease before it
 	// serves, so an election does not redeliver jobs in flight.

@@ -258,6 +258,13 @@ func (e *Engine) Config() Config { return cloneConfig(e.cfg) }
 // before the first operation).
 func (e *Engine) Now() time.Time { return fromNanos(e.now) }
 
+// Work is how many jobs were ever enqueued plus how many deliveries were
+// ever made. It only grows, and every replica holds the same figure at the
+// same log index, restarts and snapshot installs included: a position in
+// the log's work that needs no state of its own, by which each member
+// places its snapshots apart from the others' (cluster/replaysnapshot.go).
+func (e *Engine) Work() uint64 { return e.nextID - 1 + e.nextLease - 1 }
+
 // Range of instants an int64 of unix nanoseconds holds.
 var (
 	minTime = time.Unix(0, math.MinInt64+1)

@@ -119,6 +119,9 @@ type FSM struct {
 	// last captured for a snapshot or restored from one, an enqueue batch's
 	// jobs one by one: what a restart from that snapshot replays.
 	commandsSinceSnapshot atomic.Uint64
+	// workAtSnapshot is the engine's Work when the state was last captured
+	// or restored: where the node's last snapshot stands in the log's work.
+	workAtSnapshot atomic.Uint64
 
 	appliedMu sync.Mutex
 	appliedCh chan struct{} // closed and replaced after each applied batch
@@ -299,6 +302,11 @@ func commandWeight(cmd *cmdpb.Command) uint64 {
 // snapshot replays. The node takes a snapshot when it passes
 // cluster.snapshot_command_threshold, however few entries carried them.
 func (f *FSM) CommandsSinceSnapshot() uint64 { return f.commandsSinceSnapshot.Load() }
+
+// WorkAtSnapshot is engine.Work at the state last captured for a snapshot
+// or restored from one: with Work now, how far the log's work has moved
+// since this node's last snapshot, a measure every replica shares.
+func (f *FSM) WorkAtSnapshot() uint64 { return f.workAtSnapshot.Load() }
 
 // applyCommand runs one command at max(last now, command now). Called with
 // f.mu held for writing.

@@ -221,6 +221,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		// Under the lock, between two applies: a restart from this
 		// snapshot replays what is applied from here on.
 		f.commandsSinceSnapshot.Store(0)
+		f.workAtSnapshot.Store(f.eng.Work())
 	}
 	f.mu.RUnlock()
 	if err == nil {
@@ -640,6 +641,7 @@ func (f *FSM) installLocked(eng *engine.Engine, meta *cmdpb.SnapshotMeta) {
 		f.appliedIndex.Store(i)
 	}
 	f.commandsSinceSnapshot.Store(0)
+	f.workAtSnapshot.Store(eng.Work())
 }
 
 // payloadsFor chooses, once a snapshot's format and meta section are
