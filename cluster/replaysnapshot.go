@@ -37,10 +37,12 @@ import (
 
 // replayCheckEvery is how often a node looks at how far it has come since
 // its last snapshot: often enough that members a third of a threshold
-// apart do not meet at one check, and cheap (a read lock for two counters
-// and raft's configuration).
+// apart do not meet at one check (a check a second let three members at
+// a 30,000-command threshold, filled at 22k jobs/s, pass each other's
+// places between two checks and snapshot together), and cheap (a read
+// lock for two counters and raft's configuration).
 func replayCheckEvery(snapshotInterval time.Duration) time.Duration {
-	return min(snapshotInterval, time.Second)
+	return min(snapshotInterval, 100*time.Millisecond)
 }
 
 // replayPlace is where a node stands since its last snapshot.

@@ -255,7 +255,7 @@ type Cluster struct {
 	// snapshots to SnapshotThreshold alone.
 	SnapshotCommandThreshold int64 `toml:"snapshot_command_threshold"`
 	// SnapshotIntervalMS is how often the node checks SnapshotThreshold;
-	// SnapshotCommandThreshold is checked every second, or at this
+	// SnapshotCommandThreshold is checked every 100 ms, or at this
 	// interval if it is shorter.
 	SnapshotIntervalMS int64 `toml:"snapshot_interval_ms"`
 	// LeaseGraceMS is how much a new leader extends every live lease before it
