@@ -299,8 +299,9 @@ func commandWeight(cmd *cmdpb.Command) uint64 {
 // CommandsSinceSnapshot is how many commands were applied since the state
 // was last captured for a snapshot or restored from one, each job of an
 // enqueue or ack batch counted: about what a restart from the newest
-// snapshot replays. The node takes a snapshot when it passes
-// cluster.snapshot_command_threshold, however few entries carried them.
+// snapshot replays. The node takes a snapshot about every
+// cluster.snapshot_command_threshold of them, however few entries carried
+// them, and at 1.5 times it at the latest (cluster/replaysnapshot.go).
 func (f *FSM) CommandsSinceSnapshot() uint64 { return f.commandsSinceSnapshot.Load() }
 
 // WorkAtSnapshot is engine.Work at the state last captured for a snapshot
