@@ -124,11 +124,11 @@ func (n *Node) watchReplayLength() {
 	}
 }
 
-// replayCheck is what one check leaves for the next: the work it saw.
+// replayCheck is what one check leaves for the next: the work it saw (0
+// before the first, which then counts from the last snapshot).
 type replayCheck struct {
-	mu    sync.Mutex // one check at a time
-	work  uint64
-	known bool // false until a check read the work
+	mu   sync.Mutex // one check at a time
+	work uint64
 }
 
 // snapshotIfDue takes a snapshot when one is due for the replay length,
@@ -151,11 +151,8 @@ func (n *Node) snapshotIfDue() bool {
 	// Places passed since the last snapshot or the last check, the later:
 	// a check short of the earliest records the work too, so a place it
 	// passed over is not taken at a later check.
-	p.workBefore = n.fsm.WorkAtSnapshot()
-	if check.known {
-		p.workBefore = max(p.workBefore, check.work)
-	}
-	check.work, check.known = p.work, true
+	p.workBefore = max(n.fsm.WorkAtSnapshot(), check.work)
+	check.work = p.work
 	due, reason := p.due()
 	if !due {
 		return false
