@@ -88,8 +88,10 @@ type Server struct {
 	// its log after a restart, or installing a snapshot, is not ready.
 	ReadyMaxApplyLag uint64 `toml:"ready_max_apply_lag"`
 	// MemoryLimit is the Go runtime's soft memory limit
-	// (runtime/debug.SetMemoryLimit): "auto" (the default) is 90% of the
-	// memory limit of the cgroup the node runs in, or none outside one;
+	// (runtime/debug.SetMemoryLimit): "auto" (the default) is the memory
+	// limit of the cgroup the node runs in less the larger of 10% and
+	// 64 MiB (a quarter of a cgroup under 256 MiB), or none outside one:
+	// the rest is for the page cache the cgroup charges beside the heap;
 	// "off" is none; else a size such as "768MiB", "2GiB" or "500MB" (or
 	// bytes). Near the limit the collector runs more often instead of
 	// letting the heap grow; it never fails an allocation. The GOMEMLIMIT
@@ -408,11 +410,10 @@ type Limits struct {
 	// (gc_percent), a snapshot being restored beside the running state (a
 	// follower's InstallSnapshot holds both until the swap: twice the
 	// budget), the Raft log and requests. Default 0.33, so that doubling
-	// plus the runtime's own fits in the 90% soft limit (server.memory_limit
-	// auto). Three nodes in 256 MiB containers held their 84 MiB budget of
-	// 1 KiB jobs at a peak RSS of 226-230 MiB, and restarted at 210-216:
-	// the collector uses the room up to the soft limit (gc_min_headroom),
-	// so the RSS follows that limit, not the budget. 0 with
+	// plus the runtime's own fits in the soft limit (server.memory_limit
+	// auto: 75% of a 256 MiB cgroup, 90% from 640 MiB up). The collector
+	// uses the room up to the soft limit (gc_min_headroom), so the RSS
+	// follows that limit, not the budget. 0 with
 	// max_memory_bytes 0 leaves the queues unbounded.
 	MaxMemoryShare *float64 `toml:"max_memory_share"`
 	// MaxDeadLetters is how many dead-letter records are retained at most; a

@@ -54,7 +54,8 @@ every key. Flags override the file's [server] keys.
 SIGTERM or Ctrl-C stops it gracefully: a leader hands leadership to another node
 first, so clients see milliseconds of unavailability, not an election.
 
-Memory: [server] memory_limit (default auto: 90% of the cgroup's limit) and
+Memory: [server] memory_limit (default auto: the cgroup's limit less the larger
+of 10% and 64 MiB, or a quarter below 256 MiB) and
 gc_percent (default 50) tune the Go collector; the GOMEMLIMIT and GOGC
 environment variables, when set, win over both.
 
@@ -419,10 +420,24 @@ type memorySettings struct {
 	percentFrom string
 }
 
+// autoSoftLimit is server.memory_limit = "auto" for a cgroup limited to
+// limit bytes: the limit less what the node needs outside the Go heap,
+// which is a tenth of it but at least 64 MiB (a quarter of a cgroup
+// under 256 MiB). In a cgroup, the page cache of the files the node
+// writes and reads (its Raft log, its store, the binary itself) is charged
+// beside the heap. At 90% of a 256 MiB cgroup the heap rode up to the
+// soft limit (gc_min_headroom), left 26 MiB for those pages, and a node
+// restarting there stalled for over a minute while the kernel reclaimed
+// them; from 640 MiB up the rule is 90%.
+func autoSoftLimit(limit int64) int64 {
+	const outsideHeap = 64 << 20
+	return limit - max(limit/10, min(limit/4, outsideHeap))
+}
+
 // decideMemorySettings turns server.memory_limit and server.gc_percent into
 // runtime settings. An environment variable GOMEMLIMIT or GOGC, when set,
-// wins (the runtime has applied it already); "auto" takes 90% of the
-// cgroup's memory limit when cgroupLimit reports one.
+// wins (the runtime has applied it already); "auto" takes autoSoftLimit of
+// the cgroup's memory limit when cgroupLimit reports one.
 func decideMemorySettings(s config.Server, env func(string) (string, bool), cgroupLimit func() (int64, bool)) (memorySettings, error) {
 	var m memorySettings
 	if _, ok := env("GOMEMLIMIT"); ok {
@@ -436,7 +451,7 @@ func decideMemorySettings(s config.Server, env func(string) (string, bool), cgro
 		if auto {
 			m.limitFrom = "server.memory_limit = auto (no cgroup limit)"
 			if cg, ok := cgroupLimit(); ok {
-				m.limit, m.limitFrom = cg/10*9, "server.memory_limit = auto (90% of the cgroup limit)"
+				m.limit, m.limitFrom = autoSoftLimit(cg), "server.memory_limit = auto (the cgroup limit less max(10%, 64 MiB))"
 			}
 		}
 	}

@@ -195,7 +195,8 @@ func TestDecideMemorySettings(t *testing.T) {
 		}
 	}
 	noCgroup := func() (int64, bool) { return 0, false }
-	cgroup := func() (int64, bool) { return 1000 << 20, true }
+	cgroupOf := func(limit int64) func() (int64, bool) { return func() (int64, bool) { return limit, true } }
+	cgroup := cgroupOf(1000 << 20)
 	server := func(limit string, gc int) config.Server {
 		s := config.Default().Server
 		s.MemoryLimit, s.GCPercent = limit, gc
@@ -210,7 +211,9 @@ func TestDecideMemorySettings(t *testing.T) {
 		wantGC    int   // 0: left to GOGC
 	}{
 		{"defaults outside a cgroup", config.Default().Server, noEnv, noCgroup, 0, config.DefaultGCPercent},
-		{"auto takes 90% of the cgroup", server("auto", 80), noEnv, cgroup, 900 << 20, 80},
+		{"auto takes 90% of a large cgroup", server("auto", 80), noEnv, cgroup, 900 << 20, 80},
+		{"auto leaves 64 MiB of a small cgroup", server("auto", 80), noEnv, cgroupOf(256 << 20), 192 << 20, 80},
+		{"auto leaves a quarter of a tiny cgroup", server("auto", 80), noEnv, cgroupOf(128 << 20), 96 << 20, 80},
 		{"explicit size", server("512MiB", 100), noEnv, cgroup, 512 << 20, 100},
 		{"off ignores the cgroup", server("off", 100), noEnv, cgroup, 0, 100},
 		{"GOMEMLIMIT wins", server("512MiB", 100), env("GOMEMLIMIT"), cgroup, -1, 100},
@@ -255,6 +258,34 @@ func TestStartPprof(t *testing.T) {
 
 // TestNodeMemoryLimit: the limit the default memory budget is a share of
 // is the smallest the node knows, physical memory only without another.
+// The auto soft limit leaves room outside the heap for the page cache a
+// cgroup charges: 64 MiB, a quarter of a smaller cgroup, a tenth of a
+// larger one.
+func TestAutoSoftLimit(t *testing.T) {
+	const mib = 1 << 20
+	tests := []struct{ cgroup, want int64 }{
+		{64 * mib, 48 * mib},
+		{128 * mib, 96 * mib},
+		{256 * mib, 192 * mib},
+		{512 * mib, 448 * mib},
+		{640 * mib, 576 * mib},
+		{1024 * mib, 1024*mib - 1024*mib/10},
+		{24 << 30, 24<<30 - (24<<30)/10},
+	}
+	for _, tc := range tests {
+		got := autoSoftLimit(tc.cgroup)
+		if got != tc.want {
+			t.Errorf("autoSoftLimit(%d MiB) = %d MiB, want %d MiB", tc.cgroup/mib, got/mib, tc.want/mib)
+		}
+	}
+	// It never falls as the cgroup grows.
+	for l := int64(16 * mib); l < 4<<30; l += 8 * mib {
+		if autoSoftLimit(l+8*mib) < autoSoftLimit(l) {
+			t.Fatalf("autoSoftLimit falls from %d to %d MiB", l/mib, (l+8*mib)/mib)
+		}
+	}
+}
+
 func TestNodeMemoryLimit(t *testing.T) {
 	some := func(v int64) func() (int64, bool) { return func() (int64, bool) { return v, true } }
 	none := func() (int64, bool) { return 0, false }
@@ -267,7 +298,7 @@ func TestNodeMemoryLimit(t *testing.T) {
 		from     string
 	}{
 		{name: "Cgroup", cgroup: some(512 << 20), physical: some(16 << 30), want: 512 << 20, from: "cgroup memory limit"},
-		{name: "AutoSoftLimitIsNotALimitOfItsOwn", m: memorySettings{limit: 460 << 20, limitFrom: "server.memory_limit = auto (90% of the cgroup limit)"},
+		{name: "AutoSoftLimitIsNotALimitOfItsOwn", m: memorySettings{limit: 460 << 20, limitFrom: "server.memory_limit = auto (the cgroup limit less max(10%, 64 MiB))"},
 			cgroup: some(512 << 20), physical: some(16 << 30), want: 512 << 20, from: "cgroup memory limit"},
 		{name: "ExplicitSoftLimitBelowCgroup", m: memorySettings{limit: 300 << 20, limitFrom: "server.memory_limit"},
 			cgroup: some(512 << 20), physical: some(16 << 30), want: 300 << 20, from: "server.memory_limit"},

@@ -171,6 +171,13 @@ func TestChart_RendersIntoValidObjects(t *testing.T) {
 				t.Errorf("memory limit %d, want 1 GiB", got)
 			}
 		}},
+		{"SmallPod", map[string]any{"memoryLimitMiB": 256}, func(t *testing.T, r rendered) {
+			for _, e := range r.statefulSets[0].Spec.Template.Spec.Containers[0].Env {
+				if e.Name == "GOMEMLIMIT" && e.Value != "192MiB" {
+					t.Errorf("GOMEMLIMIT %q in a 256 MiB pod, want 192MiB (64 MiB left for the page cache)", e.Value)
+				}
+			}
+		}},
 		{"FiveVotersTLSAuthMonitor", map[string]any{
 			"replicas":       5,
 			"memoryLimitMiB": 2048,
@@ -234,6 +241,20 @@ func TestChart_RendersIntoValidObjects(t *testing.T) {
 				if b := cfg.Limits.MaxMemoryBytes; b <= 0 || b >= limit {
 					t.Errorf("%s: max_memory_bytes %d, want within the pod's limit %d", name, b, limit)
 				}
+			}
+			// GOMEMLIMIT leaves the pod's page cache the room the
+			// server's own "auto" leaves: the larger of a tenth and
+			// 64 MiB (a quarter of a pod under 256 MiB).
+			limitMiB := limit >> 20
+			wantSoft := fmt.Sprintf("%dMiB", limitMiB-max((limitMiB+9)/10, min(limitMiB/4, 64)))
+			var soft string
+			for _, e := range r.statefulSets[0].Spec.Template.Spec.Containers[0].Env {
+				if e.Name == "GOMEMLIMIT" {
+					soft = e.Value
+				}
+			}
+			if soft != wantSoft {
+				t.Errorf("GOMEMLIMIT %q for a %d MiB pod, want %q", soft, limitMiB, wantSoft)
 			}
 			if r.pdbs[0].Spec.MaxUnavailable.IntValue() != 1 {
 				t.Errorf("PDB maxUnavailable %v", r.pdbs[0].Spec.MaxUnavailable)
