@@ -87,7 +87,8 @@ func newNodeMetrics(crashElections func() uint64) *nodeMetrics {
 // sepp_raft_follower_lag_entries, sepp_raft_apply_lag_entries,
 // sepp_raft_snapshot_seconds, sepp_raft_restore_seconds,
 // sepp_clock_skew_exceeded, sepp_clock_offset_seconds,
-// sepp_clock_jumps_total, sepp_raft_commands_since_snapshot); register
+// sepp_clock_jumps_total, sepp_raft_commands_since_snapshot, and the
+// payload store's sepp_payload_store_* figures, metrics_store.go); register
 // them once.
 func (n *Node) Metrics() []prometheus.Collector {
 	m := n.metrics
@@ -104,7 +105,7 @@ func (n *Node) Metrics() []prometheus.Collector {
 		Help: "Waiting reserves this node holds, as leader, to go along with the next log entry that enqueues a job into their queue.",
 	}, func() float64 { return float64(n.ParkedReserves()) })
 	return []prometheus.Collector{m.logWrite, m.commit, m.leaderChanges, m.elections, m.crashElections,
-		newLagCollector(n), n.snapTimes.snapshot, n.snapTimes.restore,
+		newLagCollector(n), newStoreCollector(n), n.snapTimes.snapshot, n.snapTimes.restore,
 		m.clockSkewExceeded, m.clockOffset, m.clockJumps, sinceSnapshot, handedOver, parked}
 }
 

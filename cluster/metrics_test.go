@@ -152,3 +152,36 @@ func TestNode_MetricsCountCommandsSinceSnapshot(t *testing.T) {
 		t.Fatalf("commands since snapshot %v right after one, want the count started again", got)
 	}
 }
+
+// The payload store's figures are exported: after enqueues with payloads
+// and a snapshot (which flushes the store), a flush is counted and the
+// store's tables are on disk.
+func TestNode_MetricsExportThePayloadStore(t *testing.T) {
+	n := startSingle(t, t.TempDir())
+	defer shutdown(t, n)
+	enqueueUntilReady(t, n, []byte("first"))
+	items := make([]engine.EnqueueParams, 100)
+	for i := range items {
+		items[i] = engine.EnqueueParams{Queue: "q", JobType: "t", Payload: []byte("a payload kept in the store")}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := cluster.Do(ctx, n, engine.EnqueueBatchOp{Items: items}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"sepp_payload_store_compactions_total", "sepp_payload_store_compaction_seconds_total",
+		"sepp_payload_store_compactions_in_progress", "sepp_payload_store_compaction_debt_bytes", "sepp_payload_store_flushes_total",
+		"sepp_payload_store_read_amplification", "sepp_payload_store_l0_files", "sepp_payload_store_l0_sublevels",
+		"sepp_payload_store_memtable_bytes", "sepp_payload_store_tombstones", "sepp_payload_store_write_stalls_total"} {
+		metricNamed(t, n.Metrics(), name)
+	}
+	if got := metricNamed(t, n.Metrics(), "sepp_payload_store_flushes_total").GetCounter().GetValue(); got < 1 {
+		t.Fatalf("payload store flushes %v after a snapshot, want at least 1", got)
+	}
+	if got := gaugeValue(t, n.Metrics(), "sepp_payload_store_read_amplification"); got < 1 {
+		t.Fatalf("payload store read amplification %v with a flushed table, want at least 1", got)
+	}
+}

@@ -52,12 +52,15 @@ func TestCheckInvariants_FindsCompactJobsHeldTwice(t *testing.T) {
 		want  string
 	}{
 		{"job 5 compact at priorities 5 and 0", func(t *testing.T, e *Engine, q *queue) {
+			t.Helper()
 			plantCompact(e, q, 0, *q.ready[5].compact.ptr(0))
 		}, "job 5 is held twice"},
 		{"job 8 compact twice in one ring", func(t *testing.T, e *Engine, q *queue) {
+			t.Helper()
 			plantCompact(e, q, 5, *q.ready[5].compact.ptr(3))
 		}, "compact ring out of id order at 8"},
 		{"job 2 compact and in the job index", func(t *testing.T, e *Engine, q *queue) {
+			t.Helper()
 			j := viewOf(q, 0, q.ready[0].compact.ptr(1))
 			j.priority = 3
 			q.ready[3].push(j)
@@ -66,6 +69,7 @@ func TestCheckInvariants_FindsCompactJobsHeldTwice(t *testing.T) {
 			q.nReady++
 		}, "job 2 is held twice"},
 		{"job 9 dead and compact", func(t *testing.T, e *Engine, q *queue) {
+			t.Helper()
 			ds, err := e.Reserve(now, ReserveParams{Queue: "q", N: 100, Lease: time.Minute})
 			if err != nil || len(ds) != 8 {
 				t.Fatalf("reserve: %d, %v", len(ds), err)

@@ -214,6 +214,17 @@ func (f *FSM) PayloadDiskBytes() uint64 {
 	return f.payloads.st.DiskBytes()
 }
 
+// PayloadStoreStats are the payload store's figures (store.Stats) for
+// the node's metrics; false without a payload store.
+func (f *FSM) PayloadStoreStats() (store.Stats, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.payloads == nil || f.closed {
+		return store.Stats{}, false
+	}
+	return f.payloads.st.Stats(), true
+}
+
 // Apply applies one log entry. It is ApplyBatch of one.
 func (f *FSM) Apply(l *raft.Log) any {
 	return f.ApplyBatch([]*raft.Log{l})[0]

@@ -88,6 +88,9 @@ type Store struct {
 
 	failure *failure
 	faults  *faultInjector // a test build's crash in a flush (faultinject_on.go)
+	// writeStalls counts Pebble's write stalls since the store was opened
+	// (Stats).
+	writeStalls *atomic.Int64
 
 	// metaFirst plants the bug the crash test must catch: the applied
 	// index committed in its own batch before the data (export_test.go).
@@ -166,11 +169,12 @@ func Open(dir string, o Options) (*Store, error) {
 // openWith opens the Pebble database in dir with po and reads the store's
 // applied index from it: Open's and OpenCheckpoint's shared part.
 func openWith(dir string, po *pebble.Options, f *failure, faults *faultInjector) (*Store, error) {
+	stalls := countWriteStalls(po)
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
-	s := &Store{db: db, fs: po.FS, dir: dir, failure: f, faults: faults}
+	s := &Store{db: db, fs: po.FS, dir: dir, failure: f, faults: faults, writeStalls: stalls}
 	meta, err := s.readMeta()
 	if err != nil {
 		_ = db.Close()
