@@ -198,9 +198,24 @@ func (r *runner) backlog(ctx context.Context) error {
 		return err
 	}
 	r.add("backlog_drain_rate", float64(drained)/elapsed.Seconds(), "jobs/s")
+	drainedMetrics := make([]nodeMetrics, len(r.cluster.Nodes))
 	for i, node := range r.cluster.Nodes {
-		if m, err := r.readNodeMetrics(ctx, i); err == nil && m.known[payloadStoreMetric] {
+		m, err := r.readNodeMetrics(ctx, i)
+		if err != nil {
+			continue
+		}
+		drainedMetrics[i] = m
+		if m.known[payloadStoreMetric] {
 			r.add("backlog_payload_store_drained_"+node.ID, m.payloadStore/(1<<20), "MiB")
+		}
+		// What the store's compactions still have to do once the
+		// backlog is gone: the empty queue's figures after the drain
+		// run beside them.
+		if m.known[storeTombstonesMetric] {
+			r.add("backlog_store_tombstones_drained_"+node.ID, m.storeTombstones, "tombstones")
+		}
+		if m.known[storeDebtMetric] {
+			r.add("backlog_store_compaction_debt_drained_"+node.ID, m.storeDebt/(1<<20), "MiB")
 		}
 	}
 	if drained != left {
@@ -215,6 +230,12 @@ func (r *runner) backlog(ctx context.Context) error {
 	afterMixed, err := r.backlogMixedEmpty(ctx, "backlog_empty_after_mixed")
 	if err != nil {
 		return err
+	}
+	// The store's compaction time during the runs after the drain.
+	for i, node := range r.cluster.Nodes {
+		if m, err := r.readNodeMetrics(ctx, i); err == nil && m.known[storeCompactionsSeconds] && drainedMetrics[i].known[storeCompactionsSeconds] {
+			r.add("backlog_store_compaction_after_drain_"+node.ID, (m.storeCompactionSeconds-drainedMetrics[i].storeCompactionSeconds)*1000, "ms")
+		}
 	}
 	for _, c := range []struct {
 		name                   string

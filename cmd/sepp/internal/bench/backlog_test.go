@@ -93,6 +93,12 @@ sepp_raft_snapshot_seconds_count{node="sepp-2",phase="receive"} 1
 sepp_raft_restore_seconds_bucket{node="sepp-2",le="+Inf"} 1
 sepp_raft_restore_seconds_sum{node="sepp-2"} 1.5
 sepp_raft_restore_seconds_count{node="sepp-2"} 1
+# TYPE sepp_payload_store_tombstones gauge
+sepp_payload_store_tombstones 1.2e+06
+# TYPE sepp_payload_store_compaction_debt_bytes gauge
+sepp_payload_store_compaction_debt_bytes 3e+07
+# TYPE sepp_payload_store_compaction_seconds_total counter
+sepp_payload_store_compaction_seconds_total 12.5
 `
 	m, err := parseNodeMetrics(strings.NewReader(text))
 	if err != nil {
@@ -101,7 +107,10 @@ sepp_raft_restore_seconds_count{node="sepp-2"} 1
 	if m.memoryHeld != 46e6 || m.payloadHeld != 204.8e6 || m.payloadStore != 210e6 {
 		t.Errorf("gauges %+v", m)
 	}
-	for _, name := range []string{memoryHeldMetric, payloadHeldMetric, payloadStoreMetric} {
+	if m.storeTombstones != 1.2e6 || m.storeDebt != 3e7 || m.storeCompactionSeconds != 12.5 {
+		t.Errorf("store figures %+v", m)
+	}
+	for _, name := range []string{memoryHeldMetric, payloadHeldMetric, payloadStoreMetric, storeTombstonesMetric, storeDebtMetric, storeCompactionsSeconds} {
 		if !m.known[name] {
 			t.Errorf("%s not known", name)
 		}
@@ -122,7 +131,7 @@ sepp_raft_restore_seconds_count{node="sepp-2"} 1
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.known[payloadStoreMetric] || m.known[payloadHeldMetric] || !m.known[memoryHeldMetric] {
+	if m.known[payloadStoreMetric] || m.known[payloadHeldMetric] || m.known[storeCompactionsSeconds] || !m.known[memoryHeldMetric] {
 		t.Errorf("known %v, want sepp_memory_held_bytes alone", m.known)
 	}
 }

@@ -291,7 +291,12 @@ type nodeMetrics struct {
 	// payload bytes the jobs hold (replicated); payloadStore
 	// sepp_payload_store_disk_bytes, this node's payload store on disk.
 	memoryHeld, payloadHeld, payloadStore float64
-	// known records which of the gauges above were present, by name.
+	// storeTombstones, storeDebt and storeCompactionSeconds are the
+	// payload store's sepp_payload_store_tombstones,
+	// _compaction_debt_bytes and _compaction_seconds_total.
+	storeTombstones, storeDebt, storeCompactionSeconds float64
+	// known records which of the gauges and counters above were present,
+	// by name.
 	known map[string]bool
 	// snapshotCapture, snapshotPersist and snapshotReceive are
 	// sepp_raft_snapshot_seconds by phase; restore is
@@ -303,6 +308,10 @@ const (
 	memoryHeldMetric   = "sepp_memory_held_bytes"
 	payloadHeldMetric  = "sepp_payload_held_bytes"
 	payloadStoreMetric = "sepp_payload_store_disk_bytes"
+
+	storeTombstonesMetric   = "sepp_payload_store_tombstones"
+	storeDebtMetric         = "sepp_payload_store_compaction_debt_bytes"
+	storeCompactionsSeconds = "sepp_payload_store_compaction_seconds_total"
 )
 
 // parseNodeMetrics reads a node's Prometheus text exposition.
@@ -313,14 +322,20 @@ func parseNodeMetrics(r io.Reader) (nodeMetrics, error) {
 	}
 	m := nodeMetrics{known: map[string]bool{}}
 	for name, into := range map[string]*float64{
-		memoryHeldMetric:   &m.memoryHeld,
-		payloadHeldMetric:  &m.payloadHeld,
-		payloadStoreMetric: &m.payloadStore,
+		memoryHeldMetric:      &m.memoryHeld,
+		payloadHeldMetric:     &m.payloadHeld,
+		payloadStoreMetric:    &m.payloadStore,
+		storeTombstonesMetric: &m.storeTombstones,
+		storeDebtMetric:       &m.storeDebt,
 	} {
 		if f := families[name]; f != nil && f.GetType() == dto.MetricType_GAUGE && len(f.GetMetric()) > 0 {
 			*into = f.GetMetric()[0].GetGauge().GetValue()
 			m.known[name] = true
 		}
+	}
+	if f := families[storeCompactionsSeconds]; f != nil && f.GetType() == dto.MetricType_COUNTER && len(f.GetMetric()) > 0 {
+		m.storeCompactionSeconds = f.GetMetric()[0].GetCounter().GetValue()
+		m.known[storeCompactionsSeconds] = true
 	}
 	histogram := func(name string, match func(*dto.Metric) bool, into *histogramTotals) {
 		f := families[name]
