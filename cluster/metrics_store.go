@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sepp-io/sepp/store"
 )
 
 // storeCollector exports the payload store's figures (store.Stats) when
@@ -9,33 +11,51 @@ import (
 // backlog, what reads step over, and the write stalls that hold applies.
 // A node without a payload store exports none of them.
 type storeCollector struct {
-	n                                                *Node
-	compactions, compactionSeconds, inProgress, debt *prometheus.Desc
-	flushes, readAmp, l0Files, l0Sublevels, memtable *prometheus.Desc
-	tombstones, writeStalls                          *prometheus.Desc
+	n       *Node
+	figures []storeFigure
+}
+
+// storeFigure is one exported figure of store.Stats.
+type storeFigure struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(store.Stats) float64
 }
 
 func newStoreCollector(n *Node) *storeCollector {
-	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
-	return &storeCollector{
-		n:                 n,
-		compactions:       d("sepp_payload_store_compactions_total", "Compactions the payload store completed since the node opened it (at its start, and at an install)."),
-		compactionSeconds: d("sepp_payload_store_compaction_seconds_total", "Time the payload store's completed compactions took together (they run in the background, beside applies)."),
-		inProgress:        d("sepp_payload_store_compactions_in_progress", "Compactions of the payload store running now."),
-		debt:              d("sepp_payload_store_compaction_debt_bytes", "Pebble's estimate of the bytes the payload store's compactions must still rewrite: it grows while a fill or a drain outruns them."),
-		flushes:           d("sepp_payload_store_flushes_total", "Memtables the payload store wrote to disk since the node opened it."),
-		readAmp:           d("sepp_payload_store_read_amplification", "Places a read of the payload store may look in: level 0's sublevels plus the other non-empty levels."),
-		l0Files:           d("sepp_payload_store_l0_files", "Tables in the payload store's level 0; writes stall when it grows too far."),
-		l0Sublevels:       d("sepp_payload_store_l0_sublevels", "Sublevels of the payload store's level 0."),
-		memtable:          d("sepp_payload_store_memtable_bytes", "Bytes the payload store's memtables hold, including those waiting to be flushed."),
-		tombstones:        d("sepp_payload_store_tombstones", "Pebble's approximate count of deletion markers in the payload store's tables: acks and deletes not yet compacted away, which a consumer's reads step over."),
-		writeStalls:       d("sepp_payload_store_write_stalls_total", "Write stalls of the payload store since the node opened it; each holds the apply of every entry behind it."),
+	figure := func(name string, kind prometheus.ValueType, help string, value func(store.Stats) float64) storeFigure {
+		return storeFigure{desc: prometheus.NewDesc(name, help, nil, nil), kind: kind, value: value}
 	}
+	const counter, gauge = prometheus.CounterValue, prometheus.GaugeValue
+	return &storeCollector{n: n, figures: []storeFigure{
+		figure("sepp_payload_store_compactions_total", counter, "Compactions the payload store completed since the node opened it (at its start, and at an install).",
+			func(s store.Stats) float64 { return float64(s.Compactions) }),
+		figure("sepp_payload_store_compaction_seconds_total", counter, "Time the payload store's completed compactions took together (they run in the background, beside applies).",
+			func(s store.Stats) float64 { return s.CompactionSeconds }),
+		figure("sepp_payload_store_compactions_in_progress", gauge, "Compactions of the payload store running now.",
+			func(s store.Stats) float64 { return float64(s.CompactionsInProgress) }),
+		figure("sepp_payload_store_compaction_debt_bytes", gauge, "Pebble's estimate of the bytes the payload store's compactions must still rewrite: it grows while a fill or a drain outruns them.",
+			func(s store.Stats) float64 { return float64(s.CompactionDebtBytes) }),
+		figure("sepp_payload_store_flushes_total", counter, "Memtables the payload store wrote to disk since the node opened it.",
+			func(s store.Stats) float64 { return float64(s.Flushes) }),
+		figure("sepp_payload_store_read_amplification", gauge, "Places a read of the payload store may look in: level 0's sublevels plus the other non-empty levels.",
+			func(s store.Stats) float64 { return float64(s.ReadAmplification) }),
+		figure("sepp_payload_store_l0_files", gauge, "Tables in the payload store's level 0; writes stall when it grows too far.",
+			func(s store.Stats) float64 { return float64(s.L0Files) }),
+		figure("sepp_payload_store_l0_sublevels", gauge, "Sublevels of the payload store's level 0.",
+			func(s store.Stats) float64 { return float64(s.L0Sublevels) }),
+		figure("sepp_payload_store_memtable_bytes", gauge, "Bytes the payload store's memtables hold, including those waiting to be flushed.",
+			func(s store.Stats) float64 { return float64(s.MemTableBytes) }),
+		figure("sepp_payload_store_tombstones", gauge, "Pebble's approximate count of deletion markers in the payload store's tables: acks and deletes not yet compacted away, which a consumer's reads step over.",
+			func(s store.Stats) float64 { return float64(s.Tombstones) }),
+		figure("sepp_payload_store_write_stalls_total", counter, "Write stalls of the payload store since the node opened it; each holds the apply of every entry behind it.",
+			func(s store.Stats) float64 { return float64(s.WriteStalls) }),
+	}}
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.compactions, c.compactionSeconds, c.inProgress, c.debt, c.flushes, c.readAmp, c.l0Files, c.l0Sublevels, c.memtable, c.tombstones, c.writeStalls} {
-		ch <- d
+	for _, f := range c.figures {
+		ch <- f.desc
 	}
 }
 
@@ -44,19 +64,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	if !ok {
 		return
 	}
-	counter := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	for _, f := range c.figures {
+		ch <- prometheus.MustNewConstMetric(f.desc, f.kind, f.value(st))
 	}
-	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
-	counter(c.compactions, float64(st.Compactions))
-	counter(c.compactionSeconds, st.CompactionSeconds)
-	gauge(c.inProgress, float64(st.CompactionsInProgress))
-	gauge(c.debt, float64(st.CompactionDebtBytes))
-	counter(c.flushes, float64(st.Flushes))
-	gauge(c.readAmp, float64(st.ReadAmplification))
-	gauge(c.l0Files, float64(st.L0Files))
-	gauge(c.l0Sublevels, float64(st.L0Sublevels))
-	gauge(c.memtable, float64(st.MemTableBytes))
-	gauge(c.tombstones, float64(st.Tombstones))
-	counter(c.writeStalls, float64(st.WriteStalls))
 }

@@ -243,7 +243,8 @@ func (e *Engine) checkInvariants(o invariantChecks) error {
 		case walked > 0 && j.id <= last:
 			indexErr = fmt.Errorf("job %d is held twice (compact, or compact and in the job index)", j.id)
 		case !inIndex && e.jobs.get(j.id) != nil:
-			indexErr = fmt.Errorf("job %d is both compact and in the job index", j.id)
+			// The index walk met a job its id does not find.
+			indexErr = fmt.Errorf("job %d: the job index holds another job under its id", j.id)
 		case inIndex && indexed >= len(seen):
 			indexErr = fmt.Errorf("job index holds more than its count of %d jobs", e.jobs.len())
 		case inIndex && seen[indexed].id != j.id:

@@ -206,12 +206,8 @@ func (f *FSM) Close() error {
 // PayloadDiskBytes is the space the payload store's files take on disk
 // (0 without one), for the node's metrics.
 func (f *FSM) PayloadDiskBytes() uint64 {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if f.payloads == nil || f.closed {
-		return 0
-	}
-	return f.payloads.st.DiskBytes()
+	st, _ := f.PayloadStoreStats()
+	return st.DiskBytes
 }
 
 // PayloadStoreStats are the payload store's figures (store.Stats) for

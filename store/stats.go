@@ -13,7 +13,7 @@ import (
 // often applies waited on a write stall. The counts run from the store's
 // opening; a node reopens it at its start and at an install.
 type Stats struct {
-	// DiskBytes is DiskBytes.
+	// DiskBytes is the space the store's files take on disk (Store.DiskBytes).
 	DiskBytes uint64
 	// Compactions and CompactionSeconds are the compactions completed and
 	// the time they took together (they run in the background).
