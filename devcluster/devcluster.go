@@ -469,29 +469,43 @@ func (c *Cluster) Running(i int) bool {
 	}
 }
 
-// WaitServing waits until every running node accepts TCP on its gRPC port.
+// WaitServing waits until every running node accepts TCP on its gRPC and
+// its HTTP port. A node binds the two one after the other, so a caller that
+// saw only the gRPC port accept could still find the HTTP port (metrics,
+// health, the admin UI) refused; and a node that could not bind one of them
+// exits, which is reported with the node's log rather than as a refusal.
 func (c *Cluster) WaitServing(ctx context.Context) error {
 	for i, n := range c.Nodes {
 		if !c.Running(i) {
 			continue
 		}
-		for {
-			conn, err := (&net.Dialer{Timeout: 200 * time.Millisecond}).DialContext(ctx, "tcp", n.GRPCAddr)
-			if err == nil {
-				conn.Close()
-				break
-			}
-			if !c.Running(i) {
-				return fmt.Errorf("devcluster: %s exited before serving; see %s", n.ID, filepath.Join(n.Dir, "sepp.log"))
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("devcluster: %s not serving on %s: %w", n.ID, n.GRPCAddr, ctx.Err())
-			case <-time.After(20 * time.Millisecond):
+		for _, addr := range []string{n.GRPCAddr, n.HTTPAddr} {
+			if err := c.waitAccepting(ctx, i, addr); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// waitAccepting waits until addr, a listener of node i, accepts TCP.
+func (c *Cluster) waitAccepting(ctx context.Context, i int, addr string) error {
+	n := c.Nodes[i]
+	for {
+		conn, err := (&net.Dialer{Timeout: 200 * time.Millisecond}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if !c.Running(i) {
+			return fmt.Errorf("devcluster: %s exited before serving on %s; see %s", n.ID, addr, filepath.Join(n.Dir, "sepp.log"))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devcluster: %s not serving on %s: %w", n.ID, addr, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Stop stops every node (SIGTERM, then SIGKILL) and removes a temporary dir.
