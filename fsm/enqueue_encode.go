@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	seppv1 "github.com/sepp-io/sepp/proto/sepp/v1"
@@ -38,6 +39,53 @@ const (
 	tagMapValue              = 2<<3 | byte(protowire.BytesType)
 )
 
+// The fields of each message encodeEntryFast writes that it neither writes
+// nor reads directly to decline the entry: every field added to the proto
+// since the fast encoder was written. Set, such a field makes it decline
+// the entry through protobuf reflection (writesAll), so a new field reaches
+// the log through protobuf's encoder with no change here, and costs a
+// reflective check per item until the fast encoder is taught it.
+var (
+	// The case of Command's op is found by its type, not field by field.
+	fastCommandRest      = fieldsBut((*cmdpb.Command)(nil), 1, 2, 11)
+	fastEnqueueBatchRest = fieldsBut((*cmdpb.JobEnqueueBatch)(nil), 1, 2)
+	// Written: 1-8 and the trace context. Declined directly, in
+	// fastEnqueueRequest: unique, expires_at, ttl_ms, after, on_parent_failure.
+	fastEnqueueRequestRest = fieldsBut((*seppv1.EnqueueRequest)(nil), 1, 2, 3, 4, 5, 6, 7, 8, enqueueTraceField, 110, 140, 141, 180, 181)
+	fastTimestampRest      = fieldsBut((*timestamppb.Timestamp)(nil), 1, 2)
+	fastTraceContextRest   = fieldsBut((*seppv1.TraceContext)(nil), 1, 2)
+)
+
+// fieldsBut is every field of m's message but those numbered handled and
+// the members of its oneofs (not a proto3 optional's own).
+func fieldsBut(m protoreflect.ProtoMessage, handled ...protowire.Number) []protoreflect.FieldDescriptor {
+	var rest []protoreflect.FieldDescriptor
+	fields := m.ProtoReflect().Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if slices.Contains(handled, fd.Number()) {
+			continue
+		}
+		if o := fd.ContainingOneof(); o != nil && !o.IsSynthetic() {
+			continue
+		}
+		rest = append(rest, fd)
+	}
+	return rest
+}
+
+// writesAll reports whether m holds nothing encodeEntryFast would leave
+// out, beyond what its caller checks directly: no field of rest is set,
+// and m has no unknown fields.
+func writesAll(m protoreflect.Message, rest []protoreflect.FieldDescriptor) bool {
+	for _, fd := range rest {
+		if m.Has(fd) {
+			return false
+		}
+	}
+	return len(m.GetUnknown()) == 0
+}
+
 // encodeEntryFast encodes an entry whose every command is a JobEnqueueBatch
 // in the public form (CommandVersionPublicEnqueue), the entries producers
 // fill the log with, into exactly the bytes encodeEntryGeneral writes: the
@@ -58,9 +106,11 @@ const (
 // none, a batch in the older EnqueueParams form (written only while a
 // member of the cluster lacks version 26), a nil command, batch or item
 // (protobuf writes them as empty messages, which no proposer means to
-// write), unique options or a deadline (rare, and left to protobuf),
-// unknown fields on any message, and a string that is not valid UTF-8
-// (protobuf refuses to encode it, and the generic path gives that error).
+// write), any field it does not write (unique options, deadlines and
+// dependencies, rare and left to protobuf, and any field added to the
+// proto since), unknown fields on any message, and a string that is not
+// valid UTF-8 (protobuf refuses to encode it, and the generic path gives
+// that error).
 func encodeEntryFast(cmds []*cmdpb.Command) ([]byte, bool) {
 	// The batch sizes are needed again for the length prefixes; a small
 	// entry keeps them on the stack.
@@ -118,8 +168,8 @@ func encodeEntryFast(cmds []*cmdpb.Command) ([]byte, bool) {
 }
 
 // fastEnqueueBatch returns c's JobEnqueueBatch if encodeEntryFast can
-// encode c around it: a non-nil command and batch without unknown fields,
-// holding no item of the older form.
+// encode c around it: a non-nil command and batch holding nothing but the
+// fields it writes (so no item of the older form).
 func fastEnqueueBatch(c *cmdpb.Command) (*cmdpb.JobEnqueueBatch, bool) {
 	if c == nil {
 		return nil, false
@@ -128,7 +178,7 @@ func fastEnqueueBatch(c *cmdpb.Command) (*cmdpb.JobEnqueueBatch, bool) {
 	if !ok || op.JobEnqueueBatch == nil || len(op.JobEnqueueBatch.Items) != 0 {
 		return nil, false
 	}
-	if len(c.ProtoReflect().GetUnknown()) != 0 || len(op.JobEnqueueBatch.ProtoReflect().GetUnknown()) != 0 {
+	if !writesAll(c.ProtoReflect(), fastCommandRest) || !writesAll(op.JobEnqueueBatch.ProtoReflect(), fastEnqueueBatchRest) {
 		return nil, false
 	}
 	return op.JobEnqueueBatch, true
@@ -139,21 +189,25 @@ func fastEnqueueBatch(c *cmdpb.Command) (*cmdpb.JobEnqueueBatch, bool) {
 // which compares equal without reading its bytes.
 type validStrings struct{ queue, jobType string }
 
-// fastEnqueueRequest says whether encodeEntryFast can encode r: not nil, no
-// unique options or deadline, no unknown fields, and every string valid
-// UTF-8, as protobuf demands of a proto3 string (map keys and values
-// included). TestEncodeEntryFast_KnowsEveryRequestField fails when
-// EnqueueRequest gains a field this does not account for.
+// fastEnqueueRequest says whether encodeEntryFast can encode r: not nil,
+// nothing set but the fields it writes, and every string valid UTF-8, as
+// protobuf demands of a proto3 string (map keys and values included). The
+// fields it declines directly are read as struct fields, which costs
+// nothing next to the reflective check of the rest.
 func fastEnqueueRequest(r *seppv1.EnqueueRequest, valid *validStrings) bool {
-	if r == nil || r.Unique != nil || r.TtlMs != 0 || r.ExpiresAt != nil || len(r.After) != 0 || r.OnParentFailure != 0 || len(r.ProtoReflect().GetUnknown()) != 0 {
+	if r == nil || r.Unique != nil || r.TtlMs != 0 || r.ExpiresAt != nil || len(r.After) != 0 || r.OnParentFailure != 0 {
 		return false // unique options, deadlines and dependencies go through the protobuf encoder
 	}
-	if ts := r.ScheduledAt; ts != nil && len(ts.ProtoReflect().GetUnknown()) != 0 {
+	if !writesAll(r.ProtoReflect(), fastEnqueueRequestRest) {
+		return false // and so does any field added to the proto since
+	}
+	if ts := r.ScheduledAt; ts != nil && !writesAll(ts.ProtoReflect(), fastTimestampRest) {
 		return false
 	}
 	// A trace context (field 170) is written after the idempotency key,
-	// where protobuf's field order puts it when fields 110..141 are unset.
-	if t := r.TraceContext; t != nil && (len(t.ProtoReflect().GetUnknown()) != 0 || !utf8.ValidString(t.Traceparent) || !utf8.ValidString(t.Tracestate)) {
+	// where protobuf's field order puts it when every field between them
+	// is unset, as writesAll has just checked.
+	if t := r.TraceContext; t != nil && (!writesAll(t.ProtoReflect(), fastTraceContextRest) || !utf8.ValidString(t.Traceparent) || !utf8.ValidString(t.Tracestate)) {
 		return false
 	}
 	if r.Queue != valid.queue {
