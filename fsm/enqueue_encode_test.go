@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -480,8 +481,9 @@ func TestEncodeEntryFast_DeclinesAFieldItWasNotTaught(t *testing.T) {
 				}
 			}
 			rest := fieldsBut((*seppv1.EnqueueRequest)(nil), handled...)
-			if len(rest) != 1 || rest[0].Number() != tc.num {
-				t.Fatalf("fieldsBut left %v, want only field %d", rest, tc.num)
+			// The rest also holds any field added since, which r leaves unset.
+			if !slices.ContainsFunc(rest, func(fd protoreflect.FieldDescriptor) bool { return fd.Number() == tc.num }) {
+				t.Fatalf("fieldsBut left %v, without field %d", rest, tc.num)
 			}
 			r := &seppv1.EnqueueRequest{Queue: "q", Payload: []byte("p")}
 			if !writesAll(r.ProtoReflect(), rest) {
