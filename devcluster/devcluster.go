@@ -105,7 +105,7 @@ type Cluster struct {
 }
 
 // Start writes the configs and starts every node. It returns once every
-// process has started; use WaitServing to wait for the gRPC listeners.
+// process has started; use WaitServing to wait for the gRPC and HTTP listeners.
 func Start(opts Options) (*Cluster, error) {
 	if opts.Nodes <= 0 {
 		opts.Nodes = 3

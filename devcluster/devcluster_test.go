@@ -2,6 +2,7 @@ package devcluster
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,5 +270,48 @@ func TestSetNodeTOML(t *testing.T) {
 	}
 	if cfg := load(1); cfg.Cluster.SnapshotThreshold != config.Default().Cluster.SnapshotThreshold {
 		t.Errorf("snapshot_threshold %d after reset, want the default", cfg.Cluster.SnapshotThreshold)
+	}
+}
+
+// WaitServing returns only once a node's HTTP port accepts as well as its
+// gRPC port: a node binds them one after the other, and a caller that
+// reads /metrics right after WaitServing must not find it refused.
+func TestWaitServing_WaitsForTheHTTPPortToo(t *testing.T) {
+	t.Parallel()
+	grpcLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer grpcLis.Close()
+	// A port that accepts nothing yet: taken, then released, then bound
+	// again below once WaitServing is waiting.
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := held.Addr().String()
+	held.Close()
+	n := &Node{ID: "sepp-1", GRPCAddr: grpcLis.Addr().String(), HTTPAddr: httpAddr, Dir: t.TempDir(), done: make(chan struct{})}
+	c := &Cluster{Nodes: []*Node{n}}
+
+	served := make(chan error, 1)
+	go func() { served <- c.WaitServing(t.Context()) }()
+	select {
+	case err := <-served:
+		t.Fatalf("WaitServing returned %v while only the gRPC port accepted", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	httpLis, err := net.Listen("tcp", httpAddr)
+	if err != nil {
+		t.Skipf("the released port %s was taken meanwhile: %v", httpAddr, err)
+	}
+	defer httpLis.Close()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("WaitServing: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitServing did not return once both ports accepted")
 	}
 }
