@@ -145,6 +145,12 @@ func (r *runner) backlog(ctx context.Context) error {
 	}
 
 	queue := queueName("backlog")
+	// The fill's rate counts its enqueues alone: the wait for the empty
+	// queue's keys to expire (limits.max_idempotency_keys) comes first,
+	// and fill's own wait then returns at once.
+	if err := r.awaitKeyRoom(ctx, n); err != nil {
+		return err
+	}
 	r.progress(fmt.Sprintf("filling %s with %d jobs of %d bytes", queue, n, max(r.opts.PayloadBytes, 16)))
 	start := time.Now()
 	if err := r.fill(ctx, queue, n, r.opts.PayloadBytes); err != nil {
