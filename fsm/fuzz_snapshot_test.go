@@ -131,6 +131,8 @@ func FuzzRestoreSnapshot(f *testing.F) {
 	// The store's files last (every member applies 29): refused by a
 	// state machine that keeps its payloads in memory.
 	f.Add(seedStoreSnapshot(f, CommandVersionSnapshotStoreFiles, snapshotFormatStoreFiles))
+	// The engine's part in chunks as well (every member applies 30).
+	f.Add(seedStoreSnapshot(f, CommandVersionSnapshotEngineStreamed, snapshotFormatEngineStreamed))
 	f.Add(seed[:len(seed)/2])
 	f.Add([]byte("SEPPSNAP"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -15,7 +15,17 @@ import (
 func payloadsLastCut(t *testing.T, data []byte) int {
 	t.Helper()
 	off := 16 + int(binary.BigEndian.Uint32(data[12:16])) // header, meta
-	off += 8 + int(binary.BigEndian.Uint64(data[off:off+8]))
+	if binary.BigEndian.Uint32(data[8:12]) >= snapshotFormatEngineStreamed {
+		for { // the engine's chunks, to the empty one
+			n := int(binary.BigEndian.Uint32(data[off : off+4]))
+			off += 4 + n
+			if n == 0 {
+				break
+			}
+		}
+	} else {
+		off += 8 + int(binary.BigEndian.Uint64(data[off:off+8]))
+	}
 	for { // the completed section
 		id := binary.BigEndian.Uint64(data[off : off+8])
 		off += 8

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,12 +11,12 @@ import (
 	"testing"
 )
 
-// joinStoreFilesMembers applies a member list whose binaries all restore
-// snapshot format 5.
+// joinStoreFilesMembers applies a member list of three, two of this
+// binary's command version and the third of oldest.
 func joinStoreFilesMembers(r *logRecorder, f *FSM, oldest uint32) {
 	r.t.Helper()
 	for i := range 3 {
-		v := uint32(CommandVersionSnapshotStoreFiles)
+		v := CommandVersion
 		if i == 2 {
 			v = oldest
 		}
@@ -51,6 +52,7 @@ func TestFSM_StoreFilesSnapshot(t *testing.T) {
 		oldest uint32
 		format uint32
 	}{
+		{"EveryMemberApplies30", CommandVersionSnapshotEngineStreamed, snapshotFormatEngineStreamed},
 		{"EveryMemberApplies29", CommandVersionSnapshotStoreFiles, snapshotFormatStoreFiles},
 		{"OneMemberBefore29", CommandVersionSnapshotStoreFiles - 1, snapshotFormatPayloadsLast},
 	} {
@@ -148,22 +150,37 @@ func TestFSM_StoreFilesSnapshot(t *testing.T) {
 	}
 }
 
-// TestFSM_StoreFilesSnapshotRefusesDamage: a format 5 stream cut short or
-// with a flipped byte in its store files is refused with ErrSnapshot
-// before anything is swapped in: the follower's state and store are what
-// they were, it goes on applying, and no staged file is left.
+// TestFSM_StoreFilesSnapshotRefusesDamage: a format 5 or 6 stream cut
+// short or with a flipped byte in its store files or in its engine's
+// chunks is refused with ErrSnapshot before anything is swapped in: the
+// follower's state and store are what they were, it goes on applying, and
+// no staged file is left.
 func TestFSM_StoreFilesSnapshotRefusesDamage(t *testing.T) {
+	for _, format := range []uint32{snapshotFormatStoreFiles, snapshotFormatEngineStreamed} {
+		t.Run(fmt.Sprint("Format", format), func(t *testing.T) {
+			testStoreFilesSnapshotRefusesDamage(t, format)
+		})
+	}
+}
+
+func testStoreFilesSnapshotRefusesDamage(t *testing.T, format uint32) {
+	t.Helper()
 	base := t.TempDir()
 	rec := newResultsRecorder(t, 11)
 	node := openCheckpointFSM(t, filepath.Join(base, "payloads"), filepath.Join(base, "snapshot-checkpoints"))
 	defer closeFSM(t, node)
 	rec.run(node, 2)
-	joinStoreFilesMembers(rec, node, CommandVersionSnapshotStoreFiles)
+	oldest := uint32(CommandVersionSnapshotStoreFiles)
+	if format == snapshotFormatEngineStreamed {
+		oldest = CommandVersionSnapshotEngineStreamed
+	}
+	joinStoreFilesMembers(rec, node, oldest)
 	rec.run(node, 150)
 	data := snapshotBytes(t, node)
-	if snapshotFormat(t, data) != snapshotFormatStoreFiles {
-		t.Fatal("not a format 5 snapshot: the test tests nothing")
+	if snapshotFormat(t, data) != format {
+		t.Fatalf("not a format %d snapshot: the test tests nothing", format)
 	}
+	engineAt := 16 + int(binary.BigEndian.Uint32(data[12:16])) // the engine's length, or its first chunk's
 	cut := payloadsLastCut(t, data)
 	flip := func(at int) []byte {
 		d := bytes.Clone(data)
@@ -181,6 +198,8 @@ func TestFSM_StoreFilesSnapshotRefusesDamage(t *testing.T) {
 		{"CutBeforeTheChecksum", data[:len(data)-2]},       // the checksum
 		{"NoFiles", append(bytes.Clone(data[:cut]), 0, 0)}, // not an archive
 		{"FlippedBeforeTheFiles", flip(cut - 5)},           // the first checksum's section
+		{"FlippedInTheEnginePart", flip(engineAt + 40)},    // the engine's first bytes
+		{"FlippedEngineLength", flip(engineAt + 1)},        // its length, or its first chunk's
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "payloads")

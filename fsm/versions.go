@@ -80,6 +80,8 @@ const (
 	CommandVersionSnapshotProtobuf = 28
 	// CommandVersionSnapshotStoreFiles = 29: a capability row (below).
 	CommandVersionSnapshotStoreFiles = 29
+	// CommandVersionSnapshotEngineStreamed = 30: a capability row (below).
+	CommandVersionSnapshotEngineStreamed = 30
 )
 
 // commandVersionRow is one command version: its feature name, the Command
@@ -100,7 +102,7 @@ type commandVersionRow struct {
 // version, and the code that needs it asks whether every member applies
 // it (NodeMeta.AppliesCommandVersion); a command stamped with one would be
 // a bug (TestVersionTable_OneDeclaration).
-var capabilityVersions = []uint32{CommandVersionSnapshotPayloads, CommandVersionSnapshotPayloadsLast, CommandVersionSnapshotProtobuf, CommandVersionSnapshotStoreFiles}
+var capabilityVersions = []uint32{CommandVersionSnapshotPayloads, CommandVersionSnapshotPayloadsLast, CommandVersionSnapshotProtobuf, CommandVersionSnapshotStoreFiles, CommandVersionSnapshotEngineStreamed}
 
 // isCapability reports whether version v is a capability row.
 func isCapability(v uint32) bool { return slices.Contains(capabilityVersions, v) }
@@ -165,6 +167,8 @@ var commandVersions = [...]commandVersionRow{
 		"a capability, no command: the binary restores the engine's snapshot in protobuf, layout 19 (engine/snapshot_pb.go, proto/seppstore/v1/engine.proto), in place of the hand-written layouts 1 to 18, which it still reads; a node writes layout 19 only once every member applies this version, since an older binary refuses it"},
 	{CommandVersionSnapshotStoreFiles, "snapshot_store_files", nil,
 		"a capability, no command: the binary restores snapshot format 5, whose last section is the payload store's checkpoint as its files (snapshot.go, store.WriteCheckpoint), so a follower that needs an install receives the store's files and renames them into place instead of writing every record again; a node writes format 5 only once every member applies this version, since an older binary refuses it"},
+	{CommandVersionSnapshotEngineStreamed, "snapshot_engine_streamed", nil,
+		"a capability, no command: the binary restores snapshot format 6, format 5 with the engine's part in length-prefixed chunks ended by an empty one (snapshot.go), so that a node writes the part once, straight into the snapshot, instead of into a temporary file first to learn its length; a node writes format 6 only once every member applies this version, since an older binary refuses it"},
 }
 
 // CommandVersion is the highest cmdpb.Command.version this binary applies:
