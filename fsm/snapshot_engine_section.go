@@ -111,11 +111,13 @@ func (c chunkWriter) Write(p []byte) (int, error) {
 // writeEngineChunks writes the engine's part in format 6's chunks, ended
 // by the empty one: straight from the capture, written once; or, for a
 // state the engine does not capture (written under the lock into the
-// temporary file by Snapshot), copied from that file.
+// temporary file by Snapshot), copied from that file. The capture stays
+// referenced once written, so that a second persist of the snapshot fails
+// (the capture refuses a second write) rather than copying the empty
+// temporary file as the engine's part.
 func (s *fileSnapshot) writeEngineChunks(out io.Writer) error {
 	bw := bufio.NewWriterSize(chunkWriter{w: out}, engineChunkBytes)
 	if c := s.engine; c != nil {
-		s.engine = nil
 		if _, err := c.WriteTo(bw); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -137,4 +138,33 @@ func FuzzEngineChunks(f *testing.F) {
 			t.Fatalf("read error %v, the framing whole: %v", err, whole)
 		}
 	})
+}
+
+// A format 6 snapshot persisted a second time fails, and its sink is
+// cancelled: the captured part is written once, and the temporary file
+// (empty) must never stand in for it.
+func TestFSM_StreamedSnapshotPersistsOnce(t *testing.T) {
+	base := t.TempDir()
+	rec := newResultsRecorder(t, 5)
+	node := openCheckpointFSM(t, filepath.Join(base, "payloads"), filepath.Join(base, "snapshot-checkpoints"))
+	defer closeFSM(t, node)
+	rec.run(node, 2)
+	joinStoreFilesMembers(rec, node, CommandVersionSnapshotEngineStreamed)
+	rec.run(node, 50)
+	snap, err := node.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	var first memSink
+	if err := snap.Persist(&first); err != nil {
+		t.Fatalf("persist: %v", err)
+	}
+	if got := snapshotFormat(t, first.Bytes()); got != snapshotFormatEngineStreamed {
+		t.Fatalf("format %d, want %d", got, snapshotFormatEngineStreamed)
+	}
+	var second memSink
+	if err := snap.Persist(&second); err == nil || !second.cancelled {
+		t.Fatalf("a second persist = %v, cancelled %v; want an error and the sink cancelled", err, second.cancelled)
+	}
 }
